@@ -1,0 +1,70 @@
+//! The `culprit` binary: argument parsing, dispatch and printing. The work is done by the
+//! library crates (collect, decode, symbols, analysis).
+
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// culprit: a precise sampling profiler for Linux.
+///
+/// Finds which instruction is the culprit of a performance problem, and why.
+#[derive(Parser, Debug)]
+#[command(name = "culprit", version, about, long_about = None,
+    after_help = "EXAMPLES:\n  culprit demo                          record and report the shipped matrix-multiply example\n  culprit record -e cycles,instructions -g -- ./prog\n  culprit report -i perf.data --sort dso,sym\n  culprit list")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Sample a command, processes (-p) or the whole system (-a) into a perf.data file.
+    Record(cmd::record::RecordArgs),
+    /// Hotspot report from a perf.data file (culprit's or perf's).
+    Report(cmd::report::ReportArgs),
+    /// What this machine can measure: PMUs, events, capabilities.
+    List(cmd::list::ListArgs),
+    /// Build the shipped example workload, record it with several events and report it.
+    Demo(cmd::demo::DemoArgs),
+}
+
+fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Record(args) => cmd::record::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::List(args) => cmd::list::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`culprit report | head`) is not an error.
+            for cause in err.chain() {
+                if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+                    if io.kind() == std::io::ErrorKind::BrokenPipe {
+                        return ExitCode::SUCCESS;
+                    }
+                }
+            }
+            eprintln!("culprit: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn test_cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}

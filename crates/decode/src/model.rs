@@ -1,0 +1,284 @@
+//! The sample model: what a perf.data file says, resolved to processes, threads and mappings.
+//!
+//! Address vocabulary used across culprit:
+//! - **AVMA** (actual virtual memory address): the address the CPU saw (`Sample::ip`,
+//!   `Frame::addr`).
+//! - **file offset**: `avma - mapping.start + mapping.pgoff`, the byte offset inside the mapped
+//!   file. This is what [`Location::file_offset`] holds. For the kernel, the synthesized
+//!   mapping has `pgoff == start`, so the "file offset" equals the kernel address.
+//! - **SVMA** (stated virtual memory address): the address as the ELF file states it (what
+//!   `objdump -d` prints). Converting a file offset to an SVMA needs the ELF program headers,
+//!   so it is done by `culprit-symbols`, not here.
+//! - **sampled IP** vs **skid-corrected IP**: the first is what the PMU interrupt reported; the
+//!   second is culprit's estimate of the instruction that caused the event (annotate --deskid).
+
+use serde::Serialize;
+
+/// Index of a [`Dso`] in [`Profile::dsos`].
+pub type DsoId = u32;
+/// Index of an [`EventInfo`] in [`Profile::events`].
+pub type EventId = u16;
+/// Index of a string in [`Profile::strings`].
+pub type StrId = u32;
+
+/// Where the CPU was when the sample was taken (`misc & PERF_RECORD_MISC_CPUMODE_MASK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuMode {
+    /// Unknown cpumode (0).
+    Unknown,
+    /// Kernel (1).
+    Kernel,
+    /// User space (2).
+    User,
+    /// Hypervisor (3).
+    Hypervisor,
+    /// Guest kernel (4).
+    GuestKernel,
+    /// Guest user (5).
+    GuestUser,
+}
+
+impl CpuMode {
+    /// Decodes the low three bits of a record's `misc` field.
+    pub fn from_misc(misc: u16) -> CpuMode {
+        match misc & 7 {
+            1 => CpuMode::Kernel,
+            2 => CpuMode::User,
+            3 => CpuMode::Hypervisor,
+            4 => CpuMode::GuestKernel,
+            5 => CpuMode::GuestUser,
+            _ => CpuMode::Unknown,
+        }
+    }
+
+    /// perf's one-letter tag: `[k]` kernel, `[.]` user, `[H]` hypervisor, `[g]` guest.
+    pub fn perf_tag(self) -> &'static str {
+        match self {
+            CpuMode::Kernel => "[k]",
+            CpuMode::User => "[.]",
+            CpuMode::Hypervisor => "[H]",
+            CpuMode::GuestKernel | CpuMode::GuestUser => "[g]",
+            CpuMode::Unknown => "[?]",
+        }
+    }
+}
+
+/// What kind of object a [`Dso`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DsoKind {
+    /// An ELF file on disk (executable or shared library).
+    Elf,
+    /// The kernel image (`[kernel.kallsyms]`); symbolized from kallsyms.
+    Kernel,
+    /// A kernel module (`[name]` or a `.ko` path).
+    KernelModule,
+    /// The vDSO (`[vdso]`).
+    Vdso,
+    /// Anonymous or special mappings (`//anon`, `[heap]`, `[stack]`, JIT code).
+    Anonymous,
+}
+
+/// A shared object (or the kernel): one per distinct path (and build-id) seen in the file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dso {
+    /// Path as recorded in MMAP/MMAP2 (e.g. `/usr/lib/x86_64-linux-gnu/libc.so.6`,
+    /// `[kernel.kallsyms]`, `[vdso]`).
+    pub path: String,
+    /// perf's short name: file name of the path, or the bracketed name.
+    pub short_name: String,
+    /// Build-id from the HEADER_BUILD_ID feature or an MMAP2 build-id record, if any.
+    pub build_id: Option<Vec<u8>>,
+    /// What this object is.
+    pub kind: DsoKind,
+}
+
+/// One event (attr) of the file, with totals over the file's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventInfo {
+    /// Name from HEADER_EVENT_DESC, or synthesized from type/config like perf does.
+    pub name: String,
+    /// `perf_event_attr.type`.
+    pub attr_type: u32,
+    /// `perf_event_attr.config`.
+    pub config: u64,
+    /// `perf_event_attr.config1`.
+    pub config1: u64,
+    /// `perf_event_attr.config2`.
+    pub config2: u64,
+    /// Sample period (when `freq` is false) or frequency in Hz (when `freq` is true).
+    pub period_or_freq: u64,
+    /// Whether `period_or_freq` is a frequency.
+    pub freq: bool,
+    /// `perf_event_attr.sample_type`.
+    pub sample_type: u64,
+    /// `perf_event_attr.precise_ip` (0..=3).
+    pub precise_ip: u8,
+    /// Name of the PMU from HEADER_PMU_MAPPINGS for `attr_type`, if known (e.g. `cpu`,
+    /// `ibs_op`, `software`).
+    pub pmu: Option<String>,
+    /// Number of samples of this event in the file.
+    pub samples: u64,
+    /// Sum of the samples' periods (perf's "Event count").
+    pub period: u64,
+    /// Samples the kernel reported lost for this event (LOST / LOST_SAMPLES records
+    /// attributed by sample id; unattributed losses count on event 0).
+    pub lost: u64,
+}
+
+/// A resolved code location: which DSO and where inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Location {
+    /// The DSO the address falls in, or `None` if no mapping covers it.
+    pub dso: Option<DsoId>,
+    /// File offset inside the DSO (see the module doc); equals the address for the kernel and
+    /// for unmapped addresses.
+    pub file_offset: u64,
+}
+
+/// One frame of a call chain (callee first, as the kernel records it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Frame {
+    /// The address (a return address for all frames but the first, as recorded).
+    pub addr: u64,
+    /// Whether the frame is in the kernel or in user space.
+    pub cpumode: CpuMode,
+    /// Where the address falls.
+    pub location: Location,
+}
+
+/// One PERF_RECORD_SAMPLE, decoded and resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// Which event this sample belongs to (index into [`Profile::events`]).
+    pub event: EventId,
+    /// PERF_SAMPLE_TIME in nanoseconds (0 if absent).
+    pub time: u64,
+    /// Process id (-1 if absent).
+    pub pid: i32,
+    /// Thread id (-1 if absent).
+    pub tid: i32,
+    /// CPU number (0 if absent).
+    pub cpu: u32,
+    /// The sample's period: PERF_SAMPLE_PERIOD, or the attr's fixed period.
+    pub period: u64,
+    /// Sampled instruction pointer (AVMA).
+    pub ip: u64,
+    /// Where the sample was taken.
+    pub cpumode: CpuMode,
+    /// `PERF_RECORD_MISC_EXACT_IP`: the IP is precise (IBS, PEBS), never to be de-skidded.
+    pub exact_ip: bool,
+    /// The thread's command name at the time of the sample (index into [`Profile::strings`]).
+    pub comm: StrId,
+    /// Where `ip` falls.
+    pub location: Location,
+    /// Range into [`Profile::frames`] of this sample's call chain (callee first, context
+    /// markers removed, the sampled IP first when the chain has it). Empty when not recorded.
+    pub callchain: std::ops::Range<u32>,
+    /// PERF_SAMPLE_ADDR (data address), if recorded.
+    pub addr: Option<u64>,
+    /// PERF_SAMPLE_WEIGHT / WEIGHT_STRUCT (first field), if recorded.
+    pub weight: Option<u64>,
+    /// PERF_SAMPLE_DATA_SRC, if recorded.
+    pub data_src: Option<u64>,
+    /// PERF_SAMPLE_PHYS_ADDR, if recorded.
+    pub phys_addr: Option<u64>,
+    /// Range into [`Profile::raw`] of the PERF_SAMPLE_RAW payload (without its u32 size).
+    pub raw: std::ops::Range<u32>,
+}
+
+/// Where and why reading stopped early (truncated or corrupt file).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadStop {
+    /// Byte offset in the file of the record (or header part) that could not be read.
+    pub offset: u64,
+    /// The record type there, if its header could be read.
+    pub record_type: Option<u32>,
+    /// What went wrong.
+    pub reason: String,
+    /// Records successfully read before the stop.
+    pub records_read: u64,
+}
+
+/// Header facts of a perf.data file (the HEADER_* features that culprit uses).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Meta {
+    /// HEADER_HOSTNAME.
+    pub hostname: Option<String>,
+    /// HEADER_OSRELEASE.
+    pub os_release: Option<String>,
+    /// HEADER_VERSION (the perf version that wrote the file).
+    pub perf_version: Option<String>,
+    /// HEADER_ARCH.
+    pub arch: Option<String>,
+    /// HEADER_NRCPUS (available).
+    pub nr_cpus: Option<u32>,
+    /// HEADER_CPUDESC.
+    pub cpu_desc: Option<String>,
+    /// HEADER_CPUID (e.g. `AuthenticAMD,26,2,1`).
+    pub cpuid: Option<String>,
+    /// HEADER_TOTAL_MEM in kB.
+    pub total_mem_kb: Option<u64>,
+    /// HEADER_CMDLINE, joined with spaces.
+    pub cmdline: Option<String>,
+    /// HEADER_PMU_MAPPINGS: (type, name).
+    pub pmu_mappings: Vec<(u32, String)>,
+    /// First and last sample time (ns) as seen in the samples.
+    pub time_range: Option<(u64, u64)>,
+    /// Whether the file was in pipe mode.
+    pub pipe_mode: bool,
+}
+
+/// A whole perf.data file in memory: events, samples, DSOs, and what went wrong reading it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Profile {
+    /// Header facts.
+    pub meta: Meta,
+    /// One entry per attr, in file order.
+    pub events: Vec<EventInfo>,
+    /// Samples in file order.
+    pub samples: Vec<Sample>,
+    /// All call-chain frames, referenced by [`Sample::callchain`].
+    pub frames: Vec<Frame>,
+    /// All raw payloads, referenced by [`Sample::raw`].
+    pub raw: Vec<u8>,
+    /// Interned strings (comm names), referenced by [`StrId`].
+    pub strings: Vec<String>,
+    /// DSOs referenced by [`Location::dso`].
+    pub dsos: Vec<Dso>,
+    /// Total lost samples (LOST + LOST_SAMPLES records).
+    pub lost: u64,
+    /// THROTTLE records seen.
+    pub throttles: u64,
+    /// Non-fatal problems (unknown record types, unmatched sample ids, …).
+    pub warnings: Vec<String>,
+    /// Set when the file is truncated or corrupt: what was read and where it stopped.
+    pub stopped: Option<ReadStop>,
+}
+
+impl Profile {
+    /// The string behind a [`StrId`].
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id as usize).map(String::as_str).unwrap_or("")
+    }
+
+    /// The call chain of a sample.
+    pub fn callchain(&self, sample: &Sample) -> &[Frame] {
+        self.frames
+            .get(sample.callchain.start as usize..sample.callchain.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The raw payload of a sample (empty if none).
+    pub fn raw(&self, sample: &Sample) -> &[u8] {
+        self.raw
+            .get(sample.raw.start as usize..sample.raw.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The DSO of a location, if any.
+    pub fn dso(&self, location: &Location) -> Option<&Dso> {
+        location.dso.and_then(|d| self.dsos.get(d as usize))
+    }
+}
