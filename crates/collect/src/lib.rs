@@ -2,4 +2,5 @@
 //! launching and attaching) and the perf.data writer.
 #![deny(missing_docs)]
 
+pub mod events;
 pub mod probe;
