@@ -1,12 +1,100 @@
-//! `culprit demo` (being written).
+//! `culprit demo`: builds the shipped example workload (examples/matmul.c, embedded in the
+//! binary), records it with several events and prints the report.
+//!
+//! It runs `culprit record` and `culprit report` as child processes of the current executable,
+//! exactly as a user would type them, so the demo exercises the real commands.
 
-use std::process::ExitCode;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::{bail, Context};
+
+/// The example workload's source, shipped inside the binary so the demo works anywhere.
+const MATMUL_C: &str = include_str!("../../../../examples/matmul.c");
 
 /// Arguments of `culprit demo`.
 #[derive(clap::Args, Debug)]
-pub struct DemoArgs {}
+pub struct DemoArgs {
+    /// Directory for the example's binary and perf.data (default: a fresh temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Matrix size N of the example (its run time grows as N³).
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub size: u32,
+    /// Events to record (default: cycles,instructions,cache-misses where the hardware PMU works,
+    /// else cpu-clock,page-faults).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Option<String>,
+}
 
 /// Runs `culprit demo`.
-pub fn run(_args: DemoArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("culprit demo is not built yet")
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let dir = match args.dir {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("culprit-demo-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let source = dir.join("matmul.c");
+    let binary = dir.join("matmul");
+    let data = dir.join("perf.data");
+    std::fs::write(&source, MATMUL_C).with_context(|| format!("writing {}", source.display()))?;
+
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    eprintln!("culprit demo: building {} with {cc} -O1 -g", source.display());
+    let status = Command::new(&cc)
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .status()
+        .with_context(|| format!("running the C compiler `{cc}` (install gcc, or set CC)"))?;
+    if !status.success() {
+        bail!("compiling {} failed ({status})", source.display());
+    }
+
+    let events = args.events.unwrap_or_else(|| {
+        if culprit_collect::probe::hardware_pmu_available() {
+            "cycles,instructions,cache-misses".to_string()
+        } else {
+            eprintln!(
+                "culprit demo: no usable hardware PMU on this machine (a VM without a virtual \
+                 PMU?): recording software events instead"
+            );
+            "cpu-clock,page-faults".to_string()
+        }
+    });
+    let me = std::env::current_exe().context("locating the culprit executable")?;
+    let size = args.size.to_string();
+    eprintln!(
+        "culprit demo: culprit record -e {events} -g -o {} -- {} {size}",
+        data.display(),
+        binary.display()
+    );
+    let status = Command::new(&me)
+        .args(["record", "-e", &events, "-g", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&binary)
+        .arg(&size)
+        .status()
+        .context("running culprit record")?;
+    if !status.success() {
+        bail!("culprit record failed ({status})");
+    }
+    eprintln!("culprit demo: culprit report -i {} --sort comm,dso,sym --top 15", data.display());
+    let status = Command::new(&me)
+        .args(["report", "-i"])
+        .arg(&data)
+        .args(["--sort", "comm,dso,sym", "--no-children", "--top", "15"])
+        .status()
+        .context("running culprit report")?;
+    if !status.success() {
+        bail!("culprit report failed ({status})");
+    }
+    eprintln!(
+        "\nculprit demo: the file is {}; try `culprit report -i {} --sort srcline` or `perf report -i {}`",
+        data.display(),
+        data.display(),
+        data.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
