@@ -3,4 +3,5 @@
 #![deny(missing_docs)]
 
 pub mod events;
+pub mod perfdata;
 pub mod probe;
