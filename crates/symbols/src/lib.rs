@@ -1,3 +1,686 @@
 //! culprit-symbols: turns (DSO, file offset) pairs into function names, source lines and inline
 //! frames, from ELF symbol tables, DWARF, separate debug files and kallsyms.
+//!
+//! The main type is [`Symbolizer`]. It is fed the DSOs of a [`Profile`] and answers
+//! [`Query`]s in batches with [`Resolved`] values: a [`SymbolId`] (look the [`Symbol`] up with
+//! [`Symbolizer::symbol`]) and the SVMA (the address `objdump` shows). Source lines and inline
+//! frames come from [`Symbolizer::source`], which builds the DWARF context of a DSO only on
+//! first use, so symbol lookups never pay for DWARF.
+//!
+//! Where names come from, per DSO kind (mirroring `perf report`):
+//! - ELF files: `.symtab` and `.dynsym` (functions, objects, text labels; zero-sized symbols
+//!   run to the next symbol; aliases reduced like perf), preferably from a separate debug file
+//!   (`/usr/lib/debug/.build-id/xx/yyyy.debug`, `.gnu_debuglink` next to the file, in its
+//!   `.debug/` and under `/usr/lib/debug/DIR`, or `/usr/lib/debug/PATH`). If the profile
+//!   recorded a build-id and the file on disk differs, perf's build-id cache (`~/.debug`) is
+//!   tried, else the DSO gets a warning and no names (never wrong names).
+//! - The kernel and modules: kallsyms (the running kernel's, checked against the recorded
+//!   build-id through `/sys/kernel/notes`, else perf's cached copy).
+//! - JIT code: `/tmp/perf-PID.map`.
+//! - `[vdso]`: perf's build-id cache copy, when there is one.
+//!
+//! ```no_run
+//! use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
+//! # fn demo(profile: &culprit_decode::model::Profile) {
+//! let mut sym = Symbolizer::new(SymbolizerOptions::default());
+//! let q: Vec<Query> = profile.samples.iter().map(|s| Query::of(s.location, s.pid)).collect();
+//! for r in sym.resolve_batch(profile, &q) {
+//!     let name = r.symbol.and_then(|id| sym.symbol(id)).map(|s| s.name.as_str());
+//!     println!("{}", name.unwrap_or("[unknown]"));
+//! }
+//! # }
+//! ```
 #![deny(missing_docs)]
+
+mod demangle;
+mod elf;
+mod kernel;
+mod perfmap;
+mod table;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
+
+pub use demangle::demangle;
+pub use elf::Segment;
+pub use table::{Binding, Symbol, SymbolTable};
+
+/// Errors of this crate (most problems become warnings, see [`Symbolizer::warnings`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SymbolError {
+    /// A file could not be opened or mapped.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not a readable ELF file.
+    #[error("cannot parse ELF file {path}: {msg}")]
+    Elf {
+        /// The file.
+        path: String,
+        /// What the parser said.
+        msg: String,
+    },
+}
+
+/// Where the symbolizer looks for files.
+#[derive(Debug, Clone)]
+pub struct SymbolizerOptions {
+    /// Root of separate debug files (`/usr/lib/debug`).
+    pub debug_root: PathBuf,
+    /// perf's build-id cache (`$HOME/.debug`), if any.
+    pub buildid_cache: Option<PathBuf>,
+    /// The kallsyms file (`/proc/kallsyms`).
+    pub kallsyms: PathBuf,
+    /// The running kernel's notes (`/sys/kernel/notes`), for its build-id.
+    pub kernel_notes: PathBuf,
+    /// Directory of JIT maps (`/tmp`, files `perf-PID.map`).
+    pub perf_map_dir: PathBuf,
+}
+
+impl Default for SymbolizerOptions {
+    fn default() -> Self {
+        SymbolizerOptions {
+            debug_root: PathBuf::from("/usr/lib/debug"),
+            buildid_cache: std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")),
+            kallsyms: PathBuf::from("/proc/kallsyms"),
+            kernel_notes: PathBuf::from("/sys/kernel/notes"),
+            perf_map_dir: PathBuf::from("/tmp"),
+        }
+    }
+}
+
+/// One address to symbolize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Query {
+    /// The DSO (None: no mapping covered the address).
+    pub dso: Option<DsoId>,
+    /// File offset in the DSO (the address itself for the kernel, modules and JIT code).
+    pub file_offset: u64,
+    /// Process id, for JIT maps (`/tmp/perf-PID.map`).
+    pub pid: i32,
+}
+
+impl Query {
+    /// A query for a location seen in process `pid`.
+    pub fn of(location: Location, pid: i32) -> Query {
+        Query {
+            dso: location.dso,
+            file_offset: location.file_offset,
+            pid,
+        }
+    }
+}
+
+/// Identifies a symbol across all tables the symbolizer loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SymbolId {
+    /// Table number.
+    pub table: u32,
+    /// Index in the table.
+    pub index: u32,
+}
+
+/// The answer to a [`Query`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// The symbol containing the address, if known.
+    pub symbol: Option<SymbolId>,
+    /// The address as the ELF file states it (objdump's address), if it could be computed.
+    pub svma: Option<u64>,
+}
+
+/// One frame of source information; the first is the innermost inlined function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFrame {
+    /// Function name (demangled), if DWARF names it.
+    pub function: Option<String>,
+    /// Source file path.
+    pub file: Option<String>,
+    /// Line number.
+    pub line: Option<u32>,
+}
+
+type Dwarf = addr2line::Context<gimli::EndianArcSlice<gimli::RunTimeEndian>>;
+
+enum DwarfState {
+    NotTried,
+    Ready(Box<Dwarf>),
+    Unavailable,
+}
+
+/// How addresses of one DSO are resolved.
+enum DsoState {
+    /// An ELF file: file offset → SVMA by segments, symbols in SVMA space.
+    Elf {
+        table: Option<u32>,
+        segments: Vec<Segment>,
+        dwarf_path: Option<PathBuf>,
+        dwarf: DwarfState,
+    },
+    /// Kernel, module: absolute addresses.
+    Absolute { table: Option<u32> },
+    /// Anonymous memory: JIT map of the process.
+    Jit,
+    /// Nothing known.
+    Unknown,
+}
+
+/// Symbolizes addresses of a profile's DSOs; each DSO is opened once and cached.
+pub struct Symbolizer {
+    opts: SymbolizerOptions,
+    tables: Vec<Arc<SymbolTable>>,
+    dsos: HashMap<DsoId, DsoState>,
+    kernel: Option<(Option<u32>, HashMap<String, u32>)>,
+    jit: HashMap<i32, Option<u32>>,
+    warnings: Vec<String>,
+    warned: HashSet<String>,
+}
+
+/// Whether a recorded build-id (perf pads it with zeros to 20 bytes) matches a file's.
+pub fn same_build_id(recorded: &[u8], actual: &[u8]) -> bool {
+    if recorded.len() >= actual.len() {
+        recorded[..actual.len()] == *actual && recorded[actual.len()..].iter().all(|&b| b == 0)
+    } else {
+        false
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Module name as kallsyms prints it, from a DSO path (`[kvm]`, `/lib/…/kvm-amd.ko.xz`).
+fn module_name(path: &str) -> String {
+    if let Some(inner) = path.strip_prefix('[').and_then(|p| p.strip_suffix(']')) {
+        return inner.to_string();
+    }
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = file.split(".ko").next().unwrap_or(file);
+    stem.replace('-', "_")
+}
+
+impl Symbolizer {
+    /// A symbolizer with nothing loaded yet.
+    pub fn new(opts: SymbolizerOptions) -> Symbolizer {
+        Symbolizer {
+            opts,
+            tables: Vec::new(),
+            dsos: HashMap::new(),
+            kernel: None,
+            jit: HashMap::new(),
+            warnings: Vec::new(),
+            warned: HashSet::new(),
+        }
+    }
+
+    /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
+    /// once.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn warn(&mut self, key: &str, msg: String) {
+        if self.warned.insert(key.to_string()) {
+            self.warnings.push(msg);
+        }
+    }
+
+    /// The symbol behind an id.
+    pub fn symbol(&self, id: SymbolId) -> Option<&Symbol> {
+        self.tables.get(id.table as usize)?.get(id.index)
+    }
+
+    fn add_table(&mut self, t: SymbolTable) -> u32 {
+        self.tables.push(Arc::new(t));
+        (self.tables.len() - 1) as u32
+    }
+
+    /// Resolves many addresses; the answers are in query order. Queries are processed sorted
+    /// by DSO and offset, so each DSO is prepared once and its table walked in order.
+    pub fn resolve_batch(&mut self, profile: &Profile, queries: &[Query]) -> Vec<Resolved> {
+        let mut order: Vec<u32> = (0..queries.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| queries[i as usize]);
+        let mut out = vec![Resolved::default(); queries.len()];
+        for i in order {
+            let q = queries[i as usize];
+            out[i as usize] = self.resolve(profile, q);
+        }
+        out
+    }
+
+    /// Resolves one address.
+    pub fn resolve(&mut self, profile: &Profile, q: Query) -> Resolved {
+        let Some(dso) = q.dso else {
+            return Resolved::default();
+        };
+        if !self.dsos.contains_key(&dso) {
+            let state = self.prepare(profile, dso);
+            self.dsos.insert(dso, state);
+        }
+        let (table, svma) = match self.dsos.get(&dso) {
+            Some(DsoState::Elf {
+                table, segments, ..
+            }) => (
+                *table,
+                elf::offset_to_svma(segments.as_slice(), q.file_offset),
+            ),
+            Some(DsoState::Absolute { table }) => (*table, Some(q.file_offset)),
+            Some(DsoState::Jit) => (self.jit_table(profile, dso, q.pid), None),
+            Some(DsoState::Unknown) | None => (None, None),
+        };
+        let addr = match self.dsos.get(&dso) {
+            Some(DsoState::Jit) => Some(q.file_offset),
+            _ => svma,
+        };
+        let symbol = match (table, addr) {
+            (Some(t), Some(a)) => self.tables[t as usize]
+                .find(a)
+                .map(|index| SymbolId { table: t, index }),
+            _ => None,
+        };
+        Resolved { symbol, svma }
+    }
+
+    fn prepare(&mut self, profile: &Profile, id: DsoId) -> DsoState {
+        let Some(dso) = profile.dsos.get(id as usize) else {
+            return DsoState::Unknown;
+        };
+        match dso.kind {
+            DsoKind::Kernel => {
+                let (k, _) = self.kernel_tables(profile, dso.build_id.as_deref());
+                DsoState::Absolute { table: k }
+            }
+            DsoKind::KernelModule => {
+                let (_, mods) = self.kernel_tables(profile, None);
+                let name = module_name(&dso.path);
+                DsoState::Absolute {
+                    table: mods.get(&name).copied(),
+                }
+            }
+            DsoKind::Vdso => {
+                let cached = dso.build_id.as_deref().and_then(|b| {
+                    let cache = self.opts.buildid_cache.as_ref()?;
+                    let p = cache.join("[vdso]").join(hex(b)).join("vdso");
+                    p.exists().then_some(p)
+                });
+                match cached {
+                    Some(p) => self.prepare_elf(&dso.path, p.as_path(), None),
+                    None => DsoState::Unknown,
+                }
+            }
+            DsoKind::Anonymous => DsoState::Jit,
+            DsoKind::Elf => {
+                let path = PathBuf::from(&dso.path);
+                self.prepare_elf(&dso.path, &path, dso.build_id.as_deref())
+            }
+        }
+    }
+
+    /// The kernel table and module tables, loaded once.
+    fn kernel_tables(
+        &mut self,
+        profile: &Profile,
+        recorded: Option<&[u8]>,
+    ) -> (Option<u32>, HashMap<String, u32>) {
+        if let Some(k) = &self.kernel {
+            return k.clone();
+        }
+        // The recorded kernel build-id, from the kernel DSO of the profile.
+        let recorded = recorded.map(<[u8]>::to_vec).or_else(|| {
+            profile
+                .dsos
+                .iter()
+                .find(|d| d.kind == DsoKind::Kernel)
+                .and_then(|d| d.build_id.clone())
+        });
+        let running = std::fs::read(&self.opts.kernel_notes)
+            .ok()
+            .and_then(|n| kernel::build_id_from_notes(&n));
+        let mut source = Some(self.opts.kallsyms.clone());
+        if let (Some(rec), Some(run)) = (&recorded, &running) {
+            if !same_build_id(rec, run) {
+                let cached = self.opts.buildid_cache.as_ref().map(|c| {
+                    c.join("[kernel.kallsyms]")
+                        .join(hex(rec.strip_suffix(&[0u8; 0][..]).unwrap_or(rec)))
+                        .join("kallsyms")
+                });
+                source = cached.filter(|p| p.exists());
+                if source.is_none() {
+                    self.warn(
+                        "kernel-build-id",
+                        format!(
+                            "the running kernel (build-id {}) is not the one recorded ({}) and \
+                             perf's cache has no copy of its kallsyms: kernel symbols unknown",
+                            hex(run),
+                            hex(rec)
+                        ),
+                    );
+                }
+            }
+        }
+        let mut result = (None, HashMap::new());
+        if let Some(path) = source {
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let k = kernel::parse_kallsyms(&text);
+                    if k.all_zero {
+                        self.warn(
+                            "kptr",
+                            format!(
+                                "{} shows only zero addresses (kernel.kptr_restrict): kernel \
+                                 symbols unknown; run as root or set kernel.kptr_restrict=0",
+                                path.display()
+                            ),
+                        );
+                    } else {
+                        let kt = self.add_table(k.kernel);
+                        let mut mods = HashMap::new();
+                        for (name, t) in k.modules {
+                            let id = self.add_table(t);
+                            mods.insert(name, id);
+                        }
+                        result = (Some(kt), mods);
+                    }
+                }
+                Err(e) => self.warn(
+                    "kallsyms",
+                    format!(
+                        "cannot read {}: {e}: kernel symbols unknown",
+                        path.display()
+                    ),
+                ),
+            }
+        }
+        self.kernel = Some(result.clone());
+        result
+    }
+
+    fn jit_table(&mut self, profile: &Profile, dso: DsoId, pid: i32) -> Option<u32> {
+        // A DSO named after its map file carries the pid; otherwise use the sample's.
+        let pid = profile
+            .dsos
+            .get(dso as usize)
+            .and_then(|d| {
+                d.short_name
+                    .strip_prefix("perf-")?
+                    .strip_suffix(".map")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(pid);
+        if let Some(t) = self.jit.get(&pid) {
+            return *t;
+        }
+        let path = self.opts.perf_map_dir.join(format!("perf-{pid}.map"));
+        let t = std::fs::read_to_string(path)
+            .ok()
+            .map(|text| perfmap::parse_perf_map(&text))
+            .map(|t| self.add_table(t));
+        self.jit.insert(pid, t);
+        t
+    }
+
+    /// Candidate separate debug files of an ELF file.
+    fn debug_candidates(
+        &self,
+        path: &Path,
+        build_id: Option<&[u8]>,
+        debuglink: Option<&str>,
+    ) -> Vec<PathBuf> {
+        let root = &self.opts.debug_root;
+        let mut c = Vec::new();
+        if let Some(b) = build_id.filter(|b| b.len() > 1) {
+            let h = hex(b);
+            c.push(
+                root.join(".build-id")
+                    .join(&h[..2])
+                    .join(format!("{}.debug", &h[2..])),
+            );
+        }
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        let rel_dir = dir.strip_prefix("/").unwrap_or(dir);
+        if let Some(link) = debuglink {
+            c.push(dir.join(link));
+            c.push(dir.join(".debug").join(link));
+            c.push(root.join(rel_dir).join(link));
+        }
+        let rel = path.strip_prefix("/").unwrap_or(path);
+        c.push(root.join(rel));
+        let mut dbg = root.join(rel).into_os_string();
+        dbg.push(".debug");
+        c.push(PathBuf::from(dbg));
+        c.retain(|p| p != path && p.is_file());
+        c
+    }
+
+    /// Opens an ELF DSO (`path` is where to read it, `name` how the profile names it).
+    fn prepare_elf(&mut self, name: &str, path: &Path, recorded: Option<&[u8]>) -> DsoState {
+        let mut path = path.to_path_buf();
+        let mut data = elf::map_file(&path).ok();
+        let mut facts = data.as_ref().map(|d| elf::read_elf(d, name, true));
+        // Build-id check: a different file on disk must not give names; try perf's cache.
+        let mismatch = match (&facts, recorded) {
+            (Some(Ok(f)), Some(rec)) => f
+                .build_id
+                .as_deref()
+                .is_some_and(|b| !same_build_id(rec, b)),
+            _ => false,
+        };
+        if mismatch || data.is_none() {
+            let cached = recorded.and_then(|rec| {
+                let cache = self.opts.buildid_cache.as_ref()?;
+                let h = hex(rec);
+                let p = cache
+                    .join(".build-id")
+                    .join(&h[..2.min(h.len())])
+                    .join(h.get(2..)?)
+                    .join("elf");
+                p.is_file().then_some(p)
+            });
+            if let Some(p) = cached {
+                path = p;
+                data = elf::map_file(&path).ok();
+                facts = data.as_ref().map(|d| elf::read_elf(d, name, true));
+            } else if mismatch {
+                let actual = match &facts {
+                    Some(Ok(f)) => f.build_id.as_deref().map(hex).unwrap_or_default(),
+                    _ => String::new(),
+                };
+                self.warn(
+                    name,
+                    format!(
+                        "{name}: build-id on disk ({actual}) differs from the recorded one ({}): \
+                         its symbols are not shown",
+                        recorded.map(hex).unwrap_or_default()
+                    ),
+                );
+                return DsoState::Unknown;
+            }
+        }
+        let facts = match facts {
+            Some(Ok(f)) => f,
+            Some(Err(e)) => {
+                self.warn(name, format!("{e}: its symbols are not shown"));
+                return DsoState::Unknown;
+            }
+            None => {
+                self.warn(
+                    name,
+                    format!("{name}: file not found: its symbols are not shown"),
+                );
+                return DsoState::Unknown;
+            }
+        };
+        drop(data);
+        let mut symbols = facts.symbols;
+        let mut dwarf_path = facts.has_dwarf.then(|| path.clone());
+        let mut symtab_found = facts.has_symtab;
+        for cand in
+            self.debug_candidates(&path, facts.build_id.as_deref(), facts.debuglink.as_deref())
+        {
+            let Ok(map) = elf::map_file(&cand) else {
+                continue;
+            };
+            let Ok(dbg) = elf::read_elf(&map, &cand.display().to_string(), !symtab_found) else {
+                continue;
+            };
+            if let (Some(a), Some(b)) = (&facts.build_id, &dbg.build_id) {
+                if a != b {
+                    continue;
+                }
+            }
+            if !symtab_found && dbg.has_symtab {
+                symbols = dbg.symbols;
+                symtab_found = true;
+            }
+            if dwarf_path.is_none() && dbg.has_dwarf {
+                dwarf_path = Some(cand.clone());
+            }
+            if symtab_found && dwarf_path.is_some() {
+                break;
+            }
+        }
+        let table = (!symbols.is_empty()).then(|| self.add_table(SymbolTable::new(symbols)));
+        if table.is_none() {
+            self.warn(
+                name,
+                format!("{name}: no symbols (stripped, no debug file found)"),
+            );
+        }
+        DsoState::Elf {
+            table,
+            segments: facts.segments,
+            dwarf_path,
+            dwarf: DwarfState::NotTried,
+        }
+    }
+
+    /// Source file, line and inline frames of an address (innermost first). Empty when
+    /// the DSO has no DWARF. `return_address` looks up `addr - 1` (for call-chain frames).
+    pub fn source(
+        &mut self,
+        profile: &Profile,
+        dso: Option<DsoId>,
+        file_offset: u64,
+        return_address: bool,
+    ) -> Vec<SourceFrame> {
+        let Some(dso) = dso else { return Vec::new() };
+        let r = self.resolve(
+            profile,
+            Query {
+                dso: Some(dso),
+                file_offset,
+                pid: -1,
+            },
+        );
+        let Some(svma) = r.svma else {
+            return Vec::new();
+        };
+        let probe = if return_address {
+            svma.saturating_sub(1)
+        } else {
+            svma
+        };
+        let Some(DsoState::Elf {
+            dwarf_path, dwarf, ..
+        }) = self.dsos.get_mut(&dso)
+        else {
+            return Vec::new();
+        };
+        if let DwarfState::NotTried = *dwarf {
+            *dwarf = match dwarf_path.as_deref().map(load_dwarf) {
+                Some(Ok(ctx)) => DwarfState::Ready(Box::new(ctx)),
+                _ => DwarfState::Unavailable,
+            };
+        }
+        let DwarfState::Ready(ctx) = dwarf else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if let Ok(mut frames) = ctx.find_frames(probe).skip_all_loads() {
+            while let Ok(Some(f)) = frames.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.raw_name().ok())
+                    .map(|n| demangle(&n));
+                let (file, line) = match &f.location {
+                    Some(l) => (l.file.map(str::to_string), l.line),
+                    None => (None, None),
+                };
+                out.push(SourceFrame {
+                    function,
+                    file,
+                    line,
+                });
+            }
+        }
+        if out.is_empty() {
+            if let Ok(Some(l)) = ctx.find_location(probe) {
+                out.push(SourceFrame {
+                    function: None,
+                    file: l.file.map(str::to_string),
+                    line: l.line,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Builds an addr2line context over copies of a file's DWARF sections (decompressed).
+fn load_dwarf(path: &Path) -> Result<Dwarf, SymbolError> {
+    use object::{Object, ObjectSection};
+    let map = elf::map_file(path)?;
+    let bad = |msg: String| SymbolError::Elf {
+        path: path.display().to_string(),
+        msg,
+    };
+    let obj = object::File::parse(&*map).map_err(|e| bad(e.to_string()))?;
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<gimli::EndianArcSlice<gimli::RunTimeEndian>, gimli::Error> {
+        let bytes: Arc<[u8]> = obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .map(|d| Arc::from(&*d))
+            .unwrap_or_else(|| Arc::from(&[][..]));
+        Ok(gimli::EndianArcSlice::new(bytes, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).map_err(|e| bad(e.to_string()))?;
+    addr2line::Context::from_dwarf(dwarf).map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_same_build_id_allows_perf_padding() {
+        assert!(same_build_id(&[1, 2, 3, 0, 0], &[1, 2, 3]));
+        assert!(!same_build_id(&[1, 2, 4, 0, 0], &[1, 2, 3]));
+        assert!(!same_build_id(&[1, 2], &[1, 2, 3]));
+        assert!(!same_build_id(&[1, 2, 3, 0, 1], &[1, 2, 3]));
+    }
+
+    #[test]
+    fn test_module_name() {
+        assert_eq!(module_name("[kvm]"), "kvm");
+        assert_eq!(
+            module_name("/lib/modules/6.1/kernel/kvm-amd.ko.xz"),
+            "kvm_amd"
+        );
+    }
+}

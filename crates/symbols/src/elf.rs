@@ -1,0 +1,217 @@
+//! Reading what culprit needs from one ELF file: PT_LOAD segments (file offset → SVMA),
+//! build-id, `.gnu_debuglink`, and the symbol table perf would build (.symtab and .dynsym:
+//! functions, objects and text labels).
+
+use std::path::Path;
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::{Endianness, Object};
+
+use crate::demangle::demangle;
+use crate::table::{Binding, Symbol};
+use crate::SymbolError;
+
+/// One PT_LOAD segment: maps file offsets to SVMAs.
+#[derive(Debug, Clone, Copy)]
+pub struct Segment {
+    /// p_offset.
+    pub offset: u64,
+    /// p_filesz.
+    pub filesz: u64,
+    /// p_vaddr.
+    pub vaddr: u64,
+}
+
+/// Facts read from one ELF file.
+#[derive(Debug, Default)]
+pub struct ElfFacts {
+    /// PT_LOAD segments.
+    pub segments: Vec<Segment>,
+    /// NT_GNU_BUILD_ID, if present.
+    pub build_id: Option<Vec<u8>>,
+    /// `.gnu_debuglink` file name, if present.
+    pub debuglink: Option<String>,
+    /// Whether the file has a `.symtab` section.
+    pub has_symtab: bool,
+    /// Whether the file has DWARF (`.debug_info`).
+    pub has_dwarf: bool,
+    /// Symbols (unsorted), only when asked for.
+    pub symbols: Vec<Symbol>,
+}
+
+/// Converts a file offset to an SVMA with the PT_LOAD segments (the first segment whose file
+/// range holds the offset).
+pub fn offset_to_svma(segments: &[Segment], offset: u64) -> Option<u64> {
+    segments
+        .iter()
+        .find(|s| offset >= s.offset && offset - s.offset < s.filesz.max(1))
+        .map(|s| offset - s.offset + s.vaddr)
+}
+
+/// Opens and maps a file read-only.
+pub fn map_file(path: &Path) -> Result<memmap2::Mmap, SymbolError> {
+    let file = std::fs::File::open(path).map_err(|source| SymbolError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    // SAFETY: read-only private mapping; a file truncated under us can SIGBUS, the same risk
+    // every symbolizer (perf, addr2line) takes with mmap.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|source| SymbolError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Reads the facts of an ELF image; `want_symbols` also collects its symbols.
+pub fn read_elf(data: &[u8], path: &str, want_symbols: bool) -> Result<ElfFacts, SymbolError> {
+    let bad = |msg: String| SymbolError::Elf {
+        path: path.to_string(),
+        msg,
+    };
+    let generic = object::File::parse(data).map_err(|e| bad(e.to_string()))?;
+    let mut facts = ElfFacts {
+        build_id: generic.build_id().ok().flatten().map(<[u8]>::to_vec),
+        debuglink: generic
+            .gnu_debuglink()
+            .ok()
+            .flatten()
+            .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned()),
+        ..ElfFacts::default()
+    };
+    match generic {
+        object::File::Elf64(_) => {
+            read_raw::<elf::FileHeader64<Endianness>>(data, want_symbols, &mut facts)
+        }
+        object::File::Elf32(_) => {
+            read_raw::<elf::FileHeader32<Endianness>>(data, want_symbols, &mut facts)
+        }
+        _ => return Err(bad("not an ELF file".into())),
+    }
+    .map_err(|e| bad(e.to_string()))?;
+    Ok(facts)
+}
+
+fn read_raw<H: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    want_symbols: bool,
+    facts: &mut ElfFacts,
+) -> object::read::Result<()> {
+    let header = H::parse(data)?;
+    let endian = header.endian()?;
+    for ph in header.program_headers(endian, data)? {
+        if ph.p_type(endian) == elf::PT_LOAD {
+            facts.segments.push(Segment {
+                offset: ph.p_offset(endian).into(),
+                filesz: ph.p_filesz(endian).into(),
+                vaddr: ph.p_vaddr(endian).into(),
+            });
+        }
+    }
+    let sections = header.sections(endian, data)?;
+    for s in sections.iter() {
+        let name = sections.section_name(endian, s).unwrap_or(b"");
+        if s.sh_type(endian) == elf::SHT_SYMTAB {
+            facts.has_symtab = true;
+        }
+        if name == b".debug_info" || name == b".zdebug_info" {
+            facts.has_dwarf = s.sh_type(endian) != elf::SHT_NOBITS;
+        }
+    }
+    if !want_symbols {
+        return Ok(());
+    }
+    // perf loads .symtab and then .dynsym into one table; duplicates are resolved later.
+    for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
+        let table = sections.symbols(endian, data, sh_type)?;
+        for sym in table.symbols() {
+            let st_type = sym.st_type();
+            let shndx = sym.st_shndx(endian);
+            if sym.st_name(endian) == 0 || shndx == elf::SHN_UNDEF || shndx == elf::SHN_ABS {
+                continue;
+            }
+            let is_func = st_type == elf::STT_FUNC || st_type == elf::STT_GNU_IFUNC;
+            let is_object = st_type == elf::STT_OBJECT;
+            let vis = sym.st_visibility();
+            let is_label =
+                st_type == elf::STT_NOTYPE && vis != elf::STV_HIDDEN && vis != elf::STV_INTERNAL;
+            if !is_func && !is_object && !is_label {
+                continue;
+            }
+            // Extended section indices (SHN_XINDEX) are rare; such symbols are skipped.
+            let Ok(section) = sections.section(object::SectionIndex(usize::from(shndx.0))) else {
+                continue;
+            };
+            let flags: u64 = section.sh_flags(endian).0;
+            if flags & elf::SHF_ALLOC.0 == 0 {
+                continue;
+            }
+            if !is_func && !is_object {
+                // Labels count only in text sections (perf's elf_sec__filter).
+                let sname = sections.section_name(endian, section).unwrap_or(b"");
+                if !sname.windows(4).any(|w| w == b"text") {
+                    continue;
+                }
+            }
+            let Ok(raw_name) = table.symbol_name(endian, sym) else {
+                continue;
+            };
+            let name = String::from_utf8_lossy(raw_name);
+            let start: u64 = sym.st_value(endian).into();
+            let size: u64 = sym.st_size(endian).into();
+            let binding = match sym.st_bind() {
+                elf::STB_GLOBAL => Binding::Global,
+                elf::STB_WEAK => Binding::Weak,
+                _ => Binding::Local,
+            };
+            facts.symbols.push(Symbol {
+                name: demangle(&name),
+                start,
+                end: start.saturating_add(size),
+                binding,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_offset_to_svma_uses_load_segments() {
+        let segs = [
+            Segment {
+                offset: 0,
+                filesz: 0x1000,
+                vaddr: 0,
+            },
+            Segment {
+                offset: 0x1000,
+                filesz: 0x2000,
+                vaddr: 0x401000,
+            },
+        ];
+        assert_eq!(offset_to_svma(&segs, 0x1234), Some(0x401234));
+        assert_eq!(offset_to_svma(&segs, 0x10), Some(0x10));
+        assert_eq!(offset_to_svma(&segs, 0x5000), None);
+    }
+
+    #[test]
+    fn test_read_elf_rejects_garbage() {
+        assert!(read_elf(b"definitely not an elf file", "x", true).is_err());
+    }
+
+    #[test]
+    fn test_read_elf_own_binary_has_symbols_and_segments() {
+        let exe = std::env::current_exe().unwrap();
+        let map = map_file(&exe).unwrap();
+        let facts = read_elf(&map, "self", true).unwrap();
+        assert!(!facts.segments.is_empty());
+        assert!(facts
+            .symbols
+            .iter()
+            .any(|s| s.name.contains("test_read_elf_own_binary")));
+    }
+}
