@@ -5,3 +5,4 @@
 pub mod events;
 pub mod perfdata;
 pub mod probe;
+pub mod sysfs;

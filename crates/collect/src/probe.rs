@@ -13,7 +13,15 @@ pub fn try_open_counter(attr_type: u32, config: u64) -> Result<(), i32> {
     attr.set_exclude_kernel(1);
     attr.set_exclude_hv(1);
     // SAFETY: attr is a valid, fully initialised perf_event_attr that outlives the call.
-    let fd = unsafe { sys::perf_event_open(&mut attr, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as _) };
+    let fd = unsafe {
+        sys::perf_event_open(
+            &mut attr,
+            0,
+            -1,
+            -1,
+            sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
+        )
+    };
     if fd < 0 {
         return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
     }

@@ -1,9 +1,28 @@
 //! Event specifications: parsing perf-style event strings (`cycles:u`, `r1a0`,
 //! `cpu/event=0x1a0,umask=0x1e/`, `ls_any_fills_from_sys.all`, `cycles/period=100000/`) into
 //! the fields of a `perf_event_attr`.
+//!
+//! Entry points: [`parse_event_list`] (`-e a,b/x=1,y=2/,c:u`), [`parse_event`],
+//! [`default_event`] and [`cpu_clock`]. They read the running system's PMUs from sysfs; an
+//! [`EventParser`] built with [`EventParser::new`] parses against any sysfs tree and CPU (this
+//! is how the unit tests check exact config bits without hardware).
+//!
+//! The syntax is documented for users in `docs/events.md`.
+
+use serde::Serialize;
+
+use crate::sysfs::{CpuIdentity, Sysfs};
+
+pub mod catalog;
+pub mod generic;
+mod parse;
+mod suggest;
+
+pub use parse::EventParser;
 
 /// How often an event samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SampleRate {
     /// One sample every N events (`-c N`, `period=N`).
     Period(u64),
@@ -12,7 +31,7 @@ pub enum SampleRate {
 }
 
 /// A parsed event: everything needed to fill a `perf_event_attr`, plus its display name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventSpec {
     /// The name as the user wrote it (e.g. `cycles:u`, `cpu/event=0x1a0,umask=0x1e/`); this is
     /// what goes into HEADER_EVENT_DESC and what reports print.
@@ -38,3 +57,212 @@ pub struct EventSpec {
     /// `precise_ip` from `:p`/`:pp`/`:ppp` (0..=3).
     pub precise_ip: u8,
 }
+
+impl EventSpec {
+    /// An event with the given name, PMU, type and config; everything else zero / unset.
+    pub fn new(name: impl Into<String>, pmu: Option<&str>, attr_type: u32, config: u64) -> Self {
+        EventSpec {
+            name: name.into(),
+            pmu: pmu.map(str::to_string),
+            attr_type,
+            config,
+            config1: 0,
+            config2: 0,
+            rate: None,
+            exclude_user: false,
+            exclude_kernel: false,
+            exclude_hv: false,
+            precise_ip: 0,
+        }
+    }
+}
+
+/// Why an event string was rejected. Every message names the input and says what would work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EventError {
+    /// An empty event (e.g. `-e ''` or `-e a,,b`).
+    #[error("empty event name in `{spec}`: write events separated by commas, e.g. `-e cycles,instructions`")]
+    Empty {
+        /// The whole list as given.
+        spec: String,
+    },
+    /// Malformed syntax (missing `/`, …).
+    #[error("cannot parse event `{event}`: {why}")]
+    Syntax {
+        /// The event text.
+        event: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A name that is neither generic, cache, raw, a catalog event nor a sysfs alias.
+    #[error("unknown event `{name}`{}; `culprit list` shows what this machine supports", suggest::did_you_mean(.suggestions))]
+    UnknownEvent {
+        /// The unknown name.
+        name: String,
+        /// Up to 3 close names.
+        suggestions: Vec<String>,
+    },
+    /// `pmu/…/` with no such PMU in sysfs.
+    #[error("unknown PMU `{pmu}` in `{event}`{}; PMUs on this machine: {}", suggest::did_you_mean(.suggestions), .available.join(", "))]
+    UnknownPmu {
+        /// The event text.
+        event: String,
+        /// The PMU name.
+        pmu: String,
+        /// Close PMU names.
+        suggestions: Vec<String>,
+        /// Every PMU in sysfs.
+        available: Vec<String>,
+    },
+    /// A term the PMU has no format file, alias or special meaning for.
+    #[error("unknown term `{term}` for {pmu} in `{event}`; valid terms: {}", .known.join(", "))]
+    UnknownTerm {
+        /// The event text.
+        event: String,
+        /// The PMU (or event kind, e.g. `generic event cycles`).
+        pmu: String,
+        /// The term.
+        term: String,
+        /// What is accepted there.
+        known: Vec<String>,
+    },
+    /// A term value that is not a number (or not a valid name).
+    #[error("bad value `{value}` for `{term}` in `{event}`: expected a decimal or 0x-hex number")]
+    BadValue {
+        /// The event text.
+        event: String,
+        /// The term.
+        term: String,
+        /// The value as written.
+        value: String,
+    },
+    /// A value too wide for its format field.
+    #[error("value {value:#x} for `{term}` in `{event}` does not fit `{field}` (max {max:#x})")]
+    ValueOutOfRange {
+        /// The event text.
+        event: String,
+        /// The term.
+        term: String,
+        /// The value.
+        value: u64,
+        /// The largest value that fits.
+        max: u64,
+        /// The field's sysfs spelling, e.g. `config:8-15`.
+        field: String,
+    },
+    /// An unknown or unsupported modifier after `:`.
+    #[error("bad modifier `{modifier}` in `{event}`: {why}; supported modifiers: u (user), k (kernel), h (hypervisor), p/pp/ppp (precise), P (max precise)")]
+    BadModifier {
+        /// The event text.
+        event: String,
+        /// The modifier character(s).
+        modifier: String,
+        /// Why it is rejected.
+        why: String,
+    },
+    /// `:p…` asks for more precision than the machine offers.
+    #[error(
+        "`{event}` asks for precise_ip={requested}, but this machine supports at most {max}: {why}"
+    )]
+    PreciseUnavailable {
+        /// The event text.
+        event: String,
+        /// Requested precise_ip.
+        requested: u8,
+        /// What is available.
+        max: u8,
+        /// The reason and what to do instead.
+        why: String,
+    },
+    /// An IBS PMU was named but the machine has none.
+    #[error("`{event}`: IBS is not available here (no `{pmu}` PMU under /sys/bus/event_source/devices). IBS needs an AMD CPU on bare metal or a VM that exposes it; precise attribution is not possible here — sample `cycles` or `cpu-clock` instead (culprit annotate then estimates skid, labelled)")]
+    IbsUnavailable {
+        /// The event text.
+        event: String,
+        /// `ibs_op` or `ibs_fetch`.
+        pmu: String,
+    },
+    /// A catalog (AMD Zen) event on a CPU it is not defined for.
+    #[error("`{name}` is an AMD {families} event, but this CPU is {cpu}; use a generic event (cycles, instructions, branch-misses, …) or a raw `rNNN` code from this CPU's manual")]
+    WrongCpu {
+        /// The catalog name.
+        name: String,
+        /// Where it exists (`Zen 4/Zen 5`).
+        families: String,
+        /// This CPU.
+        cpu: String,
+    },
+    /// Valid syntax culprit does not implement.
+    #[error("`{event}`: {what}")]
+    Unsupported {
+        /// The event text.
+        event: String,
+        /// What is unsupported and what to do instead.
+        what: String,
+    },
+    /// A PMU's sysfs description could not be read or parsed.
+    #[error("reading PMU `{pmu}`: {message}")]
+    Sysfs {
+        /// The PMU.
+        pmu: String,
+        /// The underlying error.
+        message: String,
+    },
+}
+
+/// Parses a comma-separated event list (`-e a,b/x=1,y=2/,c:u`) against the running system.
+pub fn parse_event_list(spec: &str) -> Result<Vec<EventSpec>, EventError> {
+    EventParser::system().parse_event_list(spec)
+}
+
+/// Parses one event against the running system.
+pub fn parse_event(s: &str) -> Result<EventSpec, EventError> {
+    EventParser::system().parse_event(s)
+}
+
+/// The default sampling event: generic hardware `cycles`. (Callers fall back to
+/// [`cpu_clock`] when it does not open.)
+pub fn default_event() -> EventSpec {
+    EventSpec::new("cycles", None, generic::PERF_TYPE_HARDWARE, 0)
+}
+
+/// The software `cpu-clock` event (a high-resolution timer; works everywhere).
+pub fn cpu_clock() -> EventSpec {
+    EventSpec::new(
+        "cpu-clock",
+        Some("software"),
+        generic::PERF_TYPE_SOFTWARE,
+        0,
+    )
+}
+
+/// Names a user can write, for suggestions and listings: generic, software, cache and catalog
+/// names plus `pmu/alias/` for every sysfs alias.
+pub fn known_names(sysfs: &Sysfs, cpu: Option<&CpuIdentity>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for e in generic::HARDWARE.iter().chain(generic::SOFTWARE) {
+        names.extend(e.names.iter().map(|n| n.to_string()));
+    }
+    names.extend(generic::cache_events().into_iter().map(|(n, _)| n));
+    let gen = cpu.and_then(|c| catalog::generation(c.family, c.model));
+    names.extend(
+        catalog::CATALOG
+            .iter()
+            .filter(|e| gen.is_none_or(|g| e.families.contains(g)))
+            .map(|e| e.name.to_string()),
+    );
+    for pmu in sysfs.pmus() {
+        names.extend(
+            pmu.events
+                .iter()
+                .map(|a| format!("{}/{}/", pmu.name, a.name)),
+        );
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests;

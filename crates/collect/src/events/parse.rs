@@ -1,0 +1,715 @@
+//! The event-string parser (perf's `-e` syntax, see `docs/events.md`).
+//!
+//! Grammar, informally:
+//!
+//! ```text
+//! list   := event (',' event)*            commas inside /…/ do not split
+//! event  := name [':' mods]
+//!         | name '/' terms '/' [[':'] mods]   name is a PMU, or an event taking terms
+//! terms  := term (',' term)*
+//! term   := key ['=' value]               bare key = 1, or a sysfs alias to expand
+//! mods   := [ukhpP]+
+//! ```
+
+use crate::sysfs::{ConfigWord, CpuIdentity, FormatField, Pmu, Sysfs};
+
+use super::catalog::{self, CatalogEvent};
+use super::generic::{
+    self, PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
+};
+use super::{suggest, EventError, EventSpec, SampleRate};
+
+/// Terms every event accepts.
+const SPECIAL_TERMS: &[&str] = &["period", "freq", "name"];
+/// Terms that set a whole config word (PMU events only).
+const CONFIG_TERMS: &[&str] = &["config", "config1", "config2"];
+
+/// Parses event strings against one sysfs tree and CPU identity.
+#[derive(Debug, Clone)]
+pub struct EventParser {
+    sysfs: Sysfs,
+    cpu: Option<CpuIdentity>,
+}
+
+/// What a name (before `/` or `:`) resolved to.
+enum Target {
+    /// A generic hardware, software or cache event, or a raw code: fixed type and config.
+    Fixed {
+        attr_type: u32,
+        config: u64,
+        pmu: Option<String>,
+        /// The `cpu` PMU when it is a raw event, for its format terms.
+        format_pmu: Option<Pmu>,
+        kind: String,
+    },
+    /// A sysfs PMU (`cpu/…/`), terms required or optional.
+    Pmu(Pmu),
+    /// An AMD catalog event.
+    Catalog(&'static CatalogEvent),
+}
+
+/// The built-in AMD core PMC layout, used for catalog events' terms when sysfs has no `cpu`
+/// PMU to read it from (e.g. when parsing for another machine).
+fn amd_core_formats() -> Vec<FormatField> {
+    [
+        ("event", "config:0-7,32-35"),
+        ("umask", "config:8-15"),
+        ("edge", "config:18"),
+        ("inv", "config:23"),
+        ("cmask", "config:24-31"),
+    ]
+    .iter()
+    .filter_map(|(n, s)| FormatField::parse(n, s).ok())
+    .collect()
+}
+
+/// Accumulates config words while terms are applied.
+#[derive(Default)]
+struct Words {
+    config: u64,
+    config1: u64,
+    config2: u64,
+    rate: Option<SampleRate>,
+    name: Option<String>,
+}
+
+impl Words {
+    fn set_field(
+        &mut self,
+        field: &FormatField,
+        value: u64,
+        event: &str,
+    ) -> Result<(), EventError> {
+        let (mask, bits) = field
+            .place(value)
+            .ok_or_else(|| EventError::ValueOutOfRange {
+                event: event.to_string(),
+                term: field.name.clone(),
+                value,
+                max: field.max_value(),
+                field: field.spec(),
+            })?;
+        let word = match field.word {
+            ConfigWord::Config => &mut self.config,
+            ConfigWord::Config1 => &mut self.config1,
+            ConfigWord::Config2 => &mut self.config2,
+            ConfigWord::Config3 => {
+                return Err(EventError::Unsupported {
+                    event: event.to_string(),
+                    what: format!(
+                        "term `{}` writes config3, which culprit cannot pass to the kernel yet",
+                        field.name
+                    ),
+                })
+            }
+        };
+        *word = (*word & !mask) | bits;
+        Ok(())
+    }
+}
+
+/// Parses `123` or `0x7b`.
+fn parse_number(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else {
+        s.parse::<u64>().ok()
+    }
+}
+
+/// Splits `a=b,c` into `(key, Some(value))`/`(key, None)` pairs.
+fn split_terms(terms: &str) -> Vec<(&str, Option<&str>)> {
+    terms
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| match t.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (t, None),
+        })
+        .collect()
+}
+
+impl EventParser {
+    /// A parser for the running system: `/sys/bus/event_source/devices` and `/proc/cpuinfo`.
+    pub fn system() -> EventParser {
+        EventParser::new(Sysfs::system(), crate::sysfs::cpu_identity())
+    }
+
+    /// A parser for the given PMU tree and CPU (`None`: unknown CPU; catalog events are then
+    /// accepted with their first encoding).
+    pub fn new(sysfs: Sysfs, cpu: Option<CpuIdentity>) -> EventParser {
+        EventParser { sysfs, cpu }
+    }
+
+    /// The PMU tree this parser reads.
+    pub fn sysfs(&self) -> &Sysfs {
+        &self.sysfs
+    }
+
+    /// Parses a comma-separated list; commas inside `/…/` belong to the event.
+    pub fn parse_event_list(&self, spec: &str) -> Result<Vec<EventSpec>, EventError> {
+        if spec.contains(['{', '}']) {
+            return Err(EventError::Unsupported {
+                event: spec.to_string(),
+                what: "event groups `{a,b}` are not supported; list the events without braces"
+                    .to_string(),
+            });
+        }
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut inside = false;
+        for (i, c) in spec.char_indices() {
+            match c {
+                '/' => inside = !inside,
+                ',' if !inside => {
+                    out.push(self.parse_item(&spec[start..i], spec)?);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(self.parse_item(&spec[start..], spec)?);
+        Ok(out)
+    }
+
+    fn parse_item(&self, item: &str, whole: &str) -> Result<EventSpec, EventError> {
+        if item.trim().is_empty() {
+            return Err(EventError::Empty {
+                spec: whole.to_string(),
+            });
+        }
+        self.parse_event(item)
+    }
+
+    /// Parses one event.
+    pub fn parse_event(&self, s: &str) -> Result<EventSpec, EventError> {
+        let event = s.trim();
+        if event.is_empty() {
+            return Err(EventError::Empty {
+                spec: s.to_string(),
+            });
+        }
+        let (head, terms, mods) = match event.split_once('/') {
+            Some((head, rest)) => {
+                let (terms, tail) = rest.split_once('/').ok_or_else(|| EventError::Syntax {
+                    event: event.to_string(),
+                    why: "missing the closing `/` (write `pmu/term=value,…/`)".to_string(),
+                })?;
+                if tail.contains('/') {
+                    return Err(EventError::Syntax {
+                        event: event.to_string(),
+                        why: "too many `/` (write `pmu/term=value,…/`, one event per comma)"
+                            .to_string(),
+                    });
+                }
+                (head, Some(terms), tail.strip_prefix(':').unwrap_or(tail))
+            }
+            None => match event.split_once(':') {
+                Some((head, mods)) => (head, None, mods),
+                None => (event, None, ""),
+            },
+        };
+        if head.is_empty() {
+            return Err(EventError::Syntax {
+                event: event.to_string(),
+                why: "no event or PMU name before `/`".to_string(),
+            });
+        }
+        if terms.is_none()
+            && mods.chars().any(|c| !"ukhpPGHISDWebR".contains(c))
+            && (mods.contains('_') || mods.len() > 4)
+        {
+            return Err(EventError::Unsupported {
+                event: event.to_string(),
+                what: "tracepoints (`subsystem:name`) are not supported by culprit; `culprit list` shows the events it can use".to_string(),
+            });
+        }
+        let target = self.resolve(head, event, terms.is_some())?;
+        let mut spec = self.build(target, terms.unwrap_or(""), event)?;
+        self.apply_modifiers(&mut spec, mods, event)?;
+        Ok(spec)
+    }
+
+    fn read_pmu(&self, name: &str) -> Result<Option<Pmu>, EventError> {
+        self.sysfs.pmu(name).map_err(|e| EventError::Sysfs {
+            pmu: name.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    fn catalog_generation(&self) -> Option<catalog::Families> {
+        self.cpu
+            .as_ref()
+            .and_then(|c| catalog::generation(c.family, c.model))
+    }
+
+    /// Resolves the name part of an event.
+    fn resolve(&self, head: &str, event: &str, has_terms: bool) -> Result<Target, EventError> {
+        // perf's precedence: generic names first, so `cycles` is always PERF_TYPE_HARDWARE.
+        if let Some(e) = generic::lookup(generic::HARDWARE, head) {
+            return Ok(Target::Fixed {
+                attr_type: PERF_TYPE_HARDWARE,
+                config: e.config,
+                pmu: None,
+                format_pmu: None,
+                kind: format!("generic event {}", e.names[0]),
+            });
+        }
+        if let Some(e) = generic::lookup(generic::SOFTWARE, head) {
+            return Ok(Target::Fixed {
+                attr_type: PERF_TYPE_SOFTWARE,
+                config: e.config,
+                pmu: Some("software".to_string()),
+                format_pmu: None,
+                kind: format!("software event {}", e.names[0]),
+            });
+        }
+        if let Some(config) = generic::parse_cache(head) {
+            return Ok(Target::Fixed {
+                attr_type: PERF_TYPE_HW_CACHE,
+                config,
+                pmu: None,
+                format_pmu: None,
+                kind: format!("cache event {head}"),
+            });
+        }
+        if has_terms && self.sysfs.has_pmu(head) {
+            return match self.read_pmu(head)? {
+                Some(pmu) => Ok(Target::Pmu(pmu)),
+                None => Err(self.unknown_pmu(head, event)),
+            };
+        }
+        if let Some(raw) = parse_raw(head) {
+            let cpu_pmu = self.read_pmu("cpu")?;
+            return Ok(Target::Fixed {
+                attr_type: PERF_TYPE_RAW,
+                config: raw,
+                pmu: Some("cpu".to_string()),
+                format_pmu: cpu_pmu,
+                kind: format!("raw event {head}"),
+            });
+        }
+        if catalog::is_known_name(head) {
+            let gen = self.catalog_generation();
+            let cpu_known_non_zen = self.cpu.is_some() && gen.is_none();
+            return match catalog::lookup(head, gen) {
+                Some(e) if !cpu_known_non_zen => Ok(Target::Catalog(e)),
+                _ => {
+                    let families: Vec<&str> = catalog::CATALOG
+                        .iter()
+                        .filter(|e| e.name.eq_ignore_ascii_case(head))
+                        .map(|e| e.families.describe())
+                        .collect();
+                    Err(EventError::WrongCpu {
+                        name: head.to_string(),
+                        families: families.join(" and "),
+                        cpu: self
+                            .cpu
+                            .as_ref()
+                            .map(|c| c.describe())
+                            .unwrap_or_else(|| "unknown".to_string()),
+                    })
+                }
+            };
+        }
+        if has_terms {
+            if head.starts_with("ibs_") {
+                return Err(EventError::IbsUnavailable {
+                    event: event.to_string(),
+                    pmu: head.to_string(),
+                });
+            }
+            return Err(self.unknown_pmu(head, event));
+        }
+        // A bare sysfs alias (`tsc` → `msr/tsc/`), when exactly one PMU has it.
+        let owners: Vec<Pmu> = self
+            .sysfs
+            .pmus()
+            .into_iter()
+            .filter(|p| p.alias(head).is_some())
+            .collect();
+        if owners.len() == 1 {
+            if let Some(pmu) = owners.into_iter().next() {
+                return Ok(Target::Pmu(pmu));
+            }
+        }
+        if head.starts_with("ibs_") {
+            return Err(EventError::IbsUnavailable {
+                event: event.to_string(),
+                pmu: head.to_string(),
+            });
+        }
+        let names = super::known_names(&self.sysfs, self.cpu.as_ref());
+        let mut suggestions = suggest::closest(head, names.iter().map(String::as_str));
+        if suggestions.is_empty() && self.sysfs.has_pmu(head) {
+            suggestions.push(format!("{head}/…/"));
+        }
+        Err(EventError::UnknownEvent {
+            name: head.to_string(),
+            suggestions,
+        })
+    }
+
+    fn unknown_pmu(&self, pmu: &str, event: &str) -> EventError {
+        let available = self.sysfs.pmu_names();
+        EventError::UnknownPmu {
+            event: event.to_string(),
+            pmu: pmu.to_string(),
+            suggestions: suggest::closest(pmu, available.iter().map(String::as_str)),
+            available,
+        }
+    }
+
+    /// Applies terms to a resolved target.
+    fn build(&self, target: Target, terms: &str, event: &str) -> Result<EventSpec, EventError> {
+        let mut words = Words::default();
+        let spec = match target {
+            Target::Fixed {
+                attr_type,
+                config,
+                pmu,
+                format_pmu,
+                kind,
+            } => {
+                words.config = config;
+                let formats = format_pmu.map(|p| p.formats).unwrap_or_default();
+                for (key, value) in split_terms(terms) {
+                    if self.special_term(&mut words, key, value, event)? {
+                        continue;
+                    }
+                    let field = formats.iter().find(|f| f.name == key);
+                    match field {
+                        // Raw events may refine their code with the cpu PMU's terms.
+                        Some(field) => {
+                            let v = term_value(key, value, event)?;
+                            words.set_field(field, v, event)?;
+                        }
+                        None => {
+                            let mut known: Vec<String> =
+                                SPECIAL_TERMS.iter().map(|s| s.to_string()).collect();
+                            known.extend(formats.iter().map(|f| f.name.clone()));
+                            return Err(EventError::UnknownTerm {
+                                event: event.to_string(),
+                                pmu: kind,
+                                term: key.to_string(),
+                                known,
+                            });
+                        }
+                    }
+                }
+                let mut spec = EventSpec::new(event, pmu.as_deref(), attr_type, words.config);
+                spec.config1 = words.config1;
+                spec.config2 = words.config2;
+                spec
+            }
+            Target::Catalog(e) => {
+                words.config = e.config();
+                let formats = amd_core_formats();
+                for (key, value) in split_terms(terms) {
+                    if self.special_term(&mut words, key, value, event)? {
+                        continue;
+                    }
+                    match formats.iter().find(|f| f.name == key) {
+                        Some(field) => {
+                            let v = term_value(key, value, event)?;
+                            words.set_field(field, v, event)?;
+                        }
+                        None => {
+                            let mut known: Vec<String> =
+                                SPECIAL_TERMS.iter().map(|s| s.to_string()).collect();
+                            known.extend(formats.iter().map(|f| f.name.clone()));
+                            return Err(EventError::UnknownTerm {
+                                event: event.to_string(),
+                                pmu: format!("catalog event {}", e.name),
+                                term: key.to_string(),
+                                known,
+                            });
+                        }
+                    }
+                }
+                let mut spec = EventSpec::new(event, Some("cpu"), e.attr_type(), words.config);
+                spec.config1 = words.config1;
+                spec.config2 = words.config2;
+                spec
+            }
+            Target::Pmu(pmu) => {
+                // `tsc` written bare: behave as `msr/tsc/`.
+                let bare_alias = !event.contains('/');
+                let head = event.split(['/', ':']).next().unwrap_or(event);
+                if bare_alias {
+                    self.apply_pmu_term(&pmu, &mut words, head, None, event, true)?;
+                } else {
+                    let list = split_terms(terms);
+                    if list.is_empty() {
+                        // `ibs_op//` is fine (all zero); `cpu//` means nothing to count.
+                        if pmu.name == "cpu" {
+                            return Err(EventError::Syntax {
+                                event: event.to_string(),
+                                why: "no terms: say what to count, e.g. `cpu/event=0x76/` or an alias from `culprit list`".to_string(),
+                            });
+                        }
+                    }
+                    for (key, value) in list {
+                        self.apply_pmu_term(&pmu, &mut words, key, value, event, true)?;
+                    }
+                }
+                let mut spec = EventSpec::new(event, Some(&pmu.name), pmu.attr_type, words.config);
+                spec.config1 = words.config1;
+                spec.config2 = words.config2;
+                spec
+            }
+        };
+        let mut spec = spec;
+        spec.rate = words.rate;
+        if let Some(name) = words.name {
+            spec.name = name;
+        }
+        Ok(spec)
+    }
+
+    /// `period=`, `freq=`, `name=`; returns whether the term was one of those.
+    fn special_term(
+        &self,
+        words: &mut Words,
+        key: &str,
+        value: Option<&str>,
+        event: &str,
+    ) -> Result<bool, EventError> {
+        match key {
+            "period" | "freq" => {
+                let v = term_value(key, value, event)?;
+                if v == 0 {
+                    return Err(EventError::BadValue {
+                        event: event.to_string(),
+                        term: key.to_string(),
+                        value: "0".to_string(),
+                    });
+                }
+                let rate = if key == "period" {
+                    SampleRate::Period(v)
+                } else {
+                    SampleRate::Frequency(v)
+                };
+                if words
+                    .rate
+                    .is_some_and(|r| std::mem::discriminant(&r) != std::mem::discriminant(&rate))
+                {
+                    return Err(EventError::Syntax {
+                        event: event.to_string(),
+                        why: "both `period=` and `freq=` given; use one".to_string(),
+                    });
+                }
+                words.rate = Some(rate);
+                Ok(true)
+            }
+            "name" => {
+                let v = value.unwrap_or("").trim_matches(['\'', '"']);
+                if v.is_empty() || v.contains(|c: char| c.is_whitespace() || c == ',' || c == '/') {
+                    return Err(EventError::Syntax {
+                        event: event.to_string(),
+                        why: format!(
+                            "bad `name={}`: give a name without spaces, commas or `/`",
+                            value.unwrap_or("")
+                        ),
+                    });
+                }
+                words.name = Some(v.to_string());
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// One term of a `pmu/…/` event: special, config word, format field or alias.
+    fn apply_pmu_term(
+        &self,
+        pmu: &Pmu,
+        words: &mut Words,
+        key: &str,
+        value: Option<&str>,
+        event: &str,
+        allow_alias: bool,
+    ) -> Result<(), EventError> {
+        if self.special_term(words, key, value, event)? {
+            return Ok(());
+        }
+        if CONFIG_TERMS.contains(&key) {
+            let v = term_value(key, value, event)?;
+            match key {
+                "config" => words.config = v,
+                "config1" => words.config1 = v,
+                _ => words.config2 = v,
+            }
+            return Ok(());
+        }
+        if let Some(field) = pmu.format(key) {
+            let v = term_value(key, value, event)?;
+            return words.set_field(field, v, event);
+        }
+        if allow_alias && value.is_none() {
+            if let Some(alias) = pmu.alias(key) {
+                // An alias is itself a term list over the same PMU's formats; it cannot
+                // refer to further aliases.
+                for (k, v) in split_terms(&alias.terms) {
+                    self.apply_pmu_term(pmu, words, k, v, event, false)?;
+                }
+                return Ok(());
+            }
+        }
+        let mut known: Vec<String> = pmu.formats.iter().map(|f| f.name.clone()).collect();
+        known.extend(CONFIG_TERMS.iter().map(|s| s.to_string()));
+        known.extend(SPECIAL_TERMS.iter().map(|s| s.to_string()));
+        known.extend(pmu.events.iter().map(|a| a.name.clone()));
+        Err(EventError::UnknownTerm {
+            event: event.to_string(),
+            pmu: format!("PMU {}", pmu.name),
+            term: key.to_string(),
+            known,
+        })
+    }
+
+    /// perf's modifiers: `u`, `k`, `h` choose privilege levels (anything not named is
+    /// excluded), each `p` raises precise_ip, `P` asks for the maximum.
+    fn apply_modifiers(
+        &self,
+        spec: &mut EventSpec,
+        mods: &str,
+        event: &str,
+    ) -> Result<(), EventError> {
+        let (mut u, mut k, mut h, mut p, mut max_p) = (false, false, false, 0u8, false);
+        for c in mods.chars() {
+            match c {
+                'u' => u = true,
+                'k' => k = true,
+                'h' => h = true,
+                'p' => p = p.saturating_add(1),
+                'P' => max_p = true,
+                'G' | 'H' => {
+                    return Err(bad_modifier(
+                        event,
+                        c,
+                        "guest/host filtering is not supported by culprit",
+                    ))
+                }
+                'I' => {
+                    return Err(bad_modifier(
+                        event,
+                        c,
+                        "exclude_idle is not supported by culprit",
+                    ))
+                }
+                'S' | 'D' | 'W' | 'e' | 'b' | 'R' => {
+                    return Err(bad_modifier(
+                        event,
+                        c,
+                        "this perf modifier is not supported by culprit",
+                    ))
+                }
+                _ => {
+                    return Err(bad_modifier(event, c, "unknown modifier"));
+                }
+            }
+        }
+        if p > 3 {
+            return Err(EventError::BadModifier {
+                event: event.to_string(),
+                modifier: "p".repeat(p as usize),
+                why: "at most three `p` (precise_ip 0..3)".to_string(),
+            });
+        }
+        if max_p && p > 0 {
+            return Err(bad_modifier(
+                event,
+                'P',
+                "`P` (max precise) cannot be combined with `p`",
+            ));
+        }
+        if u || k || h {
+            spec.exclude_user = !u;
+            spec.exclude_kernel = !k;
+            spec.exclude_hv = !h;
+        }
+        let (max, why) = self.max_precise();
+        if max_p {
+            spec.precise_ip = max;
+            return Ok(());
+        }
+        if p > 0 && self.precise_applies(spec) && p > max {
+            let mut why = why;
+            if self.sysfs.has_pmu("ibs_op") {
+                why.push_str("; for exact IPs sample with IBS instead: `-e ibs_op//`");
+            } else {
+                why.push_str("; drop the `p` modifiers: culprit annotate then estimates skid instead (labelled)");
+            }
+            return Err(EventError::PreciseUnavailable {
+                event: event.to_string(),
+                requested: p,
+                max,
+                why,
+            });
+        }
+        spec.precise_ip = p;
+        Ok(())
+    }
+
+    /// Whether precise_ip matters for this event (hardware ones); software and IBS events
+    /// are exempt.
+    fn precise_applies(&self, spec: &EventSpec) -> bool {
+        match spec.attr_type {
+            PERF_TYPE_HARDWARE | PERF_TYPE_HW_CACHE | PERF_TYPE_RAW => true,
+            t => spec.pmu.as_deref() == Some("cpu") && t != PERF_TYPE_SOFTWARE,
+        }
+    }
+
+    /// The largest precise_ip this machine accepts and why: `cpu/caps/max_precise`; 0 when
+    /// there is no `cpu` PMU at all; 3 (unchecked) when the file is missing.
+    pub fn max_precise(&self) -> (u8, String) {
+        match self.sysfs.pmu("cpu") {
+            Ok(Some(cpu)) => match cpu.cap("max_precise").and_then(|v| v.parse::<u8>().ok()) {
+                Some(0) => (
+                    0,
+                    "cpu/caps/max_precise is 0 (no PEBS or IBS: common in VMs)".to_string(),
+                ),
+                Some(n) => (n.min(3), format!("cpu/caps/max_precise is {n}")),
+                None => (3, "cpu/caps/max_precise is missing".to_string()),
+            },
+            _ => (
+                0,
+                "there is no hardware PMU (no `cpu` PMU in sysfs; only software events work here)"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+fn bad_modifier(event: &str, c: char, why: &str) -> EventError {
+    EventError::BadModifier {
+        event: event.to_string(),
+        modifier: c.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// A term's numeric value; a bare term means 1.
+fn term_value(key: &str, value: Option<&str>, event: &str) -> Result<u64, EventError> {
+    match value {
+        None => Ok(1),
+        Some(v) => parse_number(v).ok_or_else(|| EventError::BadValue {
+            event: event.to_string(),
+            term: key.to_string(),
+            value: v.to_string(),
+        }),
+    }
+}
+
+/// `rNNNN` / `r0xNNNN` (hex) → the raw config.
+fn parse_raw(head: &str) -> Option<u64> {
+    let hex = head.strip_prefix('r')?;
+    let hex = hex.strip_prefix("0x").unwrap_or(hex);
+    if hex.is_empty() || hex.len() > 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}

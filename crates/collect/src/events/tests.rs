@@ -1,0 +1,629 @@
+//! Parser tests against fake sysfs trees (an AMD Zen-like machine and a VM without a
+//! hardware PMU): every spelling, every error and its message, suggestions.
+
+use super::*;
+use crate::sysfs::testutil::FakeSysfs;
+use crate::sysfs::CpuIdentity;
+
+fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {
+    CpuIdentity {
+        vendor: vendor.to_string(),
+        family,
+        model,
+        model_name: "test cpu".to_string(),
+        hypervisor: false,
+    }
+}
+
+fn zen5() -> Option<CpuIdentity> {
+    Some(cpu("AuthenticAMD", 0x1A, 0x02))
+}
+
+fn zen4() -> Option<CpuIdentity> {
+    Some(cpu("AuthenticAMD", 0x19, 0x11))
+}
+
+fn amd(fake: &FakeSysfs) -> EventParser {
+    EventParser::new(Sysfs::at(&fake.root), zen5())
+}
+
+fn no_hw(fake: &FakeSysfs) -> EventParser {
+    EventParser::new(Sysfs::at(&fake.root), Some(cpu("GenuineIntel", 6, 207)))
+}
+
+#[test]
+fn test_parse_event_generic_hardware_spellings() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    for (name, config) in [
+        ("cycles", 0),
+        ("cpu-cycles", 0),
+        ("instructions", 1),
+        ("cache-references", 2),
+        ("cache-misses", 3),
+        ("branches", 4),
+        ("branch-instructions", 4),
+        ("branch-misses", 5),
+        ("bus-cycles", 6),
+        ("stalled-cycles-frontend", 7),
+        ("idle-cycles-frontend", 7),
+        ("stalled-cycles-backend", 8),
+        ("ref-cycles", 9),
+    ] {
+        let e = p.parse_event(name).unwrap();
+        assert_eq!((e.attr_type, e.config), (0, config), "{name}");
+        assert_eq!(e.name, name);
+        assert_eq!(e.pmu, None);
+        assert!(!e.exclude_user && !e.exclude_kernel && !e.exclude_hv);
+    }
+}
+
+#[test]
+fn test_parse_event_software_spellings() {
+    let fake = FakeSysfs::no_hw();
+    let p = no_hw(&fake);
+    for (name, config) in [
+        ("cpu-clock", 0),
+        ("task-clock", 1),
+        ("page-faults", 2),
+        ("faults", 2),
+        ("context-switches", 3),
+        ("cs", 3),
+        ("cpu-migrations", 4),
+        ("migrations", 4),
+        ("minor-faults", 5),
+        ("major-faults", 6),
+        ("alignment-faults", 7),
+        ("emulation-faults", 8),
+        ("dummy", 9),
+    ] {
+        let e = p.parse_event(name).unwrap();
+        assert_eq!((e.attr_type, e.config), (1, config), "{name}");
+        assert_eq!(e.pmu.as_deref(), Some("software"));
+    }
+}
+
+#[test]
+fn test_parse_event_cache_events() {
+    let fake = FakeSysfs::no_hw();
+    let p = no_hw(&fake);
+    let e = p.parse_event("L1-dcache-load-misses").unwrap();
+    assert_eq!((e.attr_type, e.config), (3, 0x10000));
+    let e = p.parse_event("dTLB-loads:u").unwrap();
+    assert_eq!((e.attr_type, e.config), (3, 0x3));
+    assert!(e.exclude_kernel && e.exclude_hv && !e.exclude_user);
+    let e = p.parse_event("branch-load-misses").unwrap();
+    assert_eq!(e.config, 0x10005);
+    let e = p.parse_event("node-prefetches").unwrap();
+    assert_eq!(e.config, 0x206);
+}
+
+#[test]
+fn test_parse_event_raw() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("r1a0").unwrap();
+    assert_eq!((e.attr_type, e.config), (4, 0x1a0));
+    assert_eq!(e.pmu.as_deref(), Some("cpu"));
+    let e = p.parse_event("r0x100001EA0:u").unwrap();
+    assert_eq!(e.config, 0x100001EA0);
+    assert!(e.exclude_kernel);
+    // Raw events take the cpu PMU's format terms and period.
+    let e = p.parse_event("r76/cmask=2,period=5000/").unwrap();
+    assert_eq!(e.config, 0x0200_0076);
+    assert_eq!(e.rate, Some(SampleRate::Period(5000)));
+    // Not hex: not raw.
+    assert!(matches!(
+        p.parse_event("rxyz"),
+        Err(EventError::UnknownEvent { .. })
+    ));
+}
+
+#[test]
+fn test_parse_event_pmu_terms_split_range() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("cpu/event=0x1a0,umask=0x1e/").unwrap();
+    assert_eq!((e.attr_type, e.config), (4, 0x100001EA0));
+    assert_eq!(e.pmu.as_deref(), Some("cpu"));
+    assert_eq!(e.name, "cpu/event=0x1a0,umask=0x1e/");
+    let e = p.parse_event("cpu/event=0x1a0,umask=0x1,cmask=6/").unwrap();
+    assert_eq!(e.config, 0x1060001A0);
+    // Bare term = 1; decimal values.
+    let e = p.parse_event("cpu/event=118,edge,inv/").unwrap();
+    assert_eq!(e.config, 0x76 | 1 << 18 | 1 << 23);
+    // config= writes the whole word; later terms override earlier bits.
+    let e = p.parse_event("cpu/config=0x1234,umask=0x56/").unwrap();
+    assert_eq!(e.config, 0x5634);
+}
+
+#[test]
+fn test_parse_event_ibs() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("ibs_op/cnt_ctl=1/").unwrap();
+    assert_eq!((e.attr_type, e.config), (11, 1 << 19));
+    assert_eq!(e.pmu.as_deref(), Some("ibs_op"));
+    let e = p
+        .parse_event("ibs_op/cnt_ctl,l3missonly,ldlat=256/")
+        .unwrap();
+    assert_eq!(e.config, 1 << 19 | 1 << 16);
+    assert_eq!(e.config1, 256);
+    let e = p.parse_event("ibs_op/swfilt/u").unwrap();
+    assert_eq!(e.config2, 1);
+    assert!(e.exclude_kernel);
+    let e = p.parse_event("ibs_fetch/rand_en=1/").unwrap();
+    assert_eq!((e.attr_type, e.config), (10, 1 << 57));
+    let e = p.parse_event("ibs_op//").unwrap();
+    assert_eq!((e.attr_type, e.config), (11, 0));
+    let e = p.parse_event("ibs_op/period=0x10000/").unwrap();
+    assert_eq!(e.rate, Some(SampleRate::Period(0x10000)));
+}
+
+#[test]
+fn test_parse_event_sysfs_aliases() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("cpu/cache-misses/").unwrap();
+    assert_eq!((e.attr_type, e.config), (4, 0x964));
+    let e = p.parse_event("cpu/cpu-cycles,period=1000/k").unwrap();
+    assert_eq!(e.config, 0x76);
+    assert_eq!(e.rate, Some(SampleRate::Period(1000)));
+    assert!(e.exclude_user && !e.exclude_kernel);
+    // Alias then an override of one of its fields.
+    let e = p.parse_event("cpu/cache-misses,umask=0x8/").unwrap();
+    assert_eq!(e.config, 0x864);
+    // A bare alias owned by exactly one PMU.
+    let e = p.parse_event("smi").unwrap();
+    assert_eq!((e.attr_type, e.config), (12, 4));
+    assert_eq!(e.pmu.as_deref(), Some("msr"));
+    let e = p.parse_event("msr/tsc/").unwrap();
+    assert_eq!((e.attr_type, e.config), (12, 0));
+}
+
+#[test]
+fn test_parse_event_generic_with_period_freq_name() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("cycles/period=100000/").unwrap();
+    assert_eq!((e.attr_type, e.config), (0, 0));
+    assert_eq!(e.rate, Some(SampleRate::Period(100000)));
+    let e = p.parse_event("cpu-clock/freq=999/u").unwrap();
+    assert_eq!(e.rate, Some(SampleRate::Frequency(999)));
+    assert!(e.exclude_kernel);
+    let e = p
+        .parse_event("instructions/name=insn,period=0x1000/:u")
+        .unwrap();
+    assert_eq!(e.name, "insn");
+    assert_eq!(e.rate, Some(SampleRate::Period(4096)));
+}
+
+#[test]
+fn test_parse_event_catalog() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p
+        .parse_event("de_no_dispatch_per_slot.backend_stalls")
+        .unwrap();
+    assert_eq!((e.attr_type, e.config), (4, 0x100001EA0));
+    let e = p.parse_event("ex_ret_ops:u").unwrap();
+    assert_eq!(e.config, 0xC1);
+    assert!(e.exclude_kernel);
+    let e = p
+        .parse_event("de_no_dispatch_per_slot.no_ops_from_frontend/cmask=8,period=200003/")
+        .unwrap();
+    assert_eq!(e.config, 0x1080001A0);
+    assert_eq!(e.rate, Some(SampleRate::Period(200003)));
+    let e = p.parse_event("EX_RET_INSTR").unwrap();
+    assert_eq!(e.config, 0xC0);
+    // Family-specific encodings.
+    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
+    assert_eq!(
+        z4.parse_event("ls_mab_alloc.all_allocations")
+            .unwrap()
+            .config,
+        0x7F41
+    );
+    assert_eq!(
+        p.parse_event("ls_mab_alloc.all_allocations")
+            .unwrap()
+            .config,
+        0x0F41
+    );
+    assert_eq!(
+        z4.parse_event("resyncs_or_nc_redirects").unwrap().config,
+        0x96
+    );
+}
+
+#[test]
+fn test_parse_event_catalog_wrong_cpu() {
+    let fake = FakeSysfs::amd();
+    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
+    let err = z4.parse_event("bp_redirects.resync").unwrap_err();
+    assert!(matches!(err, EventError::WrongCpu { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("AMD Zen 5 event"), "{msg}");
+    assert!(msg.contains("family 0x19 model 0x11"), "{msg}");
+    let fake = FakeSysfs::no_hw();
+    let err = no_hw(&fake).parse_event("ex_ret_ops").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("this CPU is GenuineIntel family 0x6"),
+        "{err}"
+    );
+    // Unknown CPU: accepted with the first encoding.
+    let any = EventParser::new(Sysfs::at(&fake.root), None);
+    assert_eq!(any.parse_event("ex_ret_ops").unwrap().config, 0xC1);
+}
+
+#[test]
+fn test_parse_event_modifiers() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("cycles:k").unwrap();
+    assert!(e.exclude_user && !e.exclude_kernel && e.exclude_hv);
+    let e = p.parse_event("cycles:uk").unwrap();
+    assert!(!e.exclude_user && !e.exclude_kernel && e.exclude_hv);
+    let e = p.parse_event("cycles:ukh").unwrap();
+    assert!(!e.exclude_user && !e.exclude_kernel && !e.exclude_hv);
+    let e = p.parse_event("cycles:h").unwrap();
+    assert!(e.exclude_user && e.exclude_kernel && !e.exclude_hv);
+    assert_eq!(p.parse_event("cycles:p").unwrap().precise_ip, 1);
+    assert_eq!(p.parse_event("cycles:upp").unwrap().precise_ip, 2);
+    assert_eq!(p.parse_event("cycles:P").unwrap().precise_ip, 2);
+    assert_eq!(p.parse_event("cpu/event=0x76/pp").unwrap().precise_ip, 2);
+    // Software events are not checked against max_precise.
+    assert_eq!(p.parse_event("cpu-clock:p").unwrap().precise_ip, 1);
+}
+
+#[test]
+fn test_parse_event_bad_modifiers() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    for (ev, m) in [
+        ("cycles:G", "G"),
+        ("cycles:H", "H"),
+        ("cycles:I", "I"),
+        ("cycles:x", "x"),
+    ] {
+        match p.parse_event(ev).unwrap_err() {
+            EventError::BadModifier { modifier, .. } => assert_eq!(modifier, m, "{ev}"),
+            other => panic!("{ev}: {other:?}"),
+        }
+    }
+    let msg = p.parse_event("cycles:G").unwrap_err().to_string();
+    assert!(
+        msg.contains("guest/host filtering is not supported"),
+        "{msg}"
+    );
+    assert!(msg.contains("supported modifiers: u (user)"), "{msg}");
+    let msg = p.parse_event("cycles:pppp").unwrap_err().to_string();
+    assert!(msg.contains("at most three `p`"), "{msg}");
+    let msg = p.parse_event("sched:sched_switch").unwrap_err().to_string();
+    assert!(msg.contains("tracepoints"), "{msg}");
+}
+
+#[test]
+fn test_parse_event_precise_unavailable() {
+    // max_precise 2 on the fake AMD tree: ppp is too much, and IBS is suggested.
+    let fake = FakeSysfs::amd();
+    let err = amd(&fake).parse_event("cycles:ppp").unwrap_err();
+    assert_eq!(
+        err,
+        EventError::PreciseUnavailable {
+            event: "cycles:ppp".into(),
+            requested: 3,
+            max: 2,
+            why: "cpu/caps/max_precise is 2; for exact IPs sample with IBS instead: `-e ibs_op//`"
+                .into(),
+        }
+    );
+    // No hardware PMU at all.
+    let fake = FakeSysfs::no_hw();
+    let msg = no_hw(&fake)
+        .parse_event("cycles:p")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("supports at most 0"), "{msg}");
+    assert!(msg.contains("no hardware PMU"), "{msg}");
+    assert!(msg.contains("estimates skid"), "{msg}");
+    // An AMD VM without IBS: max_precise 0.
+    let fake = FakeSysfs::empty();
+    fake.pmu(
+        "cpu",
+        4,
+        &[("event", "config:0-7,32-35")],
+        &[],
+        &[("max_precise", "0")],
+    );
+    let p = EventParser::new(Sysfs::at(&fake.root), zen5());
+    let msg = p.parse_event("r76:pp").unwrap_err().to_string();
+    assert!(msg.contains("max_precise is 0"), "{msg}");
+    assert_eq!(p.parse_event("r76:P").unwrap().precise_ip, 0);
+}
+
+#[test]
+fn test_parse_event_ibs_unavailable() {
+    let fake = FakeSysfs::no_hw();
+    let p = no_hw(&fake);
+    for ev in ["ibs_op//", "ibs_op/cnt_ctl=1/", "ibs_fetch/rand_en/"] {
+        let err = p.parse_event(ev).unwrap_err();
+        assert!(
+            matches!(err, EventError::IbsUnavailable { .. }),
+            "{ev}: {err:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains("IBS is not available here"), "{msg}");
+        assert!(
+            msg.contains("precise attribution is not possible here"),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn test_parse_event_unknown_event_suggestions() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    match p.parse_event("cycels").unwrap_err() {
+        EventError::UnknownEvent { name, suggestions } => {
+            assert_eq!(name, "cycels");
+            assert_eq!(suggestions[0], "cycles");
+            assert!(suggestions.len() <= 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    let msg = p.parse_event("instructons:u").unwrap_err().to_string();
+    assert_eq!(
+        msg,
+        "unknown event `instructons` (did you mean `instructions`?); `culprit list` shows what this machine supports"
+    );
+    match p.parse_event("ls_dmnd_fills_from_sys").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert_eq!(suggestions.len(), 3);
+            assert!(
+                suggestions
+                    .iter()
+                    .all(|s| s.starts_with("ls_dmnd_fills_from_sys.")),
+                "{suggestions:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match p.parse_event("L1-dcache-load-mises").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert_eq!(suggestions[0], "L1-dcache-load-misses");
+        }
+        other => panic!("{other:?}"),
+    }
+    // sysfs aliases are suggested too.
+    match p.parse_event("cache-mises").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert!(
+                suggestions.contains(&"cache-misses".to_string()),
+                "{suggestions:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match p.parse_event("ex_ret_brn_misq").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert_eq!(suggestions[0], "ex_ret_brn_misp");
+        }
+        other => panic!("{other:?}"),
+    }
+    let msg = p.parse_event("qqqqqqqqqqqq").unwrap_err().to_string();
+    assert!(!msg.contains("did you mean"), "{msg}");
+}
+
+#[test]
+fn test_parse_event_unknown_pmu() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let err = p.parse_event("cpuu/event=1/").unwrap_err();
+    match &err {
+        EventError::UnknownPmu {
+            pmu,
+            suggestions,
+            available,
+            ..
+        } => {
+            assert_eq!(pmu, "cpuu");
+            assert_eq!(suggestions[0], "cpu");
+            assert_eq!(
+                available,
+                &["cpu", "ibs_fetch", "ibs_op", "msr", "software"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        err.to_string()
+            .contains("PMUs on this machine: cpu, ibs_fetch"),
+        "{err}"
+    );
+    // On the VM there is no cpu PMU.
+    let fake = FakeSysfs::no_hw();
+    let err = no_hw(&fake).parse_event("cpu/event=0x76/").unwrap_err();
+    assert!(matches!(err, EventError::UnknownPmu { .. }), "{err:?}");
+}
+
+#[test]
+fn test_parse_event_unknown_term_lists_formats() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let err = p.parse_event("ibs_op/cnt_ctrl=1/").unwrap_err();
+    match &err {
+        EventError::UnknownTerm {
+            term, known, pmu, ..
+        } => {
+            assert_eq!(term, "cnt_ctrl");
+            assert_eq!(pmu, "PMU ibs_op");
+            for k in [
+                "cnt_ctl",
+                "l3missonly",
+                "ldlat",
+                "swfilt",
+                "period",
+                "config1",
+            ] {
+                assert!(known.iter().any(|x| x == k), "{k} in {known:?}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        err.to_string().starts_with(
+            "unknown term `cnt_ctrl` for PMU ibs_op in `ibs_op/cnt_ctrl=1/`; valid terms: cnt_ctl,"
+        ),
+        "{err}"
+    );
+    let err = p.parse_event("cycles/umask=1/").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown term `umask` for generic event cycles in `cycles/umask=1/`; valid terms: period, freq, name"
+    );
+    let err = p.parse_event("ex_ret_ops/foo=1/").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("valid terms: period, freq, name, event, umask, edge, inv, cmask"),
+        "{err}"
+    );
+}
+
+#[test]
+fn test_parse_event_value_errors() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let err = p.parse_event("cpu/umask=0x100/").unwrap_err();
+    assert_eq!(
+        err,
+        EventError::ValueOutOfRange {
+            event: "cpu/umask=0x100/".into(),
+            term: "umask".into(),
+            value: 0x100,
+            max: 0xff,
+            field: "config:8-15".into(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "value 0x100 for `umask` in `cpu/umask=0x100/` does not fit `config:8-15` (max 0xff)"
+    );
+    let err = p.parse_event("cpu/event=0x1000/").unwrap_err();
+    assert!(
+        err.to_string().contains("config:0-7,32-35` (max 0xfff)"),
+        "{err}"
+    );
+    let err = p.parse_event("ibs_op/cnt_ctl=2/").unwrap_err();
+    assert!(
+        matches!(err, EventError::ValueOutOfRange { max: 1, .. }),
+        "{err:?}"
+    );
+    let err = p.parse_event("ibs_op/ldlat=4096/").unwrap_err();
+    assert!(
+        matches!(err, EventError::ValueOutOfRange { max: 0xfff, .. }),
+        "{err:?}"
+    );
+    let err = p.parse_event("cpu/event=zz/").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "bad value `zz` for `event` in `cpu/event=zz/`: expected a decimal or 0x-hex number"
+    );
+    assert!(matches!(
+        p.parse_event("cycles/period=0/"),
+        Err(EventError::BadValue { .. })
+    ));
+    assert!(matches!(
+        p.parse_event("cycles/period=10,freq=10/"),
+        Err(EventError::Syntax { .. })
+    ));
+    assert!(matches!(
+        p.parse_event("cycles/name=a b/"),
+        Err(EventError::Syntax { .. })
+    ));
+}
+
+#[test]
+fn test_parse_event_syntax_errors() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let msg = p.parse_event("cpu/event=1").unwrap_err().to_string();
+    assert!(msg.contains("missing the closing `/`"), "{msg}");
+    assert!(matches!(
+        p.parse_event("/event=1/"),
+        Err(EventError::Syntax { .. })
+    ));
+    assert!(matches!(
+        p.parse_event("cpu/a/b/"),
+        Err(EventError::Syntax { .. })
+    ));
+    assert!(matches!(
+        p.parse_event("cpu//"),
+        Err(EventError::Syntax { .. })
+    ));
+    assert!(matches!(p.parse_event("  "), Err(EventError::Empty { .. })));
+}
+
+#[test]
+fn test_parse_event_list() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let list = p
+        .parse_event_list(
+            "cycles,cpu/event=0x1a0,umask=0x1e/,instructions:u,ibs_op/cnt_ctl=1,l3missonly/",
+        )
+        .unwrap();
+    let names: Vec<&str> = list.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cycles",
+            "cpu/event=0x1a0,umask=0x1e/",
+            "instructions:u",
+            "ibs_op/cnt_ctl=1,l3missonly/"
+        ]
+    );
+    assert_eq!(list[1].config, 0x100001EA0);
+    assert_eq!(list[3].config, 1 << 19 | 1 << 16);
+    let err = p.parse_event_list("cycles,,instructions").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "empty event name in `cycles,,instructions`: write events separated by commas, e.g. `-e cycles,instructions`"
+    );
+    assert!(matches!(
+        p.parse_event_list("cycles,"),
+        Err(EventError::Empty { .. })
+    ));
+    assert!(matches!(
+        p.parse_event_list("{cycles,instructions}"),
+        Err(EventError::Unsupported { .. })
+    ));
+    // The first bad event is reported.
+    assert!(matches!(
+        p.parse_event_list("cycles,nope,cycels"),
+        Err(EventError::UnknownEvent { ref name, .. }) if name == "nope"
+    ));
+}
+
+#[test]
+fn test_default_and_cpu_clock() {
+    let d = default_event();
+    assert_eq!((d.name.as_str(), d.attr_type, d.config), ("cycles", 0, 0));
+    let c = cpu_clock();
+    assert_eq!(
+        (c.name.as_str(), c.attr_type, c.config),
+        ("cpu-clock", 1, 0)
+    );
+    assert_eq!(c.pmu.as_deref(), Some("software"));
+}
+
+#[test]
+fn test_parse_event_on_this_system_software() {
+    // The real sysfs: software events parse on every Linux machine.
+    let e = parse_event("cpu-clock:u").unwrap();
+    assert_eq!((e.attr_type, e.config), (1, 0));
+    let list = parse_event_list("task-clock,page-faults").unwrap();
+    assert_eq!(list.len(), 2);
+}
