@@ -3,6 +3,92 @@
 //!
 //! Pure: no syscalls beyond reading the file it is given. Main types: [`model::Profile`]
 //! (everything a file says, resolved to DSOs), [`model::Sample`], [`model::Dso`].
+//!
+//! Entry points: [`read_file`], [`read_file_with_progress`], [`read_bytes`], [`read_reader`].
+//! A truncated or corrupt file is not an error: the profile holds everything read before the
+//! damage and [`model::Profile::stopped`] says where and why reading stopped. An `Err` means
+//! nothing usable exists (not a perf.data file, or its header or attributes are unreadable).
+//!
+//! ```no_run
+//! let profile = culprit_decode::read_file(std::path::Path::new("perf.data")).unwrap();
+//! for e in &profile.events {
+//!     println!("{}: {} samples, period {}", e.name, e.samples, e.period);
+//! }
+//! if let Some(stop) = &profile.stopped {
+//!     eprintln!("stopped at offset {}: {}", stop.offset, stop.reason);
+//! }
+//! ```
 #![deny(missing_docs)]
 
+mod cursor;
+mod header;
 pub mod model;
+mod names;
+mod reader;
+mod state;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub use model::Profile;
+
+/// Why a perf.data input could not be read at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Reading from a stream failed.
+    #[error("cannot read the input stream: {0}")]
+    Stream(#[from] std::io::Error),
+    /// Fewer bytes than a perf.data header.
+    #[error("not a perf.data file: only {0} bytes, too short for the header at offset 0")]
+    TooShort(u64),
+    /// The first 8 bytes are not `PERFILE2`.
+    #[error("not a perf.data file: bad magic {0:02x?} at offset 0 (expected \"PERFILE2\")")]
+    BadMagic([u8; 8]),
+    /// The header or the event attributes are unreadable.
+    #[error("unreadable perf.data header at offset {offset}: {what}")]
+    Header {
+        /// Byte offset of the bad part.
+        offset: u64,
+        /// What is wrong there.
+        what: String,
+    },
+}
+
+/// Reads a perf.data file (file or pipe mode, as written by `perf record` or
+/// `perf record -o -`).
+pub fn read_file(path: &Path) -> Result<Profile, DecodeError> {
+    read_file_with_progress(path, &mut |_, _| {})
+}
+
+/// [`read_file`] that reports progress as `(bytes done, total bytes)` every few MB.
+pub fn read_file_with_progress(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Profile, DecodeError> {
+    let data = std::fs::read(path).map_err(|source| DecodeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    reader::read(&data, progress)
+}
+
+/// Reads a perf.data image from memory (used by tests and the fuzz target).
+pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
+    reader::read(data, &mut |_, _| {})
+}
+
+/// Reads a perf.data stream (e.g. stdin for `-i -`) to its end, then decodes it.
+pub fn read_reader(mut input: impl Read) -> Result<Profile, DecodeError> {
+    let mut data = Vec::new();
+    input.read_to_end(&mut data)?;
+    reader::read(&data, &mut |_, _| {})
+}

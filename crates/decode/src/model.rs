@@ -92,6 +92,10 @@ pub struct Dso {
     pub build_id: Option<Vec<u8>>,
     /// What this object is.
     pub kind: DsoKind,
+    /// The process this DSO belongs to, for per-process objects ([`DsoKind::Anonymous`]:
+    /// `//anon`, `[heap]`, JIT regions whose symbols live in `/tmp/perf-PID.map`). `None` for
+    /// files, the kernel and the vDSO, which are shared by all processes.
+    pub pid: Option<i32>,
 }
 
 /// One event (attr) of the file, with totals over the file's samples.
@@ -125,6 +129,19 @@ pub struct EventInfo {
     /// Samples the kernel reported lost for this event (LOST / LOST_SAMPLES records
     /// attributed by sample id; unattributed losses count on event 0).
     pub lost: u64,
+    /// `perf_event_attr.read_format`.
+    pub read_format: u64,
+    /// `perf_event_attr` flag bits (offset 40: disabled, inherit, …, exclude_*, precise_ip…).
+    pub attr_flags: u64,
+    /// `perf_event_attr.sample_regs_user`: which registers [`Sample::user_regs`] holds, in
+    /// bit order (x86-64: AX, BX, CX, DX, SI, DI, BP, SP, IP, FLAGS, …).
+    pub sample_regs_user: u64,
+    /// `perf_event_attr.sample_stack_user`: bytes of user stack requested per sample.
+    pub sample_stack_user: u32,
+    /// `perf_event_attr.branch_sample_type`.
+    pub branch_sample_type: u64,
+    /// The sample ids of this event (from the attr ids section or HEADER_ATTR records).
+    pub ids: Vec<u64>,
 }
 
 /// A resolved code location: which DSO and where inside it.
@@ -186,6 +203,45 @@ pub struct Sample {
     pub phys_addr: Option<u64>,
     /// Range into [`Profile::raw`] of the PERF_SAMPLE_RAW payload (without its u32 size).
     pub raw: std::ops::Range<u32>,
+    /// PERF_SAMPLE_WEIGHT_STRUCT as recorded (var1_dw in bits 0..32, var2_w in 32..48,
+    /// var3_w in 48..64), if recorded; `weight` holds var1_dw.
+    pub weight_struct: Option<u64>,
+    /// PERF_SAMPLE_TRANSACTION, if recorded.
+    pub transaction: Option<u64>,
+    /// PERF_SAMPLE_DATA_PAGE_SIZE, if recorded.
+    pub data_page_size: Option<u64>,
+    /// PERF_SAMPLE_CODE_PAGE_SIZE, if recorded.
+    pub code_page_size: Option<u64>,
+    /// PERF_SAMPLE_STREAM_ID, if recorded.
+    pub stream_id: Option<u64>,
+    /// PERF_SAMPLE_ID (or IDENTIFIER), if recorded.
+    pub id: Option<u64>,
+    /// Range into [`Profile::read_values`] of PERF_SAMPLE_READ values (one per group member,
+    /// or one for a single counter). Empty when not recorded.
+    pub read: std::ops::Range<u32>,
+    /// Range into [`Profile::regs`] of the PERF_SAMPLE_REGS_USER values (in the order of the
+    /// bits of [`EventInfo::sample_regs_user`]). Empty when not recorded or abi NONE.
+    pub user_regs: std::ops::Range<u32>,
+    /// Range into [`Profile::stacks`] of the PERF_SAMPLE_STACK_USER bytes actually valid
+    /// (`dyn_size`), starting at the user stack pointer. Empty when not recorded.
+    pub user_stack: std::ops::Range<u64>,
+    /// Number of PERF_SAMPLE_BRANCH_STACK entries recorded (the entries are not kept yet).
+    pub branch_count: u32,
+}
+
+/// One PERF_SAMPLE_READ value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReadValue {
+    /// The counter value.
+    pub value: u64,
+    /// PERF_FORMAT_ID, if recorded (maps to an event via [`EventInfo::ids`]).
+    pub id: Option<u64>,
+    /// PERF_FORMAT_LOST, if recorded.
+    pub lost: Option<u64>,
+    /// PERF_FORMAT_TOTAL_TIME_ENABLED, if recorded.
+    pub time_enabled: Option<u64>,
+    /// PERF_FORMAT_TOTAL_TIME_RUNNING, if recorded.
+    pub time_running: Option<u64>,
 }
 
 /// Where and why reading stopped early (truncated or corrupt file).
@@ -228,6 +284,16 @@ pub struct Meta {
     pub time_range: Option<(u64, u64)>,
     /// Whether the file was in pipe mode.
     pub pipe_mode: bool,
+    /// HEADER_NRCPUS (online).
+    pub nr_cpus_online: Option<u32>,
+    /// HEADER_SAMPLE_TIME: first and last sample time (ns) as perf wrote them.
+    pub header_time_range: Option<(u64, u64)>,
+    /// Whether records were zstd-compressed (`perf record -z`).
+    pub compressed: bool,
+    /// Size of the input in bytes.
+    pub file_size: u64,
+    /// Records read (including records inside compressed records).
+    pub records: u64,
 }
 
 /// A whole perf.data file in memory: events, samples, DSOs, and what went wrong reading it.
@@ -237,12 +303,19 @@ pub struct Profile {
     pub meta: Meta,
     /// One entry per attr, in file order.
     pub events: Vec<EventInfo>,
-    /// Samples in file order.
+    /// Samples in processing order: timestamp order, as perf's ordered-events queue delivers
+    /// them (file order among equal timestamps and for records without timestamps).
     pub samples: Vec<Sample>,
     /// All call-chain frames, referenced by [`Sample::callchain`].
     pub frames: Vec<Frame>,
     /// All raw payloads, referenced by [`Sample::raw`].
     pub raw: Vec<u8>,
+    /// All PERF_SAMPLE_READ values, referenced by [`Sample::read`].
+    pub read_values: Vec<ReadValue>,
+    /// All user registers, referenced by [`Sample::user_regs`].
+    pub regs: Vec<u64>,
+    /// All user stack bytes, referenced by [`Sample::user_stack`].
+    pub stacks: Vec<u8>,
     /// Interned strings (comm names), referenced by [`StrId`].
     pub strings: Vec<String>,
     /// DSOs referenced by [`Location::dso`].
@@ -260,7 +333,10 @@ pub struct Profile {
 impl Profile {
     /// The string behind a [`StrId`].
     pub fn str(&self, id: StrId) -> &str {
-        self.strings.get(id as usize).map(String::as_str).unwrap_or("")
+        self.strings
+            .get(id as usize)
+            .map(String::as_str)
+            .unwrap_or("")
     }
 
     /// The call chain of a sample.
@@ -275,6 +351,31 @@ impl Profile {
         self.raw
             .get(sample.raw.start as usize..sample.raw.end as usize)
             .unwrap_or(&[])
+    }
+
+    /// The PERF_SAMPLE_READ values of a sample (empty if none).
+    pub fn read_values(&self, sample: &Sample) -> &[ReadValue] {
+        self.read_values
+            .get(sample.read.start as usize..sample.read.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The user registers of a sample (empty if none).
+    pub fn user_regs(&self, sample: &Sample) -> &[u64] {
+        self.regs
+            .get(sample.user_regs.start as usize..sample.user_regs.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The user stack bytes of a sample (empty if none).
+    pub fn user_stack(&self, sample: &Sample) -> &[u8] {
+        let (Ok(start), Ok(end)) = (
+            usize::try_from(sample.user_stack.start),
+            usize::try_from(sample.user_stack.end),
+        ) else {
+            return &[];
+        };
+        self.stacks.get(start..end).unwrap_or(&[])
     }
 
     /// The DSO of a location, if any.

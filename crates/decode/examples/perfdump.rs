@@ -1,0 +1,86 @@
+//! Dumps what culprit-decode reads from a perf.data file: events, totals, DSOs, stop point.
+//! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N]`
+use std::collections::HashMap;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args.get(1) else {
+        eprintln!("usage: perfdump FILE [--samples N]");
+        std::process::exit(2);
+    };
+    let show: usize = args
+        .iter()
+        .position(|a| a == "--samples")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let t = std::time::Instant::now();
+    let p = match culprit_decode::read_file(std::path::Path::new(path)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    };
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "read {} samples, {} frames, {} records in {:.3} s ({:.0} samples/s)",
+        p.samples.len(),
+        p.frames.len(),
+        p.meta.records,
+        secs,
+        p.samples.len() as f64 / secs
+    );
+    println!("meta: {:?}", p.meta);
+    for e in &p.events {
+        println!(
+            "event {:?} type {} config {:#x} samples {} period {} lost {} pmu {:?}",
+            e.name, e.attr_type, e.config, e.samples, e.period, e.lost, e.pmu
+        );
+    }
+    println!("lost {} throttles {}", p.lost, p.throttles);
+    let mut by_dso: HashMap<String, u64> = HashMap::new();
+    let mut by_comm: HashMap<&str, u64> = HashMap::new();
+    for s in &p.samples {
+        let d = p
+            .dso(&s.location)
+            .map(|d| d.short_name.clone())
+            .unwrap_or_else(|| "[unknown]".into());
+        *by_dso.entry(d).or_default() += s.period;
+        *by_comm.entry(p.str(s.comm)).or_default() += s.period;
+    }
+    let mut v: Vec<_> = by_dso.into_iter().collect();
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
+    for (d, n) in v.iter().take(15) {
+        println!("dso {d}: {n}");
+    }
+    let mut v: Vec<_> = by_comm.into_iter().collect();
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
+    for (d, n) in v.iter().take(15) {
+        println!("comm {d}: {n}");
+    }
+    for d in &p.dsos {
+        println!(
+            "dso #{:?} {} kind {:?} build_id {:?} pid {:?}",
+            d.short_name,
+            d.path,
+            d.kind,
+            d.build_id
+                .as_ref()
+                .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+            d.pid
+        );
+    }
+    for s in p.samples.iter().take(show) {
+        println!("{:?}", s);
+        for f in p.callchain(s) {
+            println!("    {:#x} {:?} {:?}", f.addr, f.cpumode, f.location);
+        }
+    }
+    for w in &p.warnings {
+        println!("warning: {w}");
+    }
+    if let Some(s) = &p.stopped {
+        println!("STOPPED: {s:?}");
+    }
+}

@@ -1,0 +1,417 @@
+//! The perf.data header: the file header, `perf_event_attr`s and the HEADER_* feature
+//! sections (file mode), and the same facts as they arrive in pipe mode (HEADER_ATTR and
+//! HEADER_FEATURE records). Offsets and layouts follow Linux
+//! `tools/perf/Documentation/perf.data-file-format.txt` and `include/uapi/linux/perf_event.h`.
+
+use crate::cursor::{c_string, Cur};
+use crate::model::Meta;
+
+/// `PERFILE2` read as a little-endian u64.
+pub(crate) const MAGIC_LE: &[u8; 8] = b"PERFILE2";
+/// The same magic written by a big-endian machine.
+pub(crate) const MAGIC_BE: &[u8; 8] = b"2ELIFREP";
+/// Size of `struct perf_file_header` (magic, size, attr_size, 3 sections, 4 feature words).
+pub(crate) const FILE_HEADER_SIZE: usize = 104;
+
+/// Feature bit numbers (`HEADER_*` in tools/perf/util/header.h).
+pub(crate) mod feat {
+    pub const BUILD_ID: u32 = 2;
+    pub const HOSTNAME: u32 = 3;
+    pub const OSRELEASE: u32 = 4;
+    pub const VERSION: u32 = 5;
+    pub const ARCH: u32 = 6;
+    pub const NRCPUS: u32 = 7;
+    pub const CPUDESC: u32 = 8;
+    pub const CPUID: u32 = 9;
+    pub const TOTAL_MEM: u32 = 10;
+    pub const CMDLINE: u32 = 11;
+    pub const EVENT_DESC: u32 = 12;
+    pub const PMU_MAPPINGS: u32 = 16;
+    pub const SAMPLE_TIME: u32 = 21;
+    pub const COMPRESSED: u32 = 27;
+}
+
+/// A `{offset, size}` pair of the file header.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Section {
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Section {
+    fn read(c: &mut Cur) -> Option<Section> {
+        Some(Section {
+            offset: c.u64()?,
+            size: c.u64()?,
+        })
+    }
+
+    /// The section's bytes, if it lies inside `data`.
+    pub(crate) fn slice<'a>(&self, data: &'a [u8]) -> Option<&'a [u8]> {
+        let start = usize::try_from(self.offset).ok()?;
+        let end = start.checked_add(usize::try_from(self.size).ok()?)?;
+        data.get(start..end)
+    }
+}
+
+/// `struct perf_file_header`.
+#[derive(Debug, Clone)]
+pub(crate) struct FileHeader {
+    pub big_endian: bool,
+    pub attr_size: u64,
+    pub attrs: Section,
+    pub data: Section,
+    pub features: [u64; 4],
+}
+
+/// Why the header could not be read (becomes a `DecodeError`).
+#[derive(Debug)]
+pub(crate) struct HeaderError {
+    pub offset: u64,
+    pub what: String,
+}
+
+fn herr(offset: u64, what: impl Into<String>) -> HeaderError {
+    HeaderError {
+        offset,
+        what: what.into(),
+    }
+}
+
+/// Parses the 104-byte file header (after the magic has been recognized).
+pub(crate) fn parse_file_header(data: &[u8], big_endian: bool) -> Result<FileHeader, HeaderError> {
+    let mut c = Cur::new(data, big_endian);
+    c.skip(8)
+        .ok_or_else(|| herr(0, "file shorter than the magic"))?;
+    let short = || herr(data.len() as u64, "file header truncated");
+    let size = c.u64().ok_or_else(short)?;
+    if size < FILE_HEADER_SIZE as u64 {
+        return Err(herr(
+            8,
+            format!("header size {size} is smaller than the {FILE_HEADER_SIZE} bytes of a perf.data header (pipe-mode size is 16)"),
+        ));
+    }
+    let attr_size = c.u64().ok_or_else(short)?;
+    let attrs = Section::read(&mut c).ok_or_else(short)?;
+    let data_sec = Section::read(&mut c).ok_or_else(short)?;
+    let _event_types = Section::read(&mut c).ok_or_else(short)?;
+    let mut features = [0u64; 4];
+    for f in &mut features {
+        *f = c.u64().ok_or_else(short)?;
+    }
+    Ok(FileHeader {
+        big_endian,
+        attr_size,
+        attrs,
+        data: data_sec,
+        features,
+    })
+}
+
+/// The fields of `perf_event_attr` culprit uses, read only where the attr's own `size` covers
+/// them (older perf writes shorter attrs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Attr {
+    pub type_: u32,
+    pub config: u64,
+    pub period_or_freq: u64,
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub flags: u64,
+    pub config1: u64,
+    pub config2: u64,
+    pub branch_sample_type: u64,
+    pub sample_regs_user: u64,
+    pub sample_stack_user: u32,
+    pub sample_regs_intr: u64,
+    pub ids: Vec<u64>,
+    pub name: Option<String>,
+}
+
+/// `perf_event_attr` flag bits used here.
+pub(crate) mod flag {
+    pub const FREQ: u64 = 1 << 10;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+}
+
+/// Smallest `perf_event_attr` (PERF_ATTR_SIZE_VER0).
+const ATTR_SIZE_VER0: usize = 64;
+
+/// Parses one `perf_event_attr` from `b` (at most `b.len()` bytes are looked at). Returns the
+/// attr and its self-declared size.
+pub(crate) fn parse_attr(b: &[u8], big_endian: bool) -> Option<(Attr, usize)> {
+    let mut c = Cur::new(b, big_endian);
+    let type_ = c.u32()?;
+    let size = c.u32()? as usize;
+    if size < ATTR_SIZE_VER0 {
+        return None;
+    }
+    // Only the bytes the attr claims (and we have) are read.
+    let body = b.get(..size.min(b.len()))?;
+    let field = |off: usize| crate::cursor::u64_at(body, off, big_endian).unwrap_or(0);
+    let u32_field = |off: usize| {
+        let mut c = Cur::new(body, big_endian);
+        c.skip(off).and_then(|_| c.u32()).unwrap_or(0)
+    };
+    let attr = Attr {
+        type_,
+        config: field(8),
+        period_or_freq: field(16),
+        sample_type: field(24),
+        read_format: field(32),
+        flags: field(40),
+        config1: field(56),
+        config2: field(64),
+        branch_sample_type: field(72),
+        sample_regs_user: field(80),
+        sample_stack_user: u32_field(88),
+        sample_regs_intr: field(96),
+        ids: Vec::new(),
+        name: None,
+    };
+    if body.len() < ATTR_SIZE_VER0 {
+        return None;
+    }
+    Some((attr, size))
+}
+
+/// Reads the attrs section of a file-mode header: `attr_size`-byte entries, each an attr
+/// followed by a `{offset, size}` section of its u64 ids.
+pub(crate) fn parse_file_attrs(data: &[u8], h: &FileHeader) -> Result<Vec<Attr>, HeaderError> {
+    let sec = h.attrs.slice(data).ok_or_else(|| {
+        herr(
+            h.attrs.offset,
+            format!(
+                "attribute section ({} bytes at offset {}) lies outside the {}-byte file",
+                h.attrs.size,
+                h.attrs.offset,
+                data.len()
+            ),
+        )
+    })?;
+    let entry = usize::try_from(h.attr_size).unwrap_or(usize::MAX);
+    if !(ATTR_SIZE_VER0 + 16..=4096).contains(&entry) {
+        return Err(herr(16, format!("implausible attr_size {}", h.attr_size)));
+    }
+    let mut attrs = Vec::new();
+    for (i, chunk) in sec.chunks_exact(entry).enumerate() {
+        let at = h.attrs.offset + (i * entry) as u64;
+        let (attr_bytes, ids_bytes) = chunk.split_at(entry - 16);
+        let (mut attr, _) = parse_attr(attr_bytes, h.big_endian)
+            .ok_or_else(|| herr(at, "unreadable perf_event_attr"))?;
+        let mut c = Cur::new(ids_bytes, h.big_endian);
+        let ids_sec = Section::read(&mut c).ok_or_else(|| herr(at, "attr ids section"))?;
+        // The ids are optional for reading samples when there is one attr; a bad ids section
+        // is reported by the caller as a warning through an empty list.
+        if let Some(ids) = ids_sec.slice(data) {
+            let mut c = Cur::new(ids, h.big_endian);
+            while let Some(id) = c.u64() {
+                attr.ids.push(id);
+            }
+        }
+        attrs.push(attr);
+    }
+    if attrs.is_empty() {
+        return Err(herr(h.attrs.offset, "the file has no event attributes"));
+    }
+    Ok(attrs)
+}
+
+/// Header facts collected from feature sections (both modes).
+#[derive(Debug, Default)]
+pub(crate) struct Features {
+    pub meta: Meta,
+    /// (pid, path, build-id) from HEADER_BUILD_ID or pipe-mode HEADER_BUILD_ID records.
+    pub build_ids: Vec<(i32, String, Vec<u8>)>,
+    /// EVENT_DESC: (name, ids) per event, in file order.
+    pub event_desc: Vec<(String, Vec<u64>)>,
+    pub warnings: Vec<String>,
+}
+
+/// Finds the feature sections of a file-mode header: a table of `{offset, size}` pairs right
+/// after the data section, one per set feature bit, in bit order.
+pub(crate) fn file_feature_sections(data: &[u8], h: &FileHeader) -> Vec<(u32, Section)> {
+    let mut out = Vec::new();
+    let Some(table) = h.data.offset.checked_add(h.data.size) else {
+        return out;
+    };
+    let Ok(table) = usize::try_from(table) else {
+        return out;
+    };
+    let Some(rest) = data.get(table..) else {
+        return out;
+    };
+    let mut c = Cur::new(rest, h.big_endian);
+    for bit in 0..256u32 {
+        let word = h.features[(bit / 64) as usize];
+        if word & (1u64 << (bit % 64)) == 0 {
+            continue;
+        }
+        match Section::read(&mut c) {
+            Some(s) => out.push((bit, s)),
+            None => break,
+        }
+    }
+    out
+}
+
+/// Parses one feature section's bytes into `f`. Unknown features are ignored.
+pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: bool) {
+    let mut c = Cur::new(b, big_endian);
+    let ok = match id {
+        feat::HOSTNAME => c.header_string().map(|s| f.meta.hostname = Some(s)),
+        feat::OSRELEASE => c.header_string().map(|s| f.meta.os_release = Some(s)),
+        feat::VERSION => c.header_string().map(|s| f.meta.perf_version = Some(s)),
+        feat::ARCH => c.header_string().map(|s| f.meta.arch = Some(s)),
+        feat::CPUDESC => c.header_string().map(|s| f.meta.cpu_desc = Some(s)),
+        feat::CPUID => c.header_string().map(|s| f.meta.cpuid = Some(s)),
+        feat::NRCPUS => (|| {
+            // Order as written by perf: nr_cpus_avail, then nr_cpus_online.
+            f.meta.nr_cpus = Some(c.u32()?);
+            f.meta.nr_cpus_online = Some(c.u32()?);
+            Some(())
+        })(),
+        feat::TOTAL_MEM => c.u64().map(|v| f.meta.total_mem_kb = Some(v)),
+        feat::CMDLINE => (|| {
+            let n = c.u32()?;
+            let mut parts = Vec::new();
+            for _ in 0..n {
+                parts.push(c.header_string()?);
+            }
+            f.meta.cmdline = Some(parts.join(" "));
+            Some(())
+        })(),
+        feat::PMU_MAPPINGS => (|| {
+            let n = c.u32()?;
+            for _ in 0..n {
+                let ty = c.u32()?;
+                let name = c.header_string()?;
+                f.meta.pmu_mappings.push((ty, name));
+            }
+            Some(())
+        })(),
+        feat::SAMPLE_TIME => (|| {
+            let first = c.u64()?;
+            let last = c.u64()?;
+            f.meta.header_time_range = Some((first, last));
+            Some(())
+        })(),
+        feat::EVENT_DESC => parse_event_desc(f, &mut c, big_endian),
+        feat::BUILD_ID => {
+            // A sequence of build_id_event records (8-byte header with their size).
+            while c.remaining() >= 8 {
+                let start = c.pos();
+                let Some(rec) = (|| {
+                    let _type = c.u32()?;
+                    let misc = c.u16()?;
+                    let size = c.u16()? as usize;
+                    let body = c.bytes(size.checked_sub(8)?)?;
+                    Some((misc, body))
+                })() else {
+                    f.warnings.push(format!(
+                        "HEADER_BUILD_ID: unreadable entry at section offset {start}"
+                    ));
+                    break;
+                };
+                if let Some(e) = parse_build_id_body(rec.0, rec.1, big_endian) {
+                    f.build_ids.push(e);
+                }
+            }
+            Some(())
+        }
+        feat::COMPRESSED => {
+            f.meta.compressed = true;
+            Some(())
+        }
+        _ => Some(()),
+    };
+    if ok.is_none() {
+        f.warnings
+            .push(format!("feature section {id} is malformed; ignored"));
+    }
+}
+
+/// The body (after the 8-byte header) of a `build_id_event`: pid, 24 bytes of build-id
+/// (the first 20 used; with misc bit 15 byte 20 is the real size), NUL-terminated path.
+pub(crate) fn parse_build_id_body(
+    misc: u16,
+    body: &[u8],
+    big_endian: bool,
+) -> Option<(i32, String, Vec<u8>)> {
+    let mut c = Cur::new(body, big_endian);
+    let pid = c.i32()?;
+    let id = c.bytes(24)?;
+    let path = c_string(c.bytes(c.remaining())?);
+    const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
+    let len = if misc & MISC_BUILD_ID_SIZE != 0 {
+        usize::from(*id.get(20)?).min(20)
+    } else {
+        // Old files: 20 bytes, trailing zero words trimmed (short ids such as md5 ones).
+        let mut n = 20;
+        while n >= 4 && id.get(n - 4..n).is_some_and(|w| w.iter().all(|&b| b == 0)) {
+            n -= 4;
+        }
+        n
+    };
+    Some((pid, path, id.get(..len)?.to_vec()))
+}
+
+fn parse_event_desc(f: &mut Features, c: &mut Cur, big_endian: bool) -> Option<()> {
+    let n = c.u32()?;
+    let attr_size = c.u32()? as usize;
+    for _ in 0..n {
+        let _attr = c.bytes(attr_size)?;
+        let nr_ids = c.u32()? as usize;
+        let name = c.header_string()?;
+        // Cap by what is left so a lying count cannot allocate.
+        if nr_ids > c.remaining() / 8 {
+            return None;
+        }
+        let mut ids = Vec::with_capacity(nr_ids);
+        for _ in 0..nr_ids {
+            ids.push(c.u64()?);
+        }
+        let _ = big_endian;
+        f.event_desc.push((name, ids));
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_parse_attr_rejects_short_size() {
+        let mut b = vec![0u8; 64];
+        b[4] = 32; // size 32 < VER0
+        assert!(parse_attr(&b, false).is_none());
+        b[4] = 64;
+        b[24] = 0x7; // sample_type IP|TID|TIME
+        let (a, size) = parse_attr(&b, false).unwrap();
+        assert_eq!(size, 64);
+        assert_eq!(a.sample_type, 7);
+    }
+
+    #[test]
+    fn test_parse_attr_reads_only_declared_size() {
+        let mut b = vec![0u8; 128];
+        b[4] = 64;
+        b[80] = 0xff; // sample_regs_user lies beyond the declared 64 bytes
+        let (a, _) = parse_attr(&b, false).unwrap();
+        assert_eq!(a.sample_regs_user, 0);
+    }
+
+    #[test]
+    fn test_build_id_body_size_bit() {
+        let mut body = vec![0u8; 4 + 24];
+        body[4..24].copy_from_slice(&[0xab; 20]);
+        body[24] = 8; // real size 8
+        body.extend_from_slice(b"/bin/x\0\0");
+        let (_, path, id) = parse_build_id_body(1 << 15, &body, false).unwrap();
+        assert_eq!(path, "/bin/x");
+        assert_eq!(id.len(), 8);
+        let (_, _, id) = parse_build_id_body(0, &body, false).unwrap();
+        assert_eq!(id.len(), 20);
+    }
+}

@@ -1,0 +1,1202 @@
+//! The record reader: frames records with a bounds-checked cursor, queues them per round and
+//! replays them in timestamp order (perf's ordered-events rule: at each FINISHED_ROUND,
+//! deliver what is not newer than the newest timestamp of the previous round), decoding
+//! samples and keeping process/mapping state.
+
+use std::collections::HashMap;
+
+use crate::cursor::{c_string, u64_at, Cur};
+use crate::header::{self, flag, Attr, Features, HeaderError};
+use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
+use crate::state::{Map, State};
+use crate::DecodeError;
+
+/// `PERF_SAMPLE_*` bits.
+mod st {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const ADDR: u64 = 1 << 3;
+    pub const READ: u64 = 1 << 4;
+    pub const CALLCHAIN: u64 = 1 << 5;
+    pub const ID: u64 = 1 << 6;
+    pub const CPU: u64 = 1 << 7;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const STREAM_ID: u64 = 1 << 9;
+    pub const RAW: u64 = 1 << 10;
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    pub const REGS_USER: u64 = 1 << 12;
+    pub const STACK_USER: u64 = 1 << 13;
+    pub const WEIGHT: u64 = 1 << 14;
+    pub const DATA_SRC: u64 = 1 << 15;
+    pub const IDENTIFIER: u64 = 1 << 16;
+    pub const TRANSACTION: u64 = 1 << 17;
+    pub const REGS_INTR: u64 = 1 << 18;
+    pub const PHYS_ADDR: u64 = 1 << 19;
+    pub const AUX: u64 = 1 << 20;
+    pub const CGROUP: u64 = 1 << 21;
+    pub const DATA_PAGE_SIZE: u64 = 1 << 22;
+    pub const CODE_PAGE_SIZE: u64 = 1 << 23;
+    pub const WEIGHT_STRUCT: u64 = 1 << 24;
+}
+
+/// `PERF_FORMAT_*` bits of read_format.
+mod rf {
+    pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
+    pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
+    pub const ID: u64 = 1 << 2;
+    pub const GROUP: u64 = 1 << 3;
+    pub const LOST: u64 = 1 << 4;
+}
+
+/// Record types (`PERF_RECORD_*`, and perf's user types from 64 on).
+mod rt {
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const FORK: u32 = 7;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_BUILD_ID: u32 = 67;
+    pub const FINISHED_ROUND: u32 = 68;
+    pub const AUXTRACE: u32 = 71;
+    pub const EVENT_UPDATE: u32 = 78;
+    pub const HEADER_FEATURE: u32 = 80;
+    pub const COMPRESSED: u32 = 81;
+    pub const COMPRESSED2: u32 = 83;
+}
+
+/// `misc` bits.
+const MISC_MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
+const MISC_EXACT_IP_OR_MMAP_BUILD_ID: u16 = 1 << 14;
+/// `PROT_EXEC` in MMAP2's prot.
+const PROT_EXEC: u32 = 4;
+/// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
+const BRANCH_HW_INDEX: u64 = 1 << 17;
+const BRANCH_COUNTERS: u64 = 1 << 19;
+/// Call-chain context markers (`enum perf_callchain_context`), as u64.
+const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// Caps on what a hostile file can make us allocate.
+const MAX_WARNINGS: usize = 200;
+/// Decompressed bytes allowed per input byte (zstd of perf records reaches ~10-20x).
+const MAX_DECOMPRESSION_RATIO: u64 = 512;
+
+/// Precomputed record layout of one attr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Byte offset of the sample id in a SAMPLE body.
+    sample_id: Option<usize>,
+    /// Byte offset of the time in a SAMPLE body.
+    sample_time: Option<usize>,
+    /// Length of the sample_id trailer of non-sample records (0 without sample_id_all).
+    trailer_len: usize,
+    /// Distance from the record end of the trailer's id.
+    trailer_id: Option<usize>,
+    /// Distance from the record end of the trailer's time.
+    trailer_time: Option<usize>,
+}
+
+impl Layout {
+    fn new(a: &Attr) -> Layout {
+        let t = a.sample_type;
+        let has = |b: u64| t & b != 0;
+        let n = |b: u64| usize::from(has(b)) * 8;
+        let sample_id = if has(st::IDENTIFIER) {
+            Some(0)
+        } else if has(st::ID) {
+            Some(n(st::IP) + n(st::TID) + n(st::TIME) + n(st::ADDR))
+        } else {
+            None
+        };
+        let sample_time = has(st::TIME).then(|| n(st::IDENTIFIER) + n(st::IP) + n(st::TID));
+        let id_all = a.flags & flag::SAMPLE_ID_ALL != 0;
+        let trailer_len = if id_all {
+            n(st::TID) + n(st::TIME) + n(st::ID) + n(st::STREAM_ID) + n(st::CPU) + n(st::IDENTIFIER)
+        } else {
+            0
+        };
+        let trailer_id = if !id_all {
+            None
+        } else if has(st::IDENTIFIER) {
+            Some(8)
+        } else if has(st::ID) {
+            Some(8 + n(st::STREAM_ID) + n(st::CPU) + n(st::IDENTIFIER))
+        } else {
+            None
+        };
+        let trailer_time = (id_all && has(st::TIME)).then(|| trailer_len - n(st::TID));
+        Layout {
+            sample_id,
+            sample_time,
+            trailer_len,
+            trailer_id,
+            trailer_time,
+        }
+    }
+}
+
+/// How a record's attr is found.
+#[derive(Debug, Clone, Copy)]
+enum IdMode {
+    /// One attr: everything is attr 0.
+    Single,
+    /// All attrs share a layout: read the id where that layout says.
+    Same(Layout),
+    /// Layouts differ: each record's id is found per record type (IDENTIFIER or best effort).
+    Mixed,
+}
+
+/// A queued record: where its bytes are and when it happened.
+#[derive(Debug, Clone, Copy)]
+struct Ref {
+    time: u64,
+    /// Offset of the record: in the input, or (with `IN_DECOMP`) in the decompressed buffer.
+    at: u64,
+    /// Input offset to report for this record (the COMPRESSED record for inner records).
+    file_off: u64,
+    attr: u16,
+}
+
+const IN_DECOMP: u64 = 1 << 63;
+
+pub(crate) struct Reader<'a, 'p> {
+    data: &'a [u8],
+    be: bool,
+    attrs: Vec<Attr>,
+    layouts: Vec<Layout>,
+    id_to_attr: HashMap<u64, u16>,
+    id_mode: IdMode,
+    p: Profile,
+    st: State,
+    queue: Vec<Ref>,
+    /// perf's `next_flush`: records not newer than this are delivered at a round's end.
+    next_flush: u64,
+    max_time: u64,
+    decomp: Vec<u8>,
+    /// Bytes at the start of `decomp` already framed into records.
+    decomp_framed: usize,
+    decomp_total: u64,
+    dctx: Option<zstd_safe::DCtx<'static>>,
+    zbuf: Vec<u8>,
+    features: Features,
+    suppressed_warnings: u64,
+    progress: &'p mut dyn FnMut(u64, u64),
+    next_progress: u64,
+}
+
+impl<'a, 'p> Reader<'a, 'p> {
+    fn new(data: &'a [u8], be: bool, progress: &'p mut dyn FnMut(u64, u64)) -> Self {
+        let mut p = Profile::default();
+        p.meta.file_size = data.len() as u64;
+        Reader {
+            data,
+            be,
+            attrs: Vec::new(),
+            layouts: Vec::new(),
+            id_to_attr: HashMap::new(),
+            id_mode: IdMode::Single,
+            p,
+            st: State::default(),
+            queue: Vec::new(),
+            next_flush: 0,
+            max_time: 0,
+            decomp: Vec::new(),
+            decomp_framed: 0,
+            decomp_total: 0,
+            dctx: None,
+            zbuf: Vec::new(),
+            features: Features::default(),
+            suppressed_warnings: 0,
+            progress,
+            next_progress: 0,
+        }
+    }
+
+    fn warn(&mut self, w: String) {
+        if self.p.warnings.len() < MAX_WARNINGS {
+            self.p.warnings.push(w);
+        } else {
+            self.suppressed_warnings += 1;
+        }
+    }
+
+    fn set_attrs(&mut self, attrs: Vec<Attr>) {
+        self.attrs = attrs;
+        self.refresh_attrs();
+    }
+
+    /// Recomputes layouts, the id map and the id mode after attrs changed.
+    fn refresh_attrs(&mut self) {
+        self.layouts = self.attrs.iter().map(Layout::new).collect();
+        self.id_to_attr.clear();
+        for (i, a) in self.attrs.iter().enumerate() {
+            for &id in &a.ids {
+                self.id_to_attr.insert(id, i as u16);
+            }
+        }
+        self.id_mode = match self.layouts.split_first() {
+            None => IdMode::Single,
+            Some((_, [])) => IdMode::Single,
+            Some((first, rest)) if rest.iter().all(|l| l == first) => IdMode::Same(*first),
+            Some(_) => IdMode::Mixed,
+        };
+    }
+
+    /// Which attr a kernel record belongs to, and its timestamp if it has one.
+    fn attr_and_time(&self, ty: u32, body: &[u8]) -> (u16, Option<u64>) {
+        let be = self.be;
+        let sample = ty == rt::SAMPLE;
+        let id_of = |l: &Layout| -> Option<u64> {
+            if sample {
+                u64_at(body, l.sample_id?, be)
+            } else {
+                u64_at(body, body.len().checked_sub(l.trailer_id?)?, be)
+            }
+        };
+        let attr = match self.id_mode {
+            IdMode::Single => 0,
+            IdMode::Same(l) => id_of(&l)
+                .and_then(|id| self.id_to_attr.get(&id).copied())
+                .unwrap_or(0),
+            IdMode::Mixed => {
+                // IDENTIFIER sits at a fixed place whatever the layout; try each distinct
+                // layout until an id is known.
+                self.layouts
+                    .iter()
+                    .find_map(|l| id_of(l).and_then(|id| self.id_to_attr.get(&id).copied()))
+                    .unwrap_or(0)
+            }
+        };
+        let time = self.layouts.get(attr as usize).and_then(|l| {
+            if sample {
+                u64_at(body, l.sample_time?, be)
+            } else {
+                u64_at(body, body.len().checked_sub(l.trailer_time?)?, be)
+            }
+        });
+        (attr, time)
+    }
+
+    fn report_progress(&mut self, done: u64) {
+        if done >= self.next_progress {
+            (self.progress)(done, self.data.len() as u64);
+            self.next_progress = done.saturating_add(1 << 22);
+        }
+    }
+
+    /// Frames the records in `data[start..end]`. Returns where and why it stopped early.
+    fn frame(&mut self, start: usize, end: usize, pipe: bool) -> Option<ReadStop> {
+        let data = self.data;
+        let mut off = start;
+        while off < end {
+            self.report_progress(off as u64);
+            let stop = |ty: Option<u32>, reason: String, n: u64| {
+                Some(ReadStop {
+                    offset: off as u64,
+                    record_type: ty,
+                    reason,
+                    records_read: n,
+                })
+            };
+            let n = self.p.meta.records;
+            let Some(hdr) = data.get(off..end).filter(|h| h.len() >= 8) else {
+                return stop(
+                    None,
+                    format!(
+                        "truncated record header: {} bytes left, 8 needed",
+                        end - off
+                    ),
+                    n,
+                );
+            };
+            let mut c = Cur::new(hdr, self.be);
+            let (ty, misc, size) = match (c.u32(), c.u16(), c.u16()) {
+                (Some(t), Some(m), Some(s)) => (t, m, usize::from(s)),
+                _ => return stop(None, "unreadable record header".into(), n),
+            };
+            if size < 8 {
+                return stop(Some(ty), format!("corrupt record: size {size} < 8"), n);
+            }
+            let Some(body) = hdr.get(8..size) else {
+                return stop(
+                    Some(ty),
+                    format!(
+                        "truncated record: {size} bytes long, {} bytes left",
+                        end - off
+                    ),
+                    n,
+                );
+            };
+            let mut next = off + size;
+            match ty {
+                rt::FINISHED_ROUND => self.finish_round(),
+                rt::COMPRESSED | rt::COMPRESSED2 => {
+                    self.p.meta.compressed = true;
+                    let payload = if ty == rt::COMPRESSED {
+                        Some(body)
+                    } else {
+                        // COMPRESSED2: u64 data_size, then the data, then alignment padding.
+                        u64_at(body, 0, self.be)
+                            .and_then(|n| usize::try_from(n).ok())
+                            .and_then(|n| body.get(8..8usize.checked_add(n)?))
+                    };
+                    let Some(payload) = payload else {
+                        return stop(Some(ty), "corrupt COMPRESSED2 data size".into(), n);
+                    };
+                    if let Err(e) = self.decompress(payload, off as u64) {
+                        return stop(Some(ty), e, n);
+                    }
+                }
+                rt::AUXTRACE => {
+                    // The AUX data follows the record; its size is the first body field.
+                    let aux = u64_at(body, 0, self.be)
+                        .and_then(|a| usize::try_from(a).ok())
+                        .and_then(|a| next.checked_add(a))
+                        .filter(|&e| e <= end);
+                    match aux {
+                        Some(e) => next = e,
+                        None => {
+                            return stop(Some(ty), "AUXTRACE data extends past the end".into(), n)
+                        }
+                    }
+                }
+                rt::HEADER_ATTR => self.pipe_attr(body, off),
+                rt::HEADER_FEATURE => {
+                    let mut c = Cur::new(body, self.be);
+                    if let Some(id) = c.u64() {
+                        let id = u32::try_from(id).unwrap_or(u32::MAX);
+                        let rest = body.get(8..).unwrap_or(&[]);
+                        header::parse_feature(&mut self.features, id, rest, self.be);
+                    }
+                }
+                rt::HEADER_BUILD_ID => {
+                    if let Some(e) = header::parse_build_id_body(misc, body, self.be) {
+                        self.features.build_ids.push(e);
+                    }
+                }
+                rt::EVENT_UPDATE => self.event_update(body),
+                t if t < 64 => {
+                    if self.attrs.is_empty() {
+                        if pipe {
+                            self.warn(format!(
+                                "record type {t} at offset {off} before any HEADER_ATTR; ignored"
+                            ));
+                        }
+                    } else {
+                        self.enqueue(ty, body, off as u64, off as u64);
+                    }
+                }
+                _ => {}
+            }
+            self.p.meta.records += 1;
+            off = next;
+        }
+        None
+    }
+
+    /// Queues a kernel record for time-ordered delivery.
+    fn enqueue(&mut self, ty: u32, body: &[u8], at: u64, file_off: u64) {
+        let (attr, time) = self.attr_and_time(ty, body);
+        // Records without a timestamp keep their place after what was already seen.
+        let time = time.unwrap_or(self.max_time);
+        self.max_time = self.max_time.max(time);
+        self.queue.push(Ref {
+            time,
+            at,
+            file_off,
+            attr,
+        });
+    }
+
+    /// perf's FINISHED_ROUND: deliver everything not newer than the previous round's newest.
+    fn finish_round(&mut self) {
+        let limit = self.next_flush;
+        self.flush(Some(limit));
+        self.next_flush = self.max_time;
+    }
+
+    /// Sorts the queue by time (stable: file order among equal times) and delivers the
+    /// records not newer than `limit` (all with `None`).
+    fn flush(&mut self, limit: Option<u64>) {
+        if self.queue.is_empty() {
+            return;
+        }
+        let mut queue = std::mem::take(&mut self.queue);
+        // Records usually arrive almost sorted; the stable sort is then close to linear.
+        queue.sort_by_key(|r| r.time);
+        let cut = match limit {
+            Some(l) => queue.partition_point(|r| r.time <= l),
+            None => queue.len(),
+        };
+        for r in queue.get(..cut).unwrap_or(&[]) {
+            self.deliver(r);
+        }
+        queue.drain(..cut);
+        self.queue = queue;
+        self.compact_decomp();
+    }
+
+    /// Drops decompressed bytes no queued record needs any more.
+    fn compact_decomp(&mut self) {
+        if self.decomp.is_empty() {
+            return;
+        }
+        let mut keep = Vec::new();
+        for r in &mut self.queue {
+            if r.at & IN_DECOMP != 0 {
+                let off = (r.at & !IN_DECOMP) as usize;
+                let rec = record_at(&self.decomp, off, self.be).unwrap_or(&[]);
+                r.at = keep.len() as u64 | IN_DECOMP;
+                keep.extend_from_slice(rec);
+            }
+        }
+        let tail = self.decomp.get(self.decomp_framed..).unwrap_or(&[]);
+        let framed = keep.len();
+        keep.extend_from_slice(tail);
+        self.decomp = keep;
+        self.decomp_framed = framed;
+    }
+
+    fn decompress(&mut self, payload: &[u8], file_off: u64) -> Result<(), String> {
+        let budget = (self.data.len() as u64)
+            .saturating_mul(MAX_DECOMPRESSION_RATIO)
+            .max(1 << 26);
+        let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
+        if self.zbuf.is_empty() {
+            self.zbuf = vec![0; 1 << 18];
+        }
+        let mut input = zstd_safe::InBuffer::around(payload);
+        loop {
+            let mut out = zstd_safe::OutBuffer::around(&mut self.zbuf[..]);
+            if let Err(code) = dctx.decompress_stream(&mut out, &mut input) {
+                return Err(format!(
+                    "zstd decompression failed: {}",
+                    zstd_safe::get_error_name(code)
+                ));
+            }
+            let n = out.pos();
+            self.decomp_total = self.decomp_total.saturating_add(n as u64);
+            if self.decomp_total > budget {
+                return Err("decompressed data exceeds the size limit".into());
+            }
+            self.decomp
+                .extend_from_slice(self.zbuf.get(..n).unwrap_or(&[]));
+            if n < self.zbuf.len() && input.pos() >= payload.len() {
+                break;
+            }
+            if n == 0 && input.pos() >= payload.len() {
+                break;
+            }
+        }
+        // Frame the complete records now available; a partial one waits for the next chunk.
+        loop {
+            let off = self.decomp_framed;
+            let Some(rest) = self.decomp.get(off..) else {
+                break;
+            };
+            let mut c = Cur::new(rest, self.be);
+            let (Some(ty), Some(_misc), Some(size)) = (c.u32(), c.u16(), c.u16()) else {
+                break;
+            };
+            let size = usize::from(size);
+            if size < 8 {
+                return Err(format!(
+                    "corrupt record (size {size}) inside compressed data"
+                ));
+            }
+            if rest.len() < size {
+                break;
+            }
+            self.decomp_framed = off + size;
+            self.p.meta.records += 1;
+            if ty == rt::FINISHED_ROUND {
+                self.finish_round();
+                // finish_round compacts: offsets moved, but decomp_framed follows.
+                continue;
+            }
+            if ty < 64 && !self.attrs.is_empty() {
+                let body = self.decomp.get(off + 8..off + size).unwrap_or(&[]);
+                // Copy out the little needed for ordering; the body stays in `decomp`.
+                let (attr, time) = self.attr_and_time(ty, body);
+                let time = time.unwrap_or(self.max_time);
+                self.max_time = self.max_time.max(time);
+                self.queue.push(Ref {
+                    time,
+                    at: off as u64 | IN_DECOMP,
+                    file_off,
+                    attr,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn pipe_attr(&mut self, body: &[u8], off: usize) {
+        let Some((mut attr, size)) = header::parse_attr(body, self.be) else {
+            self.warn(format!("unreadable HEADER_ATTR at offset {off}"));
+            return;
+        };
+        let mut c = Cur::new(body.get(size..).unwrap_or(&[]), self.be);
+        while let Some(id) = c.u64() {
+            attr.ids.push(id);
+        }
+        self.attrs.push(attr);
+        self.refresh_attrs();
+    }
+
+    /// PERF_RECORD_EVENT_UPDATE (pipe mode): type NAME (2) carries an event's name.
+    fn event_update(&mut self, body: &[u8]) {
+        let mut c = Cur::new(body, self.be);
+        let (Some(kind), Some(id)) = (c.u64(), c.u64()) else {
+            return;
+        };
+        if kind != 2 {
+            return;
+        }
+        let name = c_string(body.get(16..).unwrap_or(&[]));
+        if let Some(&a) = self.id_to_attr.get(&id) {
+            if let Some(attr) = self.attrs.get_mut(a as usize) {
+                attr.name = Some(name);
+            }
+        }
+    }
+
+    fn deliver(&mut self, r: &Ref) {
+        // Borrow the bytes from the input or the decompression buffer; the latter is moved
+        // out for the duration so `self` stays mutable.
+        let decomp = std::mem::take(&mut self.decomp);
+        let rec: &[u8] = if r.at & IN_DECOMP != 0 {
+            record_at(&decomp, (r.at & !IN_DECOMP) as usize, self.be).unwrap_or(&[])
+        } else {
+            let data = self.data;
+            record_at(data, r.at as usize, self.be).unwrap_or(&[])
+        };
+        let mut c = Cur::new(rec, self.be);
+        if let (Some(ty), Some(misc)) = (c.u32(), c.u16()) {
+            let body = rec.get(8..).unwrap_or(&[]);
+            let ok = match ty {
+                rt::SAMPLE => self.sample(r, misc, body),
+                rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
+                rt::COMM => self.comm(r, misc, body),
+                rt::FORK => self.fork(body),
+                rt::EXIT => Some(()),
+                rt::LOST => self.lost(body),
+                rt::LOST_SAMPLES => {
+                    let lost = u64_at(body, 0, self.be);
+                    if let Some(l) = lost {
+                        self.add_lost(r.attr, l);
+                    }
+                    lost.map(|_| ())
+                }
+                rt::THROTTLE => {
+                    self.p.throttles += 1;
+                    Some(())
+                }
+                _ => Some(()),
+            };
+            if ok.is_none() {
+                self.warn(format!(
+                    "malformed record of type {ty} at offset {}; skipped",
+                    r.file_off
+                ));
+            }
+        }
+        self.decomp = decomp;
+    }
+
+    fn add_lost(&mut self, attr: u16, n: u64) {
+        self.p.lost = self.p.lost.saturating_add(n);
+        if let Some(e) = self.p.events.get_mut(attr as usize) {
+            e.lost = e.lost.saturating_add(n);
+        }
+    }
+
+    fn lost(&mut self, body: &[u8]) -> Option<()> {
+        let id = u64_at(body, 0, self.be)?;
+        let n = u64_at(body, 8, self.be)?;
+        let attr = self.id_to_attr.get(&id).copied().unwrap_or(0);
+        self.add_lost(attr, n);
+        Some(())
+    }
+
+    /// The bytes of a non-sample record before its sample_id trailer.
+    fn without_trailer<'b>(&self, attr: u16, body: &'b [u8]) -> &'b [u8] {
+        let t = self.layouts.get(attr as usize).map_or(0, |l| l.trailer_len);
+        body.get(..body.len().saturating_sub(t)).unwrap_or(body)
+    }
+
+    fn comm(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        let body = self.without_trailer(r.attr, body);
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let tid = c.i32()?;
+        let name = c_string(body.get(8..)?);
+        let exec = misc & MISC_MMAP_DATA_OR_COMM_EXEC != 0;
+        self.st.set_comm(&mut self.p, pid, tid, &name, exec);
+        Some(())
+    }
+
+    fn fork(&mut self, body: &[u8]) -> Option<()> {
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let ppid = c.i32()?;
+        let tid = c.i32()?;
+        let ptid = c.i32()?;
+        self.st.fork(&mut self.p, pid, ppid, tid, ptid);
+        Some(())
+    }
+
+    fn mmap(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
+        let body = self.without_trailer(r.attr, body);
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let _tid = c.i32()?;
+        let start = c.u64()?;
+        let len = c.u64()?;
+        let pgoff = c.u64()?;
+        let mut build_id = None;
+        let mut exec = misc & MISC_MMAP_DATA_OR_COMM_EXEC == 0;
+        if ty == rt::MMAP2 {
+            let ids = c.bytes(24)?;
+            if misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0 {
+                // build_id_size u8, 3 reserved bytes, build_id[20].
+                let n = usize::from(*ids.first()?).min(20);
+                build_id = ids.get(4..4 + n);
+            }
+            let prot = c.u32()?;
+            let _flags = c.u32()?;
+            exec = prot & PROT_EXEC != 0;
+        }
+        if !exec {
+            // Data mappings never hold code addresses (perf ignores them for IPs too).
+            return Some(());
+        }
+        let path = c_string(body.get(c.pos()..)?);
+        let mode = CpuMode::from_misc(misc);
+        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
+        let identity = matches!(
+            kind,
+            crate::model::DsoKind::Kernel | crate::model::DsoKind::Anonymous
+        );
+        let mut end = start.saturating_add(len);
+        if kind == crate::model::DsoKind::Kernel {
+            // perf extends the kernel map to the next kernel map (modules split it).
+            end = u64::MAX;
+        }
+        self.st.add_map(
+            kernel,
+            pid,
+            Map {
+                start,
+                end,
+                pgoff,
+                dso,
+                identity,
+            },
+        );
+        Some(())
+    }
+
+    fn sample(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        let a = self.attrs.get(r.attr as usize)?;
+        let t = a.sample_type;
+        let be = self.be;
+        let has = |b: u64| t & b != 0;
+        let mut c = Cur::new(body, be);
+        let mut id = None;
+        if has(st::IDENTIFIER) {
+            id = Some(c.u64()?);
+        }
+        let ip = if has(st::IP) { c.u64()? } else { 0 };
+        let (pid, tid) = if has(st::TID) {
+            (c.i32()?, c.i32()?)
+        } else {
+            (-1, -1)
+        };
+        let time = if has(st::TIME) { c.u64()? } else { 0 };
+        let addr = if has(st::ADDR) { Some(c.u64()?) } else { None };
+        if has(st::ID) {
+            id = Some(c.u64()?);
+        }
+        let stream_id = if has(st::STREAM_ID) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        let cpu = if has(st::CPU) {
+            let cpu = c.u32()?;
+            let _res = c.u32()?;
+            cpu
+        } else {
+            0
+        };
+        let period = if has(st::PERIOD) {
+            c.u64()?
+        } else if a.flags & flag::FREQ == 0 {
+            a.period_or_freq
+        } else {
+            1
+        };
+        let read = if has(st::READ) {
+            Some(read_values(&mut c, a.read_format)?)
+        } else {
+            None
+        };
+        let chain: &[u8] = if has(st::CALLCHAIN) {
+            let nr = usize::try_from(c.u64()?).ok()?;
+            c.bytes(nr.checked_mul(8)?)?
+        } else {
+            &[]
+        };
+        let raw: &[u8] = if has(st::RAW) {
+            let n = c.u32()? as usize;
+            c.bytes(n)?
+        } else {
+            &[]
+        };
+        let mut branch_count = 0;
+        if has(st::BRANCH_STACK) {
+            let nr = c.u64()?;
+            if a.branch_sample_type & BRANCH_HW_INDEX != 0 {
+                c.u64()?;
+            }
+            let nr_us = usize::try_from(nr).ok()?;
+            c.skip(nr_us.checked_mul(24)?)?;
+            if a.branch_sample_type & BRANCH_COUNTERS != 0 {
+                c.skip(nr_us.checked_mul(8)?)?;
+            }
+            branch_count = u32::try_from(nr).unwrap_or(u32::MAX);
+        }
+        let regs: &[u8] = if has(st::REGS_USER) {
+            let abi = c.u64()?;
+            if abi != 0 {
+                c.bytes(a.sample_regs_user.count_ones() as usize * 8)?
+            } else {
+                &[]
+            }
+        } else {
+            &[]
+        };
+        let stack: &[u8] = if has(st::STACK_USER) {
+            let size = usize::try_from(c.u64()?).ok()?;
+            let data = c.bytes(size)?;
+            if size != 0 {
+                let dyn_size = usize::try_from(c.u64()?).unwrap_or(usize::MAX);
+                data.get(..dyn_size.min(size)).unwrap_or(data)
+            } else {
+                data
+            }
+        } else {
+            &[]
+        };
+        let (weight, weight_struct) = if has(st::WEIGHT_STRUCT) {
+            let w = c.u64()?;
+            (Some(w & 0xffff_ffff), Some(w))
+        } else if has(st::WEIGHT) {
+            (Some(c.u64()?), None)
+        } else {
+            (None, None)
+        };
+        let data_src = if has(st::DATA_SRC) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        let transaction = if has(st::TRANSACTION) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        if has(st::REGS_INTR) {
+            let abi = c.u64()?;
+            if abi != 0 {
+                c.skip(a.sample_regs_intr.count_ones() as usize * 8)?;
+            }
+        }
+        let phys_addr = if has(st::PHYS_ADDR) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        if has(st::CGROUP) {
+            c.u64()?;
+        }
+        let data_page_size = if has(st::DATA_PAGE_SIZE) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        let code_page_size = if has(st::CODE_PAGE_SIZE) {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        if has(st::AUX) {
+            let n = usize::try_from(c.u64()?).ok()?;
+            c.skip(n)?;
+        }
+
+        // The whole record parsed: commit it.
+        let cpumode = CpuMode::from_misc(misc);
+        let exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
+        let comm = self.st.comm(&mut self.p, tid);
+        let user = self.st.user_maps(pid);
+        let location = self.st.resolve(user, cpumode, ip);
+        let f0 = self.p.frames.len();
+        let mut mode = cpumode;
+        let mut cc = Cur::new(chain, be);
+        while let Some(a) = cc.u64() {
+            if a >= PERF_CONTEXT_MAX {
+                mode = match a as i64 {
+                    -32 => CpuMode::Hypervisor,
+                    -128 => CpuMode::Kernel,
+                    -512 => CpuMode::User,
+                    -2048 | -2176 => CpuMode::GuestKernel,
+                    -2560 => CpuMode::GuestUser,
+                    _ => mode,
+                };
+                continue;
+            }
+            let loc = self.st.resolve(user, mode, a);
+            self.p.frames.push(Frame {
+                addr: a,
+                cpumode: mode,
+                location: loc,
+            });
+        }
+        let callchain = range32(f0, self.p.frames.len())?;
+        let r0 = self.p.raw.len();
+        self.p.raw.extend_from_slice(raw);
+        let raw = range32(r0, self.p.raw.len())?;
+        let g0 = self.p.regs.len();
+        let mut rc = Cur::new(regs, be);
+        while let Some(v) = rc.u64() {
+            self.p.regs.push(v);
+        }
+        let user_regs = range32(g0, self.p.regs.len())?;
+        let s0 = self.p.stacks.len() as u64;
+        self.p.stacks.extend_from_slice(stack);
+        let user_stack = s0..self.p.stacks.len() as u64;
+        let v0 = self.p.read_values.len();
+        if let Some(vals) = read {
+            self.p.read_values.extend(vals);
+        }
+        let read = range32(v0, self.p.read_values.len())?;
+
+        if let Some(e) = self.p.events.get_mut(r.attr as usize) {
+            e.samples += 1;
+            e.period = e.period.saturating_add(period);
+        }
+        if has(st::TIME) {
+            self.p.meta.time_range = Some(match self.p.meta.time_range {
+                None => (time, time),
+                Some((a, b)) => (a.min(time), b.max(time)),
+            });
+        }
+        self.p.samples.push(Sample {
+            event: r.attr,
+            time,
+            pid,
+            tid,
+            cpu,
+            period,
+            ip,
+            cpumode,
+            exact_ip,
+            comm,
+            location,
+            callchain,
+            addr,
+            weight,
+            data_src,
+            phys_addr,
+            raw,
+            weight_struct,
+            transaction,
+            data_page_size,
+            code_page_size,
+            stream_id,
+            id,
+            read,
+            user_regs,
+            user_stack,
+            branch_count,
+        });
+        Some(())
+    }
+
+    /// Builds the event list once attrs and features are known.
+    fn build_events(&mut self) {
+        let pmus = self.features.meta.pmu_mappings.clone();
+        let desc = std::mem::take(&mut self.features.event_desc);
+        let same_count = desc.len() == self.attrs.len();
+        for (i, a) in self.attrs.iter().enumerate() {
+            // EVENT_DESC names match by id; by position when ids are missing.
+            let by_id = desc
+                .iter()
+                .find(|(_, ids)| ids.iter().any(|id| a.ids.contains(id)))
+                .map(|(n, _)| n.clone());
+            let by_pos = same_count
+                .then(|| desc.get(i).map(|(n, _)| n.clone()))
+                .flatten();
+            let name = a
+                .name
+                .clone()
+                .or(by_id)
+                .or(by_pos)
+                .unwrap_or_else(|| crate::names::event_name(a, &pmus));
+            let e = EventInfo {
+                name,
+                attr_type: a.type_,
+                config: a.config,
+                config1: a.config1,
+                config2: a.config2,
+                period_or_freq: a.period_or_freq,
+                freq: a.flags & flag::FREQ != 0,
+                sample_type: a.sample_type,
+                precise_ip: ((a.flags >> 15) & 3) as u8,
+                pmu: crate::names::pmu_name(a.type_, &pmus),
+                samples: 0,
+                period: 0,
+                lost: 0,
+                read_format: a.read_format,
+                attr_flags: a.flags,
+                sample_regs_user: a.sample_regs_user,
+                sample_stack_user: a.sample_stack_user,
+                branch_sample_type: a.branch_sample_type,
+                ids: a.ids.clone(),
+            };
+            match self.p.events.get_mut(i) {
+                // Keep counts gathered so far (pipe mode builds events late).
+                Some(old) => {
+                    let (s, p, l) = (old.samples, old.period, old.lost);
+                    *old = EventInfo {
+                        samples: s,
+                        period: p,
+                        lost: l,
+                        ..e
+                    };
+                }
+                None => self.p.events.push(e),
+            }
+        }
+        self.features.event_desc = desc;
+    }
+
+    fn finish(mut self, stopped: Option<ReadStop>) -> Profile {
+        self.flush(None);
+        // Pipe mode: names and PMUs may have arrived after the first records.
+        self.build_events();
+        // Build-ids (HEADER_BUILD_ID) fill DSOs that MMAP2 did not give one, by path.
+        let mut by_path: HashMap<&str, &Vec<u8>> = HashMap::new();
+        for (_, path, id) in &self.features.build_ids {
+            by_path.insert(path.as_str(), id);
+        }
+        for d in &mut self.p.dsos {
+            if d.build_id.is_none() {
+                if let Some(id) = by_path.get(d.path.as_str()) {
+                    d.build_id = Some((*id).clone());
+                }
+            }
+        }
+        let mut meta = std::mem::take(&mut self.features.meta);
+        meta.time_range = self.p.meta.time_range;
+        meta.pipe_mode = self.p.meta.pipe_mode;
+        meta.compressed |= self.p.meta.compressed;
+        meta.file_size = self.p.meta.file_size;
+        meta.records = self.p.meta.records;
+        self.p.meta = meta;
+        let fw = std::mem::take(&mut self.features.warnings);
+        self.p.warnings.extend(fw);
+        if self.suppressed_warnings > 0 {
+            self.p.warnings.push(format!(
+                "{} more warnings not shown",
+                self.suppressed_warnings
+            ));
+        }
+        self.p.stopped = stopped;
+        (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        self.p
+    }
+}
+
+/// The whole record (header included) starting at `off`, if it fits.
+fn record_at(buf: &[u8], off: usize, be: bool) -> Option<&[u8]> {
+    let mut c = Cur::new(buf.get(off..)?, be);
+    c.skip(6)?;
+    let size = usize::from(c.u16()?);
+    buf.get(off..off.checked_add(size)?)
+}
+
+fn range32(a: usize, b: usize) -> Option<std::ops::Range<u32>> {
+    Some(u32::try_from(a).ok()?..u32::try_from(b).ok()?)
+}
+
+/// PERF_SAMPLE_READ: one value (or a group) as laid out by read_format.
+fn read_values(c: &mut Cur, f: u64) -> Option<Vec<ReadValue>> {
+    let opt = |c: &mut Cur, bit: u64| -> Option<Option<u64>> {
+        if f & bit != 0 {
+            Some(Some(c.u64()?))
+        } else {
+            Some(None)
+        }
+    };
+    if f & rf::GROUP != 0 {
+        let nr = usize::try_from(c.u64()?).ok()?;
+        let enabled = opt(c, rf::TOTAL_TIME_ENABLED)?;
+        let running = opt(c, rf::TOTAL_TIME_RUNNING)?;
+        // Each entry is at least 8 bytes: a lying count fails before allocating much.
+        if nr > c.remaining() / 8 {
+            return None;
+        }
+        let mut v = Vec::with_capacity(nr);
+        for _ in 0..nr {
+            let value = c.u64()?;
+            let id = opt(c, rf::ID)?;
+            let lost = opt(c, rf::LOST)?;
+            v.push(ReadValue {
+                value,
+                id,
+                lost,
+                time_enabled: enabled,
+                time_running: running,
+            });
+        }
+        Some(v)
+    } else {
+        let value = c.u64()?;
+        let time_enabled = opt(c, rf::TOTAL_TIME_ENABLED)?;
+        let time_running = opt(c, rf::TOTAL_TIME_RUNNING)?;
+        let id = opt(c, rf::ID)?;
+        let lost = opt(c, rf::LOST)?;
+        Some(vec![ReadValue {
+            value,
+            id,
+            lost,
+            time_enabled,
+            time_running,
+        }])
+    }
+}
+
+/// Reads a whole perf.data image (file or pipe mode).
+pub(crate) fn read(
+    data: &[u8],
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Profile, DecodeError> {
+    let Some(magic) = data.get(..8) else {
+        return Err(DecodeError::TooShort(data.len() as u64));
+    };
+    let be = if magic == header::MAGIC_LE {
+        false
+    } else if magic == header::MAGIC_BE {
+        true
+    } else {
+        let mut m = [0u8; 8];
+        m.copy_from_slice(magic);
+        return Err(DecodeError::BadMagic(m));
+    };
+    let hsize = u64_at(data, 8, be).ok_or(DecodeError::TooShort(data.len() as u64))?;
+    let herr = |e: HeaderError| DecodeError::Header {
+        offset: e.offset,
+        what: e.what,
+    };
+    let mut r = Reader::new(data, be, progress);
+    let stopped;
+    if hsize == 16 {
+        // Pipe mode: a 16-byte header, then records (attrs and features among them).
+        r.p.meta.pipe_mode = true;
+        stopped = r.frame(16, data.len(), true);
+        if r.attrs.is_empty() {
+            return Err(DecodeError::Header {
+                offset: stopped.as_ref().map_or(16, |s| s.offset),
+                what: "pipe-mode stream without any HEADER_ATTR record".into(),
+            });
+        }
+    } else {
+        let h = header::parse_file_header(data, be).map_err(herr)?;
+        let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
+        r.set_attrs(attrs);
+        for (id, sec) in header::file_feature_sections(data, &h) {
+            match sec.slice(data) {
+                Some(b) => header::parse_feature(&mut r.features, id, b, be),
+                None => r.features.warnings.push(format!(
+                    "feature section {id} ({} bytes at offset {}) lies outside the file",
+                    sec.size, sec.offset
+                )),
+            }
+        }
+        r.build_events();
+        let start = usize::try_from(h.data.offset).unwrap_or(usize::MAX);
+        let declared_end = h.data.offset.saturating_add(h.data.size);
+        if start > data.len() {
+            return Err(DecodeError::Header {
+                offset: 40,
+                what: format!(
+                    "data section starts at offset {start}, beyond the end of the {}-byte file",
+                    data.len()
+                ),
+            });
+        }
+        if h.data.size == 0 {
+            r.warn("the header says the data section is empty (perf record did not finish?); reading to the end of the file".into());
+        }
+        let end = if h.data.size == 0 {
+            data.len()
+        } else {
+            usize::try_from(declared_end)
+                .unwrap_or(usize::MAX)
+                .min(data.len())
+        };
+        stopped = r.frame(start, end, false).or_else(|| {
+            (h.data.size != 0 && declared_end > data.len() as u64).then(|| ReadStop {
+                offset: data.len() as u64,
+                record_type: None,
+                reason: format!(
+                    "file truncated: the data section should end at offset {declared_end}"
+                ),
+                records_read: r.p.meta.records,
+            })
+        });
+    }
+    if r.p.events.is_empty() {
+        r.build_events();
+    }
+    Ok(r.finish(stopped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_layout_positions() {
+        let a = Attr {
+            // IP|TID|TIME|CPU|PERIOD|IDENTIFIER, sample_id_all
+            sample_type: st::IP | st::TID | st::TIME | st::CPU | st::PERIOD | st::IDENTIFIER,
+            flags: flag::SAMPLE_ID_ALL,
+            ..Attr::default()
+        };
+        let l = Layout::new(&a);
+        assert_eq!(l.sample_id, Some(0));
+        assert_eq!(l.sample_time, Some(24));
+        // trailer: TID, TIME, CPU, IDENTIFIER
+        assert_eq!(l.trailer_len, 32);
+        assert_eq!(l.trailer_id, Some(8));
+        assert_eq!(l.trailer_time, Some(24));
+    }
+
+    #[test]
+    fn test_read_values_group_lying_count() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&u64::MAX.to_le_bytes());
+        let mut c = Cur::new(&b, false);
+        assert!(read_values(&mut c, rf::GROUP).is_none());
+    }
+}
