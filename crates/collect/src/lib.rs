@@ -2,7 +2,16 @@
 //! launching and attaching) and the perf.data writer.
 #![deny(missing_docs)]
 
+pub mod buildid;
+pub mod error;
 pub mod events;
+pub mod launch;
 pub mod perfdata;
 pub mod probe;
+pub mod procfs;
+pub mod record;
+pub mod ring;
 pub mod sysfs;
+
+#[cfg(test)]
+mod testutil;

@@ -1,12 +1,414 @@
-//! `culprit record` (being written).
+//! `culprit record`: flags (perf's spellings) → `culprit_collect::record::RecordOptions`, then
+//! the end-of-run summary (text on stderr, or JSON on stdout with `--format json`).
+//!
+//! Exit status: the recorded command's (128 + signal if it was killed); 0 for `-p`/`-a`
+//! without a command; 2 when recording failed.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::ValueEnum;
+use culprit_collect::events::{self, SampleRate};
+use culprit_collect::record::{self, CallGraph, RecordOptions, RecordSummary, Target};
+use serde::Serialize;
+
+/// Output format of the end-of-run summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SummaryFormat {
+    /// perf-like lines on stderr.
+    Text,
+    /// One JSON object on stdout (schema in docs/record.md).
+    Json,
+}
 
 /// Arguments of `culprit record`.
 #[derive(clap::Args, Debug)]
-pub struct RecordArgs {}
+#[command(
+    about = "Sample a command, processes (-p) or the whole system (-a) into a perf.data file",
+    after_help = "EXAMPLES:\n  culprit record -- ./prog args            cycles at 4000 Hz (cpu-clock without a PMU)\n  culprit record -e cycles,instructions -c 100000 -g -- ./prog\n  culprit record -e cpu-clock -F 999 -p 1234     attach until Ctrl-C or the process exits\n  culprit record -a -o sys.data -- sleep 2       all CPUs while `sleep 2` runs\n\nThe file is read by `culprit report` and by perf (perf report/script/annotate -i FILE).",
+    trailing_var_arg = true
+)]
+pub struct RecordArgs {
+    /// Event(s) to sample, comma-separated, repeatable (`culprit list` shows them):
+    /// cycles, instructions, cpu-clock, r1a0, cpu/event=0x76/, cycles:u, cycles/period=100000/ …
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Sample every PERIOD events (for events without their own period/freq).
+    #[arg(
+        short = 'c',
+        long = "count",
+        value_name = "PERIOD",
+        conflicts_with = "freq"
+    )]
+    pub count: Option<u64>,
+    /// Sample at about HZ samples per second (default 4000; lowered to
+    /// kernel.perf_event_max_sample_rate if above it).
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<u64>,
+    /// Record call chains with frame pointers (same as --call-graph fp).
+    #[arg(short = 'g')]
+    pub g: bool,
+    /// Call chains: `fp` (frame pointers) or `dwarf[,SIZE]` (user registers + SIZE bytes of
+    /// stack per sample, default 8192, for DWARF unwinding).
+    #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
+    pub call_graph: Option<String>,
+    /// Attach to running process(es), all their threads (comma-separated); stops on Ctrl-C or
+    /// when they all exit.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID…]",
+        conflicts_with = "all_cpus"
+    )]
+    pub pid: Option<String>,
+    /// System-wide: every task on every CPU (needs privileges). With a command, stops when it
+    /// exits; without, on Ctrl-C.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<String>,
+    /// Output file.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two; default 128 = 512 KiB).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = record::DEFAULT_MMAP_PAGES)]
+    pub mmap_pages: usize,
+    /// Don't print the summary (warnings and errors still go to stderr).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Summary format: text (stderr) or json (stdout).
+    #[arg(long = "format", value_enum, default_value_t = SummaryFormat::Text)]
+    pub format: SummaryFormat,
+    /// The command to run and its arguments (put `--` before it).
+    #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
+    let Some(spec) = spec else {
+        return Ok(if g { CallGraph::Fp } else { CallGraph::None });
+    };
+    let (mode, size) = match spec.split_once(',') {
+        Some((m, s)) => (m, Some(s)),
+        None => (spec, None),
+    };
+    match (mode, size) {
+        ("fp", None) => Ok(CallGraph::Fp),
+        ("dwarf", None) => Ok(CallGraph::Dwarf(record::DEFAULT_DWARF_STACK)),
+        ("dwarf", Some(s)) => {
+            let n: u32 = s
+                .parse()
+                .with_context(|| format!("--call-graph dwarf,SIZE: `{s}` is not a number"))?;
+            if n == 0 || n % 8 != 0 || n > 65528 {
+                bail!("--call-graph dwarf,SIZE: SIZE must be a multiple of 8 between 8 and 65528, not {n}");
+            }
+            Ok(CallGraph::Dwarf(n))
+        }
+        _ => bail!("--call-graph `{spec}`: expected `fp` or `dwarf[,SIZE]` (lbr is not supported)"),
+    }
+}
+
+fn parse_pids(s: &str) -> anyhow::Result<Vec<i32>> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| format!("-p: `{p}` is not a process id"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .and_then(|v| {
+            if v.is_empty() {
+                bail!("-p: no process id given")
+            } else {
+                Ok(v)
+            }
+        })
+}
+
+/// Turns the flags into recording options (no side effects besides reading sysfs for events).
+pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
+    let mut specs = Vec::new();
+    for list in &args.events {
+        specs.extend(events::parse_event_list(list)?);
+    }
+    let rate = match (args.count, args.freq) {
+        (Some(0), _) => bail!("-c: the period must be > 0"),
+        (_, Some(0)) => bail!("-F: the frequency must be > 0"),
+        (Some(c), _) => Some(SampleRate::Period(c)),
+        (None, Some(f)) => Some(SampleRate::Frequency(f)),
+        (None, None) => None,
+    };
+    let call_graph = parse_call_graph(args.g, args.call_graph.as_deref())?;
+    let target = if let Some(p) = &args.pid {
+        if !args.command.is_empty() {
+            bail!(
+                "-p attaches to running processes: give no command (got `{}`)",
+                args.command.join(" ")
+            );
+        }
+        Target::Pids(parse_pids(p)?)
+    } else if args.all_cpus {
+        Target::System(if args.command.is_empty() {
+            None
+        } else {
+            Some(args.command.clone())
+        })
+    } else if args.command.is_empty() {
+        bail!("nothing to record: give a command (`culprit record -- ./prog`), -p PID or -a");
+    } else {
+        Target::Command(args.command.clone())
+    };
+    let cpus = match &args.cpu {
+        Some(s) => Some(
+            culprit_collect::procfs::parse_cpu_list(s)
+                .with_context(|| format!("-C: `{s}` is not a CPU list (e.g. 0-3,8)"))?,
+        ),
+        None => None,
+    };
+    if !args.mmap_pages.is_power_of_two() {
+        bail!(
+            "-m: the number of pages must be a power of two, not {}",
+            args.mmap_pages
+        );
+    }
+    Ok(RecordOptions {
+        events: specs,
+        rate,
+        call_graph,
+        target,
+        cpus,
+        output: args.output.clone(),
+        mmap_pages: args.mmap_pages,
+        cmdline: std::env::args().collect(),
+        tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+/// JSON form of the summary (see docs/record.md).
+#[derive(Serialize)]
+struct JsonSummary<'a> {
+    output: String,
+    file_size: u64,
+    data_size: u64,
+    duration_ms: f64,
+    events: Vec<JsonEvent<'a>>,
+    samples: u64,
+    lost_records: u64,
+    lost_samples: u64,
+    throttle_records: u64,
+    unthrottle_records: u64,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    interrupted: bool,
+}
+
+#[derive(Serialize)]
+struct JsonEvent<'a> {
+    name: &'a str,
+    samples: u64,
+    lost: u64,
+    throttled: u64,
+    rate: SampleRate,
+}
+
+fn rate_text(r: SampleRate) -> String {
+    match r {
+        SampleRate::Period(p) => format!("period {p}"),
+        SampleRate::Frequency(f) => format!("{f} Hz"),
+    }
+}
+
+fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
+    let total: u64 = s.events.iter().map(|e| e.samples).sum();
+    if args.format == SummaryFormat::Json {
+        let (exit_code, signal) = match s.exit {
+            Some(culprit_collect::launch::ChildExit::Exited(c)) => (Some(c), None),
+            Some(culprit_collect::launch::ChildExit::Signaled(sig)) => (None, Some(sig)),
+            None => (None, None),
+        };
+        let j = JsonSummary {
+            output: args.output.display().to_string(),
+            file_size: s.file_size,
+            data_size: s.data_size,
+            duration_ms: s.duration.as_secs_f64() * 1e3,
+            events: s
+                .events
+                .iter()
+                .map(|e| JsonEvent {
+                    name: &e.name,
+                    samples: e.samples,
+                    lost: e.lost,
+                    throttled: e.throttled,
+                    rate: e.rate,
+                })
+                .collect(),
+            samples: total,
+            lost_records: s.lost_records,
+            lost_samples: s.lost_samples,
+            throttle_records: s.throttle_records,
+            unthrottle_records: s.unthrottle_records,
+            exit_code,
+            signal,
+            interrupted: s.interrupted,
+        };
+        println!("{}", serde_json::to_string(&j)?);
+        return Ok(());
+    }
+    if args.quiet {
+        return Ok(());
+    }
+    eprintln!(
+        "[ culprit record: Captured and wrote {:.3} MB {} ({} samples) ]",
+        s.file_size as f64 / (1024.0 * 1024.0),
+        args.output.display(),
+        total
+    );
+    for e in &s.events {
+        eprintln!(
+            "[ culprit record: {:>8} samples  {}  ({}){} ]",
+            e.samples,
+            e.name,
+            rate_text(e.rate),
+            if e.lost > 0 {
+                format!(", {} lost", e.lost)
+            } else {
+                String::new()
+            }
+        );
+    }
+    eprintln!(
+        "[ culprit record: {} lost samples ({} LOST records), {} throttle / {} unthrottle events ]",
+        s.lost_samples, s.lost_records, s.throttle_records, s.unthrottle_records
+    );
+    Ok(())
+}
+
+fn print_warnings(s: &RecordSummary) {
+    if s.lost_samples > 0 {
+        eprintln!(
+            "culprit: warning: {} samples were lost (the ring buffer overflowed): use a bigger buffer \
+             (-m {}) or a lower rate (-F/-c)",
+            s.lost_samples,
+            record::DEFAULT_MMAP_PAGES * 4
+        );
+    }
+    if s.throttle_records > 0 {
+        eprintln!(
+            "culprit: warning: the kernel throttled sampling {} times (too many interrupts): \
+             samples are missing in those periods; lower the rate (-F/-c)",
+            s.throttle_records
+        );
+    }
+    let any = s.events.iter().any(|e| e.samples > 0);
+    for e in s.events.iter().filter(|e| e.samples == 0 && any) {
+        eprintln!(
+            "culprit: warning: event '{}' recorded no samples while others did: it did not occur, or \
+             its counter was never scheduled (keep hardware events to 5 or fewer)",
+            e.name
+        );
+    }
+}
 
 /// Runs `culprit record`.
-pub fn run(_args: RecordArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("culprit record is not built yet")
+pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let opts = options(&args)?;
+    let mut warn = |w: String| eprintln!("culprit: warning: {w}");
+    let summary = record::record(&opts, &mut warn)?;
+    print_summary(&args, &summary)?;
+    print_warnings(&summary);
+    if let Some(e) = summary.exit {
+        if let culprit_collect::launch::ChildExit::Signaled(sig) = e {
+            if !args.quiet && sig != libc::SIGINT {
+                eprintln!("culprit: the command was killed by signal {sig}; the file is complete");
+            }
+        }
+        return Ok(ExitCode::from(e.code().clamp(0, 255) as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        r: RecordArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RecordArgs, clap::Error> {
+        T::try_parse_from(std::iter::once("record").chain(args.iter().copied())).map(|t| t.r)
+    }
+
+    #[test]
+    fn test_record_args_spellings() {
+        let a = parse(&[
+            "-e",
+            "cpu-clock",
+            "-e",
+            "task-clock,page-faults",
+            "-c",
+            "1000",
+            "-g",
+            "-o",
+            "x.data",
+            "--",
+            "prog",
+            "-v",
+        ])
+        .unwrap();
+        assert_eq!(a.events, vec!["cpu-clock", "task-clock,page-faults"]);
+        assert_eq!(a.count, Some(1000));
+        assert!(a.g);
+        assert_eq!(a.output, PathBuf::from("x.data"));
+        assert_eq!(a.command, vec!["prog", "-v"]);
+        let a = parse(&[
+            "--event=cpu-clock",
+            "--freq=999",
+            "--call-graph",
+            "dwarf,4096",
+            "prog",
+        ])
+        .unwrap();
+        assert_eq!(a.freq, Some(999));
+        assert_eq!(
+            parse_call_graph(a.g, a.call_graph.as_deref()).unwrap(),
+            CallGraph::Dwarf(4096)
+        );
+        let a = parse(&["-p", "12,34"]).unwrap();
+        assert_eq!(parse_pids(a.pid.as_deref().unwrap()).unwrap(), vec![12, 34]);
+        // the command's own flags are not culprit's
+        let a = parse(&["sleep", "-c", "1"]).unwrap();
+        assert_eq!(a.command, vec!["sleep", "-c", "1"]);
+        assert_eq!(a.count, None);
+    }
+
+    #[test]
+    fn test_record_args_conflicts_and_errors() {
+        assert!(parse(&["-c", "10", "-F", "10", "prog"]).is_err());
+        assert!(parse(&["-p", "1", "-a"]).is_err());
+        assert!(parse_call_graph(false, Some("lbr")).is_err());
+        assert!(parse_call_graph(false, Some("dwarf,7")).is_err());
+        assert_eq!(parse_call_graph(true, None).unwrap(), CallGraph::Fp);
+        assert_eq!(parse_call_graph(false, None).unwrap(), CallGraph::None);
+        assert!(parse_pids("12,x").is_err());
+        assert!(parse_pids("-3").is_err());
+        let a = parse(&[]).unwrap();
+        assert!(options(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("nothing to record"));
+    }
 }

@@ -1,0 +1,1033 @@
+//! `culprit record`: open the events (per event, per CPU, per task), map one ring buffer per
+//! CPU, launch or attach to the target, drain the rings into a perf.data file while the target
+//! runs, and finish the file with the header features perf needs.
+//!
+//! The flow of [`record`]:
+//! 1. create the output (so an unwritable `-o` fails before anything starts);
+//! 2. fork the command, held on a pipe (`launch`), or list the threads of `-p` targets;
+//! 3. open every event on every CPU: the first fd of a CPU gets the ring buffer
+//!    (`ring::Ring`), the others are redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`;
+//!    the first event carries the side-band flags (mmap, mmap2, comm, comm_exec, task);
+//! 4. write the header/attrs, the synthesized kernel MMAP and, for `-p`/`-a`, COMM/MMAP2
+//!    records from /proc; then enable (`enable_on_exec` + releasing the child, or ioctl);
+//! 5. poll the rings (with a timeout so Ctrl-C and the target's exit are seen), copy what is
+//!    there to the file, and count samples, LOST and THROTTLE records on the way;
+//! 6. after the target exits (or Ctrl-C), disable, drain, and write the feature sections,
+//!    with the build ids of every object that got samples.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::BufWriter;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::error::RecordError;
+use crate::events::{EventSpec, SampleRate};
+use crate::launch::{self, ChildExit, PendingChild};
+use crate::perfdata::attr::{flag, sample, FORMAT_ID};
+use crate::perfdata::records::{self, MmapArgs, SampleId};
+use crate::perfdata::{Attr, BuildIdEntry, FileAttr, PerfDataWriter};
+use crate::procfs;
+use crate::ring::{self, Ring};
+
+/// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
+pub const DEFAULT_FREQUENCY: u64 = 4000;
+/// Default ring buffer size per CPU in data pages (512 KiB with 4 KiB pages, as perf uses).
+pub const DEFAULT_MMAP_PAGES: usize = 128;
+/// Default user stack bytes copied per sample for `--call-graph dwarf`.
+pub const DEFAULT_DWARF_STACK: u32 = 8192;
+/// `sample_regs_user` for dwarf unwinding on x86_64: every general register but the segment
+/// registers (perf's `PERF_REGS_MASK`).
+pub const X86_64_REGS_MASK: u64 = 0xff0fff;
+
+/// How call chains are collected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallGraph {
+    /// No call chains.
+    None,
+    /// Kernel-walked frame pointers (PERF_SAMPLE_CALLCHAIN).
+    Fp,
+    /// Register and stack copies for offline DWARF unwinding; the value is the stack size.
+    Dwarf(u32),
+}
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Launch this command (argv) and follow it and its children.
+    Command(Vec<String>),
+    /// Attach to these running processes (all their threads).
+    Pids(Vec<i32>),
+    /// Every CPU, every task; optionally run a command meanwhile and stop when it exits.
+    System(Option<Vec<String>>),
+}
+
+/// Options of a recording (the CLI's flags as plain data).
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Events to record; empty means the default (cycles, or cpu-clock without a PMU).
+    pub events: Vec<EventSpec>,
+    /// -c/-F: the rate of events that do not set their own.
+    pub rate: Option<SampleRate>,
+    /// -g / --call-graph.
+    pub call_graph: CallGraph,
+    /// The target.
+    pub target: Target,
+    /// -C: CPUs to record on (default: all online).
+    pub cpus: Option<Vec<u32>>,
+    /// -o.
+    pub output: PathBuf,
+    /// Ring buffer data pages per CPU (a power of two).
+    pub mmap_pages: usize,
+    /// The command line, for HEADER_CMDLINE.
+    pub cmdline: Vec<String>,
+    /// The recording tool's version, for HEADER_VERSION.
+    pub tool_version: String,
+}
+
+/// Per-event results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSummary {
+    /// Event name.
+    pub name: String,
+    /// Samples written.
+    pub samples: u64,
+    /// Samples the kernel reported lost (LOST records attributed to this event).
+    pub lost: u64,
+    /// THROTTLE records of this event.
+    pub throttled: u64,
+    /// The sampling setting used (after lowering to the kernel's maximum).
+    pub rate: SampleRate,
+}
+
+/// What a recording produced.
+#[derive(Debug, Clone)]
+pub struct RecordSummary {
+    /// Per event, in `-e` order.
+    pub events: Vec<EventSummary>,
+    /// LOST records written.
+    pub lost_records: u64,
+    /// Samples lost in total (sum over LOST and LOST_SAMPLES records).
+    pub lost_samples: u64,
+    /// THROTTLE records written.
+    pub throttle_records: u64,
+    /// UNTHROTTLE records written.
+    pub unthrottle_records: u64,
+    /// Size of the finished file in bytes.
+    pub file_size: u64,
+    /// Bytes of records in the data section.
+    pub data_size: u64,
+    /// How the launched command ended (None for -p, or -a without a command).
+    pub exit: Option<ChildExit>,
+    /// Whether the recording was stopped by SIGINT/SIGTERM.
+    pub interrupted: bool,
+    /// Wall time from enabling to the end of the recording.
+    pub duration: Duration,
+    /// Number of ring buffers (CPUs).
+    pub rings: usize,
+}
+
+/// Builds the attr of one event.
+fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: bool) -> Attr {
+    let mut st =
+        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
+    let mut flags = flag::DISABLED | flag::SAMPLE_ID_ALL | flag::INHERIT | flag::EXCLUDE_GUEST;
+    let mut regs = 0;
+    let mut stack = 0;
+    match opts.call_graph {
+        CallGraph::None => {}
+        CallGraph::Fp => st |= sample::CALLCHAIN,
+        CallGraph::Dwarf(size) => {
+            // As perf: the kernel part of the chain from CALLCHAIN, the user part unwound
+            // offline from the register and stack copies.
+            st |= sample::CALLCHAIN | sample::REGS_USER | sample::STACK_USER;
+            flags |= flag::EXCLUDE_CALLCHAIN_USER;
+            regs = X86_64_REGS_MASK;
+            stack = size;
+        }
+    }
+    if spec.pmu.as_deref().is_some_and(|p| p.starts_with("ibs")) {
+        st |= sample::RAW;
+    }
+    if spec.exclude_user {
+        flags |= flag::EXCLUDE_USER;
+    }
+    if spec.exclude_kernel {
+        flags |= flag::EXCLUDE_KERNEL;
+    }
+    if spec.exclude_hv {
+        flags |= flag::EXCLUDE_HV;
+    }
+    flags |= u64::from(spec.precise_ip.min(3)) << flag::PRECISE_IP_SHIFT;
+    if matches!(opts.target, Target::Command(_)) {
+        flags |= flag::ENABLE_ON_EXEC;
+    }
+    if first {
+        flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+    }
+    let period = match rate {
+        SampleRate::Period(p) => p,
+        SampleRate::Frequency(f) => {
+            flags |= flag::FREQ;
+            f
+        }
+    };
+    Attr {
+        attr_type: spec.attr_type,
+        config: spec.config,
+        sample_period_or_freq: period,
+        sample_type: st,
+        read_format: FORMAT_ID,
+        flags,
+        config1: spec.config1,
+        config2: spec.config2,
+        sample_regs_user: regs,
+        sample_stack_user: stack,
+        ..Attr::default()
+    }
+}
+
+/// Explains a perf_event_open errno for one event.
+fn open_error(spec: &EventSpec, attr: &Attr, errno: i32, nfds: usize) -> RecordError {
+    let event = spec.name.clone();
+    match errno {
+        libc::EACCES | libc::EPERM => RecordError::PermissionDenied {
+            event,
+            paranoid: procfs::perf_event_paranoid(),
+        },
+        libc::EMFILE | libc::ENFILE => RecordError::TooManyFiles { needed: nfds },
+        libc::ESRCH => RecordError::Invalid(format!(
+            "event '{event}': the target task exited while events were opened"
+        )),
+        libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {
+            let reason = if attr.precise_ip() > 0 {
+                format!(
+                    "precise sampling (:{}) is not available for it on this CPU/VM",
+                    "p".repeat(attr.precise_ip() as usize)
+                )
+            } else if attr.attr_type == 0 || attr.attr_type == 3 || attr.attr_type == 4 {
+                "the CPU's PMU does not provide it (no hardware PMU in this VM?); \
+                 `culprit list` shows what works, software events such as cpu-clock always do"
+                    .to_string()
+            } else if errno == libc::EOPNOTSUPP {
+                "the PMU cannot sample it (counting only, or this sample type/filter is unsupported)".to_string()
+            } else {
+                "no such event on this PMU".to_string()
+            };
+            RecordError::EventNotSupported { event, reason }
+        }
+        libc::EINVAL => RecordError::EventInvalid {
+            event,
+            reason: "check its config terms and modifiers, the period/frequency (frequency above \
+                     kernel.perf_event_max_sample_rate?) and the call-graph stack size"
+                .to_string(),
+        },
+        libc::EBUSY => RecordError::EventNotSupported {
+            event,
+            reason: "the counter is busy (another tool holds it exclusively)".to_string(),
+        },
+        e => RecordError::Open {
+            event,
+            source: std::io::Error::from_raw_os_error(e),
+        },
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit (perf does the same): a recording needs
+/// events x CPUs (x threads for -p) descriptors.
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// An executable mapping the sample tracker knows about.
+#[derive(Debug, Clone, Copy)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    name: u32,
+}
+
+/// Walks records as they are written: counts per-event samples, LOST and THROTTLE records,
+/// sample time range, and which objects got samples (for HEADER_BUILD_ID).
+#[derive(Debug, Default)]
+struct Tracker {
+    id_to_event: HashMap<u64, usize>,
+    samples: Vec<u64>,
+    lost: Vec<u64>,
+    throttled: Vec<u64>,
+    lost_records: u64,
+    lost_samples: u64,
+    throttle: u64,
+    unthrottle: u64,
+    first_time: Option<u64>,
+    last_time: u64,
+    maps: HashMap<u32, Vec<Mapping>>,
+    names: Vec<String>,
+    name_ids: HashMap<String, u32>,
+    hit: HashSet<u32>,
+    kernel_hit: bool,
+}
+
+fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}
+
+fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
+}
+
+fn c_str(b: &[u8]) -> &[u8] {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    &b[..end]
+}
+
+impl Tracker {
+    fn new(nevents: usize) -> Tracker {
+        Tracker {
+            samples: vec![0; nevents],
+            lost: vec![0; nevents],
+            throttled: vec![0; nevents],
+            ..Tracker::default()
+        }
+    }
+
+    fn event_of(&self, id: u64) -> usize {
+        self.id_to_event.get(&id).copied().unwrap_or(0)
+    }
+
+    fn intern(&mut self, name: &[u8]) -> u32 {
+        let name = String::from_utf8_lossy(name).into_owned();
+        if let Some(&i) = self.name_ids.get(&name) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.clone());
+        self.name_ids.insert(name, i);
+        i
+    }
+
+    /// Processes a buffer of whole records. `id_off`: offset of the sample id in a
+    /// record's sample_id trailer counted from the record's end (IDENTIFIER is last).
+    fn walk(&mut self, buf: &[u8]) {
+        let mut pos = 0;
+        while pos + 8 <= buf.len() {
+            let ty = rd_u32(buf, pos).unwrap_or(0);
+            let misc = u16::from_le_bytes([buf[pos + 4], buf[pos + 5]]);
+            let size = u16::from_le_bytes([buf[pos + 6], buf[pos + 7]]) as usize;
+            if size < 8 || pos + size > buf.len() {
+                break; // cannot happen with kernel records; never loop forever
+            }
+            self.record(ty, misc, &buf[pos..pos + size]);
+            pos += size;
+        }
+    }
+
+    fn record(&mut self, ty: u32, misc: u16, r: &[u8]) {
+        // The sample_id trailer ends with IDENTIFIER on every non-sample record.
+        let trailer_id = || rd_u64(r, r.len().saturating_sub(8)).unwrap_or(0);
+        match ty {
+            records::RECORD_SAMPLE => {
+                let (Some(id), Some(ip), Some(pid), Some(time)) =
+                    (rd_u64(r, 8), rd_u64(r, 16), rd_u32(r, 24), rd_u64(r, 32))
+                else {
+                    return;
+                };
+                let ev = self.event_of(id);
+                self.samples[ev] += 1;
+                self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
+                self.last_time = self.last_time.max(time);
+                match misc & 7 {
+                    1 => self.kernel_hit = true,
+                    2 => {
+                        if let Some(m) = self
+                            .maps
+                            .get(&pid)
+                            .and_then(|v| v.iter().rev().find(|m| m.start <= ip && ip < m.end))
+                        {
+                            self.hit.insert(m.name);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            records::RECORD_LOST => {
+                let lost = rd_u64(r, 16).unwrap_or(0);
+                let ev = self.event_of(rd_u64(r, 8).unwrap_or(0));
+                self.lost[ev] += lost;
+                self.lost_records += 1;
+                self.lost_samples += lost;
+            }
+            records::RECORD_LOST_SAMPLES => {
+                let lost = rd_u64(r, 8).unwrap_or(0);
+                let ev = self.event_of(trailer_id());
+                self.lost[ev] += lost;
+                self.lost_records += 1;
+                self.lost_samples += lost;
+            }
+            records::RECORD_THROTTLE => {
+                self.throttle += 1;
+                let ev = self.event_of(rd_u64(r, 16).unwrap_or(0));
+                self.throttled[ev] += 1;
+            }
+            records::RECORD_UNTHROTTLE => self.unthrottle += 1,
+            records::RECORD_FORK => {
+                let (Some(pid), Some(ppid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
+                    return;
+                };
+                if pid != ppid {
+                    let inherited = self.maps.get(&ppid).cloned().unwrap_or_default();
+                    self.maps.insert(pid, inherited);
+                }
+            }
+            records::RECORD_COMM => {
+                if misc & records::MISC_COMM_EXEC != 0 {
+                    if let Some(pid) = rd_u32(r, 8) {
+                        self.maps.remove(&pid);
+                    }
+                }
+            }
+            records::RECORD_MMAP2 => {
+                let (Some(pid), Some(addr), Some(len), Some(prot)) =
+                    (rd_u32(r, 8), rd_u64(r, 16), rd_u64(r, 24), rd_u32(r, 64))
+                else {
+                    return;
+                };
+                if prot & libc::PROT_EXEC as u32 == 0 || pid == u32::MAX {
+                    return;
+                }
+                let name = c_str(r.get(72..).unwrap_or(&[]));
+                let name = self.intern(name);
+                let list = self.maps.entry(pid).or_default();
+                // A new mapping replaces what it overlaps.
+                let end = addr.saturating_add(len);
+                list.retain(|m| m.end <= addr || m.start >= end);
+                list.push(Mapping {
+                    start: addr,
+                    end,
+                    name,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Build-id entries of every object that got samples.
+    fn build_ids(&self) -> Vec<BuildIdEntry> {
+        let mut out = Vec::new();
+        if self.kernel_hit {
+            if let Some(id) = crate::buildid::kernel_build_id() {
+                out.push(BuildIdEntry {
+                    cpumode: records::MISC_KERNEL,
+                    build_id: id,
+                    filename: "[kernel.kallsyms]".into(),
+                });
+            }
+        }
+        let mut hit: Vec<u32> = self.hit.iter().copied().collect();
+        hit.sort_unstable();
+        for i in hit {
+            let name = &self.names[i as usize];
+            let id = if name == "[vdso]" {
+                crate::buildid::vdso_build_id()
+            } else if name.starts_with('/') && !name.ends_with(" (deleted)") {
+                crate::buildid::file_build_id(name)
+            } else {
+                None
+            };
+            if let Some(id) = id {
+                out.push(BuildIdEntry {
+                    cpumode: records::MISC_USER,
+                    build_id: id,
+                    filename: name.clone(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One opened event fd.
+struct OpenFd {
+    fd: OwnedFd,
+}
+
+/// Records according to `opts`. `warn` receives one-line warnings (fallbacks, lowered
+/// frequencies); the CLI prints them. Returns the summary; the file is complete on success.
+pub fn record(
+    opts: &RecordOptions,
+    warn: &mut dyn FnMut(String),
+) -> Result<RecordSummary, RecordError> {
+    if opts.mmap_pages == 0 || !opts.mmap_pages.is_power_of_two() {
+        return Err(RecordError::Invalid(format!(
+            "mmap pages must be a power of two, not {}",
+            opts.mmap_pages
+        )));
+    }
+    raise_fd_limit();
+    launch::install_sigint_handler();
+
+    // 1. The output first: an unwritable -o fails before anything runs.
+    let file = File::create(&opts.output).map_err(|source| RecordError::OutputNotWritable {
+        path: opts.output.clone(),
+        source,
+    })?;
+    let result = record_into(opts, file, warn);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&opts.output);
+    }
+    result
+}
+
+fn record_into(
+    opts: &RecordOptions,
+    file: File,
+    warn: &mut dyn FnMut(String),
+) -> Result<RecordSummary, RecordError> {
+    // CPUs.
+    let online = procfs::online_cpus();
+    let cpus = match &opts.cpus {
+        Some(list) => {
+            for &c in list {
+                if !online.contains(&c) {
+                    let online = online
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    return Err(RecordError::CpuNotOnline { cpu: c, online });
+                }
+            }
+            list.clone()
+        }
+        None => online.clone(),
+    };
+
+    // Events, with the default and its fallback.
+    let mut specs = opts.events.clone();
+    if specs.is_empty() {
+        if crate::probe::hardware_pmu_available() {
+            specs.push(crate::events::default_event());
+        } else {
+            warn(
+                "no usable hardware PMU here (cycles is not supported): falling back to cpu-clock"
+                    .into(),
+            );
+            specs.push(crate::events::cpu_clock());
+        }
+    }
+    let max_rate = procfs::max_sample_rate();
+    let mut rates = Vec::new();
+    for spec in &specs {
+        let mut rate = spec
+            .rate
+            .or(opts.rate)
+            .unwrap_or(SampleRate::Frequency(DEFAULT_FREQUENCY));
+        match rate {
+            SampleRate::Period(0) | SampleRate::Frequency(0) => {
+                return Err(RecordError::Invalid(format!(
+                    "event '{}': the period/frequency must be > 0",
+                    spec.name
+                )));
+            }
+            SampleRate::Frequency(f) => {
+                if let Some(max) = max_rate.filter(|&m| m > 0 && f > m) {
+                    warn(format!(
+                        "event '{}': frequency {f} Hz is above kernel.perf_event_max_sample_rate ({max} Hz): \
+                         lowering to {max} Hz (raise the limit with `sysctl -w kernel.perf_event_max_sample_rate=N`)",
+                        spec.name
+                    ));
+                    rate = SampleRate::Frequency(max);
+                }
+            }
+            SampleRate::Period(_) => {}
+        }
+        rates.push(rate);
+    }
+    if let CallGraph::Dwarf(size) = opts.call_graph {
+        if size == 0 || size % 8 != 0 || size > 65528 {
+            return Err(RecordError::Invalid(format!(
+                "--call-graph dwarf stack size must be a multiple of 8 in 8..=65528, not {size}"
+            )));
+        }
+    }
+
+    // 2. The target's tasks.
+    let mut child: Option<PendingChild> = None;
+    let (tasks, target_pids): (Vec<i32>, Vec<i32>) = match &opts.target {
+        Target::Command(argv) => {
+            let c = launch::spawn_held(argv)?;
+            let pid = c.pid();
+            child = Some(c);
+            (vec![pid], vec![pid])
+        }
+        Target::Pids(pids) => {
+            let mut tids = Vec::new();
+            for &pid in pids {
+                let t = procfs::threads(pid);
+                if pid <= 0 || t.is_empty() || !procfs::process_alive(pid) {
+                    return Err(RecordError::NoSuchProcess(pid));
+                }
+                tids.extend(t);
+            }
+            (tids, pids.clone())
+        }
+        Target::System(cmd) => {
+            if let Some(argv) = cmd {
+                child = Some(launch::spawn_held(argv)?);
+            }
+            (vec![-1], Vec::new())
+        }
+    };
+
+    // 3. Open everything.
+    let nfds = specs.len() * cpus.len() * tasks.len();
+    let mut attrs: Vec<Attr> = specs
+        .iter()
+        .zip(&rates)
+        .enumerate()
+        .map(|(i, (s, r))| build_attr(s, *r, opts, i == 0))
+        .collect();
+    let mut ids: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
+    let mut fds: Vec<OpenFd> = Vec::with_capacity(nfds);
+    let mut rings: Vec<Ring> = Vec::with_capacity(cpus.len());
+    let mut pages = opts.mmap_pages;
+    let mut kernel_excluded_warned = false;
+    for &cpu in &cpus {
+        let mut ring_fd: Option<usize> = None;
+        for (ei, spec) in specs.iter().enumerate() {
+            for &task in &tasks {
+                let fd = match ring::perf_event_open(&attrs[ei], task, cpu as i32) {
+                    Ok(fd) => fd,
+                    Err(e)
+                        if (e == libc::EACCES || e == libc::EPERM)
+                            && attrs[ei].flags & flag::EXCLUDE_KERNEL == 0 =>
+                    {
+                        // As perf: without the right to sample the kernel, retry user-only.
+                        let mut a = attrs[ei];
+                        a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+                        match ring::perf_event_open(&a, task, cpu as i32) {
+                            Ok(fd) => {
+                                if !kernel_excluded_warned {
+                                    warn(format!(
+                                        "kernel.perf_event_paranoid = {}: sampling user space only (:u)",
+                                        procfs::perf_event_paranoid().map_or("?".into(), |p| p.to_string())
+                                    ));
+                                    kernel_excluded_warned = true;
+                                }
+                                attrs[ei] = a;
+                                fd
+                            }
+                            Err(e) => return Err(open_error(spec, &a, e, nfds)),
+                        }
+                    }
+                    Err(e) if e == libc::ESRCH && matches!(opts.target, Target::Pids(_)) => {
+                        // A thread exited between listing and opening: skip it unless the
+                        // whole process is gone.
+                        if target_pids.iter().any(|&p| procfs::process_alive(p)) {
+                            continue;
+                        }
+                        return Err(RecordError::NoSuchProcess(
+                            target_pids.first().copied().unwrap_or(task),
+                        ));
+                    }
+                    Err(e) => return Err(open_error(spec, &attrs[ei], e, nfds)),
+                };
+                let id = ring::event_id(&fd)
+                    .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
+                ids[ei].push(id);
+                match ring_fd {
+                    None => {
+                        let ring = loop {
+                            match Ring::map(&fd, pages) {
+                                Ok(r) => break r,
+                                Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 8 => {
+                                    // Over the locked-memory budget (perf_event_mlock_kb): halve.
+                                    pages /= 2;
+                                    warn(format!("ring buffer too large for the locked-memory limit: using {pages} pages per CPU"));
+                                }
+                                Err(source) => return Err(RecordError::Mmap { cpu, source }),
+                            }
+                        };
+                        rings.push(ring);
+                        ring_fd = Some(fds.len());
+                    }
+                    Some(i) => {
+                        ring::set_output(&fd, &fds[i].fd).map_err(|source| RecordError::Ioctl {
+                            what: "SET_OUTPUT",
+                            source,
+                        })?;
+                    }
+                }
+                fds.push(OpenFd { fd });
+            }
+        }
+    }
+
+    // 4. The file's head and the synthesized state.
+    let file_attrs: Vec<FileAttr> = specs
+        .iter()
+        .zip(&attrs)
+        .zip(&ids)
+        .map(|((s, a), ids)| FileAttr {
+            attr: *a,
+            name: s.name.clone(),
+            ids: ids.clone(),
+        })
+        .collect();
+    let write_err = |source| RecordError::Write {
+        path: opts.output.clone(),
+        source,
+    };
+    let mut writer = PerfDataWriter::new(BufWriter::with_capacity(1 << 20, file), file_attrs)
+        .map_err(write_err)?;
+    let mut tracker = Tracker::new(specs.len());
+    for (ei, list) in ids.iter().enumerate() {
+        for &id in list {
+            tracker.id_to_event.insert(id, ei);
+        }
+    }
+    let first_id = ids.first().and_then(|l| l.first()).copied().unwrap_or(0);
+    let mut synth = Vec::new();
+    synthesize_kernel(&mut synth, &attrs[0], first_id);
+    match &opts.target {
+        Target::Pids(pids) => {
+            for &pid in pids {
+                synthesize_process(&mut synth, &attrs[0], first_id, pid);
+            }
+        }
+        Target::System(_) => {
+            for pid in procfs::all_pids() {
+                synthesize_process(&mut synth, &attrs[0], first_id, pid);
+            }
+        }
+        Target::Command(_) => {}
+    }
+    tracker.walk(&synth);
+    writer.write_data(&synth).map_err(write_err)?;
+
+    // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
+    let started = Instant::now();
+    if !matches!(opts.target, Target::Command(_)) {
+        for f in &fds {
+            ring::set_enabled(&f.fd, true).map_err(|source| RecordError::Ioctl {
+                what: "ENABLE",
+                source,
+            })?;
+        }
+    }
+    let child_pid = child.map(|c| c.go());
+
+    // 5. The loop.
+    let mut pollfds: Vec<libc::pollfd> = rings
+        .iter()
+        .map(|r| libc::pollfd {
+            fd: r.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
+    let mut exit = None;
+    let mut handled_signals = launch::sigint_count();
+    let mut interrupted = false;
+    let mut last_alive_check = Instant::now();
+    loop {
+        // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
+        unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 50) };
+        for p in pollfds.iter_mut() {
+            // A ring whose own event ended (its task exited) reports POLLHUP forever; stop
+            // polling it (other tasks' events may still feed it: it is drained every turn).
+            if p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                p.fd = -1;
+            }
+            p.revents = 0;
+        }
+        drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)?;
+
+        let signals = launch::sigint_count();
+        if signals > handled_signals {
+            handled_signals = signals;
+            interrupted = true;
+            match child_pid {
+                // First Ctrl-C: pass it on and keep recording until the command exits.
+                Some(pid) if exit.is_none() && signals == 1 => {
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid, libc::SIGINT) };
+                }
+                _ => break,
+            }
+        }
+        if let Some(pid) = child_pid {
+            if let Some(e) = launch::try_wait(pid) {
+                exit = Some(e);
+                break;
+            }
+        } else if let Target::Pids(pids) = &opts.target {
+            if last_alive_check.elapsed() >= Duration::from_millis(100) {
+                last_alive_check = Instant::now();
+                if !pids.iter().any(|&p| procfs::process_alive(p)) {
+                    break;
+                }
+            }
+        }
+    }
+
+    // 6. Finish: stop the events, take what is left, write the features.
+    for f in &fds {
+        let _ = ring::set_enabled(&f.fd, false);
+    }
+    let duration = started.elapsed();
+    drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)?;
+    drop(rings);
+    drop(fds);
+
+    let mut features = procfs::host_features();
+    features.version = Some(opts.tool_version.clone());
+    features.cmdline = opts.cmdline.clone();
+    features.build_ids = tracker.build_ids();
+    features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
+    let data_size = writer.data_size();
+    let mut out = writer.finish(&features).map_err(write_err)?;
+    use std::io::{Seek, Write};
+    out.flush().map_err(write_err)?;
+    let file_size = out.stream_position().map_err(write_err)?;
+
+    let events = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| EventSummary {
+            name: s.name.clone(),
+            samples: tracker.samples[i],
+            lost: tracker.lost[i],
+            throttled: tracker.throttled[i],
+            rate: rates[i],
+        })
+        .collect();
+    Ok(RecordSummary {
+        events,
+        lost_records: tracker.lost_records,
+        lost_samples: tracker.lost_samples,
+        throttle_records: tracker.throttle,
+        unthrottle_records: tracker.unthrottle,
+        file_size,
+        data_size,
+        exit,
+        interrupted,
+        duration,
+        rings: pollfds.len(),
+    })
+}
+
+/// Copies every ring's pending records to the file (one FINISHED_ROUND after a pass that
+/// wrote something, so readers can sort by time round by round, as perf does).
+fn drain<W: std::io::Write + std::io::Seek>(
+    rings: &mut [Ring],
+    buf: &mut Vec<u8>,
+    tracker: &mut Tracker,
+    writer: &mut PerfDataWriter<W>,
+) -> std::io::Result<()> {
+    buf.clear();
+    for r in rings.iter_mut() {
+        let start = buf.len();
+        r.drain_into(buf);
+        tracker.walk(&buf[start..]);
+    }
+    if !buf.is_empty() {
+        records::push_finished_round(buf);
+        writer.write_data(buf)?;
+    }
+    Ok(())
+}
+
+/// The kernel's text mapping, as perf synthesizes it: MMAP, pid -1, `[kernel.kallsyms]_text`,
+/// pgoff = start.
+fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
+    let Some((start, end)) = procfs::kernel_text_range() else {
+        return;
+    };
+    let m = MmapArgs {
+        pid: u32::MAX,
+        tid: 0,
+        start,
+        len: end - start,
+        pgoff: start,
+        maj: 0,
+        min: 0,
+        ino: 0,
+        prot: 0,
+        flags: 0,
+        filename: b"[kernel.kallsyms]_text",
+        misc: records::MISC_KERNEL,
+    };
+    records::push_mmap(
+        out,
+        attr,
+        &m,
+        &SampleId {
+            pid: u32::MAX,
+            tid: 0,
+            time: 0,
+            id,
+            cpu: 0,
+        },
+    );
+}
+
+/// COMM for every thread and MMAP2 for every executable mapping of a running process.
+fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
+    let tids = procfs::threads(pid);
+    if tids.is_empty() {
+        return;
+    }
+    let p = pid as u32;
+    for &tid in &tids {
+        if let Some(name) = procfs::comm(pid, tid) {
+            let sid = SampleId {
+                pid: p,
+                tid: tid as u32,
+                time: 0,
+                id,
+                cpu: 0,
+            };
+            records::push_comm(out, attr, p, tid as u32, name.as_bytes(), false, &sid);
+        }
+    }
+    let sid = SampleId {
+        pid: p,
+        tid: p,
+        time: 0,
+        id,
+        cpu: 0,
+    };
+    for m in procfs::maps(pid).iter().filter(|m| m.is_exec()) {
+        let name = if m.path.is_empty() {
+            "//anon"
+        } else {
+            m.path.as_str()
+        };
+        let args = MmapArgs {
+            pid: p,
+            tid: p,
+            start: m.start,
+            len: m.end - m.start,
+            pgoff: m.pgoff,
+            maj: m.maj,
+            min: m.min,
+            ino: m.ino,
+            prot: m.prot,
+            flags: m.flags,
+            filename: name.as_bytes(),
+            misc: records::MISC_USER,
+        };
+        records::push_mmap2(out, attr, &args, &sid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(target: Target) -> RecordOptions {
+        RecordOptions {
+            events: vec![crate::events::cpu_clock()],
+            rate: None,
+            call_graph: CallGraph::None,
+            target,
+            cpus: None,
+            output: PathBuf::from("/dev/null"),
+            mmap_pages: 16,
+            cmdline: vec![],
+            tool_version: "test".into(),
+        }
+    }
+
+    #[test]
+    fn test_build_attr_first_event_tracking_and_dwarf() {
+        let mut o = opts(Target::Command(vec!["true".into()]));
+        o.call_graph = CallGraph::Dwarf(4096);
+        let a = build_attr(
+            &crate::events::cpu_clock(),
+            SampleRate::Frequency(4000),
+            &o,
+            true,
+        );
+        assert_eq!(a.attr_type, 1);
+        assert_eq!(a.sample_period_or_freq, 4000);
+        assert!(a.flags & flag::FREQ != 0);
+        assert!(a.flags & flag::ENABLE_ON_EXEC != 0);
+        assert!(
+            a.flags & (flag::MMAP2 | flag::COMM | flag::TASK)
+                == flag::MMAP2 | flag::COMM | flag::TASK
+        );
+        assert!(a.sample_type & (sample::REGS_USER | sample::STACK_USER | sample::CALLCHAIN) != 0);
+        assert_eq!(a.sample_regs_user, X86_64_REGS_MASK);
+        assert_eq!(a.sample_stack_user, 4096);
+        let b = build_attr(
+            &crate::events::cpu_clock(),
+            SampleRate::Period(1000),
+            &opts(Target::Pids(vec![1])),
+            false,
+        );
+        assert!(b.flags & (flag::FREQ | flag::MMAP | flag::ENABLE_ON_EXEC) == 0);
+        assert_eq!(b.sample_period_or_freq, 1000);
+    }
+
+    #[test]
+    fn test_tracker_counts_and_dso_hits() {
+        let attr = Attr {
+            sample_type: sample::IDENTIFIER | sample::TID | sample::TIME,
+            ..Attr::default()
+        };
+        let mut t = Tracker::new(2);
+        t.id_to_event.insert(7, 0);
+        t.id_to_event.insert(8, 1);
+        let mut buf = Vec::new();
+        let m = MmapArgs {
+            pid: 10,
+            tid: 10,
+            start: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: libc::PROT_EXEC as u32 | libc::PROT_READ as u32,
+            flags: 2,
+            filename: b"/bin/prog",
+            misc: records::MISC_USER,
+        };
+        records::push_mmap2(&mut buf, &attr, &m, &SampleId::default());
+        // sample of event 1 in /bin/prog, then one in no mapping
+        for (id, ip) in [(8u64, 0x1800u64), (7, 0x9000)] {
+            buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+            buf.extend_from_slice(&records::MISC_USER.to_le_bytes());
+            buf.extend_from_slice(&40u16.to_le_bytes());
+            buf.extend_from_slice(&id.to_le_bytes());
+            buf.extend_from_slice(&ip.to_le_bytes());
+            buf.extend_from_slice(&10u32.to_le_bytes());
+            buf.extend_from_slice(&10u32.to_le_bytes());
+            buf.extend_from_slice(&123u64.to_le_bytes());
+        }
+        // LOST of event 1: 5 samples
+        buf.extend_from_slice(&records::RECORD_LOST.to_le_bytes());
+        buf.extend_from_slice(&0u16.to_le_bytes());
+        buf.extend_from_slice(&24u16.to_le_bytes());
+        buf.extend_from_slice(&8u64.to_le_bytes());
+        buf.extend_from_slice(&5u64.to_le_bytes());
+        t.walk(&buf);
+        assert_eq!(t.samples, vec![1, 1]);
+        assert_eq!(t.lost, vec![0, 5]);
+        assert_eq!((t.lost_records, t.lost_samples), (1, 5));
+        assert_eq!(t.hit.len(), 1);
+        assert_eq!(t.names[*t.hit.iter().next().unwrap() as usize], "/bin/prog");
+        assert_eq!((t.first_time, t.last_time), (Some(123), 123));
+    }
+}
