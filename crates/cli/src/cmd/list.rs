@@ -1,12 +1,578 @@
-//! `culprit list` (being written).
+//! `culprit list`: what this machine can measure — PMUs from sysfs, generic / software /
+//! cache events (each probed with a counting perf_event_open on ourselves), the AMD catalog
+//! events for this CPU, and capabilities (precise sampling, IBS, branch stacks, usable
+//! counters, perf sysctls, virtualization).
+//!
+//! The JSON wire format (`--format json`) is documented in docs/list.md; it is produced from
+//! the `Serialize` structs below, which are the schema.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::process::ExitCode;
+
+use culprit_collect::events::{catalog, generic, EventParser, EventSpec};
+use culprit_collect::probe;
+use culprit_collect::sysfs::{self, CpuIdentity, Pmu, Sysfs};
+use serde::Serialize;
+
+/// Output format.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ListFormat {
+    /// Aligned human-readable sections.
+    #[default]
+    Text,
+    /// One JSON object (schema in docs/list.md).
+    Json,
+}
 
 /// Arguments of `culprit list`.
 #[derive(clap::Args, Debug)]
-pub struct ListArgs {}
+pub struct ListArgs {
+    /// Output format: `text` (aligned sections) or `json` (one object, see docs/list.md).
+    #[arg(long, value_enum, default_value_t = ListFormat::Text, value_name = "FORMAT")]
+    pub format: ListFormat,
+    /// Only list events, aliases and catalog entries whose name contains FILTER
+    /// (case-insensitive). Capabilities are always shown.
+    #[arg(value_name = "FILTER")]
+    pub filter: Option<String>,
+}
+
+/// The whole report (top-level JSON object).
+#[derive(Serialize, Debug)]
+struct Listing {
+    /// Schema version of this JSON object.
+    schema: u32,
+    cpu: Option<CpuIdentity>,
+    /// Evidence that we run in a VM, or null.
+    virtualization: Option<String>,
+    /// Whether the generic `instructions` event opens.
+    hardware_pmu: bool,
+    perf_event_paranoid: Option<i32>,
+    perf_event_max_sample_rate: Option<u64>,
+    capabilities: Capabilities,
+    pmus: Vec<PmuOut>,
+    events: Vec<EventOut>,
+    catalog: CatalogOut,
+    /// Plain-language statements about what is (not) possible here.
+    notes: Vec<String>,
+}
+
+#[derive(Serialize, Debug)]
+struct Capabilities {
+    /// `cpu/caps/max_precise`, or null when there is no such file.
+    max_precise: Option<u8>,
+    ibs_op: IbsOut,
+    ibs_fetch: IbsOut,
+    branch_stack: ProbeOut,
+    counters: CountersOut,
+}
+
+#[derive(Serialize, Debug)]
+struct IbsOut {
+    present: bool,
+    #[serde(rename = "type")]
+    attr_type: Option<u32>,
+    formats: Vec<FormatOut>,
+    caps: BTreeMap<String, String>,
+}
+
+#[derive(Serialize, Debug)]
+struct ProbeOut {
+    available: bool,
+    error: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+struct CountersOut {
+    /// Largest N such that a group of N `instructions` counters all counted nonzero.
+    usable: usize,
+    tried: Vec<CounterTry>,
+}
+
+#[derive(Serialize, Debug)]
+struct CounterTry {
+    n: usize,
+    counts: Option<Vec<u64>>,
+    error: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+struct FormatOut {
+    name: String,
+    spec: String,
+}
+
+#[derive(Serialize, Debug)]
+struct AliasOut {
+    name: String,
+    terms: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+struct PmuOut {
+    name: String,
+    #[serde(rename = "type")]
+    attr_type: u32,
+    formats: Vec<FormatOut>,
+    events: Vec<AliasOut>,
+    caps: BTreeMap<String, String>,
+}
+
+#[derive(Serialize, Debug)]
+struct EventOut {
+    name: String,
+    aliases: Vec<String>,
+    /// `hardware`, `software` or `cache`.
+    kind: &'static str,
+    #[serde(rename = "type")]
+    attr_type: u32,
+    config: u64,
+    description: String,
+    opens: bool,
+    error: Option<String>,
+}
+
+#[derive(Serialize, Debug)]
+struct CatalogOut {
+    /// `zen4`, `zen5`, or null when the catalog does not cover this CPU.
+    generation: Option<&'static str>,
+    events: Vec<CatalogEventOut>,
+}
+
+#[derive(Serialize, Debug)]
+struct CatalogEventOut {
+    name: String,
+    code: u16,
+    umask: u8,
+    config: u64,
+    families: Vec<&'static str>,
+    description: String,
+    /// Whether the event opens here (null when there is no hardware PMU to try).
+    opens: Option<bool>,
+}
+
+fn format_out(pmu: &Pmu) -> Vec<FormatOut> {
+    pmu.formats
+        .iter()
+        .map(|f| FormatOut {
+            name: f.name.clone(),
+            spec: f.spec(),
+        })
+        .collect()
+}
+
+fn ibs_out(pmu: Option<&Pmu>) -> IbsOut {
+    match pmu {
+        Some(p) => IbsOut {
+            present: true,
+            attr_type: Some(p.attr_type),
+            formats: format_out(p),
+            caps: p.caps.iter().cloned().collect(),
+        },
+        None => IbsOut {
+            present: false,
+            attr_type: None,
+            formats: Vec::new(),
+            caps: BTreeMap::new(),
+        },
+    }
+}
+
+fn matches(filter: &Option<String>, name: &str) -> bool {
+    filter
+        .as_ref()
+        .is_none_or(|f| name.to_ascii_lowercase().contains(&f.to_ascii_lowercase()))
+}
+
+fn probe_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> EventOut {
+    let (names, config, description) = e;
+    let spec = EventSpec::new(names[0], None, attr_type, config);
+    let result = probe::try_open_event(&spec);
+    EventOut {
+        name: names[0].to_string(),
+        aliases: names[1..].iter().map(|s| s.to_string()).collect(),
+        kind,
+        attr_type,
+        config,
+        description: description.to_string(),
+        opens: result.is_ok(),
+        error: result.err().map(probe::describe_errno),
+    }
+}
+
+fn collect(args: &ListArgs) -> Listing {
+    let sysfs = Sysfs::system();
+    let cpu = sysfs::cpu_identity();
+    let pmus = sysfs.pmus();
+    let find = |name: &str| pmus.iter().find(|p| p.name == name);
+    let hardware_pmu = probe::hardware_pmu_available();
+
+    let mut events = Vec::new();
+    for e in generic::HARDWARE {
+        if e.names.iter().any(|n| matches(&args.filter, n)) {
+            events.push(probe_event(
+                "hardware",
+                generic::PERF_TYPE_HARDWARE,
+                (e.names, e.config, e.description),
+            ));
+        }
+    }
+    for e in generic::SOFTWARE {
+        if e.names.iter().any(|n| matches(&args.filter, n)) {
+            events.push(probe_event(
+                "software",
+                generic::PERF_TYPE_SOFTWARE,
+                (e.names, e.config, e.description),
+            ));
+        }
+    }
+    for (name, config) in generic::cache_events() {
+        if matches(&args.filter, &name) {
+            events.push(probe_event(
+                "cache",
+                generic::PERF_TYPE_HW_CACHE,
+                (&[name.as_str()], config, "generic hardware-cache event"),
+            ));
+        }
+    }
+
+    let generation = cpu
+        .as_ref()
+        .and_then(|c| catalog::generation(c.family, c.model));
+    let catalog_events: Vec<CatalogEventOut> = cpu
+        .as_ref()
+        .map(|c| catalog::for_cpu(c.family, c.model))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches(&args.filter, e.name))
+        .map(|e| CatalogEventOut {
+            name: e.name.to_string(),
+            code: e.code,
+            umask: e.umask,
+            config: e.config(),
+            families: e.families.names(),
+            description: e.description.to_string(),
+            opens: hardware_pmu.then(|| probe::try_open_counter(e.attr_type(), e.config()).is_ok()),
+        })
+        .collect();
+
+    let counters = probe::usable_counters(8);
+    let branch = probe::branch_stack_available();
+    let max_precise = find("cpu")
+        .and_then(|p| p.cap("max_precise"))
+        .and_then(|v| v.parse().ok());
+    let capabilities = Capabilities {
+        max_precise,
+        ibs_op: ibs_out(find("ibs_op")),
+        ibs_fetch: ibs_out(find("ibs_fetch")),
+        branch_stack: ProbeOut {
+            available: branch.is_ok(),
+            error: branch.err().map(probe::describe_errno),
+        },
+        counters: CountersOut {
+            usable: counters.usable,
+            tried: counters
+                .tried
+                .into_iter()
+                .map(|(n, r)| match r {
+                    Ok(counts) => CounterTry {
+                        n,
+                        counts: Some(counts),
+                        error: None,
+                    },
+                    Err(e) => CounterTry {
+                        n,
+                        counts: None,
+                        error: Some(probe::describe_errno(e)),
+                    },
+                })
+                .collect(),
+        },
+    };
+
+    let pmus_out: Vec<PmuOut> = pmus
+        .iter()
+        .map(|p| PmuOut {
+            name: p.name.clone(),
+            attr_type: p.attr_type,
+            formats: format_out(p),
+            events: p
+                .events
+                .iter()
+                .filter(|a| matches(&args.filter, &a.name) || matches(&args.filter, &p.name))
+                .map(|a| AliasOut {
+                    name: a.name.clone(),
+                    terms: a.terms.clone(),
+                    unit: a.unit.clone(),
+                    scale: a.scale.clone(),
+                })
+                .collect(),
+            caps: p.caps.iter().cloned().collect(),
+        })
+        .collect();
+
+    let paranoid = probe::perf_event_paranoid();
+    let mut listing = Listing {
+        schema: 1,
+        virtualization: sysfs::virtualization(),
+        cpu,
+        hardware_pmu,
+        perf_event_paranoid: paranoid,
+        perf_event_max_sample_rate: probe::perf_event_max_sample_rate(),
+        capabilities,
+        pmus: pmus_out,
+        events,
+        catalog: CatalogOut {
+            generation: generation.map(|g| {
+                if g == catalog::Families::ZEN4 {
+                    "zen4"
+                } else {
+                    "zen5"
+                }
+            }),
+            events: catalog_events,
+        },
+        notes: Vec::new(),
+    };
+    listing.notes = notes(&listing, &EventParser::system());
+    listing
+}
+
+/// The plain-language statements: what is impossible here and what to do about it.
+fn notes(l: &Listing, parser: &EventParser) -> Vec<String> {
+    let mut notes = Vec::new();
+    let has_cpu_pmu = l.pmus.iter().any(|p| p.name == "cpu");
+    if !l.hardware_pmu {
+        let vm = if l.virtualization.is_some() {
+            " This is a VM without a virtual PMU."
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "Hardware PMU: not available ({}) — only software events work here (cpu-clock, task-clock, page-faults, context-switches, …); culprit record falls back to cpu-clock.{vm} To measure cycles, instructions, caches and branches, run on bare metal or in a VM with a virtual PMU (e.g. KVM/QEMU `-cpu host,pmu=on`, or a cloud instance type that exposes the PMU).",
+            if has_cpu_pmu { "the `instructions` event does not open" } else { "no `cpu` PMU under /sys/bus/event_source/devices" }
+        ));
+    }
+    if !l.capabilities.ibs_op.present && !l.capabilities.ibs_fetch.present {
+        notes.push("IBS: not available (no ibs_op/ibs_fetch PMU) — precise attribution is not possible here; culprit annotate estimates skid instead (labelled)".to_string());
+    }
+    let (max, why) = parser.max_precise();
+    if max == 0 {
+        notes.push(format!(
+            "Precise sampling (`:p`, PEBS/IBS): not available — {why}; sampled IPs may skid past the instruction that caused the event."
+        ));
+    }
+    if !l.capabilities.branch_stack.available {
+        notes.push(format!(
+            "Branch stacks (LBR/BRS): not available ({}); `-b`/branch sampling will not work here.",
+            l.capabilities
+                .branch_stack
+                .error
+                .as_deref()
+                .unwrap_or("unknown error")
+        ));
+    }
+    if l.hardware_pmu {
+        notes.push(format!(
+            "General-purpose counters: {} usable together (more events than that are multiplexed and scaled).",
+            l.capabilities.counters.usable
+        ));
+    }
+    if let Some(p) = l.perf_event_paranoid {
+        if p >= 2 {
+            notes.push(format!(
+                "perf_event_paranoid is {p}: unprivileged users can profile their own processes in user space only; for kernel samples or -a run as root or `sudo sysctl kernel.perf_event_paranoid=1`."
+            ));
+        }
+    }
+    if l.cpu.is_some() && l.catalog.generation.is_none() {
+        notes.push("Catalog: no built-in named events for this CPU (the catalog covers AMD Zen 4 and Zen 5); use generic events or raw `rNNNN` codes.".to_string());
+    }
+    notes
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn render_text(l: &Listing, out: &mut impl Write) -> std::io::Result<()> {
+    const W: usize = 24;
+    writeln!(out, "System")?;
+    let cpu = l
+        .cpu
+        .as_ref()
+        .map(|c| c.describe())
+        .unwrap_or_else(|| "unknown".to_string());
+    writeln!(out, "  {:<W$}{cpu}", "CPU")?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "Virtual machine",
+        l.virtualization
+            .as_ref()
+            .map(|v| format!("yes ({v})"))
+            .unwrap_or_else(|| "no (as far as cpuinfo/DMI tell)".to_string())
+    )?;
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "unknown".to_string());
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "perf_event_paranoid",
+        opt(l.perf_event_paranoid.map(|v| v.to_string()))
+    )?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "max sample rate",
+        opt(l.perf_event_max_sample_rate.map(|v| format!("{v} Hz")))
+    )?;
+
+    writeln!(out, "\nCapabilities")?;
+    let c = &l.capabilities;
+    writeln!(out, "  {:<W$}{}", "Hardware PMU", yes_no(l.hardware_pmu))?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "max_precise",
+        c.max_precise
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "unknown (no cpu/caps/max_precise)".to_string())
+    )?;
+    for (name, ibs) in [("IBS op", &c.ibs_op), ("IBS fetch", &c.ibs_fetch)] {
+        let text = if ibs.present {
+            let caps: Vec<String> = ibs.caps.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let formats: Vec<String> = ibs.formats.iter().map(|f| f.name.clone()).collect();
+            format!(
+                "yes (type {}; terms {}; caps {})",
+                ibs.attr_type.unwrap_or(0),
+                formats.join(","),
+                if caps.is_empty() {
+                    "none".to_string()
+                } else {
+                    caps.join(" ")
+                }
+            )
+        } else {
+            "no".to_string()
+        };
+        writeln!(out, "  {:<W$}{text}", name)?;
+    }
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "Branch stacks",
+        match &c.branch_stack.error {
+            None => "yes".to_string(),
+            Some(e) => format!("no ({e})"),
+        }
+    )?;
+    writeln!(out, "  {:<W$}{}", "Usable counters", c.counters.usable)?;
+
+    if !l.notes.is_empty() {
+        writeln!(out, "\nNotes")?;
+        for n in &l.notes {
+            writeln!(out, "  - {n}")?;
+        }
+    }
+
+    writeln!(out, "\nPMUs (sysfs)")?;
+    for p in &l.pmus {
+        let formats: Vec<String> = p
+            .formats
+            .iter()
+            .map(|f| format!("{}={}", f.name, f.spec))
+            .collect();
+        writeln!(
+            out,
+            "  {:<14} type {:<4} {}",
+            p.name,
+            p.attr_type,
+            if formats.is_empty() {
+                "(no format terms)".to_string()
+            } else {
+                formats.join(" ")
+            }
+        )?;
+        for a in &p.events {
+            writeln!(
+                out,
+                "      {:<34} {}",
+                format!("{}/{}/", p.name, a.name),
+                a.terms
+            )?;
+        }
+    }
+
+    for (kind, title) in [
+        ("hardware", "Generic hardware events"),
+        ("software", "Software events"),
+        ("cache", "Hardware cache events"),
+    ] {
+        let evs: Vec<&EventOut> = l.events.iter().filter(|e| e.kind == kind).collect();
+        if evs.is_empty() {
+            continue;
+        }
+        writeln!(out, "\n{title}")?;
+        for e in evs {
+            let mut name = e.name.clone();
+            if !e.aliases.is_empty() {
+                name = format!("{name} OR {}", e.aliases.join(" OR "));
+            }
+            let status = match &e.error {
+                None => "opens".to_string(),
+                Some(err) => format!("does not open: {err}"),
+            };
+            writeln!(out, "  {name:<48} {status}")?;
+        }
+    }
+
+    writeln!(
+        out,
+        "\nCatalog events ({})",
+        match l.catalog.generation {
+            Some("zen4") => "AMD Zen 4",
+            Some(_) => "AMD Zen 5",
+            None => "none for this CPU",
+        }
+    )?;
+    for e in &l.catalog.events {
+        let opens = match e.opens {
+            Some(true) => "",
+            Some(false) => " [does not open]",
+            None => "",
+        };
+        writeln!(
+            out,
+            "  {:<46} {:#011x}  {}{opens}",
+            e.name, e.config, e.description
+        )?;
+    }
+
+    Ok(())
+}
 
 /// Runs `culprit list`.
-pub fn run(_args: ListArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("culprit list is not built yet")
+pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
+    let listing = collect(&args);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        ListFormat::Json => {
+            // Serialize first: a closed pipe then surfaces as a plain io::Error, which main
+            // treats as success (serde_json would wrap it).
+            let text = serde_json::to_string_pretty(&listing)?;
+            writeln!(out, "{text}")?;
+        }
+        ListFormat::Text => render_text(&listing, &mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
