@@ -857,9 +857,12 @@ impl<'a, 'p> Reader<'a, 'p> {
                     -32 => CpuMode::Hypervisor,
                     -128 => CpuMode::Kernel,
                     -512 => CpuMode::User,
-                    -2048 | -2176 => CpuMode::GuestKernel,
-                    -2560 => CpuMode::GuestUser,
-                    _ => mode,
+                    _ => {
+                        // Like perf: any other marker (guest contexts, -1 padding) makes the
+                        // whole chain invalid, so it is dropped (reports must agree).
+                        self.p.frames.truncate(f0);
+                        break;
+                    }
                 };
                 continue;
             }

@@ -1,0 +1,245 @@
+//! Helpers: fixture paths, the perf gate, the machine-wide perf-event lock, and a parser for
+//! `perf script` output used as the oracle.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use culprit_decode::model::{DsoKind, Profile};
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory under target/test-tmp/decode-NAME.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = repo_root()
+        .join("target/test-tmp")
+        .join(format!("decode-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn perf_installed() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| {
+        Command::new("perf")
+            .arg("--version")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    })
+}
+
+/// Whether to run a perf-oracle test; skips loudly without perf (fails under CI, which
+/// installs perf).
+pub fn require_perf(test: &str) -> bool {
+    if perf_installed() {
+        return true;
+    }
+    if std::env::var("CI").is_ok() {
+        panic!("{test}: perf is not installed, but .ci/run installs it");
+    }
+    eprintln!("SKIPPED {test}: perf is not installed");
+    if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{test}: perf is not installed");
+        }
+    }
+    false
+}
+
+/// The machine-wide lock tests hold while they open perf events (same file as the CLI
+/// tests' `pmu_lock()`).
+pub fn pmu_lock() -> File {
+    let dir = repo_root().join("target");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("pmu-test.lock"))
+        .unwrap();
+    f.lock().unwrap();
+    f
+}
+
+/// Builds workloads/NAME into target/workloads once.
+pub fn workload(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let root = repo_root();
+    let out = root.join("target/workloads");
+    let st = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(root.join("workloads"))
+        .arg(format!("OUT={}", out.display()))
+        .arg(out.join(name))
+        .status()
+        .expect("run make");
+    assert!(st.success(), "building workload {name}");
+    out.join(name)
+}
+
+/// One sample as `perf script -F event,comm,tid,time,ip,dso,period --ns` prints it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerfSample {
+    pub comm: String,
+    pub tid: i32,
+    pub time: u64,
+    pub period: u64,
+    pub event: String,
+    /// Sample IP and DSO (only printed on the sample line when there is no call chain).
+    pub ip: Option<(u64, String)>,
+    /// Call-chain frames: address as perf prints it (map-relative for user DSOs) and DSO.
+    pub frames: Vec<(u64, String)>,
+}
+
+pub fn perf_script(path: &Path) -> Vec<PerfSample> {
+    let out = Command::new("perf")
+        .args([
+            "script",
+            "-F",
+            "event,comm,tid,time,ip,dso,period",
+            "--ns",
+            "-i",
+        ])
+        .arg(path)
+        .output()
+        .expect("run perf script");
+    assert!(
+        out.status.success(),
+        "perf script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_perf_script(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_addr_dso(s: &str) -> Option<(u64, String)> {
+    let s = s.trim();
+    let (addr, rest) = s.split_once(char::is_whitespace)?;
+    // perf sometimes prints a symbol between address and DSO; the DSO is the last "(...)".
+    let rest = rest.trim().strip_suffix(')')?;
+    let dso = &rest[rest.rfind('(')? + 1..];
+    Some((u64::from_str_radix(addr, 16).ok()?, dso.to_string()))
+}
+
+pub fn parse_perf_script(text: &str) -> Vec<PerfSample> {
+    let mut out: Vec<PerfSample> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with('\t') {
+            let f = parse_addr_dso(line).unwrap_or_else(|| panic!("frame line {line:?}"));
+            if f.1 == "inlined" {
+                continue; // perf's inline expansion, not a recorded frame
+            }
+            out.last_mut().expect("frame before sample").frames.push(f);
+            continue;
+        }
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        let ti = toks
+            .iter()
+            .position(|t| {
+                t.ends_with(':')
+                    && t.trim_end_matches(':')
+                        .split_once('.')
+                        .is_some_and(|(a, b)| {
+                            !a.is_empty()
+                                && b.len() == 9
+                                && a.bytes().all(|c| c.is_ascii_digit())
+                                && b.bytes().all(|c| c.is_ascii_digit())
+                        })
+            })
+            .unwrap_or_else(|| panic!("no time in {line:?}"));
+        let (secs, ns) = toks[ti].trim_end_matches(':').split_once('.').unwrap();
+        let time = secs.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap();
+        let tid: i32 = toks[ti - 1].parse().unwrap();
+        let comm = toks[..ti - 1].join(" ");
+        let period: u64 = toks[ti + 1].parse().unwrap();
+        let event = toks[ti + 2].trim_end_matches(':').to_string();
+        let rest = toks[ti + 3..].join(" ");
+        let ip = if rest.is_empty() {
+            None
+        } else {
+            Some(parse_addr_dso(&rest).unwrap_or_else(|| panic!("ip in {line:?}")))
+        };
+        out.push(PerfSample {
+            comm,
+            tid,
+            time,
+            period,
+            event,
+            ip,
+            frames: Vec::new(),
+        });
+    }
+    out
+}
+
+/// How perf script would print a location: DSO path (`[unknown]` when unmapped) and the
+/// address it shows for a call-chain frame.
+fn perf_view(p: &Profile, addr: u64, loc: &culprit_decode::model::Location) -> (u64, String) {
+    match p.dso(loc) {
+        None => (addr, "[unknown]".to_string()),
+        Some(d) if d.kind == DsoKind::Kernel => (addr, d.path.clone()),
+        Some(d) => (loc.file_offset, d.path.clone()),
+    }
+}
+
+/// Asserts that culprit's samples are perf script's samples: same order, thread, time,
+/// event, period, comm, IP and DSO, and the same call-chain frames.
+pub fn assert_matches_perf(p: &Profile, perf: &[PerfSample], what: &str) {
+    assert_eq!(
+        p.samples.len(),
+        perf.len(),
+        "{what}: sample count differs from perf script"
+    );
+    for (i, (s, q)) in p.samples.iter().zip(perf).enumerate() {
+        let ctx = || format!("{what}: sample #{i} (perf: {q:?}, culprit: {s:?})");
+        assert_eq!(s.tid, q.tid, "{}", ctx());
+        assert_eq!(s.time, q.time, "{}", ctx());
+        assert_eq!(s.period, q.period, "{}", ctx());
+        let ev = &p.events[s.event as usize].name;
+        assert_eq!(ev, &q.event, "{}", ctx());
+        // perf script pads/truncates nothing in comm, but collapses nothing either; compare
+        // with whitespace normalized as our parser split it.
+        let comm = p
+            .str(s.comm)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(comm, q.comm, "{}", ctx());
+        if let Some((ip, dso)) = &q.ip {
+            assert_eq!(s.ip, *ip, "{}", ctx());
+            let ours = p.dso(&s.location).map_or("[unknown]", |d| d.path.as_str());
+            assert_eq!(ours, dso, "{}", ctx());
+        }
+        // perf script unwinds --call-graph dwarf samples itself; culprit-decode only keeps
+        // their registers and stack (unwinding is the symbolizer's job).
+        let dwarf = p.events[s.event as usize].sample_type & (1 << 13) != 0;
+        if !dwarf {
+            let ours: Vec<(u64, String)> = p
+                .callchain(s)
+                .iter()
+                .map(|f| perf_view(p, f.addr, &f.location))
+                .collect();
+            assert_eq!(ours, q.frames, "{}", ctx());
+        }
+    }
+}

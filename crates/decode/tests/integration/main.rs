@@ -1,0 +1,5 @@
+//! culprit-decode integration tests: committed fixtures against perf's own view of them,
+//! IBS raw payloads, truncated and corrupt inputs, live recordings, fuzz regressions.
+
+mod common;
+mod fixtures;
