@@ -1,1 +1,338 @@
+//! Hotspot tests on hand-built profiles. Symbols come from a JIT map (`perf-PID.map`) in a
+//! scratch directory, so names are fully controlled and no system file is read.
 
+use culprit_decode::model::{CpuMode, Dso, DsoKind, EventInfo, Frame, Location, Profile, Sample};
+use culprit_symbols::{Symbolizer, SymbolizerOptions};
+
+use crate::*;
+
+const PID: i32 = 4242;
+
+/// Symbols: f1 at 0x1000, f2 at 0x2000, main at 0x3000, each 0x100 long; 0x9000 unknown.
+fn symbolizer(tag: &str) -> Symbolizer {
+    let dir = std::env::temp_dir().join(format!("culprit-analysis-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("perf-{PID}.map")),
+        "1000 100 f1\n2000 100 f2\n3000 100 main\n",
+    )
+    .unwrap();
+    Symbolizer::new(SymbolizerOptions {
+        perf_map_dir: dir.clone(),
+        kallsyms: dir.join("no-kallsyms"),
+        kernel_notes: dir.join("no-notes"),
+        buildid_cache: None,
+        debug_root: dir,
+    })
+}
+
+fn event(name: &str) -> EventInfo {
+    EventInfo {
+        name: name.into(),
+        attr_type: 1,
+        config: 0,
+        config1: 0,
+        config2: 0,
+        period_or_freq: 1000,
+        freq: true,
+        sample_type: 0,
+        precise_ip: 0,
+        pmu: None,
+        samples: 0,
+        period: 0,
+        lost: 0,
+        read_format: 0,
+        attr_flags: 0,
+        sample_regs_user: 0,
+        sample_stack_user: 0,
+        branch_sample_type: 0,
+        ids: Vec::new(),
+    }
+}
+
+struct Builder {
+    p: Profile,
+}
+
+impl Builder {
+    fn new(events: &[&str]) -> Builder {
+        let mut p = Profile::default();
+        p.events = events.iter().map(|e| event(e)).collect();
+        p.strings = vec!["prog".into(), "other".into()];
+        p.dsos = vec![Dso {
+            path: "//anon".into(),
+            short_name: "//anon".into(),
+            build_id: None,
+            kind: DsoKind::Anonymous,
+            pid: Some(PID),
+        }];
+        Builder { p }
+    }
+
+    /// A sample at `chain[0]` with call chain `chain` (callee first), period `period`.
+    fn sample(&mut self, event: u16, comm: u32, period: u64, chain: &[u64]) {
+        let loc = |a: u64| Location {
+            dso: Some(0),
+            file_offset: a,
+        };
+        let start = self.p.frames.len() as u32;
+        for &a in chain {
+            self.p.frames.push(Frame {
+                addr: a,
+                cpumode: CpuMode::User,
+                location: loc(a),
+            });
+        }
+        let end = self.p.frames.len() as u32;
+        self.p.samples.push(Sample {
+            event,
+            time: 0,
+            pid: PID,
+            tid: PID,
+            cpu: 0,
+            period,
+            ip: chain[0],
+            cpumode: CpuMode::User,
+            exact_ip: false,
+            comm,
+            location: loc(chain[0]),
+            callchain: start..end,
+            addr: None,
+            weight: None,
+            data_src: None,
+            phys_addr: None,
+            raw: 0..0,
+            weight_struct: None,
+            transaction: None,
+            data_page_size: None,
+            code_page_size: None,
+            stream_id: None,
+            id: None,
+            read: 0..0,
+            user_regs: 0..0,
+            user_stack: 0..0,
+            branch_count: 0,
+        });
+    }
+}
+
+fn run(p: &Profile, tag: &str, opts: &HotspotOptions) -> Hotspots {
+    let mut s = symbolizer(tag);
+    hotspots(p, &mut s, opts, &mut |_, _| {}).unwrap()
+}
+
+fn sym_of(row: &Row) -> String {
+    let k = row.keys.iter().find(|k| k.key == SortKey::Sym).unwrap();
+    match k.addr {
+        Some(a) => format!("{a:#x}"),
+        None => k.text.clone(),
+    }
+}
+
+fn find<'a>(h: &'a Hotspots, sym: &str) -> &'a Row {
+    h.rows
+        .iter()
+        .find(|r| sym_of(r) == sym)
+        .unwrap_or_else(|| panic!("no row {sym}"))
+}
+
+fn sample_profile() -> Profile {
+    let mut b = Builder::new(&["cpu-clock"]);
+    // 3 × f1 called from main, 1 × f2 called from f1 from main, 1 × unknown from main.
+    for _ in 0..3 {
+        b.sample(0, 0, 100, &[0x1010, 0x3020]);
+    }
+    b.sample(0, 0, 200, &[0x2010, 0x1050, 0x3020]);
+    b.sample(0, 0, 100, &[0x9000, 0x3020]);
+    b.p
+}
+
+#[test]
+fn test_hotspots_self_percentages_of_total_period() {
+    let p = sample_profile();
+    let h = run(&p, "self", &HotspotOptions::default());
+    assert_eq!(h.events[0].samples, 5);
+    assert_eq!(h.events[0].period, 600);
+    assert_eq!(h.rows.len(), 3);
+    let f1 = find(&h, "f1");
+    assert_eq!(f1.samples[0], 3);
+    assert!((f1.percent(0, &h.events) - 50.0).abs() < 1e-9);
+    assert_eq!(f1.keys[0].text, "prog");
+    assert_eq!(f1.keys[1].text, "//anon");
+    assert!((find(&h, "f2").percent(0, &h.events) - 100.0 / 3.0).abs() < 1e-9);
+    // Unknown addresses group by address and keep it.
+    assert_eq!(find(&h, "0x9000").samples[0], 1);
+    // Sorted by period.
+    assert_eq!(sym_of(&h.rows[0]), "f1");
+}
+
+#[test]
+fn test_hotspots_children_count_each_ancestor_once() {
+    let mut b = Builder::new(&["cpu-clock"]);
+    // Recursion: f1 → f1 → main; f1 must get the period once.
+    b.sample(0, 0, 10, &[0x1010, 0x1020, 0x3000]);
+    b.sample(0, 0, 30, &[0x2010, 0x3000]);
+    let opts = HotspotOptions {
+        children: true,
+        ..HotspotOptions::default()
+    };
+    let h = run(&b.p, "children", &opts);
+    let main = find(&h, "main");
+    assert_eq!(main.period[0], 0);
+    assert_eq!(main.children_period[0], 40);
+    assert!((main.children_percent(0, &h.events) - 100.0).abs() < 1e-9);
+    let f1 = find(&h, "f1");
+    assert_eq!(f1.children_period[0], 10);
+    assert_eq!(f1.children_samples[0], 1);
+    // Sorted by children period: main first.
+    assert_eq!(sym_of(&h.rows[0]), "main");
+}
+
+#[test]
+fn test_hotspots_unresolved_chain_frames_keyed_by_runtime_address() {
+    let mut b = Builder::new(&["cpu-clock"]);
+    b.sample(0, 0, 10, &[0x9000, 0x3000]);
+    let opts = HotspotOptions {
+        children: true,
+        ..HotspotOptions::default()
+    };
+    let h = run(&b.p, "unresolved", &opts);
+    // JIT maps are identity-mapped, so the sampled IP row and the chain row coincide.
+    let u = find(&h, "0x9000");
+    assert_eq!(u.period[0], 10);
+    assert_eq!(u.children_period[0], 10);
+    assert_eq!(h.rows.len(), 2);
+}
+
+#[test]
+fn test_hotspots_filters_keep_the_percentage_base() {
+    let mut p = sample_profile();
+    p.samples[0].comm = 1; // one f1 sample from "other"
+    let opts = HotspotOptions {
+        filters: Filters {
+            comms: vec!["prog".into()],
+            ..Filters::default()
+        },
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "filters", &opts);
+    assert!(h.rows.iter().all(|r| r.keys[0].text == "prog"));
+    let f1 = find(&h, "f1");
+    assert_eq!(f1.samples[0], 2);
+    assert!((f1.percent(0, &h.events) - 200.0 / 6.0).abs() < 1e-9);
+    let opts = HotspotOptions {
+        filters: Filters {
+            dsos: vec!["libnothing.so".into()],
+            ..Filters::default()
+        },
+        ..HotspotOptions::default()
+    };
+    assert!(run(&p, "filters2", &opts).rows.is_empty());
+}
+
+#[test]
+fn test_hotspots_percent_limit_and_top() {
+    let p = sample_profile();
+    let opts = HotspotOptions {
+        keys: vec![SortKey::Sym],
+        percent_limit: 20.0,
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "limit", &opts);
+    assert_eq!(h.rows.len(), 2);
+    assert_eq!(h.hidden_rows, 1);
+    let opts = HotspotOptions {
+        keys: vec![SortKey::Sym],
+        top: Some(1),
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "top", &opts);
+    assert_eq!(h.rows.len(), 1);
+    assert_eq!(sym_of(&h.rows[0]), "f1");
+}
+
+#[test]
+fn test_hotspots_one_column_per_event_and_event_selection() {
+    let mut b = Builder::new(&["cpu-clock", "page-faults"]);
+    b.sample(0, 0, 100, &[0x1000]);
+    b.sample(0, 0, 100, &[0x2000]);
+    b.sample(1, 0, 7, &[0x2000]);
+    let h = run(&b.p, "events", &HotspotOptions::default());
+    assert_eq!(h.events.len(), 2);
+    let f2 = find(&h, "f2");
+    assert_eq!(f2.samples, vec![1, 1]);
+    assert!((f2.percent(0, &h.events) - 50.0).abs() < 1e-9);
+    assert!((f2.percent(1, &h.events) - 100.0).abs() < 1e-9);
+    let opts = HotspotOptions {
+        events: vec!["page-faults".into()],
+        ..HotspotOptions::default()
+    };
+    let h = run(&b.p, "events2", &opts);
+    assert_eq!(h.events.len(), 1);
+    assert_eq!(h.rows.len(), 1);
+    let opts = HotspotOptions {
+        events: vec!["cycles".into()],
+        ..HotspotOptions::default()
+    };
+    let mut s = symbolizer("events3");
+    assert!(matches!(
+        hotspots(&b.p, &mut s, &opts, &mut |_, _| {}),
+        Err(AnalysisError::UnknownEvent { .. })
+    ));
+}
+
+#[test]
+fn test_hotspots_callee_and_caller_graphs() {
+    let p = sample_profile();
+    let opts = HotspotOptions {
+        keys: vec![SortKey::Sym],
+        call_graph: CallGraphMode::Callee,
+        call_graph_threshold: 0.0,
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "callee", &opts);
+    let f2 = find(&h, "f2");
+    let g = f2.call_graph[0].as_ref().unwrap();
+    assert_eq!(g.name, "f2");
+    assert_eq!(g.children.len(), 1);
+    assert_eq!(g.children[0].name, "f1");
+    assert_eq!(g.children[0].children[0].name, "main");
+    assert_eq!(g.children[0].children[0].period, 200);
+    let opts = HotspotOptions {
+        call_graph: CallGraphMode::Caller,
+        ..opts
+    };
+    let h = run(&p, "caller", &opts);
+    let g = find(&h, "f2").call_graph[0].clone().unwrap();
+    assert_eq!(g.children[0].name, "main");
+    assert_eq!(g.children[0].children[0].name, "f1");
+}
+
+#[test]
+fn test_hotspots_pid_cpu_and_ip_keys() {
+    let p = sample_profile();
+    let opts = HotspotOptions {
+        keys: vec![SortKey::Pid, SortKey::Cpu, SortKey::Ip],
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "keys", &opts);
+    let r = &h.rows[0];
+    assert_eq!(r.keys[0].number, Some(i64::from(PID)));
+    assert_eq!(r.keys[1].number, Some(0));
+    // Three f1 samples at the same address share a row.
+    assert_eq!(r.samples[0], 3);
+    assert_eq!(r.keys[2].text, "0x1010");
+    assert_eq!(r.keys[2].dso.as_deref(), Some("//anon"));
+}
+
+#[test]
+fn test_sort_key_parse_list() {
+    assert_eq!(
+        SortKey::parse_list("comm, dso,symbol").unwrap(),
+        vec![SortKey::Comm, SortKey::Dso, SortKey::Sym]
+    );
+    assert!(matches!(
+        SortKey::parse_list("comm,bogus"),
+        Err(AnalysisError::UnknownSortKey(k)) if k == "bogus"
+    ));
+}

@@ -406,10 +406,11 @@ impl Symbolizer {
 
     fn jit_table(&mut self, profile: &Profile, dso: DsoId, pid: i32) -> Option<u32> {
         // A DSO named after its map file carries the pid; otherwise use the sample's.
-        let pid = profile
-            .dsos
-            .get(dso as usize)
-            .and_then(|d| {
+        let d = profile.dsos.get(dso as usize);
+        let pid = d
+            .and_then(|d| d.pid)
+            .or_else(|| {
+                let d = d?;
                 d.short_name
                     .strip_prefix("perf-")?
                     .strip_suffix(".map")?
@@ -438,6 +439,14 @@ impl Symbolizer {
     ) -> Vec<PathBuf> {
         let root = &self.opts.debug_root;
         let mut c = Vec::new();
+        // perf's build-id cache comes first, as in perf's own lookup order.
+        if let (Some(cache), Some(b)) = (&self.opts.buildid_cache, build_id.filter(|b| b.len() > 1))
+        {
+            let h = hex(b);
+            let dir = cache.join(".build-id").join(&h[..2]).join(&h[2..]);
+            c.push(dir.join("elf"));
+            c.push(dir.join("debug"));
+        }
         if let Some(b) = build_id.filter(|b| b.len() > 1) {
             let h = hex(b);
             c.push(
