@@ -56,16 +56,18 @@ struct Builder {
 
 impl Builder {
     fn new(events: &[&str]) -> Builder {
-        let mut p = Profile::default();
-        p.events = events.iter().map(|e| event(e)).collect();
-        p.strings = vec!["prog".into(), "other".into()];
-        p.dsos = vec![Dso {
-            path: "//anon".into(),
-            short_name: "//anon".into(),
-            build_id: None,
-            kind: DsoKind::Anonymous,
-            pid: Some(PID),
-        }];
+        let p = Profile {
+            events: events.iter().map(|e| event(e)).collect(),
+            strings: vec!["prog".into(), "other".into()],
+            dsos: vec![Dso {
+                path: "//anon".into(),
+                short_name: "//anon".into(),
+                build_id: None,
+                kind: DsoKind::Anonymous,
+                pid: Some(PID),
+            }],
+            ..Profile::default()
+        };
         Builder { p }
     }
 
