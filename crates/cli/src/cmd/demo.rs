@@ -40,7 +40,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&source, MATMUL_C).with_context(|| format!("writing {}", source.display()))?;
 
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    eprintln!("culprit demo: building {} with {cc} -O1 -g", source.display());
+    eprintln!(
+        "culprit demo: building {} with {cc} -O1 -g",
+        source.display()
+    );
     let status = Command::new(&cc)
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&binary)
@@ -80,7 +83,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     if !status.success() {
         bail!("culprit record failed ({status})");
     }
-    eprintln!("culprit demo: culprit report -i {} --sort comm,dso,sym --top 15", data.display());
+    eprintln!(
+        "culprit demo: culprit report -i {} --sort comm,dso,sym --top 15",
+        data.display()
+    );
     let status = Command::new(&me)
         .args(["report", "-i"])
         .arg(&data)

@@ -15,7 +15,10 @@ pub fn culprit() -> Command {
 
 /// Repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// A fresh scratch directory under target/test-tmp/NAME (emptied first).
@@ -91,7 +94,11 @@ fn skip(test: &str, why: &str) -> bool {
     eprintln!("SKIPPED {test}: {why}");
     if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
             let _ = writeln!(f, "{test}: {why}");
         }
     }
