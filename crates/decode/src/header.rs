@@ -230,16 +230,18 @@ pub(crate) struct Features {
 
 /// Finds the feature sections of a file-mode header: a table of `{offset, size}` pairs right
 /// after the data section, one per set feature bit, in bit order.
-pub(crate) fn file_feature_sections(data: &[u8], h: &FileHeader) -> Vec<(u32, Section)> {
+/// Also says whether the table was complete.
+pub(crate) fn file_feature_sections(data: &[u8], h: &FileHeader) -> (Vec<(u32, Section)>, bool) {
     let mut out = Vec::new();
-    let Some(table) = h.data.offset.checked_add(h.data.size) else {
-        return out;
-    };
-    let Ok(table) = usize::try_from(table) else {
-        return out;
-    };
-    let Some(rest) = data.get(table..) else {
-        return out;
+    let wanted = h.features.iter().map(|w| w.count_ones()).sum::<u32>();
+    let rest = h
+        .data
+        .offset
+        .checked_add(h.data.size)
+        .and_then(|t| usize::try_from(t).ok())
+        .and_then(|t| data.get(t..));
+    let Some(rest) = rest else {
+        return (out, wanted == 0);
     };
     let mut c = Cur::new(rest, h.big_endian);
     for bit in 0..256u32 {
@@ -252,7 +254,8 @@ pub(crate) fn file_feature_sections(data: &[u8], h: &FileHeader) -> Vec<(u32, Se
             None => break,
         }
     }
-    out
+    let complete = out.len() as u32 == wanted;
+    (out, complete)
 }
 
 /// Parses one feature section's bytes into `f`. Unknown features are ignored.

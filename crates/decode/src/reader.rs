@@ -1126,13 +1126,29 @@ pub(crate) fn read(
         let h = header::parse_file_header(data, be).map_err(herr)?;
         let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
         r.set_attrs(attrs);
-        for (id, sec) in header::file_feature_sections(data, &h) {
+        let (sections, table_complete) = header::file_feature_sections(data, &h);
+        let table_at = h.data.offset.saturating_add(h.data.size);
+        let mut feature_stop = (!table_complete).then(|| ReadStop {
+            offset: table_at,
+            record_type: None,
+            reason: "file truncated in the feature section table".into(),
+            records_read: 0,
+        });
+        for (id, sec) in sections {
             match sec.slice(data) {
                 Some(b) => header::parse_feature(&mut r.features, id, b, be),
-                None => r.features.warnings.push(format!(
-                    "feature section {id} ({} bytes at offset {}) lies outside the file",
-                    sec.size, sec.offset
-                )),
+                None => {
+                    r.features.warnings.push(format!(
+                        "feature section {id} ({} bytes at offset {}) lies outside the file",
+                        sec.size, sec.offset
+                    ));
+                    feature_stop.get_or_insert(ReadStop {
+                        offset: sec.offset.min(data.len() as u64),
+                        record_type: None,
+                        reason: format!("file truncated in feature section {id}"),
+                        records_read: 0,
+                    });
+                }
             }
         }
         r.build_events();
@@ -1157,7 +1173,7 @@ pub(crate) fn read(
                 .unwrap_or(usize::MAX)
                 .min(data.len())
         };
-        stopped = r.frame(start, end, false).or_else(|| {
+        let data_stop = r.frame(start, end, false).or_else(|| {
             (h.data.size != 0 && declared_end > data.len() as u64).then(|| ReadStop {
                 offset: data.len() as u64,
                 record_type: None,
@@ -1167,6 +1183,12 @@ pub(crate) fn read(
                 records_read: r.p.meta.records,
             })
         });
+        // Data complete but the header facts after it cut off: still a truncated file.
+        let records = r.p.meta.records;
+        stopped = data_stop.or(feature_stop.map(|s| ReadStop {
+            records_read: records,
+            ..s
+        }));
     }
     if r.p.events.is_empty() {
         r.build_events();

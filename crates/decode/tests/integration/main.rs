@@ -3,3 +3,5 @@
 
 mod common;
 mod fixtures;
+mod ibs;
+mod truncation;
