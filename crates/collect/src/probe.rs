@@ -223,23 +223,7 @@ pub fn describe_errno(errno: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::AsRawFd;
-
-    /// The machine-wide PMU test lock (flock on target/pmu-test.lock, shared with the CLI
-    /// tests) so hardware counters are not contended while we count them.
-    fn pmu_lock() -> std::fs::File {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("pmu-test.lock"))
-            .unwrap();
-        // SAFETY: flock on a descriptor we own.
-        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
-        file
-    }
+    use crate::sysfs::testutil::pmu_lock;
 
     #[test]
     fn test_software_event_opens_and_counts() {

@@ -627,3 +627,128 @@ fn test_parse_event_on_this_system_software() {
     let list = parse_event_list("task-clock,page-faults").unwrap();
     assert_eq!(list.len(), 2);
 }
+
+/// The first `perf_event_attr:` block `perf stat -vv` prints for `event`, as field → value
+/// (perf omits zero fields). `None` when perf printed no attr (it rejected the event).
+fn perf_attr(event: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let out = std::process::Command::new("perf")
+        .args(["stat", "-vv", "-e", event, "true"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("perf_event_attr:"));
+    lines.next()?;
+    let mut fields = std::collections::BTreeMap::new();
+    for line in lines.take_while(|l| !l.starts_with("----")) {
+        let mut parts = line.split_whitespace();
+        if let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+            fields.insert(k.to_string(), v.to_string());
+        }
+    }
+    Some(fields)
+}
+
+fn perf_field(fields: &std::collections::BTreeMap<String, String>, key: &str) -> u64 {
+    fields.get(key).map_or(0, |v| {
+        v.strip_prefix("0x")
+            .map(|h| u64::from_str_radix(h, 16).unwrap())
+            .unwrap_or_else(|| v.parse().unwrap())
+    })
+}
+
+/// Our parser and perf's agree on type, config, exclude bits and precise_ip, for events that
+/// parse on any x86 Linux machine (and sysfs aliases of PMUs present here).
+#[test]
+fn test_parse_event_matches_perf() {
+    let have_perf = std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_perf {
+        assert!(
+            std::env::var("CI").is_err(),
+            "perf is not installed, but .ci/run installs it"
+        );
+        eprintln!("SKIPPED test_parse_event_matches_perf: perf is not installed");
+        return;
+    }
+    let _lock = crate::sysfs::testutil::pmu_lock();
+    let mut events: Vec<&str> = vec![
+        "cpu-clock",
+        "task-clock:u",
+        "page-faults:k",
+        "cs",
+        "migrations:uk",
+        "minor-faults",
+        "major-faults:h",
+        "alignment-faults",
+        "emulation-faults",
+        "dummy",
+        "cpu-clock:pp",
+        "cycles",
+        "cpu-cycles:u",
+        "instructions:k",
+        "branches",
+        "branch-misses",
+        "cache-references",
+        "stalled-cycles-frontend",
+        "idle-cycles-backend",
+        "ref-cycles",
+        "L1-dcache-load-misses",
+        "L1-dcache-stores:u",
+        "l1d-read-miss",
+        "L1-icache-loads",
+        "LLC-prefetch-misses",
+        "dTLB-loads",
+        "iTLB-load-misses",
+        "branch-loads",
+        "node-stores",
+        "r1a0",
+        "r76:u",
+    ];
+    let sysfs = Sysfs::system();
+    if sysfs.has_pmu("msr") {
+        events.extend(["msr/tsc/", "msr/event=0x4/"]);
+    }
+    if sysfs.has_pmu("cpu") {
+        events.extend(["cpu/event=0xc0/", "cpu/instructions/"]);
+    }
+    let parser = EventParser::system();
+    let mut compared = 0;
+    for ev in events {
+        let ours = parser
+            .parse_event(ev)
+            .unwrap_or_else(|e| panic!("{ev}: {e}"));
+        let Some(theirs) = perf_attr(ev) else {
+            panic!("perf printed no perf_event_attr for {ev}");
+        };
+        let got = (
+            u64::from(ours.attr_type),
+            ours.config,
+            ours.config1,
+            u64::from(ours.precise_ip),
+        );
+        let want = (
+            perf_field(&theirs, "type"),
+            perf_field(&theirs, "config"),
+            perf_field(&theirs, "config1"),
+            perf_field(&theirs, "precise_ip"),
+        );
+        assert_eq!(got, want, "{ev}: ours {ours:?}, perf {theirs:?}");
+        // perf may exclude the kernel on its own (paranoid, non-root): compare the
+        // privilege bits only where a modifier chose them.
+        if ev.contains(':') {
+            let got = (ours.exclude_user, ours.exclude_kernel, ours.exclude_hv);
+            let want = (
+                perf_field(&theirs, "exclude_user") == 1,
+                perf_field(&theirs, "exclude_kernel") == 1,
+                perf_field(&theirs, "exclude_hv") == 1,
+            );
+            assert_eq!(got, want, "{ev}: exclude bits, perf {theirs:?}");
+        }
+        compared += 1;
+    }
+    assert!(compared >= 31);
+}
