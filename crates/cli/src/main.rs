@@ -24,6 +24,14 @@ enum Command {
     Record(cmd::record::RecordArgs),
     /// Hotspot report from a perf.data file (culprit's or perf's).
     Report(cmd::report::ReportArgs),
+    /// Count events (perf stat), with Top-Down bottleneck analysis (--topdown).
+    Stat(cmd::stat::StatArgs),
+    /// Per-instruction annotated disassembly, one column per event, with skid estimates.
+    Annotate(cmd::annotate::AnnotateArgs),
+    /// One line (or JSON object) per sample, with decoded IBS/PEBS fields.
+    Script(cmd::script::ScriptArgs),
+    /// IBS fetch/op/data-centric reports from a perf.data file.
+    Ibs(cmd::ibs::IbsArgs),
     /// What this machine can measure: PMUs, events, capabilities.
     List(cmd::list::ListArgs),
     /// Build the shipped example workload, record it with several events and report it.
@@ -35,6 +43,10 @@ fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Record(args) => cmd::record::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Stat(args) => cmd::stat::run(args),
+        Command::Annotate(args) => cmd::annotate::run(args),
+        Command::Script(args) => cmd::script::run(args),
+        Command::Ibs(args) => cmd::ibs::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
     }

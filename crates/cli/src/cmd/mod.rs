@@ -1,6 +1,10 @@
 //! One module per verb; each has an `XxxArgs` (clap) and `run(args) -> Result<ExitCode>`.
 
+pub mod annotate;
 pub mod demo;
+pub mod ibs;
 pub mod list;
 pub mod record;
 pub mod report;
+pub mod script;
+pub mod stat;
