@@ -34,6 +34,7 @@ fn test_list_json_top_level_structure() {
         "hardware_pmu",
         "perf_event_paranoid",
         "perf_event_max_sample_rate",
+        "nmi_watchdog",
         "capabilities",
         "pmus",
         "events",
@@ -70,6 +71,9 @@ fn test_list_json_sysctls_match_proc() {
         .parse()
         .unwrap();
     assert_eq!(v["perf_event_max_sample_rate"].as_u64(), Some(rate));
+    if let Ok(w) = std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog") {
+        assert_eq!(v["nmi_watchdog"].as_bool(), Some(w.trim() != "0"));
+    }
 }
 
 #[test]

@@ -201,6 +201,12 @@ pub fn perf_event_max_sample_rate() -> Option<u64> {
     read_sysctl("perf_event_max_sample_rate")
 }
 
+/// Whether the NMI watchdog is on (`/proc/sys/kernel/nmi_watchdog`); on x86 it holds one
+/// general-purpose counter.
+pub fn nmi_watchdog() -> Option<bool> {
+    read_sysctl::<u32>("nmi_watchdog").map(|v| v != 0)
+}
+
 /// The symbolic name of an errno from perf_event_open, with what it usually means there.
 pub fn describe_errno(errno: i32) -> String {
     let what = match errno {

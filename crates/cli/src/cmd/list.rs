@@ -49,6 +49,8 @@ struct Listing {
     hardware_pmu: bool,
     perf_event_paranoid: Option<i32>,
     perf_event_max_sample_rate: Option<u64>,
+    /// `/proc/sys/kernel/nmi_watchdog` != 0 (it holds one counter on x86).
+    nmi_watchdog: Option<bool>,
     capabilities: Capabilities,
     pmus: Vec<PmuOut>,
     events: Vec<EventOut>,
@@ -323,6 +325,7 @@ fn collect(args: &ListArgs) -> Listing {
         hardware_pmu,
         perf_event_paranoid: paranoid,
         perf_event_max_sample_rate: probe::perf_event_max_sample_rate(),
+        nmi_watchdog: probe::nmi_watchdog(),
         capabilities,
         pmus: pmus_out,
         events,
@@ -382,6 +385,9 @@ fn notes(l: &Listing, parser: &EventParser) -> Vec<String> {
             l.capabilities.counters.usable
         ));
     }
+    if l.hardware_pmu && l.nmi_watchdog == Some(true) {
+        notes.push("The NMI watchdog is on and holds one general-purpose counter; `sudo sysctl kernel.nmi_watchdog=0` frees it.".to_string());
+    }
     if let Some(p) = l.perf_event_paranoid {
         if p >= 2 {
             notes.push(format!(
@@ -427,6 +433,16 @@ fn render_text(l: &Listing, out: &mut impl Write) -> std::io::Result<()> {
         "  {:<W$}{}",
         "perf_event_paranoid",
         opt(l.perf_event_paranoid.map(|v| v.to_string()))
+    )?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "NMI watchdog",
+        opt(l.nmi_watchdog.map(|v| if v {
+            "on".to_string()
+        } else {
+            "off".to_string()
+        }))
     )?;
     writeln!(
         out,

@@ -752,3 +752,61 @@ fn test_parse_event_matches_perf() {
     }
     assert!(compared >= 31);
 }
+
+/// Like the CLI tests' `require_hardware_pmu`: skips loudly without a usable hardware PMU,
+/// fails instead when `CULPRIT_REQUIRE_PMU=1`.
+fn require_hardware_pmu(test: &str) -> bool {
+    if crate::probe::hardware_pmu_available() {
+        return true;
+    }
+    if std::env::var("CULPRIT_REQUIRE_PMU").as_deref() == Ok("1") {
+        panic!("{test}: no usable hardware PMU, but CULPRIT_REQUIRE_PMU=1 says it must be there");
+    }
+    eprintln!("SKIPPED {test}: no usable hardware PMU on this machine");
+    if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{test}: no usable hardware PMU on this machine");
+        }
+    }
+    false
+}
+
+/// Parsed hardware events really count: generic, raw and (on AMD Zen 4/5) catalog and
+/// sysfs-format spellings of "retired instructions" all count a busy loop.
+#[test]
+fn test_parsed_hardware_events_count() {
+    if !require_hardware_pmu("test_parsed_hardware_events_count") {
+        return;
+    }
+    let _lock = crate::sysfs::testutil::pmu_lock();
+    let parser = EventParser::system();
+    let mut events = vec!["instructions:u", "cycles:u", "branches:u"];
+    let cpu = crate::sysfs::cpu_identity();
+    let zen = cpu
+        .as_ref()
+        .and_then(|c| catalog::generation(c.family, c.model))
+        .is_some();
+    if zen {
+        events.extend([
+            "ex_ret_instr:u",
+            "ls_not_halted_cyc:u",
+            "ex_ret_brn:u",
+            "r0c0:u",
+            "cpu/event=0xc0/u",
+            "de_src_op_disp.all:u",
+        ]);
+    }
+    for ev in events {
+        let spec = parser
+            .parse_event(ev)
+            .unwrap_or_else(|e| panic!("{ev}: {e}"));
+        let count = crate::probe::count_event(&spec)
+            .unwrap_or_else(|e| panic!("{ev}: {}", crate::probe::describe_errno(e)));
+        assert!(count > 0, "{ev} counted 0");
+    }
+}
