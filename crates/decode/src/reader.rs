@@ -547,6 +547,8 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         self.attrs.push(attr);
         self.refresh_attrs();
+        // Samples may be delivered before the stream ends: their events must exist.
+        self.build_events();
     }
 
     /// PERF_RECORD_EVENT_UPDATE (pipe mode): type NAME (2) carries an event's name.

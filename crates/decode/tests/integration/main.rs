@@ -4,4 +4,5 @@
 mod common;
 mod fixtures;
 mod ibs;
+mod live;
 mod truncation;
