@@ -1,8 +1,10 @@
 //! A built-in catalog of named AMD Zen 4 / Zen 5 core events, so that `-e ex_ret_ops` works
 //! without perf's JSON tables.
 //!
-//! Sources: `/work/shared/reference/topdown.md` sections 0-1 (which read Linux
-//! `tools/perf/pmu-events/arch/x86/amdzen{4,5}/*.json`) for codes and unit masks.
+//! Sources (facts only: names, codes, unit masks): the project's Top-Down reference notes
+//! (sections 0-1, from Linux `tools/perf/pmu-events/arch/x86/amdzen{4,5}/*.json`), and those
+//! JSON files themselves for the Zen 4 / Zen 5 differences (`ls_mab_alloc.*`,
+//! `l2_request_g1.*`). Entries marked Zen 4 only were checked against the Zen 4 tables alone.
 //!
 //! Encoding (AMD core PMC, `PERF_TYPE_RAW`): the 12-bit event code is split, bits 0-7 go to
 //! config bits 0-7 and bits 8-11 to config bits 32-35; `umask` is config 8-15, `edge` bit 18,
@@ -475,7 +477,28 @@ pub const CATALOG: &[CatalogEvent] = &[
         B,
         "instruction fetches missing both the L1 ITLB and the L2 TLB (page walks)",
     ),
-    // L2 cache.
+    // L2 cache. Group-1 request unit masks differ between Zen 4 and Zen 5.
+    ev(
+        "l2_request_g1.all",
+        0x60,
+        0xFF,
+        Z4,
+        "L2 requests (group 1), all",
+    ),
+    ev(
+        "l2_request_g1.all_no_prefetch",
+        0x60,
+        0xF9,
+        Z4,
+        "L2 requests (group 1) except prefetches",
+    ),
+    ev(
+        "l2_request_g1.all_dc",
+        0x60,
+        0xE8,
+        Z4,
+        "L2 requests (group 1) from the data cache",
+    ),
     ev(
         "l2_request_g1.all",
         0x60,
@@ -522,22 +545,131 @@ pub const CATALOG: &[CatalogEvent] = &[
         "l2_pf_hit_l2.all",
         0x70,
         0xFF,
-        Z5,
+        B,
         "L2 prefetches that hit the L2",
     ),
     ev(
         "l2_pf_miss_l2_hit_l3.all",
         0x71,
         0xFF,
-        Z5,
+        B,
         "L2 prefetches that missed the L2 and hit L3",
     ),
     ev(
         "l2_pf_miss_l2_l3.all",
         0x72,
         0xFF,
-        Z5,
+        B,
         "L2 prefetches that missed the L2 and L3",
+    ),
+    // More retirement, branch and TLB detail.
+    ev(
+        "ex_ret_brn_tkn_misp",
+        0xC5,
+        0,
+        Z4,
+        "retired taken branch instructions mispredicted",
+    ),
+    ev("ex_ret_near_ret", 0xC8, 0, Z4, "retired near returns"),
+    ev(
+        "ex_ret_near_ret_mispred",
+        0xC9,
+        0,
+        Z4,
+        "retired near returns mispredicted",
+    ),
+    ev(
+        "ex_ret_brn_ind_misp",
+        0xCA,
+        0,
+        Z4,
+        "retired indirect branches mispredicted",
+    ),
+    ev(
+        "ex_ret_ind_brch_instr",
+        0xCC,
+        0,
+        Z4,
+        "retired indirect branch instructions",
+    ),
+    ev(
+        "ex_no_retire.empty",
+        0xD6,
+        0x01,
+        Z4,
+        "cycles with no retirement because the retire queue had no valid ops",
+    ),
+    ev("ex_div_busy", 0xD3, 0, Z4, "cycles the divider is busy"),
+    ev("ex_div_count", 0xD4, 0, Z4, "divide ops executed"),
+    ev(
+        "l2_cache_req_stat.dc_hit_in_l2",
+        0x64,
+        0xF0,
+        Z4,
+        "data cache requests that hit the L2",
+    ),
+    ev(
+        "l2_cache_req_stat.dc_access_in_l2",
+        0x64,
+        0xF8,
+        Z4,
+        "data cache requests to the L2",
+    ),
+    ev(
+        "l2_cache_req_stat.all",
+        0x64,
+        0xFF,
+        Z4,
+        "instruction and data cache requests to the L2",
+    ),
+    ev(
+        "bp_l1_tlb_miss_l2_tlb_miss.all",
+        0x85,
+        0x0F,
+        Z5,
+        "instruction fetches missing both the L1 ITLB and the L2 TLB, all page sizes",
+    ),
+    ev(
+        "bp_redirects.ex_redir",
+        0x9F,
+        0x02,
+        Z5,
+        "branch predictor redirects caused by mispredicts",
+    ),
+    ev(
+        "bp_redirects.all",
+        0x9F,
+        0,
+        Z5,
+        "branch predictor redirects",
+    ),
+    ev(
+        "ic_cache_fill_l2",
+        0x82,
+        0,
+        B,
+        "instruction cache lines filled from the L2",
+    ),
+    ev(
+        "ic_cache_fill_sys",
+        0x83,
+        0,
+        B,
+        "instruction cache lines filled from memory or another cache",
+    ),
+    ev(
+        "ic_tag_hit_miss.instruction_cache_hit",
+        0x18E,
+        0x07,
+        B,
+        "instruction cache hits",
+    ),
+    ev(
+        "op_cache_hit_miss.op_cache_hit",
+        0x28F,
+        0x03,
+        B,
+        "op cache hits",
     ),
     // Instruction cache and op cache.
     ev(
