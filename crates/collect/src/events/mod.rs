@@ -238,7 +238,7 @@ pub fn cpu_clock() -> EventSpec {
 }
 
 /// Names a user can write, for suggestions and listings: generic, software, cache and catalog
-/// names plus `pmu/alias/` for every sysfs alias.
+/// names plus `pmu/alias/` and the bare alias for every sysfs alias.
 pub fn known_names(sysfs: &Sysfs, cpu: Option<&CpuIdentity>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for e in generic::HARDWARE.iter().chain(generic::SOFTWARE) {
@@ -253,11 +253,11 @@ pub fn known_names(sysfs: &Sysfs, cpu: Option<&CpuIdentity>) -> Vec<String> {
             .map(|e| e.name.to_string()),
     );
     for pmu in sysfs.pmus() {
-        names.extend(
-            pmu.events
-                .iter()
-                .map(|a| format!("{}/{}/", pmu.name, a.name)),
-        );
+        for a in &pmu.events {
+            // Both spellings: `msr/tsc/` and the bare `tsc` (accepted when unambiguous).
+            names.push(format!("{}/{}/", pmu.name, a.name));
+            names.push(a.name.clone());
+        }
     }
     names.sort();
     names.dedup();

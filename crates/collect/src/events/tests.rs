@@ -407,6 +407,12 @@ fn test_parse_event_unknown_event_suggestions() {
         }
         other => panic!("{other:?}"),
     }
+    match p.parse_event("smii").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert!(suggestions.contains(&"smi".to_string()), "{suggestions:?}");
+        }
+        other => panic!("{other:?}"),
+    }
     match p.parse_event("ex_ret_brn_misq").unwrap_err() {
         EventError::UnknownEvent { suggestions, .. } => {
             assert_eq!(suggestions[0], "ex_ret_brn_misp");
