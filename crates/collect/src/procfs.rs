@@ -171,15 +171,30 @@ pub fn maps(pid: i32) -> Vec<MapEntry> {
         .unwrap_or_default()
 }
 
-/// The kernel text range as perf synthesizes it: `(start of _text, end)`, where end is
-/// `_etext` (or the end of the address space when it is missing). `None` when kallsyms
-/// hides addresses (kptr_restrict) or is unreadable.
+/// The kernel text range for the synthesized kernel MMAP: `(address of _text, end)`.
+/// `None` when kallsyms hides addresses (kptr_restrict) or is unreadable.
+///
+/// Only the head of /proc/kallsyms is read (`_text` is among its first lines; reading the
+/// whole file to reach `_etext` costs ~90 ms of kernel time), so the end is the end of the
+/// address space, as perf writes when it does not know the kernel map's end.
 pub fn kernel_text_range() -> Option<(u64, u64)> {
-    let s = fs::read_to_string("/proc/kallsyms").ok()?;
-    parse_kallsyms_text(&s)
+    use std::io::BufRead;
+    let f = fs::File::open("/proc/kallsyms").ok()?;
+    let mut head = String::new();
+    for line in std::io::BufReader::new(f).lines().take(4096) {
+        let line = line.ok()?;
+        let is_text = line.ends_with(" _text");
+        head.push_str(&line);
+        head.push('\n');
+        if is_text {
+            break;
+        }
+    }
+    parse_kallsyms_text(&head)
 }
 
-/// The `_text`/`_etext` range from kallsyms text (see [`kernel_text_range`]).
+/// The `_text`/`_etext` range from kallsyms text; the end is `u64::MAX` when `_etext` is not
+/// in `s`.
 pub fn parse_kallsyms_text(s: &str) -> Option<(u64, u64)> {
     let mut text = None;
     let mut etext = None;

@@ -165,6 +165,10 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
     }
     if first {
         flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+        if matches!(opts.call_graph, CallGraph::Dwarf(_)) {
+            // As perf: DWARF unwinders look up the stack and data mappings too.
+            flags |= flag::MMAP_DATA;
+        }
     }
     let period = match rate {
         SampleRate::Period(p) => p,
@@ -881,8 +885,11 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
     );
 }
 
-/// COMM for every thread and MMAP2 for every executable mapping of a running process.
+/// COMM for every thread and MMAP2 for every executable mapping (every mapping with
+/// `mmap_data`) of a running process.
 fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
+    // With mmap_data (dwarf call graphs) the data mappings matter too, as for perf.
+    let data = attr.flags & flag::MMAP_DATA != 0;
     let tids = procfs::threads(pid);
     if tids.is_empty() {
         return;
@@ -907,7 +914,7 @@ fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
         id,
         cpu: 0,
     };
-    for m in procfs::maps(pid).iter().filter(|m| m.is_exec()) {
+    for m in procfs::maps(pid).iter().filter(|m| data || m.is_exec()) {
         let name = if m.path.is_empty() {
             "//anon"
         } else {

@@ -64,6 +64,8 @@ pub mod flag {
     pub const TASK: u64 = 1 << 13;
     /// Shift of the two-bit precise_ip field.
     pub const PRECISE_IP_SHIFT: u32 = 15;
+    /// Emit MMAP records for data (non-executable) mappings too.
+    pub const MMAP_DATA: u64 = 1 << 17;
     /// Append the sample id to non-sample records.
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
     /// Don't count in guests.

@@ -1,0 +1,820 @@
+//! Integration tests of `culprit record`: record the project's workloads, then read the file
+//! with perf (report/script/evlist/annotate must print no warning) and with culprit's own
+//! reader; attach (-p), system-wide (-a), Ctrl-C, crashing targets, and the error messages.
+//!
+//! Every test that opens perf events takes `common::pmu_lock()`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Units of workloads/shares (about 10 ms each).
+const SHARES_UNITS: &str = "30";
+
+/// A private copy of the culprit binary. Other developers' builds relink
+/// target/debug/culprit while these tests run (spawning it then fails with ENOENT for a
+/// moment), so the tests copy it once, check that the copy runs, and use the copy.
+fn culprit() -> Command {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_BIN_EXE_culprit"));
+        let dir = common::repo_root().join("target/test-tmp/record-bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let dst = dir.join(format!("culprit.{}", std::process::id()));
+        let start = Instant::now();
+        loop {
+            let copied = std::fs::copy(src, &dst).is_ok();
+            if copied
+                && Command::new(&dst)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            {
+                return dst;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "cannot copy a working {}",
+                src.display()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    Command::new(bin)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs `culprit record --format json ARGS` and returns (summary, output).
+fn record_json(args: &[&str]) -> (Value, Output) {
+    let out = common::run_ok(
+        culprit()
+            .arg("record")
+            .arg("--format")
+            .arg("json")
+            .args(args),
+    );
+    let text = stdout(&out);
+    let line = text.lines().last().unwrap_or_default();
+    let v: Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("summary is not JSON ({e}): {text}"));
+    (v, out)
+}
+
+fn perf(args: &[&str]) -> Output {
+    Command::new("perf")
+        .args(args)
+        .env("PAGER", "cat")
+        .env("PERF_PAGER", "cat")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run perf")
+}
+
+/// Runs perf report/script/evlist (and annotate of `annotate_sym`) on `file`, asserting
+/// success and an empty stderr; returns perf script's output.
+fn perf_reads_cleanly(file: &Path, annotate_sym: Option<&str>) -> String {
+    let f = file.to_str().unwrap();
+    let mut cmds: Vec<Vec<&str>> = vec![
+        vec!["report", "-i", f, "--stdio"],
+        vec!["evlist", "-i", f],
+        vec!["script", "-i", f],
+    ];
+    if let Some(sym) = annotate_sym {
+        cmds.push(vec!["annotate", "-i", f, "--stdio", sym]);
+    }
+    let mut script = String::new();
+    for c in cmds {
+        let o = perf(&c);
+        assert!(o.status.success(), "perf {c:?} failed: {}", stderr(&o));
+        assert!(
+            stderr(&o).trim().is_empty(),
+            "perf {c:?} warned on {f}:\n{}",
+            stderr(&o)
+        );
+        if c[0] == "script" {
+            script = stdout(&o);
+        }
+        if c[0] == "annotate" {
+            assert!(
+                stdout(&o).contains("Percent"),
+                "perf annotate printed no annotation:\n{}",
+                stdout(&o)
+            );
+        }
+    }
+    script
+}
+
+/// Function-level percentages (`--sort sym`) from perf report.
+fn perf_report_percent(file: &Path, sym: &str) -> f64 {
+    let o = perf(&[
+        "report",
+        "-i",
+        file.to_str().unwrap(),
+        "--stdio",
+        "--sort",
+        "sym",
+        "--percent-limit",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.trim_end().ends_with(&format!("] {sym}")))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|p| p.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no {sym} in perf report of {}:\n{text}", file.display()))
+}
+
+fn samples_of(v: &Value) -> u64 {
+    v["samples"].as_u64().expect("samples")
+}
+
+fn event_samples(v: &Value, name: &str) -> u64 {
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no event {name} in {v}"))["samples"]
+        .as_u64()
+        .unwrap()
+}
+
+/// culprit's own reader: the sample count matches the recorder's summary, no warnings.
+fn decode_checks(file: &Path, v: &Value) -> culprit_decode::Profile {
+    let p = culprit_decode::read_file(file)
+        .unwrap_or_else(|e| panic!("culprit_decode cannot read {}: {e}", file.display()));
+    assert!(p.stopped.is_none(), "reader stopped early: {:?}", p.stopped);
+    assert!(p.warnings.is_empty(), "reader warnings: {:?}", p.warnings);
+    assert_eq!(
+        p.samples.len() as u64,
+        samples_of(v),
+        "reader vs recorder sample count"
+    );
+    for (i, e) in v["events"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(p.events[i].name, e["name"].as_str().unwrap());
+        assert_eq!(p.events[i].samples, e["samples"].as_u64().unwrap());
+    }
+    p
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn test_record_cpu_clock_shares_read_by_perf_and_culprit() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-cpu-clock");
+    let shares = common::workload("shares");
+    let data = dir.join("c.data");
+    let (v, out) = record_json(&[
+        "-e",
+        "cpu-clock",
+        "-F",
+        "4000",
+        "-o",
+        path_str(&data),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    assert!(
+        stdout(&out).contains("sink = "),
+        "the workload's own output goes through"
+    );
+    assert_eq!(v["exit_code"], 0);
+    let n = samples_of(&v);
+    assert!(n > 200, "only {n} samples");
+    assert_eq!(v["lost_samples"], 0);
+    assert_eq!(
+        v["file_size"].as_u64().unwrap(),
+        std::fs::metadata(&data).unwrap().len()
+    );
+    let p = decode_checks(&data, &v);
+    assert_eq!(p.events[0].name, "cpu-clock");
+    if !common::require_perf("test_record_cpu_clock_shares_read_by_perf_and_culprit") {
+        return;
+    }
+    let script = perf_reads_cleanly(&data, Some("heavy"));
+    let lines = script.lines().filter(|l| l.contains("cpu-clock:")).count() as u64;
+    assert_eq!(lines, n, "perf script shows every sample");
+    assert!(
+        script.contains("heavy+0x"),
+        "samples resolve to the workload's symbols"
+    );
+    // HEADER_BUILD_ID has the workload and the feature header says what perf needs.
+    let ids = perf(&["buildid-list", "-i", path_str(&data)]);
+    assert!(stdout(&ids).contains(path_str(&shares)), "{}", stdout(&ids));
+    let hdr = perf(&["report", "-i", path_str(&data), "--header-only"]);
+    let hdr = stdout(&hdr);
+    for want in [
+        "# hostname :",
+        "# os release :",
+        "# arch :",
+        "# nrcpus online :",
+        "# cpuid :",
+        "# total memory :",
+        "# cmdline :",
+        "name = cpu-clock",
+        "# pmu mappings:",
+        "# time of first sample",
+    ] {
+        assert!(hdr.contains(want), "header lacks `{want}`:\n{hdr}");
+    }
+}
+
+#[test]
+fn test_record_shares_percentages_match_perf_record() {
+    let _lock = common::pmu_lock();
+    if !common::require_perf("test_record_shares_percentages_match_perf_record") {
+        return;
+    }
+    let dir = common::scratch("record-shares-vs-perf");
+    let shares = common::workload("shares");
+    let ours = dir.join("culprit.data");
+    let theirs = dir.join("perf.data");
+    // Two separate runs of the same program: allow a second attempt for timer noise.
+    let mut last = String::new();
+    for _ in 0..2 {
+        record_json(&[
+            "-e",
+            "cpu-clock",
+            "-F",
+            "4000",
+            "-o",
+            path_str(&ours),
+            "--",
+            path_str(&shares),
+            "40",
+        ]);
+        let o = perf(&[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "4000",
+            "-o",
+            path_str(&theirs),
+            "--",
+            path_str(&shares),
+            "40",
+        ]);
+        assert!(o.status.success(), "perf record: {}", stderr(&o));
+        let (h1, l1) = (
+            perf_report_percent(&ours, "heavy"),
+            perf_report_percent(&ours, "light"),
+        );
+        let (h2, l2) = (
+            perf_report_percent(&theirs, "heavy"),
+            perf_report_percent(&theirs, "light"),
+        );
+        assert!(
+            (h1 - 75.0).abs() < 4.0 && (l1 - 25.0).abs() < 4.0,
+            "culprit: heavy {h1}% light {l1}%"
+        );
+        assert!(
+            (h2 - 75.0).abs() < 4.0 && (l2 - 25.0).abs() < 4.0,
+            "perf: heavy {h2}% light {l2}%"
+        );
+        last = format!("culprit heavy {h1}% light {l1}%, perf heavy {h2}% light {l2}%");
+        if (h1 - h2).abs() <= 1.0 && (l1 - l2).abs() <= 1.0 {
+            return;
+        }
+    }
+    panic!("function percentages differ by more than 1 point: {last}");
+}
+
+#[test]
+fn test_record_several_events_with_period_and_frequency() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-several");
+    let shares = common::workload("shares");
+    let data = dir.join("s.data");
+    // -c for both, then a per-event frequency overriding it.
+    let (v, _) = record_json(&[
+        "-e",
+        "cpu-clock,task-clock",
+        "-e",
+        "page-faults",
+        "-c",
+        "100000",
+        "-o",
+        path_str(&data),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    let cc = event_samples(&v, "cpu-clock");
+    let tc = event_samples(&v, "task-clock");
+    assert!(
+        cc > 1000 && tc > 1000,
+        "cpu-clock {cc}, task-clock {tc} at one sample per 100 us"
+    );
+    // Both clocks tick at the same period on the same thread.
+    assert!(
+        (cc as f64 - tc as f64).abs() / (cc as f64) < 0.1,
+        "cpu-clock {cc} vs task-clock {tc}"
+    );
+    assert_eq!(v["events"][0]["rate"]["period"], 100000);
+    decode_checks(&data, &v);
+    if common::require_perf("test_record_several_events_with_period_and_frequency") {
+        let script = perf_reads_cleanly(&data, None);
+        let n = |ev: &str| {
+            script
+                .lines()
+                .filter(|l| l.contains(&format!(" {ev}:")))
+                .count() as u64
+        };
+        assert_eq!(n("cpu-clock"), cc);
+        assert_eq!(n("task-clock"), tc);
+        assert_eq!(n("page-faults"), event_samples(&v, "page-faults"));
+        let ev = stdout(&perf(&["evlist", "-i", path_str(&data)]));
+        assert_eq!(
+            ev.lines().collect::<Vec<_>>(),
+            vec!["cpu-clock", "task-clock", "page-faults"]
+        );
+    }
+
+    let data2 = dir.join("f.data");
+    let (v, out) = record_json(&[
+        "-e",
+        "cpu-clock/freq=1000/",
+        "-F",
+        "100000000",
+        "-e",
+        "task-clock",
+        "-o",
+        path_str(&data2),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    assert_eq!(v["events"][0]["rate"]["frequency"], 1000);
+    // -F above kernel.perf_event_max_sample_rate is lowered, with a warning.
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(v["events"][1]["rate"]["frequency"], max);
+    assert!(
+        stderr(&out).contains("above kernel.perf_event_max_sample_rate"),
+        "{}",
+        stderr(&out)
+    );
+    let (a, b) = (
+        event_samples(&v, "cpu-clock/freq=1000/"),
+        event_samples(&v, "task-clock"),
+    );
+    assert!(
+        b > 2 * a,
+        "task-clock at {max} Hz ({b}) vs cpu-clock at 1000 Hz ({a})"
+    );
+    decode_checks(&data2, &v);
+}
+
+#[test]
+fn test_record_call_graph_fp_and_dwarf() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-callgraph");
+    let shares = common::workload("shares");
+    let fp = dir.join("fp.data");
+    let (v, _) = record_json(&[
+        "-e",
+        "cpu-clock",
+        "-g",
+        "-o",
+        path_str(&fp),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    let p = decode_checks(&fp, &v);
+    let with_chain = p.samples.iter().filter(|s| s.callchain.len() >= 2).count();
+    assert!(
+        with_chain * 2 > p.samples.len(),
+        "{with_chain} of {} samples have a 2+ frame chain",
+        p.samples.len()
+    );
+    if common::require_perf("test_record_call_graph_fp_and_dwarf") {
+        let script = perf_reads_cleanly(&fp, None);
+        // frame-pointer chains go from heavy back into libc's start code
+        assert!(
+            script.contains("__libc_start_call_main"),
+            "no caller frames in perf script"
+        );
+    }
+
+    let dw = dir.join("dwarf.data");
+    let (v, _) = record_json(&[
+        "-e",
+        "cpu-clock",
+        "--call-graph",
+        "dwarf,4096",
+        "-o",
+        path_str(&dw),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    let p = decode_checks(&dw, &v);
+    let user = p
+        .samples
+        .iter()
+        .filter(|s| !s.user_stack.is_empty())
+        .count();
+    assert!(
+        user * 2 > p.samples.len(),
+        "{user} of {} samples carry a user stack copy",
+        p.samples.len()
+    );
+    assert!(p.events[0].sample_type & (1 << 12 | 1 << 13) == (1 << 12 | 1 << 13));
+    if common::require_perf("test_record_call_graph_fp_and_dwarf") {
+        let o = perf(&["report", "-i", path_str(&dw), "--stdio", "--no-children"]);
+        assert!(
+            stderr(&o).trim().is_empty(),
+            "perf report warned: {}",
+            stderr(&o)
+        );
+        assert!(
+            stdout(&o).contains("main"),
+            "perf's DWARF unwinding finds main:\n{}",
+            stdout(&o)
+        );
+    }
+}
+
+#[test]
+fn test_record_attach_pid_until_exit() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-pid");
+    let shares = common::workload("shares");
+    let mut target = Command::new(&shares)
+        .arg("60")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let data = dir.join("p.data");
+    let pid = target.id().to_string();
+    let t = Instant::now();
+    let (v, _) = record_json(&["-e", "cpu-clock", "-p", &pid, "-o", path_str(&data)]);
+    // culprit returns once the process is gone: reap it now.
+    assert!(target.wait().unwrap().success());
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(v["exit_code"], Value::Null);
+    assert!(samples_of(&v) > 100, "{v}");
+    let p = decode_checks(&data, &v);
+    assert!(
+        p.samples.iter().all(|s| s.pid == target.id() as i32),
+        "samples of other processes"
+    );
+    if common::require_perf("test_record_attach_pid_until_exit") {
+        perf_reads_cleanly(&data, None);
+        // Synthesized MMAP2 of the running binary: samples resolve to heavy/light.
+        let h = perf_report_percent(&data, "heavy");
+        let l = perf_report_percent(&data, "light");
+        assert!(h > 60.0 && l > 15.0, "heavy {h}% light {l}%");
+    }
+}
+
+#[test]
+fn test_record_system_wide_with_command() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-system");
+    let data = dir.join("a.data");
+    let (v, _) = record_json(&[
+        "-a",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "1000",
+        "-o",
+        path_str(&data),
+        "--",
+        "sleep",
+        "0.2",
+    ]);
+    assert_eq!(v["exit_code"], 0);
+    let p = decode_checks(&data, &v);
+    let cpus: std::collections::HashSet<u32> = p.samples.iter().map(|s| s.cpu).collect();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    if online.trim() != "0" {
+        assert!(
+            cpus.len() > 1,
+            "system-wide samples from CPUs {cpus:?} only"
+        );
+    }
+    // Idle CPUs sample the idle task (pid 0).
+    assert!(p.samples.iter().any(|s| s.pid == 0), "no idle-task samples");
+    if common::require_perf("test_record_system_wide_with_command") {
+        let o = perf(&["report", "-i", path_str(&data), "--stdio", "--sort", "comm"]);
+        assert!(stderr(&o).trim().is_empty(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("swapper"), "{}", stdout(&o));
+    }
+}
+
+#[test]
+fn test_record_sigint_finishes_a_valid_file() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-sigint");
+    let shares = common::workload("shares");
+    let data = dir.join("i.data");
+    let child = culprit()
+        .args([
+            "record",
+            "--format",
+            "json",
+            "-e",
+            "cpu-clock",
+            "-o",
+            path_str(&data),
+            "--",
+        ])
+        .arg(&shares)
+        .arg("100000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    // The workload died of the forwarded SIGINT: 128 + 2.
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["signal"], 2);
+    assert!(samples_of(&v) > 100);
+    decode_checks(&data, &v);
+    if common::require_perf("test_record_sigint_finishes_a_valid_file") {
+        perf_reads_cleanly(&data, None);
+    }
+}
+
+#[test]
+fn test_record_exit_status_and_crashing_target() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-exit");
+    let data = dir.join("e.data");
+    let out = culprit()
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-o",
+            path_str(&data),
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let crash = dir.join("crash.data");
+    let out = culprit()
+        .args([
+            "record",
+            "--format",
+            "json",
+            "-e",
+            "cpu-clock",
+            "-o",
+            path_str(&crash),
+            "--",
+            "sh",
+            "-c",
+            "kill -SEGV $$",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + libc::SIGSEGV),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(v["signal"], libc::SIGSEGV);
+    decode_checks(&crash, &v);
+    if common::require_perf("test_record_exit_status_and_crashing_target") {
+        let o = perf(&["report", "-i", path_str(&crash), "--stdio"]);
+        assert!(
+            o.status.success() && stderr(&o).trim().is_empty(),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn test_record_default_event_cycles_or_cpu_clock_fallback() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-default");
+    let shares = common::workload("shares");
+    let data = dir.join("d.data");
+    let (v, out) = record_json(&["-o", path_str(&data), "--", path_str(&shares), "10"]);
+    assert_eq!(v["events"][0]["rate"]["frequency"], 4000);
+    if common::hardware_pmu() {
+        assert_eq!(v["events"][0]["name"], "cycles");
+    } else {
+        assert_eq!(v["events"][0]["name"], "cpu-clock");
+        assert!(
+            stderr(&out).contains("falling back to cpu-clock"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    decode_checks(&data, &v);
+}
+
+#[test]
+fn test_record_hardware_events() {
+    let _lock = common::pmu_lock();
+    if !common::require_hardware_pmu("test_record_hardware_events") {
+        return;
+    }
+    let dir = common::scratch("record-hw");
+    let shares = common::workload("shares");
+    let data = dir.join("hw.data");
+    let (v, _) = record_json(&[
+        "-e",
+        "cycles,instructions,branch-misses",
+        "-F",
+        "4000",
+        "-g",
+        "-o",
+        path_str(&data),
+        "--",
+        path_str(&shares),
+        SHARES_UNITS,
+    ]);
+    assert!(event_samples(&v, "cycles") > 100, "{v}");
+    assert!(event_samples(&v, "instructions") > 100, "{v}");
+    assert_eq!(v["lost_samples"], 0, "{v}");
+    decode_checks(&data, &v);
+    if common::require_perf("test_record_hardware_events") {
+        perf_reads_cleanly(&data, Some("heavy"));
+        let h = perf_report_percent(&data, "heavy");
+        assert!(h > 55.0, "cycles/instructions mostly in heavy: {h}%");
+    }
+}
+
+#[test]
+fn test_record_error_unknown_event() {
+    let dir = common::scratch("record-err-event");
+    let out = culprit()
+        .args(["record", "-e", "cyclez", "-o"])
+        .arg(dir.join("x.data"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("unknown event `cyclez`") && e.contains("cycles"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    assert!(
+        !dir.join("x.data").exists(),
+        "nothing is written for a bad event"
+    );
+}
+
+#[test]
+fn test_record_error_command_not_found() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-err-cmd");
+    let data = dir.join("x.data");
+    let out = culprit()
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            path_str(&data),
+            "--",
+            "no-such-command-culprit",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("command not found: 'no-such-command-culprit'"),
+        "{e}"
+    );
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(!data.exists(), "a failed recording leaves no file");
+}
+
+#[test]
+fn test_record_error_output_not_writable() {
+    let out = culprit()
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "-o",
+            "/nonexistent-dir/x.data",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(
+        e.contains("cannot write the output file /nonexistent-dir/x.data"),
+        "{e}"
+    );
+}
+
+#[test]
+fn test_record_error_dead_pid() {
+    // A pid that existed and is gone: a reaped child.
+    let mut c = Command::new("true").spawn().unwrap();
+    c.wait().unwrap();
+    let pid = c.id().to_string();
+    let dir = common::scratch("record-err-pid");
+    let out = culprit()
+        .args(["record", "-e", "cpu-clock", "-p", &pid, "-o"])
+        .arg(dir.join("x.data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains(&format!("no such process: {pid}")), "{e}");
+}
+
+#[test]
+fn test_record_error_bad_flags() {
+    let run = |args: &[&str]| {
+        let o = culprit().arg("record").args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        stderr(&o)
+    };
+    assert!(run(&["-e", "cpu-clock"]).contains("nothing to record"));
+    assert!(run(&["-C", "zz", "--", "true"]).contains("-C: `zz` is not a CPU list"));
+    assert!(run(&[
+        "-C",
+        "4096",
+        "-e",
+        "cpu-clock",
+        "-o",
+        "/dev/null",
+        "--",
+        "true"
+    ])
+    .contains("CPU 4096 is not online"));
+    assert!(run(&["--call-graph", "lbr", "--", "true"]).contains("expected `fp` or `dwarf"));
+}
+
+/// `-C` restricts the rings to the listed CPUs.
+#[test]
+fn test_record_cpu_list() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-cpus");
+    let data = dir.join("c.data");
+    let (v, _) = record_json(&[
+        "-a",
+        "-C",
+        "0",
+        "-e",
+        "cpu-clock",
+        "-F",
+        "1000",
+        "-o",
+        path_str(&data),
+        "--",
+        "sleep",
+        "0.1",
+    ]);
+    let p = decode_checks(&data, &v);
+    assert!(!p.samples.is_empty());
+    assert!(
+        p.samples.iter().all(|s| s.cpu == 0),
+        "samples from other CPUs"
+    );
+}
