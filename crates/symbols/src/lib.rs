@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 mod demangle;
+pub mod disasm;
 mod elf;
 mod kernel;
 mod perfmap;
@@ -163,6 +164,8 @@ enum DsoState {
     Elf {
         table: Option<u32>,
         segments: Vec<Segment>,
+        /// The file the code was read from (for disassembly).
+        path: PathBuf,
         dwarf_path: Option<PathBuf>,
         dwarf: DwarfState,
     },
@@ -568,6 +571,7 @@ impl Symbolizer {
         DsoState::Elf {
             table,
             segments: facts.segments,
+            path: path.clone(),
             dwarf_path,
             dwarf: DwarfState::NotTried,
         }
