@@ -592,3 +592,122 @@ pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(hardware_pmu: bool, ibs: bool) -> Listing {
+        let ibs_op = if ibs {
+            IbsOut {
+                present: true,
+                attr_type: Some(11),
+                formats: vec![FormatOut {
+                    name: "cnt_ctl".into(),
+                    spec: "config:19".into(),
+                }],
+                caps: [("zen4_ibs_extensions".to_string(), "1".to_string())].into(),
+            }
+        } else {
+            ibs_out(None)
+        };
+        Listing {
+            schema: 1,
+            cpu: Some(CpuIdentity {
+                vendor: "AuthenticAMD".into(),
+                family: 0x1A,
+                model: 2,
+                model_name: "AMD EPYC test".into(),
+                hypervisor: true,
+            }),
+            virtualization: Some("cpuinfo flag `hypervisor`".into()),
+            hardware_pmu,
+            perf_event_paranoid: Some(2),
+            perf_event_max_sample_rate: Some(12500),
+            nmi_watchdog: Some(true),
+            capabilities: Capabilities {
+                max_precise: Some(0),
+                ibs_op,
+                ibs_fetch: ibs_out(None),
+                branch_stack: ProbeOut {
+                    available: false,
+                    error: Some("EOPNOTSUPP: x".into()),
+                },
+                counters: CountersOut {
+                    usable: if hardware_pmu { 5 } else { 0 },
+                    tried: vec![],
+                },
+            },
+            pmus: vec![],
+            events: vec![],
+            catalog: CatalogOut {
+                generation: Some("zen5"),
+                events: vec![CatalogEventOut {
+                    name: "ex_ret_ops".into(),
+                    code: 0xC1,
+                    umask: 0,
+                    config: 0xC1,
+                    families: vec!["zen4", "zen5"],
+                    description: "retired macro-ops".into(),
+                    opens: Some(true),
+                }],
+            },
+            notes: vec![],
+        }
+    }
+
+    /// A parser over an empty PMU tree: no `cpu` PMU, so max_precise is 0.
+    fn parser_without_pmus() -> (EventParser, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("culprit-list-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        (EventParser::new(Sysfs::at(&dir), None), dir)
+    }
+
+    #[test]
+    fn test_notes_without_hardware_pmu() {
+        let (parser, dir) = parser_without_pmus();
+        let notes = notes(&listing(false, false), &parser);
+        let _ = std::fs::remove_dir_all(dir);
+        assert!(notes
+            .iter()
+            .any(|n| n.contains("only software events work here")
+                && n.contains("This is a VM without a virtual PMU")
+                && n.contains("`-cpu host,pmu=on`")));
+        assert!(notes.contains(&"IBS: not available (no ibs_op/ibs_fetch PMU) — precise attribution is not possible here; culprit annotate estimates skid instead (labelled)".to_string()));
+        assert!(notes.iter().any(|n| n.starts_with("Precise sampling")));
+        // Counter and watchdog notes only make sense with a PMU.
+        assert!(!notes
+            .iter()
+            .any(|n| n.starts_with("General-purpose counters")));
+        assert!(!notes.iter().any(|n| n.contains("NMI watchdog")));
+    }
+
+    #[test]
+    fn test_notes_with_pmu_and_ibs() {
+        let (parser, dir) = parser_without_pmus();
+        let notes = notes(&listing(true, true), &parser);
+        let _ = std::fs::remove_dir_all(dir);
+        assert!(!notes.iter().any(|n| n.starts_with("IBS")), "{notes:?}");
+        assert!(
+            !notes.iter().any(|n| n.starts_with("Hardware PMU")),
+            "{notes:?}"
+        );
+        assert!(notes.contains(&"General-purpose counters: 5 usable together (more events than that are multiplexed and scaled).".to_string()));
+        assert!(notes.iter().any(|n| n.contains("NMI watchdog is on")));
+    }
+
+    #[test]
+    fn test_render_text_sections_and_ibs() {
+        let mut out = Vec::new();
+        render_text(&listing(true, true), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(
+            "  IBS op                  yes (type 11; terms cnt_ctl; caps zen4_ibs_extensions=1)\n"
+        ), "{text}");
+        assert!(text.contains("  IBS fetch               no\n"), "{text}");
+        assert!(text.contains("  Usable counters         5\n"), "{text}");
+        assert!(text.contains("\nCatalog events (AMD Zen 5)\n"), "{text}");
+        assert!(text.contains("  ex_ret_ops "), "{text}");
+        assert!(text.contains("0x0000000c1  retired macro-ops"), "{text}");
+    }
+}
