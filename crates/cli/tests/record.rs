@@ -771,7 +771,13 @@ fn test_record_error_dead_pid() {
 #[test]
 fn test_record_error_bad_flags() {
     let run = |args: &[&str]| {
-        let o = culprit().arg("record").args(args).output().unwrap();
+        let mut cmd = culprit();
+        let o = cmd.arg("record").args(args).output().unwrap_or_else(|e| {
+            panic!(
+                "spawn {cmd:?}: {e}; exists: {}",
+                Path::new(cmd.get_program()).exists()
+            )
+        });
         assert_eq!(o.status.code(), Some(2), "{args:?}");
         stderr(&o)
     };
@@ -788,6 +794,12 @@ fn test_record_error_bad_flags() {
         "true"
     ])
     .contains("CPU 4096 is not online"));
+    // A failed recording removes its half-written output, but never a device such as -o /dev/null.
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::symlink_metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
+    }
     assert!(run(&["--call-graph", "lbr", "--", "true"]).contains("expected `fp` or `dwarf"));
 }
 

@@ -485,7 +485,13 @@ pub fn record(
     })?;
     let result = record_into(opts, file, warn);
     if result.is_err() {
-        let _ = std::fs::remove_file(&opts.output);
+        // Leave no half-written perf.data behind, but only ever remove a regular file: -o may
+        // be /dev/null or another device (removing that as root would be a disaster).
+        let regular =
+            std::fs::symlink_metadata(&opts.output).is_ok_and(|m| m.file_type().is_file());
+        if regular {
+            let _ = std::fs::remove_file(&opts.output);
+        }
     }
     result
 }
