@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod buildid;
+pub mod count;
 pub mod error;
 pub mod events;
 pub mod launch;
