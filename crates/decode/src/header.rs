@@ -28,6 +28,7 @@ pub(crate) mod feat {
     pub const EVENT_DESC: u32 = 12;
     pub const PMU_MAPPINGS: u32 = 16;
     pub const SAMPLE_TIME: u32 = 21;
+    pub const PMU_CAPS: u32 = 31;
     pub const COMPRESSED: u32 = 27;
 }
 
@@ -290,6 +291,24 @@ pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: boo
                 let ty = c.u32()?;
                 let name = c.header_string()?;
                 f.meta.pmu_mappings.push((ty, name));
+            }
+            Some(())
+        })(),
+        feat::PMU_CAPS => (|| {
+            // u32 nr_pmu; per PMU: u32 nr_caps, nr_caps × {name, value} strings, PMU name.
+            let n = c.u32()?;
+            for _ in 0..n {
+                let nr_caps = c.u32()?;
+                let mut caps = Vec::new();
+                for _ in 0..nr_caps {
+                    let name = c.header_string()?;
+                    let value = c.header_string()?;
+                    caps.push((name, value));
+                }
+                let pmu = c.header_string()?;
+                for (name, value) in caps {
+                    f.meta.pmu_caps.push((pmu.clone(), name, value));
+                }
             }
             Some(())
         })(),

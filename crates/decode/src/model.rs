@@ -280,6 +280,9 @@ pub struct Meta {
     pub cmdline: Option<String>,
     /// HEADER_PMU_MAPPINGS: (type, name).
     pub pmu_mappings: Vec<(u32, String)>,
+    /// HEADER_PMU_CAPS: (PMU name, cap name, value), e.g. `("ibs_op", "zen4_ibs_extensions",
+    /// "1")`. IBS decoding switches on these as perf does.
+    pub pmu_caps: Vec<(String, String, String)>,
     /// First and last sample time (ns) as seen in the samples.
     pub time_range: Option<(u64, u64)>,
     /// Whether the file was in pipe mode.

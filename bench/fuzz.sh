@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fuzzes the perf.data reader for a fixed time and prints executions and crashes.
+#   bash bench/fuzz.sh [SECONDS]        (default 60)
+# Uses cargo-fuzz (libFuzzer + ASan, nightly) when `cargo fuzz` and a nightly toolchain are
+# installed; otherwise the stable-Rust mutation fuzzer crates/decode/examples/fuzz_mutate.rs.
+# Seeds: the committed perf.data fixtures. Crashes land in fuzz/artifacts/perf_data/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-60}"
+fixtures=crates/decode/tests/fixtures
+seeds=("$fixtures"/*.data)
+if [ -d "$fixtures/fuzz-regressions" ]; then
+  for f in "$fixtures"/fuzz-regressions/*; do [ -f "$f" ] && seeds+=("$f"); done
+fi
+artifacts=fuzz/artifacts/perf_data
+mkdir -p "$artifacts"
+
+if cargo fuzz --version >/dev/null 2>&1 && rustup run nightly rustc --version >/dev/null 2>&1; then
+  corpus=fuzz/corpus/perf_data
+  mkdir -p "$corpus"
+  cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true
+  log=$(mktemp)
+  echo "fuzz.sh: cargo +nightly fuzz run perf_data for ${secs}s (libFuzzer, ASan)"
+  set +e
+  (cd fuzz && cargo +nightly fuzz run perf_data -- -max_total_time="$secs" -rss_limit_mb=2048 \
+      -timeout=10 -print_final_stats=1 ../"$corpus") 2>&1 | tee "$log" | grep -E "^#[0-9]+.*(pulse|DONE)|ERROR|SUMMARY|stat::number_of_executed_units" || true
+  status=${PIPESTATUS[0]}
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  crashes=$(grep -c -E '^==[0-9]+==ERROR|panicked at|deadly signal|Test unit written to' "$log" || true)
+  echo "fuzz.sh: executions: ${execs:-unknown}, crashes: ${crashes}, exit status ${status}"
+  rm -f "$log"
+  exit "$status"
+else
+  echo "fuzz.sh: cargo-fuzz or nightly missing; stable mutation fuzzer for ${secs}s"
+  cargo build -q --release -p culprit-decode --example fuzz_mutate
+  exec target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"
+fi
