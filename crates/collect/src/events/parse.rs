@@ -636,6 +636,17 @@ impl EventParser {
             spec.precise_ip = max;
             return Ok(());
         }
+        if p > 0 && self.precise_applies(spec) && p <= max && !self.ibs_can_serve(spec) {
+            return Err(EventError::PreciseUnavailable {
+                event: event.to_string(),
+                requested: p,
+                max: 0,
+                why: "on AMD, `:p` is served by IBS, which the kernel allows only for cycles / \
+                      ls_not_halted_cyc (r76) and ex_ret_ops (rC1); for exact IPs of other work \
+                      sample `-e ibs_op//` (every op, with its cache/TLB/branch outcome)"
+                    .to_string(),
+            });
+        }
         if p > 0 && self.precise_applies(spec) && p > max {
             let mut why = why;
             if self.sysfs.has_pmu("ibs_op") {
@@ -654,6 +665,29 @@ impl EventParser {
         Ok(())
     }
 
+    /// On AMD without PEBS-like core precision (only IBS), whether the kernel's IBS
+    /// forwarding accepts this event: generic cycles, or raw 0x76 / 0xC1 on the core PMU.
+    /// True where the question does not arise (not AMD, no IBS, or the core PMU itself is
+    /// precise).
+    fn ibs_can_serve(&self, spec: &EventSpec) -> bool {
+        let amd = self.cpu.as_ref().is_some_and(|c| c.is_amd());
+        let core_precise = self
+            .sysfs
+            .pmu("cpu")
+            .ok()
+            .flatten()
+            .and_then(|p| p.cap("max_precise").and_then(|v| v.parse::<u8>().ok()))
+            .is_some_and(|n| n > 0);
+        if !amd || !self.sysfs.has_pmu("ibs_op") || core_precise {
+            return true;
+        }
+        match spec.attr_type {
+            PERF_TYPE_HARDWARE => spec.config == 0,
+            PERF_TYPE_RAW => spec.config == 0x76 || spec.config == 0xC1,
+            _ => false,
+        }
+    }
+
     /// Whether precise_ip matters for this event (hardware ones); software and IBS events
     /// are exempt.
     fn precise_applies(&self, spec: &EventSpec) -> bool {
@@ -667,14 +701,23 @@ impl EventParser {
     /// there is no `cpu` PMU at all; 3 (unchecked) when the file is missing.
     pub fn max_precise(&self) -> (u8, String) {
         match self.sysfs.pmu("cpu") {
-            Ok(Some(cpu)) => match cpu.cap("max_precise").and_then(|v| v.parse::<u8>().ok()) {
-                Some(0) => (
-                    0,
-                    "cpu/caps/max_precise is 0 (no PEBS or IBS: common in VMs)".to_string(),
-                ),
-                Some(n) => (n.min(3), format!("cpu/caps/max_precise is {n}")),
-                None => (3, "cpu/caps/max_precise is missing".to_string()),
-            },
+            Ok(Some(cpu)) => {
+                let ibs = self.sysfs.has_pmu("ibs_op");
+                match cpu.cap("max_precise").and_then(|v| v.parse::<u8>().ok()) {
+                    // The AMD core PMU forwards precise cycles / retired-ops events to IBS
+                    // (precise_ip 1-2) whatever max_precise says.
+                    Some(n) if ibs && n < 2 => (
+                        2,
+                        format!("cpu/caps/max_precise is {n}, and IBS serves precise_ip 1-2"),
+                    ),
+                    Some(0) => (
+                        0,
+                        "cpu/caps/max_precise is 0 (no PEBS or IBS: common in VMs)".to_string(),
+                    ),
+                    Some(n) => (n.min(3), format!("cpu/caps/max_precise is {n}")),
+                    None => (3, "cpu/caps/max_precise is missing".to_string()),
+                }
+            }
             _ => (
                 0,
                 "there is no hardware PMU (no `cpu` PMU in sysfs; only software events work here)"

@@ -306,7 +306,7 @@ fn test_parse_event_bad_modifiers() {
 
 #[test]
 fn test_parse_event_precise_unavailable() {
-    // max_precise 2 on the fake AMD tree: ppp is too much, and IBS is suggested.
+    // The fake AMD tree: max_precise 0 but IBS serves 1-2; ppp is too much.
     let fake = FakeSysfs::amd();
     let err = amd(&fake).parse_event("cycles:ppp").unwrap_err();
     assert_eq!(
@@ -315,7 +315,7 @@ fn test_parse_event_precise_unavailable() {
             event: "cycles:ppp".into(),
             requested: 3,
             max: 2,
-            why: "cpu/caps/max_precise is 2; for exact IPs sample with IBS instead: `-e ibs_op//`"
+            why: "cpu/caps/max_precise is 0, and IBS serves precise_ip 1-2; for exact IPs sample with IBS instead: `-e ibs_op//`"
                 .into(),
         }
     );
@@ -341,6 +341,39 @@ fn test_parse_event_precise_unavailable() {
     let msg = p.parse_event("r76:pp").unwrap_err().to_string();
     assert!(msg.contains("max_precise is 0"), "{msg}");
     assert_eq!(p.parse_event("r76:P").unwrap().precise_ip, 0);
+}
+
+#[test]
+fn test_parse_event_precise_via_ibs_only_for_cycles_and_ops() {
+    // An AMD machine whose core PMU reports max_precise 0 but which has IBS: the kernel
+    // forwards cycles / r76 / rC1 with precise_ip 1-2 to IBS and refuses anything else.
+    let fake = FakeSysfs::empty();
+    fake.pmu(
+        "cpu",
+        4,
+        &[("event", "config:0-7,32-35"), ("umask", "config:8-15")],
+        &[],
+        &[("max_precise", "0")],
+    )
+    .pmu("ibs_op", 11, &[("cnt_ctl", "config:19")], &[], &[]);
+    let p = EventParser::new(Sysfs::at(&fake.root), zen5());
+    assert_eq!(p.parse_event("cycles:pp").unwrap().precise_ip, 2);
+    assert_eq!(p.parse_event("r76:p").unwrap().precise_ip, 1);
+    assert_eq!(p.parse_event("ex_ret_ops:p").unwrap().precise_ip, 1);
+    assert_eq!(p.parse_event("ls_not_halted_cyc:pp").unwrap().precise_ip, 2);
+    assert_eq!(p.parse_event("cpu/event=0xc1/p").unwrap().precise_ip, 1);
+    assert_eq!(p.parse_event("cycles:P").unwrap().precise_ip, 2);
+    let msg = p.parse_event("instructions:p").unwrap_err().to_string();
+    assert!(msg.contains("served by IBS"), "{msg}");
+    assert!(msg.contains("`-e ibs_op//`"), "{msg}");
+    assert!(matches!(
+        p.parse_event("ex_ret_brn_misp:p"),
+        Err(EventError::PreciseUnavailable { .. })
+    ));
+    let msg = p.parse_event("cycles:ppp").unwrap_err().to_string();
+    assert!(msg.contains("at most 2"), "{msg}");
+    // Software events are unaffected.
+    assert_eq!(p.parse_event("cpu-clock:p").unwrap().precise_ip, 1);
 }
 
 #[test]
