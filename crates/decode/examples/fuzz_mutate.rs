@@ -71,9 +71,9 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], input: &mut Vec<u8>) {
                     rng.below(len)
                 };
                 let v = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
-                for k in 0..w {
+                for (k, &byte) in v.iter().take(w).enumerate() {
                     if let Some(b) = input.get_mut(i + k) {
-                        *b = v[k];
+                        *b = byte;
                     }
                 }
             }
