@@ -9,6 +9,7 @@
 
 mod fxhash;
 pub mod hotspots;
+pub mod skid;
 
 pub use hotspots::{
     hotspots, pct, CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots,
