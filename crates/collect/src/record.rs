@@ -391,11 +391,10 @@ impl Tracker {
                     self.maps.insert(pid, inherited);
                 }
             }
-            records::RECORD_COMM => {
-                if misc & records::MISC_COMM_EXEC != 0 {
-                    if let Some(pid) = rd_u32(r, 8) {
-                        self.maps.remove(&pid);
-                    }
+            records::RECORD_COMM if misc & records::MISC_COMM_EXEC != 0 => {
+                // exec replaced the process image: its old mappings are gone.
+                if let Some(pid) = rd_u32(r, 8) {
+                    self.maps.remove(&pid);
                 }
             }
             records::RECORD_MMAP2 => {
@@ -562,7 +561,7 @@ fn record_into(
         rates.push(rate);
     }
     if let CallGraph::Dwarf(size) = opts.call_graph {
-        if size == 0 || size % 8 != 0 || size > 65528 {
+        if size == 0 || size & 7 != 0 || size > 65528 {
             return Err(RecordError::Invalid(format!(
                 "--call-graph dwarf stack size must be a multiple of 8 in 8..=65528, not {size}"
             )));

@@ -106,7 +106,7 @@ fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
             let n: u32 = s
                 .parse()
                 .with_context(|| format!("--call-graph dwarf,SIZE: `{s}` is not a number"))?;
-            if n == 0 || n % 8 != 0 || n > 65528 {
+            if n == 0 || n & 7 != 0 || n > 65528 {
                 bail!("--call-graph dwarf,SIZE: SIZE must be a multiple of 8 between 8 and 65528, not {n}");
             }
             Ok(CallGraph::Dwarf(n))

@@ -92,7 +92,7 @@ fn push_cstr8(out: &mut Vec<u8>, s: &[u8]) {
     out.resize(out.len() + padded - s.len(), 0);
 }
 
-fn finish_record(out: &mut Vec<u8>, start: usize) {
+fn finish_record(out: &mut [u8], start: usize) {
     let size = out.len() - start;
     // Records are at most 64 KiB (u16 size); file names are limited to PATH_MAX so this
     // cannot overflow for records we build, but clamp rather than panic.
