@@ -47,6 +47,8 @@ fn test_list_json_top_level_structure() {
     let caps = &v["capabilities"];
     for key in [
         "max_precise",
+        "precise_ip_max",
+        "precise_ip_why",
         "ibs_op",
         "ibs_fetch",
         "branch_stack",
@@ -162,6 +164,9 @@ fn test_list_json_ibs_and_notes_consistent_with_sysfs() {
     assert_eq!(notes.contains(&IBS_SENTENCE), no_ibs, "{notes:?}");
     if !common::hardware_pmu() {
         assert_eq!(v["capabilities"]["counters"]["usable"], 0);
+        if !devices.join("cpu").exists() {
+            assert_eq!(v["capabilities"]["precise_ip_max"], 0);
+        }
         assert!(
             notes
                 .iter()

@@ -63,6 +63,10 @@ struct Listing {
 struct Capabilities {
     /// `cpu/caps/max_precise`, or null when there is no such file.
     max_precise: Option<u8>,
+    /// The largest `:p` level culprit accepts here (max_precise, or 2 via IBS on AMD).
+    precise_ip_max: u8,
+    /// Why `precise_ip_max` has that value.
+    precise_ip_why: String,
     ibs_op: IbsOut,
     ibs_fetch: IbsOut,
     branch_stack: ProbeOut,
@@ -267,8 +271,12 @@ fn collect(args: &ListArgs) -> Listing {
     let max_precise = find("cpu")
         .and_then(|p| p.cap("max_precise"))
         .and_then(|v| v.parse().ok());
+    let parser = EventParser::system();
+    let (precise_ip_max, precise_ip_why) = parser.max_precise();
     let capabilities = Capabilities {
         max_precise,
+        precise_ip_max,
+        precise_ip_why,
         ibs_op: ibs_out(find("ibs_op")),
         ibs_fetch: ibs_out(find("ibs_fetch")),
         branch_stack: ProbeOut {
@@ -341,12 +349,12 @@ fn collect(args: &ListArgs) -> Listing {
         },
         notes: Vec::new(),
     };
-    listing.notes = notes(&listing, &EventParser::system());
+    listing.notes = notes(&listing);
     listing
 }
 
 /// The plain-language statements: what is impossible here and what to do about it.
-fn notes(l: &Listing, parser: &EventParser) -> Vec<String> {
+fn notes(l: &Listing) -> Vec<String> {
     let mut notes = Vec::new();
     let has_cpu_pmu = l.pmus.iter().any(|p| p.name == "cpu");
     if !l.hardware_pmu {
@@ -363,7 +371,10 @@ fn notes(l: &Listing, parser: &EventParser) -> Vec<String> {
     if !l.capabilities.ibs_op.present && !l.capabilities.ibs_fetch.present {
         notes.push("IBS: not available (no ibs_op/ibs_fetch PMU) — precise attribution is not possible here; culprit annotate estimates skid instead (labelled)".to_string());
     }
-    let (max, why) = parser.max_precise();
+    let (max, why) = (
+        l.capabilities.precise_ip_max,
+        &l.capabilities.precise_ip_why,
+    );
     if max == 0 {
         notes.push(format!(
             "Precise sampling (`:p`, PEBS/IBS): not available — {why}; sampled IPs may skid past the instruction that caused the event."
@@ -454,6 +465,11 @@ fn render_text(l: &Listing, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "\nCapabilities")?;
     let c = &l.capabilities;
     writeln!(out, "  {:<W$}{}", "Hardware PMU", yes_no(l.hardware_pmu))?;
+    writeln!(
+        out,
+        "  {:<W$}{} — {}",
+        "Precise (:p) up to", c.precise_ip_max, c.precise_ip_why
+    )?;
     writeln!(
         out,
         "  {:<W$}{}",
@@ -627,6 +643,8 @@ mod tests {
             nmi_watchdog: Some(true),
             capabilities: Capabilities {
                 max_precise: Some(0),
+                precise_ip_max: if ibs { 2 } else { 0 },
+                precise_ip_why: "test".into(),
                 ibs_op,
                 ibs_fetch: ibs_out(None),
                 branch_stack: ProbeOut {
@@ -656,18 +674,9 @@ mod tests {
         }
     }
 
-    /// A parser over an empty PMU tree: no `cpu` PMU, so max_precise is 0.
-    fn parser_without_pmus() -> (EventParser, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!("culprit-list-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        (EventParser::new(Sysfs::at(&dir), None), dir)
-    }
-
     #[test]
     fn test_notes_without_hardware_pmu() {
-        let (parser, dir) = parser_without_pmus();
-        let notes = notes(&listing(false, false), &parser);
-        let _ = std::fs::remove_dir_all(dir);
+        let notes = notes(&listing(false, false));
         assert!(notes
             .iter()
             .any(|n| n.contains("only software events work here")
@@ -684,9 +693,11 @@ mod tests {
 
     #[test]
     fn test_notes_with_pmu_and_ibs() {
-        let (parser, dir) = parser_without_pmus();
-        let notes = notes(&listing(true, true), &parser);
-        let _ = std::fs::remove_dir_all(dir);
+        let notes = notes(&listing(true, true));
+        assert!(
+            !notes.iter().any(|n| n.starts_with("Precise sampling")),
+            "{notes:?}"
+        );
         assert!(!notes.iter().any(|n| n.starts_with("IBS")), "{notes:?}");
         assert!(
             !notes.iter().any(|n| n.starts_with("Hardware PMU")),
