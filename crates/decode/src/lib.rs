@@ -22,8 +22,10 @@
 
 mod cursor;
 mod header;
+pub mod ibs;
 pub mod model;
 mod names;
+pub mod pebs;
 mod reader;
 mod state;
 
