@@ -630,6 +630,7 @@ impl EventParser {
             spec.exclude_user = !u;
             spec.exclude_kernel = !k;
             spec.exclude_hv = !h;
+            self.check_ibs_privilege_filter(spec, mods, event)?;
         }
         let (max, why) = self.max_precise();
         if max_p {
@@ -663,6 +664,49 @@ impl EventParser {
         }
         spec.precise_ip = p;
         Ok(())
+    }
+
+    /// IBS hardware samples every privilege level; the kernel filters user/kernel only in
+    /// software, with the `swfilt` term (Linux 6.14+), and rejects exclude bits otherwise.
+    fn check_ibs_privilege_filter(
+        &self,
+        spec: &EventSpec,
+        mods: &str,
+        event: &str,
+    ) -> Result<(), EventError> {
+        let Some(name) = spec.pmu.as_deref().filter(|n| n.starts_with("ibs_")) else {
+            return Ok(());
+        };
+        let Some(pmu) = self.read_pmu(name)? else {
+            return Ok(());
+        };
+        let why = match pmu.format("swfilt") {
+            None => format!(
+                "this kernel's {name} cannot filter by privilege level (no `swfilt` term; it \
+                 arrived in Linux 6.14): drop `:{mods}` and filter samples afterwards"
+            ),
+            Some(f) => {
+                let word = match f.word {
+                    ConfigWord::Config => spec.config,
+                    ConfigWord::Config1 => spec.config1,
+                    ConfigWord::Config2 => spec.config2,
+                    ConfigWord::Config3 => 0,
+                };
+                let (mask, _) = f.place(1).unwrap_or((0, 0));
+                if word & mask != 0 {
+                    return Ok(());
+                }
+                format!(
+                    "IBS filters user/kernel in software only: add the `swfilt` term, e.g. \
+                     `{name}/swfilt/{mods}`"
+                )
+            }
+        };
+        Err(EventError::BadModifier {
+            event: event.to_string(),
+            modifier: mods.to_string(),
+            why,
+        })
     }
 
     /// On AMD without PEBS-like core precision (only IBS), whether the kernel's IBS

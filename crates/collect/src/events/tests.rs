@@ -377,6 +377,27 @@ fn test_parse_event_precise_via_ibs_only_for_cycles_and_ops() {
 }
 
 #[test]
+fn test_parse_event_ibs_privilege_filter_needs_swfilt() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p.parse_event("ibs_op/swfilt,cnt_ctl/k").unwrap();
+    assert!(e.exclude_user && !e.exclude_kernel);
+    assert_eq!(e.config2, 1);
+    let msg = p.parse_event("ibs_op/cnt_ctl/u").unwrap_err().to_string();
+    assert!(
+        msg.contains("add the `swfilt` term, e.g. `ibs_op/swfilt/u`"),
+        "{msg}"
+    );
+    // No swfilt format at all (kernels before 6.14).
+    let msg = p
+        .parse_event("ibs_fetch/rand_en/u")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("cannot filter by privilege level"), "{msg}");
+    assert!(p.parse_event("ibs_fetch/rand_en/").is_ok());
+}
+
+#[test]
 fn test_parse_event_ibs_unavailable() {
     let fake = FakeSysfs::no_hw();
     let p = no_hw(&fake);
