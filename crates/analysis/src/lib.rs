@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 mod fxhash;
+pub mod annotate;
 pub mod hotspots;
 pub mod skid;
 

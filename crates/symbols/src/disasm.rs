@@ -158,6 +158,8 @@ pub fn disassemble(code: &[u8], addr: u64, syntax: Syntax) -> Vec<Insn> {
         f.set_branch_leading_zeros(false);
         f.set_space_after_operand_separator(false);
         f.set_uppercase_hex(false);
+        // `$0x0,-0x4(%rbp)` like objdump, not `$0,-4(%rbp)`.
+        f.set_small_hex_numbers_in_decimal(false);
         // `0x2d71(%rip)` like objdump; the absolute address is in `Insn::rip_target`.
         f.set_rip_relative_addresses(true);
     }
@@ -294,23 +296,21 @@ impl Symbolizer {
         }
     }
 
-    /// The symbol containing an SVMA of a DSO (ELF, kernel or module), if any.
+    /// The symbol containing an SVMA of a DSO (ELF, kernel or module), if any; works for
+    /// addresses without file bytes too (`.bss` objects).
     pub fn symbol_at_svma(
         &mut self,
         profile: &Profile,
         dso: DsoId,
         svma: u64,
     ) -> Option<crate::SymbolId> {
-        let off = self.svma_to_file_offset(profile, dso, svma)?;
-        self.resolve(
-            profile,
-            crate::Query {
-                dso: Some(dso),
-                file_offset: off,
-                pid: -1,
-            },
-        )
-        .symbol
+        self.ensure_prepared(profile, dso);
+        let table = match self.dsos.get(&dso)? {
+            DsoState::Elf { table, .. } | DsoState::Absolute { table } => (*table)?,
+            _ => return None,
+        };
+        let index = self.tables.get(table as usize)?.find(svma)?;
+        Some(crate::SymbolId { table, index })
     }
 }
 

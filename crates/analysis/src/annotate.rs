@@ -1,0 +1,612 @@
+//! Annotate: one function's disassembly with, per instruction, the samples of each event
+//! (raw, as sampled), their de-skidded estimate ([`crate::skid`]), inclusive samples on call
+//! instructions (from call chains), source lines with inline frames, and derived ratios.
+//!
+//! Counting rules, chosen so that the numbers agree with `perf annotate` and with
+//! `culprit report --sort ip` / `--sort srcline`:
+//! - a sample counts for the function whose symbol contains its IP (the same symbol lookup
+//!   as the report), and for the instruction containing its SVMA;
+//! - percentages are of the function's samples of the event (perf's `local-hits`);
+//! - the de-skid column moves only non-precise samples of memory and branch events.
+
+use std::collections::HashMap;
+
+use culprit_decode::model::{DsoId, DsoKind, EventId, Profile};
+use culprit_symbols::disasm::{disassemble, Flow, Insn, Syntax};
+use culprit_symbols::{Query, SourceFrame, SymbolId, Symbolizer};
+use serde::Serialize;
+
+use crate::skid::{self, EventClass, SkidStats};
+use crate::AnalysisError;
+
+/// Which functions to annotate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// The N hottest functions (by the first event's samples).
+    Hottest(usize),
+    /// Functions with this name (demangled, as the report shows it).
+    Symbol(String),
+    /// The function containing this address (SVMA, as objdump shows it).
+    Addr(u64),
+}
+
+/// What to compute.
+#[derive(Debug, Clone)]
+pub struct AnnotateOptions {
+    /// Which functions.
+    pub target: Target,
+    /// Only these events (by name); empty: all events of the file.
+    pub events: Vec<String>,
+    /// Assembly syntax.
+    pub syntax: Syntax,
+    /// Compute de-skidded columns.
+    pub deskid: bool,
+}
+
+impl Default for AnnotateOptions {
+    fn default() -> Self {
+        AnnotateOptions {
+            target: Target::Hottest(1),
+            events: Vec::new(),
+            syntax: Syntax::Att,
+            deskid: false,
+        }
+    }
+}
+
+/// One event column.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnnotatedEvent {
+    /// Index in the profile's events.
+    pub id: EventId,
+    /// Event name.
+    pub name: String,
+    /// Which de-skid rule applies.
+    pub class: EventClass,
+    /// Whether all its samples are precise (IBS, PEBS).
+    pub precise: bool,
+    /// Samples of the event in the function.
+    pub samples: u64,
+    /// Their total period.
+    pub period: u64,
+    /// Samples of the event in the whole file.
+    pub file_samples: u64,
+}
+
+/// One instruction row.
+#[derive(Debug, Clone)]
+pub struct AnnotatedInsn {
+    /// The decoded instruction.
+    pub insn: Insn,
+    /// Branch or call target as `<symbol+0xoff>`, when it resolves.
+    pub target_label: Option<String>,
+    /// RIP-relative operand as `# 4040 <symbol>`, when it resolves.
+    pub comment: Option<String>,
+    /// Source frames of the instruction, innermost (inlined) first.
+    pub source: Vec<SourceFrame>,
+    /// Per event: samples at this instruction.
+    pub samples: Vec<u64>,
+    /// Per event: sum of their periods.
+    pub period: Vec<u64>,
+    /// Per event: samples after de-skid (empty unless asked for).
+    pub deskid: Vec<u64>,
+    /// Per event: samples whose call chain passes through this (call) instruction, below
+    /// this function: the cost of the callee (empty unless the file has call chains).
+    pub inclusive: Vec<u64>,
+}
+
+impl AnnotatedInsn {
+    /// `file:line` of the innermost source frame (file base name, like report's srcline).
+    pub fn srcline(&self) -> Option<String> {
+        let f = self.source.first()?;
+        let file = f.file.as_deref()?;
+        let base = file.rsplit('/').next().unwrap_or(file);
+        Some(format!("{base}:{}", f.line.unwrap_or(0)))
+    }
+}
+
+/// A derived column (ratio of two events' periods per instruction).
+#[derive(Debug, Clone, Serialize)]
+pub struct Derived {
+    /// Column name: `CPI`, `<event> ratio` or `<event> MPKI`.
+    pub name: String,
+    /// How it is computed.
+    pub formula: String,
+    /// Over the whole function.
+    pub function: Option<f64>,
+    /// Per instruction (None where the denominator has no samples).
+    pub values: Vec<Option<f64>>,
+}
+
+/// The annotation of one function.
+#[derive(Debug, Clone)]
+pub struct FunctionAnnotation {
+    /// Function name.
+    pub symbol: String,
+    /// DSO short name.
+    pub dso: String,
+    /// DSO path.
+    pub dso_path: String,
+    /// First SVMA of the function.
+    pub start: u64,
+    /// One past its last SVMA.
+    pub end: u64,
+    /// Event columns.
+    pub events: Vec<AnnotatedEvent>,
+    /// Instructions in address order.
+    pub insns: Vec<AnnotatedInsn>,
+    /// Whether the code could be read and disassembled (else rows are the sampled addresses
+    /// only).
+    pub disassembled: bool,
+    /// Per event: skid figures.
+    pub skid: Vec<SkidStats>,
+    /// Derived columns the events allow.
+    pub derived: Vec<Derived>,
+    /// Whether the file has call chains (then `inclusive` is filled).
+    pub has_callchains: bool,
+}
+
+/// Everything `annotate` found.
+#[derive(Debug, Clone)]
+pub struct Annotation {
+    /// Annotated functions, hottest first.
+    pub functions: Vec<FunctionAnnotation>,
+    /// Sampled functions matching nothing asked for, to help (name, first-event samples),
+    /// hottest first; filled when the target matched nothing.
+    pub candidates: Vec<(String, u64)>,
+}
+
+struct FuncSamples {
+    dso: DsoId,
+    symbol: SymbolId,
+    /// (sample index, SVMA) of its samples.
+    samples: Vec<(u32, u64)>,
+    first_event: u64,
+}
+
+/// Annotates functions of a profile.
+pub fn annotate(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    opts: &AnnotateOptions,
+) -> Result<Annotation, AnalysisError> {
+    let cols = event_columns(profile, &opts.events)?;
+    let col_of = |e: EventId| cols.iter().position(|&c| c == e);
+    let anon: Vec<bool> = profile
+        .dsos
+        .iter()
+        .map(|d| d.kind == DsoKind::Anonymous)
+        .collect();
+
+    // Resolve each distinct sampled location once.
+    let mut qid: HashMap<Query, usize> = HashMap::new();
+    let mut queries: Vec<Query> = Vec::new();
+    let mut sample_q: Vec<usize> = Vec::with_capacity(profile.samples.len());
+    for s in &profile.samples {
+        let pid = match s.location.dso {
+            Some(d) if anon.get(d as usize).copied().unwrap_or(false) => s.pid,
+            _ => -1,
+        };
+        let q = Query::of(s.location, pid);
+        let id = *qid.entry(q).or_insert_with(|| {
+            queries.push(q);
+            queries.len() - 1
+        });
+        sample_q.push(id);
+    }
+    let resolved = symbolizer.resolve_batch(profile, &queries);
+
+    // Group samples by function.
+    let mut funcs: Vec<FuncSamples> = Vec::new();
+    let mut func_of: HashMap<(DsoId, SymbolId), usize> = HashMap::new();
+    for (n, s) in profile.samples.iter().enumerate() {
+        let Some(col) = col_of(s.event) else { continue };
+        let r = resolved[sample_q[n]];
+        let (Some(dso), Some(sym)) = (queries[sample_q[n]].dso, r.symbol) else {
+            continue;
+        };
+        let Some(svma) = r.svma.or_else(|| {
+            // Kernel and modules: the address is the SVMA.
+            let k = profile.dsos.get(dso as usize)?.kind;
+            matches!(k, DsoKind::Kernel | DsoKind::KernelModule).then_some(s.location.file_offset)
+        }) else {
+            continue;
+        };
+        let f = *func_of.entry((dso, sym)).or_insert_with(|| {
+            funcs.push(FuncSamples {
+                dso,
+                symbol: sym,
+                samples: Vec::new(),
+                first_event: 0,
+            });
+            funcs.len() - 1
+        });
+        funcs[f].samples.push((n as u32, svma));
+        if col == 0 {
+            funcs[f].first_event += 1;
+        }
+    }
+    funcs.sort_by(|a, b| {
+        b.first_event
+            .cmp(&a.first_event)
+            .then(b.samples.len().cmp(&a.samples.len()))
+    });
+    let name_of = |symbolizer: &Symbolizer, f: &FuncSamples| -> String {
+        symbolizer
+            .symbol(f.symbol)
+            .map(|s| s.name.clone())
+            .unwrap_or_default()
+    };
+    let chosen: Vec<usize> = match &opts.target {
+        Target::Hottest(n) => (0..funcs.len().min(*n)).collect(),
+        Target::Symbol(name) => (0..funcs.len())
+            .filter(|&i| name_of(symbolizer, &funcs[i]) == *name)
+            .collect(),
+        Target::Addr(a) => (0..funcs.len())
+            .filter(|&i| {
+                symbolizer
+                    .symbol(funcs[i].symbol)
+                    .is_some_and(|s| s.start <= *a && *a < s.end)
+            })
+            .take(1)
+            .collect(),
+    };
+    let mut out = Annotation {
+        functions: Vec::new(),
+        candidates: Vec::new(),
+    };
+    if chosen.is_empty() {
+        out.candidates = funcs
+            .iter()
+            .take(20)
+            .map(|f| (name_of(symbolizer, f), f.first_event))
+            .collect();
+        return Ok(out);
+    }
+    let has_callchains = profile.samples.iter().any(|s| !s.callchain.is_empty());
+    for i in chosen {
+        let f = &funcs[i];
+        out.functions.push(annotate_one(
+            profile,
+            symbolizer,
+            opts,
+            &cols,
+            f,
+            has_callchains,
+        ));
+    }
+    Ok(out)
+}
+
+fn event_columns(profile: &Profile, wanted: &[String]) -> Result<Vec<EventId>, AnalysisError> {
+    let mut cols: Vec<EventId> = Vec::new();
+    if wanted.is_empty() {
+        cols = (0..profile.events.len() as EventId).collect();
+    } else {
+        for w in wanted {
+            match profile.events.iter().position(|e| e.name == *w) {
+                Some(i) => cols.push(i as EventId),
+                None => {
+                    return Err(AnalysisError::UnknownEvent {
+                        wanted: w.clone(),
+                        available: profile.events.iter().map(|e| e.name.clone()).collect(),
+                    })
+                }
+            }
+        }
+    }
+    if cols.is_empty() {
+        return Err(AnalysisError::UnknownEvent {
+            wanted: wanted.join(","),
+            available: Vec::new(),
+        });
+    }
+    Ok(cols)
+}
+
+/// `<name+0xoff>` for an SVMA of a DSO.
+fn label(profile: &Profile, symbolizer: &mut Symbolizer, dso: DsoId, addr: u64) -> Option<String> {
+    let id = symbolizer.symbol_at_svma(profile, dso, addr)?;
+    let s = symbolizer.symbol(id)?;
+    Some(if addr == s.start {
+        format!("<{}>", s.name)
+    } else {
+        format!("<{}+{:#x}>", s.name, addr - s.start)
+    })
+}
+
+fn annotate_one(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    opts: &AnnotateOptions,
+    cols: &[EventId],
+    f: &FuncSamples,
+    has_callchains: bool,
+) -> FunctionAnnotation {
+    let ncol = cols.len();
+    let (name, start, end) = match symbolizer.symbol(f.symbol) {
+        Some(s) => (s.name.clone(), s.start, s.end),
+        None => (String::new(), 0, 0),
+    };
+    let dso = profile.dsos.get(f.dso as usize);
+    let code = symbolizer.function_code(profile, f.dso, start, end);
+    let disassembled = code.is_some();
+    let mut insns: Vec<Insn> = match &code {
+        Some(c) => disassemble(c, start, opts.syntax),
+        None => Vec::new(),
+    };
+    if insns.is_empty() {
+        // No code (kernel, missing file): one row per sampled address.
+        let mut addrs: Vec<u64> = f.samples.iter().map(|&(_, a)| a).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        insns = addrs
+            .into_iter()
+            .map(|a| Insn {
+                addr: a,
+                bytes: Vec::new(),
+                text: "(code not available)".to_string(),
+                flow: Flow::Next,
+                target: None,
+                mem: Vec::new(),
+                rip_target: None,
+                invalid: true,
+            })
+            .collect();
+    }
+    let n = insns.len();
+    let find = |a: u64| -> Option<usize> {
+        if disassembled {
+            skid::insn_containing(&insns, a)
+        } else {
+            skid::insn_at(&insns, a)
+        }
+    };
+    let mut samples = vec![0u64; n * ncol];
+    let mut period = vec![0u64; n * ncol];
+    let mut precise = vec![0u64; n * ncol];
+    for &(si, svma) in &f.samples {
+        let s = &profile.samples[si as usize];
+        let Some(c) = cols.iter().position(|&e| e == s.event) else {
+            continue;
+        };
+        let Some(i) = find(svma) else { continue };
+        samples[i * ncol + c] += 1;
+        period[i * ncol + c] += s.period;
+        let ev = &profile.events[usize::from(s.event)];
+        if s.exact_ip || skid::is_precise_event(ev) {
+            precise[i * ncol + c] += 1;
+        }
+    }
+
+    // Inclusive cost of calls: a chain frame whose return address follows a call of this
+    // function charges that call, once per sample.
+    let mut inclusive = vec![0u64; if has_callchains { n * ncol } else { 0 }];
+    if has_callchains && disassembled {
+        let end_of: HashMap<u64, usize> = insns
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| matches!(i.flow, Flow::Call | Flow::IndirectCall))
+            .map(|(k, i)| (i.end(), k))
+            .collect();
+        let mut svma_cache: HashMap<u64, Option<u64>> = HashMap::new();
+        let mut hit: Vec<usize> = Vec::new();
+        for s in &profile.samples {
+            let Some(c) = cols.iter().position(|&e| e == s.event) else {
+                continue;
+            };
+            let chain = profile.callchain(s);
+            let skip = usize::from(chain.first().is_some_and(|fr| fr.addr == s.ip));
+            hit.clear();
+            for fr in &chain[skip.min(chain.len())..] {
+                if fr.location.dso != Some(f.dso) {
+                    continue;
+                }
+                let off = fr.location.file_offset;
+                let svma = *svma_cache.entry(off).or_insert_with(|| {
+                    symbolizer
+                        .resolve(
+                            profile,
+                            Query {
+                                dso: Some(f.dso),
+                                file_offset: off,
+                                pid: -1,
+                            },
+                        )
+                        .svma
+                });
+                if let Some(k) = svma.and_then(|a| end_of.get(&a)) {
+                    if !hit.contains(k) {
+                        hit.push(*k);
+                        inclusive[k * ncol + c] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    // De-skid per event.
+    let mut events: Vec<AnnotatedEvent> = Vec::with_capacity(ncol);
+    let mut skid_stats = Vec::with_capacity(ncol);
+    let mut deskid_cols: Vec<Vec<u64>> = Vec::new();
+    let cfg = skid::build_cfg(&insns);
+    for (c, &e) in cols.iter().enumerate() {
+        let info = &profile.events[usize::from(e)];
+        let class = skid::classify_event(info);
+        let col = |v: &[u64]| -> Vec<u64> { (0..n).map(|i| v[i * ncol + c]).collect() };
+        let raw = col(&samples);
+        let pre = col(&precise);
+        let imprecise: Vec<u64> = raw.iter().zip(&pre).map(|(r, p)| r - p).collect();
+        // Without the code there is no control flow to follow: nothing moves.
+        let rule = if disassembled {
+            class
+        } else {
+            EventClass::Stays
+        };
+        let d = skid::deskid(rule, &insns, &cfg, &imprecise, &pre);
+        let mut stats = d.stats;
+        stats.class = class;
+        skid_stats.push(stats);
+        if opts.deskid {
+            deskid_cols.push(d.counts);
+        }
+        events.push(AnnotatedEvent {
+            id: e,
+            name: info.name.clone(),
+            class,
+            precise: skid::is_precise_event(info),
+            samples: raw.iter().sum(),
+            period: col(&period).iter().sum(),
+            file_samples: info.samples,
+        });
+    }
+
+    let mut rows: Vec<AnnotatedInsn> = Vec::with_capacity(n);
+    for (i, insn) in insns.into_iter().enumerate() {
+        let target_label = insn.target.and_then(|t| {
+            if t >= start && t < end {
+                Some(if t == start {
+                    format!("<{name}>")
+                } else {
+                    format!("<{name}+{:#x}>", t - start)
+                })
+            } else {
+                label(profile, symbolizer, f.dso, t)
+            }
+        });
+        let comment = insn
+            .rip_target
+            .map(|t| match label(profile, symbolizer, f.dso, t) {
+                Some(l) => format!("# {t:x} {l}"),
+                None => format!("# {t:x}"),
+            });
+        let source = match symbolizer.svma_to_file_offset(profile, f.dso, insn.addr) {
+            Some(off) => symbolizer.source(profile, Some(f.dso), off, false),
+            None => Vec::new(),
+        };
+        rows.push(AnnotatedInsn {
+            insn,
+            target_label,
+            comment,
+            source,
+            samples: samples[i * ncol..(i + 1) * ncol].to_vec(),
+            period: period[i * ncol..(i + 1) * ncol].to_vec(),
+            deskid: deskid_cols.iter().map(|d| d[i]).collect(),
+            inclusive: if has_callchains {
+                inclusive[i * ncol..(i + 1) * ncol].to_vec()
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    let derived = derived_columns(profile, cols, &rows);
+    FunctionAnnotation {
+        symbol: name,
+        dso: dso.map(|d| d.short_name.clone()).unwrap_or_default(),
+        dso_path: dso.map(|d| d.path.clone()).unwrap_or_default(),
+        start,
+        end,
+        events,
+        insns: rows,
+        disassembled,
+        skid: skid_stats,
+        derived,
+        has_callchains,
+    }
+}
+
+/// What a generic or named event measures, for derived columns.
+#[derive(PartialEq)]
+enum Base {
+    Cycles,
+    Instructions,
+    Other,
+}
+
+fn base_of(name: &str, attr_type: u32, config: u64) -> Base {
+    let n = name.split(':').next().unwrap_or(name).to_ascii_lowercase();
+    match (attr_type, config) {
+        (0, 0) => return Base::Cycles,
+        (0, 1) => return Base::Instructions,
+        _ => {}
+    }
+    match n.as_str() {
+        "cycles" | "cpu-cycles" | "ls_not_halted_cyc" | "cpu_clk_unhalted.thread" => Base::Cycles,
+        "instructions" | "ex_ret_instr" | "inst_retired.any" => Base::Instructions,
+        _ => Base::Other,
+    }
+}
+
+/// The access event a miss event is a ratio of (`X-load-misses` → `X-loads`, …).
+fn access_name_for(miss: &str) -> Vec<String> {
+    let m = miss.split(':').next().unwrap_or(miss);
+    match m {
+        "cache-misses" => vec!["cache-references".into()],
+        "branch-misses" => vec!["branch-instructions".into(), "branches".into()],
+        _ => match m.strip_suffix("-misses") {
+            Some(base) => vec![format!("{base}s")],
+            None => Vec::new(),
+        },
+    }
+}
+
+fn ratio(num: u64, den: u64, scale: f64) -> Option<f64> {
+    (den > 0).then(|| num as f64 * scale / den as f64)
+}
+
+fn derived_columns(profile: &Profile, cols: &[EventId], rows: &[AnnotatedInsn]) -> Vec<Derived> {
+    let info = |c: usize| &profile.events[usize::from(cols[c])];
+    let find = |want: Base| {
+        (0..cols.len()).find(|&c| {
+            let e = info(c);
+            base_of(&e.name, e.attr_type, e.config) == want
+        })
+    };
+    let sum = |c: usize| -> u64 { rows.iter().map(|r| r.period[c]).sum() };
+    let make = |name: String, formula: String, num: usize, den: usize, scale: f64| Derived {
+        name,
+        formula,
+        function: ratio(sum(num), sum(den), scale),
+        values: rows
+            .iter()
+            .map(|r| ratio(r.period[num], r.period[den], scale))
+            .collect(),
+    };
+    let mut out = Vec::new();
+    let cyc = find(Base::Cycles);
+    let ins = find(Base::Instructions);
+    if let (Some(cy), Some(i)) = (cyc, ins) {
+        out.push(make(
+            "CPI".into(),
+            format!("{} / {} (periods)", info(cy).name, info(i).name),
+            cy,
+            i,
+            1.0,
+        ));
+    }
+    for c in 0..cols.len() {
+        let e = info(c);
+        if skid::classify_event(e) == EventClass::Stays {
+            continue;
+        }
+        let access = access_name_for(&e.name);
+        if let Some(a) = (0..cols.len()).find(|&a| a != c && access.contains(&info(a).name)) {
+            out.push(make(
+                format!("{} ratio", e.name),
+                format!("{} / {} (periods)", e.name, info(a).name),
+                c,
+                a,
+                1.0,
+            ));
+        } else if let Some(i) = ins {
+            out.push(make(
+                format!("{} MPKI", e.name),
+                format!("1000 * {} / {} (periods)", e.name, info(i).name),
+                c,
+                i,
+                1000.0,
+            ));
+        }
+    }
+    out
+}
