@@ -226,7 +226,7 @@ impl EventParser {
                 what: "tracepoints (`subsystem:name`) are not supported by culprit; `culprit list` shows the events it can use".to_string(),
             });
         }
-        let target = self.resolve(head, event, terms.is_some())?;
+        let target = self.resolve(head, event, terms)?;
         let mut spec = self.build(target, terms.unwrap_or(""), event)?;
         self.apply_modifiers(&mut spec, mods, event)?;
         Ok(spec)
@@ -246,7 +246,8 @@ impl EventParser {
     }
 
     /// Resolves the name part of an event.
-    fn resolve(&self, head: &str, event: &str, has_terms: bool) -> Result<Target, EventError> {
+    fn resolve(&self, head: &str, event: &str, terms: Option<&str>) -> Result<Target, EventError> {
+        let has_terms = terms.is_some();
         // perf's precedence: generic names first, so `cycles` is always PERF_TYPE_HARDWARE.
         if let Some(e) = generic::lookup(generic::HARDWARE, head) {
             return Ok(Target::Fixed {
@@ -321,7 +322,25 @@ impl EventParser {
                     pmu: head.to_string(),
                 });
             }
-            return Err(self.unknown_pmu(head, event));
+            let err = self.unknown_pmu(head, event);
+            // `cycels/period=1/` (only per-event settings) is a misspelled event more likely
+            // than a PMU.
+            let only_special = split_terms(terms.unwrap_or(""))
+                .iter()
+                .all(|(k, _)| SPECIAL_TERMS.contains(k));
+            if let EventError::UnknownPmu { suggestions, .. } = &err {
+                if suggestions.is_empty() && only_special {
+                    let names = super::known_names(&self.sysfs, self.cpu.as_ref());
+                    let close = suggest::closest(head, names.iter().map(String::as_str));
+                    if !close.is_empty() {
+                        return Err(EventError::UnknownEvent {
+                            name: head.to_string(),
+                            suggestions: close,
+                        });
+                    }
+                }
+            }
+            return Err(err);
         }
         // A bare sysfs alias (`tsc` → `msr/tsc/`), when exactly one PMU has it.
         let owners: Vec<Pmu> = self

@@ -503,6 +503,14 @@ fn test_parse_event_unknown_pmu() {
             .contains("PMUs on this machine: cpu, ibs_fetch"),
         "{err}"
     );
+    // A misspelled event with terms is reported as an unknown event, with suggestions.
+    match p.parse_event("cycels/period=1000/").unwrap_err() {
+        EventError::UnknownEvent { name, suggestions } => {
+            assert_eq!(name, "cycels");
+            assert_eq!(suggestions[0], "cycles");
+        }
+        other => panic!("{other:?}"),
+    }
     // On the VM there is no cpu PMU.
     let fake = FakeSysfs::no_hw();
     let err = no_hw(&fake).parse_event("cpu/event=0x76/").unwrap_err();
