@@ -842,3 +842,80 @@ fn test_record_cpu_list() {
         "samples from other CPUs"
     );
 }
+
+/// Runs culprit unprivileged: as `nobody` when the tests run as root, else as the current user.
+fn culprit_unprivileged() -> Command {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c.arg(culprit().get_program());
+        c
+    } else {
+        culprit()
+    }
+}
+
+#[test]
+fn test_record_unprivileged_paranoid_message_and_user_only_fallback() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-unprivileged");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // System-wide needs perf_event_paranoid <= 0 without privileges.
+    let out = culprit_unprivileged()
+        .args(["record", "-q", "-a", "-e", "cpu-clock", "-o"])
+        .arg(dir.join("a.data"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    if paranoid >= 1 {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(
+            e.contains(&format!(
+                "no permission to open event 'cpu-clock' (kernel.perf_event_paranoid = {paranoid})"
+            )) && e.contains("CAP_PERFMON")
+                && e.contains("sysctl -w kernel.perf_event_paranoid="),
+            "{e}"
+        );
+    } else {
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // Profiling one's own command works at paranoid 2, user space only, with a warning.
+    let shares = common::workload("shares");
+    let data = dir.join("u.data");
+    let out = culprit_unprivileged()
+        .args(["record", "--format", "json", "-e", "cpu-clock", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&shares)
+        .arg("10")
+        .output()
+        .unwrap();
+    if paranoid >= 3 {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        return;
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert!(samples_of(&v) > 20, "{v}");
+    let p = decode_checks(&data, &v);
+    let kernel = p
+        .samples
+        .iter()
+        .filter(|s| s.cpumode == culprit_decode::model::CpuMode::Kernel)
+        .count();
+    if paranoid >= 2 {
+        assert!(
+            stderr(&out).contains("sampling user space only (:u)"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(kernel, 0, "kernel samples despite the :u fallback");
+    }
+}

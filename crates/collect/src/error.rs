@@ -43,7 +43,7 @@ pub enum RecordError {
     #[error(
         "no permission to open event '{event}' (kernel.perf_event_paranoid = {}): \
          run as root, grant CAP_PERFMON, or lower the limit with \
-         `sysctl -w kernel.perf_event_paranoid=1` (-1 for system-wide and kernel sampling)",
+         `sysctl -w kernel.perf_event_paranoid=1` (0 or lower for -a, -1 for everything)",
         paranoid.map_or("unknown".to_string(), |p| p.to_string())
     )]
     PermissionDenied {
