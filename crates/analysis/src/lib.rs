@@ -10,6 +10,9 @@
 mod fxhash;
 pub mod annotate;
 pub mod hotspots;
+pub mod ibs;
+pub mod metrics;
+pub mod topdown;
 pub mod skid;
 
 pub use hotspots::{
