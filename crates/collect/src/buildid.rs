@@ -7,10 +7,18 @@ use object::{Object, ObjectSection};
 /// `NT_GNU_BUILD_ID`.
 const NT_GNU_BUILD_ID: u32 = 3;
 
-/// Build id of an ELF file, if it has one.
+/// Build id of an ELF file, if it has one. Reads only the headers and the note (not the
+/// whole file: debug binaries can be hundreds of MB).
 pub fn file_build_id(path: &str) -> Option<Vec<u8>> {
-    let data = std::fs::read(path).ok()?;
-    elf_build_id(&data)
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    if let Ok(Some(id)) = obj.build_id() {
+        return Some(id.to_vec());
+    }
+    obj.sections()
+        .filter(|s| s.name().map(|n| n.starts_with(".note")).unwrap_or(false))
+        .find_map(|s| s.data().ok().and_then(parse_notes))
 }
 
 /// Build id of an ELF image in memory.

@@ -522,14 +522,27 @@ fn record_into(
     // Events, with the default and its fallback.
     let mut specs = opts.events.clone();
     if specs.is_empty() {
-        if crate::probe::hardware_pmu_available() {
-            specs.push(crate::events::default_event());
-        } else {
-            warn(
-                "no usable hardware PMU here (cycles is not supported): falling back to cpu-clock"
-                    .into(),
-            );
-            specs.push(crate::events::cpu_clock());
+        // cycles if the PMU can *sample* it here (some VMs count but cannot sample), else
+        // cpu-clock, as perf falls back.
+        let cycles = crate::events::default_event();
+        let probe = Attr {
+            flags: flag::DISABLED | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
+            ..build_attr(
+                &cycles,
+                SampleRate::Frequency(DEFAULT_FREQUENCY),
+                opts,
+                false,
+            )
+        };
+        match ring::perf_event_open(&probe, 0, -1) {
+            Ok(_) => specs.push(cycles),
+            Err(e) => {
+                let why = std::io::Error::from_raw_os_error(e);
+                warn(format!(
+                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
+                ));
+                specs.push(crate::events::cpu_clock());
+            }
         }
     }
     let max_rate = procfs::max_sample_rate();
