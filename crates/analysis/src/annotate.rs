@@ -226,6 +226,41 @@ pub fn annotate(
             funcs[f].first_event += 1;
         }
     }
+    // A function asked for by name or address may have no samples of its own but be on
+    // call chains (`main`): annotate it too, for the inclusive cost of its calls.
+    if !matches!(opts.target, Target::Hottest(_)) {
+        let mut frame_queries: Vec<Query> = Vec::new();
+        let mut seen: HashMap<Query, ()> = HashMap::new();
+        for s in &profile.samples {
+            if col_of(s.event).is_none() {
+                continue;
+            }
+            for fr in profile.callchain(s) {
+                let q = Query {
+                    dso: fr.location.dso,
+                    file_offset: fr.location.file_offset,
+                    pid: -1,
+                };
+                if q.dso.is_some() && seen.insert(q, ()).is_none() {
+                    frame_queries.push(q);
+                }
+            }
+        }
+        let res = symbolizer.resolve_batch(profile, &frame_queries);
+        for (q, r) in frame_queries.iter().zip(res) {
+            if let (Some(dso), Some(sym)) = (q.dso, r.symbol) {
+                func_of.entry((dso, sym)).or_insert_with(|| {
+                    funcs.push(FuncSamples {
+                        dso,
+                        symbol: sym,
+                        samples: Vec::new(),
+                        first_event: 0,
+                    });
+                    funcs.len() - 1
+                });
+            }
+        }
+    }
     funcs.sort_by(|a, b| {
         b.first_event
             .cmp(&a.first_event)
