@@ -795,7 +795,7 @@ pub fn data_report(
             0
         };
         let (local, remote) = match ibs::op_data_src(op, &d.ctx).map(MemDataSrc::decode) {
-            Some(ds) if miss && ds.level != MemLevel::Na => {
+            Some(ds) if miss && !matches!(ds.level, MemLevel::Na | MemLevel::Uncached) => {
                 (u64::from(!ds.remote), u64::from(ds.remote))
             }
             _ => (0, 0),

@@ -1,12 +1,360 @@
-//! `culprit ibs` (being written).
+//! `culprit ibs`: AMD IBS reports from a perf.data file — fetch table, op table (per
+//! instruction, source line or function, and per function) and data-centric tables.
+//!
+//! The JSON schema is documented in docs/ibs.md. Exit status: 0 on success; 1 when the input
+//! is truncated or corrupt (the report of what was read is still printed); 2 when nothing could
+//! be read, an argument is wrong, or the file has no IBS samples.
 
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use culprit_analysis::ibs::{
+    data_report, fetch_report, op_report, DataReport, DataRow, DataTable, FetchReport, IbsOptions,
+    IbsSort, OpReport,
+};
+use culprit_decode::ibs::IbsKind;
+use culprit_decode::model::Profile;
+use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use serde_json::{json, Map, Value};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IbsFormat {
+    /// Aligned tables.
+    Text,
+    /// One JSON object (schema in docs/ibs.md).
+    Json,
+}
 
 /// Arguments of `culprit ibs`.
 #[derive(clap::Args, Debug)]
-pub struct IbsArgs {}
+#[command(
+    about = "IBS fetch/op/data-centric reports from a perf.data file",
+    after_help = "EXAMPLES:\n  culprit ibs -i ibs.data --op                 op table per instruction, DC misses first\n  culprit ibs --fetch --sort sym               fetch table per function\n  culprit ibs --data --top 10                  top data addresses/lines/pages/symbols by DC misses\n\nWith none of --fetch/--op/--data, every report the file has samples for is printed."
+)]
+pub struct IbsArgs {
+    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub input: PathBuf,
+    /// Fetch report (ibs_fetch samples).
+    #[arg(long)]
+    pub fetch: bool,
+    /// Op report (ibs_op samples).
+    #[arg(long)]
+    pub op: bool,
+    /// Data-centric report (ibs_op load/store samples with a data address).
+    #[arg(long)]
+    pub data: bool,
+    /// Row key of the main table: ip (instruction), sym (function) or srcline.
+    #[arg(short = 's', long, value_name = "KEY", default_value = "ip")]
+    pub sort: String,
+    /// Count killed fetches too (left out by default, as CodeAnalyst did).
+    #[arg(long = "include-killed")]
+    pub include_killed: bool,
+    /// Show at most N rows per table (data tables: default 10).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Output format: text or json (see docs/ibs.md).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = IbsFormat::Text)]
+    pub format: IbsFormat,
+}
 
 /// Runs `culprit ibs`.
-pub fn run(_args: IbsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("culprit ibs is not built yet")
+pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
+    let sort =
+        IbsSort::parse(&args.sort).context("error parsing flag --sort (ip, sym, srcline)")?;
+    let profile = if args.input.as_os_str() == "-" {
+        culprit_decode::read_reader(std::io::stdin().lock())
+            .context("cannot read perf.data from stdin")?
+    } else {
+        culprit_decode::read_file(&args.input)
+            .with_context(|| format!("cannot read {}", args.input.display()))?
+    };
+    let has = |k: IbsKind| {
+        profile
+            .events
+            .iter()
+            .any(|e| e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k))
+    };
+    let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
+    if !has_fetch && !has_op {
+        anyhow::bail!(
+            "{} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
+             HEADER_PMU_MAPPINGS with samples); record them on an AMD CPU with \
+             `culprit record --ibs op` or `perf record -e ibs_op//`",
+            args.input.display()
+        );
+    }
+    let none = !(args.fetch || args.op || args.data);
+    let want_fetch = args.fetch || (none && has_fetch);
+    let want_op = args.op || (none && has_op);
+    let want_data = args.data || (none && has_op);
+    let opts = IbsOptions {
+        sort,
+        include_killed: args.include_killed,
+        top: args.top,
+    };
+    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let fetch = want_fetch.then(|| fetch_report(&profile, &mut symbolizer, &opts));
+    let op = want_op.then(|| op_report(&profile, &mut symbolizer, &opts));
+    let data = want_data.then(|| data_report(&profile, &mut symbolizer, &opts));
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match args.format {
+        IbsFormat::Json => {
+            let mut m = Map::new();
+            m.insert("input".into(), json!(args.input.display().to_string()));
+            m.insert("sort".into(), json!(sort));
+            m.insert("fetch".into(), serde_json::to_value(&fetch)?);
+            m.insert("op".into(), serde_json::to_value(&op)?);
+            m.insert("data".into(), serde_json::to_value(&data)?);
+            m.insert(
+                "notes".into(),
+                json!(notes(&profile, fetch.as_ref(), op.as_ref())),
+            );
+            writeln!(out, "{}", Value::Object(m))?;
+        }
+        IbsFormat::Text => {
+            for n in notes(&profile, fetch.as_ref(), op.as_ref()) {
+                writeln!(out, "# {n}")?;
+            }
+            if let Some(f) = &fetch {
+                print_fetch(&mut out, f)?;
+            }
+            if let Some(o) = &op {
+                print_op(&mut out, o)?;
+            }
+            if let Some(d) = &data {
+                print_data(&mut out, d)?;
+            }
+        }
+    }
+    out.flush()?;
+    if let Some(stop) = &profile.stopped {
+        eprintln!(
+            "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
+             was read before it",
+            args.input.display(),
+            stop.offset,
+            stop.reason
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn notes(profile: &Profile, fetch: Option<&FetchReport>, op: Option<&OpReport>) -> Vec<String> {
+    let mut n = Vec::new();
+    match culprit_decode::ibs::IbsContext::from_meta(&profile.meta) {
+        Some(c) => n.push(format!(
+            "CPU family {:#x} model {:#x}{}{}",
+            c.family,
+            c.model,
+            if c.zen4_pmu_cap {
+                ", Zen 4 IBS extensions"
+            } else {
+                ""
+            },
+            if c.zen3_errata() {
+                " (errata #1238/#1347/#1293 applied: IcMiss hidden, 4K/16K/2M/1G page table, \
+                 OpData2/L2Miss ignored for SwPf/DcMissNoMabAlloc)"
+            } else {
+                ""
+            }
+        )),
+        None => n.push(
+            "no AMD CPUID in the file header: decoded without family errata or Zen 4 fields"
+                .to_string(),
+        ),
+    }
+    if let Some(f) = fetch {
+        if f.killed_filtered {
+            n.push(format!(
+                "fetch: {} killed fetches filtered out (use --include-killed to count them)",
+                f.killed
+            ));
+        }
+        if f.invalid > 0 {
+            n.push(format!(
+                "fetch: {} invalid samples ignored (En/Val clear)",
+                f.invalid
+            ));
+        }
+    }
+    if let Some(o) = op {
+        if o.invalid > 0 {
+            n.push(format!(
+                "op: {} invalid samples ignored (En/Val clear)",
+                o.invalid
+            ));
+        }
+        if o.l3_miss_only {
+            n.push(
+                "op: L3MissOnly filtering was on: the effective period cannot be reconstructed, \
+                 counts are not proportional to execution"
+                    .to_string(),
+            );
+        }
+    }
+    n
+}
+
+fn print_fetch(out: &mut dyn Write, f: &FetchReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n# IBS fetch: {} samples, {} killed{}, {} invalid, {} attributed to a straddling instruction",
+        f.samples,
+        f.killed,
+        if f.killed_filtered { " (filtered)" } else { "" },
+        f.invalid,
+        f.straddled
+    )?;
+    let header = format!(
+        "{:>7} {:>7} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6} {:>8}  {}",
+        "All",
+        "Killed",
+        "Attempted",
+        "Completed",
+        "Aborted",
+        "ICmiss",
+        "ITLBL1M",
+        "ITLBL2M",
+        "4K",
+        "16K",
+        "2M",
+        "1G",
+        "AvgLat",
+        "Location"
+    );
+    for (title, rows) in [("by location", &f.rows), ("by function", &f.functions)] {
+        writeln!(out, "\n## fetch {title}\n{header}")?;
+        for r in rows.iter() {
+            let c = &r.counts;
+            writeln!(
+                out,
+                "{:>7} {:>7} {:>9} {:>9} {:>7} {:>7} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6} {:>8.1}  {}",
+                c.all,
+                c.killed,
+                c.attempted,
+                c.completed,
+                c.aborted,
+                c.ic_miss,
+                c.itlb_l1m_l2h + c.itlb_l1m_l2m,
+                c.itlb_l1m_l2m,
+                c.page_4k,
+                c.page_16k,
+                c.page_2m,
+                c.page_1g,
+                c.avg_lat,
+                location(&r.site.key, r.site.dso.as_deref())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn location(key: &str, dso: Option<&str>) -> String {
+    match dso {
+        Some(d) if !key.contains(d) => format!("{key} ({d})"),
+        _ => key.to_string(),
+    }
+}
+
+fn print_op(out: &mut dyn Write, o: &OpReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n# IBS op: {} samples, {} invalid; rows sorted by DC misses, then total miss latency",
+        o.samples, o.invalid
+    )?;
+    let header = format!(
+        "{:>6} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6} {:>6} {:>7} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>9} {:>7} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4}  {}",
+        "Ops", "Brn", "Misp", "Taken", "Ret", "Load", "Store", "DCmiss", "DTLBL1M", "DTLBL2M",
+        "4K", "2M", "1G", "Misal", "Lock", "UC/WC", "MissLat", "AvgLat", "AvgT2R", "AvgC2R",
+        "LCach", "RCach", "DRAM", "RDRAM", "IO", "CXL", "Location"
+    );
+    for (title, rows) in [("by location", &o.rows), ("by function", &o.functions)] {
+        writeln!(out, "\n## op {title}\n{header}")?;
+        for r in rows.iter() {
+            let c = &r.counts;
+            writeln!(
+                out,
+                "{:>6} {:>5} {:>5} {:>5} {:>4} {:>6} {:>6} {:>6} {:>7} {:>7} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>9} {:>7.1} {:>6.1} {:>6.1} {:>5} {:>5} {:>5} {:>5} {:>4} {:>4}  {}",
+                c.all,
+                c.branch,
+                c.mispredicted,
+                c.taken,
+                c.ret,
+                c.load,
+                c.store,
+                c.dc_miss,
+                c.dtlb_l1m_l2h + c.dtlb_l1m_l2m,
+                c.dtlb_l1m_l2m,
+                c.page_4k,
+                c.page_2m,
+                c.page_1g,
+                c.misaligned,
+                c.locked,
+                c.uc + c.wc,
+                c.dc_miss_lat_total,
+                c.avg_dc_miss_lat,
+                c.avg_tag_to_ret,
+                c.avg_comp_to_ret,
+                c.src_local_cache,
+                c.src_remote_cache,
+                c.src_local_dram,
+                c.src_remote_dram,
+                c.src_io,
+                c.src_cxl,
+                location(&r.site.key, r.site.dso.as_deref())
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n# IBS data-centric: {} memory ops with a data address, {} DC misses",
+        d.accesses, d.dc_miss
+    )?;
+    let tables: [(&str, &DataTable); 4] = [
+        ("VA", &d.addresses),
+        ("cache line", &d.lines),
+        ("page", &d.pages),
+        ("data symbol", &d.symbols),
+    ];
+    for (what, t) in tables {
+        for (by, rows) in [
+            ("DC misses", &t.by_misses),
+            ("total miss latency", &t.by_latency),
+        ] {
+            writeln!(out, "\n## Top {} {what}s by {by}", rows.len())?;
+            writeln!(
+                out,
+                "{:>8} {:>10} {:>8} {:>7} {:>7}  {}",
+                "DCmiss", "MissLat", "Access", "Local", "Remote", what
+            )?;
+            for r in rows.iter() {
+                print_data_row(out, r)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_data_row(out: &mut dyn Write, r: &DataRow) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>8} {:>10} {:>8} {:>7} {:>7}  {}",
+        r.dc_miss, r.miss_lat_total, r.accesses, r.local, r.remote, r.key
+    )
 }
