@@ -6,8 +6,10 @@
 //! fails) depends on what the event counts ([`classify`]):
 //! - [`EventClass::Memory`] (cache fills and misses, DTLB misses): the nearest preceding
 //!   instruction of the same basic block that accesses memory through an address computed
-//!   from registers; if there is none, the nearest preceding one with any memory access
-//!   (stack, RIP-relative); if there is none either, the sample stays.
+//!   from registers; if the block has none before the sample, the same search continues
+//!   backwards through the likely predecessor blocks (the fall-through one, or the only
+//!   one) up to [`MAX_MEMORY_DISTANCE`] instructions; failing that, the nearest preceding
+//!   access of the block (stack, RIP-relative); if there is none either, the sample stays.
 //! - [`EventClass::Branch`] (mispredictions): the conditional (or indirect) branch that ends
 //!   a predecessor block in the control-flow graph, searched breadth-first backwards through
 //!   blocks entered by fall-through or unconditional jumps, at most [`MAX_BRANCH_DEPTH`]
@@ -235,15 +237,69 @@ pub fn culprit(class: EventClass, insns: &[Insn], cfg: &Cfg, idx: usize) -> Opti
     }
 }
 
+/// How far back (in instructions along the path) the memory rule searches.
+pub const MAX_MEMORY_DISTANCE: usize = 32;
+
+/// The block execution most plausibly came from: the fall-through predecessor (the
+/// layout-previous block, when it is a predecessor), else the only predecessor.
+fn likely_pred(cfg: &Cfg, b: usize) -> Option<usize> {
+    let preds = &cfg.blocks[b].preds;
+    if b > 0 && preds.contains(&(b - 1)) && cfg.blocks[b - 1].end == cfg.blocks[b].start {
+        return Some(b - 1);
+    }
+    match preds.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
 fn memory_culprit(insns: &[Insn], cfg: &Cfg, idx: usize) -> Option<(usize, u32)> {
-    let start = cfg.blocks[cfg.block_of[idx]].start;
-    let before = (start..idx).rev();
+    let b0 = cfg.block_of[idx];
+    let start = cfg.blocks[b0].start;
     // The sampled instruction itself is not a candidate: the interrupt is taken after
     // the instruction that caused the event retired or completed.
-    let found = before
-        .clone()
-        .find(|&i| insns[i].mem.iter().any(|m| m.register_computed()))
-        .or_else(|| before.clone().find(|&i| !insns[i].mem.is_empty()))?;
+    let reg = |i: usize| insns[i].mem.iter().any(|m| m.register_computed());
+    if let Some(i) = (start..idx).rev().find(|&i| reg(i)) {
+        return Some((i, (idx - i) as u32));
+    }
+    // No register-addressed access before the sample in its block: the skid may have
+    // crossed a block boundary; follow the likely predecessor blocks back.
+    let mut dist = idx - start;
+    let mut b = b0;
+    let mut seen = vec![false; cfg.blocks.len()];
+    seen[b0] = true;
+    while let Some(p) = likely_pred(cfg, b) {
+        if seen[p] {
+            // A loop back to the sample's own block: its instructions after the sample
+            // are the path too.
+            if p == b0 {
+                let blk = &cfg.blocks[p];
+                if let Some(i) = (idx..blk.end).rev().find(|&i| reg(i)) {
+                    let d = dist + (blk.end - i);
+                    if d <= MAX_MEMORY_DISTANCE {
+                        return Some((i, d as u32));
+                    }
+                }
+            }
+            break;
+        }
+        seen[p] = true;
+        let blk = &cfg.blocks[p];
+        if let Some(i) = (blk.start..blk.end).rev().find(|&i| reg(i)) {
+            let d = dist + (blk.end - i);
+            if d <= MAX_MEMORY_DISTANCE {
+                return Some((i, d as u32));
+            }
+            break;
+        }
+        dist += blk.end - blk.start;
+        if dist > MAX_MEMORY_DISTANCE {
+            break;
+        }
+        b = p;
+    }
+    // Else the nearest stack or RIP-relative access of the block.
+    let found = (start..idx).rev().find(|&i| !insns[i].mem.is_empty())?;
     Some((found, (idx - found) as u32))
 }
 
@@ -582,6 +638,26 @@ mod tests {
         assert_eq!(d.stats.spread90_deskid, 1);
         assert_eq!(d.stats.distance.get(&3), Some(&44));
         assert_eq!(d.stats.distance.get(&1), Some(&(9 + 7)));
+    }
+
+    #[test]
+    fn test_memory_culprit_follows_likely_predecessors() {
+        let insns = disassemble(&COUNT_ODD, 0x1199, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::Memory, &insns, &cfg, at(&insns, a));
+        let load = at(&insns, 0x11d2);
+        // In the load's own block.
+        assert_eq!(c(0x11d7), Some((load, 2)));
+        // Fall-through successor (odd path) and the only-predecessor taken path.
+        assert_eq!(c(0x11d9), Some((load, 3)));
+        assert_eq!(c(0x11bc), Some((load, 4)));
+        // Two blocks away: 11c9 <- 11b9 (fall-through) <- 11d2.
+        assert_eq!(c(0x11cd), Some((load, 3 + 5 + 1)));
+        // The load's own block reached around the loop (even path): one iteration.
+        assert_eq!(c(0x11d2), Some((load, 3 + 5 + 3)));
+        // The entry block: only a RIP-relative access before, no predecessor.
+        assert_eq!(c(0x11a4), Some((0, 2)));
+        assert_eq!(c(0x1199), None);
     }
 
     #[test]

@@ -254,8 +254,8 @@ fn check_deskid(bin: &Path, func: &str, events: Vec<EventInfo>, dist: &[(u64, u6
 /// The culprit load of the -O0 matrix multiply (`matrix_b[k * n + j]`, the load right before
 /// `mulss`) and the skid the issue measured: 44% on the addss after it, 30% on the store
 /// after that, 9% on the mulss, 0% on the load; the rest on the stack reload, the loop
-/// increment and (crossing into the loop-condition block, where the rule cannot follow)
-/// its first instruction.
+/// increment, the loop-condition block and the head of the next iteration (the rule follows
+/// the fall-through and back-edge path there), and the `a` load's own skid.
 fn matrix_layout() -> (PathBuf, Vec<(u64, u64)>, u64) {
     let bin = common::workload("simple_classic");
     let f = objdump_function(&bin, "multiply_matrices");
@@ -267,13 +267,24 @@ fn matrix_layout() -> (PathBuf, Vec<(u64, u64)>, u64) {
     );
     let at = |k: usize| f[mul + k].addr;
     assert_eq!(f[mul + 2].mnem, "addss", "{f:#?}");
+    // The inner loop's back edge (`jl` to the head of the loop body).
+    let back = pos(
+        &f,
+        |l| l.mnem.starts_with('j') && l.addr > load.addr,
+        "inner loop branch",
+    );
+    let head = u64::from_str_radix(f[back].ops.split_whitespace().next().unwrap(), 16).unwrap();
+    let head = pos(&f, |l| l.addr == head, "inner loop head");
     let dist = vec![
-        (at(2), 440), // addss
-        (at(3), 300), // store of the sum
-        (at(0), 90),  // mulss
-        (at(1), 100), // reload of the sum from the stack
-        (at(4), 40),  // k++ (addl)
-        (at(5), 30),  // loop condition block: beyond a block boundary
+        (at(2), 440),       // addss
+        (at(3), 300),       // store of the sum
+        (at(0), 90),        // mulss
+        (at(1), 70),        // reload of the sum from the stack
+        (at(4), 30),        // k++ (addl)
+        (at(5), 20),        // loop condition block
+        (f[head].addr, 10), // next iteration, across the back edge
+        (f[head + 1].addr, 10),
+        (f[mul - 4].addr, 30), // after the `a` load: goes to that load, not the culprit
         (load.addr, 0),
     ];
     (bin, dist, load.addr)
@@ -316,7 +327,7 @@ fn test_deskid_pointer_chase_samples_go_to_the_chasing_load() {
     for (k, s) in (load + 1..=jcc).zip(shares) {
         dist.push((f[k].addr, s));
     }
-    // After the loop (another block): stays.
+    // After the loop (another block, reached by falling out of it).
     dist.push((f[jcc + 1].addr, 40));
     check_deskid(
         &bin,
