@@ -220,8 +220,20 @@ fn event_columns(
 ) -> Result<(Vec<EventTotals>, Vec<u32>), AnalysisError> {
     let mut col_of = vec![NONE; profile.events.len()];
     let mut totals = Vec::new();
+    // Like perf, events without samples (e.g. the `dummy` tracking event of `-a`) get no
+    // column unless asked for by name.
+    let mut counts = vec![0u64; profile.events.len()];
+    for s in &profile.samples {
+        if let Some(c) = counts.get_mut(usize::from(s.event)) {
+            *c += 1;
+        }
+    }
+    let any = counts.iter().any(|&c| c > 0);
     for (i, e) in profile.events.iter().enumerate() {
         if !wanted.is_empty() && !wanted.contains(&e.name) {
+            continue;
+        }
+        if wanted.is_empty() && any && counts[i] == 0 {
             continue;
         }
         col_of[i] = totals.len() as u32;
