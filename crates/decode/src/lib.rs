@@ -76,21 +76,42 @@ pub fn read_file_with_progress(
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
-    let data = std::fs::read(path).map_err(|source| DecodeError::Io {
+    let io = |source| DecodeError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    reader::read(&data, progress)
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len == 0 || !file.metadata().map_err(io)?.is_file() {
+        // Empty files and pipes/FIFOs cannot be mapped: read them whole.
+        return read_reader(file);
+    }
+    // SAFETY: the mapping is read-only and private to this call. perf.data files are not
+    // truncated while being read (perf only appends, then rewrites the header in place);
+    // a concurrent truncation would raise SIGBUS, as with any mmap-based reader (perf too).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    let mut release = |upto: usize| {
+        // Drop already-processed pages from the resident set; they are file-backed, so a
+        // later access (there is none) would simply re-read them.
+        let upto = upto & !0xfff;
+        if upto > 0 {
+            // SAFETY: DONTNEED on a read-only file mapping only discards cached pages; their
+            // content stays what the file holds.
+            let _ =
+                unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, upto) };
+        }
+    };
+    reader::read(&map, progress, &mut release)
 }
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).
 pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {})
+    reader::read(data, &mut |_, _| {}, &mut |_| {})
 }
 
 /// Reads a perf.data stream (e.g. stdin for `-i -`) to its end, then decodes it.
 pub fn read_reader(mut input: impl Read) -> Result<Profile, DecodeError> {
     let mut data = Vec::new();
     input.read_to_end(&mut data)?;
-    reader::read(&data, &mut |_, _| {})
+    reader::read(&data, &mut |_, _| {}, &mut |_| {})
 }

@@ -187,10 +187,21 @@ pub(crate) struct Reader<'a, 'p> {
     suppressed_warnings: u64,
     progress: &'p mut dyn FnMut(u64, u64),
     next_progress: u64,
+    /// Told "bytes below this offset are no longer needed" (lets a memory-mapped input drop
+    /// its pages from the resident set).
+    release: &'p mut dyn FnMut(usize),
+    released: usize,
+    /// Start of the record being framed (nothing before it is needed once delivered).
+    framing_at: usize,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
-    fn new(data: &'a [u8], be: bool, progress: &'p mut dyn FnMut(u64, u64)) -> Self {
+    fn new(
+        data: &'a [u8],
+        be: bool,
+        progress: &'p mut dyn FnMut(u64, u64),
+        release: &'p mut dyn FnMut(usize),
+    ) -> Self {
         let mut p = Profile::default();
         p.meta.file_size = data.len() as u64;
         Reader {
@@ -214,6 +225,9 @@ impl<'a, 'p> Reader<'a, 'p> {
             suppressed_warnings: 0,
             progress,
             next_progress: 0,
+            release,
+            released: 0,
+            framing_at: 0,
         }
     }
 
@@ -295,6 +309,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let mut off = start;
         while off < end {
             self.report_progress(off as u64);
+            self.framing_at = off;
             let stop = |ty: Option<u32>, reason: String, n: u64| {
                 Some(ReadStop {
                     offset: off as u64,
@@ -439,6 +454,19 @@ impl<'a, 'p> Reader<'a, 'p> {
         queue.drain(..cut);
         self.queue = queue;
         self.compact_decomp();
+        // Input bytes before the oldest still-queued record are done with.
+        let low = self
+            .queue
+            .iter()
+            .filter(|r| r.at & IN_DECOMP == 0)
+            .map(|r| r.at as usize)
+            .min()
+            .unwrap_or(self.framing_at)
+            .min(self.framing_at);
+        if low >= self.released.saturating_add(1 << 23) {
+            (self.release)(low);
+            self.released = low;
+        }
     }
 
     /// Drops decompressed bytes no queued record needs any more.
@@ -1094,6 +1122,7 @@ fn read_values(c: &mut Cur, f: u64) -> Option<Vec<ReadValue>> {
 pub(crate) fn read(
     data: &[u8],
     progress: &mut dyn FnMut(u64, u64),
+    release: &mut dyn FnMut(usize),
 ) -> Result<Profile, DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(DecodeError::TooShort(data.len() as u64));
@@ -1112,7 +1141,7 @@ pub(crate) fn read(
         offset: e.offset,
         what: e.what,
     };
-    let mut r = Reader::new(data, be, progress);
+    let mut r = Reader::new(data, be, progress, release);
     let stopped;
     if hsize == 16 {
         // Pipe mode: a 16-byte header, then records (attrs and features among them).
