@@ -4,7 +4,8 @@
 //!
 //! Counting is `culprit_collect::count`; the formulas are `culprit_analysis::{metrics,
 //! topdown}`. Text goes to stderr (as perf stat, so the command's stdout stays clean); JSON and
-//! CSV go to stdout. The JSON schema is in docs/stat.md.
+//! CSV go to stdout; `-o FILE` writes any format to FILE instead. The JSON schema is in
+//! docs/stat.md.
 //!
 //! Exit status: the command's (128 + signal if it was killed), 0 for `-p`/`-a` without a
 //! command, 2 when counting failed.
@@ -83,6 +84,10 @@ pub struct StatArgs {
         conflicts_with = "format"
     )]
     pub separator: Option<String>,
+    /// Write the results to FILE instead of stderr (text) / stdout (json, csv), so they do
+    /// not mix with the command's own output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// Output format: text (stderr), json (stdout, docs/stat.md) or csv (stdout).
     #[arg(long = "format", value_enum, default_value_t = StatFormat::Text)]
     pub format: StatFormat,
@@ -318,6 +323,16 @@ struct JsonInterval {
     events: Vec<EventOut>,
 }
 
+/// One event of a Top-Down group, with its encoding (so others can count the same thing).
+#[derive(Serialize)]
+struct JsonGroupEvent<'a> {
+    name: &'a str,
+    /// `perf_event_attr.type`.
+    attr_type: u32,
+    /// `perf_event_attr.config` in hex (`0x1000001a0`); perf accepts it as `r1000001a0`.
+    config: String,
+}
+
 #[derive(Serialize)]
 struct JsonTopdown<'a> {
     model: &'a str,
@@ -328,7 +343,7 @@ struct JsonTopdown<'a> {
     /// How the groups were counted: "multiplexed" (one run, groups time-shared), "at_once"
     /// (one run, every group on a counter) or "no_multiplex" (one run per group).
     mode: &'a str,
-    groups: Vec<Vec<&'a str>>,
+    groups: Vec<Vec<JsonGroupEvent<'a>>>,
     level1: topdown::Level1,
     tree: &'a [Node],
     bottleneck: Option<&'a str>,
@@ -449,6 +464,40 @@ fn text_event_line(e: &EventOut, ms: &[Metric], runs: u32) -> String {
     line.trim_end().to_string()
 }
 
+/// Where results go: `-o FILE`, else stderr for text and stdout for JSON/CSV.
+struct Sink {
+    file: Option<std::fs::File>,
+    text: bool,
+}
+
+impl Sink {
+    fn new(args: &StatArgs, format: StatFormat) -> anyhow::Result<Sink> {
+        let file = match &args.output {
+            Some(p) => Some(
+                std::fs::File::create(p)
+                    .with_context(|| format!("-o: cannot create {}", p.display()))?,
+            ),
+            None => None,
+        };
+        Ok(Sink {
+            file,
+            text: format == StatFormat::Text,
+        })
+    }
+
+    fn is_terminal(&self) -> bool {
+        self.file.is_none() && self.text && std::io::stderr().is_terminal()
+    }
+
+    fn lock(&self) -> Box<dyn Write + '_> {
+        match &self.file {
+            Some(f) => Box::new(f),
+            None if self.text => Box::new(std::io::stderr().lock()),
+            None => Box::new(std::io::stdout().lock()),
+        }
+    }
+}
+
 fn exit_code(exit: Option<ChildExit>) -> ExitCode {
     ExitCode::from(exit.map_or(0, |e| e.code()).clamp(0, 255) as u8)
 }
@@ -484,8 +533,7 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
         target: target.clone(),
         interval,
     };
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
+    let sink = Sink::new(&args, format)?;
     let mut json_intervals: Vec<JsonInterval> = Vec::new();
     let mut header_done = false;
     let mut runs: Vec<CountResult> = Vec::new();
@@ -503,12 +551,12 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
                     Ok(())
                 }
                 StatFormat::Csv => {
-                    let mut w = stdout.lock();
+                    let mut w = sink.lock();
                     evs.iter()
                         .try_for_each(|e| writeln!(w, "{t:.9}{sep}{}", csv_line(&sep, e, None)))
                 }
                 StatFormat::Text => {
-                    let mut w = stderr.lock();
+                    let mut w = sink.lock();
                     let mut r = Ok(());
                     if !header_done {
                         header_done = true;
@@ -562,13 +610,13 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
                 intervals: interval.is_some().then_some(json_intervals.as_slice()),
                 topdown: None,
             };
-            let mut w = stdout.lock();
+            let mut w = sink.lock();
             serde_json::to_writer_pretty(&mut w, &out)?;
             writeln!(w)?;
         }
         StatFormat::Csv => {
             if interval.is_none() {
-                let mut w = stdout.lock();
+                let mut w = sink.lock();
                 for e in &events {
                     writeln!(w, "{}", csv_line(&sep, e, metric_for(e, &ms)))?;
                 }
@@ -576,7 +624,7 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
         }
         StatFormat::Text => {
             if interval.is_none() {
-                let mut w = stderr.lock();
+                let mut w = sink.lock();
                 print_text(&mut w, &target, &events, &ms, runs.len() as u32, &elapsed)?;
             }
         }
@@ -686,6 +734,7 @@ fn run_topdown(
     if !probe::hardware_pmu_available() {
         bail!("{}", no_pmu_message());
     }
+    let sink = Sink::new(args, format)?;
     let cpu = sysfs::cpu_identity()
         .context("--topdown: cannot identify the CPU from /proc/cpuinfo (vendor, family, model)")?;
     let pmu_events = std::path::Path::new("/sys/bus/event_source/devices/cpu/events");
@@ -784,19 +833,27 @@ fn run_topdown(
                     groups: plan
                         .groups
                         .iter()
-                        .map(|g| g.iter().map(|e| e.name.as_str()).collect())
+                        .map(|g| {
+                            g.iter()
+                                .map(|e| JsonGroupEvent {
+                                    name: &e.name,
+                                    attr_type: e.attr_type,
+                                    config: format!("{:#x}", e.config),
+                                })
+                                .collect()
+                        })
                         .collect(),
                     level1: td.level1,
                     tree: &td.tree,
                     bottleneck: td.bottleneck.as_deref(),
                 }),
             };
-            let mut w = std::io::stdout().lock();
+            let mut w = sink.lock();
             serde_json::to_writer_pretty(&mut w, &out)?;
             writeln!(w)?;
         }
         StatFormat::Csv => {
-            let mut w = std::io::stdout().lock();
+            let mut w = sink.lock();
             for e in &events {
                 writeln!(w, "{}", csv_line(sep, e, None))?;
             }
@@ -827,8 +884,8 @@ fn run_topdown(
             walk(&mut w, sep, &td.tree, "")?;
         }
         StatFormat::Text => {
-            let mut w = std::io::stderr().lock();
-            let color = std::io::stderr().is_terminal();
+            let mut w = sink.lock();
+            let color = sink.is_terminal();
             print_topdown(&mut w, &target, &plan, model, counters, mode, &td, color)?;
         }
     }

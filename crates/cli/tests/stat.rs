@@ -1,0 +1,609 @@
+//! `culprit stat` end to end.
+//!
+//! - software counters (work everywhere, also on PMU-less VMs): text, JSON, CSV, `-r`, `-I`,
+//!   inheritance to children, `-p`, `-a`, exit status, error messages;
+//! - hardware (gated with `require_hardware_pmu`): Top-Down level 1 against a hand
+//!   computation from `perf stat -x,` raw counts of the same events (the independent oracle),
+//!   the expected shapes on branchy and pointer_chase, multiplexed vs `--no-multiplex`.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{culprit, pmu_lock, require_hardware_pmu, require_perf, run_ok, workload};
+use serde_json::Value;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
+}
+
+/// Runs `culprit stat --format json -o FILE ARGS -- CMD` (the JSON goes to a file so the
+/// command's own stdout does not mix with it) and parses FILE.
+fn stat_json(args: &[&str], cmd: &[&str]) -> Value {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = common::repo_root().join("target/test-tmp/stat-json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!(
+        "{}-{}.json",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let o = run_ok(
+        culprit()
+            .args(["stat", "--format", "json", "-o"])
+            .arg(&file)
+            .args(args)
+            .arg("--")
+            .args(cmd),
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_file(&file);
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}):\n{text}\nstderr:\n{}", stderr(&o)))
+}
+
+fn event<'a>(j: &'a Value, name: &str) -> &'a Value {
+    j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no event {name} in {j}"))
+}
+
+/// The task-clock (ns) culprit counts for a command, from JSON.
+fn task_clock_ns(cmd: &[&str]) -> f64 {
+    event(&stat_json(&["-e", "task-clock"], cmd), "task-clock")["scaled"]
+        .as_f64()
+        .unwrap()
+}
+
+const SW: &str = "task-clock,page-faults,context-switches";
+
+#[test]
+fn test_stat_software_counters_text() {
+    let _l = pmu_lock();
+    let shares = workload("shares");
+    let o = run_ok(culprit().args(["stat", "-e", SW, "--"]).arg(&shares));
+    let err = stderr(&o);
+    assert!(err.contains("Performance counter stats for"), "{err}");
+    assert!(err.contains("seconds time elapsed"), "{err}");
+    let line = |name: &str| {
+        err.lines()
+            .find(|l| l.split_whitespace().any(|w| w == name))
+            .unwrap_or_else(|| panic!("no {name} line in\n{err}"))
+            .to_string()
+    };
+    // shares burns a few hundred ms of CPU: task-clock in msec, far above zero.
+    let tc = line("task-clock");
+    let msec: f64 = tc.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(msec > 50.0, "{tc}");
+    assert!(tc.contains("msec") && tc.contains("CPUs utilized"), "{tc}");
+    let pf: u64 = line("page-faults")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert!(pf > 10, "{pf}");
+    line("context-switches");
+    // The command's own output still reaches stdout.
+    assert!(stdout(&o).contains("sink"), "{}", stdout(&o));
+}
+
+#[test]
+fn test_stat_json_repeats_mean_and_stddev() {
+    let _l = pmu_lock();
+    let shares = workload("shares");
+    let j = stat_json(&["-r", "3", "-e", SW], &[shares.to_str().unwrap()]);
+    assert_eq!(j["runs"], 3);
+    assert_eq!(j["exit_code"], 0);
+    assert_eq!(j["events"].as_array().unwrap().len(), 3);
+    for name in ["task-clock", "page-faults", "context-switches"] {
+        let e = event(&j, name);
+        let (value, scaled) = (e["value"].as_u64().unwrap(), e["scaled"].as_f64().unwrap());
+        let (ena, run) = (
+            e["enabled_ns"].as_u64().unwrap(),
+            e["running_ns"].as_u64().unwrap(),
+        );
+        assert!(run <= ena && ena > 0, "{e}");
+        // Software events never multiplex: scaled = raw (up to rounding of the mean).
+        assert!((scaled - value as f64).abs() <= 1.0, "{e}");
+        assert!(e["stddev"].as_f64().is_some(), "3 runs give a stddev: {e}");
+        assert_eq!(e["running_pct"].as_f64(), Some(100.0));
+    }
+    let tc = event(&j, "task-clock")["scaled"].as_f64().unwrap();
+    assert!(tc > 50e6, "task-clock {tc} ns");
+    let elapsed = j["elapsed_ns"].as_f64().unwrap();
+    let cpus = j["metrics"]["cpus_utilized"]["value"].as_f64().unwrap();
+    // Single-threaded: at most one CPU (and task-clock / wall-clock is exactly that).
+    assert!(cpus > 0.2 && cpus <= 1.05, "cpus_utilized {cpus}");
+    assert!(
+        (cpus - tc / elapsed).abs() < 0.01,
+        "{cpus} vs {}",
+        tc / elapsed
+    );
+    assert!(j["elapsed_stddev_ns"].as_f64().is_some());
+    assert!(j["topdown"].is_null());
+}
+
+#[test]
+fn test_stat_counts_children_and_threads() {
+    let _l = pmu_lock();
+    let shares = workload("shares");
+    let one = task_clock_ns(&[shares.to_str().unwrap()]);
+    // The same work done twice by grandchildren of a shell: only inheritance counts it.
+    let cmd = format!("{0} >/dev/null & {0} >/dev/null; wait", shares.display());
+    let two = task_clock_ns(&["sh", "-c", &cmd]);
+    assert!(two > 1.6 * one && two < 2.6 * one, "one {one} two {two}");
+}
+
+#[test]
+fn test_stat_intervals_sum_to_total() {
+    let _l = pmu_lock();
+    let shares = workload("shares");
+    let j = stat_json(
+        &["-I", "100", "-e", "task-clock,page-faults"],
+        &[shares.to_str().unwrap()],
+    );
+    let ivs = j["intervals"].as_array().unwrap();
+    assert!(ivs.len() >= 3, "{} intervals", ivs.len());
+    let times: Vec<f64> = ivs.iter().map(|i| i["time_s"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[1] > w[0]), "{times:?}");
+    // Ticks every 100 ms (give the scheduler 50 ms).
+    assert!((times[0] - 0.1).abs() < 0.05, "{times:?}");
+    for name in ["task-clock", "page-faults"] {
+        let sum: u64 = ivs
+            .iter()
+            .map(|i| {
+                i["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|e| e["name"] == name)
+                    .unwrap()["value"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(sum, event(&j, name)["value"].as_u64().unwrap(), "{name}");
+    }
+    // Text form: perf's header and one line per event per interval.
+    let o = run_ok(
+        culprit()
+            .args(["stat", "-I", "100", "-e", "task-clock", "--"])
+            .arg(&shares),
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("#           time             counts unit events"),
+        "{err}"
+    );
+    let lines = err.lines().filter(|l| l.contains("task-clock")).count();
+    assert!(lines >= 3, "{err}");
+}
+
+#[test]
+fn test_stat_csv_fields() {
+    let _l = pmu_lock();
+    for (args, sep) in [
+        (vec!["-x", ";"], ";"),
+        (vec!["-x,"], ","),
+        (vec!["--format", "csv"], ","),
+    ] {
+        let o = run_ok(culprit().arg("stat").args(&args).args([
+            "-e",
+            SW,
+            "--",
+            "sh",
+            "-c",
+            "echo hi >/dev/null",
+        ]));
+        let out = stdout(&o);
+        let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split(sep).collect()).collect();
+        assert_eq!(rows.len(), 3, "{args:?}: {out}");
+        for (row, name) in rows
+            .iter()
+            .zip(["task-clock", "page-faults", "context-switches"])
+        {
+            assert_eq!(row.len(), 7, "{row:?}");
+            assert_eq!(row[2], name);
+            assert!(row[0].parse::<f64>().is_ok(), "{row:?}");
+            assert_eq!(row[4], "100.00");
+        }
+        assert_eq!(rows[0][1], "msec");
+        assert_eq!(rows[0][6], "CPUs utilized");
+    }
+}
+
+#[test]
+fn test_stat_exit_status_and_errors() {
+    let _l = pmu_lock();
+    let o = culprit()
+        .args(["stat", "-e", "task-clock", "--", "sh", "-c", "exit 5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let o = culprit()
+        .args(["stat", "-e", "task-clock", "--", "no-such-command-xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("command not found: 'no-such-command-xyz'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = culprit()
+        .args(["stat", "-e", "task-clock"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing to count"), "{}", stderr(&o));
+    let o = culprit()
+        .args(["stat", "-e", "task-clock", "-p", "2147483000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no such process"), "{}", stderr(&o));
+    let o = culprit()
+        .args(["stat", "-e", "no-such-event-xyz", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown event `no-such-event-xyz`"),
+        "{}",
+        stderr(&o)
+    );
+    // Flag rules.
+    for bad in [
+        vec!["stat", "--level", "2", "--", "true"],
+        vec!["stat", "--topdown", "--level", "3", "--", "true"],
+        vec!["stat", "-r", "2", "-I", "100", "--", "true"],
+        vec!["stat", "-r", "0", "--", "true"],
+    ] {
+        let o = culprit().args(&bad).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+#[test]
+fn test_stat_pid_and_system_wide() {
+    let _l = pmu_lock();
+    let mut child = Command::new("sh")
+        .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+        .spawn()
+        .unwrap();
+    let o = run_ok(culprit().args([
+        "stat",
+        "--format",
+        "json",
+        "-e",
+        "task-clock",
+        "-p",
+        &child.id().to_string(),
+    ]));
+    child.wait().unwrap();
+    let j = json(&o);
+    assert!(j["target"].as_str().unwrap().contains("process id"), "{j}");
+    // Attached while it spun: it ran until it exited.
+    assert!(
+        event(&j, "task-clock")["value"].as_u64().unwrap() > 10_000_000,
+        "{j}"
+    );
+    let o = run_ok(culprit().args([
+        "stat",
+        "--format",
+        "json",
+        "-a",
+        "-e",
+        "task-clock",
+        "--",
+        "sleep",
+        "0.2",
+    ]));
+    let j = json(&o);
+    // Every online CPU's clock ticks system-wide, busy or idle.
+    let cpus = culprit_collect::procfs::online_cpus().len() as f64;
+    let tc = event(&j, "task-clock")["value"].as_f64().unwrap();
+    assert!(tc > 0.15e9 * cpus, "{tc} ns on {cpus} CPUs");
+}
+
+#[test]
+fn test_stat_hardware_events_without_pmu_say_so() {
+    let _l = pmu_lock();
+    let cycles = culprit()
+        .args(["stat", "--format", "json", "-e", "cycles", "--", "true"])
+        .output()
+        .unwrap();
+    let td = culprit()
+        .args(["stat", "--topdown", "--", "true"])
+        .output()
+        .unwrap();
+    if common::hardware_pmu() {
+        // With a PMU, cycles counts (the Top-Down run is tested by the hardware tests).
+        let j = json(&cycles);
+        assert!(event(&j, "cycles")["value"].as_u64().unwrap() > 0, "{j}");
+    } else {
+        assert_eq!(cycles.status.code(), Some(2));
+        let e = stderr(&cycles);
+        assert!(
+            e.contains("'cycles' is not supported here") && e.contains("no hardware PMU"),
+            "{e}"
+        );
+        assert_eq!(td.status.code(), Some(2));
+        let e = stderr(&td);
+        assert!(e.contains("--topdown needs a hardware PMU"), "{e}");
+        assert!(e.contains("culprit stat -e task-clock"), "{e}");
+        // The default event set falls back to software events.
+        let o = run_ok(culprit().args(["stat", "--format", "json", "--", "true"]));
+        let j = json(&o);
+        let names: Vec<&str> = j["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "task-clock",
+                "context-switches",
+                "cpu-migrations",
+                "page-faults"
+            ]
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Hardware: Top-Down.
+
+fn topdown_json(extra: &[&str], cmd: &[&str]) -> Value {
+    let mut args = vec!["--topdown"];
+    args.extend(extra);
+    stat_json(&args, cmd)
+}
+
+fn l1(j: &Value, name: &str) -> f64 {
+    j["topdown"]["level1"][name].as_f64().unwrap()
+}
+
+fn node<'a>(tree: &'a Value, name: &str) -> Option<&'a Value> {
+    for n in tree.as_array()? {
+        if n["name"] == name {
+            return Some(n);
+        }
+        if let Some(c) = node(&n["children"], name) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+const LEVEL1: [&str; 5] = [
+    "frontend_bound",
+    "bad_speculation",
+    "backend_bound",
+    "retiring",
+    "smt_contention",
+];
+
+/// Parses `perf stat -x,` lines: (event, value) in order; panics on not counted/supported.
+fn perf_csv(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f.len() < 3 {
+                return None;
+            }
+            let v: f64 = f[0]
+                .parse()
+                .unwrap_or_else(|_| panic!("perf could not count: {l}"));
+            Some((f[2].to_string(), v))
+        })
+        .collect()
+}
+
+/// perf's spelling of a planned event.
+fn perf_event(e: &Value) -> String {
+    let config = e["config"].as_str().unwrap().trim_start_matches("0x");
+    match (e["attr_type"].as_u64().unwrap(), config) {
+        (0, "0") => "cycles".to_string(),
+        (0, "1") => "instructions".to_string(),
+        (4, c) => format!("r{c}"),
+        other => panic!("unexpected event encoding {other:?}"),
+    }
+}
+
+#[test]
+fn test_topdown_level1_matches_perf_stat_oracle() {
+    if !require_hardware_pmu("test_topdown_level1_matches_perf_stat_oracle")
+        || !require_perf("test_topdown_level1_matches_perf_stat_oracle")
+    {
+        return;
+    }
+    let _l = pmu_lock();
+    let branchy = workload("branchy");
+    let cmd = [branchy.to_str().unwrap(), "8", "10"];
+    let j = topdown_json(&["--no-multiplex"], &cmd);
+    let td = &j["topdown"];
+    let sum: f64 = LEVEL1.iter().map(|n| l1(&j, n)).sum();
+    assert!((sum - 1.0).abs() <= 0.01, "level-1 sum {sum}: {td}");
+    let model = td["model"].as_str().unwrap();
+    assert!(
+        model.starts_with("AMD"),
+        "the perf oracle is written for AMD Zen (got {model})"
+    );
+    // The same groups counted by perf stat -x, (one perf run per group, as --no-multiplex).
+    let width = td["slots_per_cycle"].as_f64().unwrap();
+    let mut groups: Vec<Vec<(String, f64)>> = Vec::new();
+    for g in td["groups"].as_array().unwrap() {
+        let g = g.as_array().unwrap();
+        let spec = format!(
+            "{{{}}}",
+            g.iter().map(perf_event).collect::<Vec<_>>().join(",")
+        );
+        let o = Command::new("perf")
+            .args(["stat", "-x,", "-e", &spec, "--"])
+            .args(cmd)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "perf stat -e {spec}: {}", stderr(&o));
+        let rows = perf_csv(&stderr(&o));
+        assert_eq!(rows.len(), g.len(), "{}", stderr(&o));
+        // perf prints the events in the order given; name them by culprit's names.
+        groups.push(
+            g.iter()
+                .zip(rows)
+                .map(|(e, (_, v))| (e["name"].as_str().unwrap().to_string(), v))
+                .collect(),
+        );
+    }
+    // Hand computation (topdown.md section 1) inside the first group holding the events.
+    let frac = |num: &[&str], minus: &[&str]| -> f64 {
+        let g = groups
+            .iter()
+            .find(|g| {
+                num.iter()
+                    .chain(minus)
+                    .all(|n| g.iter().any(|(x, _)| x == n))
+            })
+            .unwrap_or_else(|| panic!("no group holds {num:?} {minus:?}"));
+        let v = |n: &str| g.iter().find(|(x, _)| x == n).unwrap().1;
+        let cycles = g[0].1;
+        let top: f64 =
+            num.iter().map(|n| v(n)).sum::<f64>() - minus.iter().map(|n| v(n)).sum::<f64>();
+        top / (width * cycles)
+    };
+    let want = [
+        (
+            "frontend_bound",
+            frac(&["de_no_dispatch_per_slot.no_ops_from_frontend"], &[]),
+        ),
+        (
+            "backend_bound",
+            frac(&["de_no_dispatch_per_slot.backend_stalls"], &[]),
+        ),
+        (
+            "smt_contention",
+            frac(&["de_no_dispatch_per_slot.smt_contention"], &[]),
+        ),
+        ("retiring", frac(&["ex_ret_ops"], &[])),
+        (
+            "bad_speculation",
+            frac(&["de_src_op_disp.all"], &["ex_ret_ops"]),
+        ),
+    ];
+    for (name, want) in want {
+        let got = l1(&j, name);
+        assert!(
+            (got - want).abs() <= 0.03,
+            "{name}: culprit {got} vs perf {want}"
+        );
+    }
+}
+
+#[test]
+fn test_topdown_branchy_bad_speculation() {
+    if !require_hardware_pmu("test_topdown_branchy_bad_speculation") {
+        return;
+    }
+    let _l = pmu_lock();
+    let branchy = workload("branchy");
+    let j = topdown_json(&["--level", "2"], &[branchy.to_str().unwrap(), "8", "10"]);
+    let bs = l1(&j, "bad_speculation");
+    assert!(bs >= 0.15, "bad_speculation {bs}: {}", j["topdown"]);
+    let sum: f64 = LEVEL1.iter().map(|n| l1(&j, n)).sum();
+    assert!((sum - 1.0).abs() <= 0.01, "sum {sum}");
+    let n = node(&j["topdown"]["tree"], "bad_speculation").unwrap();
+    assert_eq!(n["flagged"], true);
+    let r = n["reliability"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&r));
+}
+
+#[test]
+fn test_topdown_pointer_chase_memory_bound() {
+    if !require_hardware_pmu("test_topdown_pointer_chase_memory_bound") {
+        return;
+    }
+    let _l = pmu_lock();
+    let chase = workload("pointer_chase");
+    let j = topdown_json(
+        &["--level", "2", "--no-multiplex"],
+        &[chase.to_str().unwrap(), "256", "30000000"],
+    );
+    let be = l1(&j, "backend_bound");
+    assert!(be >= 0.8, "backend_bound {be}: {}", j["topdown"]);
+    let tree = &j["topdown"]["tree"];
+    let (mem, core) = match (node(tree, "memory"), node(tree, "memory_bound")) {
+        (Some(m), _) => (m, node(tree, "cpu").unwrap()),
+        (None, Some(m)) => (m, node(tree, "core_bound").unwrap()),
+        _ => panic!("no memory node: {tree}"),
+    };
+    assert!(
+        mem["value"].as_f64().unwrap() > core["value"].as_f64().unwrap(),
+        "{mem} vs {core}"
+    );
+    assert!(
+        j["topdown"]["bottleneck"]
+            .as_str()
+            .unwrap()
+            .contains("memory"),
+        "{}",
+        j["topdown"]
+    );
+}
+
+#[test]
+fn test_topdown_multiplexed_vs_no_multiplex() {
+    if !require_hardware_pmu("test_topdown_multiplexed_vs_no_multiplex") {
+        return;
+    }
+    let _l = pmu_lock();
+    let branchy = workload("branchy");
+    let cmd = [branchy.to_str().unwrap(), "8", "10"];
+    // Level 2 needs more events than counters: forced multiplexing.
+    let mux = topdown_json(&["--level", "2"], &cmd);
+    let solo = topdown_json(&["--level", "2", "--no-multiplex"], &cmd);
+    assert_eq!(mux["topdown"]["mode"], "multiplexed", "{}", mux["topdown"]);
+    assert_eq!(solo["topdown"]["mode"], "no_multiplex");
+    for name in LEVEL1 {
+        let (a, b) = (l1(&mux, name), l1(&solo, name));
+        assert!(
+            (a - b).abs() <= 0.05,
+            "{name}: multiplexed {a} vs no-multiplex {b}"
+        );
+    }
+    let rel = |j: &Value, n: &str| {
+        node(&j["topdown"]["tree"], n).unwrap()["reliability"]
+            .as_f64()
+            .unwrap()
+    };
+    for name in [
+        "frontend_bound",
+        "backend_bound",
+        "bad_speculation",
+        "retiring",
+    ] {
+        assert!(rel(&solo, name) > 0.99, "{name} no-multiplex reliability");
+        assert!(
+            rel(&mux, name) < rel(&solo, name),
+            "{name}: multiplexed reliability {} should drop",
+            rel(&mux, name)
+        );
+    }
+}
