@@ -640,7 +640,11 @@ fn test_annotate_text_source_intel_addr_and_inclusive_calls() {
     assert!(text.contains("mulss xmm0,xmm1"), "{text}");
     assert!(text.contains("simple_classic.c:26"), "{text}");
     assert!(text.contains("sum = sum + matrix_a[i * n + k] * matrix_b[k * n + j];"));
-    assert!(text.contains("ESTIMATES"), "de-skid columns are labelled");
+    assert!(
+        text.contains("no event here moves"),
+        "cpu-clock does not move: {text}"
+    );
+    assert!(!text.contains("~cpu-clock"), "{text}");
     assert!(text.contains(">>"), "hot rows are marked");
 
     // Without SYMBOL: the hottest functions, hottest first.
@@ -784,7 +788,7 @@ fn test_live_deskid_matrix_and_pointer_chase_memory_events() {
     live_deskid(
         "annotate-hw-chase",
         &bin,
-        &["256", "10000000"],
+        &["64", "10000000"],
         &[fill, dtlb],
         "chase",
         f[load].addr,
@@ -812,4 +816,165 @@ fn test_live_deskid_branchy_branch_misses() {
         "count_odd",
         f[test + 1].addr,
     );
+}
+
+/// Writes a perf.data file (with culprit's writer) in which process 100 runs `bin` mapped at
+/// `base`; each event gets `samples` = (SVMA == file offset here, count, exact) entries.
+fn write_crafted_file(
+    path: &Path,
+    bin: &Path,
+    base: u64,
+    events: &[(&str, u32, u64)],
+    samples: &[(u64, u64, bool)],
+) {
+    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
+    let st = attr::sample::IDENTIFIER
+        | attr::sample::IP
+        | attr::sample::TID
+        | attr::sample::TIME
+        | attr::sample::PERIOD;
+    let attrs: Vec<FileAttr> = events
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, t, config))| FileAttr {
+            attr: Attr {
+                attr_type: t,
+                config,
+                sample_period_or_freq: 100003,
+                sample_type: st,
+                flags: attr::flag::SAMPLE_ID_ALL
+                    | attr::flag::MMAP
+                    | attr::flag::COMM
+                    | attr::flag::MMAP2,
+                ..Attr::default()
+            },
+            name: name.to_string(),
+            ids: vec![i as u64 + 1],
+        })
+        .collect();
+    let a0 = attrs[0].attr;
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PerfDataWriter::new(file, attrs.clone()).unwrap();
+    let mut buf = Vec::new();
+    let sid = SampleId {
+        pid: 100,
+        tid: 100,
+        time: 1,
+        id: 1,
+        cpu: 0,
+    };
+    records::push_comm(&mut buf, &a0, 100, 100, b"simple_classic", true, &sid);
+    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
+    let name = bin.display().to_string();
+    records::push_mmap2(
+        &mut buf,
+        &a0,
+        &MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: base,
+            len,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: name.as_bytes(),
+            misc: records::MISC_USER,
+        },
+        &sid,
+    );
+    let mut time = 10u64;
+    for (e, _) in events.iter().enumerate() {
+        for &(svma, n, exact) in samples {
+            for _ in 0..n {
+                // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
+                let misc: u16 = records::MISC_USER | if exact { 1 << 14 } else { 0 };
+                let start = buf.len();
+                buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+                buf.extend_from_slice(&misc.to_le_bytes());
+                buf.extend_from_slice(&48u16.to_le_bytes());
+                buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
+                buf.extend_from_slice(&(base + svma).to_le_bytes());
+                buf.extend_from_slice(&100u32.to_le_bytes());
+                buf.extend_from_slice(&100u32.to_le_bytes());
+                buf.extend_from_slice(&time.to_le_bytes());
+                buf.extend_from_slice(&100003u64.to_le_bytes());
+                assert_eq!(buf.len() - start, 48);
+                time += 1;
+            }
+        }
+    }
+    w.write_data(&buf).unwrap();
+    w.finish(&Features::default()).unwrap();
+}
+
+#[test]
+fn test_annotate_cli_deskid_and_derived_columns_on_a_crafted_file() {
+    let (bin, dist, culprit) = matrix_layout();
+    // In this PIE the text segment's file offsets equal its SVMAs (checked below through
+    // the raw column, which must show exactly the placed addresses).
+    let mut samples: Vec<(u64, u64, bool)> = dist.iter().map(|&(a, n)| (a, n, false)).collect();
+    let precise_at = dist[0].0;
+    samples.push((precise_at, 3, true));
+    let dir = common::scratch("annotate-crafted");
+    let file = dir.join("crafted.data");
+    let fill = "ls_dmnd_fills_from_sys.all";
+    write_crafted_file(
+        &file,
+        &bin,
+        0x5555_5555_4000,
+        &[(fill, 4, 0xff43), ("cycles", 0, 0), ("instructions", 0, 1)],
+        &samples,
+    );
+    let f = &annotate_json(&file, &["multiply_matrices", "--deskid"])[0];
+    assert_eq!(f["deskid_is_estimate"], true);
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    for ev in [fill, "cycles", "instructions"] {
+        let raw = ann_samples(f, ev);
+        for &(a, n) in &dist {
+            let extra = if a == precise_at { 3 } else { 0 };
+            assert_eq!(raw[&a], n + extra, "{ev}: raw column at {a:#x}");
+        }
+        assert_eq!(raw.values().sum::<u64>(), total, "{ev}");
+        let mut de = BTreeMap::new();
+        for i in f["instructions"].as_array().unwrap() {
+            de.insert(hex(&i["ip"]), i["deskid"][ev].as_u64().unwrap());
+        }
+        assert_eq!(de.values().sum::<u64>(), total, "{ev}: totals kept");
+        if ev == fill {
+            assert!(de[&culprit] * 100 >= total * 80, "{ev}: {de:x?}");
+            assert_eq!(f["skid"][ev]["class"], "memory");
+            assert_eq!(f["skid"][ev]["precise"], 3);
+            assert_eq!(f["skid"][ev]["spread90_deskid"], 1);
+            assert!(f["skid"][ev]["spread90"].as_u64().unwrap() >= 3);
+            assert!(de[&precise_at] >= 3, "precise samples stay");
+        } else {
+            assert_eq!(de, raw, "{ev} never moves");
+            assert_eq!(f["skid"][ev]["class"], "stays");
+        }
+    }
+    let derived: Vec<&str> = f["derived"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(derived, ["CPI", &format!("{fill} MPKI")]);
+    // Same periods for all events: CPI is 1 wherever instructions has samples.
+    assert_eq!(f["derived"][0]["function"].as_f64(), Some(1.0));
+
+    let out = common::run_ok(
+        culprit_cmd()
+            .args(["annotate", "--deskid", "-i"])
+            .arg(&file)
+            .arg("multiply_matrices"),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("~ls_dmnd_fills_"), "{text}");
+    assert!(text.contains("memory event: skids"), "{text}");
+    assert!(text.contains("ESTIMATES"), "{text}");
+    assert!(text.contains("CPI"), "{text}");
 }

@@ -402,11 +402,21 @@ fn write_text(
             None => writeln!(out, "# {} = {} (no samples)", d.name, d.formula)?,
         }
     }
-    if args.deskid {
+    let movable = f
+        .events
+        .iter()
+        .any(|e| e.class != EventClass::Stays && !e.precise);
+    if args.deskid && movable {
         writeln!(
             out,
-            "# ~ columns are ESTIMATES: non-precise samples moved to their plausible culprit \
-             (docs/skid.md); the raw columns are what the PMU reported"
+            "# ~ columns are ESTIMATES: non-precise samples of memory and branch events moved to \
+             their plausible culprit (docs/skid.md); the raw columns are what the PMU reported"
+        )?;
+    } else if args.deskid {
+        writeln!(
+            out,
+            "# --deskid: no event here moves (cycles, instructions, clocks and precise samples \
+             stay where they were sampled)"
         )?;
     }
     if f.has_callchains {
@@ -424,12 +434,18 @@ fn write_text(
     writeln!(out, "#")?;
 
     // Header: per event "samples  percent" [+ "~samples ~percent"] [+ "incl"], derived.
+    // De-skid columns only for events whose samples can move.
+    let tilde: Vec<bool> = f
+        .events
+        .iter()
+        .map(|e| args.deskid && e.class != EventClass::Stays && !e.precise)
+        .collect();
     let mut head = String::new();
-    for e in &f.events {
+    for (i, e) in f.events.iter().enumerate() {
         let w = 15;
         let name: String = e.name.chars().take(w).collect();
         head.push_str(&format!("{name:>w$} "));
-        if args.deskid {
+        if tilde[i] {
             let dn: String = format!("~{}", e.name).chars().take(w).collect();
             head.push_str(&format!("{dn:>w$} "));
         }
@@ -448,7 +464,7 @@ fn write_text(
         let r = &f.insns[k];
         f.events.iter().enumerate().any(|(i, e)| {
             pct(r.samples[i], e.samples) >= 10.0
-                || (args.deskid && pct(r.deskid[i], e.samples) >= 10.0)
+                || (tilde[i] && pct(r.deskid[i], e.samples) >= 10.0)
         })
     };
     let mut last_src: Option<(String, u32)> = None;
@@ -496,7 +512,7 @@ fn write_text(
                 }
             };
             line.push_str(&cell(r.samples[i], false));
-            if args.deskid {
+            if tilde[i] {
                 line.push_str(&cell(r.deskid[i], true));
             }
             if f.has_callchains {

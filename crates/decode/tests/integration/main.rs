@@ -5,4 +5,5 @@ mod common;
 mod fixtures;
 mod ibs;
 mod live;
+mod synth;
 mod truncation;
