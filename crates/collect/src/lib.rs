@@ -6,6 +6,7 @@ pub mod buildid;
 pub mod count;
 pub mod error;
 pub mod events;
+pub mod ibs;
 pub mod launch;
 pub mod perfdata;
 pub mod probe;

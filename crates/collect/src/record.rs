@@ -149,6 +149,8 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
     }
     if spec.pmu.as_deref().is_some_and(|p| p.starts_with("ibs")) {
         st |= sample::RAW;
+        // The IBS PMUs reject exclude_host/exclude_guest/exclude_idle with EINVAL.
+        flags &= !flag::EXCLUDE_GUEST;
     }
     if spec.exclude_user {
         flags |= flag::EXCLUDE_USER;

@@ -1214,7 +1214,8 @@ pub fn op_data_src(op: &IbsOp, ctx: &IbsContext) -> Option<u64> {
     let rmt_node = bit(d2, 4);
     let v3 = d3.value;
     let lvl = (|| {
-        if bit(v3, 14) && !(zen4 && src == 7) {
+        // The kernel compares with the (Zen 4) IO encoding 7 whatever the family.
+        if bit(v3, 14) && src != 7 {
             return lvl_hit(mem::LVL_UNC) | lvlnum(mem::LVLNUM_UNC);
         }
         if !bit(v3, 7) {

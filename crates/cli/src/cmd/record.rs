@@ -86,9 +86,61 @@ pub struct RecordArgs {
     /// Summary format: text (stderr) or json (stdout).
     #[arg(long = "format", value_enum, default_value_t = SummaryFormat::Text)]
     pub format: SummaryFormat,
+    /// AMD IBS: sample ops, fetches or both (`op`, `fetch`, `op,fetch`), with every sample's
+    /// decoded registers (read them with `culprit script` and `culprit ibs`).
+    #[arg(long = "ibs", value_name = "op|fetch|op,fetch")]
+    pub ibs: Option<String>,
+    /// IBS period: cycles (or ops with --ibs-count ops) / fetches between samples; a multiple
+    /// of 16 (op ≥ 144, fetch ≥ 16).
+    #[arg(long = "ibs-period", value_name = "N", requires = "ibs")]
+    pub ibs_period: Option<u64>,
+    /// IBS op counting mode: `ops` counts dispatched micro-ops (default: cycles).
+    #[arg(long = "ibs-count", value_name = "ops|cycles", requires = "ibs")]
+    pub ibs_count: Option<String>,
+    /// IBS: keep only samples that missed the L3 (Zen 4+; the period then cannot be
+    /// reconstructed).
+    #[arg(long = "l3-miss-only", requires = "ibs")]
+    pub l3_miss_only: bool,
+    /// IBS op load-latency filter: only loads whose DC-miss latency exceeds N cycles (Zen 5,
+    /// 128..2048; implies --l3-miss-only).
+    #[arg(long = "ldlat", value_name = "N", requires = "ibs")]
+    pub ldlat: Option<u64>,
+    /// IBS fetch: randomize the low bits of the fetch counter.
+    #[arg(long = "rand", requires = "ibs")]
+    pub rand: bool,
     /// The command to run and its arguments (put `--` before it).
     #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+/// The `ibs_op`/`ibs_fetch` events of `--ibs` and its companion flags, validated against
+/// this machine's PMUs and kernel (see `culprit_collect::ibs`).
+fn ibs_specs(args: &RecordArgs) -> anyhow::Result<Vec<culprit_collect::events::EventSpec>> {
+    use culprit_collect::ibs::{self as cibs, IbsHost, IbsRequest};
+    let Some(kinds) = &args.ibs else {
+        return Ok(Vec::new());
+    };
+    let (op, fetch) = cibs::parse_kinds(kinds)?;
+    let count_ops = match args.ibs_count.as_deref() {
+        None | Some("cycles") => false,
+        Some("ops") => true,
+        Some(other) => bail!("--ibs-count `{other}`: expected ops or cycles"),
+    };
+    let req = IbsRequest {
+        op,
+        fetch,
+        period: args.ibs_period,
+        count_ops,
+        l3_miss_only: args.l3_miss_only,
+        ldlat: args.ldlat,
+        rand: args.rand,
+    };
+    let host = IbsHost::current(!args.all_cpus);
+    Ok(cibs::ibs_specs(
+        &culprit_collect::sysfs::Sysfs::system(),
+        &req,
+        &host,
+    )?)
 }
 
 fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
@@ -141,6 +193,18 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     for list in &args.events {
         specs.extend(events::parse_event_list(list)?);
     }
+    let ibs = ibs_specs(args)?;
+    for s in &ibs {
+        // The kernel allows one event per IBS PMU (a second gets ENOSPC).
+        if let Some(dup) = specs.iter().find(|e| e.pmu == s.pmu) {
+            bail!(
+                "--ibs and -e {} both use the {} PMU, which takes one event at a time",
+                dup.name,
+                s.pmu.as_deref().unwrap_or("IBS")
+            );
+        }
+    }
+    specs.extend(ibs);
     let rate = match (args.count, args.freq) {
         (Some(0), _) => bail!("-c: the period must be > 0"),
         (_, Some(0)) => bail!("-F: the frequency must be > 0"),

@@ -1,0 +1,607 @@
+//! `culprit script` and `culprit ibs` on the IBS vector files (perf 6.1's decoding of every
+//! sample is the oracle: crates/decode/tests/fixtures/ibs-vectors.json), hand-checked report
+//! tables, a synthetic IBS recording of the real matrix multiply, and `record --ibs` on a
+//! machine without IBS.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+const VARIANTS: [&str; 4] = [
+    "fam17h_m31_zen2",
+    "fam19h_m01_zen3",
+    "fam19h_m21_zen3",
+    "fam19h_m11_zen4",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    common::repo_root()
+        .join("crates/decode/tests/fixtures")
+        .join(name)
+}
+
+fn vectors() -> Value {
+    serde_json::from_slice(&std::fs::read(fixture("ibs-vectors.json")).unwrap()).unwrap()
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
+        .collect()
+}
+
+/// perf's printed field value as the number `culprit script` gives: "3=DRAM" → 3,
+/// "8 bytes" → 8, page-size names by their index in the table perf used.
+fn perf_number(name: &str, v: &Value, erratum_1347: bool) -> u64 {
+    if let Some(n) = v.as_u64() {
+        return n;
+    }
+    let s = v.as_str().unwrap();
+    if name == "value" {
+        return u64::from_str_radix(s, 16).unwrap();
+    }
+    if name == "L1TlbPgSz" {
+        let table: [&str; 4] = if erratum_1347 {
+            ["4KB", "16KB", "2MB", "1GB"]
+        } else {
+            ["4KB", "2MB", "1GB", "RESERVED"]
+        };
+        return table.iter().position(|t| *t == s).unwrap() as u64;
+    }
+    s.split(['=', ' ']).next().unwrap().parse().unwrap()
+}
+
+fn normalized_perf_fields(s: &Value) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let erratum = s["family"] == 25 && s["model"].as_u64().unwrap() < 16;
+    s["perf_fields"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(label, fields)| {
+            let m = fields
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), perf_number(k, v, erratum)))
+                .collect();
+            (label.clone(), m)
+        })
+        .collect()
+}
+
+fn script_ibs(v: &Value) -> BTreeMap<String, BTreeMap<String, u64>> {
+    v["ibs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(label, fields)| {
+            let m = fields
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                .collect();
+            (label.clone(), m)
+        })
+        .collect()
+}
+
+#[test]
+fn test_script_json_matches_perf_61_for_every_vector_sample() {
+    let v = vectors();
+    let mut compared = 0;
+    let mut rejected = 0;
+    for variant in VARIANTS {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["script", "--format", "json", "-i"])
+                .arg(fixture(&format!("ibs-{variant}.data"))),
+        );
+        let lines = json_lines(&out.stdout);
+        let want: Vec<&Value> = v["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["variant"] == variant)
+            .collect();
+        assert_eq!(lines.len(), want.len(), "{variant}");
+        for (got, s) in lines.iter().zip(&want) {
+            let what = format!("{variant} #{}", s["index"]);
+            assert_eq!(got["time"], s["time"], "{what}");
+            assert_eq!(got["pid"], s["pid"], "{what}");
+            assert_eq!(got["tid"], s["tid"], "{what}");
+            assert_eq!(got["cpu"], s["cpu"], "{what}");
+            let ip = u64::from_str_radix(s["ip"].as_str().unwrap().trim_start_matches("0x"), 16);
+            assert_eq!(got["ip"].as_u64(), Some(ip.unwrap()), "{what}");
+            let event = if s["kind"] == "op" {
+                "ibs_op//"
+            } else {
+                "ibs_fetch//"
+            };
+            assert_eq!(got["event"], event, "{what}");
+            if s["perf_decoded"] == false {
+                assert!(got.get("ibs").is_none(), "{what}: {got}");
+                let err = got["ibs_error"].as_str().unwrap();
+                assert!(err.contains("Val false"), "{what}: {err}");
+                rejected += 1;
+                continue;
+            }
+            assert_eq!(script_ibs(got), normalized_perf_fields(s), "{what}");
+            compared += 1;
+        }
+    }
+    assert_eq!((compared, rejected), (92, 8));
+}
+
+#[test]
+fn test_script_text_prints_perfs_decoded_lines_verbatim() {
+    let v = vectors();
+    for variant in VARIANTS {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["script", "-i"])
+                .arg(fixture(&format!("ibs-{variant}.data"))),
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut expected: Vec<String> = Vec::new();
+        for s in v["samples"].as_array().unwrap() {
+            if s["variant"] == variant {
+                for l in s["perf_lines"].as_array().unwrap() {
+                    expected.push(l.as_str().unwrap().to_string());
+                }
+            }
+        }
+        let got: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("ibs_") || l.starts_with("Ibs") || l.starts_with("ic_ibs"))
+            .collect();
+        assert_eq!(got, expected, "{variant}");
+        // The two samples perf rejects say why.
+        assert_eq!(text.matches("invalid IBS").count(), 2, "{variant}");
+    }
+}
+
+fn ibs_json(file: &str, extra: &[&str]) -> Value {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "--format", "json", "-i"])
+            .arg(fixture(file))
+            .args(extra),
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Zen 2 op samples, counted by hand from the registers in ibs-vectors.json (17 valid ops:
+/// indexes 0–23 minus the fetches and the invalid #24).
+#[test]
+fn test_ibs_op_report_zen2_hand_checked() {
+    let j = ibs_json("ibs-fam17h_m31_zen2.data", &["--op"]);
+    let op = &j["op"];
+    assert_eq!(op["samples"], 18);
+    assert_eq!(op["invalid"], 1);
+    let t = &op["totals"];
+    let expect = [
+        ("all", 17),
+        ("branch", 3),       // #6, #7, #9 have BrnRet
+        ("mispredicted", 1), // #6
+        ("taken", 2),        // #6, #7
+        ("ret", 1),          // #7
+        ("load", 11),
+        ("store", 2), // #1, #16
+        ("dc_miss", 10),
+        ("dtlb_l1m_l2h", 2), // #1, #16
+        ("dtlb_l1m_l2m", 1), // #3
+        ("misaligned", 1),   // #12
+        ("locked", 1),       // #12
+        ("uc", 1),           // #15
+        ("wc", 1),           // #16
+        // 250+90+700+60+1200+18+380+65535+310+140
+        ("dc_miss_lat_total", 68683),
+        ("src_l2", 1),           // #18: DC miss, L2 hit
+        ("src_local_cache", 2),  // #3, #23: DataSrc 2
+        ("src_remote_cache", 2), // #12, #22: DataSrc 4
+        ("src_local_dram", 1),   // #0
+        ("src_remote_dram", 1),  // #13: DataSrc 3 + RmtNode
+        ("src_io", 1),           // #15: DataSrc 7 (UC but IO wins, as in the kernel)
+        ("src_other", 2),        // #19, #21: DataSrc 5, 6 reserved before Zen 4
+        ("src_cxl", 0),
+    ];
+    for (k, v) in expect {
+        assert_eq!(t[k], v, "totals.{k}: {t}");
+    }
+    assert_eq!(t["avg_dc_miss_lat"], 6868.3);
+    // Rows: DC misses first, ties by total latency: the 65535-cycle miss (#21) leads, then
+    // the UC load (#15, 1200), then the locked load (#12, 700).
+    let rows = op["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 17);
+    let keys: Vec<&str> = rows[..3]
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "ibs-vector+0x1370",
+            "ibs-vector+0x1330",
+            "ibs-vector+0x1310"
+        ]
+    );
+    assert_eq!(rows[0]["dc_miss_lat_total"], 65535);
+    assert_eq!(rows[0]["avg_tag_to_ret"], 65535.0);
+    // One function row (the DSO is not on this machine: [unknown]).
+    assert_eq!(op["functions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn test_ibs_fetch_report_zen2_and_zen3_errata_hand_checked() {
+    let j = ibs_json("ibs-fam17h_m31_zen2.data", &["--fetch"]);
+    let f = &j["fetch"];
+    assert_eq!(
+        (f["samples"].as_u64(), f["invalid"].as_u64()),
+        (Some(7), Some(1))
+    );
+    assert_eq!(f["killed_filtered"], true);
+    let t = &f["totals"];
+    for (k, v) in [
+        ("all", 6),
+        ("killed", 0),
+        ("attempted", 6),
+        ("completed", 4), // #2, #5, #11, #14
+        ("aborted", 2),   // #8, #17
+        ("ic_miss", 4),   // #2, #8, #11, #14
+        ("itlb_l1m_l2h", 1),
+        ("itlb_l1m_l2m", 1),
+        ("page_4k", 2), // #2, #17 (page size only with PhyAddrValid)
+        ("page_2m", 1), // #5
+        ("page_1g", 1), // #11; #14's field 3 is reserved
+        ("page_16k", 0),
+        ("l2_miss", 2), // #2, #14 (#8's bit does not count: not completed)
+        ("lat_total", 65787),
+    ] {
+        assert_eq!(t[k], v, "zen2 totals.{k}: {t}");
+    }
+    assert_eq!(t["avg_lat"], 10964.5);
+    // Family 19h model 1: IcMiss hidden (#1238), erratum #1347 page table 4K/16K/2M/1G.
+    let j = ibs_json("ibs-fam19h_m01_zen3.data", &["--fetch"]);
+    let t = &j["fetch"]["totals"];
+    for (k, v) in [
+        ("ic_miss", 0),
+        ("page_4k", 2),
+        ("page_16k", 1),
+        ("page_2m", 1),
+        ("page_1g", 1),
+    ] {
+        assert_eq!(t[k], v, "zen3 m01 totals.{k}: {t}");
+    }
+    // Zen 4: L3 and op-cache misses are decoded.
+    let j = ibs_json("ibs-fam19h_m11_zen4.data", &["--fetch"]);
+    let t = &j["fetch"]["totals"];
+    assert_eq!(
+        (t["l3_miss"].as_u64(), t["oc_miss"].as_u64()),
+        (Some(1), Some(2))
+    );
+}
+
+#[test]
+fn test_ibs_data_report_top_cache_line_hand_checked() {
+    let j = ibs_json("ibs-fam17h_m31_zen2.data", &["--data"]);
+    let d = &j["data"];
+    assert_eq!(d["accesses"], 13);
+    assert_eq!(d["dc_miss"], 10);
+    // #0 (0x7ffd12345678, DRAM, 250 cycles) and #12 (0x7ffd1234567c, remote cache, 700) share
+    // a line.
+    let top = &d["lines"]["by_misses"][0];
+    assert_eq!(top["key"], "0x7ffd12345640");
+    assert_eq!(top["dc_miss"], 2);
+    assert_eq!(top["miss_lat_total"], 950);
+    assert_eq!(
+        (top["local"].as_u64(), top["remote"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let by_lat = &d["addresses"]["by_latency"][0];
+    assert_eq!(by_lat["key"], "0x7f5000000040");
+    assert_eq!(by_lat["miss_lat_total"], 65535);
+    assert_eq!(d["pages"]["by_misses"][0]["key"], "0x7f5000000000");
+    assert_eq!(d["pages"]["by_misses"][0]["dc_miss"], 3);
+}
+
+#[test]
+fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "-i"])
+            .arg(fixture("ibs-fam19h_m01_zen3.data")),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("killed fetches filtered out"), "{text}");
+    assert!(text.contains("errata #1238/#1347/#1293 applied"), "{text}");
+    assert!(text.contains("## op by location"), "{text}");
+    assert!(text.contains("## Top 10 VAs by DC misses"), "{text}");
+    let out = common::culprit()
+        .args(["ibs", "-i"])
+        .arg(fixture("cpu-clock-c.data"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has no IBS samples"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Synthetic IBS recording of the real matrix multiply.
+
+struct Func {
+    /// SVMA of the function.
+    start: u64,
+    /// (SVMA, length, reads memory through a computed address) per instruction.
+    insns: Vec<(u64, u64, bool)>,
+    /// The load of matrix_b[k * n + j] (the culprit).
+    culprit: u64,
+    /// The load of matrix_a[i * n + k].
+    a_load: u64,
+    /// File offset minus SVMA of the text section.
+    file_delta: i64,
+}
+
+fn analyze_multiply(bin: &std::path::Path) -> Func {
+    use culprit_symbols::disasm::{disassemble, Syntax};
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let data = std::fs::read(bin).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let sym_addr = |name: &str| {
+        file.symbols()
+            .find(|s| s.name() == Ok(name))
+            .unwrap_or_else(|| panic!("no symbol {name}"))
+    };
+    let f = sym_addr("multiply_matrices");
+    let (a_addr, b_addr) = (
+        sym_addr("matrix_a").address(),
+        sym_addr("matrix_b").address(),
+    );
+    let text = file.section_by_name(".text").unwrap();
+    let (off, _) = text.file_range().unwrap();
+    let file_delta = off as i64 - text.address() as i64;
+    let from = (f.address() as i64 + file_delta) as usize;
+    let code = &data[from..from + f.size() as usize];
+    let insns = disassemble(code, f.address(), Syntax::Att);
+    // The load through the pointer most recently read from a matrix global.
+    let load_after = |global: u64| {
+        let i = insns
+            .iter()
+            .position(|x| x.rip_target == Some(global))
+            .unwrap_or_else(|| panic!("no read of the global at {global:#x}"));
+        insns[i + 1..]
+            .iter()
+            .find(|x| x.mem.iter().any(|m| m.read && m.register_computed()))
+            .unwrap()
+            .addr
+    };
+    Func {
+        start: f.address(),
+        culprit: load_after(b_addr),
+        a_load: load_after(a_addr),
+        insns: insns
+            .iter()
+            .map(|x| {
+                let computed = x.mem.iter().any(|m| m.read && m.register_computed());
+                (x.addr, x.bytes.len() as u64, computed)
+            })
+            .collect(),
+        file_delta,
+    }
+}
+
+/// Writes a perf.data with ibs_op samples over multiply_matrices' instructions, as a Zen 4
+/// machine would record the matrix multiply: the b[k][j] load strides 4000 bytes per
+/// iteration and misses the DC (and the DTLB) in 15 of 16 samples, the a[i][k] load misses
+/// once per 64-byte line (1 in 16), stack accesses hit.
+fn write_synthetic(bin: &std::path::Path, f: &Func, out: &std::path::Path) {
+    use culprit_collect::perfdata::attr::{flag, sample};
+    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    let attr = Attr {
+        attr_type: 12,
+        config: 0,
+        sample_period_or_freq: 100_000,
+        sample_type: sample::IDENTIFIER
+            | sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::CPU
+            | sample::PERIOD
+            | sample::RAW,
+        flags: flag::SAMPLE_ID_ALL | flag::MMAP2 | flag::COMM,
+        ..Attr::default()
+    };
+    let id = 7;
+    let file = std::fs::File::create(out).unwrap();
+    let mut w = PerfDataWriter::new(
+        file,
+        vec![FileAttr {
+            attr,
+            name: "ibs_op//".into(),
+            ids: vec![id],
+        }],
+    )
+    .unwrap();
+    let (pid, base) = (5150u32, 0x5555_5555_4000u64);
+    let sid = SampleId {
+        pid,
+        tid: pid,
+        time: 0,
+        id,
+        cpu: 0,
+    };
+    let mut buf = Vec::new();
+    records::push_comm(&mut buf, &attr, pid, pid, b"simple_classic", true, &sid);
+    let path = bin.to_str().unwrap().as_bytes().to_vec();
+    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
+    records::push_mmap2(
+        &mut buf,
+        &attr,
+        &MmapArgs {
+            pid,
+            tid: pid,
+            start: base,
+            len,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: &path,
+            misc: records::MISC_USER,
+        },
+        &sid,
+    );
+    let (matrix_a, matrix_b) = (0x7f00_0000_0000u64, 0x7f00_4000_0000u64);
+    let mut time = 1_000_000_000u64;
+    for round in 0..64u64 {
+        for &(svma, _, computed) in &f.insns {
+            let ip = (svma as i64 + f.file_delta) as u64 + base;
+            let en_val = (1u64 << 17) | (1 << 18) | 0x186a; // MaxCnt 100000/16
+            let mut data3 = 0u64;
+            let (mut lin, mut data2) = (0u64, 0u64);
+            let mut op_data = (3u64 << 16) | 1; // TagToRet 3, CompToRet 1
+            if svma == f.culprit {
+                // Load, 4 bytes, lin valid; misses except once in 16.
+                data3 = 1 | (3 << 22) | (1 << 17) | (1 << 2);
+                lin = matrix_b + round * 4000;
+                if round % 16 != 15 {
+                    data3 |= (1 << 7) | (1 << 20) | (280u64 << 32) | (1 << 3);
+                    data2 = 3; // DRAM
+                    op_data = (300 << 16) | 2;
+                }
+            } else if svma == f.a_load {
+                data3 = 1 | (3 << 22) | (1 << 17);
+                lin = matrix_a + round * 4;
+                if round % 16 == 0 {
+                    data3 |= (1 << 7) | (20u64 << 32);
+                }
+            } else if computed {
+                // Other loads through registers (stack-relative ones hit).
+                data3 = 1 | (3 << 22) | (1 << 17);
+                lin = 0x7ffd_0000_0000 + (svma & 0xff);
+            }
+            let regs = [en_val, ip, op_data, data2, data3, lin, 0, 0];
+            let mut raw = (0xbffu32).to_le_bytes().to_vec();
+            for r in regs {
+                raw.extend_from_slice(&r.to_le_bytes());
+            }
+            // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, CPU, PERIOD, RAW.
+            let mut body = Vec::new();
+            body.extend_from_slice(&id.to_le_bytes());
+            body.extend_from_slice(&ip.to_le_bytes());
+            body.extend_from_slice(&pid.to_le_bytes());
+            body.extend_from_slice(&pid.to_le_bytes());
+            body.extend_from_slice(&time.to_le_bytes());
+            body.extend_from_slice(&0u64.to_le_bytes());
+            body.extend_from_slice(&100_000u64.to_le_bytes());
+            body.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+            body.extend_from_slice(&raw);
+            body.resize(body.len().next_multiple_of(8), 0);
+            let size = (body.len() + 8) as u16;
+            buf.extend_from_slice(&9u32.to_le_bytes());
+            buf.extend_from_slice(&(records::MISC_USER | (1 << 14)).to_le_bytes());
+            buf.extend_from_slice(&size.to_le_bytes());
+            buf.extend_from_slice(&body);
+            time += 1000;
+        }
+    }
+    w.write_data(&buf).unwrap();
+    let features = Features {
+        arch: Some("x86_64".into()),
+        cpuid: Some("AuthenticAMD,25,17,1".into()),
+        pmu_mappings: vec![(4, "cpu".into()), (12, "ibs_op".into())],
+        pmu_caps: vec![(
+            "ibs_op".into(),
+            vec![("zen4_ibs_extensions".into(), "1".into())],
+        )],
+        ..Features::default()
+    };
+    w.finish(&features).unwrap();
+}
+
+#[test]
+fn test_synthetic_ibs_recording_of_matrix_multiply_puts_the_culprit_load_on_top() {
+    let bin = common::workload("simple_classic");
+    let f = analyze_multiply(&bin);
+    assert!(
+        f.culprit > f.a_load,
+        "b's load follows a's in the inner loop"
+    );
+    let dir = common::scratch("ibs-synthetic");
+    let data = dir.join("ibs.data");
+    write_synthetic(&bin, &f, &data);
+    // Text: the first row of the op table is the culprit, named by its real symbol offset.
+    let out = common::run_ok(common::culprit().args(["ibs", "--op", "-i"]).arg(&data));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = format!("multiply_matrices+{:#x}", f.culprit - f.start);
+    let first_row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("## op by location"))
+        .nth(2)
+        .unwrap_or_else(|| panic!("no op rows in:\n{text}"));
+    assert!(
+        first_row
+            .trim_end()
+            .ends_with(&format!("{want} (simple_classic)")),
+        "first row {first_row:?} is not {want}:\n{text}"
+    );
+    // JSON: the numbers behind it.
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "--op", "--format", "json", "-i"])
+            .arg(&data),
+    );
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["op"]["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["key"], want.as_str());
+    assert_eq!(rows[0]["ip"], f.culprit);
+    assert_eq!(rows[0]["dc_miss"], 60); // 64 rounds, one hit in 16
+    assert_eq!(rows[0]["dtlb_l1m_l2m"], 60);
+    assert_eq!(rows[0]["src_local_dram"], 60);
+    assert_eq!(rows[0]["avg_dc_miss_lat"], 280.0);
+    assert_eq!(rows[1]["ip"], f.a_load);
+    assert_eq!(rows[1]["dc_miss"], 4);
+    let funcs = j["op"]["functions"].as_array().unwrap();
+    assert_eq!(funcs.len(), 1);
+    assert_eq!(funcs[0]["sym"], "multiply_matrices");
+    assert_eq!(funcs[0]["all"], 64 * f.insns.len() as u64);
+    // Per source line: the culprit's line (the inner loop body) leads.
+    let j = {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["ibs", "--op", "--sort", "srcline", "--format", "json", "-i"])
+                .arg(&data),
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let top = j["op"]["rows"][0]["key"].as_str().unwrap().to_string();
+    assert!(top.starts_with("simple_classic.c:"), "{top}");
+}
+
+#[test]
+fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
+    if std::path::Path::new("/sys/bus/event_source/devices/ibs_op").exists() {
+        eprintln!("SKIPPED test_record_ibs_without_ibs_pmu_fails_with_an_explanation: this machine has IBS");
+        return;
+    }
+    let dir = common::scratch("ibs-record-none");
+    let out = common::culprit()
+        .current_dir(&dir)
+        .args(["record", "--ibs", "op", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("IBS"), "{err}");
+    assert!(err.contains("ibs_op"), "{err}");
+    assert!(!dir.join("perf.data").exists());
+}
