@@ -69,7 +69,7 @@ struct Data {
 
 impl Data {
     fn rec(&mut self, ty: u32, misc: u16, mut body: Vec<u8>) {
-        while (body.len() + 8) % 8 != 0 {
+        while !(body.len() + 8).is_multiple_of(8) {
             body.push(0);
         }
         self.bytes.extend_from_slice(&ty.to_le_bytes());
@@ -81,7 +81,7 @@ impl Data {
 
     /// Non-sample record with the sample_id trailer (TID, TIME, CPU, IDENTIFIER).
     fn rec_id(&mut self, ty: u32, misc: u16, mut body: Vec<u8>, pid: i32, time: u64, id: u64) {
-        while body.len() % 8 != 0 {
+        while !body.len().is_multiple_of(8) {
             body.push(0);
         }
         body.extend_from_slice(&pid.to_le_bytes());
@@ -359,7 +359,7 @@ fn build() -> Vec<u8> {
     file(&d)
 }
 
-fn dso_of<'p>(p: &'p Profile, i: usize) -> Option<&'p culprit_decode::model::Dso> {
+fn dso_of(p: &Profile, i: usize) -> Option<&culprit_decode::model::Dso> {
     p.dso(&p.samples[i].location)
 }
 
