@@ -482,7 +482,24 @@ fn test_annotate_raw_column_agrees_with_perf_annotate_and_report() {
     let bin = common::workload("simple_classic");
     let file = dir.join("perf.data");
     record_perf(&bin, &file, &["-e", "cpu-clock", "-c", "250000"], &["350"]);
+    check_against_perf_and_report(&file);
+    // The same on a file written by culprit record.
+    let file = dir.join("culprit.data");
+    common::run_ok(
+        culprit_cmd()
+            .args(["record", "-q", "-e", "cpu-clock", "-c", "250000", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&bin)
+            .arg("350"),
+    );
+    check_against_perf_and_report(&file);
+}
 
+/// perf annotate (local hits) and culprit report --sort ip|srcline against culprit
+/// annotate of multiply_matrices in `file`.
+fn check_against_perf_and_report(file: &Path) {
+    let file = file.to_path_buf();
     let funcs = annotate_json(&file, &["multiply_matrices"]);
     assert_eq!(funcs.len(), 1);
     let f = &funcs[0];
