@@ -224,8 +224,11 @@ fn open_error(spec: &EventSpec, errno: i32, group_size: usize, nfds: usize) -> R
     }
 }
 
-/// Reads one group leader: (time_enabled, time_running, [(value, id)]).
-fn read_group(fd: &OwnedFd, n: usize) -> std::io::Result<(u64, u64, Vec<(u64, u64)>)> {
+/// One group read: time_enabled, time_running, then (value, id) per member.
+type GroupRead = (u64, u64, Vec<(u64, u64)>);
+
+/// Reads one group leader.
+fn read_group(fd: &OwnedFd, n: usize) -> std::io::Result<GroupRead> {
     let mut buf = vec![0u64; 3 + 2 * n];
     // SAFETY: buf has buf.len() * 8 writable bytes.
     let got = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len() * 8) };
