@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use culprit_decode::model::{DsoId, DsoKind, EventId, Profile};
+use culprit_decode::model::{DsoId, DsoKind, EventId, Location, Profile};
 use culprit_symbols::disasm::{disassemble, Flow, Insn, Syntax};
 use culprit_symbols::{Query, SourceFrame, SymbolId, Symbolizer};
 use serde::Serialize;
@@ -641,6 +641,62 @@ fn derived_columns(profile: &Profile, cols: &[EventId], rows: &[AnnotatedInsn]) 
                 i,
                 1000.0,
             ));
+        }
+    }
+    out
+}
+
+/// The skid-corrected location of every sample of a profile (same order as
+/// `profile.samples`): non-precise samples of memory and branch events moved to their
+/// estimated culprit instruction (the rule of [`crate::skid`]), all others unchanged. For
+/// reports that group by de-skidded IP or line (`report --deskid`); each sampled function is
+/// disassembled once.
+pub fn deskid_locations(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
+    let mut out: Vec<Location> = profile.samples.iter().map(|s| s.location).collect();
+    let classes: Vec<EventClass> = profile.events.iter().map(skid::classify_event).collect();
+    let precise_ev: Vec<bool> = profile.events.iter().map(skid::is_precise_event).collect();
+    // Samples that may move, grouped by function.
+    let mut groups: HashMap<(DsoId, SymbolId), Vec<(usize, u64)>> = HashMap::new();
+    let mut cache: HashMap<Query, culprit_symbols::Resolved> = HashMap::new();
+    for (n, s) in profile.samples.iter().enumerate() {
+        let e = usize::from(s.event);
+        let movable = classes.get(e).is_some_and(|c| *c != EventClass::Stays)
+            && !precise_ev.get(e).copied().unwrap_or(true)
+            && !s.exact_ip;
+        let Some(dso) = s.location.dso.filter(|_| movable) else {
+            continue;
+        };
+        let q = Query::of(s.location, -1);
+        let r = *cache
+            .entry(q)
+            .or_insert_with(|| symbolizer.resolve(profile, q));
+        if let (Some(sym), Some(svma)) = (r.symbol, r.svma) {
+            groups.entry((dso, sym)).or_default().push((n, svma));
+        }
+    }
+    for ((dso, sym), members) in groups {
+        let Some((start, end)) = symbolizer.symbol(sym).map(|s| (s.start, s.end)) else {
+            continue;
+        };
+        let Some(code) = symbolizer.function_code(profile, dso, start, end) else {
+            continue;
+        };
+        let insns = disassemble(&code, start, Syntax::Att);
+        let cfg = skid::build_cfg(&insns);
+        for (n, svma) in members {
+            let class = classes[usize::from(profile.samples[n].event)];
+            let Some(i) = skid::insn_containing(&insns, svma) else {
+                continue;
+            };
+            let Some((to, _)) = skid::culprit(class, &insns, &cfg, i) else {
+                continue;
+            };
+            if let Some(off) = symbolizer.svma_to_file_offset(profile, dso, insns[to].addr) {
+                out[n] = Location {
+                    dso: Some(dso),
+                    file_offset: off,
+                };
+            }
         }
     }
     out

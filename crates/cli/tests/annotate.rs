@@ -995,3 +995,38 @@ fn test_annotate_cli_deskid_and_derived_columns_on_a_crafted_file() {
     assert!(text.contains("ESTIMATES"), "{text}");
     assert!(text.contains("CPI"), "{text}");
 }
+
+#[test]
+fn test_deskid_locations_per_sample_match_the_annotate_column() {
+    let (bin, dist, culprit) = matrix_layout();
+    let mut p = crafted_profile(
+        &bin,
+        vec![event("dTLB-load-misses", 3, 0x10003), event("cycles", 0, 0)],
+    );
+    let mut sym = Symbolizer::new(SymbolizerOptions::default());
+    for ev in 0..2 {
+        for &(a, n) in &dist {
+            add_samples(&mut p, &mut sym, ev, a, n, false);
+        }
+        add_samples(&mut p, &mut sym, ev, dist[0].0, 3, true);
+    }
+    let locs = culprit_analysis::annotate::deskid_locations(&p, &mut sym);
+    assert_eq!(locs.len(), p.samples.len());
+    // Per event: SVMA → samples after re-attribution, to compare with annotate's column.
+    let mut per: [BTreeMap<u64, u64>; 2] = Default::default();
+    for (s, l) in p.samples.iter().zip(&locs) {
+        let svma = sym
+            .resolve(&p, culprit_symbols::Query::of(*l, -1))
+            .svma
+            .unwrap();
+        *per[usize::from(s.event)].entry(svma).or_insert(0) += 1;
+        if s.event == 1 || s.exact_ip {
+            assert_eq!(*l, s.location, "cycles and precise samples never move");
+        }
+    }
+    let cols = annotate_crafted(&p, "multiply_matrices");
+    assert_eq!(per[0], cols["dTLB-load-misses"].1);
+    assert_eq!(per[1], cols["cycles"].0);
+    let total: u64 = per[0].values().sum();
+    assert!(per[0][&culprit] * 100 >= total * 80, "{:x?}", per[0]);
+}
