@@ -605,3 +605,101 @@ fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
     assert!(err.contains("ibs_op"), "{err}");
     assert!(!dir.join("perf.data").exists());
 }
+
+/// A PEBS-style recording (Intel, `cpu/event=0xcd,umask=0x1,ldlat=3/P`): PERF_SAMPLE_ADDR,
+/// WEIGHT and DATA_SRC decode into the same precise model as IBS.
+#[test]
+fn test_script_decodes_pebs_data_src_weight_and_addr() {
+    use culprit_collect::perfdata::attr::{flag, sample};
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    const WEIGHT: u64 = 1 << 14;
+    const DATA_SRC: u64 = 1 << 15;
+    let attr = Attr {
+        attr_type: 4,
+        config: 0x1cd,
+        config1: 3,
+        sample_period_or_freq: 1000,
+        sample_type: sample::IDENTIFIER
+            | sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::ADDR
+            | sample::CPU
+            | sample::PERIOD
+            | WEIGHT
+            | DATA_SRC,
+        flags: flag::SAMPLE_ID_ALL | (2 << flag::PRECISE_IP_SHIFT),
+        ..Attr::default()
+    };
+    let dir = common::scratch("pebs-script");
+    let path = dir.join("pebs.data");
+    let mut w = PerfDataWriter::new(
+        std::fs::File::create(&path).unwrap(),
+        vec![FileAttr {
+            attr,
+            name: "cpu/event=0xcd,umask=0x1,ldlat=3/P".into(),
+            ids: vec![9],
+        }],
+    )
+    .unwrap();
+    // Load, L3 hit, snoop HITM, L1 DTLB hit, lock N/A, lvl_num L3.
+    let l3_hitm: u64 = 0x02
+        | ((0x40 | 0x02) << 5)
+        | (0x10 << 19)
+        | (0x01 << 24)
+        | ((0x08 | 0x02) << 26)
+        | (3 << 33);
+    // PERF_MEM_NA: what PEBS writes when it has nothing.
+    let na: u64 = 0x01 | (0x01 << 5) | (0x01 << 19) | (0x01 << 24) | (0x01 << 26);
+    let mut buf = Vec::new();
+    for (i, (addr, weight, ds)) in [(0x7ffc_1000u64, 212u64, l3_hitm), (0, 0, na)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut body = Vec::new();
+        for v in [9u64, 0x40_1000 + i as u64] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        body.extend_from_slice(&77u32.to_le_bytes());
+        body.extend_from_slice(&77u32.to_le_bytes());
+        for v in [1_000 + i as u64, addr, 0, 1000, weight, ds] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        buf.extend_from_slice(&9u32.to_le_bytes());
+        buf.extend_from_slice(&(2u16 | (1 << 14)).to_le_bytes());
+        buf.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        buf.extend_from_slice(&body);
+    }
+    w.write_data(&buf).unwrap();
+    w.finish(&Features {
+        arch: Some("x86_64".into()),
+        cpuid: Some("GenuineIntel,6,85,4".into()),
+        pmu_mappings: vec![(4, "cpu".into())],
+        ..Features::default()
+    })
+    .unwrap();
+    let out = common::run_ok(
+        common::culprit()
+            .args(["script", "--format", "json", "-i"])
+            .arg(&path),
+    );
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines.len(), 2);
+    let p = &lines[0]["precise"];
+    assert_eq!(p["source"], "pebs");
+    assert_eq!(p["addr"], 0x7ffc_1000u64);
+    assert_eq!(p["latency"], 212);
+    assert_eq!(p["data_src"], l3_hitm);
+    assert_eq!(p["mem_op"], "load");
+    assert_eq!(p["level"], "L3");
+    assert_eq!(p["snoop"], "hit_m");
+    assert_eq!(p["tlb"], "l1_hit");
+    assert_eq!(p["remote"], false);
+    assert_eq!(p["locked"], Value::Null);
+    assert!(lines[0].get("ibs").is_none());
+    // Unfilled PEBS fields are absent, not zeros.
+    let p = &lines[1]["precise"];
+    assert_eq!(p["addr"], Value::Null);
+    assert_eq!(p["latency"], Value::Null);
+    assert!(p.get("data_src").is_none(), "{p}");
+}
