@@ -1030,3 +1030,73 @@ fn test_deskid_locations_per_sample_match_the_annotate_column() {
     let total: u64 = per[0].values().sum();
     assert!(per[0][&culprit] * 100 >= total * 80, "{:x?}", per[0]);
 }
+
+#[test]
+fn test_annotate_source_names_inlined_functions() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("annotate-inline");
+    // A small -O2 program whose hot function inlines a helper (written here, built with cc).
+    let src = dir.join("inl.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n\
+         #include <stdlib.h>\n\
+         static inline unsigned mix(unsigned x) {\n\
+         \x20   x ^= x >> 7;\n\
+         \x20   return x * 2654435761u;\n\
+         }\n\
+         __attribute__((noinline)) unsigned work(unsigned n) {\n\
+         \x20   unsigned h = 1;\n\
+         \x20   for (unsigned i = 0; i < n; i++)\n\
+         \x20       h = mix(h + i);\n\
+         \x20   return h;\n\
+         }\n\
+         int main(int argc, char **argv) {\n\
+         \x20   unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 300000000u;\n\
+         \x20   printf(\"%u\\n\", work(n));\n\
+         \x20   return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let bin = dir.join("inl");
+    common::run_ok(
+        Command::new("cc")
+            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(&bin)
+            .arg(&src),
+    );
+    let file = dir.join("inl.data");
+    common::run_ok(
+        culprit_cmd()
+            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&bin),
+    );
+    let f = &annotate_json(&file, &["work"])[0];
+    let inlined = f["instructions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["inline"].as_array().unwrap().len() >= 2)
+        .unwrap_or_else(|| panic!("no inlined instruction in work: {f}"));
+    let frames = inlined["inline"].as_array().unwrap();
+    assert_eq!(frames[0]["function"], "mix", "{frames:?}");
+    assert_eq!(frames[1]["function"], "work", "{frames:?}");
+    assert!(
+        inlined["source"].as_str().unwrap().starts_with("inl.c:"),
+        "{inlined}"
+    );
+    let out = common::run_ok(
+        culprit_cmd()
+            .args(["annotate", "--source", "-i"])
+            .arg(&file)
+            .arg("work"),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("(inlined mix into work at inl.c:10)"),
+        "{text}"
+    );
+    assert!(text.contains("h = mix(h + i);"), "{text}");
+}
