@@ -113,6 +113,7 @@ impl Ring {
     /// Maps `data_pages` (a power of two) data pages of `fd`'s buffer.
     pub fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
+        // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let map_len = page * (1 + data_pages);
         // SAFETY: mapping a perf fd read-write and shared is the documented way to get its
@@ -267,5 +268,60 @@ mod tests {
         assert_eq!(pos, out.len());
         // 30 ms of task-clock at one sample per 100 us: about 300.
         assert!(samples > 50, "only {samples} samples");
+    }
+
+    /// A one-page ring drained while it fills: records wrap at the end of the buffer many
+    /// times and must come out whole (every record parses, every sample carries our id).
+    #[test]
+    fn test_ring_drain_stitches_wrapped_records() {
+        let _lock = crate::testutil::pmu_lock();
+        let mut attr = sw_attr(1);
+        attr.sample_period_or_freq = 20_000; // 50 kHz of task-clock
+        let fd = perf_event_open(&attr, 0, -1).expect("perf_event_open(task-clock)");
+        let id = event_id(&fd).unwrap();
+        let mut ring = Ring::map(&fd, 1).unwrap();
+        set_enabled(&fd, true).unwrap();
+        let mut out = Vec::new();
+        let mut drained = 0usize;
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(200) {
+            for _ in 0..2000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            drained += ring.drain_into(&mut out);
+        }
+        set_enabled(&fd, false).unwrap();
+        drained += ring.drain_into(&mut out);
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        assert!(
+            drained > 4 * page,
+            "only {drained} bytes: the ring never wrapped"
+        );
+        let (mut pos, mut samples) = (0, 0);
+        while pos < out.len() {
+            let ty = u32::from_le_bytes(out[pos..pos + 4].try_into().unwrap());
+            let size = u16::from_le_bytes(out[pos + 6..pos + 8].try_into().unwrap()) as usize;
+            assert!(
+                size >= 8 && pos + size <= out.len(),
+                "bad record at {pos}: type {ty} size {size}"
+            );
+            match ty {
+                9 => {
+                    assert_eq!(size, 40, "sample size");
+                    assert_eq!(
+                        u64::from_le_bytes(out[pos + 8..pos + 16].try_into().unwrap()),
+                        id
+                    );
+                    samples += 1;
+                }
+                2 | 5 | 6 => {} // LOST, THROTTLE, UNTHROTTLE
+                _ => panic!("unexpected record type {ty} at {pos}"),
+            }
+            pos += size;
+        }
+        assert_eq!(pos, out.len());
+        assert!(samples > 500, "{samples} samples");
     }
 }
