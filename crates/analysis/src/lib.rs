@@ -7,13 +7,13 @@
 //! perf.data file itself.
 #![deny(missing_docs)]
 
-mod fxhash;
 pub mod annotate;
+mod fxhash;
 pub mod hotspots;
 pub mod ibs;
 pub mod metrics;
-pub mod topdown;
 pub mod skid;
+pub mod topdown;
 
 pub use hotspots::{
     hotspots, pct, CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots,
