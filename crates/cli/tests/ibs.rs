@@ -400,6 +400,50 @@ fn analyze_multiply(bin: &std::path::Path) -> Func {
 /// iteration and misses the DC (and the DTLB) in 15 of 16 samples, the a[i][k] load misses
 /// once per 64-byte line (1 in 16), stack accesses hit.
 fn write_synthetic(bin: &std::path::Path, f: &Func, out: &std::path::Path) {
+    write_ibs_file(bin, f, out, "ibs_op", &op_regs);
+}
+
+/// The op registers of round `round` at instruction `svma` (mapped at `ip`).
+fn op_regs(f: &Func, round: u64, svma: u64, computed: bool, ip: u64) -> Option<(u64, Vec<u64>)> {
+    let (matrix_a, matrix_b) = (0x7f00_0000_0000u64, 0x7f00_4000_0000u64);
+    let en_val = (1u64 << 17) | (1 << 18) | 0x186a; // MaxCnt 100000/16
+    let mut data3 = 0u64;
+    let (mut lin, mut data2) = (0u64, 0u64);
+    let mut op_data = (3u64 << 16) | 1; // TagToRet 3, CompToRet 1
+    if svma == f.culprit {
+        // Load, 4 bytes, lin valid; misses except once in 16.
+        data3 = 1 | (3 << 22) | (1 << 17) | (1 << 2);
+        lin = matrix_b + round * 4000;
+        if round % 16 != 15 {
+            data3 |= (1 << 7) | (1 << 20) | (280u64 << 32) | (1 << 3);
+            data2 = 3; // DRAM
+            op_data = (300 << 16) | 2;
+        }
+    } else if svma == f.a_load {
+        data3 = 1 | (3 << 22) | (1 << 17);
+        lin = matrix_a + round * 4;
+        if round % 16 == 0 {
+            data3 |= (1 << 7) | (20u64 << 32);
+        }
+    } else if computed {
+        // Other loads through registers (stack-relative ones hit).
+        data3 = 1 | (3 << 22) | (1 << 17);
+        lin = 0x7ffd_0000_0000 + (svma & 0xff);
+    }
+    Some((ip, vec![en_val, ip, op_data, data2, data3, lin, 0, 0]))
+}
+
+type RegsFn = dyn Fn(&Func, u64, u64, bool, u64) -> Option<(u64, Vec<u64>)>;
+
+/// A perf.data of one IBS PMU (`pmu`, type 12) over 64 rounds of multiply_matrices'
+/// instructions, mapped from the real binary; `regs` gives each sample's IP and registers.
+fn write_ibs_file(
+    bin: &std::path::Path,
+    f: &Func,
+    out: &std::path::Path,
+    pmu: &str,
+    regs_of: &RegsFn,
+) {
     use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
@@ -423,7 +467,7 @@ fn write_synthetic(bin: &std::path::Path, f: &Func, out: &std::path::Path) {
         file,
         vec![FileAttr {
             attr,
-            name: "ibs_op//".into(),
+            name: format!("{pmu}//"),
             ids: vec![id],
         }],
     )
@@ -459,36 +503,13 @@ fn write_synthetic(bin: &std::path::Path, f: &Func, out: &std::path::Path) {
         },
         &sid,
     );
-    let (matrix_a, matrix_b) = (0x7f00_0000_0000u64, 0x7f00_4000_0000u64);
     let mut time = 1_000_000_000u64;
     for round in 0..64u64 {
         for &(svma, _, computed) in &f.insns {
             let ip = (svma as i64 + f.file_delta) as u64 + base;
-            let en_val = (1u64 << 17) | (1 << 18) | 0x186a; // MaxCnt 100000/16
-            let mut data3 = 0u64;
-            let (mut lin, mut data2) = (0u64, 0u64);
-            let mut op_data = (3u64 << 16) | 1; // TagToRet 3, CompToRet 1
-            if svma == f.culprit {
-                // Load, 4 bytes, lin valid; misses except once in 16.
-                data3 = 1 | (3 << 22) | (1 << 17) | (1 << 2);
-                lin = matrix_b + round * 4000;
-                if round % 16 != 15 {
-                    data3 |= (1 << 7) | (1 << 20) | (280u64 << 32) | (1 << 3);
-                    data2 = 3; // DRAM
-                    op_data = (300 << 16) | 2;
-                }
-            } else if svma == f.a_load {
-                data3 = 1 | (3 << 22) | (1 << 17);
-                lin = matrix_a + round * 4;
-                if round % 16 == 0 {
-                    data3 |= (1 << 7) | (20u64 << 32);
-                }
-            } else if computed {
-                // Other loads through registers (stack-relative ones hit).
-                data3 = 1 | (3 << 22) | (1 << 17);
-                lin = 0x7ffd_0000_0000 + (svma & 0xff);
-            }
-            let regs = [en_val, ip, op_data, data2, data3, lin, 0, 0];
+            let Some((ip, regs)) = regs_of(f, round, svma, computed, ip) else {
+                continue;
+            };
             let mut raw = (0xbffu32).to_le_bytes().to_vec();
             for r in regs {
                 raw.extend_from_slice(&r.to_le_bytes());
@@ -517,7 +538,7 @@ fn write_synthetic(bin: &std::path::Path, f: &Func, out: &std::path::Path) {
     let features = Features {
         arch: Some("x86_64".into()),
         cpuid: Some("AuthenticAMD,25,17,1".into()),
-        pmu_mappings: vec![(4, "cpu".into()), (12, "ibs_op".into())],
+        pmu_mappings: vec![(4, "cpu".into()), (12, pmu.to_string())],
         pmu_caps: vec![(
             "ibs_op".into(),
             vec![("zen4_ibs_extensions".into(), "1".into())],
@@ -702,4 +723,76 @@ fn test_script_decodes_pebs_data_src_weight_and_addr() {
     assert_eq!(p["addr"], Value::Null);
     assert_eq!(p["latency"], Value::Null);
     assert!(p.get("data_src").is_none(), "{p}");
+}
+
+/// Fetch samples whose IbsFetchLinAd falls inside the culprit load (it straddles into the
+/// next 32-byte block) are counted on that load; killed fetches are filtered unless asked.
+#[test]
+fn test_synthetic_fetch_straddling_instruction_and_killed_filter() {
+    let bin = common::workload("simple_classic");
+    let f = analyze_multiply(&bin);
+    let len = f
+        .insns
+        .iter()
+        .find(|i| i.0 == f.culprit)
+        .map(|i| i.1)
+        .unwrap();
+    assert!(len > 1, "the culprit load has more than one byte");
+    let fetch = |f: &Func, round: u64, svma: u64, _: bool, ip: u64| {
+        if svma != f.culprit {
+            return None;
+        }
+        let en_val = (1u64 << 48) | (1 << 49) | 0x1000;
+        // Even rounds: a completed fetch (IC miss, 4K page, latency 30) at culprit + 1.
+        // Odd rounds: a killed fetch (no outcome bit) at the culprit itself.
+        if round % 2 == 0 {
+            let ctl = en_val | (1 << 50) | (1 << 51) | (1 << 52) | (30u64 << 32);
+            Some((ip + 1, vec![ctl, ip + 1, 0x1234_5000, 0]))
+        } else {
+            Some((ip, vec![en_val, ip, 0, 0]))
+        }
+    };
+    let dir = common::scratch("ibs-synthetic-fetch");
+    let data = dir.join("fetch.data");
+    write_ibs_file(&bin, &f, &data, "ibs_fetch", &fetch);
+    let j = {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["ibs", "--fetch", "--format", "json", "-i"])
+                .arg(&data),
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let fr = &j["fetch"];
+    assert_eq!(fr["samples"], 64);
+    assert_eq!(fr["killed"], 32);
+    assert_eq!(fr["straddled"], 32);
+    let rows = fr["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["ip"], f.culprit);
+    assert_eq!(rows[0]["all"], 32);
+    assert_eq!(rows[0]["completed"], 32);
+    assert_eq!(rows[0]["ic_miss"], 32);
+    assert_eq!(rows[0]["avg_lat"], 30.0);
+    // With the killed fetches: same row, 64 samples, 32 killed.
+    let out = common::run_ok(
+        common::culprit()
+            .args([
+                "ibs",
+                "--fetch",
+                "--include-killed",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(&data),
+    );
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["fetch"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0]["all"].as_u64(), rows[0]["killed"].as_u64()),
+        (Some(64), Some(32))
+    );
+    assert_eq!(rows[0]["attempted"], 32);
 }
