@@ -1237,7 +1237,7 @@ pub fn op_data_src(op: &IbsOp, ctx: &IbsContext) -> Option<u64> {
                             | hops(1)
                     }
                     6 => lvlnum(mem::LVLNUM_PMEM),
-                    7 => lvlnum(mem::LVLNUM_IO),
+                    7 => lvl_hit(mem::LVL_IO) | lvlnum(mem::LVLNUM_IO),
                     8 => lvlnum(mem::LVLNUM_CXL),
                     _ => 0,
                 };
