@@ -607,3 +607,246 @@ fn test_topdown_multiplexed_vs_no_multiplex() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Per-function Top-Down (record --topdown, report --topdown).
+
+/// A PERF_RECORD_SAMPLE for sample_type IDENTIFIER|IP|TID|TIME|CPU|PERIOD.
+fn sample_bytes(id: u64, ip: u64, pid: u32, time: u64, period: u64) -> Vec<u8> {
+    let mut r = Vec::with_capacity(56);
+    r.extend_from_slice(&9u32.to_le_bytes());
+    r.extend_from_slice(&2u16.to_le_bytes()); // PERF_RECORD_MISC_USER
+    r.extend_from_slice(&56u16.to_le_bytes());
+    for v in [id, ip] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    r.extend_from_slice(&pid.to_le_bytes());
+    r.extend_from_slice(&pid.to_le_bytes());
+    r.extend_from_slice(&time.to_le_bytes());
+    r.extend_from_slice(&0u64.to_le_bytes()); // cpu, res
+    r.extend_from_slice(&period.to_le_bytes());
+    r
+}
+
+/// Writes a Zen 5 `record --topdown`-shaped file: the six level-1 events (raw configs from
+/// topdown.md), two processes, `per_comm` = (comm, [(sample count, period) per event]).
+fn write_topdown_file(path: &std::path::Path, cpuid: &str, per_comm: &[(&str, [(u64, u64); 6])]) {
+    use culprit_collect::perfdata::attr::{flag, sample, FORMAT_ID};
+    use culprit_collect::perfdata::records::{self, SampleId};
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    let configs: [(&str, u64); 6] = [
+        ("ls_not_halted_cyc", 0x76),
+        ("de_no_dispatch_per_slot.no_ops_from_frontend", 0x1000001A0),
+        ("de_no_dispatch_per_slot.backend_stalls", 0x100001EA0),
+        ("de_no_dispatch_per_slot.smt_contention", 0x1000060A0),
+        ("de_src_op_disp.all", 0x7AA),
+        ("ex_ret_ops", 0xC1),
+    ];
+    let st =
+        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
+    let attrs: Vec<FileAttr> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, (name, config))| FileAttr {
+            attr: Attr {
+                attr_type: 4,
+                config: *config,
+                sample_period_or_freq: 1_000_000,
+                sample_type: st,
+                read_format: FORMAT_ID,
+                flags: flag::DISABLED | flag::SAMPLE_ID_ALL | if i == 0 { flag::COMM } else { 0 },
+                ..Attr::default()
+            },
+            name: name.to_string(),
+            ids: vec![100 + i as u64],
+        })
+        .collect();
+    let a0 = attrs[0].attr;
+    let mut w = PerfDataWriter::new(std::fs::File::create(path).unwrap(), attrs).unwrap();
+    let mut time = 1000;
+    for (pi, (comm, evs)) in per_comm.iter().enumerate() {
+        let pid = 500 + pi as u32;
+        let mut buf = Vec::new();
+        let sid = SampleId {
+            pid,
+            tid: pid,
+            time,
+            id: 100,
+            cpu: 0,
+        };
+        records::push_comm(&mut buf, &a0, pid, pid, comm.as_bytes(), true, &sid);
+        w.write_data(&buf).unwrap();
+        for (ei, (n, period)) in evs.iter().enumerate() {
+            for _ in 0..*n {
+                time += 10;
+                w.write_data(&sample_bytes(100 + ei as u64, 0x401000, pid, time, *period))
+                    .unwrap();
+            }
+        }
+    }
+    let features = Features {
+        arch: Some("x86_64".into()),
+        cpuid: Some(cpuid.into()),
+        nrcpus: Some((2, 2)),
+        ..Features::default()
+    };
+    w.finish(&features).unwrap();
+}
+
+#[test]
+fn test_report_topdown_per_row_estimate_from_sampled_periods() {
+    let dir = common::scratch("stat-report-topdown");
+    let file = dir.join("td.data");
+    // "branchy": 1000 cycle samples of 1e6 (1e9 cycles, 8e9 slots); frontend 0.8e9,
+    // backend 1.6e9, dispatched 5.6e9, retired 3.2e9 -> FE 0.10, BE 0.20, BS 0.30, RET 0.40.
+    // "chase": 500 cycle samples (5e8 cycles, 4e9 slots); BE 3.4e9 -> 0.85.
+    write_topdown_file(
+        &file,
+        "AuthenticAMD,26,2,1",
+        &[
+            (
+                "branchy",
+                [
+                    (1000, 1_000_000),
+                    (200, 4_000_000),
+                    (400, 4_000_000),
+                    (0, 4_000_000),
+                    (1400, 4_000_000),
+                    (800, 4_000_000),
+                ],
+            ),
+            (
+                "chase",
+                [
+                    (500, 1_000_000),
+                    (20, 4_000_000),
+                    (850, 4_000_000),
+                    (10, 4_000_000),
+                    (60, 4_000_000),
+                    (40, 4_000_000),
+                ],
+            ),
+        ],
+    );
+    let o = run_ok(
+        culprit()
+            .args([
+                "report",
+                "--topdown",
+                "--sort",
+                "comm",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(&file),
+    );
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let td = &j["topdown"];
+    assert_eq!(td["model"], "AMD Zen 5");
+    assert_eq!(td["estimate"], true);
+    let rows = td["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{td}");
+    let row = |comm: &str| rows.iter().find(|r| r["keys"]["comm"] == comm).unwrap();
+    let b = &row("branchy")["level1"];
+    for (k, want) in [
+        ("frontend_bound", 0.10),
+        ("backend_bound", 0.20),
+        ("bad_speculation", 0.30),
+        ("retiring", 0.40),
+        ("smt_contention", 0.0),
+    ] {
+        assert!(
+            (b[k].as_f64().unwrap() - want).abs() < 1e-9,
+            "branchy {k}: {b}"
+        );
+    }
+    assert_eq!(row("branchy")["samples"], 3800);
+    assert_eq!(row("branchy")["min_samples"], 0);
+    let c = &row("chase")["level1"];
+    assert!(
+        (c["backend_bound"].as_f64().unwrap() - 0.85).abs() < 1e-9,
+        "{c}"
+    );
+    assert!(
+        (c["bad_speculation"].as_f64().unwrap() - 0.02).abs() < 1e-9,
+        "{c}"
+    );
+    assert_eq!(row("chase")["min_samples"], 10);
+    // Text: says it is an estimate and how many samples back each row.
+    let o = run_ok(
+        culprit()
+            .args(["report", "--topdown", "--sort", "comm", "-i"])
+            .arg(&file),
+    );
+    let text = stdout(&o);
+    assert!(text.contains("estimate from sampled slot counts"), "{text}");
+    let line = text.lines().find(|l| l.ends_with("branchy")).unwrap();
+    assert!(line.contains("30.0%") && line.contains("3800"), "{line}");
+
+    // Not a Top-Down CPU / not a Top-Down file: clear errors.
+    let other = dir.join("other.data");
+    write_topdown_file(&other, "AuthenticAMD,23,49,0", &[("x", [(1, 1); 6])]);
+    let o = culprit()
+        .args(["report", "--topdown", "-i"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("Top-Down is not supported on this CPU"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn test_record_topdown_then_report() {
+    let _l = pmu_lock();
+    let dir = common::scratch("stat-record-topdown");
+    let data = dir.join("td.data");
+    let branchy = workload("branchy");
+    let o = culprit()
+        .args(["record", "--topdown", "-o"])
+        .arg(&data)
+        .arg("--")
+        .args([branchy.to_str().unwrap(), "8", "10"])
+        .output()
+        .unwrap();
+    if !common::hardware_pmu() {
+        // Without a PMU the refusal must say why.
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            stderr(&o).contains("needs a hardware PMU"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    if !require_hardware_pmu("test_record_topdown_then_report") {
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run_ok(
+        culprit()
+            .args([
+                "report",
+                "--topdown",
+                "--sort",
+                "sym",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(&data),
+    );
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = j["topdown"]["rows"].as_array().unwrap();
+    let count_odd = rows
+        .iter()
+        .find(|r| r["keys"]["sym"] == "count_odd")
+        .unwrap_or_else(|| panic!("no count_odd row: {j}"));
+    // The mispredicting loop: its sampled bad speculation is high.
+    let bs = count_odd["level1"]["bad_speculation"].as_f64().unwrap();
+    assert!(bs >= 0.15, "count_odd bad_speculation {bs}: {count_odd}");
+    assert!(count_odd["samples"].as_u64().unwrap() > 100);
+}

@@ -108,6 +108,10 @@ pub struct RecordArgs {
     /// IBS fetch: randomize the low bits of the fetch counter.
     #[arg(long = "rand", requires = "ibs")]
     pub rand: bool,
+    /// Sample the Top-Down level-1 events (AMD Zen 4/5, Intel Skylake class) for
+    /// `culprit report --topdown`, a per-function estimate (see docs/stat.md).
+    #[arg(long = "topdown", conflicts_with_all = ["events", "ibs"])]
+    pub topdown: bool,
     /// The command to run and its arguments (put `--` before it).
     #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
     pub command: Vec<String>,
@@ -205,6 +209,9 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         }
     }
     specs.extend(ibs);
+    if args.topdown {
+        specs = super::stat::topdown_sampling_specs()?;
+    }
     let rate = match (args.count, args.freq) {
         (Some(0), _) => bail!("-c: the period must be > 0"),
         (_, Some(0)) => bail!("-F: the frequency must be > 0"),

@@ -104,6 +104,10 @@ pub struct ReportArgs {
     /// Output format: text, json or csv (see docs/report.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+    /// Per-function Top-Down level 1 of a `culprit record --topdown` file (an estimate from
+    /// sampled slot counts; text or json, see docs/stat.md).
+    #[arg(long = "topdown")]
+    pub topdown: bool,
 }
 
 /// Runs `culprit report`.
@@ -164,6 +168,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let tty = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
+        ReportFormat::Text | ReportFormat::Csv if args.topdown => {
+            super::stat::write_report_topdown(&mut out, &profile, &report, false)?
+        }
+        ReportFormat::Json if args.topdown => {
+            super::stat::write_report_topdown(&mut out, &profile, &report, true)?
+        }
         ReportFormat::Text => write_text(&mut out, &args, &profile, &report, tty)?,
         ReportFormat::Json => {
             let v = to_json(&args, &profile, &report, &warnings);

@@ -993,6 +993,176 @@ fn print_topdown(
     writeln!(w)
 }
 
+// ---------------------------------------------------------------------------------------
+// Per-function Top-Down: `culprit record --topdown` and `culprit report --topdown` call these.
+
+/// The level-1 events `culprit record --topdown` samples on this machine (each its own
+/// sampling event; the periods recorded with every sample estimate the counts per function).
+pub fn topdown_sampling_specs() -> anyhow::Result<Vec<EventSpec>> {
+    if !probe::hardware_pmu_available() {
+        bail!(
+            "{}",
+            no_pmu_message().replace("--topdown", "record --topdown")
+        );
+    }
+    let cpu = sysfs::cpu_identity()
+        .context("--topdown: cannot identify the CPU from /proc/cpuinfo (vendor, family, model)")?;
+    let pmu_events = std::path::Path::new("/sys/bus/event_source/devices/cpu/events");
+    let model = topdown::model_for(
+        &cpu.vendor,
+        cpu.family,
+        cpu.model,
+        pmu_events.join("topdown-fe-bound").exists(),
+        pmu_events.join("topdown-heavy-ops").exists(),
+    )?;
+    Ok(topdown::sampling_events(model)?
+        .iter()
+        .map(spec_of)
+        .collect())
+}
+
+#[derive(Serialize)]
+struct JsonSampledRow {
+    keys: serde_json::Map<String, serde_json::Value>,
+    level1: topdown::Level1,
+    /// Samples of the level-1 events in the row.
+    samples: u64,
+    /// Samples of its least-sampled level-1 event.
+    min_samples: u64,
+}
+
+#[derive(Serialize)]
+struct JsonSampledTopdown<'a> {
+    model: &'a str,
+    estimate: bool,
+    note: &'a str,
+    rows: Vec<JsonSampledRow>,
+}
+
+const SAMPLED_NOTE: &str = "estimate from sampled slot counts: each sample stands for its \
+    period of events at its IP; rows with few samples (min_samples) are noisy and may not sum to 1";
+
+/// `culprit report --topdown`: each row's level-1 breakdown from the sampled periods of a
+/// `culprit record --topdown` file.
+pub fn write_report_topdown(
+    out: &mut dyn Write,
+    profile: &culprit_decode::model::Profile,
+    report: &culprit_analysis::Hotspots,
+    json: bool,
+) -> anyhow::Result<()> {
+    let (vendor, family, model_nr) = profile
+        .meta
+        .cpuid
+        .as_deref()
+        .and_then(topdown::parse_cpuid)
+        .context("--topdown: the file has no x86 CPUID header (HEADER_CPUID), so its CPU model is unknown")?;
+    let model = topdown::model_for(&vendor, family, model_nr, false, false)?;
+    // Which report column is which level-1 event.
+    let columns: Vec<Option<topdown::Ev>> = report
+        .events
+        .iter()
+        .map(|e| {
+            profile
+                .events
+                .get(usize::from(e.id))
+                .and_then(|i| topdown::sampled_event(model, i.attr_type, i.config))
+        })
+        .collect();
+    let wanted = topdown::sampling_events(model)?;
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|w| !columns.contains(&Some(w.key)))
+        .map(|w| w.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--topdown: the file lacks the level-1 events {} (record it with `culprit record --topdown -- CMD`)",
+            missing.join(", ")
+        );
+    }
+    let rows: Vec<(String, JsonSampledRow)> = report
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let periods: Vec<(topdown::Ev, u64, u64)> = columns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    Some((
+                        (*c)?,
+                        row.period.get(i).copied()?,
+                        row.samples.get(i).copied()?,
+                    ))
+                })
+                .collect();
+            let est = topdown::level1_from_samples(model, &periods)?;
+            let label = row
+                .keys
+                .iter()
+                .map(|k| k.text.as_str())
+                .collect::<Vec<_>>()
+                .join("  ");
+            let keys = row
+                .keys
+                .iter()
+                .map(|k| {
+                    (
+                        k.key.name().to_string(),
+                        serde_json::Value::from(k.text.clone()),
+                    )
+                })
+                .collect();
+            Some((
+                label,
+                JsonSampledRow {
+                    keys,
+                    level1: est.level1,
+                    samples: est.samples,
+                    min_samples: est.min_samples,
+                },
+            ))
+        })
+        .collect();
+    if json {
+        let j = JsonSampledTopdown {
+            model: model.name(),
+            estimate: true,
+            note: SAMPLED_NOTE,
+            rows: rows.into_iter().map(|(_, r)| r).collect(),
+        };
+        serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "topdown": j }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "# Per-function Top-Down level 1 ({}), % of slots",
+        model.name()
+    )?;
+    writeln!(out, "# {SAMPLED_NOTE}")?;
+    writeln!(out, "#")?;
+    writeln!(
+        out,
+        "# {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7}  row",
+        "frontend", "bad_spec", "backend", "retiring", "smt", "samples", "min"
+    )?;
+    for (label, r) in rows {
+        let l = r.level1;
+        writeln!(
+            out,
+            "  {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}% {:>7.1}% {:>9} {:>7}  {label}",
+            l.frontend_bound * 100.0,
+            l.bad_speculation * 100.0,
+            l.backend_bound * 100.0,
+            l.retiring * 100.0,
+            l.smt_contention * 100.0,
+            r.samples,
+            r.min_samples
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
