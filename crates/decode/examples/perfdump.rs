@@ -1,5 +1,5 @@
 //! Dumps what culprit-decode reads from a perf.data file: events, totals, DSOs, stop point.
-//! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N]`
+//! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N] [--stream]`
 use std::collections::HashMap;
 
 fn main() {
@@ -15,6 +15,29 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let t = std::time::Instant::now();
+    if args.iter().any(|a| a == "--stream") {
+        // Streaming: count samples and frames without keeping them.
+        let (mut n, mut frames) = (0u64, 0u64);
+        let p = culprit_decode::read_file_streaming(
+            std::path::Path::new(path),
+            &mut |_, _| {},
+            &mut |p, s| {
+                n += 1;
+                frames += p.callchain(s).len() as u64;
+            },
+        );
+        let secs = t.elapsed().as_secs_f64();
+        match p {
+            Ok(p) => println!(
+                "streamed {n} samples, {frames} frames, {} records in {secs:.3} s ({:.0} samples/s), {} dsos",
+                p.meta.records,
+                n as f64 / secs,
+                p.dsos.len()
+            ),
+            Err(e) => eprintln!("error: {e}"),
+        }
+        return;
+    }
     let p = match culprit_decode::read_file(std::path::Path::new(path)) {
         Ok(p) => p,
         Err(e) => {

@@ -76,15 +76,51 @@ pub fn read_file_with_progress(
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
+    with_file(path, &mut |data, release| {
+        reader::read(data, progress, release, None)
+    })
+}
+
+/// Streaming read: calls `on_sample(profile_so_far, sample)` for each sample in delivery
+/// order instead of storing it, so memory does not grow with the number of samples. Inside
+/// the call, `profile.callchain(sample)`, `raw`, `read_values`, `user_regs`, `user_stack`,
+/// `dso` and `str` work as usual. The returned profile has the events with their totals,
+/// DSOs, strings, meta, losses and the stop point, but no samples or frames.
+pub fn read_file_streaming(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+    on_sample: &mut dyn FnMut(&Profile, &model::Sample),
+) -> Result<Profile, DecodeError> {
+    with_file(path, &mut |data, release| {
+        reader::read(data, progress, release, Some(&mut *on_sample))
+    })
+}
+
+/// [`read_file_streaming`] over bytes in memory.
+pub fn read_bytes_streaming(
+    data: &[u8],
+    on_sample: &mut dyn FnMut(&Profile, &model::Sample),
+) -> Result<Profile, DecodeError> {
+    reader::read(data, &mut |_, _| {}, &mut |_| {}, Some(on_sample))
+}
+
+/// A reader over bytes, given a callback releasing processed input up to an offset.
+type ReadFn<'a> = dyn FnMut(&[u8], &mut dyn FnMut(usize)) -> Result<Profile, DecodeError> + 'a;
+
+/// Maps the file (or reads it, for empty files and pipes) and runs `f` over its bytes with a
+/// callback that releases already-processed pages.
+fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
     let io = |source| DecodeError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
-    if len == 0 || !file.metadata().map_err(io)?.is_file() {
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.len() == 0 || !meta.is_file() {
         // Empty files and pipes/FIFOs cannot be mapped: read them whole.
-        return read_reader(file);
+        let mut data = Vec::new();
+        file.read_to_end(&mut data)?;
+        return f(&data, &mut |_| {});
     }
     // SAFETY: the mapping is read-only and private to this call. perf.data files are not
     // truncated while being read (perf only appends, then rewrites the header in place);
@@ -101,17 +137,17 @@ pub fn read_file_with_progress(
                 unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, upto) };
         }
     };
-    reader::read(&map, progress, &mut release)
+    f(&map, &mut release)
 }
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).
 pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {})
+    reader::read(data, &mut |_, _| {}, &mut |_| {}, None)
 }
 
 /// Reads a perf.data stream (e.g. stdin for `-i -`) to its end, then decodes it.
 pub fn read_reader(mut input: impl Read) -> Result<Profile, DecodeError> {
     let mut data = Vec::new();
     input.read_to_end(&mut data)?;
-    reader::read(&data, &mut |_, _| {}, &mut |_| {})
+    reader::read(&data, &mut |_, _| {}, &mut |_| {}, None)
 }

@@ -164,6 +164,9 @@ struct Ref {
 
 const IN_DECOMP: u64 = 1 << 63;
 
+/// Where a streaming read sends its samples.
+pub(crate) type SampleSink<'p> = &'p mut dyn FnMut(&Profile, &Sample);
+
 pub(crate) struct Reader<'a, 'p> {
     data: &'a [u8],
     be: bool,
@@ -190,6 +193,8 @@ pub(crate) struct Reader<'a, 'p> {
     /// Told "bytes below this offset are no longer needed" (lets a memory-mapped input drop
     /// its pages from the resident set).
     release: &'p mut dyn FnMut(usize),
+    /// Streaming mode: samples go here instead of into `Profile::samples`.
+    sink: Option<SampleSink<'p>>,
     released: usize,
     /// Start of the record being framed (nothing before it is needed once delivered).
     framing_at: usize,
@@ -201,6 +206,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         be: bool,
         progress: &'p mut dyn FnMut(u64, u64),
         release: &'p mut dyn FnMut(usize),
+        sink: Option<SampleSink<'p>>,
     ) -> Self {
         let mut p = Profile::default();
         p.meta.file_size = data.len() as u64;
@@ -226,6 +232,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             progress,
             next_progress: 0,
             release,
+            sink,
             released: 0,
             framing_at: 0,
         }
@@ -709,7 +716,21 @@ impl<'a, 'p> Reader<'a, 'p> {
         let path = c_string(body.get(c.pos()..)?);
         let mode = CpuMode::from_misc(misc);
         let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        let before = self.p.dsos.len();
         let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
+        if self.p.dsos.len() > before {
+            // A new DSO: give it its HEADER_BUILD_ID now (streaming readers see it at once).
+            if let Some(d) = self.p.dsos.get_mut(dso as usize) {
+                if d.build_id.is_none() {
+                    d.build_id = self
+                        .features
+                        .build_ids
+                        .iter()
+                        .find(|(_, p, _)| *p == d.path)
+                        .map(|(_, _, id)| id.clone());
+                }
+            }
+        }
         let identity = matches!(
             kind,
             crate::model::DsoKind::Kernel | crate::model::DsoKind::Anonymous
@@ -932,7 +953,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 Some((a, b)) => (a.min(time), b.max(time)),
             });
         }
-        self.p.samples.push(Sample {
+        let sample = Sample {
             event: r.attr,
             time,
             pid,
@@ -960,7 +981,19 @@ impl<'a, 'p> Reader<'a, 'p> {
             user_regs,
             user_stack,
             branch_count,
-        });
+        };
+        match self.sink.as_mut() {
+            Some(sink) => {
+                // Streaming: the sample and its side data live only for the call.
+                sink(&self.p, &sample);
+                self.p.frames.truncate(f0);
+                self.p.raw.truncate(r0);
+                self.p.regs.truncate(g0);
+                self.p.stacks.truncate(s0 as usize);
+                self.p.read_values.truncate(v0);
+            }
+            None => self.p.samples.push(sample),
+        }
         Some(())
     }
 
@@ -1119,10 +1152,11 @@ fn read_values(c: &mut Cur, f: u64) -> Option<Vec<ReadValue>> {
 }
 
 /// Reads a whole perf.data image (file or pipe mode).
-pub(crate) fn read(
+pub(crate) fn read<'p>(
     data: &[u8],
-    progress: &mut dyn FnMut(u64, u64),
-    release: &mut dyn FnMut(usize),
+    progress: &'p mut dyn FnMut(u64, u64),
+    release: &'p mut dyn FnMut(usize),
+    sink: Option<SampleSink<'p>>,
 ) -> Result<Profile, DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(DecodeError::TooShort(data.len() as u64));
@@ -1141,7 +1175,7 @@ pub(crate) fn read(
         offset: e.offset,
         what: e.what,
     };
-    let mut r = Reader::new(data, be, progress, release);
+    let mut r = Reader::new(data, be, progress, release, sink);
     let stopped;
     if hsize == 16 {
         // Pipe mode: a 16-byte header, then records (attrs and features among them).

@@ -235,3 +235,72 @@ fn test_read_file_dwarf_keeps_user_regs_and_stack() {
         assert_eq!(s.data_src, Some(0x1e05080021), "perf's PERF_MEM_NA pattern");
     }
 }
+
+#[test]
+fn test_read_file_streaming_sees_the_same_samples() {
+    for file in [
+        "system-wide-g.data",
+        "compressed-g.data",
+        "pipe-g.data",
+        "dwarf.data",
+    ] {
+        let path = fixture(file);
+        let full = culprit_decode::read_file(&path).unwrap();
+        let mut seen = Vec::new();
+        let streamed = culprit_decode::read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
+            let frames: Vec<_> = p
+                .callchain(s)
+                .iter()
+                .map(|f| (f.addr, f.location))
+                .collect();
+            let dso = p
+                .dso(&s.location)
+                .map(|d| (d.path.clone(), d.build_id.clone()));
+            seen.push((
+                s.time,
+                s.ip,
+                s.tid,
+                p.str(s.comm).to_string(),
+                dso,
+                frames,
+                p.user_stack(s).len(),
+            ));
+        })
+        .unwrap();
+        let want: Vec<_> = full
+            .samples
+            .iter()
+            .map(|s| {
+                let frames: Vec<_> = full
+                    .callchain(s)
+                    .iter()
+                    .map(|f| (f.addr, f.location))
+                    .collect();
+                let dso = full
+                    .dso(&s.location)
+                    .map(|d| (d.path.clone(), d.build_id.clone()));
+                (
+                    s.time,
+                    s.ip,
+                    s.tid,
+                    full.str(s.comm).to_string(),
+                    dso,
+                    frames,
+                    full.user_stack(s).len(),
+                )
+            })
+            .collect();
+        assert_eq!(seen, want, "{file}");
+        assert!(
+            streamed.samples.is_empty() && streamed.frames.is_empty(),
+            "{file}"
+        );
+        let totals = |p: &culprit_decode::Profile| {
+            p.events
+                .iter()
+                .map(|e| (e.samples, e.period))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(totals(&streamed), totals(&full), "{file}");
+    }
+}
