@@ -731,6 +731,14 @@ fn run_topdown(
     format: StatFormat,
     sep: &str,
 ) -> anyhow::Result<ExitCode> {
+    if args.no_multiplex
+        && !matches!(
+            target,
+            CountTarget::Command(_) | CountTarget::System(Some(_))
+        )
+    {
+        bail!("--no-multiplex reruns the command once per counter group: give a command (it cannot re-run -p targets)");
+    }
     if !probe::hardware_pmu_available() {
         bail!("{}", no_pmu_message());
     }
