@@ -210,6 +210,10 @@ impl<'a, 'p> Reader<'a, 'p> {
     ) -> Self {
         let mut p = Profile::default();
         p.meta.file_size = data.len() as u64;
+        let mut st = State::default();
+        // Far above any real recording (a busy -a file has ~10^5 map entries), and bounded
+        // by the input so hostile fork/mmap patterns cannot exhaust memory.
+        st.map_budget = (1usize << 21).max(data.len() / 16);
         Reader {
             data,
             be,
@@ -218,7 +222,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             id_to_attr: HashMap::new(),
             id_mode: IdMode::Single,
             p,
-            st: State::default(),
+            st,
             queue: Vec::new(),
             next_flush: 0,
             max_time: 0,
@@ -740,7 +744,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             // perf extends the kernel map to the next kernel map (modules split it).
             end = u64::MAX;
         }
-        self.st.add_map(
+        let added = self.st.add_map(
             kernel,
             pid,
             Map {
@@ -751,6 +755,11 @@ impl<'a, 'p> Reader<'a, 'p> {
                 identity,
             },
         );
+        if !added {
+            self.warn(format!(
+                "too many mappings (limit from the file size); {path} for pid {pid} ignored"
+            ));
+        }
         Some(())
     }
 

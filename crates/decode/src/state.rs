@@ -5,7 +5,8 @@
 //! a new process), MMAP/MMAP2 add executable mappings that replace what they overlap. Kernel
 //! mappings (`[kernel.kallsyms]`, modules) are shared by all processes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use crate::model::{CpuMode, Dso, DsoId, DsoKind, Location, Profile, StrId};
 
@@ -36,58 +37,58 @@ impl Map {
     }
 }
 
-/// Maps sorted by start, non-overlapping.
+/// Non-overlapping maps keyed by start address (a B-tree: inserting and splitting stay
+/// logarithmic whatever order a file lists its mappings in).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Maps {
-    maps: Vec<Map>,
+    maps: BTreeMap<u64, Map>,
 }
 
 impl Maps {
     /// Inserts a mapping, trimming or splitting the ones it overlaps (a new mmap over an old
-    /// range replaces it, as in the kernel).
-    pub(crate) fn insert(&mut self, m: Map) {
+    /// range replaces it, as in the kernel). Returns how many entries were added (net).
+    pub(crate) fn insert(&mut self, m: Map) -> usize {
         if m.end <= m.start {
-            return;
+            return 0;
         }
-        // First map that could overlap: the last one starting before m.start.
-        let mut i = self.maps.partition_point(|x| x.start < m.start);
-        if i > 0 && self.maps.get(i - 1).is_some_and(|p| p.end > m.start) {
-            i -= 1;
-        }
-        let mut pieces: Vec<Map> = Vec::new();
-        let mut j = i;
-        while let Some(old) = self.maps.get(j) {
-            if old.start >= m.end {
-                break;
-            }
+        let before = self.maps.len();
+        // Overlapping maps start before m.end and end after m.start.
+        let overlapping: Vec<Map> = self
+            .maps
+            .range(..m.end)
+            .rev()
+            .take_while(|(_, old)| old.end > m.start)
+            .map(|(_, old)| *old)
+            .collect();
+        for old in overlapping {
+            self.maps.remove(&old.start);
             if old.start < m.start {
-                pieces.push(Map {
+                let left = Map {
                     end: m.start,
-                    ..*old
-                });
+                    ..old
+                };
+                self.maps.insert(left.start, left);
             }
             if old.end > m.end {
-                pieces.push(Map {
+                let right = Map {
                     start: m.end,
                     pgoff: old.pgoff.wrapping_add(m.end - old.start),
-                    ..*old
-                });
+                    ..old
+                };
+                self.maps.insert(right.start, right);
             }
-            j += 1;
         }
-        pieces.push(m);
-        pieces.sort_by_key(|p| p.start);
-        self.maps.splice(i..j, pieces);
+        self.maps.insert(m.start, m);
+        self.maps.len().saturating_sub(before)
     }
 
     pub(crate) fn find(&self, addr: u64) -> Option<&Map> {
-        let i = self.maps.partition_point(|x| x.start <= addr);
-        let m = self.maps.get(i.checked_sub(1)?)?;
+        let (_, m) = self.maps.range(..=addr).next_back()?;
         (addr < m.end).then_some(m)
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.maps.clear();
+    fn len(&self) -> usize {
+        self.maps.len()
     }
 }
 
@@ -106,7 +107,12 @@ struct DsoKey {
 /// All state of a replay.
 #[derive(Default)]
 pub(crate) struct State {
-    procs: HashMap<i32, Maps>,
+    /// Per-process maps, shared copy-on-write between a parent and its forked children
+    /// (most children exec right away and never copy).
+    procs: HashMap<i32, Rc<Maps>>,
+    /// Map entries that copy-on-write may still create; a hostile file of many forks each
+    /// followed by an mmap would otherwise copy big map lists quadratically.
+    pub(crate) map_budget: usize,
     threads: HashMap<i32, Thread>,
     kernel: Maps,
     dso_index: HashMap<DsoKey, DsoId>,
@@ -157,7 +163,7 @@ impl State {
         self.last_tid = None;
         if exec {
             // exec starts a new address space; the new executable's MMAPs follow.
-            self.procs.entry(pid).or_default().clear();
+            self.procs.insert(pid, Rc::default());
         }
     }
 
@@ -202,12 +208,27 @@ impl State {
         (id, kind)
     }
 
-    pub(crate) fn add_map(&mut self, kernel: bool, pid: i32, m: Map) {
-        if kernel {
-            self.kernel.insert(m);
-        } else {
-            self.procs.entry(pid).or_default().insert(m);
+    /// Adds a mapping; false when the map budget is exhausted (the mapping is dropped).
+    pub(crate) fn add_map(&mut self, kernel: bool, pid: i32, m: Map) -> bool {
+        // Worst case an insert splits one map in two and adds itself: 2 new entries.
+        if self.map_budget < 2 {
+            return false;
         }
+        if kernel {
+            self.map_budget -= self.kernel.insert(m);
+            return true;
+        }
+        let maps = self.procs.entry(pid).or_default();
+        if Rc::strong_count(maps) > 1 {
+            // First change after a fork: this process gets its own copy, if affordable.
+            let n = maps.len();
+            if n + 2 > self.map_budget {
+                return false;
+            }
+            self.map_budget -= n;
+        }
+        self.map_budget -= Rc::make_mut(maps).insert(m);
+        true
     }
 
     /// Resolves an address with the maps current now.
@@ -227,7 +248,7 @@ impl State {
     }
 
     pub(crate) fn user_maps(&self, pid: i32) -> Option<&Maps> {
-        self.procs.get(&pid)
+        self.procs.get(&pid).map(|m| &**m)
     }
 }
 
@@ -303,7 +324,38 @@ mod tests {
         // A map covering everything replaces all.
         maps.insert(m(0, 0x10000, 0, 3));
         assert_eq!(maps.find(0x2800).unwrap().dso, 3);
-        assert_eq!(maps.maps.len(), 1);
+        assert_eq!(maps.len(), 1);
+    }
+
+    #[test]
+    fn test_add_map_fork_shares_until_change_and_budget_holds() {
+        let mut p = Profile::default();
+        let mut st = State {
+            map_budget: 100,
+            ..State::default()
+        };
+        for i in 0..10u64 {
+            assert!(st.add_map(false, 1, m(i * 0x1000, i * 0x1000 + 0x800, 0, 0)));
+        }
+        // Forks share the parent's maps without spending budget.
+        for child in 2..50 {
+            st.fork(&mut p, child, 1, child, 1);
+        }
+        assert_eq!(st.map_budget, 90);
+        assert!(st.user_maps(7).unwrap().find(0x3100).is_some());
+        // A child's first mmap copies (10 entries) and adds one.
+        assert!(st.add_map(false, 2, m(0x100_0000, 0x100_1000, 0, 1)));
+        assert_eq!(st.map_budget, 79);
+        assert!(st.user_maps(1).unwrap().find(0x100_0000).is_none());
+        // Copies stop when the budget cannot pay for them; nothing panics.
+        let mut refused = 0;
+        for child in 3..50 {
+            if !st.add_map(false, child, m(0x100_0000, 0x100_1000, 0, 1)) {
+                refused += 1;
+            }
+        }
+        assert!(refused > 0);
+        assert!(st.map_budget < 13);
     }
 
     #[test]
