@@ -7,8 +7,8 @@
 //! - [`EventClass::Memory`] (cache fills and misses, DTLB misses): the nearest preceding
 //!   instruction of the same basic block that accesses memory through an address computed
 //!   from registers; if the block has none before the sample, the same search continues
-//!   backwards through the likely predecessor blocks (the fall-through one, or the only
-//!   one) up to [`MAX_MEMORY_DISTANCE`] instructions; failing that, the nearest preceding
+//!   backwards through the likely predecessor blocks (a loop back edge, else the
+//!   fall-through one, else the only one) up to [`MAX_MEMORY_DISTANCE`] instructions; failing that, the nearest preceding
 //!   access of the block (stack, RIP-relative); if there is none either, the sample stays.
 //! - [`EventClass::Branch`] (mispredictions): the conditional (or indirect) branch that ends
 //!   a predecessor block in the control-flow graph, searched breadth-first backwards through
@@ -150,6 +150,52 @@ pub struct Cfg {
     pub blocks: Vec<Block>,
     /// Block index of each instruction.
     pub block_of: Vec<usize>,
+    /// Per block: its nearest predecessor reached from it again (a loop back edge), if any.
+    pub back_pred: Vec<Option<usize>>,
+}
+
+/// Above this many blocks, back edges are guessed by address (a predecessor at or after
+/// the block) instead of by reachability, which is quadratic.
+const MAX_BLOCKS_FOR_REACHABILITY: usize = 2000;
+
+fn back_preds(blocks: &[Block]) -> Vec<Option<usize>> {
+    let nb = blocks.len();
+    if nb > MAX_BLOCKS_FOR_REACHABILITY {
+        return (0..nb)
+            .map(|b| blocks[b].preds.iter().copied().filter(|&p| p >= b).min())
+            .collect();
+    }
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (b, blk) in blocks.iter().enumerate() {
+        for &p in &blk.preds {
+            succs[p].push(b);
+        }
+    }
+    let mut out = vec![None; nb];
+    let mut seen = vec![false; nb];
+    let mut stack = Vec::new();
+    for (b, slot) in out.iter_mut().enumerate() {
+        if blocks[b].preds.is_empty() {
+            continue;
+        }
+        seen.iter_mut().for_each(|x| *x = false);
+        stack.clear();
+        stack.extend(succs[b].iter().copied());
+        while let Some(x) = stack.pop() {
+            if !seen[x] {
+                seen[x] = true;
+                stack.extend(succs[x].iter().copied());
+            }
+        }
+        // Nearest in address order among the predecessors reachable from b.
+        *slot = blocks[b]
+            .preds
+            .iter()
+            .copied()
+            .filter(|&p| seen[p])
+            .min_by_key(|&p| (p < b, p.abs_diff(b)));
+    }
+    out
 }
 
 /// Index of the instruction starting exactly at `addr`.
@@ -217,7 +263,12 @@ pub fn build_cfg(insns: &[Insn]) -> Cfg {
             blocks[to].preds.push(from);
         }
     }
-    Cfg { blocks, block_of }
+    let back_pred = back_preds(&blocks);
+    Cfg {
+        blocks,
+        block_of,
+        back_pred,
+    }
 }
 
 /// How far back (in blocks) the branch rule searches.
@@ -240,10 +291,15 @@ pub fn culprit(class: EventClass, insns: &[Insn], cfg: &Cfg, idx: usize) -> Opti
 /// How far back (in instructions along the path) the memory rule searches.
 pub const MAX_MEMORY_DISTANCE: usize = 32;
 
-/// The block execution most plausibly came from: the fall-through predecessor (the
-/// layout-previous block, when it is a predecessor), else the only predecessor.
+/// The block execution most plausibly came from: a loop back edge (a predecessor reached
+/// from the block again: loops run many times per entry), else the fall-through
+/// predecessor (the layout-previous block, when it is a predecessor), else the only
+/// predecessor.
 fn likely_pred(cfg: &Cfg, b: usize) -> Option<usize> {
     let preds = &cfg.blocks[b].preds;
+    if let Some(back) = cfg.back_pred[b] {
+        return Some(back);
+    }
     if b > 0 && preds.contains(&(b - 1)) && cfg.blocks[b - 1].end == cfg.blocks[b].start {
         return Some(b - 1);
     }
@@ -651,13 +707,41 @@ mod tests {
         // Fall-through successor (odd path) and the only-predecessor taken path.
         assert_eq!(c(0x11d9), Some((load, 3)));
         assert_eq!(c(0x11bc), Some((load, 4)));
-        // Two blocks away: 11c9 <- 11b9 (fall-through) <- 11d2.
-        assert_eq!(c(0x11cd), Some((load, 3 + 5 + 1)));
-        // The load's own block reached around the loop (even path): one iteration.
-        assert_eq!(c(0x11d2), Some((load, 3 + 5 + 3)));
+        // Two blocks away: 11c9 <- 11d9 (its loop back edge, the odd path) <- 11d2.
+        assert_eq!(c(0x11cd), Some((load, 3 + 4 + 1)));
+        // The load's own block reached around the loop: one iteration.
+        assert_eq!(c(0x11d2), Some((load, 3 + 4 + 3)));
         // The entry block: only a RIP-relative access before, no predecessor.
         assert_eq!(c(0x11a4), Some((0, 2)));
         assert_eq!(c(0x1199), None);
+
+        // A one-block loop (pointer_chase's chase at -O1): a sample at the loop head goes
+        // around the back edge, not to the entry path.
+        let chase = [
+            0x48, 0x85, 0xf6, // 11a9 test %rsi,%rsi
+            0x74, 0x1b, // 11ac je 11c9
+            0xb8, 0x00, 0x00, 0x00, 0x00, // 11ae mov $0,%eax
+            0xba, 0x00, 0x00, 0x00, 0x00, // 11b3 mov $0,%edx
+            0x48, 0x8b, 0x14, 0xd7, // 11b8 mov (%rdi,%rdx,8),%rdx
+            0x48, 0x83, 0xc0, 0x01, // 11bc add $1,%rax
+            0x48, 0x39, 0xc6, // 11c0 cmp %rax,%rsi
+            0x75, 0xf3, // 11c3 jne 11b8
+            0x48, 0x89, 0xd0, // 11c5 mov %rdx,%rax
+            0xc3, // 11c8 ret
+            0x48, 0x89, 0xf2, // 11c9 mov %rsi,%rdx
+            0xeb, 0xf7, // 11cc jmp 11c5
+        ];
+        let insns = disassemble(&chase, 0x11a9, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::Memory, &insns, &cfg, at(&insns, a));
+        let load = at(&insns, 0x11b8);
+        assert_eq!(c(0x11b8), Some((load, 4)));
+        assert_eq!(c(0x11c3), Some((load, 3)));
+        // After the loop: 11c5 has two predecessors, the loop's fall-through and the
+        // `jmp 11c5` of the early exit placed after it, which is not a loop: the loop it is.
+        assert_eq!(c(0x11c8), Some((load, 1 + 3 + 1)));
+        assert_eq!(cfg.back_pred[cfg.block_of[at(&insns, 0x11c5)]], None);
+        assert_eq!(cfg.back_pred[cfg.block_of[load]], Some(cfg.block_of[load]));
     }
 
     #[test]

@@ -327,7 +327,7 @@ fn test_deskid_pointer_chase_samples_go_to_the_chasing_load() {
     for (k, s) in (load + 1..=jcc).zip(shares) {
         dist.push((f[k].addr, s));
     }
-    // After the loop (another block, reached by falling out of it).
+    // After the loop (another block, reached by falling out of it: back to the load).
     dist.push((f[jcc + 1].addr, 40));
     check_deskid(
         &bin,
