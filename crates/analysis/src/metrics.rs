@@ -114,6 +114,23 @@ pub fn derived(counted: &[Counted], elapsed_ns: u64) -> Vec<Metric> {
                 out.push(metric("ghz", "GHz", v, r, &[cy, tc]));
             }
         }
+        // perf's rates of software events, per second of task-clock.
+        for (names, key) in [
+            (&["page-faults", "faults"][..], "page_faults_per_sec"),
+            (&["context-switches", "cs"][..], "context_switches_per_sec"),
+            (
+                &["cpu-migrations", "migrations"][..],
+                "cpu_migrations_per_sec",
+            ),
+            (&["minor-faults"][..], "minor_faults_per_sec"),
+            (&["major-faults"][..], "major_faults_per_sec"),
+        ] {
+            if let Some(e) = find(counted, names) {
+                if let Some((v, r)) = ratio(e, tc, 1e9) {
+                    out.push(metric(key, "/sec", v, r, &[e, tc]));
+                }
+            }
+        }
     }
     if let (Some(ins), Some(cy)) = (instructions, cycles) {
         if let Some((v, r)) = ratio(ins, cy, 1.0) {
@@ -233,6 +250,7 @@ mod tests {
         assert!((get(&m, "cpus_utilized").value - 0.995).abs() < 1e-9);
         assert!((get(&m, "ghz").value - 6.0 / 1.99).abs() < 1e-9);
         assert!(m.iter().all(|x| x.reliability == 1.0 && !x.unreliable));
+        assert!(m.iter().all(|x| !x.name.ends_with("_per_sec")));
         assert_eq!(get(&m, "ipc").inputs, vec!["instructions", "cycles"]);
     }
 
@@ -268,6 +286,16 @@ mod tests {
             ev("context-switches", 3, 1, 10, 10),
         ];
         assert!(derived(&counted, 1000).is_empty());
+        // With task-clock: per-second rates as perf prints them (/sec of task-clock).
+        let counted = [
+            ev("task-clock", 500_000_000, 0, 10, 10),
+            ev("page-faults", 100, 1, 10, 10),
+            ev("cs", 3, 2, 10, 10),
+        ];
+        let m = derived(&counted, 1_000_000_000);
+        assert!((get(&m, "page_faults_per_sec").value - 200.0).abs() < 1e-9);
+        assert!((get(&m, "context_switches_per_sec").value - 6.0).abs() < 1e-9);
+        assert!((get(&m, "cpus_utilized").value - 0.5).abs() < 1e-12);
         // Zero denominators give no metric rather than inf/NaN.
         let counted = [
             ev("instructions", 10, 0, 10, 10),

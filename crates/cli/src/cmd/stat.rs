@@ -402,7 +402,7 @@ fn value_text(e: &EventOut, csv: bool) -> (String, &'static str) {
 fn csv_line(sep: &str, e: &EventOut, metric: Option<&Metric>) -> String {
     let (v, unit) = value_text(e, true);
     let (mv, mu) = metric.map_or((String::new(), String::new()), |m| {
-        (format!("{:.2}", m.value), m.unit.clone())
+        (format!("{:.3}", m.value), m.unit.clone())
     });
     [
         v,
@@ -418,24 +418,8 @@ fn csv_line(sep: &str, e: &EventOut, metric: Option<&Metric>) -> String {
 
 /// The metric printed beside an event (perf's `#` column).
 fn metric_for<'a>(e: &EventOut, ms: &'a [Metric]) -> Option<&'a Metric> {
-    let first_input = |key: &str| {
-        ms.iter()
-            .find(|m| m.name == key && m.inputs.first() == Some(&e.name))
-    };
-    [
-        "cpus_utilized",
-        "ipc",
-        "branch_miss_ratio",
-        "cache_miss_ratio",
-        "ghz",
-        "l1d_fills_pki",
-        "l1d_misses_pki",
-        "dtlb_misses_pki",
-        "l2_dtlb_misses_pki",
-        "l1d_demand_fills_pki",
-    ]
-    .iter()
-    .find_map(|k| first_input(k))
+    // The first metric computed from this event (derived() orders them as perf shows them).
+    ms.iter().find(|m| m.inputs.first() == Some(&e.name))
 }
 
 fn metric_value_text(m: &Metric) -> String {
