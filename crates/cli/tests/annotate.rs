@@ -237,6 +237,7 @@ fn check_deskid(bin: &Path, func: &str, events: Vec<EventInfo>, dist: &[(u64, u6
             "{name}: de-skid keeps the total"
         );
         let on = de.get(&culprit).copied().unwrap_or(0);
+        eprintln!("{func}: {name}: {on} of {total} samples on {culprit:#x} after de-skid");
         assert!(
             on * 100 >= total * 80,
             "{name} in {func}: {on} of {total} samples on the culprit {culprit:#x} after \
