@@ -709,6 +709,40 @@ fn spec_of(e: &topdown::EventDef) -> EventSpec {
     EventSpec::new(e.name.clone(), Some("cpu"), e.attr_type, e.config)
 }
 
+/// The `topdown` JSON object.
+fn json_topdown<'a>(
+    plan: &'a Plan,
+    counters: usize,
+    mode: &'a str,
+    td: &'a Topdown,
+) -> JsonTopdown<'a> {
+    let model = plan.model;
+    JsonTopdown {
+        model: model.name(),
+        level: plan.level,
+        slots_per_cycle: model.width(),
+        usable_counters: counters,
+        thresholds: model.thresholds_label(),
+        mode,
+        groups: plan
+            .groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|e| JsonGroupEvent {
+                        name: &e.name,
+                        attr_type: e.attr_type,
+                        config: format!("{:#x}", e.config),
+                    })
+                    .collect()
+            })
+            .collect(),
+        level1: td.level1,
+        tree: &td.tree,
+        bottleneck: td.bottleneck.as_deref(),
+    }
+}
+
 fn run_topdown(
     args: &StatArgs,
     target: CountTarget,
@@ -815,30 +849,7 @@ fn run_topdown(
                 events: &events,
                 metrics: metrics_json(&ms),
                 intervals: None,
-                topdown: Some(JsonTopdown {
-                    model: model.name(),
-                    level: plan.level,
-                    slots_per_cycle: model.width(),
-                    usable_counters: counters,
-                    thresholds: model.thresholds_label(),
-                    mode,
-                    groups: plan
-                        .groups
-                        .iter()
-                        .map(|g| {
-                            g.iter()
-                                .map(|e| JsonGroupEvent {
-                                    name: &e.name,
-                                    attr_type: e.attr_type,
-                                    config: format!("{:#x}", e.config),
-                                })
-                                .collect()
-                        })
-                        .collect(),
-                    level1: td.level1,
-                    tree: &td.tree,
-                    bottleneck: td.bottleneck.as_deref(),
-                }),
+                topdown: Some(json_topdown(&plan, counters, mode, &td)),
             };
             let mut w = sink.lock();
             serde_json::to_writer_pretty(&mut w, &out)?;
@@ -1158,6 +1169,127 @@ pub fn write_report_topdown(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Zen 5 level-2 plan on 5 counters with pointer-chase-like counts, multiplexed.
+    fn chase_topdown() -> (Plan, Topdown) {
+        let plan = topdown::plan(Model::Zen5, 2, 5).unwrap();
+        let rate = |k: topdown::Ev| -> f64 {
+            use topdown::Ev::*;
+            match k {
+                Cycles => 1.0,
+                AmdFeNoOps => 0.32,
+                AmdFeNoOpsCmask => 0.024,
+                AmdBackendStalls => 6.88,
+                AmdSmtContention => 0.16,
+                AmdRetOps => 0.40,
+                AmdOpsDispatched => 0.64,
+                AmdBrMisp => 0.001,
+                AmdRestarts => 0.0002,
+                AmdNotComplete => 0.9,
+                AmdLoadNotComplete => 0.837,
+                AmdUcodeOps => 0.004,
+                _ => 0.0,
+            }
+        };
+        let n = plan.groups.len() as f64;
+        let counts: Vec<Vec<Count>> = plan
+            .groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .map(|e| Count {
+                        value: (rate(e.key) * 3e9 / n) as u64,
+                        enabled_ns: 1_000_000_000,
+                        running_ns: (1e9 / n) as u64,
+                    })
+                    .collect()
+            })
+            .collect();
+        let td = topdown::compute(&plan, &counts);
+        (plan, td)
+    }
+
+    #[test]
+    fn test_print_topdown_tree_flags_bottleneck_hints() {
+        let (plan, td) = chase_topdown();
+        let mut out = Vec::new();
+        let target = CountTarget::Command(vec!["./pointer_chase".into()]);
+        print_topdown(
+            &mut out,
+            &target,
+            &plan,
+            Model::Zen5,
+            5,
+            "multiplexed",
+            &td,
+            false,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("Top-Down level 2 for './pointer_chase': AMD Zen 5, 8 slots per cycle, 5 usable counters"), "{text}");
+        assert!(text.contains("groups multiplexed in one run"), "{text}");
+        assert!(
+            text.contains("Intel TMA thresholds (AMD publishes none)"),
+            "{text}"
+        );
+        assert!(text.contains("% slots"), "{text}");
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().any(|w| w == name))
+                .unwrap_or_else(|| panic!("{name} in {text}"))
+        };
+        let be = line("backend_bound");
+        assert!(
+            be.starts_with(" * ") && be.contains("86.0%") && be.contains("FLAGGED"),
+            "{be}"
+        );
+        let mem = line("memory");
+        assert!(
+            mem.contains("<== critical bottleneck") && mem.contains("unreliable"),
+            "{mem}"
+        );
+        assert!(!line("cpu").contains("FLAGGED"));
+        assert!(text.contains("critical bottleneck: memory"), "{text}");
+        assert!(
+            text.contains("memory: loads wait for cache/DRAM misses"),
+            "{text}"
+        );
+        assert!(
+            text.contains("culprit record -e ls_any_fills_from_sys.all -- CMD"),
+            "{text}"
+        );
+        assert!(text.contains("rerun with --no-multiplex"), "{text}");
+    }
+
+    #[test]
+    fn test_json_topdown_has_the_issue_schema() {
+        let (plan, td) = chase_topdown();
+        let v = serde_json::to_value(json_topdown(&plan, 5, "multiplexed", &td)).unwrap();
+        for k in [
+            "frontend_bound",
+            "bad_speculation",
+            "backend_bound",
+            "retiring",
+            "smt_contention",
+        ] {
+            let f = v["level1"][k].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&f), "{k} {f}");
+        }
+        assert_eq!(v["bottleneck"], "memory");
+        let be = v["tree"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == "backend_bound")
+            .unwrap();
+        for k in ["name", "value", "flagged", "reliability", "children"] {
+            assert!(be.get(k).is_some(), "{k} in {be}");
+        }
+        assert_eq!(be["children"][0]["name"], "memory");
+        assert_eq!(v["groups"][0][0]["name"], "ls_not_halted_cyc");
+        assert_eq!(v["groups"][0][0]["config"], "0x76");
+        assert_eq!(v["slots_per_cycle"], 8);
+    }
 
     #[test]
     fn test_group_digits() {
