@@ -1172,7 +1172,7 @@ fn flag(model: Model, raw: Raw, parent_flagged: bool) -> Node {
                 && threshold(Role::Heavy).is_some_and(|t| c.value > t)
         });
     }
-    let children = raw
+    let children: Vec<Node> = raw
         .children
         .into_iter()
         .map(|c| flag(model, c, flagged))
@@ -1187,7 +1187,16 @@ fn flag(model: Model, raw: Raw, parent_flagged: bool) -> Node {
         critical: false,
         threshold: th,
         role: raw.role,
-        hint: flagged.then(|| hint(model, raw.role)),
+        // With level-2 children present, point at them instead of "rerun at level 2".
+        hint: flagged.then(|| {
+            if raw.role == Role::Backend && !children.is_empty() {
+                "the backend cannot accept ops (waiting for data or execution units): see its \
+                 level-2 children below"
+                    .to_string()
+            } else {
+                hint(model, raw.role)
+            }
+        }),
         children,
     }
 }
@@ -1733,7 +1742,23 @@ mod tests {
             .hint
             .clone()
             .unwrap();
-        assert!(hint.contains("culprit stat --topdown --level 2"));
+        assert!(hint.contains("level-2 children below"), "{hint}");
+        // At level 1 the same node points at the level-2 run.
+        let p1 = plan(Model::IntelSkylake, 1, 4).unwrap();
+        let counts1: Vec<Vec<Count>> = p1
+            .groups
+            .iter()
+            .map(|g| g.iter().map(|e| c(value(e.key), 500, 500)).collect())
+            .collect();
+        let td1 = compute(&p1, &counts1);
+        assert_eq!(td1.level1, td.level1);
+        let hint = find(&td1.tree, "backend_bound")
+            .unwrap()
+            .hint
+            .clone()
+            .unwrap();
+        assert!(hint.contains("culprit stat --topdown --level 2"), "{hint}");
+        assert_eq!(td1.bottleneck.as_deref(), Some("backend_bound"));
         // ...but multiplexed (half the time each), the split formula is penalized.
         let half: Vec<Vec<Count>> = counts
             .iter()
