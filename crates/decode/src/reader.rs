@@ -83,8 +83,8 @@ const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
 /// Caps on what a hostile file can make us allocate.
 const MAX_WARNINGS: usize = 200;
-/// Decompressed bytes allowed per input byte (zstd of perf records reaches ~10-20x).
-const MAX_DECOMPRESSION_RATIO: u64 = 512;
+/// Decompressed bytes allowed per input byte, in total (perf -z reaches ~5-30x), at least 256 MiB.
+const MAX_DECOMPRESSION_RATIO: u64 = 64;
 
 /// Precomputed record layout of one attr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -504,7 +504,7 @@ impl<'a, 'p> Reader<'a, 'p> {
     fn decompress(&mut self, payload: &[u8], file_off: u64) -> Result<(), String> {
         let budget = (self.data.len() as u64)
             .saturating_mul(MAX_DECOMPRESSION_RATIO)
-            .max(1 << 26);
+            .max(1 << 28);
         let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
         if self.zbuf.is_empty() {
             self.zbuf = vec![0; 1 << 18];
