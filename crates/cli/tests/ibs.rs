@@ -432,7 +432,7 @@ fn op_regs(f: &Func, round: u64, svma: u64, computed: bool, ip: u64) -> Option<(
     } else if svma == f.a_load {
         data3 = 1 | (3 << 22) | (1 << 17);
         lin = matrix_a + round * 4;
-        if round % 16 == 0 {
+        if round & 15 == 0 {
             data3 |= (1 << 7) | (20u64 << 32);
         }
     } else if let Some(&(_, target)) = f.rip_reads.iter().find(|r| r.0 == svma) {
@@ -766,7 +766,7 @@ fn test_synthetic_fetch_straddling_instruction_and_killed_filter() {
         let en_val = (1u64 << 48) | (1 << 49) | 0x1000;
         // Even rounds: a completed fetch (IC miss, 4K page, latency 30) at culprit + 1.
         // Odd rounds: a killed fetch (no outcome bit) at the culprit itself.
-        if round % 2 == 0 {
+        if round & 1 == 0 {
             let ctl = en_val | (1 << 50) | (1 << 51) | (1 << 52) | (30u64 << 32);
             Some((ip + 1, vec![ctl, ip + 1, 0x1234_5000, 0]))
         } else {
