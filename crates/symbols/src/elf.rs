@@ -38,6 +38,9 @@ pub struct ElfFacts {
     pub has_dwarf: bool,
     /// Symbols (unsorted), only when asked for.
     pub symbols: Vec<Symbol>,
+    /// `name@plt` symbols synthesized from `.plt` and `.rela.plt`/`.rel.plt`, only when
+    /// symbols are asked for.
+    pub plt: Vec<Symbol>,
 }
 
 /// Converts a file offset to an SVMA with the PT_LOAD segments (the first segment whose file
@@ -121,6 +124,7 @@ fn read_raw<H: FileHeader<Endian = Endianness>>(
     if !want_symbols {
         return Ok(());
     }
+    facts.plt = synthesize_plt(header, endian, data, &sections).unwrap_or_default();
     // perf loads .symtab and then .dynsym into one table; duplicates are resolved later.
     for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
         let table = sections.symbols(endian, data, sh_type)?;
@@ -173,6 +177,57 @@ fn read_raw<H: FileHeader<Endian = Endianness>>(
         }
     }
     Ok(())
+}
+
+/// perf 6.1's `dso__synthesize_plt_symbols`: one `name@plt` symbol per `.rela.plt` (or
+/// `.rel.plt`) entry, in relocation order, `.plt` entry size apart after a one-entry header.
+/// (perf 6.1 does not know `.plt.sec`; neither does this, to give the same names.)
+fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
+    header: &H,
+    endian: Endianness,
+    data: &[u8],
+    sections: &object::read::elf::SectionTable<'_, H>,
+) -> Option<Vec<Symbol>> {
+    use object::read::elf::{Rel, Rela};
+    let (_, plt) = sections.section_by_name(endian, b".plt")?;
+    let entsize: u64 = plt.sh_entsize(endian).into();
+    if entsize == 0 {
+        return None;
+    }
+    let dynsyms = sections.symbols(endian, data, elf::SHT_DYNSYM).ok()?;
+    let rel_sec = sections
+        .section_by_name(endian, b".rela.plt")
+        .or_else(|| sections.section_by_name(endian, b".rel.plt"))?
+        .1;
+    if rel_sec.sh_link(endian) as usize != dynsyms.section().0 {
+        return None;
+    }
+    let mut sym_indices: Vec<u32> = Vec::new();
+    let is_mips64el = header.is_mips64el(endian);
+    if let Ok(Some((relas, _))) = rel_sec.rela(endian, data) {
+        sym_indices.extend(relas.iter().map(|r| r.r_sym(endian, is_mips64el)));
+    } else if let Ok(Some((rels, _))) = rel_sec.rel(endian, data) {
+        sym_indices.extend(rels.iter().map(|r| r.r_sym(endian)));
+    }
+    let mut addr: u64 = plt.sh_addr(endian).into();
+    addr = addr.saturating_add(entsize);
+    let mut out = Vec::with_capacity(sym_indices.len());
+    for idx in sym_indices {
+        let name = dynsyms
+            .symbol(object::SymbolIndex(idx as usize))
+            .ok()
+            .and_then(|s| dynsyms.symbol_name(endian, s).ok())
+            .map(|n| demangle(&String::from_utf8_lossy(n)))
+            .unwrap_or_default();
+        out.push(Symbol {
+            name: format!("{name}@plt"),
+            start: addr,
+            end: addr.saturating_add(entsize),
+            binding: Binding::Global,
+        });
+        addr = addr.saturating_add(entsize);
+    }
+    Some(out)
 }
 
 #[cfg(test)]

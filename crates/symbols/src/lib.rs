@@ -561,6 +561,10 @@ impl Symbolizer {
                 break;
             }
         }
+        // perf adds the PLT entries of the runtime file to whatever symbols it loaded.
+        if !symbols.is_empty() {
+            symbols.extend(facts.plt);
+        }
         let table = (!symbols.is_empty()).then(|| self.add_table(SymbolTable::new(symbols)));
         if table.is_none() {
             self.warn(

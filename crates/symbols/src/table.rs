@@ -118,18 +118,14 @@ impl SymbolTable {
         self.syms.get(index as usize)
     }
 
-    /// Index of the symbol containing `addr`, if any. Prefers the closest start; nested
-    /// symbols (a sized symbol inside a bigger one) are found too.
+    /// Index of the symbol containing `addr`, if any: like perf, only the symbol with the
+    /// closest start at or below `addr` is considered (an address past its end is unknown
+    /// even if an earlier, bigger symbol encloses it).
     pub fn find(&self, addr: u64) -> Option<u32> {
         let pos = self.syms.partition_point(|s| s.start <= addr);
-        // Look back a little for an enclosing symbol when the closest one ends early.
-        for i in (pos.saturating_sub(8)..pos).rev() {
-            let s = &self.syms[i];
-            if addr < s.end {
-                return Some(i as u32);
-            }
-        }
-        None
+        let i = pos.checked_sub(1)?;
+        let s = &self.syms[i];
+        (addr < s.end).then_some(i as u32)
     }
 }
 
@@ -175,12 +171,13 @@ mod tests {
     }
 
     #[test]
-    fn test_nested_symbol_found_from_outer() {
+    fn test_only_the_closest_symbol_counts() {
         let t = SymbolTable::new(vec![
             sym("outer", 0x1000, 0x100, Binding::Global),
             sym("inner", 0x1010, 0x10, Binding::Local),
         ]);
         assert_eq!(t.get(t.find(0x1015).unwrap()).unwrap().name, "inner");
-        assert_eq!(t.get(t.find(0x1050).unwrap()).unwrap().name, "outer");
+        // perf does not fall back to the enclosing symbol.
+        assert_eq!(t.find(0x1050), None);
     }
 }
