@@ -35,7 +35,7 @@ fi
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-lost_of() { perf report -i "$1" --stdio 2>/dev/null | awk '/Total Lost Samples:/ {print $NF; exit}'; }
+lost_of() { perf report -i "$1" --stdio 2>/dev/null | awk '/Total Lost Samples:/ && !n++ {print $NF}'; }
 samples_of() { perf script -i "$1" 2>/dev/null | wc -l; }
 
 printf '%-36s %6s %10s %10s %8s %8s %9s %9s %7s\n' events freq "culprit_ms" "perf_ms" "c_lost" "p_lost" "c_samples" "p_samples" ratio
