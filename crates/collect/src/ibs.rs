@@ -1,4 +1,4 @@
-//! `culprit record --ibs op|fetch|op,fetch`: turns the IBS flags into `ibs_op`/`ibs_fetch`
+//! Precise-sample collection. `culprit record --ibs op|fetch|op,fetch`: turns the IBS flags into `ibs_op`/`ibs_fetch`
 //! events, validated against the PMUs' sysfs `format/` and `caps/` files and the kernel's
 //! rules (arch/x86/events/amd/ibs.c), so that a request the kernel would refuse with a bare
 //! EINVAL is refused here with the reason and what to do instead.
@@ -10,6 +10,9 @@
 //! (`rand_en`); per-process IBS needs Linux 6.2+; IBS needs CAP_PERFMON/CAP_SYS_ADMIN or
 //! `perf_event_paranoid` ≤ 0. The recorder requests PERF_SAMPLE_RAW for IBS events, and the
 //! file header gets the PMU mappings and caps, which decoding needs.
+//!
+//! PEBS: precise Intel load/store events get PERF_SAMPLE_ADDR, WEIGHT and DATA_SRC
+//! ([`pebs_memory_sample_bits`]), as `perf mem record` asks.
 
 use crate::events::{EventSpec, SampleRate};
 use crate::sysfs::{ConfigWord, Pmu, Sysfs};
@@ -336,6 +339,31 @@ pub fn ibs_specs(
     Ok(out)
 }
 
+/// PERF_SAMPLE_WEIGHT.
+pub const SAMPLE_WEIGHT: u64 = 1 << 14;
+/// PERF_SAMPLE_DATA_SRC.
+pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
+
+/// The sample_type bits a PEBS memory event needs (as `perf mem record`: the data address,
+/// the load latency and where the data came from), or 0 for other events. Memory events are
+/// the precise (`:p`) Intel load/store events of the reference: loads `event=0xcd,umask=0x1`
+/// (with `ldlat`), stores `event=0xd0,umask=0x82` (Haswell+) or `0xcd/0x2` (Sandy Bridge),
+/// Gracemont loads/stores `0xd0/0x5`, `0xd0/0x6`.
+pub fn pebs_memory_sample_bits(spec: &EventSpec) -> u64 {
+    // PERF_TYPE_RAW is 4, which is also the `cpu` PMU's dynamic type on x86.
+    let core = spec.attr_type == 4 || spec.pmu.as_deref() == Some("cpu");
+    if !core || spec.precise_ip == 0 {
+        return 0;
+    }
+    let (event, umask) = (spec.config & 0xff, (spec.config >> 8) & 0xff);
+    match (event, umask) {
+        (0xcd, 0x1) | (0xcd, 0x2) | (0xd0, 0x82) | (0xd0, 0x5) | (0xd0, 0x6) => {
+            crate::perfdata::attr::sample::ADDR | SAMPLE_WEIGHT | SAMPLE_DATA_SRC
+        }
+        _ => 0,
+    }
+}
+
 /// Kernel (major, minor) from `uname -r` (`/proc/sys/kernel/osrelease`).
 pub fn kernel_version() -> Option<(u32, u32)> {
     let s = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
@@ -489,6 +517,27 @@ mod tests {
             "{e}"
         );
         assert!(e.to_string().contains("Zen 4"));
+    }
+
+    #[test]
+    fn test_pebs_memory_events_request_addr_weight_data_src() {
+        let mut load = EventSpec::new("cpu/event=0xcd,umask=0x1,ldlat=3/P", Some("cpu"), 4, 0x1cd);
+        load.config1 = 3;
+        assert_eq!(pebs_memory_sample_bits(&load), 0);
+        load.precise_ip = 2;
+        assert_eq!(
+            pebs_memory_sample_bits(&load),
+            (1 << 3) | SAMPLE_WEIGHT | SAMPLE_DATA_SRC
+        );
+        let mut store = EventSpec::new("r82d0:pp", None, 4, 0x82d0);
+        store.precise_ip = 2;
+        assert_ne!(pebs_memory_sample_bits(&store), 0);
+        let mut cycles = EventSpec::new("cycles:pp", None, 0, 0);
+        cycles.precise_ip = 2;
+        assert_eq!(pebs_memory_sample_bits(&cycles), 0);
+        let mut other = EventSpec::new("r1c4:p", None, 4, 0x1c4);
+        other.precise_ip = 1;
+        assert_eq!(pebs_memory_sample_bits(&other), 0);
     }
 
     #[test]

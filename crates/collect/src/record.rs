@@ -152,6 +152,7 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         // The IBS PMUs reject exclude_host/exclude_guest/exclude_idle with EINVAL.
         flags &= !flag::EXCLUDE_GUEST;
     }
+    st |= crate::ibs::pebs_memory_sample_bits(spec);
     if spec.exclude_user {
         flags |= flag::EXCLUDE_USER;
     }
