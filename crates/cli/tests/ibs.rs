@@ -631,7 +631,24 @@ fn test_synthetic_ibs_recording_of_matrix_multiply_puts_the_culprit_load_on_top(
 #[test]
 fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
     if std::path::Path::new("/sys/bus/event_source/devices/ibs_op").exists() {
-        eprintln!("SKIPPED test_record_ibs_without_ibs_pmu_fails_with_an_explanation: this machine has IBS");
+        // A machine with IBS: the kernel's period rule is checked before anything opens.
+        let dir = common::scratch("ibs-record-bad-period");
+        let out = common::culprit()
+            .current_dir(&dir)
+            .args([
+                "record",
+                "--ibs",
+                "op",
+                "--ibs-period",
+                "1000",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+        assert!(err.contains("multiple of 16, e.g. 1008"), "{err}");
         return;
     }
     let dir = common::scratch("ibs-record-none");
