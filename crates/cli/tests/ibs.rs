@@ -880,3 +880,32 @@ fn test_synthetic_data_centric_tables() {
     assert_eq!(n["local"], 1);
     assert_eq!(n["accesses"], 64 * n_reads);
 }
+
+/// A truncated IBS file loses the header features that name the IBS PMUs: culprit ibs says
+/// so instead of claiming there are no IBS samples.
+#[test]
+fn test_ibs_on_truncated_file_explains_the_lost_pmu_mappings() {
+    let dir = common::scratch("ibs-truncated");
+    let path = dir.join("trunc.data");
+    let full = std::fs::read(fixture("ibs-fam19h_m11_zen4.data")).unwrap();
+    std::fs::write(&path, &full[..2500]).unwrap();
+    let out = common::culprit()
+        .args(["ibs", "-i"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("truncated or corrupt") && err.contains("HEADER_PMU_MAPPINGS"),
+        "{err}"
+    );
+    // culprit script still prints the samples read, and exits 1.
+    let out = common::culprit()
+        .args(["script", "-i"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= 10);
+}

@@ -86,6 +86,16 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     };
     let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
     if !has_fetch && !has_op {
+        if let Some(stop) = &profile.stopped {
+            anyhow::bail!(
+                "{} is truncated or corrupt (reading stopped at offset {}: {}), and the \
+                 header features that name the IBS PMUs (HEADER_PMU_MAPPINGS, at the end of \
+                 the file) could not be read, so no sample can be recognized as IBS",
+                args.input.display(),
+                stop.offset,
+                stop.reason
+            );
+        }
         anyhow::bail!(
             "{} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
              HEADER_PMU_MAPPINGS with samples); record them on an AMD CPU with \
