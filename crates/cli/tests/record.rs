@@ -919,3 +919,51 @@ fn test_record_unprivileged_paranoid_message_and_user_only_fallback() {
         assert_eq!(kernel, 0, "kernel samples despite the :u fallback");
     }
 }
+
+/// The data section is written while the command runs, not at the end.
+#[test]
+fn test_record_writes_progressively() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-progressive");
+    let shares = common::workload("shares");
+    let data = dir.join("p.data");
+    let mut child = culprit()
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "4000",
+            "-o",
+            path_str(&data),
+            "--",
+        ])
+        .arg(&shares)
+        .arg("100000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Header + attrs are a few hundred bytes; half a second of samples is ~100 KB.
+    let start = Instant::now();
+    let mut grew = 0;
+    // 3 s: a recorder that buffered 1 MB before writing would need more than 4 s here.
+    while start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(100));
+        grew = std::fs::metadata(&data).map(|m| m.len()).unwrap_or(0);
+        if grew > 20_000 {
+            break;
+        }
+    }
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        grew > 20_000,
+        "the file had only {grew} bytes while recording"
+    );
+    assert_eq!(status.code(), Some(130));
+    let p = culprit_decode::read_file(&data).unwrap();
+    assert!(p.samples.len() > 100);
+}

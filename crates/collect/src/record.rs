@@ -17,7 +17,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::BufWriter;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -711,8 +710,8 @@ fn record_into(
         path: opts.output.clone(),
         source,
     };
-    let mut writer = PerfDataWriter::new(BufWriter::with_capacity(1 << 20, file), file_attrs)
-        .map_err(write_err)?;
+    // Unbuffered: each pass over the rings is one write, so the file grows while recording.
+    let mut writer = PerfDataWriter::new(file, file_attrs).map_err(write_err)?;
     let mut tracker = Tracker::new(specs.len());
     for (ei, list) in ids.iter().enumerate() {
         for &id in list {
