@@ -5,5 +5,6 @@ mod common;
 mod fixtures;
 mod ibs;
 mod live;
+mod regressions;
 mod synth;
 mod truncation;

@@ -28,7 +28,7 @@ const SAMPLE_ID_ALL: u64 = 1 << 18;
 const RF_ID: u64 = 1 << 2;
 const RF_GROUP: u64 = 1 << 3;
 
-const ID_A: u64 = 11;
+pub(crate) const ID_A: u64 = 11;
 const ID_B: u64 = 22;
 const TYPE_A: u64 = IDENTIFIER | IP | TID | TIME | CPU | PERIOD | CALLCHAIN;
 const TYPE_B: u64 = IDENTIFIER
@@ -45,7 +45,7 @@ const TYPE_B: u64 = IDENTIFIER
     | DATA_SRC
     | PHYS_ADDR;
 
-const USER: u16 = 2;
+pub(crate) const USER: u16 = 2;
 const KERNEL: u16 = 1;
 const CTX_KERNEL: u64 = -128i64 as u64;
 const CTX_USER: u64 = -512i64 as u64;
@@ -63,12 +63,12 @@ fn attr(type_: u32, config: u64, period: u64, sample_type: u64, read_format: u64
 }
 
 #[derive(Default)]
-struct Data {
-    bytes: Vec<u8>,
+pub(crate) struct Data {
+    pub(crate) bytes: Vec<u8>,
 }
 
 impl Data {
-    fn rec(&mut self, ty: u32, misc: u16, mut body: Vec<u8>) {
+    pub(crate) fn rec(&mut self, ty: u32, misc: u16, mut body: Vec<u8>) {
         while !(body.len() + 8).is_multiple_of(8) {
             body.push(0);
         }
@@ -80,7 +80,15 @@ impl Data {
     }
 
     /// Non-sample record with the sample_id trailer (TID, TIME, CPU, IDENTIFIER).
-    fn rec_id(&mut self, ty: u32, misc: u16, mut body: Vec<u8>, pid: i32, time: u64, id: u64) {
+    pub(crate) fn rec_id(
+        &mut self,
+        ty: u32,
+        misc: u16,
+        mut body: Vec<u8>,
+        pid: i32,
+        time: u64,
+        id: u64,
+    ) {
         while !body.len().is_multiple_of(8) {
             body.push(0);
         }
@@ -97,10 +105,10 @@ impl Data {
     }
 }
 
-fn u32s(v: &[u32]) -> Vec<u8> {
+pub(crate) fn u32s(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
-fn u64s(v: &[u64]) -> Vec<u8> {
+pub(crate) fn u64s(v: &[u64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 fn cstr(s: &str) -> Vec<u8> {
@@ -109,7 +117,7 @@ fn cstr(s: &str) -> Vec<u8> {
     b
 }
 
-fn mmap2(pid: i32, start: u64, len: u64, pgoff: u64, prot: u32, path: &str) -> Vec<u8> {
+pub(crate) fn mmap2(pid: i32, start: u64, len: u64, pgoff: u64, prot: u32, path: &str) -> Vec<u8> {
     let mut b = u32s(&[pid as u32, pid as u32]);
     b.extend(u64s(&[start, len, pgoff]));
     b.extend(u32s(&[8, 1])); // maj, min
@@ -132,14 +140,21 @@ fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
     b
 }
 
-fn fork(pid: i32, ppid: i32, tid: i32, ptid: i32, time: u64) -> Vec<u8> {
+pub(crate) fn fork(pid: i32, ppid: i32, tid: i32, ptid: i32, time: u64) -> Vec<u8> {
     let mut b = u32s(&[pid as u32, ppid as u32, tid as u32, ptid as u32]);
     b.extend(u64s(&[time]));
     b
 }
 
 /// A sample of attr A: IDENTIFIER IP TID TIME CPU PERIOD CALLCHAIN.
-fn sample_a(ip: u64, pid: i32, tid: i32, time: u64, period: u64, chain: &[u64]) -> Vec<u8> {
+pub(crate) fn sample_a(
+    ip: u64,
+    pid: i32,
+    tid: i32,
+    time: u64,
+    period: u64,
+    chain: &[u64],
+) -> Vec<u8> {
     let mut b = u64s(&[ID_A, ip]);
     b.extend(u32s(&[pid as u32, tid as u32]));
     b.extend(u64s(&[time]));
@@ -151,7 +166,7 @@ fn sample_a(ip: u64, pid: i32, tid: i32, time: u64, period: u64, chain: &[u64]) 
 
 /// Builds the file: header, attrs (A: task-clock with PERIOD; B: raw r1c2, fixed period
 /// 1000, memory-sample fields), their ids, then the data section.
-fn file(data: &Data) -> Vec<u8> {
+pub(crate) fn file(data: &Data) -> Vec<u8> {
     let attrs = [
         (attr(1, 1, 4000, TYPE_A, 0), ID_A),
         (attr(4, 0x1c2, 1000, TYPE_B, RF_GROUP | RF_ID), ID_B),
