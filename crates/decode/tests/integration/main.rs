@@ -5,6 +5,7 @@ mod common;
 mod fixtures;
 mod ibs;
 mod live;
+mod oracle;
 mod regressions;
 mod synth;
 mod truncation;
