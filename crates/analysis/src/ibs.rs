@@ -295,6 +295,10 @@ pub struct DataReport {
     /// Data symbols (ELF data objects of the executable that made the access), else `[anon]`
     /// (heap, stack and anonymous mappings are not told apart without data-mmap records).
     pub symbols: DataTable,
+    /// Per command name (the DTrace provider's "Dcache misses per exec").
+    pub comms: DataTable,
+    /// Per CPU (its "dcache misses per core").
+    pub cpus: DataTable,
 }
 
 /// Decoded IBS samples of a profile, with the context used.
@@ -777,6 +781,7 @@ pub fn data_report(
     let mut r = Resolver::new(profile, symbolizer);
     type Acc = HashMap<String, DataRow>;
     let (mut addrs, mut lines, mut pages, mut syms): (Acc, Acc, Acc, Acc) = Default::default();
+    let (mut comms, mut cpus): (Acc, Acc) = Default::default();
     let (mut accesses, mut misses) = (0, 0);
     for (s, dec) in &d.items {
         let IbsSample::Op(op) = dec else { continue };
@@ -806,6 +811,8 @@ pub fn data_report(
             (&mut lines, format!("{:#x}", addr & !63)),
             (&mut pages, format!("{:#x}", addr & !4095)),
             (&mut syms, sym),
+            (&mut comms, profile.str(s.comm).to_string()),
+            (&mut cpus, s.cpu.to_string()),
         ] {
             let row = acc.entry(key.clone()).or_insert_with(|| DataRow {
                 key,
@@ -853,6 +860,8 @@ pub fn data_report(
         lines: table(lines),
         pages: table(pages),
         symbols: table(syms),
+        comms: table(comms),
+        cpus: table(cpus),
     }
 }
 

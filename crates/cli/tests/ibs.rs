@@ -307,6 +307,25 @@ fn test_ibs_data_report_top_cache_line_hand_checked() {
     assert_eq!(by_lat["miss_lat_total"], 65535);
     assert_eq!(d["pages"]["by_misses"][0]["key"], "0x7f5000000000");
     assert_eq!(d["pages"]["by_misses"][0]["dc_miss"], 3);
+    // Per command and per CPU, as the DTrace provider's example scripts: all 10 misses are
+    // ibs-vector's; per CPU they add up to the same 10.
+    assert_eq!(d["comms"]["by_misses"][0]["key"], "ibs-vector");
+    assert_eq!(d["comms"]["by_misses"][0]["dc_miss"], 10);
+    let cpus: u64 = d["cpus"]["by_misses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["dc_miss"].as_u64().unwrap())
+        .sum();
+    assert_eq!(cpus, 10);
+    // CPU 3 (samples #3, #7, #11, #15, #19, #23): misses #3 (90), #15 (1200), #19 (380),
+    // #23 (140).
+    let top = &d["cpus"]["by_misses"][0];
+    assert_eq!(
+        (top["key"].as_str(), top["dc_miss"].as_u64()),
+        (Some("3"), Some(4))
+    );
+    assert_eq!(top["miss_lat_total"], 1810);
 }
 
 #[test]

@@ -336,11 +336,13 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
         "\n# IBS data-centric: {} memory ops with a data address, {} DC misses",
         d.accesses, d.dc_miss
     )?;
-    let tables: [(&str, &DataTable); 4] = [
+    let tables: [(&str, &DataTable); 6] = [
         ("VA", &d.addresses),
         ("cache line", &d.lines),
         ("page", &d.pages),
         ("data symbol", &d.symbols),
+        ("command", &d.comms),
+        ("CPU", &d.cpus),
     ];
     for (what, t) in tables {
         for (by, rows) in [
