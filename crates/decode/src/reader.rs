@@ -1200,7 +1200,12 @@ pub(crate) fn read<'p>(
         let h = header::parse_file_header(data, be).map_err(herr)?;
         let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
         r.set_attrs(attrs);
-        let (sections, table_complete) = header::file_feature_sections(data, &h);
+        // With a zero data size perf never finished: no feature table was written.
+        let (sections, table_complete) = if h.data.size == 0 {
+            (Vec::new(), true)
+        } else {
+            header::file_feature_sections(data, &h)
+        };
         let table_at = h.data.offset.saturating_add(h.data.size);
         let mut feature_stop = (!table_complete).then(|| ReadStop {
             offset: table_at,
@@ -1237,9 +1242,7 @@ pub(crate) fn read<'p>(
                 ),
             });
         }
-        if h.data.size == 0 {
-            r.warn("the header says the data section is empty (perf record did not finish?); reading to the end of the file".into());
-        }
+
         let end = if h.data.size == 0 {
             data.len()
         } else {
@@ -1247,16 +1250,30 @@ pub(crate) fn read<'p>(
                 .unwrap_or(usize::MAX)
                 .min(data.len())
         };
-        let data_stop = r.frame(start, end, false).or_else(|| {
-            (h.data.size != 0 && declared_end > data.len() as u64).then(|| ReadStop {
-                offset: data.len() as u64,
-                record_type: None,
-                reason: format!(
-                    "file truncated: the data section should end at offset {declared_end}"
-                ),
-                records_read: r.p.meta.records,
+        let data_stop = r
+            .frame(start, end, false)
+            .or_else(|| {
+                // perf writes the data size when it finishes; 0 means it was killed: whatever
+                // records are there were read, but the file is incomplete.
+                (h.data.size == 0).then(|| ReadStop {
+                    offset: data.len() as u64,
+                    record_type: None,
+                    reason: "the header's data size is 0: perf record did not finish (killed?); \
+                         records were read up to the end of the file"
+                        .into(),
+                    records_read: r.p.meta.records,
+                })
             })
-        });
+            .or_else(|| {
+                (h.data.size != 0 && declared_end > data.len() as u64).then(|| ReadStop {
+                    offset: data.len() as u64,
+                    record_type: None,
+                    reason: format!(
+                        "file truncated: the data section should end at offset {declared_end}"
+                    ),
+                    records_read: r.p.meta.records,
+                })
+            });
         // Data complete but the header facts after it cut off: still a truncated file.
         let records = r.p.meta.records;
         stopped = data_stop.or(feature_stop.map(|s| ReadStop {

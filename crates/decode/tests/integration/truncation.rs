@@ -197,3 +197,20 @@ fn test_read_bytes_garbage_is_a_clean_error() {
         let _ = read_bytes(&d);
     }
 }
+
+#[test]
+fn test_read_bytes_killed_perf_record_zero_data_size() {
+    // A perf killed with SIGKILL leaves data size 0 in the header and no feature table:
+    // the records are still read, and the file is reported as incomplete.
+    let full_bytes = std::fs::read(fixture("cpu-clock-g.data")).unwrap();
+    let full = read_bytes(&full_bytes).unwrap();
+    let data_end = (u64_at(&full_bytes, 40) + u64_at(&full_bytes, 48)) as usize;
+    let mut d = full_bytes[..data_end].to_vec();
+    d[48..56].copy_from_slice(&0u64.to_le_bytes());
+    let p = read_bytes(&d).unwrap();
+    assert_eq!(p.samples.len(), full.samples.len());
+    let s = p.stopped.expect("incomplete file");
+    assert!(s.reason.contains("did not finish"), "{}", s.reason);
+    assert_eq!(s.offset, d.len() as u64);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+}
