@@ -928,3 +928,32 @@ fn test_ibs_on_truncated_file_explains_the_lost_pmu_mappings() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= 10);
 }
+
+/// Interop: the installed perf's own `perf report -D` IBS lines equal culprit script's, for
+/// the four fixture files (the stored vectors are checked above; this checks live perf).
+#[test]
+fn test_script_ibs_lines_equal_live_perf_report_dump() {
+    if !common::require_perf("test_script_ibs_lines_equal_live_perf_report_dump") {
+        return;
+    }
+    let ibs_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("ibs_") || l.starts_with("Ibs") || l.starts_with("ic_ibs"))
+            .map(str::to_string)
+            .collect()
+    };
+    for variant in VARIANTS {
+        let file = fixture(&format!("ibs-{variant}.data"));
+        let perf = std::process::Command::new("perf")
+            .args(["report", "-D", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(perf.status.success(), "perf report -D failed on {variant}");
+        let want = ibs_lines(&String::from_utf8_lossy(&perf.stdout));
+        let out = common::run_ok(common::culprit().args(["script", "-i"]).arg(&file));
+        let got = ibs_lines(&String::from_utf8_lossy(&out.stdout));
+        assert!(!want.is_empty());
+        assert_eq!(got, want, "{variant}");
+    }
+}
