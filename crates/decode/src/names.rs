@@ -81,6 +81,24 @@ pub(crate) fn event_name(attr: &Attr, pmus: &[(u32, String)]) -> String {
             s
         }
     };
+    // Hybrid CPUs: the PMU type in config bits 32..64 of hardware/cache events.
+    let ext = (attr.config >> 32) as u32;
+    let base = if matches!(attr.type_, 0 | 3) && ext != 0 {
+        let pmu = pmus
+            .iter()
+            .find(|(ty, _)| *ty == ext)
+            .map(|(_, n)| n.as_str())
+            .unwrap_or("unknown");
+        let plain = Attr {
+            config: attr.config & 0xffff_ffff,
+            ..attr.clone()
+        };
+        let inner = event_name(&Attr { flags: 0, ..plain }, pmus);
+        let inner = inner.split(':').next().unwrap_or(&inner).to_string();
+        format!("{pmu}/{inner}/")
+    } else {
+        base
+    };
     base + &modifiers(attr.flags)
 }
 
@@ -189,6 +207,11 @@ mod tests {
             "L1-dcache-load-misses"
         );
         assert_eq!(event_name(&attr(3, 0x2, EXCL_GUEST), &no), "LLC-loads");
+        let hybrid = [(8u32, "cpu_core".to_string())];
+        assert_eq!(
+            event_name(&attr(0, (8 << 32) | 1, EXCL_GUEST), &hybrid),
+            "cpu_core/instructions/"
+        );
         let pmus = [(11u32, "ibs_op".to_string())];
         assert_eq!(
             event_name(&attr(11, 0x80000, EXCL_GUEST), &pmus),
