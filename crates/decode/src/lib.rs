@@ -4,7 +4,9 @@
 //! Pure: no syscalls beyond reading the file it is given. Main types: [`model::Profile`]
 //! (everything a file says, resolved to DSOs), [`model::Sample`], [`model::Dso`].
 //!
-//! Entry points: [`read_file`], [`read_file_with_progress`], [`read_bytes`], [`read_reader`].
+//! Entry points: [`read_file`], [`read_file_with_progress`], [`read_bytes`], [`read_reader`],
+//! and the streaming [`read_file_streaming`] / [`read_bytes_streaming`] (samples go to a
+//! callback instead of memory). See docs/decode.md for what is read and how.
 //! A truncated or corrupt file is not an error: the profile holds everything read before the
 //! damage and [`model::Profile::stopped`] says where and why reading stopped. An `Err` means
 //! nothing usable exists (not a perf.data file, or its header or attributes are unreadable).

@@ -149,7 +149,8 @@ pub struct EventInfo {
 pub struct Location {
     /// The DSO the address falls in, or `None` if no mapping covers it.
     pub dso: Option<DsoId>,
-    /// File offset inside the DSO (see the module doc); equals the address for the kernel and
+    /// File offset inside the DSO (see the module doc); equals the address for the kernel,
+    /// for anonymous/JIT regions ([`DsoKind::Anonymous`], whose symbols are by address) and
     /// for unmapped addresses.
     pub file_offset: u64,
 }
