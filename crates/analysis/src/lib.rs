@@ -12,6 +12,7 @@ mod fxhash;
 pub mod hotspots;
 pub mod ibs;
 pub mod metrics;
+pub mod offenders;
 pub mod skid;
 pub mod topdown;
 
