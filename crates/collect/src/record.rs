@@ -760,7 +760,9 @@ fn record_into(
         .collect();
     let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
     let mut exit = None;
-    let mut handled_signals = launch::sigint_count();
+    // Counted from the handler's installation: a Ctrl-C during set-up (synthesizing /proc
+    // for -a can take a while) must stop the recording too.
+    let mut handled_signals = 0;
     let mut interrupted = false;
     let mut last_alive_check = Instant::now();
     loop {
