@@ -967,3 +967,45 @@ fn test_record_writes_progressively() {
     let p = culprit_decode::read_file(&data).unwrap();
     assert!(p.samples.len() > 100);
 }
+
+/// `-a` without a command records until Ctrl-C, even one that arrives during set-up.
+#[test]
+fn test_record_system_wide_until_sigint() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-system-sigint");
+    let data = dir.join("a.data");
+    for delay_ms in [150u64, 400] {
+        let child = culprit()
+            .args([
+                "record",
+                "--format",
+                "json",
+                "-a",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "500",
+                "-o",
+                path_str(&data),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: signalling the child we spawned.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let start = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "culprit ignored SIGINT for {:?}",
+            start.elapsed()
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+        assert_eq!(v["interrupted"], true);
+        assert_eq!(v["exit_code"], Value::Null);
+        decode_checks(&data, &v);
+    }
+}

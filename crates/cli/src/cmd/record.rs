@@ -392,6 +392,9 @@ fn print_warnings(s: &RecordSummary) {
 
 /// Runs `culprit record`.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    // First thing: a Ctrl-C from now on is seen by the recording loop (and not lost while
+    // events are parsed and opened).
+    culprit_collect::launch::install_sigint_handler();
     let opts = options(&args)?;
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
     let summary = record::record(&opts, &mut warn)?;
