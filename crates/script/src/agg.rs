@@ -1,0 +1,562 @@
+//! Aggregations: keyed accumulators with a key limit that is never silent, and DTrace's
+//! output formats (sorted by value, quantize histograms).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::format::{self, Piece};
+use crate::{FxBuild, Interner, Ty};
+
+/// Aggregating functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    /// count()
+    Count,
+    /// sum(x)
+    Sum,
+    /// avg(x)
+    Avg,
+    /// min(x)
+    Min,
+    /// max(x)
+    Max,
+    /// stddev(x)
+    Stddev,
+    /// quantize(x): power-of-two buckets.
+    Quantize,
+    /// lquantize(x, lo, hi, step): linear buckets.
+    Lquantize {
+        /// Lower bound.
+        lo: i64,
+        /// Upper bound.
+        hi: i64,
+        /// Bucket width.
+        step: i64,
+    },
+}
+
+impl Func {
+    /// The function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Count => "count",
+            Func::Sum => "sum",
+            Func::Avg => "avg",
+            Func::Min => "min",
+            Func::Max => "max",
+            Func::Stddev => "stddev",
+            Func::Quantize => "quantize",
+            Func::Lquantize { .. } => "lquantize",
+        }
+    }
+
+    fn buckets(self) -> usize {
+        match self {
+            Func::Quantize => 127,
+            // Checked at compile time: (hi - lo) / step is small.
+            Func::Lquantize { lo, hi, step } => ((hi - lo) / step) as usize + 2,
+            _ => 0,
+        }
+    }
+}
+
+/// One key's accumulator.
+#[derive(Debug, Clone, Default)]
+pub struct Acc {
+    /// count, sum, min or max; the sum for avg/stddev.
+    pub a: i64,
+    /// The count for avg/stddev.
+    pub n: i64,
+    /// Sum of squares for stddev.
+    pub sq: i128,
+    /// Histogram buckets (quantize, lquantize).
+    pub buckets: Option<Box<[i64]>>,
+}
+
+/// Index of `v`'s quantize bucket: 63 is zero, 64+k holds [2^k, 2^(k+1)), 62-k the negatives.
+fn qbucket(v: i64) -> usize {
+    match v.cmp(&0) {
+        std::cmp::Ordering::Equal => 63,
+        std::cmp::Ordering::Greater => 64 + (63 - v.leading_zeros() as usize),
+        std::cmp::Ordering::Less => {
+            let k = 63 - v.unsigned_abs().leading_zeros() as usize;
+            62usize.saturating_sub(k)
+        }
+    }
+}
+
+/// The lower bound of quantize bucket `i`.
+fn qvalue(i: usize) -> i64 {
+    match i.cmp(&63) {
+        std::cmp::Ordering::Equal => 0,
+        std::cmp::Ordering::Greater => 1i64 << (i - 64),
+        std::cmp::Ordering::Less => {
+            let k = 62 - i;
+            if k >= 63 {
+                i64::MIN
+            } else {
+                -(1i64 << k)
+            }
+        }
+    }
+}
+
+/// One aggregation.
+#[derive(Debug)]
+pub struct Agg {
+    /// Name without `@` (`""` for the anonymous one).
+    pub name: String,
+    /// Its function.
+    pub func: Func,
+    /// Types of its keys.
+    pub key_types: Vec<Ty>,
+    /// Entries.
+    pub map: HashMap<Box<[i64]>, Acc, FxBuild>,
+    /// Key limit.
+    pub max_keys: usize,
+    /// Samples whose key was new when the limit was reached.
+    pub dropped_samples: u64,
+    /// Distinct dropped keys (by hash; capped, see `dropped_keys_capped`).
+    pub dropped_keys: HashSet<u64, FxBuild>,
+    /// More distinct keys were dropped than `dropped_keys` holds.
+    pub dropped_keys_capped: bool,
+    /// Printed by printa (then not printed again at exit).
+    pub printed: bool,
+    /// normalize() factor.
+    pub norm: i64,
+}
+
+/// Cap on distinct dropped keys remembered, so that counting them stays bounded too.
+const DROPPED_CAP: usize = 1 << 20;
+
+impl Agg {
+    /// A new aggregation.
+    pub fn new(name: String, func: Func, key_types: Vec<Ty>, max_keys: usize) -> Agg {
+        Agg {
+            name,
+            func,
+            key_types,
+            map: HashMap::default(),
+            max_keys,
+            dropped_samples: 0,
+            dropped_keys: HashSet::default(),
+            dropped_keys_capped: false,
+            printed: false,
+            norm: 1,
+        }
+    }
+
+    /// Adds value `v` under `keys`.
+    #[inline]
+    pub fn update(&mut self, keys: &[i64], v: i64) {
+        let acc = match self.map.get_mut(keys) {
+            Some(a) => a,
+            None => {
+                if self.map.len() >= self.max_keys {
+                    self.dropped_samples += 1;
+                    if self.dropped_keys.len() < DROPPED_CAP {
+                        use std::hash::BuildHasher;
+                        let h = FxBuild::default().hash_one(keys);
+                        self.dropped_keys.insert(h);
+                    } else {
+                        self.dropped_keys_capped = true;
+                    }
+                    return;
+                }
+                let nb = self.func.buckets();
+                let init = Acc {
+                    a: match self.func {
+                        Func::Min => i64::MAX,
+                        Func::Max => i64::MIN,
+                        _ => 0,
+                    },
+                    buckets: (nb > 0).then(|| vec![0i64; nb].into_boxed_slice()),
+                    ..Acc::default()
+                };
+                self.map.entry(keys.into()).or_insert(init)
+            }
+        };
+        match self.func {
+            Func::Count => acc.a += 1,
+            Func::Sum => acc.a = acc.a.wrapping_add(v),
+            Func::Avg => {
+                acc.a = acc.a.wrapping_add(v);
+                acc.n += 1;
+            }
+            Func::Min => acc.a = acc.a.min(v),
+            Func::Max => acc.a = acc.a.max(v),
+            Func::Stddev => {
+                acc.a = acc.a.wrapping_add(v);
+                acc.n += 1;
+                acc.sq = acc.sq.wrapping_add(i128::from(v) * i128::from(v));
+            }
+            Func::Quantize => {
+                if let Some(b) = acc.buckets.as_mut() {
+                    b[qbucket(v)] += 1;
+                }
+            }
+            Func::Lquantize { lo, hi, step } => {
+                if let Some(b) = acc.buckets.as_mut() {
+                    let i = if v < lo {
+                        0
+                    } else if v >= hi {
+                        b.len() - 1
+                    } else {
+                        ((v - lo) / step) as usize + 1
+                    };
+                    b[i] += 1;
+                }
+            }
+        }
+    }
+
+    /// The value DTrace prints and sorts by (histograms: their total count).
+    pub fn value(&self, acc: &Acc) -> i64 {
+        let v = match self.func {
+            Func::Count | Func::Sum | Func::Min | Func::Max => acc.a,
+            Func::Avg => {
+                if acc.n == 0 {
+                    0
+                } else {
+                    acc.a / acc.n
+                }
+            }
+            Func::Stddev => {
+                if acc.n == 0 {
+                    0
+                } else {
+                    let n = acc.n as f64;
+                    let mean = acc.a as f64 / n;
+                    let var = (acc.sq as f64 / n - mean * mean).max(0.0);
+                    var.sqrt() as i64
+                }
+            }
+            Func::Quantize | Func::Lquantize { .. } => {
+                acc.buckets.as_ref().map_or(0, |b| b.iter().sum())
+            }
+        };
+        if self.norm > 1 && !matches!(self.func, Func::Quantize | Func::Lquantize { .. }) {
+            v / self.norm
+        } else {
+            v
+        }
+    }
+
+    /// Entries sorted as DTrace prints them: by value ascending, then by key.
+    pub fn sorted(&self, strings: &Interner) -> Vec<(&[i64], &Acc)> {
+        let mut v: Vec<(&[i64], &Acc, i64)> = self
+            .map
+            .iter()
+            .map(|(k, a)| (&**k, a, self.value(a)))
+            .collect();
+        v.sort_by(|x, y| x.2.cmp(&y.2).then_with(|| self.cmp_keys(x.0, y.0, strings)));
+        v.into_iter().map(|(k, a, _)| (k, a)).collect()
+    }
+
+    fn cmp_keys(&self, a: &[i64], b: &[i64], strings: &Interner) -> std::cmp::Ordering {
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let o = match self.key_types.get(i) {
+                Some(Ty::Str) => strings.get(*x as u32).cmp(strings.get(*y as u32)),
+                Some(Ty::Addr) => (*x as u64).cmp(&(*y as u64)),
+                _ => x.cmp(y),
+            };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    }
+
+    /// `trunc(@a, n)`: keeps the n largest (n < 0: the |n| smallest); no n clears all keys.
+    pub fn trunc(&mut self, n: Option<i64>, strings: &Interner) {
+        let Some(n) = n else {
+            self.map.clear();
+            return;
+        };
+        let sorted: Vec<Box<[i64]>> = self
+            .sorted(strings)
+            .into_iter()
+            .map(|(k, _)| k.into())
+            .collect();
+        let keep = n.unsigned_abs().min(sorted.len() as u64) as usize;
+        let drop: Vec<&Box<[i64]>> = if n >= 0 {
+            sorted[..sorted.len() - keep].iter().collect()
+        } else {
+            sorted[keep..].iter().collect()
+        };
+        for k in drop {
+            self.map.remove(k);
+        }
+    }
+
+    /// `clear(@a)`: zeroes the values, keeps the keys.
+    pub fn clear(&mut self) {
+        let func = self.func;
+        for acc in self.map.values_mut() {
+            acc.a = match func {
+                Func::Min => i64::MAX,
+                Func::Max => i64::MIN,
+                _ => 0,
+            };
+            acc.n = 0;
+            acc.sq = 0;
+            if let Some(b) = acc.buckets.as_mut() {
+                b.iter_mut().for_each(|x| *x = 0);
+            }
+        }
+    }
+
+    /// The limit note, if the key limit dropped anything.
+    pub fn dropped_note(&self) -> Option<String> {
+        (self.dropped_samples > 0).then(|| {
+            format!(
+                "@{}: key limit {} reached: {}{} more keys and {} samples dropped (raise it with --max-keys or #pragma D option maxkeys=N)",
+                self.name,
+                self.max_keys,
+                if self.dropped_keys_capped { "at least " } else { "" },
+                self.dropped_keys.len(),
+                self.dropped_samples
+            )
+        })
+    }
+
+    /// Prints every entry as DTrace does without a format.
+    pub fn print_default(&self, out: &mut String, strings: &Interner) {
+        out.push('\n');
+        for (keys, acc) in self.sorted(strings) {
+            if acc.buckets.is_some() {
+                if !keys.is_empty() {
+                    out.push_str("  ");
+                    let parts: Vec<String> = keys
+                        .iter()
+                        .enumerate()
+                        .map(|(i, k)| self.key_text(i, *k, strings))
+                        .collect();
+                    out.push_str(&parts.join(", "));
+                    out.push('\n');
+                }
+                self.histogram(out, acc);
+                out.push('\n');
+            } else {
+                for (i, k) in keys.iter().enumerate() {
+                    match self.key_types.get(i) {
+                        Some(Ty::Str) => out.push_str(&format!("  {:<50}", strings.get(*k as u32))),
+                        Some(Ty::Addr) => {
+                            out.push_str(&format!("  {:>16}", format!("0x{:x}", *k as u64)))
+                        }
+                        _ => out.push_str(&format!("  {:>16}", k)),
+                    }
+                }
+                out.push_str(&format!("  {:>16}\n", self.value(acc)));
+            }
+        }
+    }
+
+    fn key_text(&self, i: usize, k: i64, strings: &Interner) -> String {
+        match self.key_types.get(i) {
+            Some(Ty::Str) => strings.get(k as u32).to_string(),
+            Some(Ty::Addr) => format!("0x{:x}", k as u64),
+            _ => k.to_string(),
+        }
+    }
+
+    /// The quantize/lquantize histogram of one entry, DTrace layout.
+    pub fn histogram(&self, out: &mut String, acc: &Acc) {
+        let Some(b) = &acc.buckets else { return };
+        let total: i64 = b.iter().sum();
+        out.push_str("           value  ------------- Distribution ------------- count\n");
+        let first = b.iter().position(|&c| c != 0);
+        let last = b.iter().rposition(|&c| c != 0);
+        let (lo, hi) = match (first, last) {
+            (Some(f), Some(l)) => (f.saturating_sub(1), (l + 1).min(b.len() - 1)),
+            _ => return,
+        };
+        for (i, &count) in b.iter().enumerate().take(hi + 1).skip(lo) {
+            let label = match self.func {
+                Func::Quantize => qvalue(i).to_string(),
+                Func::Lquantize { lo, step, .. } => {
+                    if i == 0 {
+                        format!("< {lo}")
+                    } else if i == b.len() - 1 {
+                        format!(">= {}", lo + (i as i64 - 1) * step)
+                    } else {
+                        (lo + (i as i64 - 1) * step).to_string()
+                    }
+                }
+                _ => String::new(),
+            };
+            let bar = if total > 0 {
+                ((count as i128 * 40 + total as i128 / 2) / total as i128) as usize
+            } else {
+                0
+            };
+            out.push_str(&format!(
+                "{label:>16} |{:<40} {count}\n",
+                "@".repeat(bar.min(40))
+            ));
+        }
+    }
+
+    /// `printa(fmt, @a)`: the format's conversions take the keys in order, `%@…` the value.
+    pub fn print_format(&self, out: &mut String, pieces: &[Piece], strings: &Interner) {
+        for (keys, acc) in self.sorted(strings) {
+            let mut ki = 0;
+            for p in pieces {
+                match p {
+                    Piece::Lit(l) => out.push_str(l),
+                    Piece::Conv(c) if c.agg => {
+                        if acc.buckets.is_some() {
+                            out.push('\n');
+                            self.histogram(out, acc);
+                        } else {
+                            format::int(out, c, self.value(acc));
+                        }
+                    }
+                    Piece::Conv(c) => {
+                        let k = keys.get(ki).copied().unwrap_or(0);
+                        if c.conv == 's' {
+                            format::string(out, c, &self.key_text(ki, k, strings));
+                        } else {
+                            format::int(out, c, k);
+                        }
+                        ki += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The aggregation as JSON (see docs/trace.md).
+    pub fn to_json(&self, strings: &Interner) -> serde_json::Value {
+        let entries: Vec<serde_json::Value> = self
+            .sorted(strings)
+            .into_iter()
+            .map(|(keys, acc)| {
+                let keys: Vec<serde_json::Value> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &k)| match self.key_types.get(i) {
+                        Some(Ty::Str) => serde_json::Value::from(strings.get(k as u32)),
+                        Some(Ty::Addr) => serde_json::Value::from(format!("0x{:x}", k as u64)),
+                        _ => serde_json::Value::from(k),
+                    })
+                    .collect();
+                let mut o = serde_json::json!({ "keys": keys, "value": self.value(acc) });
+                if let Some(b) = &acc.buckets {
+                    let buckets: Vec<serde_json::Value> = b
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &c)| c != 0)
+                        .map(|(i, &c)| {
+                            let lo = match self.func {
+                                Func::Quantize => serde_json::Value::from(qvalue(i)),
+                                Func::Lquantize { lo, step, .. } => {
+                                    if i == 0 {
+                                        serde_json::Value::from(format!("< {lo}"))
+                                    } else {
+                                        serde_json::Value::from(lo + (i as i64 - 1) * step)
+                                    }
+                                }
+                                _ => serde_json::Value::Null,
+                            };
+                            serde_json::json!({ "value": lo, "count": c })
+                        })
+                        .collect();
+                    o["buckets"] = serde_json::Value::from(buckets);
+                }
+                o
+            })
+            .collect();
+        serde_json::json!({
+            "name": self.name,
+            "function": self.func.name(),
+            "key_types": self.key_types.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            "entries": entries,
+            "dropped_keys": self.dropped_keys.len(),
+            "dropped_samples": self.dropped_samples,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_buckets() {
+        assert_eq!(qbucket(0), 63);
+        assert_eq!(qbucket(1), 64);
+        assert_eq!(qbucket(2), 65);
+        assert_eq!(qbucket(3), 65);
+        assert_eq!(qbucket(4), 66);
+        assert_eq!(qbucket(-1), 62);
+        assert_eq!(qbucket(i64::MAX), 126);
+        assert_eq!(qbucket(i64::MIN), 0);
+        for v in [1i64, 5, 1000, -7, 0, 1 << 40] {
+            let i = qbucket(v);
+            // Positive buckets are labelled by their lower bound, negative ones by the bound
+            // nearest zero (DTrace's layout).
+            if v >= 0 {
+                assert!(qvalue(i) <= v && v < qvalue(i + 1).max(v + 1), "{v}");
+            } else {
+                assert!(qvalue(i) >= v && v > qvalue(i - 1), "{v}");
+            }
+        }
+    }
+
+    #[test]
+    fn key_limit_counts_drops() {
+        let s = Interner::default();
+        let mut a = Agg::new("a".into(), Func::Count, vec![Ty::Int], 2);
+        for k in [1, 2, 3, 3, 4, 1] {
+            a.update(&[k], 0);
+        }
+        assert_eq!(a.map.len(), 2);
+        assert_eq!(a.dropped_samples, 3);
+        assert_eq!(a.dropped_keys.len(), 2);
+        assert!(a
+            .dropped_note()
+            .unwrap()
+            .contains("2 more keys and 3 samples"));
+        let sorted = a.sorted(&s);
+        assert_eq!(sorted[1].0, &[1]);
+        a.trunc(Some(1), &s);
+        assert_eq!(a.map.len(), 1);
+        assert!(a.map.contains_key(&[1i64][..]));
+    }
+
+    #[test]
+    fn histogram_layout() {
+        let mut a = Agg::new("q".into(), Func::Quantize, vec![], 10);
+        for v in [1, 1, 1, 2, 3] {
+            a.update(&[], v);
+        }
+        let mut out = String::new();
+        a.print_default(&mut out, &Interner::default());
+        let expected = "\n           value  ------------- Distribution ------------- count\n               0 |                                         0\n               1 |@@@@@@@@@@@@@@@@@@@@@@@@                 3\n               2 |@@@@@@@@@@@@@@@@                         2\n               4 |                                         0\n\n";
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn lquantize_and_stats() {
+        let mut a = Agg::new(
+            "l".into(),
+            Func::Lquantize {
+                lo: 0,
+                hi: 10,
+                step: 5,
+            },
+            vec![],
+            10,
+        );
+        for v in [-1, 0, 4, 5, 10, 99] {
+            a.update(&[], v);
+        }
+        let b = a.map.values().next().unwrap().buckets.clone().unwrap();
+        assert_eq!(&*b, &[1, 2, 1, 2]);
+        let mut s = Agg::new("s".into(), Func::Stddev, vec![], 10);
+        for v in [2, 4, 4, 4, 5, 5, 7, 9] {
+            s.update(&[], v);
+        }
+        assert_eq!(s.value(s.map.values().next().unwrap()), 2);
+    }
+}

@@ -1,0 +1,1162 @@
+//! Checker and compiler: resolves names, probes and fields, checks types, and turns every
+//! expression and statement into a closure over the sample (see [`crate::run`]).
+
+use std::collections::HashMap;
+
+use crate::agg::Func;
+use crate::ast::{self, Expr, ExprKind, Stmt, Target};
+use crate::error::{hint, ScriptError, Span};
+use crate::fields::{self, ArgsKind, Source};
+use crate::format::{self, Piece};
+use crate::probe::{self, Probe};
+use crate::run::{Env, What};
+use crate::{Interner, Ty};
+
+/// A compiled integer-valued expression (strings are interned ids).
+pub(crate) type IntFn = Box<dyn Fn(&mut Env<'_>) -> i64>;
+/// A compiled statement.
+pub(crate) type StmtFn = Box<dyn Fn(&mut Env<'_>)>;
+
+/// Most keys an aggregation may have.
+pub const MAX_AGG_KEYS: usize = 8;
+
+/// Compile options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Distinct keys kept per aggregation (and `self->` variables per program); beyond it,
+    /// new keys are dropped and counted.
+    pub max_keys: usize,
+    /// Quiet mode (`-q` or `#pragma D option quiet`).
+    pub quiet: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_keys: 100_000,
+            quiet: false,
+        }
+    }
+}
+
+/// One clause's probes, for binding and for choosing what to record live.
+#[derive(Debug, Clone)]
+pub struct ClauseInfo {
+    /// The probes with their text as written.
+    pub probes: Vec<(Probe, String)>,
+    /// 1-based source line of the clause.
+    pub line: usize,
+}
+
+pub(crate) struct CClause {
+    pub pred: Option<IntFn>,
+    pub body: Vec<StmtFn>,
+    pub n_this: usize,
+}
+
+pub(crate) struct AggDecl {
+    pub name: String,
+    pub func: Func,
+    pub key_types: Vec<Ty>,
+}
+
+/// A checked, compiled program.
+pub struct Program {
+    pub(crate) infos: Vec<ClauseInfo>,
+    pub(crate) clauses: Vec<CClause>,
+    pub(crate) aggs: Vec<AggDecl>,
+    pub(crate) strings: Interner,
+    pub(crate) n_globals: usize,
+    pub(crate) n_self: usize,
+    pub(crate) max_this: usize,
+    /// Quiet mode.
+    pub quiet: bool,
+    /// Key limit.
+    pub max_keys: usize,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("clauses", &self.infos)
+            .field("quiet", &self.quiet)
+            .field("max_keys", &self.max_keys)
+            .finish()
+    }
+}
+
+impl Program {
+    /// The clauses' probes, in source order.
+    pub fn clauses(&self) -> &[ClauseInfo] {
+        &self.infos
+    }
+
+    /// The sample probes (not BEGIN/END/tick) of all clauses, deduplicated.
+    pub fn sample_probes(&self) -> Vec<(Probe, String)> {
+        let mut v: Vec<(Probe, String)> = Vec::new();
+        for c in &self.infos {
+            for p in &c.probes {
+                if !matches!(p.0, Probe::Begin | Probe::End | Probe::Tick { .. })
+                    && !v.iter().any(|q| q.0 == p.0)
+                {
+                    v.push(p.clone());
+                }
+            }
+        }
+        v
+    }
+}
+
+struct Var {
+    slot: usize,
+    ty: Ty,
+}
+
+struct Cx<'s> {
+    src: &'s str,
+    globals: HashMap<String, Var>,
+    selfs: HashMap<String, Var>,
+    this: HashMap<String, Var>,
+    aggs: Vec<AggDecl>,
+    strings: Interner,
+    args: Option<Result<ArgsKind, String>>,
+}
+
+/// Functions that would reach outside the samples: refused with a reason.
+const FORBIDDEN: &[&str] = &[
+    "system",
+    "copyin",
+    "copyinstr",
+    "copyout",
+    "copyoutstr",
+    "copyinto",
+    "freopen",
+    "raise",
+    "stop",
+    "panic",
+    "chill",
+    "breakpoint",
+    "ustack",
+    "stack",
+    "jstack",
+    "bcopy",
+    "alloca",
+    "speculate",
+    "commit",
+    "discard",
+];
+const ACTIONS: &[&str] = &[
+    "printf",
+    "printa",
+    "trace",
+    "trunc",
+    "clear",
+    "normalize",
+    "denormalize",
+    "exit",
+];
+const AGG_FUNCS: &[&str] = &[
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "stddev",
+    "quantize",
+    "lquantize",
+];
+const BUILTINS: &[&str] = &[
+    "execname",
+    "pid",
+    "tid",
+    "cpu",
+    "timestamp",
+    "ip",
+    "period",
+    "event",
+    "sym",
+    "mod",
+    "srcline",
+    "args",
+];
+
+/// Parses, checks and compiles a program.
+pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
+    let ast = crate::parser::parse(src)?;
+    let mut quiet = opts.quiet;
+    let mut max_keys = opts.max_keys;
+    for (name, value, span) in &ast.options {
+        match (name.as_str(), value) {
+            ("quiet", None) => quiet = true,
+            ("maxkeys" | "aggsize", Some(v)) => {
+                max_keys = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    ScriptError::at(
+                        src,
+                        *span,
+                        "option error",
+                        format!("`{name}` needs a positive integer"),
+                    )
+                })?;
+            }
+            ("bufsize" | "aggrate" | "switchrate" | "dynvarsize" | "strsize" | "flowindent", _) => {
+                // DTrace tuning options with no meaning here: accepted so scripts run unchanged.
+            }
+            _ => {
+                return Err(ScriptError::at(
+                    src,
+                    *span,
+                    "option error",
+                    format!(
+                        "unknown option `{name}`{} (supported: quiet, maxkeys=N)",
+                        hint(name, ["quiet", "maxkeys"])
+                    ),
+                ))
+            }
+        }
+    }
+    let mut cx = Cx {
+        src,
+        globals: HashMap::new(),
+        selfs: HashMap::new(),
+        this: HashMap::new(),
+        aggs: Vec::new(),
+        strings: Interner::default(),
+        args: None,
+    };
+    let mut infos = Vec::new();
+    let mut clauses = Vec::new();
+    let mut max_this = 0;
+    for c in &ast.clauses {
+        let (info, kind) = cx.probes(c)?;
+        cx.args = kind;
+        cx.this.clear();
+        let pred = match &c.predicate {
+            Some(e) => {
+                let (ty, f) = cx.expr(e)?;
+                if ty == Ty::Str {
+                    return Err(cx.type_err(e.span, "a predicate must be an integer, not a string"));
+                }
+                Some(f)
+            }
+            None => None,
+        };
+        let mut body = Vec::new();
+        for s in &c.body {
+            body.push(cx.stmt(s)?);
+        }
+        max_this = max_this.max(cx.this.len());
+        clauses.push(CClause {
+            pred,
+            body,
+            n_this: cx.this.len(),
+        });
+        infos.push(info);
+    }
+    Ok(Program {
+        infos,
+        clauses,
+        n_globals: cx.globals.len(),
+        n_self: cx.selfs.len(),
+        aggs: cx.aggs,
+        strings: cx.strings,
+        max_this,
+        quiet,
+        max_keys,
+    })
+}
+
+fn line_of(src: &str, span: Span) -> usize {
+    src[..span.start.min(src.len())].matches('\n').count() + 1
+}
+
+type Kind = Option<Result<ArgsKind, String>>;
+
+impl Cx<'_> {
+    fn err(&self, span: Span, kind: &'static str, msg: impl Into<String>) -> ScriptError {
+        ScriptError::at(self.src, span, kind, msg)
+    }
+
+    fn type_err(&self, span: Span, msg: impl Into<String>) -> ScriptError {
+        self.err(span, "type error", msg)
+    }
+
+    fn probes(&self, c: &ast::Clause) -> Result<(ClauseInfo, Kind), ScriptError> {
+        let mut probes = Vec::new();
+        let mut kinds: Vec<(ArgsKind, &str)> = Vec::new();
+        let mut non_sample = false;
+        for (text, span) in &c.probes {
+            let p = probe::parse(text).map_err(|m| self.err(*span, "unknown probe", m))?;
+            match &p {
+                Probe::Begin | Probe::End | Probe::Tick { .. } => non_sample = true,
+                Probe::IbsOp { .. } => kinds.push((ArgsKind::Op, text)),
+                Probe::IbsFetch { .. } => kinds.push((ArgsKind::Fetch, text)),
+                Probe::Pmc { .. } | Probe::Profile { .. } => kinds.push((ArgsKind::Pmc, text)),
+            }
+            probes.push((p, text.clone()));
+        }
+        let kind = match kinds.first() {
+            None => Some(Err(
+                "`args` is not available in BEGIN, END and tick clauses (they have no sample)"
+                    .to_string(),
+            )),
+            Some(&(k, _)) => {
+                if non_sample {
+                    Some(Err("`args` is not available in a clause that mixes BEGIN/END/tick with sample probes".into()))
+                } else if let Some((other, t)) = kinds.iter().find(|(o, _)| *o != k) {
+                    Some(Err(format!(
+                        "`args[0]` has no single type in this clause: `{}` gives {} but `{t}` gives {}",
+                        kinds[0].1,
+                        k.struct_name(),
+                        other.struct_name()
+                    )))
+                } else {
+                    Some(Ok(k))
+                }
+            }
+        };
+        let line = c.probes.first().map_or(1, |p| line_of(self.src, p.1));
+        Ok((ClauseInfo { probes, line }, kind))
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<StmtFn, ScriptError> {
+        match s {
+            Stmt::Assign(target, op, rhs, span) => self.assign(target, op, rhs, *span),
+            Stmt::Aggregate {
+                name,
+                keys,
+                func,
+                args,
+                span,
+                func_span,
+            } => self.aggregate(name, keys, func, args, *span, *func_span),
+            Stmt::Expr(e) => match &e.kind {
+                ExprKind::Call(name, args) => self.action(name, args, e.span),
+                _ => {
+                    // An expression statement with no effect: DTrace accepts it; so do we.
+                    let (_, f) = self.expr(e)?;
+                    Ok(Box::new(move |env: &mut Env<'_>| {
+                        f(env);
+                    }))
+                }
+            },
+        }
+    }
+
+    fn assign(
+        &mut self,
+        target: &Target,
+        op: &'static str,
+        rhs: &Expr,
+        span: Span,
+    ) -> Result<StmtFn, ScriptError> {
+        let (rty, rf) = self.expr(rhs)?;
+        let (scope, name) = match target {
+            Target::Global(n) => (0, n),
+            Target::SelfVar(n) => (1, n),
+            Target::ThisVar(n) => (2, n),
+        };
+        if scope == 0 && (BUILTINS.contains(&name.as_str())) {
+            return Err(self.err(
+                span,
+                "assignment error",
+                format!("`{name}` is a built-in variable and cannot be assigned"),
+            ));
+        }
+        let map = match scope {
+            0 => &mut self.globals,
+            1 => &mut self.selfs,
+            _ => &mut self.this,
+        };
+        let n = map.len();
+        let var = map.entry(name.clone()).or_insert(Var { slot: n, ty: rty });
+        let (slot, ty) = (var.slot, var.ty);
+        if op != "=" && !(ty.is_int() && rty.is_int()) {
+            return Err(self.type_err(
+                span,
+                format!("`{op}=` needs integers; `{name}` is a {}", ty.name()),
+            ));
+        }
+        if ty.is_int() != rty.is_int() {
+            return Err(self.type_err(
+                span,
+                format!(
+                    "`{name}` is a {} but is assigned a {}",
+                    ty.name(),
+                    rty.name()
+                ),
+            ));
+        }
+        let combine: Option<fn(i64, i64) -> Option<i64>> = match op {
+            "=" => None,
+            "+" => Some(|a, b| Some(a.wrapping_add(b))),
+            "-" => Some(|a, b| Some(a.wrapping_sub(b))),
+            "*" => Some(|a, b| Some(a.wrapping_mul(b))),
+            "/" => Some(|a, b| (b != 0).then(|| a.wrapping_div(b))),
+            "%" => Some(|a, b| (b != 0).then(|| a.wrapping_rem(b))),
+            "&" => Some(|a, b| Some(a & b)),
+            "|" => Some(|a, b| Some(a | b)),
+            "^" => Some(|a, b| Some(a ^ b)),
+            "<<" => Some(|a, b| Some(a.wrapping_shl(b as u32))),
+            ">>" => Some(|a, b| Some(a.wrapping_shr(b as u32))),
+            _ => None,
+        };
+        let value = move |env: &mut Env<'_>, old: i64| -> i64 {
+            let v = rf(env);
+            match combine {
+                None => v,
+                Some(c) => c(old, v).unwrap_or_else(|| {
+                    env.fault = Some("division by zero");
+                    old
+                }),
+            }
+        };
+        Ok(match scope {
+            0 => Box::new(move |env: &mut Env<'_>| {
+                let old = env.rt.globals[slot];
+                let v = value(env, old);
+                env.rt.globals[slot] = v;
+            }),
+            1 => Box::new(move |env: &mut Env<'_>| {
+                let key = (env.s.tid, slot as u32);
+                let old = env.rt.selfs.get(&key).copied().unwrap_or(0);
+                let v = value(env, old);
+                env.rt.set_self(key, v);
+            }),
+            _ => Box::new(move |env: &mut Env<'_>| {
+                let old = env.rt.this[slot];
+                let v = value(env, old);
+                env.rt.this[slot] = v;
+            }),
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn aggregate(
+        &mut self,
+        name: &str,
+        keys: &[Expr],
+        func: &str,
+        args: &[Expr],
+        span: Span,
+        func_span: Span,
+    ) -> Result<StmtFn, ScriptError> {
+        if keys.len() > MAX_AGG_KEYS {
+            return Err(self.err(
+                keys[MAX_AGG_KEYS].span,
+                "aggregation error",
+                format!("at most {MAX_AGG_KEYS} keys"),
+            ));
+        }
+        let mut key_fns = Vec::new();
+        let mut key_types = Vec::new();
+        for k in keys {
+            let (t, f) = self.expr(k)?;
+            key_types.push(t);
+            key_fns.push(f);
+        }
+        let want = |n: usize| -> Result<(), ScriptError> {
+            if args.len() != n {
+                Err(self.err(
+                    func_span,
+                    "aggregation error",
+                    format!(
+                        "`{func}` takes {n} argument{}, got {}",
+                        if n == 1 { "" } else { "s" },
+                        args.len()
+                    ),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let f = match func {
+            "count" => {
+                want(0)?;
+                Func::Count
+            }
+            "sum" => Func::Sum,
+            "avg" => Func::Avg,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            "stddev" => Func::Stddev,
+            "quantize" => Func::Quantize,
+            "lquantize" => {
+                if !(args.len() == 3 || args.len() == 4) {
+                    return Err(self.err(
+                        func_span,
+                        "aggregation error",
+                        "`lquantize(value, lower, upper[, step])` takes 3 or 4 arguments",
+                    ));
+                }
+                let c = |e: &Expr| match e.kind {
+                    ExprKind::Int(v) => Ok(v),
+                    ExprKind::Unary("-", ref inner) => match inner.kind {
+                        ExprKind::Int(v) => Ok(-v),
+                        _ => Err(self.err(
+                            e.span,
+                            "aggregation error",
+                            "lquantize bounds must be integer constants",
+                        )),
+                    },
+                    _ => Err(self.err(
+                        e.span,
+                        "aggregation error",
+                        "lquantize bounds must be integer constants",
+                    )),
+                };
+                let lo = c(&args[1])?;
+                let hi = c(&args[2])?;
+                let step = if args.len() == 4 { c(&args[3])? } else { 1 };
+                if step <= 0 || hi <= lo {
+                    return Err(self.err(
+                        span,
+                        "aggregation error",
+                        "lquantize needs lower < upper and step > 0",
+                    ));
+                }
+                let n = (hi as i128 - lo as i128) / step as i128;
+                if n > 10_000 {
+                    return Err(self.err(
+                        span,
+                        "aggregation error",
+                        format!("lquantize with {n} buckets (at most 10000)"),
+                    ));
+                }
+                if (hi as i128 - lo as i128) % step as i128 != 0 {
+                    return Err(self.err(
+                        span,
+                        "aggregation error",
+                        "lquantize: upper - lower must be a multiple of step",
+                    ));
+                }
+                Func::Lquantize { lo, hi, step }
+            }
+            other => {
+                let extra = if ACTIONS.contains(&other) {
+                    format!(" (`{other}` is an action, not an aggregating function)")
+                } else {
+                    hint(other, AGG_FUNCS.iter().copied())
+                };
+                return Err(self.err(
+                    func_span,
+                    "unknown function",
+                    format!("unknown aggregating function `{other}`{extra}"),
+                ));
+            }
+        };
+        if !matches!(f, Func::Count | Func::Lquantize { .. }) {
+            want(1)?;
+        }
+        let arg = match args.first() {
+            Some(a) if f != Func::Count => {
+                let (t, af) = self.expr(a)?;
+                if t == Ty::Str {
+                    return Err(
+                        self.type_err(a.span, format!("`{func}` needs an integer, not a string"))
+                    );
+                }
+                Some(af)
+            }
+            _ => None,
+        };
+        let idx = match self.aggs.iter().position(|a| a.name == name) {
+            Some(i) => {
+                let a = &self.aggs[i];
+                if a.func != f {
+                    return Err(self.type_err(
+                        span,
+                        format!(
+                            "@{name} was {}() and is now {func}(): one function per aggregation",
+                            a.func.name()
+                        ),
+                    ));
+                }
+                if a.key_types.len() != key_types.len()
+                    || a.key_types
+                        .iter()
+                        .zip(&key_types)
+                        .any(|(x, y)| x.is_int() != y.is_int())
+                {
+                    let show = |t: &[Ty]| t.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ");
+                    return Err(self.type_err(
+                        span,
+                        format!(
+                            "@{name} has keys [{}] elsewhere but [{}] here",
+                            show(&a.key_types),
+                            show(&key_types)
+                        ),
+                    ));
+                }
+                i
+            }
+            None => {
+                self.aggs.push(AggDecl {
+                    name: name.to_string(),
+                    func: f,
+                    key_types,
+                });
+                self.aggs.len() - 1
+            }
+        };
+        let n = key_fns.len();
+        Ok(Box::new(move |env: &mut Env<'_>| {
+            let mut buf = [0i64; MAX_AGG_KEYS];
+            for (slot, k) in buf.iter_mut().zip(&key_fns) {
+                *slot = k(env);
+            }
+            let v = match &arg {
+                Some(a) => a(env),
+                None => 0,
+            };
+            env.rt.aggs[idx].update(&buf[..n], v);
+        }))
+    }
+
+    fn agg_ref(&self, e: &Expr) -> Result<usize, ScriptError> {
+        match &e.kind {
+            ExprKind::AggRef(name) => {
+                self.aggs
+                    .iter()
+                    .position(|a| &a.name == name)
+                    .ok_or_else(|| {
+                        self.err(
+                            e.span,
+                            "unknown aggregation",
+                            format!(
+                                "@{name} is not assigned before this point{}",
+                                hint(name, self.aggs.iter().map(|a| a.name.as_str()))
+                            ),
+                        )
+                    })
+            }
+            _ => Err(self.type_err(e.span, "expected an aggregation (`@name`)")),
+        }
+    }
+
+    fn int_arg(&mut self, e: &Expr) -> Result<IntFn, ScriptError> {
+        let (t, f) = self.expr(e)?;
+        if t == Ty::Str {
+            return Err(self.type_err(e.span, "expected an integer, found a string"));
+        }
+        Ok(f)
+    }
+
+    fn action(&mut self, name: &str, args: &[Expr], span: Span) -> Result<StmtFn, ScriptError> {
+        let arity = |lo: usize, hi: usize| -> Result<(), ScriptError> {
+            if args.len() < lo || args.len() > hi {
+                Err(self.err(
+                    span,
+                    "call error",
+                    format!(
+                        "`{name}` takes {}, got {}",
+                        if lo == hi {
+                            format!("{lo} argument(s)")
+                        } else {
+                            format!("{lo} to {hi} arguments")
+                        },
+                        args.len()
+                    ),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match name {
+            "printf" => {
+                if args.is_empty() {
+                    return Err(self.err(span, "call error", "`printf` needs a format string"));
+                }
+                let pieces = self.format(&args[0], false)?;
+                let mut argf = Vec::new();
+                let mut ai = 1;
+                for p in &pieces {
+                    if let Piece::Conv(c) = p {
+                        let Some(a) = args.get(ai) else {
+                            return Err(self.err(
+                                args[0].span,
+                                "format error",
+                                format!(
+                                    "the format has more conversions than the {} argument(s) given",
+                                    args.len() - 1
+                                ),
+                            ));
+                        };
+                        let (t, f) = self.expr(a)?;
+                        if (c.conv == 's') != (t == Ty::Str) {
+                            return Err(self.type_err(
+                                a.span,
+                                format!(
+                                    "`%{}` expects {}, this argument is a {}",
+                                    c.conv,
+                                    if c.conv == 's' {
+                                        "a string"
+                                    } else {
+                                        "an integer"
+                                    },
+                                    t.name()
+                                ),
+                            ));
+                        }
+                        argf.push((c.clone(), f));
+                        ai += 1;
+                    }
+                }
+                if ai < args.len() {
+                    return Err(self.err(
+                        args[ai].span,
+                        "format error",
+                        "more arguments than the format has conversions",
+                    ));
+                }
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let mut it = argf.iter();
+                    let mut out = std::mem::take(&mut env.rt.out);
+                    for p in &pieces {
+                        match p {
+                            Piece::Lit(l) => out.push_str(l),
+                            Piece::Conv(_) => {
+                                if let Some((c, f)) = it.next() {
+                                    let v = f(env);
+                                    if c.conv == 's' {
+                                        format::string(&mut out, c, env.rt.strings.get(v as u32));
+                                    } else {
+                                        format::int(&mut out, c, v);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    env.rt.out = out;
+                }))
+            }
+            "trace" => {
+                arity(1, 1)?;
+                let (t, f) = self.expr(&args[0])?;
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let v = f(env);
+                    let text = match t {
+                        Ty::Str => env.rt.strings.get(v as u32).to_string(),
+                        Ty::Addr => format!("0x{:x}", v as u64),
+                        Ty::Int => v.to_string(),
+                    };
+                    env.rt.out.push_str(&text);
+                    env.rt.out.push('\n');
+                }))
+            }
+            "printa" => {
+                arity(1, 2)?;
+                let (pieces, agg_e) = if args.len() == 2 {
+                    (Some(self.format(&args[0], true)?), &args[1])
+                } else {
+                    (None, &args[0])
+                };
+                let idx = self.agg_ref(agg_e)?;
+                if let Some(p) = &pieces {
+                    let decl = &self.aggs[idx];
+                    let convs: Vec<&format::Conv> = p
+                        .iter()
+                        .filter_map(|x| match x {
+                            Piece::Conv(c) if !c.agg => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    if convs.len() > decl.key_types.len() {
+                        return Err(self.err(
+                            args[0].span,
+                            "format error",
+                            format!(
+                                "the format has {} key conversions but @{} has {} key(s)",
+                                convs.len(),
+                                decl.name,
+                                decl.key_types.len()
+                            ),
+                        ));
+                    }
+                    for (c, t) in convs.iter().zip(&decl.key_types) {
+                        if (c.conv == 's') != (*t == Ty::Str) {
+                            return Err(self.type_err(
+                                args[0].span,
+                                format!(
+                                    "`%{}` does not fit a {} key of @{}",
+                                    c.conv,
+                                    t.name(),
+                                    decl.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    env.rt.printa(idx, pieces.as_deref())
+                }))
+            }
+            "trunc" => {
+                arity(1, 2)?;
+                let idx = self.agg_ref(&args[0])?;
+                let n = match args.get(1) {
+                    Some(e) => Some(self.int_arg(e)?),
+                    None => None,
+                };
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let n = n.as_ref().map(|f| f(env));
+                    let rt = &mut *env.rt;
+                    rt.aggs[idx].trunc(n, &rt.strings);
+                }))
+            }
+            "clear" => {
+                arity(1, 1)?;
+                let idx = self.agg_ref(&args[0])?;
+                Ok(Box::new(move |env: &mut Env<'_>| env.rt.aggs[idx].clear()))
+            }
+            "normalize" => {
+                arity(2, 2)?;
+                let idx = self.agg_ref(&args[0])?;
+                let n = self.int_arg(&args[1])?;
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let v = n(env);
+                    if v <= 0 {
+                        env.fault = Some("normalize by a non-positive value");
+                    } else {
+                        env.rt.aggs[idx].norm = v;
+                    }
+                }))
+            }
+            "denormalize" => {
+                arity(1, 1)?;
+                let idx = self.agg_ref(&args[0])?;
+                Ok(Box::new(move |env: &mut Env<'_>| env.rt.aggs[idx].norm = 1))
+            }
+            "exit" => {
+                arity(1, 1)?;
+                let f = self.int_arg(&args[0])?;
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let v = f(env);
+                    env.rt.exit.get_or_insert(v);
+                }))
+            }
+            _ => {
+                let (_, f) = self.expr(&Expr {
+                    kind: ExprKind::Call(name.to_string(), args.to_vec()),
+                    span,
+                })?;
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    f(env);
+                }))
+            }
+        }
+    }
+
+    fn format(&mut self, e: &Expr, printa: bool) -> Result<Vec<Piece>, ScriptError> {
+        let ExprKind::Str(s) = &e.kind else {
+            return Err(self.type_err(e.span, "the format must be a string literal"));
+        };
+        let pieces = format::parse(s).map_err(|(_, m)| self.err(e.span, "format error", m))?;
+        let has_agg = pieces.iter().any(|p| matches!(p, Piece::Conv(c) if c.agg));
+        if has_agg && !printa {
+            return Err(self.err(e.span, "format error", "`%@` conversions are for printa"));
+        }
+        Ok(pieces)
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<(Ty, IntFn), ScriptError> {
+        match &e.kind {
+            ExprKind::Int(v) => {
+                let v = *v;
+                Ok((Ty::Int, Box::new(move |_: &mut Env<'_>| v)))
+            }
+            ExprKind::Str(s) => {
+                let id = i64::from(self.strings.intern(s));
+                Ok((Ty::Str, Box::new(move |_: &mut Env<'_>| id)))
+            }
+            ExprKind::Name(n) => self.name(n, e.span),
+            ExprKind::SelfVar(n) => {
+                let Some(v) = self.selfs.get(n) else {
+                    return Err(self.err(e.span, "unknown variable", format!(
+                        "`self->{n}` is used before any assignment{}",
+                        hint(n, self.selfs.keys().map(String::as_str))
+                    )));
+                };
+                let slot = v.slot as u32;
+                Ok((v.ty, Box::new(move |env: &mut Env<'_>| {
+                    env.rt.selfs.get(&(env.s.tid, slot)).copied().unwrap_or(0)
+                })))
+            }
+            ExprKind::ThisVar(n) => {
+                let Some(v) = self.this.get(n) else {
+                    return Err(self.err(e.span, "unknown variable", format!(
+                        "`this->{n}` is used before any assignment in this clause{}",
+                        hint(n, self.this.keys().map(String::as_str))
+                    )));
+                };
+                let slot = v.slot;
+                Ok((v.ty, Box::new(move |env: &mut Env<'_>| env.rt.this[slot])))
+            }
+            ExprKind::Args(index, path) => self.args(*index, path, e.span),
+            ExprKind::Unary(op, inner) => {
+                let (t, f) = self.expr(inner)?;
+                if t == Ty::Str {
+                    return Err(self.type_err(e.span, format!("`{op}` needs an integer, not a string")));
+                }
+                let f: IntFn = match *op {
+                    "-" => Box::new(move |env: &mut Env<'_>| f(env).wrapping_neg()),
+                    "!" => Box::new(move |env: &mut Env<'_>| i64::from(f(env) == 0)),
+                    "~" => Box::new(move |env: &mut Env<'_>| !f(env)),
+                    _ => f,
+                };
+                Ok((if *op == "!" { Ty::Int } else { t }, f))
+            }
+            ExprKind::Binary(op, l, r) => self.binary(op, l, r, e.span),
+            ExprKind::Ternary(c, a, b) => {
+                let (ct, cf) = self.expr(c)?;
+                if ct == Ty::Str {
+                    return Err(self.type_err(c.span, "the condition must be an integer"));
+                }
+                let (at, af) = self.expr(a)?;
+                let (bt, bf) = self.expr(b)?;
+                if at.is_int() != bt.is_int() {
+                    return Err(self.type_err(e.span, format!("the branches have different types: {} and {}", at.name(), bt.name())));
+                }
+                let t = if at == bt { at } else { Ty::Int };
+                Ok((t, Box::new(move |env: &mut Env<'_>| if cf(env) != 0 { af(env) } else { bf(env) })))
+            }
+            ExprKind::Call(name, _) => {
+                let n = name.as_str();
+                let msg = if FORBIDDEN.contains(&n) {
+                    format!("`{n}` is not allowed: a trace program only reads samples (no commands, file writes or memory reads)")
+                } else if ACTIONS.contains(&n) {
+                    format!("`{n}` is an action: it is a statement of its own, not a value")
+                } else if AGG_FUNCS.contains(&n) {
+                    format!("`{n}` is an aggregating function: use it as `@name[keys] = {n}(…)`")
+                } else {
+                    format!(
+                        "unknown function `{n}`{}",
+                        hint(n, ACTIONS.iter().chain(AGG_FUNCS).copied())
+                    )
+                };
+                Err(self.err(e.span, "unknown function", msg))
+            }
+            ExprKind::AggRef(name) => Err(self.type_err(e.span, format!(
+                "@{name} is an aggregation: it can only be printed (printa), truncated, cleared or normalized"
+            ))),
+        }
+    }
+
+    fn name(&mut self, n: &str, span: Span) -> Result<(Ty, IntFn), ScriptError> {
+        let f: (Ty, IntFn) = match n {
+            "execname" => (Ty::Str, Box::new(|env: &mut Env<'_>| env.execname())),
+            "pid" => (Ty::Int, Box::new(|env: &mut Env<'_>| i64::from(env.s.pid))),
+            "tid" => (Ty::Int, Box::new(|env: &mut Env<'_>| i64::from(env.s.tid))),
+            "cpu" => (Ty::Int, Box::new(|env: &mut Env<'_>| i64::from(env.s.cpu))),
+            "timestamp" => (Ty::Int, Box::new(|env: &mut Env<'_>| env.s.time as i64)),
+            "ip" => (Ty::Addr, Box::new(|env: &mut Env<'_>| env.s.ip as i64)),
+            "period" => (Ty::Int, Box::new(|env: &mut Env<'_>| env.s.period as i64)),
+            "event" => (Ty::Str, Box::new(|env: &mut Env<'_>| env.event_name())),
+            "sym" => (Ty::Str, Box::new(|env: &mut Env<'_>| env.symbol(What::Sym))),
+            "mod" => (Ty::Str, Box::new(|env: &mut Env<'_>| env.symbol(What::Mod))),
+            "srcline" => (
+                Ty::Str,
+                Box::new(|env: &mut Env<'_>| env.symbol(What::Srcline)),
+            ),
+            _ => {
+                if let Some(v) = self.globals.get(n) {
+                    let slot = v.slot;
+                    return Ok((
+                        v.ty,
+                        Box::new(move |env: &mut Env<'_>| env.rt.globals[slot]),
+                    ));
+                }
+                let mut names: Vec<&str> = BUILTINS.to_vec();
+                names.extend(self.globals.keys().map(String::as_str));
+                let extra = if n == "arg0" || n == "arg1" {
+                    " (use `args[0]->FIELD` for the sample's fields)".to_string()
+                } else {
+                    hint(n, names)
+                };
+                return Err(self.err(
+                    span,
+                    "unknown variable",
+                    format!(
+                    "`{n}` is not a built-in variable and is not assigned before this point{extra}"
+                ),
+                ));
+            }
+        };
+        Ok(f)
+    }
+
+    fn args(
+        &mut self,
+        index: i64,
+        path: &[(String, Span)],
+        span: Span,
+    ) -> Result<(Ty, IntFn), ScriptError> {
+        let kind = match &self.args {
+            Some(Ok(k)) => *k,
+            Some(Err(m)) => return Err(self.err(span, "type error", m.clone())),
+            None => return Err(self.err(span, "type error", "`args` outside a clause")),
+        };
+        if index != 0 {
+            return Err(self.err(
+                span,
+                "unknown field",
+                format!("only `args[0]` exists (the {})", kind.struct_name()),
+            ));
+        }
+        let names: Vec<&str> = path.iter().map(|p| p.0.as_str()).collect();
+        let f = fields::resolve(kind, &names).map_err(|(i, m)| {
+            let at = path.get(i).map_or(span, |p| p.1);
+            self.err(at, "unknown field", m)
+        })?;
+        let ty = if f.is_addr { Ty::Addr } else { Ty::Int };
+        let func: IntFn = match f.source {
+            Source::Reg { reg, lo, width } => {
+                let off = 4 + 8 * reg as usize;
+                let mask = if width >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << width) - 1
+                };
+                Box::new(move |env: &mut Env<'_>| match env.raw.get(off..off + 8) {
+                    Some(b) => {
+                        let mut a = [0u8; 8];
+                        a.copy_from_slice(b);
+                        ((u64::from_le_bytes(a) >> lo) & mask) as i64
+                    }
+                    None => 0,
+                })
+            }
+            Source::Cpu => Box::new(|env: &mut Env<'_>| i64::from(env.s.cpu)),
+            Source::Addr => Box::new(|env: &mut Env<'_>| env.s.addr.unwrap_or(0) as i64),
+            Source::Weight => Box::new(|env: &mut Env<'_>| env.s.weight.unwrap_or(0) as i64),
+            Source::Weight2 => Box::new(|env: &mut Env<'_>| {
+                env.s
+                    .weight_struct
+                    .map_or(0, |w| ((w >> 32) & 0xffff) as i64)
+            }),
+            Source::PhysAddr => Box::new(|env: &mut Env<'_>| env.s.phys_addr.unwrap_or(0) as i64),
+            Source::DataSrc { lo, width } => {
+                let mask = if width >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << width) - 1
+                };
+                Box::new(move |env: &mut Env<'_>| {
+                    ((env.s.data_src.unwrap_or(0) >> lo) & mask) as i64
+                })
+            }
+        };
+        Ok((ty, func))
+    }
+
+    fn binary(
+        &mut self,
+        op: &'static str,
+        l: &Expr,
+        r: &Expr,
+        span: Span,
+    ) -> Result<(Ty, IntFn), ScriptError> {
+        let (lt, lf) = self.expr(l)?;
+        let (rt, rf) = self.expr(r)?;
+        let cmp = matches!(op, "==" | "!=" | "<" | "<=" | ">" | ">=");
+        if cmp {
+            if lt.is_int() != rt.is_int() {
+                return Err(self.type_err(
+                    span,
+                    format!("cannot compare a {} with a {}", lt.name(), rt.name()),
+                ));
+            }
+            if lt == Ty::Str {
+                if op == "==" || op == "!=" {
+                    // Interned: equal strings have equal ids.
+                    let eq = op == "==";
+                    return Ok((
+                        Ty::Int,
+                        Box::new(move |env: &mut Env<'_>| i64::from((lf(env) == rf(env)) == eq)),
+                    ));
+                }
+                let f: fn(std::cmp::Ordering) -> bool = match op {
+                    "<" => |o| o.is_lt(),
+                    "<=" => |o| o.is_le(),
+                    ">" => |o| o.is_gt(),
+                    _ => |o| o.is_ge(),
+                };
+                return Ok((
+                    Ty::Int,
+                    Box::new(move |env: &mut Env<'_>| {
+                        let (a, b) = (lf(env), rf(env));
+                        let s = &env.rt.strings;
+                        i64::from(f(s.get(a as u32).cmp(s.get(b as u32))))
+                    }),
+                ));
+            }
+        } else if lt == Ty::Str || rt == Ty::Str {
+            let which = if lt == Ty::Str { l.span } else { r.span };
+            return Err(self.type_err(which, format!("`{op}` needs integers, not a string")));
+        }
+        let unsigned = lt == Ty::Addr || rt == Ty::Addr;
+        macro_rules! bin {
+            ($a:ident, $b:ident, $e:expr) => {
+                Box::new(move |env: &mut Env<'_>| {
+                    let $a = lf(env);
+                    let $b = rf(env);
+                    $e
+                }) as IntFn
+            };
+        }
+        let f: IntFn = match op {
+            "+" => bin!(a, b, a.wrapping_add(b)),
+            "-" => bin!(a, b, a.wrapping_sub(b)),
+            "*" => bin!(a, b, a.wrapping_mul(b)),
+            "/" | "%" => {
+                let div = op == "/";
+                Box::new(move |env: &mut Env<'_>| {
+                    let a = lf(env);
+                    let b = rf(env);
+                    if b == 0 {
+                        env.fault = Some("division by zero");
+                        return 0;
+                    }
+                    match (div, unsigned) {
+                        (true, false) => a.wrapping_div(b),
+                        (false, false) => a.wrapping_rem(b),
+                        (true, true) => ((a as u64) / (b as u64)) as i64,
+                        (false, true) => ((a as u64) % (b as u64)) as i64,
+                    }
+                })
+            }
+            "&" => bin!(a, b, a & b),
+            "|" => bin!(a, b, a | b),
+            "^" => bin!(a, b, a ^ b),
+            "<<" => bin!(a, b, a.wrapping_shl(b as u32)),
+            ">>" => {
+                if unsigned {
+                    bin!(a, b, ((a as u64).wrapping_shr(b as u32)) as i64)
+                } else {
+                    bin!(a, b, a.wrapping_shr(b as u32))
+                }
+            }
+            "==" => bin!(a, b, i64::from(a == b)),
+            "!=" => bin!(a, b, i64::from(a != b)),
+            "<" if unsigned => bin!(a, b, i64::from((a as u64) < (b as u64))),
+            "<=" if unsigned => bin!(a, b, i64::from((a as u64) <= (b as u64))),
+            ">" if unsigned => bin!(a, b, i64::from((a as u64) > (b as u64))),
+            ">=" if unsigned => bin!(a, b, i64::from((a as u64) >= (b as u64))),
+            "<" => bin!(a, b, i64::from(a < b)),
+            "<=" => bin!(a, b, i64::from(a <= b)),
+            ">" => bin!(a, b, i64::from(a > b)),
+            ">=" => bin!(a, b, i64::from(a >= b)),
+            "&&" => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) != 0 && rf(env) != 0)),
+            "||" => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) != 0 || rf(env) != 0)),
+            "^^" => bin!(a, b, i64::from((a != 0) != (b != 0))),
+            _ => return Err(self.err(span, "syntax error", format!("unknown operator `{op}`"))),
+        };
+        let ty = if cmp || matches!(op, "&&" | "||" | "^^") {
+            Ty::Int
+        } else if matches!(op, "+" | "-" | "&" | "|") && unsigned {
+            Ty::Addr
+        } else {
+            Ty::Int
+        };
+        Ok((ty, f))
+    }
+}

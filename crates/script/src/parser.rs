@@ -1,0 +1,523 @@
+//! Hand-written recursive-descent parser with Pratt expression parsing (C precedence).
+
+use crate::ast::*;
+use crate::error::{ScriptError, Span};
+use crate::lexer::{Lexer, Tok};
+
+/// Parses a program.
+pub fn parse(src: &str) -> Result<Program, ScriptError> {
+    let mut p = Parser {
+        src,
+        lex: Lexer::new(src),
+        peeked: None,
+        in_predicate: false,
+        depth: 0,
+    };
+    p.program()
+}
+
+struct Parser<'s> {
+    src: &'s str,
+    lex: Lexer<'s>,
+    peeked: Option<(Tok, Span)>,
+    /// Parsing a predicate: a `/` followed by `{` closes it instead of dividing.
+    in_predicate: bool,
+    /// Nesting depth, bounded so that hostile input cannot overflow the stack.
+    depth: u32,
+}
+
+const MAX_DEPTH: u32 = 200;
+
+/// Binding powers: (left, right) for infix operators.
+fn infix_bp(op: &str) -> Option<(u8, u8)> {
+    Some(match op {
+        "?" => (3, 2),
+        "||" => (4, 5),
+        "^^" => (6, 7),
+        "&&" => (8, 9),
+        "|" => (10, 11),
+        "^" => (12, 13),
+        "&" => (14, 15),
+        "==" | "!=" => (16, 17),
+        "<" | "<=" | ">" | ">=" => (18, 19),
+        "<<" | ">>" => (20, 21),
+        "+" | "-" => (22, 23),
+        "*" | "/" | "%" => (24, 25),
+        _ => return None,
+    })
+}
+
+const PREFIX_BP: u8 = 26;
+
+impl<'s> Parser<'s> {
+    fn err(&self, span: Span, msg: impl Into<String>) -> ScriptError {
+        ScriptError::at(self.src, span, "syntax error", msg)
+    }
+
+    fn lex_err(&self, e: (String, Span)) -> ScriptError {
+        self.err(e.1, e.0)
+    }
+
+    fn peek(&mut self) -> Result<&(Tok, Span), ScriptError> {
+        if self.peeked.is_none() {
+            let t = self.lex.next_tok().map_err(|e| self.lex_err(e))?;
+            self.peeked = Some(t);
+        }
+        // Filled just above.
+        Ok(self.peeked.as_ref().expect("peeked"))
+    }
+
+    fn next(&mut self) -> Result<(Tok, Span), ScriptError> {
+        self.peek()?;
+        Ok(self.peeked.take().expect("peeked"))
+    }
+
+    fn is_punct(&mut self, p: &str) -> Result<bool, ScriptError> {
+        Ok(matches!(self.peek()?.0, Tok::Punct(q) if q == p))
+    }
+
+    fn eat(&mut self, p: &str) -> Result<bool, ScriptError> {
+        if self.is_punct(p)? {
+            self.next()?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn expect(&mut self, p: &str, what: &str) -> Result<Span, ScriptError> {
+        let (t, span) = self.next()?;
+        match t {
+            Tok::Punct(q) if q == p => Ok(span),
+            other => Err(self.err(
+                span,
+                format!("expected `{p}` {what}, found {}", other.describe()),
+            )),
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> Result<(String, Span), ScriptError> {
+        let (t, span) = self.next()?;
+        match t {
+            Tok::Ident(s) => Ok((s, span)),
+            other => Err(self.err(span, format!("expected {what}, found {}", other.describe()))),
+        }
+    }
+
+    fn program(&mut self) -> Result<Program, ScriptError> {
+        let mut prog = Program::default();
+        loop {
+            // Clause level works on the raw lexer (probe descriptions have their own mode).
+            debug_assert!(self.peeked.is_none());
+            self.lex.skip_trivia().map_err(|e| self.lex_err(e))?;
+            if self.lex.pos() >= self.src.len() {
+                return Ok(prog);
+            }
+            if self.lex.at("#pragma") {
+                let (line, span) = self.lex.line();
+                prog.options.push(self.pragma(&line, span)?);
+                continue;
+            }
+            if self.lex.at("#") {
+                let (_, span) = self.lex.line();
+                return Err(self.err(
+                    span,
+                    "preprocessor directives are not supported (only `#pragma D option`)",
+                ));
+            }
+            prog.clauses.push(self.clause()?);
+        }
+    }
+
+    fn pragma(
+        &self,
+        line: &str,
+        span: Span,
+    ) -> Result<(String, Option<String>, Span), ScriptError> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["#pragma", "D", "option", opt] => {
+                let (name, value) = match opt.split_once('=') {
+                    Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                    None => (opt.to_string(), None),
+                };
+                Ok((name, value, span))
+            }
+            _ => Err(self.err(span, "expected `#pragma D option NAME[=VALUE]`")),
+        }
+    }
+
+    fn clause(&mut self) -> Result<Clause, ScriptError> {
+        let mut probes = Vec::new();
+        loop {
+            self.lex.skip_trivia().map_err(|e| self.lex_err(e))?;
+            let (desc, span) = self.lex.probe_desc();
+            if desc.is_empty() {
+                let t = self.next()?;
+                return Err(self.err(
+                    t.1,
+                    format!("expected a probe description, found {}", t.0.describe()),
+                ));
+            }
+            probes.push((desc, span));
+            self.lex.skip_trivia().map_err(|e| self.lex_err(e))?;
+            if self.lex.at(",") {
+                self.next()?;
+                continue;
+            }
+            break;
+        }
+        let predicate = if self.lex.at("/") && !self.lex.at("/*") && !self.lex.at("//") {
+            self.next()?;
+            self.in_predicate = true;
+            let e = self.expr(0);
+            self.in_predicate = false;
+            let e = e?;
+            self.expect("/", "to close the predicate")?;
+            Some(e)
+        } else {
+            None
+        };
+        self.expect("{", "to open the clause body")?;
+        let mut body = Vec::new();
+        loop {
+            if self.eat("}")? {
+                break;
+            }
+            if self.eat(";")? {
+                continue;
+            }
+            body.push(self.statement()?);
+            if self.eat(";")? {
+                continue;
+            }
+            if !self.is_punct("}")? {
+                let (t, span) = self.next()?;
+                return Err(self.err(
+                    span,
+                    format!(
+                        "expected `;` or `}}` after a statement, found {}",
+                        t.describe()
+                    ),
+                ));
+            }
+        }
+        debug_assert!(self.peeked.is_none());
+        Ok(Clause {
+            probes,
+            predicate,
+            body,
+        })
+    }
+
+    fn statement(&mut self) -> Result<Stmt, ScriptError> {
+        let (tok, span) = self.peek()?.clone();
+        if let Tok::Agg(name) = tok {
+            self.next()?;
+            let mut keys = Vec::new();
+            if self.eat("[")? {
+                loop {
+                    keys.push(self.expr(0)?);
+                    if self.eat(",")? {
+                        continue;
+                    }
+                    self.expect("]", "to close the aggregation keys")?;
+                    break;
+                }
+            }
+            self.expect(
+                "=",
+                "after the aggregation (aggregations are assigned a function, e.g. `= count()`)",
+            )?;
+            let (func, func_span) = self.ident("an aggregating function (count, sum, avg, …)")?;
+            self.expect("(", "after the aggregating function")?;
+            let args = self.call_args()?;
+            let end = self.lex.pos();
+            return Ok(Stmt::Aggregate {
+                name,
+                keys,
+                func,
+                args,
+                span: Span::new(span.start, end),
+                func_span,
+            });
+        }
+        let e = self.expr(0)?;
+        // Assignment?
+        let target = match &e.kind {
+            ExprKind::Name(n) => Some(Target::Global(n.clone())),
+            ExprKind::SelfVar(n) => Some(Target::SelfVar(n.clone())),
+            ExprKind::ThisVar(n) => Some(Target::ThisVar(n.clone())),
+            _ => None,
+        };
+        let (tok, op_span) = self.peek()?.clone();
+        let op = match tok {
+            Tok::Punct(p) => match p {
+                "=" => Some("="),
+                "+=" => Some("+"),
+                "-=" => Some("-"),
+                "*=" => Some("*"),
+                "/=" => Some("/"),
+                "%=" => Some("%"),
+                "&=" => Some("&"),
+                "|=" => Some("|"),
+                "^=" => Some("^"),
+                "<<=" => Some("<<"),
+                ">>=" => Some(">>"),
+                "++" => Some("++"),
+                "--" => Some("--"),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(op) = op else {
+            return Ok(Stmt::Expr(e));
+        };
+        self.next()?;
+        let Some(target) = target else {
+            return Err(self.err(
+                e.span,
+                "only variables (`x`, `self->x`, `this->x`) can be assigned",
+            ));
+        };
+        let span = e.span.to(op_span);
+        match op {
+            "++" | "--" => {
+                let one = Expr {
+                    kind: ExprKind::Int(1),
+                    span: op_span,
+                };
+                Ok(Stmt::Assign(
+                    target,
+                    if op == "++" { "+" } else { "-" },
+                    one,
+                    span,
+                ))
+            }
+            _ => {
+                let rhs = self.expr(0)?;
+                let span = span.to(rhs.span);
+                Ok(Stmt::Assign(target, op, rhs, span))
+            }
+        }
+    }
+
+    fn call_args(&mut self) -> Result<Vec<Expr>, ScriptError> {
+        let mut args = Vec::new();
+        if self.eat(")")? {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr(0)?);
+            if self.eat(",")? {
+                continue;
+            }
+            self.expect(")", "to close the argument list")?;
+            return Ok(args);
+        }
+    }
+
+    fn expr(&mut self, min_bp: u8) -> Result<Expr, ScriptError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let span = self.peek()?.1;
+            return Err(self.err(span, "expression nested too deeply"));
+        }
+        let r = self.expr_inner(min_bp);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, min_bp: u8) -> Result<Expr, ScriptError> {
+        let mut lhs = self.prefix()?;
+        loop {
+            let (tok, _) = self.peek()?.clone();
+            let Tok::Punct(op) = tok else { break };
+            let Some((l, r)) = infix_bp(op) else { break };
+            if l < min_bp {
+                break;
+            }
+            if op == "/" && self.in_predicate && self.lex.peek_char() == Some('{') {
+                break;
+            }
+            self.next()?;
+            if op == "?" {
+                let then = self.expr(0)?;
+                self.expect(":", "in the conditional expression")?;
+                let els = self.expr(r)?;
+                let span = lhs.span.to(els.span);
+                lhs = Expr {
+                    kind: ExprKind::Ternary(Box::new(lhs), Box::new(then), Box::new(els)),
+                    span,
+                };
+                continue;
+            }
+            let rhs = self.expr(r)?;
+            let span = lhs.span.to(rhs.span);
+            lhs = Expr {
+                kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                span,
+            };
+        }
+        Ok(lhs)
+    }
+
+    fn prefix(&mut self) -> Result<Expr, ScriptError> {
+        let (tok, span) = self.next()?;
+        match tok {
+            Tok::Int(v) => Ok(Expr {
+                kind: ExprKind::Int(v),
+                span,
+            }),
+            Tok::Str(s) => Ok(Expr {
+                kind: ExprKind::Str(s),
+                span,
+            }),
+            Tok::Agg(name) => Ok(Expr {
+                kind: ExprKind::AggRef(name),
+                span,
+            }),
+            Tok::Punct(op @ ("-" | "+" | "!" | "~")) => {
+                let e = self.expr(PREFIX_BP)?;
+                let span = span.to(e.span);
+                Ok(Expr {
+                    kind: ExprKind::Unary(op, Box::new(e)),
+                    span,
+                })
+            }
+            Tok::Punct("(") => {
+                let e = self.expr(0)?;
+                self.expect(")", "to close the parenthesis")?;
+                Ok(e)
+            }
+            Tok::Ident(name) => self.name(name, span),
+            other => Err(self.err(
+                span,
+                format!("expected an expression, found {}", other.describe()),
+            )),
+        }
+    }
+
+    fn name(&mut self, name: String, span: Span) -> Result<Expr, ScriptError> {
+        match name.as_str() {
+            "self" | "this" => {
+                self.expect("->", &format!("after `{name}`"))?;
+                let (var, vspan) = self.ident("a variable name")?;
+                let kind = if name == "self" {
+                    ExprKind::SelfVar(var)
+                } else {
+                    ExprKind::ThisVar(var)
+                };
+                Ok(Expr {
+                    kind,
+                    span: span.to(vspan),
+                })
+            }
+            "args" => {
+                let mut index = 0;
+                let mut end = span;
+                if self.eat("[")? {
+                    let (t, s) = self.next()?;
+                    match t {
+                        Tok::Int(v) => index = v,
+                        other => {
+                            return Err(self.err(
+                                s,
+                                format!("expected an argument index, found {}", other.describe()),
+                            ))
+                        }
+                    }
+                    end = self.expect("]", "after the argument index")?;
+                }
+                let mut path = Vec::new();
+                if self.eat("->")? {
+                    loop {
+                        let (field, fspan) = self.ident("a field name")?;
+                        end = fspan;
+                        path.push((field, fspan));
+                        if !self.eat(".")? {
+                            break;
+                        }
+                    }
+                }
+                Ok(Expr {
+                    kind: ExprKind::Args(index, path),
+                    span: span.to(end),
+                })
+            }
+            _ => {
+                if self.is_punct("(")? {
+                    self.next()?;
+                    let args = self.call_args()?;
+                    let end = self.lex.pos();
+                    return Ok(Expr {
+                        kind: ExprKind::Call(name, args),
+                        span: Span::new(span.start, end),
+                    });
+                }
+                Ok(Expr {
+                    kind: ExprKind::Name(name),
+                    span,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_provider_style_clause() {
+        let p = parse(
+            "#pragma D option quiet\nibs-exec-2000 /execname == \"x\" && args[0]->IbsOpData3.bit.IbsDcMiss == 1/\n{ @a[execname, args[0]->cpu_id] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }\nEND { printa(\"%s %@d\\n\", @a); }",
+        )
+        .unwrap();
+        assert_eq!(p.options[0].0, "quiet");
+        assert_eq!(p.clauses.len(), 2);
+        assert_eq!(p.clauses[0].probes[0].0, "ibs-exec-2000");
+        assert!(p.clauses[0].predicate.is_some());
+        match &p.clauses[0].body[0] {
+            Stmt::Aggregate { keys, func, .. } => {
+                assert_eq!(keys.len(), 2);
+                assert_eq!(func, "sum");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn division_inside_a_predicate() {
+        let p = parse("BEGIN { x = 4; } tick-1s /x / 2 > 1/ { x = 0 }").unwrap();
+        let Some(pred) = &p.clauses[1].predicate else {
+            panic!()
+        };
+        assert!(matches!(pred.kind, ExprKind::Binary(">", ..)));
+    }
+
+    #[test]
+    fn precedence_is_c() {
+        let p = parse("BEGIN { x = 1 + 2 * 3 == 7 && 1 ? 4 : 5 }").unwrap();
+        let Stmt::Assign(_, _, e, _) = &p.clauses[0].body[0] else {
+            panic!()
+        };
+        assert!(matches!(e.kind, ExprKind::Ternary(..)));
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let e = parse("BEGIN\n{\n  x = (1 + ;\n}").unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("3:12: syntax error"), "{s}");
+        assert!(s.contains("\n             ^"), "{s}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let src = format!("BEGIN {{ x = {}1; }}", "(".repeat(10000));
+        assert!(parse(&src).is_err());
+        let src = format!("BEGIN {{ x = {}1; }}", "-".repeat(10000));
+        assert!(parse(&src).is_err());
+    }
+}

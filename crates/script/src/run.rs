@@ -1,0 +1,600 @@
+//! Running a compiled program: binding probes to an input's events, the per-sample
+//! dispatch, ticks, END, output and notes.
+
+use std::collections::HashMap;
+
+use culprit_decode::ibs::IbsKind;
+use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
+
+use crate::agg::Agg;
+use crate::compile::Program;
+use crate::error::ScriptError;
+use crate::format::Piece;
+use crate::probe::{glob, Probe};
+use crate::{FxBuild, Interner};
+
+/// What to ask a [`SymbolSource`] about a sample's IP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum What {
+    /// Function name (`sym`).
+    Sym,
+    /// Module (DSO short name, `mod`).
+    Mod,
+    /// `file:line` (`srcline`).
+    Srcline,
+}
+
+/// Names of code locations for `sym`, `mod` and `srcline`. Called once per distinct location
+/// and question: the runner caches the answers.
+pub trait SymbolSource {
+    /// The name of `sample`'s IP.
+    fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String;
+}
+
+/// Names from the profile alone: the DSO for `mod`, the hex address for `sym` and `srcline`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoSymbols;
+
+impl SymbolSource for NoSymbols {
+    fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String {
+        match what {
+            What::Mod => profile
+                .dso(&sample.location)
+                .map_or_else(|| "[unknown]".to_string(), |d| d.short_name.clone()),
+            _ => format!("0x{:x}", sample.ip),
+        }
+    }
+}
+
+impl SymbolSource for culprit_symbols::Symbolizer {
+    fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String {
+        match what {
+            What::Mod => NoSymbols.lookup(profile, sample, what),
+            What::Sym => {
+                let r = self.resolve(
+                    profile,
+                    culprit_symbols::Query::of(sample.location, sample.pid),
+                );
+                r.symbol
+                    .and_then(|id| self.symbol(id))
+                    .map_or_else(|| "[unknown]".to_string(), |s| s.name.clone())
+            }
+            What::Srcline => {
+                let frames = self.source(
+                    profile,
+                    sample.location.dso,
+                    sample.location.file_offset,
+                    false,
+                );
+                match frames.first() {
+                    Some(f) => format!(
+                        "{}:{}",
+                        f.file.as_deref().unwrap_or("??"),
+                        f.line.map_or_else(|| "?".to_string(), |l| l.to_string())
+                    ),
+                    None => "??:0".to_string(),
+                }
+            }
+        }
+    }
+}
+
+/// Run-time state shared by the compiled closures.
+pub(crate) struct Rt {
+    pub globals: Vec<i64>,
+    pub this: Vec<i64>,
+    pub selfs: HashMap<(i32, u32), i64, FxBuild>,
+    pub self_limit: usize,
+    pub self_dropped: u64,
+    pub strings: Interner,
+    /// Profile string id → interned id + 1 (0: not yet).
+    comm_ids: Vec<u32>,
+    /// Event index → interned id + 1.
+    event_ids: Vec<u32>,
+    loc_cache: HashMap<(What, Option<u32>, u64, i32), u32, FxBuild>,
+    pub aggs: Vec<Agg>,
+    pub out: String,
+    pub exit: Option<i64>,
+}
+
+impl Rt {
+    pub fn set_self(&mut self, key: (i32, u32), v: i64) {
+        if v == 0 {
+            // DTrace frees a thread-local variable assigned zero; so do we (bounded memory).
+            self.selfs.remove(&key);
+        } else if self.selfs.len() < self.self_limit || self.selfs.contains_key(&key) {
+            self.selfs.insert(key, v);
+        } else {
+            self.self_dropped += 1;
+        }
+    }
+
+    pub fn printa(&mut self, idx: usize, pieces: Option<&[Piece]>) {
+        let Some(agg) = self.aggs.get_mut(idx) else {
+            return;
+        };
+        agg.printed = true;
+        let agg = &self.aggs[idx];
+        let mut out = std::mem::take(&mut self.out);
+        match pieces {
+            Some(p) => agg.print_format(&mut out, p, &self.strings),
+            None => agg.print_default(&mut out, &self.strings),
+        }
+        self.out = out;
+    }
+}
+
+/// The per-firing context the closures read.
+pub(crate) struct Env<'a> {
+    pub p: &'a Profile,
+    pub s: &'a Sample,
+    pub raw: &'a [u8],
+    pub rt: &'a mut Rt,
+    pub syms: &'a mut dyn SymbolSource,
+    pub fault: Option<&'static str>,
+}
+
+impl Env<'_> {
+    pub fn execname(&mut self) -> i64 {
+        let id = self.s.comm as usize;
+        if let Some(&v) = self.rt.comm_ids.get(id) {
+            if v != 0 {
+                return i64::from(v - 1);
+            }
+        }
+        let v = self.rt.strings.intern(self.p.str(self.s.comm));
+        if id < self.p.strings.len() {
+            if self.rt.comm_ids.len() <= id {
+                self.rt.comm_ids.resize(id + 1, 0);
+            }
+            self.rt.comm_ids[id] = v + 1;
+        }
+        i64::from(v)
+    }
+
+    pub fn event_name(&mut self) -> i64 {
+        let id = self.s.event as usize;
+        if let Some(&v) = self.rt.event_ids.get(id) {
+            if v != 0 {
+                return i64::from(v - 1);
+            }
+        }
+        let name = self.p.events.get(id).map_or("", |e| e.name.as_str());
+        let v = self.rt.strings.intern(name);
+        if id < self.p.events.len() {
+            if self.rt.event_ids.len() <= id {
+                self.rt.event_ids.resize(id + 1, 0);
+            }
+            self.rt.event_ids[id] = v + 1;
+        }
+        i64::from(v)
+    }
+
+    pub fn symbol(&mut self, what: What) -> i64 {
+        let loc: Location = self.s.location;
+        // Per-process objects (JIT, anonymous) and unmapped addresses are per pid.
+        let pid = match self.p.dso(&loc) {
+            Some(d) => d.pid.unwrap_or(-1),
+            None => self.s.pid,
+        };
+        let key = (what, loc.dso, loc.file_offset, pid);
+        if let Some(&v) = self.rt.loc_cache.get(&key) {
+            return i64::from(v);
+        }
+        let name = self.syms.lookup(self.p, self.s, what);
+        let v = self.rt.strings.intern(&name);
+        self.rt.loc_cache.insert(key, v);
+        i64::from(v)
+    }
+}
+
+/// A sample with nothing in it, for BEGIN, END and tick clauses.
+fn empty_sample(time: u64) -> Sample {
+    Sample {
+        event: u16::MAX,
+        time,
+        pid: -1,
+        tid: -1,
+        cpu: 0,
+        period: 0,
+        ip: 0,
+        cpumode: CpuMode::Unknown,
+        exact_ip: false,
+        comm: u32::MAX,
+        location: Location {
+            dso: None,
+            file_offset: 0,
+        },
+        callchain: 0..0,
+        addr: None,
+        weight: None,
+        data_src: None,
+        phys_addr: None,
+        raw: 0..0,
+        weight_struct: None,
+        transaction: None,
+        data_page_size: None,
+        code_page_size: None,
+        stream_id: None,
+        id: None,
+        read: 0..0,
+        user_regs: 0..0,
+        user_stack: 0..0,
+        branch_count: 0,
+    }
+}
+
+struct Tick {
+    clause: usize,
+    every: u64,
+    next: Option<u64>,
+    skipped: u64,
+}
+
+/// A program bound to an input's events, with its state.
+pub struct Runner<'p> {
+    prog: &'p Program,
+    rt: Rt,
+    /// Per event: the clauses to run, in source order.
+    dispatch: Vec<Vec<usize>>,
+    begin: Vec<usize>,
+    end: Vec<usize>,
+    ticks: Vec<Tick>,
+    notes: Vec<String>,
+    /// Samples seen / samples that fired at least one clause.
+    pub samples_seen: u64,
+    /// Samples of events some clause probes.
+    pub samples_matched: u64,
+    faults: HashMap<(usize, &'static str), u64>,
+    done: bool,
+}
+
+/// Whether a recorded event's name is the probe's event (`cycles` matches `cycles` and
+/// `cycles:u`; `*` globs).
+fn event_matches(pat: &str, name: &str) -> bool {
+    if pat.contains('*') || pat.contains('?') {
+        return glob(pat, name);
+    }
+    name == pat
+        || name.split(':').next() == Some(pat)
+        || name.trim_end_matches('/') == format!("cpu/{pat}")
+}
+
+fn is_cpu_clock(e: &EventInfo) -> bool {
+    (e.attr_type == 1 && e.config == 0) || e.name == "cpu-clock" || e.name.starts_with("cpu-clock:")
+}
+
+impl Program {
+    /// Binds the program to the events of an input (`what` names the input in messages):
+    /// every sample probe must match an event there, else an error lists the events present.
+    /// A probe's period that differs from the recorded one gives a note (it filters nothing).
+    pub fn runner(&self, events: &[EventInfo], what: &str) -> Result<Runner<'_>, ScriptError> {
+        let mut dispatch = vec![Vec::new(); events.len()];
+        let mut notes = Vec::new();
+        let mut begin = Vec::new();
+        let mut end = Vec::new();
+        let mut ticks = Vec::new();
+        let present = || {
+            let names: Vec<String> = events
+                .iter()
+                .map(|e| match e.pmu.as_deref() {
+                    Some(p) if IbsKind::from_pmu(p).is_some() => format!("{} (IBS, {p})", e.name),
+                    _ => e.name.clone(),
+                })
+                .collect();
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        for (ci, info) in self.infos.iter().enumerate() {
+            for (probe, text) in &info.probes {
+                let kind_of = |e: &EventInfo| e.pmu.as_deref().and_then(IbsKind::from_pmu);
+                let (matched, want): (Vec<usize>, Option<(u64, bool)>) = match probe {
+                    Probe::Begin => {
+                        begin.push(ci);
+                        continue;
+                    }
+                    Probe::End => {
+                        end.push(ci);
+                        continue;
+                    }
+                    Probe::Tick { ns } => {
+                        ticks.push(Tick {
+                            clause: ci,
+                            every: *ns,
+                            next: None,
+                            skipped: 0,
+                        });
+                        continue;
+                    }
+                    Probe::Pmc { event, period } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| kind_of(e).is_none() && event_matches(event, &e.name))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        period.map(|p| (p, false)),
+                    ),
+                    Probe::IbsOp { period } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| kind_of(e) == Some(IbsKind::Op))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        period.map(|p| (p, false)),
+                    ),
+                    Probe::IbsFetch { period } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| kind_of(e) == Some(IbsKind::Fetch))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        period.map(|p| (p, false)),
+                    ),
+                    Probe::Profile { hz } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| is_cpu_clock(e))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        Some((*hz, true)),
+                    ),
+                };
+                if matched.is_empty() {
+                    return Err(ScriptError::Input(format!(
+                        "probe `{text}` (line {}): no such event in {what}; the events there are: {}",
+                        info.line,
+                        present()
+                    )));
+                }
+                for &i in &matched {
+                    if !dispatch[i].contains(&ci) {
+                        dispatch[i].push(ci);
+                    }
+                    if let Some((v, freq)) = want {
+                        let e = &events[i];
+                        if e.period_or_freq != v || e.freq != freq {
+                            let rec = if e.freq {
+                                format!("at {} Hz", e.period_or_freq)
+                            } else {
+                                format!("with period {}", e.period_or_freq)
+                            };
+                            let asked = if freq {
+                                format!("{v} Hz")
+                            } else {
+                                format!("period {v}")
+                            };
+                            let note = format!(
+                                "probe `{text}` asks for {asked} but `{}` was recorded {rec}; offline, the suffix does not filter samples: all of them fire the probe",
+                                e.name
+                            );
+                            if !notes.contains(&note) {
+                                notes.push(note);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for d in &mut dispatch {
+            d.sort_unstable();
+        }
+        let rt = Rt {
+            globals: vec![0; self.n_globals],
+            this: vec![0; self.max_this],
+            selfs: HashMap::default(),
+            self_limit: self.max_keys,
+            self_dropped: 0,
+            strings: self.strings.clone(),
+            comm_ids: Vec::new(),
+            event_ids: Vec::new(),
+            loc_cache: HashMap::default(),
+            aggs: self
+                .aggs
+                .iter()
+                .map(|a| Agg::new(a.name.clone(), a.func, a.key_types.clone(), self.max_keys))
+                .collect(),
+            out: String::new(),
+            exit: None,
+        };
+        let _ = self.n_self;
+        Ok(Runner {
+            prog: self,
+            rt,
+            dispatch,
+            begin,
+            end,
+            ticks,
+            notes,
+            samples_seen: 0,
+            samples_matched: 0,
+            faults: HashMap::new(),
+            done: false,
+        })
+    }
+}
+
+impl Runner<'_> {
+    /// Notes from binding (period suffixes that differ from the recording).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn fire(&mut self, ci: usize, p: &Profile, s: &Sample, syms: &mut dyn SymbolSource) {
+        let clause = &self.prog.clauses[ci];
+        let mut env = Env {
+            p,
+            s,
+            raw: p.raw(s),
+            rt: &mut self.rt,
+            syms,
+            fault: None,
+        };
+        if clause.n_this > 0 {
+            env.rt.this[..clause.n_this].fill(0);
+        }
+        if let Some(pred) = &clause.pred {
+            let v = pred(&mut env);
+            if let Some(f) = env.fault {
+                *self.faults.entry((ci, f)).or_default() += 1;
+                return;
+            }
+            if v == 0 {
+                return;
+            }
+        }
+        for st in &clause.body {
+            st(&mut env);
+            if let Some(f) = env.fault {
+                *self.faults.entry((ci, f)).or_default() += 1;
+                return;
+            }
+        }
+    }
+
+    /// Runs the BEGIN clauses.
+    pub fn begin(&mut self, p: &Profile, syms: &mut dyn SymbolSource) {
+        let s = empty_sample(0);
+        for i in 0..self.begin.len() {
+            let ci = self.begin[i];
+            self.fire(ci, p, &s, syms);
+        }
+        if self.rt.exit.is_some() {
+            self.done = true;
+        }
+    }
+
+    /// Runs the clauses of one sample (and the ticks due before it). Returns false once the
+    /// program called `exit()`: the caller should stop and call [`Runner::end`].
+    #[inline]
+    pub fn sample(&mut self, p: &Profile, s: &Sample, syms: &mut dyn SymbolSource) -> bool {
+        if self.done {
+            return false;
+        }
+        self.samples_seen += 1;
+        if !self.ticks.is_empty() && s.time > 0 {
+            self.run_ticks(p, s.time, syms);
+        }
+        let Some(clauses) = self.dispatch.get(s.event as usize) else {
+            return true;
+        };
+        if clauses.is_empty() {
+            return true;
+        }
+        self.samples_matched += 1;
+        if clauses.len() == 1 {
+            self.fire(clauses[0], p, s, syms);
+        } else {
+            for i in 0..clauses.len() {
+                let ci = self.dispatch[s.event as usize][i];
+                self.fire(ci, p, s, syms);
+            }
+        }
+        if self.rt.exit.is_some() {
+            self.done = true;
+            return false;
+        }
+        true
+    }
+
+    fn run_ticks(&mut self, p: &Profile, now: u64, syms: &mut dyn SymbolSource) {
+        for t in 0..self.ticks.len() {
+            let tick = &mut self.ticks[t];
+            let next = *tick.next.get_or_insert(now.saturating_add(tick.every));
+            if next > now {
+                continue;
+            }
+            // Catch up over gaps, but never fire more than 1000 times at once.
+            let due = (now - next) / tick.every + 1;
+            let fire = due.min(1000);
+            tick.skipped += due - fire;
+            let first = next + (due - fire) * tick.every;
+            tick.next = Some(next + due * tick.every);
+            let ci = tick.clause;
+            for k in 0..fire {
+                let s = empty_sample(first + k * self.ticks[t].every);
+                self.fire(ci, p, &s, syms);
+                if self.rt.exit.is_some() {
+                    self.done = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs the END clauses; in text mode (`auto_print`), then prints the aggregations that
+    /// were never printed with printa, as DTrace does at exit.
+    pub fn end(&mut self, p: &Profile, syms: &mut dyn SymbolSource, auto_print: bool) {
+        let s = empty_sample(0);
+        self.done = false;
+        for i in 0..self.end.len() {
+            let ci = self.end[i];
+            self.fire(ci, p, &s, syms);
+        }
+        self.done = true;
+        if auto_print {
+            for i in 0..self.rt.aggs.len() {
+                if !self.rt.aggs[i].printed && !self.rt.aggs[i].map.is_empty() {
+                    self.rt.printa(i, None);
+                }
+            }
+        }
+        for t in &self.ticks {
+            if t.skipped > 0 {
+                self.notes.push(format!(
+                    "clause at line {}: {} tick firings were skipped over gaps in the samples (at most 1000 per gap)",
+                    self.prog.infos[t.clause].line, t.skipped
+                ));
+            }
+        }
+        let mut faults: Vec<_> = self.faults.iter().collect();
+        faults.sort();
+        for ((ci, what), n) in faults {
+            self.notes.push(format!(
+                "clause at line {}: {n} firings stopped by a run-time error ({what})",
+                self.prog.infos[*ci].line
+            ));
+        }
+        for a in &self.rt.aggs {
+            if let Some(n) = a.dropped_note() {
+                self.notes.push(n);
+            }
+        }
+        if self.rt.self_dropped > 0 {
+            self.notes.push(format!(
+                "self-> variable limit {} reached: {} assignments dropped",
+                self.rt.self_limit, self.rt.self_dropped
+            ));
+        }
+    }
+
+    /// Text printed since the last call.
+    pub fn take_output(&mut self) -> String {
+        std::mem::take(&mut self.rt.out)
+    }
+
+    /// Bytes of output waiting.
+    pub fn pending_output(&self) -> usize {
+        self.rt.out.len()
+    }
+
+    /// The `exit()` value, if the program called it.
+    pub fn exit_code(&self) -> Option<i64> {
+        self.rt.exit
+    }
+
+    /// All aggregations as JSON objects (see docs/trace.md).
+    pub fn aggregations_json(&self) -> Vec<serde_json::Value> {
+        self.rt
+            .aggs
+            .iter()
+            .map(|a| a.to_json(&self.rt.strings))
+            .collect()
+    }
+}
