@@ -326,6 +326,12 @@ pub struct Profile {
     pub dsos: Vec<Dso>,
     /// Total lost samples (LOST + LOST_SAMPLES records).
     pub lost: u64,
+    /// Samples the kernel reported dropped in PERF_RECORD_LOST_SAMPLES records (what perf
+    /// report prints as "Total Lost Samples").
+    pub lost_samples: u64,
+    /// Events lost to a full ring buffer, from PERF_RECORD_LOST records (perf's "lost N
+    /// chunks" warning). `lost` is the sum of both.
+    pub lost_events: u64,
     /// THROTTLE records seen.
     pub throttles: u64,
     /// Non-fatal problems (unknown record types, unmatched sample ids, …).

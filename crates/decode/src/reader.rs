@@ -630,6 +630,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 rt::LOST_SAMPLES => {
                     let lost = u64_at(body, 0, self.be);
                     if let Some(l) = lost {
+                        self.p.lost_samples = self.p.lost_samples.saturating_add(l);
                         self.add_lost(r.attr, l);
                     }
                     lost.map(|_| ())
@@ -661,6 +662,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let id = u64_at(body, 0, self.be)?;
         let n = u64_at(body, 8, self.be)?;
         let attr = self.id_to_attr.get(&id).copied().unwrap_or(0);
+        self.p.lost_events = self.p.lost_events.saturating_add(n);
         self.add_lost(attr, n);
         Some(())
     }

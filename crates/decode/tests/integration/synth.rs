@@ -468,6 +468,7 @@ fn test_read_bytes_synthetic_state_and_fields() {
     assert_eq!(p.events[0].period, 40_000);
     assert_eq!(p.events[1].samples, 1);
     assert_eq!((p.events[0].lost, p.events[1].lost, p.lost), (3, 5, 8));
+    assert_eq!((p.lost_samples, p.lost_events), (3, 5));
     assert_eq!(p.throttles, 2);
 }
 
