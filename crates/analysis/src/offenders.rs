@@ -45,9 +45,9 @@ pub struct Config {
 }
 
 /// Default `t1` in samples (see docs/offenders.md for why).
-pub const DEFAULT_T1_SAMPLES: u64 = 200;
+pub const DEFAULT_T1_SAMPLES: u64 = 100;
 /// Default `t2` in samples.
-pub const DEFAULT_T2_SAMPLES: u64 = 20;
+pub const DEFAULT_T2_SAMPLES: u64 = 5;
 /// Default offender table capacity.
 pub const DEFAULT_CAPACITY: usize = 64;
 

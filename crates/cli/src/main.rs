@@ -32,10 +32,14 @@ enum Command {
     Script(cmd::script::ScriptArgs),
     /// IBS fetch/op/data-centric reports from a perf.data file.
     Ibs(cmd::ibs::IbsArgs),
+    /// DTrace-style probes, predicates and aggregations over samples (files or live).
+    Trace(cmd::trace::TraceArgs),
     /// What this machine can measure: PMUs, events, capabilities.
     List(cmd::list::ListArgs),
     /// Build the shipped example workload, record it with several events and report it.
     Demo(cmd::demo::DemoArgs),
+    /// Live view of the hottest functions per event (perf top), with worst offenders.
+    Top(cmd::top::TopArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -47,8 +51,10 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Annotate(args) => cmd::annotate::run(args),
         Command::Script(args) => cmd::script::run(args),
         Command::Ibs(args) => cmd::ibs::run(args),
+        Command::Trace(args) => cmd::trace::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Top(args) => cmd::top::run(args),
     }
 }
 

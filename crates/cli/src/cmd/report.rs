@@ -108,10 +108,40 @@ pub struct ReportArgs {
     /// sampled slot counts; text or json, see docs/stat.md).
     #[arg(long = "topdown")]
     pub topdown: bool,
+    /// Worst offenders by the paired-sampling detector (bounded memory; docs/offenders.md)
+    /// instead of hotspots; text or json.
+    #[arg(long = "offenders")]
+    pub offenders: bool,
+    /// --offenders: the first counter's terminal value (all samples of the event).
+    #[arg(long = "t1", value_name = "N", requires = "offenders")]
+    pub t1: Option<u64>,
+    /// --offenders: the second counter's terminal value (samples at the candidate).
+    #[arg(long = "t2", value_name = "N", requires = "offenders")]
+    pub t2: Option<u64>,
+    /// --offenders: what --t1/--t2 count (samples, or events = sum of sample periods).
+    #[arg(long = "offenders-unit", value_enum, default_value_t = super::top::UnitArg::Samples)]
+    pub offenders_unit: super::top::UnitArg,
+    /// --offenders: also build the exact per-address histogram and compare (precision,
+    /// recall of the top-1/top-5, memory).
+    #[arg(long = "exact", requires = "offenders")]
+    pub exact: bool,
 }
 
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.offenders {
+        return super::top::report_offenders(&super::top::OffendersReport {
+            input: &args.input,
+            events: &args.event,
+            settings: super::top::OffenderSettings {
+                t1: args.t1,
+                t2: args.t2,
+                unit: args.offenders_unit,
+            },
+            exact: args.exact,
+            json: args.format == ReportFormat::Json,
+        });
+    }
     let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
     let bar = progress_bar();

@@ -1,0 +1,147 @@
+//! `culprit top` in plain-text mode (stdout is not a terminal): refreshing blocks of the
+//! hottest functions with percentages, the offenders panel, a launched command and `-p`.
+//! cpu-clock only, so these run without a hardware PMU.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Splits plain-text output into refresh blocks (each starts with "culprit top:").
+fn blocks(text: &str) -> Vec<Vec<&str>> {
+    let mut out: Vec<Vec<&str>> = Vec::new();
+    for l in text.lines() {
+        if l.starts_with("culprit top:") {
+            out.push(Vec::new());
+        }
+        if let Some(b) = out.last_mut() {
+            b.push(l);
+        }
+    }
+    out
+}
+
+/// The percentage of the first column of the row naming `sym`.
+fn percent_of(block: &[&str], sym: &str) -> Option<f64> {
+    block.iter().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.last() == Some(&sym) && f.first()?.ends_with('%') {
+            f[0].trim_end_matches('%').parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
+#[test]
+fn plain_text_refreshes_with_function_percentages_and_offenders() {
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let out = common::run_ok(
+        common::culprit()
+            .args([
+                "top",
+                "-e",
+                "cpu-clock",
+                "-F",
+                "1000",
+                "-d",
+                "0.5",
+                "--offenders",
+                "--",
+            ])
+            .arg(&shares)
+            .arg("120")
+            .stdout(Stdio::piped()),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    let b = blocks(&text);
+    assert!(b.len() >= 2, "several refreshes: {}", b.len());
+    let last = b.last().unwrap();
+    assert!(
+        last[1].contains("cpu-clock*"),
+        "sorted by cpu-clock: {}",
+        last[1]
+    );
+    let heavy = percent_of(last, "heavy").expect("heavy row");
+    let light = percent_of(last, "light").expect("light row");
+    // shares.c: heavy does 3x the work of light (75% / 25% of the process's time).
+    assert!((heavy - 75.0).abs() < 10.0, "heavy {heavy}%");
+    assert!((light - 25.0).abs() < 10.0, "light {light}%");
+    assert!(heavy > light);
+    // Sorted: percentages do not increase down the table.
+    let pcts: Vec<f64> = last[2..]
+        .iter()
+        .take_while(|l| !l.starts_with("Offenders"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .next()?
+                .trim_end_matches('%')
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert!(pcts.windows(2).all(|w| w[0] >= w[1]), "{pcts:?}");
+    // The offenders panel names a confirmed address in heavy (75% of the samples).
+    let panel: Vec<&&str> = last
+        .iter()
+        .skip_while(|l| !l.starts_with("Offenders of cpu-clock"))
+        .collect();
+    assert!(!panel.is_empty(), "offenders panel");
+    assert!(
+        panel
+            .iter()
+            .any(|l| l.contains("shares") && l.contains("0x") && l.ends_with("heavy")),
+        "{panel:?}"
+    );
+    // The sample counts grow from block to block.
+    let count = |blk: &[&str]| -> u64 {
+        blk[0]
+            .split(", ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next()?.parse().ok())
+            .unwrap()
+    };
+    assert!(count(last) > count(&b[0]));
+    // The temporary recording is removed.
+    assert!(!std::env::temp_dir()
+        .join(format!("culprit-top-{}.data", std::process::id()))
+        .exists());
+}
+
+#[test]
+fn attach_to_pid_for_a_duration() {
+    let _lock = common::pmu_lock();
+    let mut child = Command::new(common::workload("shares"))
+        .arg("100000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let out = common::culprit()
+        .args(["top", "-e", "cpu-clock", "--stdio", "--duration", "2", "-p"])
+        .arg(child.id().to_string())
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
+    let b = blocks(&text);
+    assert!(
+        (1..=4).contains(&b.len()),
+        "about 2 s of 1 s refreshes: {}",
+        b.len()
+    );
+    let heavy = percent_of(b.last().unwrap(), "heavy").expect("heavy row");
+    assert!(heavy > 50.0, "heavy {heavy}%");
+}
+
+#[test]
+fn nothing_to_watch_is_an_error() {
+    let out = common::culprit().args(["top", "--stdio"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to watch"));
+}
