@@ -1,0 +1,483 @@
+//! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
+//! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language is culprit-script's;
+//! this module only reads inputs, records live, and prints.
+//!
+//! Live mode records the program's events with culprit's recorder into a temporary file and
+//! runs the program over it when the recording ends (Ctrl-C, the command exits, or the
+//! processes exit); `tick-N` probes fire on sample time.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::ValueEnum;
+use culprit_collect::events::{self, SampleRate};
+use culprit_collect::record::{self, CallGraph, RecordOptions, Target};
+use culprit_decode::model::{Profile, Sample};
+use culprit_script::probe::Probe;
+use culprit_script::{Options, Program, Runner, SymbolSource};
+use culprit_symbols::{Symbolizer, SymbolizerOptions};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    /// What the program prints, as DTrace prints it.
+    Text,
+    /// One JSON object (schema in docs/trace.md).
+    Json,
+}
+
+/// Arguments of `culprit trace`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "DTrace-style probes, predicates and aggregations over samples (files or live)",
+    after_help = "EXAMPLES:\n  culprit trace -i perf.data -e 'pmc:::cpu-clock { @[sym] = count(); }'\n  culprit trace -e 'profile:::hz-999 /execname == \"prog\"/ { @[sym] = count(); }' -- ./prog\n  culprit trace -s examples/trace/dcache-misses-per-exec.d -i ibs.data\n  culprit trace -e 'ibs-exec-2000 { @[execname] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }' -a -- sleep 5\n\nThe language (probes, built-ins, args[0] fields, aggregations) is described in docs/trace.md.",
+    trailing_var_arg = true
+)]
+pub struct TraceArgs {
+    /// The program text.
+    #[arg(short = 'e', long = "expr", value_name = "PROGRAM", conflicts_with = "script")]
+    pub program: Option<String>,
+    /// A program file (a `#!` first line is ignored).
+    #[arg(short = 's', long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Run over the samples of this perf.data file (`-` reads a pipe-mode stream from stdin).
+    #[arg(short = 'i', long = "input", value_name = "PERF.DATA", conflicts_with_all = ["pid", "all_cpus"])]
+    pub input: Option<PathBuf>,
+    /// Live: attach to running process(es) (comma-separated) until Ctrl-C or they exit.
+    #[arg(short = 'p', long = "pid", value_name = "PID[,PID…]", conflicts_with = "all_cpus")]
+    pub pid: Option<String>,
+    /// Live: system-wide (with a command, until it exits; without, until Ctrl-C).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = TraceFormat::Text)]
+    pub format: TraceFormat,
+    /// Quiet: only what the program prints (like `#pragma D option quiet`).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Distinct keys kept per aggregation (and thread-local variables); more are dropped and
+    /// counted in a note.
+    #[arg(long = "max-keys", value_name = "N", default_value_t = 100_000)]
+    pub max_keys: usize,
+    /// Print timing to stderr; offline, reads the file into memory first so that the
+    /// evaluation is timed alone (samples per second).
+    #[arg(long = "stats")]
+    pub stats: bool,
+    /// Live: ring buffer size per CPU in pages (a power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = record::DEFAULT_MMAP_PAGES)]
+    pub mmap_pages: usize,
+    /// Live: the command to run (put `--` before it).
+    #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// Runs `culprit trace`.
+pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    let (src, name) = match (&args.program, &args.script) {
+        (Some(p), None) => (p.clone(), "<program>".to_string()),
+        (None, Some(f)) => (
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
+            f.display().to_string(),
+        ),
+        _ => bail!("give the program with -e PROGRAM or -s FILE"),
+    };
+    let opts = Options {
+        max_keys: args.max_keys.max(1),
+        quiet: args.quiet,
+    };
+    let prog = match culprit_script::compile(&src, &opts) {
+        Ok(p) => p,
+        Err(e) => bail!("{name}:{e}"),
+    };
+    let mut sink = Sink::new(args.format);
+    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    let live = args.input.is_none();
+    let (input, temp) = match &args.input {
+        Some(p) => (p.clone(), None),
+        None => {
+            let path = record_live(&prog, &args)?;
+            (path.clone(), Some(TempFile(path)))
+        }
+    };
+    if live {
+        sink.notes.push(
+            "live: the events were recorded to a temporary file and the program ran over it when recording ended; tick-N probes fire on sample time".into(),
+        );
+    }
+    let what = if live {
+        "the live recording".to_string()
+    } else {
+        input.display().to_string()
+    };
+    let result = if args.stats || input.as_os_str() == "-" {
+        run_in_memory(&prog, &input, &what, &mut sink, &mut syms, args.stats)
+    } else {
+        run_streaming(&prog, &input, &what, &mut sink, &mut syms)
+    };
+    drop(temp);
+    let outcome = result?;
+    sink.finish(&outcome, &input, live)?;
+    Ok(match outcome.exit {
+        Some(v) => ExitCode::from(v.clamp(0, 255) as u8),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// Removes the live recording when done.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Where output goes: stdout as it is printed (text), or collected (JSON).
+struct Sink {
+    format: TraceFormat,
+    text: String,
+    notes: Vec<String>,
+    out: std::io::Stdout,
+}
+
+impl Sink {
+    fn new(format: TraceFormat) -> Sink {
+        Sink {
+            format,
+            text: String::new(),
+            notes: Vec::new(),
+            out: std::io::stdout(),
+        }
+    }
+
+    fn flush_runner(&mut self, r: &mut Runner<'_>) -> std::io::Result<()> {
+        let s = r.take_output();
+        if s.is_empty() {
+            return Ok(());
+        }
+        match self.format {
+            TraceFormat::Text => self.out.lock().write_all(s.as_bytes()),
+            TraceFormat::Json => {
+                // Bounded: a program printing per sample cannot grow the JSON without limit.
+                const CAP: usize = 64 << 20;
+                if self.text.len() + s.len() <= CAP {
+                    self.text.push_str(&s);
+                } else if !self.notes.iter().any(|n| n.starts_with("output truncated")) {
+                    self.notes
+                        .push(format!("output truncated at {CAP} bytes in the JSON document"));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(&mut self, o: &Outcome, input: &Path, live: bool) -> anyhow::Result<()> {
+        let mut notes = self.notes.clone();
+        notes.extend(o.notes.iter().cloned());
+        match self.format {
+            TraceFormat::Text => {
+                self.out.lock().flush()?;
+                for n in &notes {
+                    eprintln!("culprit trace: note: {n}");
+                }
+            }
+            TraceFormat::Json => {
+                let v = serde_json::json!({
+                    "input": if live { serde_json::Value::Null } else { input.display().to_string().into() },
+                    "samples": { "seen": o.seen, "matched": o.matched },
+                    "output": self.text,
+                    "aggregations": o.aggregations,
+                    "notes": notes,
+                    "exit": o.exit,
+                    "stopped": o.stopped,
+                });
+                let mut out = self.out.lock();
+                writeln!(out, "{v}")?;
+                out.flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Outcome {
+    seen: u64,
+    matched: u64,
+    aggregations: Vec<serde_json::Value>,
+    notes: Vec<String>,
+    exit: Option<i64>,
+    stopped: Option<String>,
+}
+
+fn bind<'p>(
+    prog: &'p Program,
+    profile: &Profile,
+    what: &str,
+    quiet: bool,
+) -> anyhow::Result<Runner<'p>> {
+    let r = prog.runner(&profile.events, what)?;
+    if !quiet {
+        let probes = prog
+            .clauses()
+            .iter()
+            .map(|c| c.probes.len())
+            .sum::<usize>();
+        eprintln!(
+            "culprit trace: {} clause(s), {probes} probe(s) over {what}",
+            prog.clauses().len()
+        );
+    }
+    Ok(r)
+}
+
+fn conclude(
+    mut r: Runner<'_>,
+    p: &Profile,
+    sink: &mut Sink,
+    syms: &mut dyn SymbolSource,
+) -> anyhow::Result<Outcome> {
+    r.end(p, syms, sink.format == TraceFormat::Text);
+    sink.flush_runner(&mut r)?;
+    let mut notes: Vec<String> = r.notes().to_vec();
+    let stopped = p.stopped.as_ref().map(|s| {
+        format!(
+            "reading stopped at offset {} ({}) after {} records; the samples before it were traced",
+            s.offset, s.reason, s.records_read
+        )
+    });
+    if let Some(s) = &stopped {
+        notes.push(s.clone());
+    }
+    if p.lost > 0 {
+        notes.push(format!(
+            "the kernel lost {} samples while recording",
+            p.lost
+        ));
+    }
+    Ok(Outcome {
+        seen: r.samples_seen,
+        matched: r.samples_matched,
+        aggregations: r.aggregations_json(),
+        notes,
+        exit: r.exit_code(),
+        stopped,
+    })
+}
+
+fn run_streaming(
+    prog: &Program,
+    input: &Path,
+    what: &str,
+    sink: &mut Sink,
+    syms: &mut Symbolizer,
+) -> anyhow::Result<Outcome> {
+    // Bound on first sample: the events are known once the header is read.
+    let mut runner: Option<Runner<'_>> = None;
+    let mut failed: Option<anyhow::Error> = None;
+    let mut io_err: Option<std::io::Error> = None;
+    let profile = culprit_decode::read_file_streaming(
+        input,
+        &mut |_, _| {},
+        &mut |p: &Profile, s: &Sample| {
+            if failed.is_some() || io_err.is_some() {
+                return;
+            }
+            if runner.is_none() {
+                match bind(prog, p, what, prog.quiet) {
+                    Ok(mut r) => {
+                        r.begin(p, syms);
+                        runner = Some(r);
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        return;
+                    }
+                }
+            }
+            if let Some(r) = runner.as_mut() {
+                r.sample(p, s, syms);
+                if r.pending_output() > 1 << 16 {
+                    if let Err(e) = sink.flush_runner(r) {
+                        io_err = Some(e);
+                    }
+                }
+            }
+        },
+    )
+    .with_context(|| format!("cannot read {}", input.display()))?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if let Some(e) = io_err {
+        return Err(e.into());
+    }
+    let mut r = match runner {
+        Some(r) => r,
+        None => {
+            // No samples at all: BEGIN and END still run.
+            let mut r = bind(prog, &profile, what, prog.quiet)?;
+            r.begin(&profile, syms);
+            r
+        }
+    };
+    sink.flush_runner(&mut r)?;
+    conclude(r, &profile, sink, syms)
+}
+
+fn run_in_memory(
+    prog: &Program,
+    input: &Path,
+    what: &str,
+    sink: &mut Sink,
+    syms: &mut Symbolizer,
+    stats: bool,
+) -> anyhow::Result<Outcome> {
+    let t0 = Instant::now();
+    let profile = if input.as_os_str() == "-" {
+        culprit_decode::read_reader(std::io::stdin().lock())
+            .context("cannot read perf.data from stdin")?
+    } else {
+        culprit_decode::read_file(input).with_context(|| format!("cannot read {}", input.display()))?
+    };
+    let decode = t0.elapsed();
+    let mut r = bind(prog, &profile, what, prog.quiet)?;
+    r.begin(&profile, syms);
+    let t1 = Instant::now();
+    for s in &profile.samples {
+        if !r.sample(&profile, s, syms) {
+            break;
+        }
+        if r.pending_output() > 1 << 16 {
+            sink.flush_runner(&mut r)?;
+        }
+    }
+    let eval = t1.elapsed();
+    sink.flush_runner(&mut r)?;
+    if stats {
+        let n = r.samples_seen;
+        eprintln!(
+            "culprit trace: stats: {} samples; decode {:.3} s; evaluate {:.3} s = {:.1} M samples/s (one core)",
+            n,
+            decode.as_secs_f64(),
+            eval.as_secs_f64(),
+            n as f64 / eval.as_secs_f64().max(1e-9) / 1e6
+        );
+    }
+    conclude(r, &profile, sink, syms)
+}
+
+/// Records the program's events live into a temporary file; returns its path.
+fn record_live(prog: &Program, args: &TraceArgs) -> anyhow::Result<PathBuf> {
+    let probes = prog.sample_probes();
+    if probes.is_empty() {
+        bail!("the program has no sample probes (pmc:::, profile:::, ibs:::): nothing to record live; give -i FILE to run it over a recording");
+    }
+    let mut specs = Vec::new();
+    let (mut op, mut fetch): (Option<Option<u64>>, Option<Option<u64>>) = (None, None);
+    for (p, text) in &probes {
+        match p {
+            Probe::Pmc { event, period } => {
+                if event.contains(['*', '?']) {
+                    bail!("probe `{text}`: wildcards match the events of a file (-i); live, name the event");
+                }
+                let mut spec = events::parse_event(event)
+                    .with_context(|| format!("probe `{text}`"))?;
+                if let Some(p) = period {
+                    spec.rate = Some(SampleRate::Period(*p));
+                }
+                specs.push(spec);
+            }
+            Probe::Profile { hz } => {
+                let mut spec = events::parse_event("cpu-clock").context("cpu-clock")?;
+                spec.rate = Some(SampleRate::Frequency(*hz));
+                if specs.iter().any(|s: &events::EventSpec| s.name == spec.name) {
+                    bail!("probe `{text}`: cpu-clock is already recorded by another probe; one cpu-clock rate per program");
+                }
+                specs.push(spec);
+            }
+            Probe::IbsOp { period } => {
+                if op.is_some_and(|q| q != *period) {
+                    bail!("probe `{text}`: one IBS op period per program (the PMU takes one event)");
+                }
+                op = Some(*period);
+            }
+            Probe::IbsFetch { period } => {
+                if fetch.is_some_and(|q| q != *period) {
+                    bail!("probe `{text}`: one IBS fetch period per program (the PMU takes one event)");
+                }
+                fetch = Some(*period);
+            }
+            Probe::Begin | Probe::End | Probe::Tick { .. } => {}
+        }
+    }
+    for (is_op, period) in [(true, op), (false, fetch)] {
+        let Some(period) = period else { continue };
+        use culprit_collect::ibs::{self as cibs, IbsHost, IbsRequest};
+        let req = IbsRequest {
+            op: is_op,
+            fetch: !is_op,
+            period,
+            // The provider's ibs-exec-N counts ops.
+            count_ops: is_op,
+            l3_miss_only: false,
+            ldlat: None,
+            rand: false,
+        };
+        let host = IbsHost::current(!args.all_cpus);
+        specs.extend(cibs::ibs_specs(
+            &culprit_collect::sysfs::Sysfs::system(),
+            &req,
+            &host,
+        )?);
+    }
+    let target = if let Some(p) = &args.pid {
+        if !args.command.is_empty() {
+            bail!("-p attaches to running processes: give no command");
+        }
+        let pids = p
+            .split(',')
+            .map(|x| {
+                x.trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("-p: `{x}` is not a process id"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Target::Pids(pids)
+    } else if args.all_cpus {
+        Target::System((!args.command.is_empty()).then(|| args.command.clone()))
+    } else if args.command.is_empty() {
+        bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
+    } else {
+        Target::Command(args.command.clone())
+    };
+    let output = std::env::temp_dir().join(format!(
+        "culprit-trace-{}-{}.data",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    ));
+    let opts = RecordOptions {
+        events: specs,
+        rate: None,
+        call_graph: CallGraph::None,
+        target,
+        cpus: None,
+        output: output.clone(),
+        mmap_pages: args.mmap_pages,
+        cmdline: std::env::args().collect(),
+        tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
+    };
+    let summary = record::record(&opts, &mut |w| eprintln!("culprit trace: warning: {w}"))
+        .context("recording failed")?;
+    if summary.lost_samples > 0 {
+        eprintln!(
+            "culprit trace: warning: the kernel lost {} samples (raise -m)",
+            summary.lost_samples
+        );
+    }
+    Ok(output)
+}
