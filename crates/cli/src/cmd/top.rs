@@ -189,10 +189,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
             observed.resize(i + 1, 0);
         }
         let want = *wanted[i].get_or_insert_with(|| {
-            o.events.is_empty()
-                || p.events
-                    .get(i)
-                    .is_some_and(|e| o.events.contains(&e.name))
+            o.events.is_empty() || p.events.get(i).is_some_and(|e| o.events.contains(&e.name))
         });
         if !want {
             return;
@@ -848,6 +845,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     } else {
         run_tui(&args, &mut live, &recorder)
     };
+    // Quitting (q, --duration) interrupts the target: its exit status is then ours to ignore.
+    let quit_early = !recorder.is_finished();
     stop_recorder(&recorder);
     let rec = recorder
         .join()
@@ -863,7 +862,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: no samples were taken");
     }
     Ok(match summary.exit {
-        Some(e) if e.code() != 0 => ExitCode::from(e.code().clamp(1, 255) as u8),
+        Some(e) if e.code() != 0 && !quit_early => ExitCode::from(e.code().clamp(1, 255) as u8),
         _ => ExitCode::SUCCESS,
     })
 }
