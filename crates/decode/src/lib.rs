@@ -55,7 +55,7 @@ pub enum DecodeError {
     #[error("not a perf.data file: only {0} bytes, too short for the header at offset 0")]
     TooShort(u64),
     /// The first 8 bytes are not `PERFILE2`.
-    #[error("not a perf.data file: bad magic {0:02x?} at offset 0 (expected \"PERFILE2\")")]
+    #[error("not a perf.data file: bad magic \"{}\" at offset 0 (expected \"PERFILE2\")", show_magic(.0))]
     BadMagic([u8; 8]),
     /// The header or the event attributes are unreadable.
     #[error("unreadable perf.data header at offset {offset}: {what}")]
@@ -65,6 +65,14 @@ pub enum DecodeError {
         /// What is wrong there.
         what: String,
     },
+}
+
+/// The magic bytes as printable text (`\x..` escapes for the rest).
+fn show_magic(m: &[u8; 8]) -> String {
+    m.iter()
+        .flat_map(|&b| std::ascii::escape_default(b))
+        .map(char::from)
+        .collect()
 }
 
 /// Reads a perf.data file (file or pipe mode, as written by `perf record` or

@@ -172,6 +172,9 @@ fn test_read_bytes_garbage_is_a_clean_error() {
     let e = read_bytes(b"this is not a perf.data file at all").unwrap_err();
     assert!(matches!(e, DecodeError::BadMagic(_)));
     assert!(e.to_string().contains("offset 0"), "{e}");
+    assert!(e.to_string().contains("bad magic \"this is \""), "{e}");
+    let e = read_bytes(b"\x00\x01garbage").unwrap_err();
+    assert!(e.to_string().contains("\"\\x00\\x01garbag\""), "{e}");
     // Right magic, lying header.
     let mut d = b"PERFILE2".to_vec();
     d.extend_from_slice(&104u64.to_le_bytes());
