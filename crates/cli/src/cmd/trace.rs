@@ -38,7 +38,12 @@ pub enum TraceFormat {
 )]
 pub struct TraceArgs {
     /// The program text.
-    #[arg(short = 'e', long = "expr", value_name = "PROGRAM", conflicts_with = "script")]
+    #[arg(
+        short = 'e',
+        long = "expr",
+        value_name = "PROGRAM",
+        conflicts_with = "script"
+    )]
     pub program: Option<String>,
     /// A program file (a `#!` first line is ignored).
     #[arg(short = 's', long = "script", value_name = "FILE")]
@@ -47,7 +52,12 @@ pub struct TraceArgs {
     #[arg(short = 'i', long = "input", value_name = "PERF.DATA", conflicts_with_all = ["pid", "all_cpus"])]
     pub input: Option<PathBuf>,
     /// Live: attach to running process(es) (comma-separated) until Ctrl-C or they exit.
-    #[arg(short = 'p', long = "pid", value_name = "PID[,PID…]", conflicts_with = "all_cpus")]
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID…]",
+        conflicts_with = "all_cpus"
+    )]
     pub pid: Option<String>,
     /// Live: system-wide (with a command, until it exits; without, until Ctrl-C).
     #[arg(short = 'a', long = "all-cpus")]
@@ -102,7 +112,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
             (path.clone(), Some(TempFile(path)))
         }
     };
-    if live {
+    if live && !(prog.quiet && args.format == TraceFormat::Text) {
         sink.notes.push(
             "live: the events were recorded to a temporary file and the program ran over it when recording ended; tick-N probes fire on sample time".into(),
         );
@@ -166,8 +176,9 @@ impl Sink {
                 if self.text.len() + s.len() <= CAP {
                     self.text.push_str(&s);
                 } else if !self.notes.iter().any(|n| n.starts_with("output truncated")) {
-                    self.notes
-                        .push(format!("output truncated at {CAP} bytes in the JSON document"));
+                    self.notes.push(format!(
+                        "output truncated at {CAP} bytes in the JSON document"
+                    ));
                 }
                 Ok(())
             }
@@ -220,11 +231,7 @@ fn bind<'p>(
 ) -> anyhow::Result<Runner<'p>> {
     let r = prog.runner(&profile.events, what)?;
     if !quiet {
-        let probes = prog
-            .clauses()
-            .iter()
-            .map(|c| c.probes.len())
-            .sum::<usize>();
+        let probes = prog.clauses().iter().map(|c| c.probes.len()).sum::<usize>();
         eprintln!(
             "culprit trace: {} clause(s), {probes} probe(s) over {what}",
             prog.clauses().len()
@@ -340,7 +347,8 @@ fn run_in_memory(
         culprit_decode::read_reader(std::io::stdin().lock())
             .context("cannot read perf.data from stdin")?
     } else {
-        culprit_decode::read_file(input).with_context(|| format!("cannot read {}", input.display()))?
+        culprit_decode::read_file(input)
+            .with_context(|| format!("cannot read {}", input.display()))?
     };
     let decode = t0.elapsed();
     let mut r = bind(prog, &profile, what, prog.quiet)?;
@@ -383,8 +391,8 @@ fn record_live(prog: &Program, args: &TraceArgs) -> anyhow::Result<PathBuf> {
                 if event.contains(['*', '?']) {
                     bail!("probe `{text}`: wildcards match the events of a file (-i); live, name the event");
                 }
-                let mut spec = events::parse_event(event)
-                    .with_context(|| format!("probe `{text}`"))?;
+                let mut spec =
+                    events::parse_event(event).with_context(|| format!("probe `{text}`"))?;
                 if let Some(p) = period {
                     spec.rate = Some(SampleRate::Period(*p));
                 }
@@ -393,14 +401,19 @@ fn record_live(prog: &Program, args: &TraceArgs) -> anyhow::Result<PathBuf> {
             Probe::Profile { hz } => {
                 let mut spec = events::parse_event("cpu-clock").context("cpu-clock")?;
                 spec.rate = Some(SampleRate::Frequency(*hz));
-                if specs.iter().any(|s: &events::EventSpec| s.name == spec.name) {
+                if specs
+                    .iter()
+                    .any(|s: &events::EventSpec| s.name == spec.name)
+                {
                     bail!("probe `{text}`: cpu-clock is already recorded by another probe; one cpu-clock rate per program");
                 }
                 specs.push(spec);
             }
             Probe::IbsOp { period } => {
                 if op.is_some_and(|q| q != *period) {
-                    bail!("probe `{text}`: one IBS op period per program (the PMU takes one event)");
+                    bail!(
+                        "probe `{text}`: one IBS op period per program (the PMU takes one event)"
+                    );
                 }
                 op = Some(*period);
             }

@@ -1,0 +1,461 @@
+//! `culprit trace`: the Solaris IBS provider's two example scripts on the IBS fixtures
+//! (expected values hand-checked from ibs-vectors.json), errors with positions and hints,
+//! the key limit, and live `profile:::`/`pmc:::` scripts on the workloads.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    common::repo_root()
+        .join("crates/decode/tests/fixtures")
+        .join(name)
+}
+
+fn example(name: &str) -> PathBuf {
+    common::repo_root().join("examples/trace").join(name)
+}
+
+const IBS_FIXTURES: [&str; 4] = [
+    "ibs-fam17h_m31_zen2.data",
+    "ibs-fam19h_m01_zen3.data",
+    "ibs-fam19h_m21_zen3.data",
+    "ibs-fam19h_m11_zen4.data",
+];
+
+fn trace_json(args: &[&str]) -> Value {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["trace", "--format", "json"])
+            .args(args),
+    );
+    json_of(&out.stdout)
+}
+
+/// The JSON document: the last line of stdout (a live command may print before it).
+fn json_of(stdout: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(stdout);
+    let last = text.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn agg<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["aggregations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("no @{name} in {doc}"))
+}
+
+/// Entries as (keys rendered with `|`, value).
+fn entries(a: &Value) -> Vec<(String, i64)> {
+    a["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let keys: Vec<String> = e["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| match k {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            (keys.join("|"), e["value"].as_i64().unwrap())
+        })
+        .collect()
+}
+
+// vectors.json, by hand: every variant has 18 op samples of `ibs-vector` (pid 4242) and 7
+// fetch samples. IbsOpData3 bit 7 (DcMiss) is set in 10 op samples: CPU 0: 2, CPU 1: 2,
+// CPU 2: 2, CPU 3: 4. IbsFetchCtl bit 56 (L2TlbMiss) is set in 1 fetch sample. All 10
+// misses also have DcLinAddrValid, at 10 distinct (IbsDcLinAd, IbsDcPhysAd) pairs, e.g.
+// (0x7ffd12345678, 0x1a2b3c5678) — sample 0, "load DC miss L2 miss DRAM".
+
+#[test]
+fn provider_example_1_dcache_misses_per_exec() {
+    for f in IBS_FIXTURES {
+        let file = fixture(f);
+        let out = common::run_ok(common::culprit().args([
+            "trace",
+            "-s",
+            example("dcache-misses-per-exec.d").to_str().unwrap(),
+            "-i",
+            file.to_str().unwrap(),
+        ]));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Dcache misses per exec:", "{f}: {text}");
+        // printa without a format: a blank line, then `  KEY  VALUE` sorted by value.
+        assert_eq!(lines[1], "", "{f}: {text}");
+        let fields: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(fields, ["ibs-vector", "10"], "{f}: {text}");
+        assert_eq!(lines.len(), 3, "{f}: {text}");
+        // The probe's period differs from the recording: said, not silently ignored.
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("ibs-exec-2000") && err.contains("period 32000") && err.contains("65536"),
+            "{f}: {err}"
+        );
+        let doc = trace_json(&[
+            "-s",
+            example("dcache-misses-per-exec.d").to_str().unwrap(),
+            "-i",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            entries(agg(&doc, "misses")),
+            [("ibs-vector".to_string(), 10)]
+        );
+        assert_eq!(doc["samples"]["seen"], 25, "{f}");
+        assert_eq!(doc["samples"]["matched"], 18, "{f}");
+    }
+}
+
+#[test]
+fn provider_example_2_memtest() {
+    let scratch = common::scratch("trace-example-2");
+    let src = std::fs::read_to_string(example("memtest-tlb-dcache.d")).unwrap();
+    // The fixtures' samples are from `ibs-vector`: the same script, aimed at that command.
+    let script = scratch.join("ibs-vector.d");
+    std::fs::write(&script, src.replace("\"memtest\"", "\"ibs-vector\"")).unwrap();
+    for f in IBS_FIXTURES {
+        let file = fixture(f);
+        // Unchanged, it runs and finds no memtest samples.
+        let doc = trace_json(&[
+            "-s",
+            example("memtest-tlb-dcache.d").to_str().unwrap(),
+            "-i",
+            file.to_str().unwrap(),
+        ]);
+        for a in doc["aggregations"].as_array().unwrap() {
+            assert!(a["entries"].as_array().unwrap().is_empty(), "{f}: {a}");
+        }
+        let doc = trace_json(&["-s", script.to_str().unwrap(), "-i", file.to_str().unwrap()]);
+        assert_eq!(
+            entries(agg(&doc, "l2tlb")),
+            [("ibs-vector".to_string(), 1)],
+            "{f}"
+        );
+        let per_cpu: BTreeMap<String, i64> = entries(agg(&doc, "dcmiss")).into_iter().collect();
+        let want: BTreeMap<String, i64> = [
+            ("ibs-vector|0", 2),
+            ("ibs-vector|1", 2),
+            ("ibs-vector|2", 2),
+            ("ibs-vector|3", 4),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(per_cpu, want, "{f}");
+        let va = entries(agg(&doc, "va"));
+        assert_eq!(va.len(), 10, "{f}: {va:?}");
+        assert!(va.iter().all(|(_, n)| *n == 1), "{f}: {va:?}");
+        assert!(
+            va.iter().any(|(k, _)| k == "0x7ffd12345678|0x1a2b3c5678"),
+            "{f}: {va:?}"
+        );
+        // The text: the printa formats, in order.
+        let out = common::run_ok(common::culprit().args([
+            "trace",
+            "-s",
+            script.to_str().unwrap(),
+            "-i",
+            file.to_str().unwrap(),
+        ]));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.starts_with("L2 TLB misses (instruction fetch):\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nDcache misses per core:\n  ibs-vector       cpu 0    2\n"),
+            "{text}"
+        );
+        assert!(text.contains("  ibs-vector       cpu 3    4\n"), "{text}");
+        assert!(
+            text.contains("\nTop 10 VA that caused dcache misses:\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  0x7ffd12345678     0x1a2b3c5678       1\n"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn short_aliases_and_trunc_match_the_provider_names() {
+    let file = fixture("ibs-fam19h_m11_zen4.data");
+    let doc = trace_json(&[
+        "-i",
+        file.to_str().unwrap(),
+        "-e",
+        "ibs:::op /args->dc_miss/ { @a[cpu] = count(); @b[args[0]->cpu_id] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); @lat = max(args->dc_miss_lat); } END { trunc(@a, 1); }",
+    ]);
+    assert_eq!(entries(agg(&doc, "a")), [("3".to_string(), 4)]);
+    let b: i64 = entries(agg(&doc, "b")).iter().map(|e| e.1).sum();
+    assert_eq!(b, 10);
+    // Sample 0 has DcMissLat 250; the largest in the vectors is 65535 (saturated).
+    assert_eq!(entries(agg(&doc, "lat"))[0].1, 65535);
+}
+
+fn trace_err(args: &[&str]) -> String {
+    let out = common::culprit().arg("trace").args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn errors_point_at_the_spot_and_suggest() {
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let e = trace_err(&["-i", f, "-e", "pmc:::cpu-clock\n{\n  @ = count(;\n}"]);
+    assert!(e.contains("<program>:3:13: syntax error"), "{e}");
+    assert!(e.contains("\n    @ = count(;\n              ^"), "{e}");
+
+    let e = trace_err(&[
+        "-i",
+        f,
+        "-e",
+        "ibs-exec-100 { @ = sum(args[0]->IbsOpData3.bit.IbsDcMis); }",
+    ]);
+    assert!(
+        e.contains("unknown field") && e.contains("`IbsDcMiss`"),
+        "{e}"
+    );
+
+    let e = trace_err(&["-i", f, "-e", "ibs:::opp { }"]);
+    assert!(e.contains("unknown probe") && e.contains("ibs:::op"), "{e}");
+
+    let e = trace_err(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @[execname] = sum(execname); }",
+    ]);
+    assert!(
+        e.contains("type error") && e.contains("needs an integer"),
+        "{e}"
+    );
+
+    let e = trace_err(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { printf(\"%d\\n\", execname); }",
+    ]);
+    assert!(e.contains("type error") && e.contains("%d"), "{e}");
+
+    let e = trace_err(&["-i", f, "-e", "pmc:::cpu-clock { @[exename] = count(); }"]);
+    assert!(e.contains("`execname`"), "{e}");
+
+    let e = trace_err(&["-i", f, "-e", "pmc:::cpu-clock { system(\"rm -rf /\"); }"]);
+    assert!(e.contains("not allowed"), "{e}");
+
+    let e = trace_err(&["-i", f, "-e", "pmc:::cpu-clock { @ = cnt(); }"]);
+    assert!(e.contains("`count`"), "{e}");
+
+    // Events absent from the file: the error names the ones present.
+    let e = trace_err(&["-i", f, "-e", "pmc:::cycles { @ = count(); }"]);
+    assert!(
+        e.contains("`pmc:::cycles`") && e.contains("cpu-clock"),
+        "{e}"
+    );
+    let e = trace_err(&["-i", f, "-e", "ibs-exec-1000 { @ = count(); }"]);
+    assert!(
+        e.contains("no such event") && e.contains("cpu-clock"),
+        "{e}"
+    );
+}
+
+#[test]
+fn key_limit_reports_what_it_dropped() {
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let all = trace_json(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @[ip] = count(); @n = count(); }",
+    ]);
+    let total = entries(agg(&all, "n"))[0].1;
+    let distinct = entries(agg(&all, "")).len();
+    assert!(distinct > 3, "{distinct}");
+    let doc = trace_json(&[
+        "-i",
+        f,
+        "--max-keys",
+        "2",
+        "-e",
+        "pmc:::cpu-clock { @[ip] = count(); }",
+    ]);
+    let a = agg(&doc, "");
+    let kept: i64 = entries(a).iter().map(|e| e.1).sum();
+    assert_eq!(entries(a).len(), 2);
+    assert_eq!(kept + a["dropped_samples"].as_i64().unwrap(), total);
+    assert_eq!(a["dropped_keys"].as_u64().unwrap() as usize, distinct - 2);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("key limit 2 reached"), "{notes}");
+    // Text mode says it on stderr.
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f,
+        "--max-keys",
+        "2",
+        "-e",
+        "pmc:::cpu-clock { @[ip] = count(); }",
+    ]));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("samples dropped"), "{err}");
+}
+
+#[test]
+fn pmc_script_on_a_recorded_file_matches_perf() {
+    if !common::require_perf("pmc_script_on_a_recorded_file_matches_perf") {
+        return;
+    }
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("trace-pmc-recorded");
+    let data = dir.join("perf.data");
+    let shares = common::workload("shares");
+    common::run_ok(common::culprit().args([
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock",
+        "-c",
+        "200000",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        shares.to_str().unwrap(),
+        "10",
+    ]));
+    let doc = trace_json(&[
+        "-i",
+        data.to_str().unwrap(),
+        "-e",
+        "pmc:::cpu-clock { @c[execname] = count(); @p[execname] = sum(period); }",
+    ]);
+    // perf script's own view of the same file.
+    let out = common::run_ok(std::process::Command::new("perf").args([
+        "script",
+        "-F",
+        "comm,period",
+        "-i",
+        data.to_str().unwrap(),
+    ]));
+    let mut want_c: BTreeMap<String, i64> = BTreeMap::new();
+    let mut want_p: BTreeMap<String, i64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut it = line.split_whitespace();
+        let (Some(c), Some(p)) = (it.next(), it.next()) else {
+            continue;
+        };
+        *want_c.entry(c.to_string()).or_default() += 1;
+        *want_p.entry(c.to_string()).or_default() += p.parse::<i64>().unwrap();
+    }
+    let got_c: BTreeMap<String, i64> = entries(agg(&doc, "c")).into_iter().collect();
+    let got_p: BTreeMap<String, i64> = entries(agg(&doc, "p")).into_iter().collect();
+    assert_eq!(got_c, want_c);
+    assert_eq!(got_p, want_p);
+}
+
+#[test]
+fn live_profile_probe_sees_the_workload_shares() {
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let doc = trace_json(&[
+        "-e",
+        "profile:::hz-999 /execname == \"shares\"/ { @[sym] = count(); @periods = quantize(period); }",
+        "--",
+        shares.to_str().unwrap(),
+        "20",
+    ]);
+    let by_sym: BTreeMap<String, i64> = entries(agg(&doc, "")).into_iter().collect();
+    let heavy = *by_sym.get("heavy").unwrap_or(&0) as f64;
+    let light = *by_sym.get("light").unwrap_or(&0) as f64;
+    assert!(heavy + light > 100.0, "{by_sym:?}");
+    let share = heavy / (heavy + light);
+    assert!(
+        (0.65..0.85).contains(&share),
+        "heavy share {share}: {by_sym:?}"
+    );
+    // cpu-clock at 999 Hz: periods near 1 ms, in the [524288, 1048576) or [1048576, …)
+    // quantize buckets.
+    let q = agg(&doc, "periods");
+    let buckets = q["entries"][0]["buckets"].as_array().unwrap();
+    let top = buckets
+        .iter()
+        .max_by_key(|b| b["count"].as_i64().unwrap())
+        .unwrap();
+    let lo = top["value"].as_i64().unwrap();
+    assert!(lo == 524288 || lo == 1048576, "{q}");
+    assert!(doc["notes"].to_string().contains("live"), "{doc}");
+}
+
+#[test]
+fn live_pmc_cpu_clock_with_period_and_exit() {
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let out = common::culprit()
+        .args([
+            "trace",
+            "-q",
+            "-e",
+            "pmc:::cpu-clock-100000 { @n = count(); @m[execname] = max(period); } pmc:::cpu-clock-100000 /@n == 0/ { }",
+            "--",
+            shares.to_str().unwrap(),
+            "5",
+        ])
+        .output()
+        .unwrap();
+    // Aggregations are not values: a type error before anything runs (nothing recorded).
+    assert_eq!(out.status.code(), Some(2));
+    let out = common::culprit()
+        .args([
+            "trace",
+            "--format",
+            "json",
+            "-e",
+            "pmc:::cpu-clock-100000 /execname == \"shares\"/ { @m = max(period); @n = count(); n++; } pmc:::cpu-clock-100000 /n == 50/ { exit(3); }",
+            "--",
+            shares.to_str().unwrap(),
+            "10",
+        ])
+        .output()
+        .unwrap();
+    // exit(3): the exit status, and no sample after the one that called it.
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let doc = json_of(&out.stdout);
+    assert_eq!(doc["exit"], 3);
+    assert_eq!(entries(agg(&doc, "m"))[0].1, 100000);
+    assert_eq!(entries(agg(&doc, "n"))[0].1, 50);
+}
+
+#[test]
+fn live_branch_misses_per_function() {
+    if !common::require_hardware_pmu("live_branch_misses_per_function") {
+        return;
+    }
+    let _lock = common::pmu_lock();
+    let branchy = common::workload("branchy");
+    let doc = trace_json(&[
+        "-s",
+        example("branch-misses-per-function.d").to_str().unwrap(),
+        "--",
+        branchy.to_str().unwrap(),
+    ]);
+    let a = entries(agg(&doc, "misses"));
+    assert!(!a.is_empty(), "{doc}");
+    assert!(a.len() <= 10);
+}
