@@ -3,7 +3,8 @@
 #   bash bench/fuzz.sh [SECONDS]        (default 60)
 # Uses cargo-fuzz (libFuzzer + ASan, nightly) when `cargo fuzz` and a nightly toolchain are
 # installed; otherwise the stable-Rust mutation fuzzer crates/decode/examples/fuzz_mutate.rs.
-# Seeds: the committed perf.data fixtures. Crashes land in fuzz/artifacts/perf_data/.
+# FUZZ_STABLE=1 forces the stable fallback. Seeds: the committed perf.data fixtures. Crashes
+# land in fuzz/artifacts/perf_data/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -15,7 +16,8 @@ fi
 artifacts=fuzz/artifacts/perf_data
 mkdir -p "$artifacts"
 
-if cargo fuzz --version >/dev/null 2>&1 && rustup run nightly rustc --version >/dev/null 2>&1; then
+if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
+    && rustup run nightly rustc --version >/dev/null 2>&1; then
   corpus=fuzz/corpus/perf_data
   mkdir -p "$corpus"
   cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true
