@@ -34,7 +34,7 @@ if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
   rm -f "$log"
   exit "$status"
 else
-  echo "fuzz.sh: cargo-fuzz or nightly missing; stable mutation fuzzer for ${secs}s"
+  echo "fuzz.sh: stable mutation fuzzer for ${secs}s (cargo-fuzz or nightly missing, or FUZZ_STABLE=1)"
   cargo build -q --release -p culprit-decode --example fuzz_mutate
   exec target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"
 fi
