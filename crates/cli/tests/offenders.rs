@@ -178,6 +178,15 @@ fn text_output_and_threshold_errors() {
             .any(|l| !l.starts_with('#') && l.contains("shares") && l.contains("heavy")),
         "{text}"
     );
+    // In events, the default thresholds scale by the event's median period (cpu-clock at
+    // 2000 Hz: 500000 ns per sample), so the same offenders come out.
+    let ev = offenders_json(&data, &["--offenders-unit", "events"]);
+    let sa = offenders_json(&data, &[]);
+    let (e, s) = (event(&ev, "cpu-clock"), event(&sa, "cpu-clock"));
+    assert_eq!(e["unit"], "events");
+    assert_eq!(e["t1"], 100 * 500_000, "{e:#}");
+    assert_eq!(e["t2"], 5 * 500_000);
+    assert_eq!(e["offenders"][0]["ip"], s["offenders"][0]["ip"]);
     let bad = common::culprit()
         .args(["report", "--offenders", "--t1", "5", "--t2", "6", "-i"])
         .arg(&data)

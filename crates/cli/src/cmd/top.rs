@@ -71,11 +71,17 @@ impl OffenderSettings {
     }
 }
 
-/// Per-event detectors created at each event's first sample (thresholds may depend on its
-/// period).
+/// Samples buffered per event before its detector exists, when default thresholds in events
+/// need the event's typical period (frequency-mode periods ramp up from 1 at the start).
+const PERIOD_PROBE: usize = 32;
+
+/// Per-event detectors. With explicit thresholds, or in samples, a detector starts at the
+/// event's first sample; with default thresholds in events it starts after [`PERIOD_PROBE`]
+/// samples (replayed into it), scaled by their median period.
 struct EventDetectors {
     settings: OffenderSettings,
     per_event: Vec<Option<Detectors>>,
+    pending: Vec<Vec<Observation>>,
 }
 
 impl EventDetectors {
@@ -84,28 +90,65 @@ impl EventDetectors {
         Ok(EventDetectors {
             settings,
             per_event: Vec::new(),
+            pending: Vec::new(),
         })
     }
 
-    fn observe(&mut self, s: &Sample) -> Step {
+    fn needs_probe(&self) -> bool {
+        self.settings.unit == UnitArg::Events
+            && (self.settings.t1.is_none() || self.settings.t2.is_none())
+    }
+
+    fn observe(&mut self, s: &Sample) -> Option<Step> {
         let i = s.event as usize;
         if self.per_event.len() <= i {
             self.per_event.resize_with(i + 1, || None);
+            self.pending.resize_with(i + 1, Vec::new);
         }
+        let o = Observation {
+            location: s.location,
+            ip: s.ip,
+            pid: s.pid,
+            period: s.period,
+            time: s.time,
+        };
+        if self.per_event[i].is_none() && self.needs_probe() {
+            self.pending[i].push(o);
+            if self.pending[i].len() < PERIOD_PROBE {
+                return None;
+            }
+            return self.start(i);
+        }
+        let settings = self.settings;
         let d = self.per_event[i].get_or_insert_with(|| {
             // Validated in new(); a scaled default cannot fail (t2 <= t1 scale alike).
-            Detectors::new(self.settings.config(s.period).unwrap_or_default())
+            Detectors::new(settings.config(s.period).unwrap_or_default())
         });
-        d.observe(
-            s.event,
-            &Observation {
-                location: s.location,
-                ip: s.ip,
-                pid: s.pid,
-                period: s.period,
-                time: s.time,
-            },
-        )
+        Some(d.observe(s.event, &o))
+    }
+
+    /// Creates event `i`'s detector from its buffered samples and replays them.
+    fn start(&mut self, i: usize) -> Option<Step> {
+        let pending = std::mem::take(&mut self.pending[i]);
+        let mut periods: Vec<u64> = pending.iter().map(|o| o.period).collect();
+        periods.sort_unstable();
+        let median = periods.get(periods.len() / 2).copied().unwrap_or(1);
+        let mut d = Detectors::new(self.settings.config(median).unwrap_or_default());
+        let mut last = None;
+        for o in &pending {
+            last = Some(d.observe(i as EventId, o));
+        }
+        self.per_event[i] = Some(d);
+        last
+    }
+
+    /// Starts the detectors of events that had fewer than [`PERIOD_PROBE`] samples.
+    fn flush(&mut self) {
+        for i in 0..self.pending.len() {
+            if !self.pending[i].is_empty() {
+                self.start(i);
+            }
+        }
     }
 
     fn get(&self, e: EventId) -> Option<&offenders::Detector> {
@@ -114,6 +157,12 @@ impl EventDetectors {
 
     fn memory_bytes(&self) -> usize {
         self.per_event.capacity() * std::mem::size_of::<Option<Detectors>>()
+            + self.pending.capacity() * std::mem::size_of::<Vec<Observation>>()
+            + self
+                .pending
+                .iter()
+                .map(|v| v.capacity() * std::mem::size_of::<Observation>())
+                .sum::<usize>()
             + self
                 .per_event
                 .iter()
@@ -209,6 +258,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
         }
     })
     .with_context(|| format!("cannot read {}", o.input.display()))?;
+    dets.flush();
     for w in o.events {
         if !profile.events.iter().any(|e| &e.name == w) {
             let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
