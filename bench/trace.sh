@@ -78,7 +78,7 @@ for p in A B; do
   if [ "$p" = A ]; then
     pw=$(best_of sh -c "perf script -i '$FILE' -F sym 2>/dev/null | awk '{ c[\$1]++ } END { for (k in c) print c[k], k }' | sort -n")
   else
-    pw=$(best_of sh -c "perf script -i '$FILE' -F pid,period 2>/dev/null | awk '\$1 > 0 && \$2 >= 1000 { s += \$2 } END { printf "%.0f\n", s }'")
+    pw=$(best_of sh -c "perf script -i '$FILE' -F pid,period 2>/dev/null | awk '\$1 > 0 && \$2 >= 1000 { s += \$2 } END { printf \"%.0f\\n\", s }'")
   fi
   printf '| %s | %s s (%.1f M samples/s) | %s M samples/s | %s s (%.2f M samples/s) | %.1fx |\n' \
     "$p" "$cw" "$(echo "$N / $cw / 1000000" | bc -l)" "$er" "$pw" "$(echo "$N / $pw / 1000000" | bc -l)" \
