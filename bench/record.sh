@@ -5,6 +5,7 @@
 #   bench/record.sh                 # cpu-clock (+ cycles,instructions,branch-misses with a PMU)
 #   REPS=9 FREQ=10000 bench/record.sh
 #   EVENTS=cpu-clock,task-clock bench/record.sh
+#   NO_BUILD=1 bench/record.sh      # use the existing target/release/culprit
 #
 # Goal: culprit wall time <= 0.8x perf's, and never more lost samples.
 set -euo pipefail
@@ -15,7 +16,7 @@ UNITS=${UNITS:-50}            # workloads/shares units: ~0.5 s here
 OUT=target/bench-record
 mkdir -p "$OUT"
 
-cargo build --release -q -p culprit-cli
+[ -n "${NO_BUILD:-}" ] || cargo build --release -q -p culprit-cli
 make -s -C workloads OUT="$PWD/target/workloads" "$PWD/target/workloads/shares"
 CULPRIT=$PWD/target/release/culprit
 WORK=$PWD/target/workloads/shares
