@@ -354,4 +354,119 @@ mod tests {
         let data_size = u64::from_le_bytes(bytes[48..56].try_into().unwrap());
         assert_eq!(data_size, (buf.len() + 56 + 56 + 8) as u64);
     }
+
+    /// The same kind of file through culprit's own reader: events, names, samples, mappings,
+    /// build ids and header facts survive the round trip.
+    #[test]
+    fn test_writer_round_trip_culprit_decode() {
+        let st = sample::IDENTIFIER
+            | sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::CPU
+            | sample::PERIOD;
+        let a0 = Attr {
+            attr_type: 1,
+            sample_period_or_freq: 250_000,
+            sample_type: st,
+            read_format: FORMAT_ID,
+            flags: flag::DISABLED
+                | flag::INHERIT
+                | flag::MMAP
+                | flag::MMAP2
+                | flag::COMM
+                | flag::SAMPLE_ID_ALL,
+            ..Attr::default()
+        };
+        let a1 = Attr {
+            config: 1,
+            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
+            ..a0
+        };
+        let attrs = vec![
+            FileAttr {
+                attr: a0,
+                name: "cpu-clock".into(),
+                ids: vec![11, 12],
+            },
+            FileAttr {
+                attr: a1,
+                name: "task-clock".into(),
+                ids: vec![21, 22],
+            },
+        ];
+        let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), attrs).unwrap();
+        let sid = SampleId {
+            pid: 100,
+            tid: 100,
+            time: 0,
+            id: 11,
+            cpu: 0,
+        };
+        let mut buf = Vec::new();
+        records::push_comm(&mut buf, &a0, 100, 100, b"prog", true, &sid);
+        let m = MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: 0x400000,
+            len: 0x1000,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: b"/bin/prog",
+            misc: records::MISC_USER,
+        };
+        records::push_mmap2(&mut buf, &a0, &m, &sid);
+        for (id, ip, t, cpu) in [
+            (11u64, 0x400010u64, 1000u64, 0u32),
+            (22, 0x400020, 2000, 1),
+            (12, 0x400030, 3000, 1),
+        ] {
+            buf.extend_from_slice(&sample_record(id, ip, 100, t, cpu, 250_000));
+        }
+        records::push_finished_round(&mut buf);
+        w.write_data(&buf).unwrap();
+        let features = Features {
+            hostname: Some("host".into()),
+            osrelease: Some("6.1.0".into()),
+            arch: Some("x86_64".into()),
+            nrcpus: Some((2, 2)),
+            cpuid: Some("AuthenticAMD,26,17,0".into()),
+            total_mem_kb: Some(1024),
+            sample_time: Some((1000, 3000)),
+            build_ids: vec![BuildIdEntry {
+                cpumode: 2,
+                build_id: vec![0xab; 20],
+                filename: "/bin/prog".into(),
+            }],
+            pmu_mappings: vec![(1, "software".into())],
+            ..Features::default()
+        };
+        let bytes = w.finish(&features).unwrap().into_inner();
+        let p = culprit_decode::read_bytes(&bytes).unwrap();
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        assert!(p.stopped.is_none());
+        let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["cpu-clock", "task-clock"]);
+        assert_eq!((p.events[0].samples, p.events[1].samples), (2, 1));
+        let ips: Vec<u64> = p.samples.iter().map(|s| s.ip).collect();
+        assert_eq!(ips, [0x400010, 0x400020, 0x400030]);
+        assert!(p
+            .samples
+            .iter()
+            .all(|s| s.pid == 100 && p.str(s.comm) == "prog"));
+        let dso = p.samples[0].location.dso.expect("sample in /bin/prog");
+        assert_eq!(p.dsos[dso as usize].path, "/bin/prog");
+        assert_eq!(
+            p.dsos[dso as usize].build_id.as_deref(),
+            Some(&[0xab; 20][..])
+        );
+        assert_eq!(p.samples[0].location.file_offset, 0x10);
+        assert_eq!(p.meta.hostname.as_deref(), Some("host"));
+        assert_eq!(p.meta.cpuid.as_deref(), Some("AuthenticAMD,26,17,0"));
+        assert_eq!(p.meta.total_mem_kb, Some(1024));
+    }
 }
