@@ -1009,3 +1009,26 @@ fn test_record_system_wide_until_sigint() {
         decode_checks(&data, &v);
     }
 }
+
+/// More event fds than the open-file limit allows: a clear error, no partial file.
+#[test]
+fn test_record_error_too_many_open_files() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-err-emfile");
+    let data = dir.join("x.data");
+    let bin = culprit().get_program().to_owned();
+    // 7 events on every CPU need at least 7 descriptors per CPU; the limit of 10 cannot hold them even on one CPU.
+    let script = format!(
+        "ulimit -n 10; exec '{}' record -e cpu-clock,task-clock,page-faults,context-switches,cpu-migrations,minor-faults,major-faults -o '{}' -- true",
+        Path::new(&bin).display(),
+        data.display()
+    );
+    let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("too many open files") && e.contains("ulimit -n"),
+        "{e}"
+    );
+    assert!(!data.exists());
+}
