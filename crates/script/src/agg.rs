@@ -148,7 +148,13 @@ impl Agg {
     /// Adds value `v` under `keys`.
     #[inline]
     pub fn update(&mut self, keys: &[i64], v: i64) {
-        let acc = match self.map.get_mut(keys) {
+        // Keyless aggregations hold at most one entry: reach it without hashing.
+        let found = if keys.is_empty() {
+            self.map.values_mut().next()
+        } else {
+            self.map.get_mut(keys)
+        };
+        let acc = match found {
             Some(a) => a,
             None => {
                 if self.map.len() >= self.max_keys {

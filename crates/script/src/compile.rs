@@ -223,6 +223,23 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         strings: Interner::default(),
         args: None,
     };
+    // Globals and self-> variables exist from their first assignment anywhere in the program
+    // (so `/self->ts/` may precede the clause that sets it, and `n = n + 1` works); the type
+    // is the first assignment's, checked again at every assignment.
+    for c in &ast.clauses {
+        for s in &c.body {
+            if let Stmt::Assign(t, _, rhs, _) = s {
+                let ty = cx.guess(rhs);
+                let (map, name) = match t {
+                    Target::Global(n) => (&mut cx.globals, n),
+                    Target::SelfVar(n) => (&mut cx.selfs, n),
+                    Target::ThisVar(_) => continue,
+                };
+                let slot = map.len();
+                map.entry(name.clone()).or_insert(Var { slot, ty });
+            }
+        }
+    }
     let mut infos = Vec::new();
     let mut clauses = Vec::new();
     let mut max_this = 0;
@@ -230,6 +247,14 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         let (info, kind) = cx.probes(c)?;
         cx.args = kind;
         cx.this.clear();
+        // Clause-local variables: declared by any assignment in the clause.
+        for s in &c.body {
+            if let Stmt::Assign(Target::ThisVar(n), _, rhs, _) = s {
+                let ty = cx.guess(rhs);
+                let slot = cx.this.len();
+                cx.this.entry(n.clone()).or_insert(Var { slot, ty });
+            }
+        }
         let pred = match &c.predicate {
             Some(e) => {
                 let (ty, f) = cx.expr(e)?;
@@ -272,6 +297,41 @@ fn line_of(src: &str, span: Span) -> usize {
 type Kind = Option<Result<ArgsKind, String>>;
 
 impl Cx<'_> {
+    /// The type an expression will have, without compiling it (for declaring variables up
+    /// front; the compiler checks it for real at each assignment).
+    fn guess(&self, e: &Expr) -> Ty {
+        match &e.kind {
+            ExprKind::Str(_) => Ty::Str,
+            ExprKind::Name(n) => match n.as_str() {
+                "execname" | "event" | "sym" | "mod" | "srcline" => Ty::Str,
+                "ip" => Ty::Addr,
+                _ => self.globals.get(n).map_or(Ty::Int, |v| v.ty),
+            },
+            ExprKind::SelfVar(n) => self.selfs.get(n).map_or(Ty::Int, |v| v.ty),
+            ExprKind::ThisVar(n) => self.this.get(n).map_or(Ty::Int, |v| v.ty),
+            ExprKind::Ternary(_, a, _) => self.guess(a),
+            ExprKind::Binary(op, l, r) if matches!(*op, "+" | "-" | "&" | "|") => {
+                if self.guess(l) == Ty::Addr || self.guess(r) == Ty::Addr {
+                    Ty::Addr
+                } else {
+                    Ty::Int
+                }
+            }
+            ExprKind::Args(_, path) => {
+                let names: Vec<&str> = path.iter().map(|p| p.0.as_str()).collect();
+                let addr = [ArgsKind::Op, ArgsKind::Fetch, ArgsKind::Pmc]
+                    .iter()
+                    .any(|k| fields::resolve(*k, &names).is_ok_and(|f| f.is_addr));
+                if addr {
+                    Ty::Addr
+                } else {
+                    Ty::Int
+                }
+            }
+            _ => Ty::Int,
+        }
+    }
+
     fn err(&self, span: Span, kind: &'static str, msg: impl Into<String>) -> ScriptError {
         ScriptError::at(self.src, span, kind, msg)
     }
@@ -1094,6 +1154,31 @@ impl Cx<'_> {
             return Err(self.type_err(which, format!("`{op}` needs integers, not a string")));
         }
         let unsigned = lt == Ty::Addr || rt == Ty::Addr;
+        if let ExprKind::Int(c) = r.kind {
+            if const_op(op) {
+                let ty = if cmp {
+                    Ty::Int
+                } else if matches!(op, "+" | "-" | "&" | "|") && unsigned {
+                    Ty::Addr
+                } else {
+                    Ty::Int
+                };
+                return Ok((ty, with_constant(op, lf, c, unsigned)));
+            }
+        }
+        self.binary_fns(op, lf, rf, unsigned, cmp, span)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn binary_fns(
+        &mut self,
+        op: &'static str,
+        lf: IntFn,
+        rf: IntFn,
+        unsigned: bool,
+        cmp: bool,
+        span: Span,
+    ) -> Result<(Ty, IntFn), ScriptError> {
         macro_rules! bin {
             ($a:ident, $b:ident, $e:expr) => {
                 Box::new(move |env: &mut Env<'_>| {
@@ -1159,4 +1244,35 @@ impl Cx<'_> {
         };
         Ok((ty, f))
     }
+}
+
+/// `x OP constant` for the common operators, as one closure.
+fn with_constant(op: &str, lf: IntFn, c: i64, unsigned: bool) -> IntFn {
+    let u = c as u64;
+    match (op, unsigned) {
+        ("==", _) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) == c)),
+        ("!=", _) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) != c)),
+        ("<", false) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) < c)),
+        ("<=", false) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) <= c)),
+        (">", false) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) > c)),
+        (">=", false) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) >= c)),
+        ("<", true) => Box::new(move |env: &mut Env<'_>| i64::from((lf(env) as u64) < u)),
+        ("<=", true) => Box::new(move |env: &mut Env<'_>| i64::from((lf(env) as u64) <= u)),
+        (">", true) => Box::new(move |env: &mut Env<'_>| i64::from((lf(env) as u64) > u)),
+        (">=", true) => Box::new(move |env: &mut Env<'_>| i64::from((lf(env) as u64) >= u)),
+        ("+", _) => Box::new(move |env: &mut Env<'_>| lf(env).wrapping_add(c)),
+        ("-", _) => Box::new(move |env: &mut Env<'_>| lf(env).wrapping_sub(c)),
+        ("*", _) => Box::new(move |env: &mut Env<'_>| lf(env).wrapping_mul(c)),
+        ("&", _) => Box::new(move |env: &mut Env<'_>| lf(env) & c),
+        ("|", _) => Box::new(move |env: &mut Env<'_>| lf(env) | c),
+        _ => lf,
+    }
+}
+
+/// Operators [`with_constant`] handles.
+fn const_op(op: &str) -> bool {
+    matches!(
+        op,
+        "==" | "!=" | "<" | "<=" | ">" | ">=" | "+" | "-" | "*" | "&" | "|"
+    )
 }

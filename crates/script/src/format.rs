@@ -104,12 +104,14 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
                 c.conv = ch;
                 i += 1;
             }
-            Some(&ch) => return Err((
-                start,
-                format!(
+            Some(&ch) => {
+                return Err((
+                    start,
+                    format!(
                     "unsupported conversion `%{ch}` (supported: %d %i %u %x %X %o %c %s %p %@d %%)"
                 ),
-            )),
+                ))
+            }
             None => {
                 return Err((
                     start,
