@@ -695,6 +695,8 @@ struct Live {
     /// The latest profile (DSOs, events; no samples) for resolving offenders.
     profile: Option<Profile>,
     started: Instant,
+    /// How long the last refresh took (it re-reads the file so far).
+    last_refresh: Duration,
 }
 
 impl Live {
@@ -703,6 +705,7 @@ impl Live {
         if !self.path.exists() {
             return;
         }
+        let t = Instant::now();
         let mut index = 0u64;
         let seen = self.seen;
         let table = &mut self.table;
@@ -723,6 +726,7 @@ impl Live {
             self.seen = self.seen.max(index);
             self.profile = Some(p);
         }
+        self.last_refresh = t.elapsed();
     }
 
     fn offender_lines(&mut self, max: usize) -> Vec<String> {
@@ -767,12 +771,13 @@ impl Live {
     fn header(&self) -> String {
         let samples: u64 = self.table.samples.iter().sum();
         format!(
-            "culprit top: {:.1}s, {} samples, {} functions kept (max {}, {} dropped)",
+            "culprit top: {:.1}s, {} samples, {} functions kept (max {}, {} dropped), refresh {} ms",
             self.started.elapsed().as_secs_f64(),
             samples,
             self.table.rows.len(),
             FUNC_CAPACITY,
-            self.table.dropped_rows
+            self.table.dropped_rows,
+            self.last_refresh.as_millis()
         )
     }
 
@@ -888,6 +893,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         sym: Symbolizer::new(SymbolizerOptions::default()),
         profile: None,
         started: Instant::now(),
+        last_refresh: Duration::ZERO,
     };
     let plain = args.stdio || !std::io::stdout().is_terminal();
     let result = if plain {
