@@ -22,7 +22,7 @@ use culprit_analysis::offenders::{self, Config, Detectors, Observation, Offender
 use culprit_collect::events::{self, SampleRate};
 use culprit_collect::record::{CallGraph, RecordOptions, Target};
 use culprit_decode::model::{DsoId, EventId, Location, Profile, Sample};
-use culprit_symbols::{Query, SymbolId, Symbolizer, SymbolizerOptions};
+use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
 use serde_json::{json, Value};
 
 /// What `--t1`/`--t2` count.
@@ -576,11 +576,92 @@ pub struct TopArgs {
 /// the totals, so percentages remain of everything sampled).
 const FUNC_CAPACITY: usize = 4096;
 
+/// A function across refreshes: the DSO's stable id and a hash of the symbol name (symbol and
+/// DSO numbers of one read are not stable across reads, see [`DsoIds`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FuncKey {
-    Sym(Option<DsoId>, SymbolId),
+    Sym(Option<u32>, u64),
     /// Unresolved: one row per DSO.
-    Dso(Option<DsoId>),
+    Dso(Option<u32>),
+}
+
+/// Stable identities of DSOs across refreshes. The decoder numbers DSOs in the order it meets
+/// their mappings, and the records of the last, still unsorted round can arrive in a different
+/// order in the next read, so a [`DsoId`] of one read may name another DSO in the next.
+#[derive(Default)]
+struct DsoIds {
+    /// (path, owning pid) → stable id (grows with the DSOs seen, like the symbol tables).
+    global: HashMap<(String, Option<i32>), u32>,
+    /// This read: local id → stable id.
+    local: Vec<Option<u32>>,
+    /// The previous read's DSOs in local order, to notice a renumbering.
+    known: Vec<(String, Option<i32>)>,
+    /// How many of this read's DSOs were checked against `known`.
+    checked: usize,
+}
+
+impl DsoIds {
+    fn key(p: &Profile, local: DsoId) -> Option<(String, Option<i32>)> {
+        p.dsos.get(local as usize).map(|d| (d.path.clone(), d.pid))
+    }
+
+    /// Starts a read.
+    fn begin(&mut self) {
+        self.local.clear();
+        self.checked = 0;
+    }
+
+    /// Checks the DSOs the decoder added since the last call; true if an earlier read
+    /// numbered them differently.
+    fn renumbered(&mut self, p: &Profile) -> bool {
+        let mut changed = false;
+        while self.checked < p.dsos.len() {
+            let i = self.checked;
+            if i < self.known.len() && Self::key(p, i as DsoId).as_ref() != Some(&self.known[i]) {
+                changed = true;
+            }
+            self.checked += 1;
+        }
+        changed
+    }
+
+    /// Ends a read: remembers its numbering.
+    fn end(&mut self, p: &Profile) {
+        self.known = (0..p.dsos.len())
+            .filter_map(|i| Self::key(p, i as DsoId))
+            .collect();
+    }
+
+    fn stable(&mut self, p: &Profile, local: Option<DsoId>) -> Option<u32> {
+        let l = local? as usize;
+        if let Some(Some(g)) = self.local.get(l) {
+            return Some(*g);
+        }
+        let key = Self::key(p, l as DsoId)?;
+        let n = self.global.len() as u32;
+        let g = *self.global.entry(key).or_insert(n);
+        if self.local.len() <= l {
+            self.local.resize(l + 1, None);
+        }
+        self.local[l] = Some(g);
+        Some(g)
+    }
+
+    /// The local id in `p` of a stable id (for symbolizing with `p`).
+    fn local_of(&self, p: &Profile, stable: u32) -> Option<DsoId> {
+        (0..p.dsos.len())
+            .find(|&i| {
+                Self::key(p, i as DsoId).and_then(|k| self.global.get(&k).copied()) == Some(stable)
+            })
+            .map(|i| i as DsoId)
+    }
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    h.finish()
 }
 
 struct FuncRow {
@@ -610,7 +691,7 @@ impl FuncTable {
         }
     }
 
-    fn add(&mut self, profile: &Profile, sym: &mut Symbolizer, s: &Sample) {
+    fn add(&mut self, profile: &Profile, sym: &mut Symbolizer, dso: Option<u32>, s: &Sample) {
         let e = s.event as usize;
         if self.totals.len() <= e {
             self.totals.resize(e + 1, 0);
@@ -622,9 +703,13 @@ impl FuncTable {
         self.totals[e] += s.period;
         self.samples[e] += 1;
         let r = sym.resolve(profile, Query::of(s.location, s.pid));
-        let key = match r.symbol {
-            Some(id) => FuncKey::Sym(s.location.dso, id),
-            None => FuncKey::Dso(s.location.dso),
+        let name = r
+            .symbol
+            .and_then(|id| sym.symbol(id))
+            .map(|x| x.name.as_str());
+        let key = match name {
+            Some(n) => FuncKey::Sym(dso, name_hash(n)),
+            None => FuncKey::Dso(dso),
         };
         if !self.rows.contains_key(&key) && self.rows.len() >= FUNC_CAPACITY {
             self.shrink();
@@ -632,12 +717,7 @@ impl FuncTable {
         let n = self.totals.len();
         let row = self.rows.entry(key).or_insert_with(|| FuncRow {
             dso: dso_short(profile, s.location.dso),
-            name: match key {
-                FuncKey::Sym(_, id) => sym
-                    .symbol(id)
-                    .map_or_else(|| "[unknown]".into(), |x| x.name.clone()),
-                FuncKey::Dso(_) => "[unknown]".into(),
-            },
+            name: name.unwrap_or("[unknown]").to_string(),
             period: vec![0; n],
             samples: 0,
         });
@@ -688,7 +768,11 @@ impl FuncTable {
 /// Live state fed by each refresh.
 struct Live {
     path: PathBuf,
+    /// Samples of the previous reads: by time (samples up to `done_until` were counted), or
+    /// by index when the samples have no time.
     seen: u64,
+    done_until: u64,
+    dsos: DsoIds,
     table: FuncTable,
     dets: Option<EventDetectors>,
     sym: Symbolizer,
@@ -707,23 +791,43 @@ impl Live {
         }
         let t = Instant::now();
         let mut index = 0u64;
-        let seen = self.seen;
+        let (seen, done_until) = (self.seen, self.done_until);
+        let mut newest = done_until;
         let table = &mut self.table;
         let sym = &mut self.sym;
         let dets = &mut self.dets;
+        let dsos = &mut self.dsos;
+        dsos.begin();
         let r = culprit_decode::read_file_streaming(&self.path, &mut |_, _| {}, &mut |p, s| {
             index += 1;
-            if index <= seen {
+            if dsos.renumbered(p) {
+                // The symbolizer caches by DSO number: start it afresh for this numbering.
+                *sym = Symbolizer::new(SymbolizerOptions::default());
+            }
+            // The last round is delivered unsorted-then-sorted on every read: by time, a late
+            // record of it is skipped rather than counted twice.
+            let new = if s.time != 0 {
+                s.time > done_until
+            } else {
+                index > seen
+            };
+            if !new {
                 return;
             }
-            table.add(p, sym, s);
+            newest = newest.max(s.time);
+            let dso = dsos.stable(p, s.location.dso);
+            table.add(p, sym, dso, s);
             if let Some(d) = dets.as_mut() {
-                d.observe(s);
+                let mut stable = s.clone();
+                stable.location.dso = dso;
+                d.observe(&stable);
             }
         });
         if let Ok(p) = r {
             // A recording in progress ends in a partial record: that is expected here.
             self.seen = self.seen.max(index);
+            self.done_until = newest;
+            self.dsos.end(&p);
             self.profile = Some(p);
         }
         self.last_refresh = t.elapsed();
@@ -754,7 +858,12 @@ impl Live {
                 lines.push("  (none confirmed yet)".into());
             }
             for x in ranked.iter().take(max) {
-                let pl = place(p, &mut self.sym, x.location, x.pid);
+                // Detector locations hold stable DSO ids; symbolize with this read's numbers.
+                let loc = Location {
+                    dso: x.location.dso.and_then(|g| self.dsos.local_of(p, g)),
+                    file_offset: x.location.file_offset,
+                };
+                let pl = place(p, &mut self.sym, loc, x.pid);
                 lines.push(format!(
                     "  {:>5}x  first at {:>7.2}s  {:<20} {:<14} {}",
                     x.confirmations,
@@ -888,6 +997,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let mut live = Live {
         path,
         seen: 0,
+        done_until: 0,
+        dsos: DsoIds::default(),
         table: FuncTable::new(),
         dets,
         sym: Symbolizer::new(SymbolizerOptions::default()),
@@ -914,7 +1025,11 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     }
     result?;
     let summary = rec.context("recording failed")?;
-    if live.seen == 0 {
+    let recorded: u64 = summary.events.iter().map(|e| e.samples).sum();
+    let counted: u64 = live.table.samples.iter().sum();
+    // The last refresh after the target ended saw the whole file: the counts should agree.
+    eprintln!("culprit top: {recorded} samples recorded, {counted} shown");
+    if recorded == 0 {
         eprintln!("culprit: warning: no samples were taken");
     }
     Ok(match summary.exit {
