@@ -53,7 +53,9 @@ impl Func {
         match self {
             Func::Quantize => 127,
             // Checked at compile time: (hi - lo) / step is small.
-            Func::Lquantize { lo, hi, step } => ((hi - lo) / step) as usize + 2,
+            Func::Lquantize { lo, hi, step } => {
+                ((i128::from(hi) - i128::from(lo)) / i128::from(step)) as usize + 2
+            }
             _ => 0,
         }
     }
@@ -207,7 +209,7 @@ impl Agg {
                     } else if v >= hi {
                         b.len() - 1
                     } else {
-                        ((v - lo) / step) as usize + 1
+                        ((i128::from(v) - i128::from(lo)) / i128::from(step)) as usize + 1
                     };
                     b[i] += 1;
                 }
@@ -380,12 +382,13 @@ impl Agg {
             let label = match self.func {
                 Func::Quantize => qvalue(i).to_string(),
                 Func::Lquantize { lo, step, .. } => {
+                    let at = i128::from(lo) + (i as i128 - 1) * i128::from(step);
                     if i == 0 {
                         format!("< {lo}")
                     } else if i == b.len() - 1 {
-                        format!(">= {}", lo + (i as i64 - 1) * step)
+                        format!(">= {at}")
                     } else {
-                        (lo + (i as i64 - 1) * step).to_string()
+                        at.to_string()
                     }
                 }
                 _ => String::new(),
@@ -459,7 +462,9 @@ impl Agg {
                                     if i == 0 {
                                         serde_json::Value::from(format!("< {lo}"))
                                     } else {
-                                        serde_json::Value::from(lo + (i as i64 - 1) * step)
+                                        let at =
+                                            i128::from(lo) + (i as i128 - 1) * i128::from(step);
+                                        serde_json::Value::from(at as f64 as i64)
                                     }
                                 }
                                 _ => serde_json::Value::Null,
@@ -540,6 +545,23 @@ mod tests {
         a.print_default(&mut out, &Interner::default());
         let expected = "\n           value  ------------- Distribution ------------- count\n               0 |                                         0\n               1 |@@@@@@@@@@@@@@@@@@@@@@@@                 3\n               2 |@@@@@@@@@@@@@@@@                         2\n               4 |                                         0\n\n";
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn lquantize_extreme_bounds_do_not_overflow() {
+        let f = Func::Lquantize {
+            lo: -i64::MAX,
+            hi: i64::MAX,
+            step: i64::MAX,
+        };
+        let mut a = Agg::new("l".into(), f, vec![], 10);
+        for v in [i64::MIN, -1, 0, i64::MAX] {
+            a.update(&[], v);
+        }
+        let mut out = String::new();
+        a.print_default(&mut out, &Interner::default());
+        assert!(out.contains(">= 9223372036854775807"), "{out}");
+        let _ = a.to_json(&Interner::default());
     }
 
     #[test]

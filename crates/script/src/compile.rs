@@ -551,7 +551,7 @@ impl Cx<'_> {
                 let c = |e: &Expr| match e.kind {
                     ExprKind::Int(v) => Ok(v),
                     ExprKind::Unary("-", ref inner) => match inner.kind {
-                        ExprKind::Int(v) => Ok(-v),
+                        ExprKind::Int(v) => Ok(v.wrapping_neg()),
                         _ => Err(self.err(
                             e.span,
                             "aggregation error",
