@@ -3,7 +3,7 @@
 # samples, on the project's workloads and on real programs (xz, python).
 #
 #   bench/offenders.sh                      # cpu-clock at 4000 Hz
-#   EVENT=ls_dmnd_fills_from_sys.dram_io_near PERIOD=2000 bench/offenders.sh   # with a PMU
+#   EVENT=rff43 PERIOD=10000 bench/offenders.sh   # AMD: demand L1D fills (needs a PMU)
 #   SETTINGS="50:5 100:5 200:20" bench/offenders.sh
 #
 # For every program and every T1:T2 it prints: samples, distinct sampled addresses, offenders
