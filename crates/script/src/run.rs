@@ -514,11 +514,11 @@ impl Runner<'_> {
             let due = (now - next) / tick.every + 1;
             let fire = due.min(1000);
             tick.skipped += due - fire;
-            let first = next + (due - fire) * tick.every;
-            tick.next = Some(next + due * tick.every);
+            let first = next.saturating_add((due - fire).saturating_mul(tick.every));
+            tick.next = Some(next.saturating_add(due.saturating_mul(tick.every)));
             let ci = tick.clause;
             for k in 0..fire {
-                let s = empty_sample(first + k * self.ticks[t].every);
+                let s = empty_sample(first.saturating_add(k.saturating_mul(self.ticks[t].every)));
                 self.fire(ci, p, &s, syms);
                 if self.rt.exit.is_some() {
                     self.done = true;
