@@ -160,4 +160,17 @@ fn nothing_to_watch_is_an_error() {
     let out = common::culprit().args(["top", "--stdio"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to watch"));
+    // A recording that fails (no such process) prints its error and no empty table.
+    let _lock = common::pmu_lock();
+    let out = common::culprit()
+        .args(["top", "--stdio", "-e", "cpu-clock", "-p", "999999"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such process"));
 }

@@ -1074,6 +1074,10 @@ fn run_plain(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Re
         tick = Instant::now();
         let finished = recorder.is_finished();
         live.refresh();
+        if finished && live.profile.is_none() {
+            // The recording failed before writing anything: its error says why.
+            return Ok(());
+        }
         let mut out = stdout.lock();
         writeln!(out, "{}", live.header())?;
         for l in live.table_lines(0, args.rows) {
@@ -1111,6 +1115,9 @@ fn run_tui(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Resu
                 ended = recorder.is_finished();
                 live.refresh();
                 last = Instant::now();
+                if ended && live.profile.is_none() {
+                    return Ok(()); // the recording failed: its error is printed after
+                }
             }
             let nev = live.table.events.len().max(1);
             let header = format!(
