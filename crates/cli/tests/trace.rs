@@ -459,3 +459,37 @@ fn live_branch_misses_per_function() {
     assert!(!a.is_empty(), "{doc}");
     assert!(a.len() <= 10);
 }
+
+#[test]
+fn event_names_with_terms_and_period_notes() {
+    // two-events.data: perf record -e task-clock/period=100000/,page-faults/period=20/;
+    // perf script counts 300 task-clock and 9 page-faults samples.
+    let f = fixture("two-events.data");
+    let doc = trace_json(&[
+        "-i",
+        f.to_str().unwrap(),
+        "-e",
+        "pmc:::task-clock-100000 { @[event] = count(); } pmc:::page-faults-10 { @[event] = count(); @pf = sum(period); }",
+    ]);
+    let got: BTreeMap<String, i64> = entries(agg(&doc, "")).into_iter().collect();
+    let want: BTreeMap<String, i64> = [
+        ("page-faults/period=20/".to_string(), 9),
+        ("task-clock/period=100000/".to_string(), 300),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(entries(agg(&doc, "pf"))[0].1, 9 * 20);
+    // Only the page-faults probe's period differs from the recording.
+    let notes: Vec<String> = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("pmc:::page-faults-10") && notes[0].contains("period 20"),
+        "{notes:?}"
+    );
+}

@@ -249,19 +249,40 @@ pub struct Runner<'p> {
     done: bool,
 }
 
-/// Whether a recorded event's name is the probe's event (`cycles` matches `cycles` and
-/// `cycles:u`; `*` globs).
+/// Whether a recorded event's name is the probe's event: `cycles` matches `cycles`,
+/// `cycles:u`, `cycles/period=1000/` and `cpu/cycles/`; `*` and `?` glob the whole name.
 fn event_matches(pat: &str, name: &str) -> bool {
-    if pat.contains('*') || pat.contains('?') {
-        return glob(pat, name);
+    let is_glob = pat.contains('*') || pat.contains('?');
+    let same = |n: &str| if is_glob { glob(pat, n) } else { n == pat };
+    if same(name) {
+        return true;
     }
-    name == pat
-        || name.split(':').next() == Some(pat)
-        || name.trim_end_matches('/') == format!("cpu/{pat}")
+    // Drop `:modifiers` after the event (not inside a `/…/` term list).
+    let bare = match name.rfind(':') {
+        Some(i) if !name[i..].contains('/') => &name[..i],
+        _ => name,
+    };
+    if same(bare) {
+        return true;
+    }
+    if let Some((head, rest)) = bare.split_once('/') {
+        let inner = rest.strip_suffix('/').unwrap_or(rest);
+        // `event/period=N/` names the event first (only per-event settings inside);
+        // `pmu/event/` names it inside; `pmu/event=0x3c/` only matches whole.
+        let settings_only = inner.split(',').all(|t| {
+            ["period=", "freq=", "name=", "call-graph=", "stack-size="]
+                .iter()
+                .any(|p| t.starts_with(p))
+        });
+        if (settings_only && same(head)) || (!inner.contains('=') && same(inner)) {
+            return true;
+        }
+    }
+    false
 }
 
 fn is_cpu_clock(e: &EventInfo) -> bool {
-    (e.attr_type == 1 && e.config == 0) || e.name == "cpu-clock" || e.name.starts_with("cpu-clock:")
+    (e.attr_type == 1 && e.config == 0) || event_matches("cpu-clock", &e.name)
 }
 
 impl Program {
@@ -596,5 +617,23 @@ impl Runner<'_> {
             .iter()
             .map(|a| a.to_json(&self.rt.strings))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_matches;
+
+    #[test]
+    fn event_names_as_perf_writes_them() {
+        assert!(event_matches("cycles", "cycles"));
+        assert!(event_matches("cycles", "cycles:u"));
+        assert!(event_matches("task-clock", "task-clock/period=100000/"));
+        assert!(event_matches("page-faults", "page-faults/period=20/:u"));
+        assert!(event_matches("cycles", "cpu/cycles/"));
+        assert!(event_matches("cpu/event=0x3c/", "cpu/event=0x3c/"));
+        assert!(!event_matches("cycles", "instructions"));
+        assert!(!event_matches("cpu", "cpu/event=0x3c/"));
+        assert!(event_matches("*-clock", "task-clock/period=100000/"));
     }
 }
