@@ -97,7 +97,7 @@ fn cpu_clock_pointer_chase_top_offender_is_the_exact_top_address_in_chase() {
 #[test]
 fn detector_memory_is_constant_while_the_histogram_grows() {
     // Two files with very different numbers of distinct sampled addresses: shares (a few
-    // loops) and python (an interpreter: thousands).
+    // loops) and the C compiler optimizing 500 functions (thousands of addresses in cc1).
     let dir = common::scratch("offenders-memory");
     let small = record(
         &dir,
@@ -111,14 +111,28 @@ fn detector_memory_is_constant_while_the_histogram_grows() {
     .unwrap();
     let v_small = offenders_json(&small, &[]);
     let dir2 = common::scratch("offenders-memory-2");
+    let mut src = String::from("#include <stdint.h>\n");
+    for i in 0..500 {
+        src.push_str(&format!(
+            "uint64_t f{i}(uint64_t x) {{ for (int k = 0; k < {}; k++) x = x * {} + (x >> {}); return x ^ {i}; }}\n",
+            i % 7 + 2,
+            i + 3,
+            i % 13 + 1
+        ));
+    }
+    let c = dir2.join("big.c");
+    std::fs::write(&c, src).unwrap();
     let big = record(
         &dir2,
         "cpu-clock",
-        &["-F", "4000", "-a"],
+        &["-F", "4000"],
         &[
-            "python3".into(),
+            "cc".into(),
+            "-O2".into(),
             "-c".into(),
-            "import json,re\nfor i in range(60000): json.loads(json.dumps({'a':[i,str(i)]})); re.sub('a+','b','a'*50)".into(),
+            c.display().to_string(),
+            "-o".into(),
+            dir2.join("big.o").display().to_string(),
         ],
     )
     .unwrap();
@@ -137,7 +151,7 @@ fn detector_memory_is_constant_while_the_histogram_grows() {
         s["exact"]["distinct_addresses"].as_u64().unwrap(),
         b["exact"]["distinct_addresses"].as_u64().unwrap(),
     );
-    eprintln!("shares: {ns} addresses, histogram {hs} B, detector {ds} B; python -a: {nb} addresses, histogram {hb} B, detector {db} B");
+    eprintln!("shares: {ns} addresses, histogram {hs} B, detector {ds} B; cc: {nb} addresses, histogram {hb} B, detector {db} B");
     assert_eq!(ds, db, "detector memory does not depend on the input");
     assert!(
         nb > 10 * ns,
