@@ -216,8 +216,8 @@ pub struct OffendersReport<'a> {
 
 /// Histogram key: (DSO, file offset).
 type AddrKey = (Option<DsoId>, u64);
-/// Histogram value: (samples, period, a pid that sampled it).
-type AddrCount = (u64, u64, i32);
+/// Histogram value: (samples, period, a pid that sampled it, index of its first sample).
+type AddrCount = (u64, u64, i32, u64);
 
 /// The exact per-address histogram of one event, for the evaluation.
 #[derive(Default)]
@@ -252,7 +252,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
             let e = exact[i]
                 .hist
                 .entry((s.location.dso, s.location.file_offset))
-                .or_insert((0, 0, s.pid));
+                .or_insert((0, 0, s.pid, observed[i]));
             e.0 += 1;
             e.1 += s.period;
         }
@@ -451,6 +451,15 @@ fn compare(
         .first()
         .and_then(|t| rows.iter().find(|(x, _)| x.location == *t));
     let recall5 = top.iter().filter(|t| reported.contains(t)).count();
+    // Detection delay counted from the exact top-1's first sample (a program's set-up phase
+    // before its hot code runs is no fault of the detector).
+    let first_seen = all.first().map_or(0, |(_, v)| v.3);
+    let delay = top1.map(|(x, _)| {
+        round4(
+            x.first_observation.saturating_sub(first_seen) as f64
+                / total_obs.saturating_sub(first_seen).max(1) as f64,
+        )
+    });
     let nrep = reported.len().max(1) as f64;
     let top_json: Vec<Value> = all
         .iter()
@@ -485,6 +494,8 @@ fn compare(
         "top1_first_observation": top1.map(|(x, _)| x.first_observation),
         "top1_first_observation_fraction": top1.map(|(x, _)| round4(x.first_observation as f64 / total_obs as f64)),
         "top1_first_time_fraction": top1.map(|(x, _)| round4(x.first_time.saturating_sub(t0) as f64 / span)),
+        "top1_first_seen_observation": all.first().map(|(_, v)| v.3),
+        "top1_detection_delay_fraction": delay,
     });
     let text = vec![
         format!(
@@ -493,10 +504,12 @@ fn compare(
             hist_bytes,
             match top1 {
                 Some((x, _)) => format!(
-                    "found at sample {} ({:.2}% of the samples, {:.2}% of the time)",
+                    "found at sample {} ({:.2}% of the samples, {:.2}% of the time; {} samples after its first, {:.2}% of the rest)",
                     x.first_observation,
                     100.0 * x.first_observation as f64 / total_obs as f64,
-                    100.0 * x.first_time.saturating_sub(t0) as f64 / span
+                    100.0 * x.first_time.saturating_sub(t0) as f64 / span,
+                    x.first_observation.saturating_sub(first_seen),
+                    100.0 * delay.unwrap_or(0.0)
                 ),
                 None => "NOT reported".to_string(),
             },
