@@ -55,6 +55,9 @@ impl Hasher for FxHasher {
     }
 }
 
+/// `HashMap` with [`FxHasher`].
+pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +75,3 @@ mod tests {
         assert!(low.len() > 800, "only {} distinct buckets", low.len());
     }
 }
-
-/// `HashMap` with [`FxHasher`].
-pub type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;

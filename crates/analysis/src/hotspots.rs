@@ -359,6 +359,11 @@ pub fn hotspots(
         });
     }
 
+    // Only `locs` is needed from here on.
+    drop(loc_ids);
+    drop(queries);
+    drop(resolved);
+
     // 2. Aggregate.
     let dso_key = |l: &Loc| -> u64 {
         match l.dso {

@@ -185,6 +185,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    // The rows own their values: free the samples before rendering (peak memory).
+    let mut profile = profile;
+    profile.samples = Vec::new();
+    profile.frames = Vec::new();
+    profile.raw = Vec::new();
+    profile.stacks = Vec::new();
+    profile.regs = Vec::new();
+    profile.read_values = Vec::new();
     let warnings: Vec<String> = profile
         .warnings
         .iter()
@@ -429,27 +437,29 @@ fn write_text(
     }
     let ncols_num = header.len();
     header.extend(r.keys.iter().map(|k| key_header(*k).to_string()));
-    let mut cells: Vec<Vec<String>> = Vec::with_capacity(r.rows.len());
-    for row in &r.rows {
+    // Cells are formatted twice (widths, then lines) instead of kept: a children report can
+    // have hundreds of thousands of rows.
+    let ns: Vec<bool> = r.events.iter().map(|e| period_is_ns(profile, e)).collect();
+    let cells_of = |row: &culprit_analysis::Row| -> Vec<String> {
         let mut c = Vec::new();
-        for (i, e) in r.events.iter().enumerate() {
+        for (i, &in_ns) in ns.iter().enumerate() {
             if r.children {
                 c.push(format!("{:.2}%", row.children_percent(i, &r.events)));
             }
             c.push(format!("{:.2}%", row.percent(i, &r.events)));
             c.push(row.samples[i].to_string());
-            c.push(if period_is_ns(profile, e) {
+            c.push(if in_ns {
                 human_ns(row.period[i])
             } else {
                 human_count(row.period[i])
             });
         }
         c.extend(row.keys.iter().map(key_text));
-        cells.push(c);
-    }
+        c
+    };
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for c in &cells {
-        for (i, s) in c.iter().enumerate() {
+    for row in &r.rows {
+        for (i, s) in cells_of(row).iter().enumerate() {
             width[i] = width[i].max(s.chars().count());
         }
     }
@@ -474,8 +484,8 @@ fn write_text(
         line
     };
     writeln!(out, "# {}", fmt_line(&header))?;
-    for (row, c) in r.rows.iter().zip(&cells) {
-        let line = format!("  {}", fmt_line(c));
+    for row in &r.rows {
+        let line = format!("  {}", fmt_line(&cells_of(row)));
         let hot = if r.children {
             row.children_percent(0, &r.events)
         } else {

@@ -1,0 +1,220 @@
+//! Symbolizer against real ELF files built here: a stripped binary whose names come from a
+//! separate debug file (build-id directory, `.gnu_debuglink`), DWARF lines, and the build-id
+//! check. Needs `cc`, `strip` and `objcopy` (gcc and binutils).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use culprit_decode::model::{Dso, DsoKind, Profile};
+use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-tmp")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Builds workloads/shares.c with debug info; returns (binary, build-id, heavy's SVMA, its
+/// file offset).
+fn build(dir: &Path) -> (PathBuf, Vec<u8>, u64, u64) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/shares.c");
+    let full = dir.join("full");
+    run(Command::new("cc")
+        .args([
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-Wl,--build-id",
+            "-o",
+        ])
+        .arg(&full)
+        .arg(&src));
+    let data = std::fs::read(&full).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    let build_id = obj.build_id().unwrap().unwrap().to_vec();
+    let heavy = obj
+        .symbols()
+        .find(|s| s.name() == Ok("heavy"))
+        .unwrap()
+        .address();
+    let offset = obj
+        .segments()
+        .find_map(|seg| {
+            let (off, size) = seg.file_range();
+            (heavy >= seg.address() && heavy < seg.address() + size)
+                .then(|| heavy - seg.address() + off)
+        })
+        .unwrap();
+    (full, build_id, heavy, offset)
+}
+
+fn profile(path: &Path, build_id: Option<Vec<u8>>) -> Profile {
+    Profile {
+        dsos: vec![Dso {
+            path: path.display().to_string(),
+            short_name: path.file_name().unwrap().to_string_lossy().into_owned(),
+            build_id,
+            kind: DsoKind::Elf,
+            pid: None,
+        }],
+        ..Profile::default()
+    }
+}
+
+fn symbolizer(debug_root: &Path) -> Symbolizer {
+    Symbolizer::new(SymbolizerOptions {
+        debug_root: debug_root.to_path_buf(),
+        buildid_cache: None,
+        kallsyms: debug_root.join("none"),
+        kernel_notes: debug_root.join("none"),
+        perf_map_dir: debug_root.join("none"),
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn test_stripped_binary_named_from_build_id_debug_file() {
+    let dir = scratch("symbols-buildid");
+    let (full, id, svma, offset) = build(&dir);
+    let stripped = dir.join("stripped");
+    run(Command::new("strip").arg("-o").arg(&stripped).arg(&full));
+    let p = profile(&stripped, Some(id.clone()));
+    let q = Query {
+        dso: Some(0),
+        file_offset: offset + 2,
+        pid: 1,
+    };
+
+    // No debug file: the stripped binary has no name for heavy.
+    let empty = dir.join("empty-root");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut s = symbolizer(&empty);
+    let r = s.resolve(&p, q);
+    assert_eq!(r.symbol, None);
+    assert_eq!(r.svma, Some(svma + 2), "SVMA from the PT_LOAD headers");
+
+    // /usr/lib/debug/.build-id/xx/yyyy.debug layout under a scratch root.
+    let root = dir.join("debug-root");
+    let h = hex(&id);
+    let d = root.join(".build-id").join(&h[..2]);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::copy(&full, d.join(format!("{}.debug", &h[2..]))).unwrap();
+    let mut s = symbolizer(&root);
+    let r = s.resolve(&p, q);
+    let sym = s
+        .symbol(r.symbol.expect("named from the debug file"))
+        .unwrap();
+    assert_eq!(sym.name, "heavy");
+    assert_eq!(sym.start, svma);
+    // DWARF lines come from the debug file too (built lazily on first use).
+    let src = s.source(&p, Some(0), offset + 2, false);
+    let first = src.first().expect("a source frame");
+    assert!(
+        first.file.as_deref().unwrap().ends_with("shares.c"),
+        "{src:?}"
+    );
+    assert!(first.line.unwrap() > 0);
+    // The spin() loop is inlined into heavy: an inline frame names it.
+    let frames = s.source(&p, Some(0), offset + 0x10, false);
+    assert!(!frames.is_empty());
+}
+
+#[test]
+fn test_debuglink_next_to_the_binary() {
+    let dir = scratch("symbols-debuglink");
+    let (full, _id, svma, offset) = build(&dir);
+    let dbg = dir.join("prog.debug");
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&full)
+        .arg(&dbg));
+    let linked = dir.join("prog");
+    run(Command::new("objcopy")
+        .current_dir(&dir)
+        .args(["--strip-all", "--add-gnu-debuglink=prog.debug"])
+        .arg(&full)
+        .arg(&linked));
+    // No build-id recorded: found by the debuglink name in the binary's directory.
+    let p = profile(&linked, None);
+    let empty = dir.join("empty-root");
+    std::fs::create_dir_all(&empty).unwrap();
+    let mut s = symbolizer(&empty);
+    let r = s.resolve(
+        &p,
+        Query {
+            dso: Some(0),
+            file_offset: offset,
+            pid: 1,
+        },
+    );
+    let sym = s
+        .symbol(r.symbol.expect("named through .gnu_debuglink"))
+        .unwrap();
+    assert_eq!((sym.name.as_str(), sym.start), ("heavy", svma));
+}
+
+#[test]
+fn test_build_id_mismatch_gives_a_warning_and_no_names() {
+    let dir = scratch("symbols-mismatch");
+    let (full, _id, _svma, offset) = build(&dir);
+    let p = profile(&full, Some(vec![0xaa; 20]));
+    let mut s = symbolizer(&dir);
+    let r = s.resolve(
+        &p,
+        Query {
+            dso: Some(0),
+            file_offset: offset,
+            pid: 1,
+        },
+    );
+    assert_eq!(r.symbol, None);
+    assert!(
+        s.warnings()
+            .iter()
+            .any(|w| w.contains("differs from the recorded one")),
+        "{:?}",
+        s.warnings()
+    );
+    // Warned once, however many lookups.
+    s.resolve(
+        &p,
+        Query {
+            dso: Some(0),
+            file_offset: offset + 1,
+            pid: 1,
+        },
+    );
+    assert_eq!(s.warnings().len(), 1);
+    // A missing file: a warning, no panic.
+    let p = profile(&dir.join("does-not-exist"), None);
+    let mut s = symbolizer(&dir);
+    assert_eq!(
+        s.resolve(
+            &p,
+            Query {
+                dso: Some(0),
+                file_offset: 0,
+                pid: 1
+            }
+        )
+        .symbol,
+        None
+    );
+    assert!(s.warnings()[0].contains("not found"), "{:?}", s.warnings());
+}
