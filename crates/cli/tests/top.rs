@@ -174,3 +174,53 @@ fn nothing_to_watch_is_an_error() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such process"));
 }
+
+#[test]
+fn json_lines_one_object_per_refresh() {
+    let _lock = common::pmu_lock();
+    let out = common::run_ok(
+        common::culprit()
+            .args([
+                "top",
+                "--format",
+                "json",
+                "--offenders",
+                "-e",
+                "cpu-clock",
+                "-d",
+                "0.5",
+                "--",
+            ])
+            .arg(common::workload("shares"))
+            .arg("80"),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // shares prints its own line to the same stdout (the launched command's output is not
+    // redirected, as with perf record).
+    let objs: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.starts_with("sink ="))
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert!(objs.len() >= 2, "{text}");
+    let last = objs.last().unwrap();
+    assert_eq!(last["events"][0], "cpu-clock");
+    let f = last["functions"].as_array().unwrap();
+    assert_eq!(f[0]["symbol"], "heavy", "{last:#}");
+    let pct = f[0]["percent"]["cpu-clock"].as_f64().unwrap();
+    assert!((pct - 75.0).abs() < 10.0, "heavy {pct}%");
+    let sum: u64 = f.iter().map(|r| r["samples"].as_u64().unwrap()).sum();
+    assert!(sum <= last["samples"].as_u64().unwrap());
+    let o = last["offenders"].as_array().unwrap();
+    assert!(
+        o.iter()
+            .any(|x| x["symbol"] == "heavy" && x["ip"].as_str().unwrap().starts_with("0x")),
+        "{last:#}"
+    );
+    // Samples only grow.
+    let s: Vec<u64> = objs
+        .iter()
+        .map(|o| o["samples"].as_u64().unwrap())
+        .collect();
+    assert!(s.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+}

@@ -34,6 +34,15 @@ pub enum UnitArg {
     Events,
 }
 
+/// Output of `culprit top` in plain mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TopFormat {
+    /// Text blocks.
+    Text,
+    /// One JSON object per refresh (JSON lines).
+    Json,
+}
+
 /// Detector settings shared by `report --offenders` and `top --offenders`.
 #[derive(Debug, Clone, Copy)]
 pub struct OffenderSettings {
@@ -580,6 +589,10 @@ pub struct TopArgs {
     /// Stop after this many seconds.
     #[arg(long = "duration", value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Plain-mode output: text blocks, or one JSON object per refresh and line (schema in
+    /// docs/offenders.md). JSON implies plain mode.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TopFormat::Text)]
+    pub format: TopFormat,
     /// Command to run and watch (after `--`).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -890,6 +903,56 @@ impl Live {
         lines
     }
 
+    /// One refresh as a JSON object (see docs/offenders.md).
+    fn json(&mut self, rows: usize, offenders: usize) -> Value {
+        let t = &self.table;
+        let funcs: Vec<Value> = t
+            .sorted(0, rows)
+            .into_iter()
+            .map(|r| {
+                let mut period = serde_json::Map::new();
+                let mut percent = serde_json::Map::new();
+                for (i, e) in t.events.iter().enumerate() {
+                    period.insert(e.clone(), r.period.get(i).copied().unwrap_or(0).into());
+                    percent.insert(e.clone(), round4(t.percent(r, i)).into());
+                }
+                json!({"dso": r.dso, "symbol": r.name, "samples": r.samples,
+                       "period": period, "percent": percent})
+            })
+            .collect();
+        let mut offs = Vec::new();
+        if let (Some(dets), Some(p)) = (&self.dets, &self.profile) {
+            let t0 = p.meta.time_range.map_or(0, |r| r.0);
+            for (ei, info) in p.events.iter().enumerate() {
+                let Some(d) = dets.get(ei as EventId) else {
+                    continue;
+                };
+                for x in d.ranked().iter().take(offenders) {
+                    let loc = Location {
+                        dso: x.location.dso.and_then(|g| self.dsos.local_of(p, g)),
+                        file_offset: x.location.file_offset,
+                    };
+                    let pl = place(p, &mut self.sym, loc, x.pid);
+                    offs.push(json!({
+                        "event": info.name, "ip": format!("{:#x}", pl.addr), "dso": pl.dso,
+                        "symbol": pl.symbol, "pid": x.pid, "confirmations": x.confirmations,
+                        "first_time_s": round4(x.first_time.saturating_sub(t0) as f64 / 1e9),
+                    }));
+                }
+            }
+        }
+        json!({
+            "elapsed_s": round4(self.started.elapsed().as_secs_f64()),
+            "samples": self.table.samples.iter().sum::<u64>(),
+            "events": self.table.events,
+            "functions_kept": self.table.rows.len(),
+            "functions_dropped": self.table.dropped_rows,
+            "refresh_ms": self.last_refresh.as_millis() as u64,
+            "functions": funcs,
+            "offenders": if self.dets.is_some() { Value::from(offs) } else { Value::Null },
+        })
+    }
+
     fn header(&self) -> String {
         let samples: u64 = self.table.samples.iter().sum();
         format!(
@@ -1019,7 +1082,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         started: Instant::now(),
         last_refresh: Duration::ZERO,
     };
-    let plain = args.stdio || !std::io::stdout().is_terminal();
+    let plain = args.stdio || args.format == TopFormat::Json || !std::io::stdout().is_terminal();
     let result = if plain {
         run_plain(&args, &mut live, &recorder)
     } else {
@@ -1092,6 +1155,17 @@ fn run_plain(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Re
             return Ok(());
         }
         let mut out = stdout.lock();
+        if args.format == TopFormat::Json {
+            let v = live.json(args.rows, 10);
+            serde_json::to_writer(&mut out, &v)?;
+            writeln!(out)?;
+            out.flush()?;
+            drop(out);
+            if finished || out_of_time(args, live) {
+                return Ok(());
+            }
+            continue;
+        }
         writeln!(out, "{}", live.header())?;
         for l in live.table_lines(0, args.rows) {
             writeln!(out, "{l}")?;
