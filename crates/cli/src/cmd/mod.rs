@@ -8,5 +8,5 @@ pub mod record;
 pub mod report;
 pub mod script;
 pub mod stat;
-pub mod trace;
 pub mod top;
+pub mod trace;
