@@ -377,7 +377,13 @@ fn write_text(
     }
     if let Some(v) = &m.perf_version {
         let host = m.hostname.as_deref().unwrap_or("?");
-        writeln!(out, "# Recorded by perf {v} on {host}")?;
+        // perf writes its bare version ("6.1.187"); culprit writes "culprit 0.1.0".
+        let tool = if v.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("perf {v}")
+        } else {
+            v.clone()
+        };
+        writeln!(out, "# Recorded by {tool} on {host}")?;
     }
     if let Some((a, b)) = m.time_range {
         writeln!(
