@@ -141,7 +141,8 @@ pub struct Row {
     pub children_period: Vec<u64>,
     /// Per report event: samples whose chain passes through the row.
     pub children_samples: Vec<u64>,
-    /// Per report event: the call graph (root is the row itself), when asked for.
+    /// Per report event: the call graph (root is the row itself); empty unless call graphs
+    /// were asked for.
     pub call_graph: Vec<Option<CallNode>>,
 }
 
@@ -561,7 +562,8 @@ pub fn hotspots(
                 period: self_period[r * ncol..(r + 1) * ncol].to_vec(),
                 children_period: ch_period[r * ncol..(r + 1) * ncol].to_vec(),
                 children_samples: ch_samples[r * ncol..(r + 1) * ncol].to_vec(),
-                call_graph: vec![None; ncol],
+                // Allocated only for the rows that get graphs (memory with many rows).
+                call_graph: Vec::new(),
             }
         })
         .collect();
@@ -668,6 +670,9 @@ pub fn hotspots(
                             .collect::<Vec<_>>()
                             .join(" ")
                     });
+                if row.call_graph.is_empty() {
+                    row.call_graph = vec![None; ncol];
+                }
                 row.call_graph[c] = Some(t.to_node(name, threshold, &|fi| {
                     frame_name(profile, symbolizer, &locs[frame_loc[fi as usize] as usize])
                 }));
