@@ -179,14 +179,15 @@ fn text_output_and_threshold_errors() {
     .unwrap();
     let out = common::run_ok(
         common::culprit()
-            .args(["report", "--offenders", "--t1", "40", "--t2", "8", "-i"])
+            .args(["report", "--offenders", "--t1", "40", "--t2", "4", "-i"])
             .arg(&data),
     );
     let text = String::from_utf8_lossy(&out.stdout);
     eprintln!("{text}");
     assert!(text.contains("# Event 'cpu-clock'"), "{text}");
-    assert!(text.contains("T1=40 T2=8 (samples)"), "{text}");
-    // heavy() takes 75% of the time: its hottest instruction is confirmed.
+    assert!(text.contains("T1=40 T2=4 (samples)"), "{text}");
+    // heavy() takes 75% of the time, spread over its ~7-instruction loop (~10-20% each): a
+    // candidate there reaches T2=4 of T1=40 most rounds, and 10 rounds make a miss unlikely.
     assert!(
         text.lines()
             .any(|l| !l.starts_with('#') && l.contains("shares") && l.contains("heavy")),
@@ -200,7 +201,10 @@ fn text_output_and_threshold_errors() {
     assert_eq!(e["unit"], "events");
     assert_eq!(e["t1"], 100 * 500_000, "{e:#}");
     assert_eq!(e["t2"], 5 * 500_000);
-    assert_eq!(e["offenders"][0]["ip"], s["offenders"][0]["ip"]);
+    // Round boundaries differ between the units (periods jitter), so the loop instructions
+    // may trade places; the top offender is in heavy() either way.
+    assert_eq!(e["offenders"][0]["symbol"], "heavy", "{e:#}");
+    assert_eq!(s["offenders"][0]["symbol"], "heavy", "{s:#}");
     let bad = common::culprit()
         .args(["report", "--offenders", "--t1", "5", "--t2", "6", "-i"])
         .arg(&data)
