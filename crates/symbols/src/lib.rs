@@ -482,10 +482,9 @@ impl Symbolizer {
         // Build-id check: a different file on disk must not give names; try perf's cache.
         // Like perf, a file without a build-id cannot prove it is the recorded one.
         let mismatch = match (&facts, recorded) {
-            (Some(Ok(f)), Some(rec)) => f
-                .build_id
-                .as_deref()
-                .is_none_or(|b| !same_build_id(rec, b)),
+            (Some(Ok(f)), Some(rec)) => {
+                f.build_id.as_deref().is_none_or(|b| !same_build_id(rec, b))
+            }
             _ => false,
         };
         if mismatch || data.is_none() {
