@@ -15,7 +15,9 @@
 
 use std::collections::HashMap;
 
-use culprit_decode::model::{CpuMode, DsoId, DsoKind, EventId, Frame, Profile, Sample};
+use culprit_decode::model::{
+    CpuMode, DsoId, DsoKind, EventId, Frame, Location, Profile, Sample, StrId,
+};
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
 use crate::fxhash::FxHashMap;
@@ -183,6 +185,216 @@ pub fn pct(part: u64, total: u64) -> f64 {
     }
 }
 
+/// Samples folded by everything [`hotspots`] looks at: equal (event, pid, tid, cpu, comm,
+/// cpumode, ip, location, call chain) samples become one entry with their count and summed
+/// period, so memory grows with distinct places and chains, not with samples.
+#[derive(Clone)]
+struct Agg {
+    event: EventId,
+    cpumode: CpuMode,
+    pid: i32,
+    tid: i32,
+    cpu: u32,
+    comm: StrId,
+    ip: u64,
+    location: Location,
+    /// Range into [`SampleAggregator::chain_frames`] (empty without chains).
+    callchain: std::ops::Range<u32>,
+    /// How many samples were folded here.
+    samples: u64,
+    /// Their summed period.
+    period: u64,
+}
+
+impl Agg {
+    fn key(&self) -> AggKey {
+        (
+            self.event,
+            self.cpumode,
+            self.pid,
+            self.tid,
+            self.cpu,
+            self.comm,
+            self.ip,
+            self.location.dso,
+            self.location.file_offset,
+            self.callchain.start,
+            self.callchain.end,
+        )
+    }
+}
+
+/// (event, cpumode, pid, tid, cpu, comm, ip, dso, file offset, chain start, chain end).
+type AggKey = (
+    EventId,
+    CpuMode,
+    i32,
+    i32,
+    u32,
+    StrId,
+    u64,
+    Option<DsoId>,
+    u64,
+    u32,
+    u32,
+);
+
+/// Folds samples as they are read (see [`culprit_decode::read_file_streaming`]) into the
+/// compact form [`hotspots_aggregated`] reports from: identical samples are counted once,
+/// call chains are interned, so memory scales with distinct addresses and chains.
+#[derive(Default)]
+pub struct SampleAggregator {
+    with_chains: bool,
+    has_callchains: bool,
+    filters: Filters,
+    aggs: Vec<Agg>,
+    /// Hash of an entry's [`AggKey`] -> the entry (first one with that hash; a colliding,
+    /// different key gets a new entry, which is only less compact, never wrong). Keeping
+    /// the hash, not the key, matters when chains are mostly distinct (no frame pointers).
+    index: FxHashMap<u64, u32>,
+    /// Distinct call-chain frames.
+    frames: Vec<Frame>,
+    /// (addr, cpumode, dso, file offset, pid for per-process DSOs else -1) -> frame id.
+    frame_ids: FxHashMap<(u64, CpuMode, Option<DsoId>, u64, i32), u32>,
+    /// Interned call chains, back to back, as indices into `frames`.
+    chain_frames: Vec<u32>,
+    /// Chain hash -> its range in `chain_frames` (first chain with that hash; a colliding,
+    /// different chain is stored again, which is only less compact, never wrong).
+    chains: FxHashMap<u64, (u32, u32)>,
+    /// Scratch: the frame ids of the chain being added.
+    scratch: Vec<u32>,
+}
+
+impl SampleAggregator {
+    /// `with_chains`: keep call chains (needed for children and call graphs). `filters`:
+    /// samples that the pid/tid/comm filters reject still count in the event totals (the
+    /// percentage base) but their chains are not kept.
+    pub fn new(with_chains: bool, filters: &Filters) -> Self {
+        SampleAggregator {
+            with_chains,
+            filters: filters.clone(),
+            ..SampleAggregator::default()
+        }
+    }
+
+    /// Whether any sample added had a call chain.
+    pub fn has_callchains(&self) -> bool {
+        self.has_callchains
+    }
+
+    /// Distinct entries kept so far.
+    pub fn distinct(&self) -> usize {
+        self.aggs.len()
+    }
+
+    /// Adds one sample; `profile` is the profile it belongs to (its call chain and strings
+    /// are looked up there).
+    pub fn add(&mut self, profile: &Profile, s: &Sample) {
+        let chain = profile.callchain(s);
+        if !chain.is_empty() {
+            self.has_callchains = true;
+        }
+        let f = &self.filters;
+        let keep = (f.pids.is_empty() || f.pids.contains(&s.pid))
+            && (f.tids.is_empty() || f.tids.contains(&s.tid))
+            && (f.comms.is_empty() || f.comms.iter().any(|c| c == profile.str(s.comm)));
+        let (start, end) = if self.with_chains && keep && !chain.is_empty() {
+            self.intern_chain(profile, s.pid, chain)
+        } else {
+            (0, 0)
+        };
+        let key: AggKey = (
+            s.event,
+            s.cpumode,
+            s.pid,
+            s.tid,
+            s.cpu,
+            s.comm,
+            s.ip,
+            s.location.dso,
+            s.location.file_offset,
+            start,
+            end,
+        );
+        let hash = {
+            use std::hash::{Hash, Hasher};
+            let mut h = crate::fxhash::FxHasher::default();
+            key.hash(&mut h);
+            h.finish()
+        };
+        let found = self
+            .index
+            .get(&hash)
+            .copied()
+            .filter(|&i| self.aggs.get(i as usize).is_some_and(|a| a.key() == key));
+        match found {
+            Some(i) => {
+                let a = &mut self.aggs[i as usize];
+                a.samples += 1;
+                a.period += s.period;
+            }
+            None => {
+                let next = self.aggs.len() as u32;
+                self.index.entry(hash).or_insert(next);
+                self.aggs.push(Agg {
+                    event: s.event,
+                    cpumode: s.cpumode,
+                    pid: s.pid,
+                    tid: s.tid,
+                    cpu: s.cpu,
+                    comm: s.comm,
+                    ip: s.ip,
+                    location: s.location,
+                    callchain: start..end,
+                    samples: 1,
+                    period: s.period,
+                });
+            }
+        }
+    }
+
+    fn intern_chain(&mut self, profile: &Profile, pid: i32, chain: &[Frame]) -> (u32, u32) {
+        use std::hash::Hasher;
+        let mut ids = std::mem::take(&mut self.scratch);
+        ids.clear();
+        let mut h = crate::fxhash::FxHasher::default();
+        h.write_usize(chain.len());
+        for fr in chain {
+            let key = (
+                fr.addr,
+                fr.cpumode,
+                fr.location.dso,
+                fr.location.file_offset,
+                // Per-process (JIT) objects resolve per pid, like the sampled IP.
+                match fr.location.dso.and_then(|d| profile.dsos.get(d as usize)) {
+                    Some(d) if d.kind == DsoKind::Anonymous => pid,
+                    _ => -1,
+                },
+            );
+            let next = self.frames.len() as u32;
+            let id = *self.frame_ids.entry(key).or_insert(next);
+            if id == next {
+                self.frames.push(*fr);
+            }
+            h.write_u32(id);
+            ids.push(id);
+        }
+        let hash = h.finish();
+        if let Some(&(a, b)) = self.chains.get(&hash) {
+            if self.chain_frames.get(a as usize..b as usize) == Some(&ids[..]) {
+                self.scratch = ids;
+                return (a, b);
+            }
+        }
+        let a = self.chain_frames.len() as u32;
+        self.chain_frames.extend_from_slice(&ids);
+        self.scratch = ids;
+        let b = self.chain_frames.len() as u32;
+        self.chains.entry(hash).or_insert((a, b));
+        (a, b)
+    }
+}
+
 /// A resolved location, shared by every sample and frame at the same place.
 #[derive(Clone, Copy)]
 struct Loc {
@@ -217,6 +429,7 @@ impl Interner {
 /// Which event columns a sample belongs to.
 fn event_columns(
     profile: &Profile,
+    aggs: &[Agg],
     wanted: &[String],
 ) -> Result<(Vec<EventTotals>, Vec<u32>), AnalysisError> {
     let mut col_of = vec![NONE; profile.events.len()];
@@ -224,7 +437,7 @@ fn event_columns(
     // Like perf, events without samples (e.g. the `dummy` tracking event of `-a`) get no
     // column unless asked for by name.
     let mut counts = vec![0u64; profile.events.len()];
-    for s in &profile.samples {
+    for s in aggs {
         if let Some(c) = counts.get_mut(usize::from(s.event)) {
             *c += 1;
         }
@@ -262,21 +475,53 @@ fn basename(path: &str) -> &str {
 
 /// Computes hotspots. `progress(done, total)` is called now and then while resolving
 /// locations and aggregating samples.
+///
+/// Works on an in-memory profile (its `samples`); [`hotspots_aggregated`] is the same over
+/// samples aggregated while streaming.
 pub fn hotspots(
     profile: &Profile,
     symbolizer: &mut Symbolizer,
     opts: &HotspotOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Hotspots, AnalysisError> {
-    let (mut totals, col_of) = event_columns(profile, &opts.events)?;
+    let mut agg = SampleAggregator::new(
+        opts.children || opts.call_graph != CallGraphMode::None,
+        &opts.filters,
+    );
+    for s in &profile.samples {
+        agg.add(profile, s);
+    }
+    hotspots_aggregated(profile, &agg, symbolizer, opts, progress)
+}
+
+/// [`hotspots`] over samples already folded by a [`SampleAggregator`] (e.g. during
+/// [`culprit_decode::read_file_streaming`]); `profile` gives the events, strings and DSOs.
+/// The result is the same as [`hotspots`] on the full profile.
+pub fn hotspots_aggregated(
+    profile: &Profile,
+    agg: &SampleAggregator,
+    symbolizer: &mut Symbolizer,
+    opts: &HotspotOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Hotspots, AnalysisError> {
+    let aggs = &agg.aggs[..];
+    let frames = &agg.frames[..];
+    let chain_of = |s: &Agg| -> &[u32] {
+        agg.chain_frames
+            .get(s.callchain.start as usize..s.callchain.end as usize)
+            .unwrap_or(&[])
+    };
+    let (mut totals, col_of) = event_columns(profile, aggs, &opts.events)?;
     let ncol = totals.len();
     let keys = &opts.keys;
     let need_src = keys
         .iter()
         .any(|k| matches!(k, SortKey::Srcline | SortKey::Srcfile));
-    let has_callchains = profile.samples.iter().any(|s| !s.callchain.is_empty());
-    let use_chains = (opts.children || opts.call_graph != CallGraphMode::None) && has_callchains;
-    let total_work = profile.samples.len() as u64 * 2;
+    let has_callchains = agg.has_callchains;
+    let use_chains = (opts.children || opts.call_graph != CallGraphMode::None)
+        && has_callchains
+        && agg.with_chains;
+    let total_work = aggs.len() as u64 * 2;
 
     // Canonical ids: equal comm strings and equal DSO short names group together.
     let mut names = Interner::default();
@@ -312,20 +557,20 @@ pub fn hotspots(
             _ => -1,
         },
     };
-    let mut sample_loc: Vec<u32> = Vec::with_capacity(profile.samples.len());
+    let mut sample_loc: Vec<u32> = Vec::with_capacity(aggs.len());
     let mut frame_loc: Vec<u32> = Vec::new();
     if use_chains {
-        frame_loc = vec![NONE; profile.frames.len()];
+        frame_loc = vec![NONE; frames.len()];
     }
-    for (n, s) in profile.samples.iter().enumerate() {
+    for (n, s) in aggs.iter().enumerate() {
         sample_loc.push(intern_loc(query(
             s.location.dso,
             s.location.file_offset,
             s.pid,
         )));
         if use_chains {
-            for fi in s.callchain.clone() {
-                if let Some(f) = profile.frames.get(fi as usize) {
+            for &fi in chain_of(s) {
+                if let Some(f) = frames.get(fi as usize) {
                     frame_loc[fi as usize] =
                         intern_loc(query(f.location.dso, f.location.file_offset, s.pid));
                 }
@@ -374,7 +619,7 @@ pub fn hotspots(
     };
     // Key components of a location; `raw_addr` is the runtime address (used for unresolved
     // chain frames, as perf does), `None` for the sampled IP itself.
-    let build_key = |buf: &mut Vec<u64>, s: &Sample, l: &Loc, raw_addr: Option<u64>| {
+    let build_key = |buf: &mut Vec<u64>, s: &Agg, l: &Loc, raw_addr: Option<u64>| {
         buf.clear();
         for k in keys {
             match k {
@@ -421,14 +666,14 @@ pub fn hotspots(
         ..Acc::default()
     };
     let f = &opts.filters;
-    let keep_sample = |s: &Sample| -> bool {
+    let keep_sample = |s: &Agg| -> bool {
         (f.pids.is_empty() || f.pids.contains(&s.pid))
             && (f.tids.is_empty() || f.tids.contains(&s.tid))
             && (f.comms.is_empty() || f.comms.iter().any(|c| c == profile.str(s.comm)))
     };
     let mut buf: Vec<u64> = Vec::with_capacity(keys.len() * 3);
     let mut seen: Vec<u32> = Vec::with_capacity(128);
-    for (n, s) in profile.samples.iter().enumerate() {
+    for (n, s) in aggs.iter().enumerate() {
         if n % 65536 == 0 {
             progress(total_work / 2 + n as u64 / 2, total_work);
         }
@@ -439,7 +684,7 @@ pub fn hotspots(
             continue;
         }
         let col = col as usize;
-        totals[col].samples += 1;
+        totals[col].samples += s.samples;
         totals[col].period += s.period;
         if !keep_sample(s) {
             continue;
@@ -447,15 +692,15 @@ pub fn hotspots(
         let l = &locs[sample_loc[n] as usize];
         build_key(&mut buf, s, l, None);
         let r = acc.row(&buf, (n as u32, NONE)) as usize;
-        acc.self_samples[r * ncol + col] += 1;
+        acc.self_samples[r * ncol + col] += s.samples;
         acc.self_period[r * ncol + col] += s.period;
-        acc.ch_samples[r * ncol + col] += 1;
+        acc.ch_samples[r * ncol + col] += s.samples;
         acc.ch_period[r * ncol + col] += s.period;
         if use_chains && opts.children {
             seen.clear();
             seen.push(r as u32);
-            for fi in s.callchain.clone() {
-                let Some(fr) = profile.frames.get(fi as usize) else {
+            for &fi in chain_of(s) {
+                let Some(fr) = frames.get(fi as usize) else {
                     continue;
                 };
                 let l = &locs[frame_loc[fi as usize] as usize];
@@ -466,7 +711,7 @@ pub fn hotspots(
                 }
                 seen.push(r);
                 let r = r as usize;
-                acc.ch_samples[r * ncol + col] += 1;
+                acc.ch_samples[r * ncol + col] += s.samples;
                 acc.ch_period[r * ncol + col] += s.period;
             }
         }
@@ -493,12 +738,12 @@ pub fn hotspots(
         f.dsos.iter().any(|x| *x == d.short_name || *x == d.path)
     };
     let nrows = rep.len();
-    let loc_of_rep = |(si, fi): (u32, u32)| -> (&Sample, &Loc, Option<&Frame>) {
-        let s = &profile.samples[si as usize];
+    let loc_of_rep = |(si, fi): (u32, u32)| -> (&Agg, &Loc, Option<&Frame>) {
+        let s = &aggs[si as usize];
         if fi == NONE {
             (s, &locs[sample_loc[si as usize] as usize], None)
         } else {
-            let fr = profile.frames.get(fi as usize);
+            let fr = frames.get(fi as usize);
             (s, &locs[frame_loc[fi as usize] as usize], fr)
         }
     };
@@ -585,14 +830,14 @@ pub fn hotspots(
                 None => (dso_key(l) << 1, fr.addr),
             }
         };
-        for (n, s) in profile.samples.iter().enumerate() {
+        for (n, s) in aggs.iter().enumerate() {
             let Some(&col) = col_of.get(usize::from(s.event)) else {
                 continue;
             };
             if col == NONE || !keep_sample(s) {
                 continue;
             }
-            let chain: Vec<u32> = s.callchain.clone().collect();
+            let chain: &[u32] = chain_of(s);
             let l = &locs[sample_loc[n] as usize];
             build_key(&mut buf, s, l, None);
             seen.clear();
@@ -606,7 +851,7 @@ pub fn hotspots(
             }
             if opts.children {
                 for (p, &fi) in chain.iter().enumerate() {
-                    let Some(fr) = profile.frames.get(fi as usize) else {
+                    let Some(fr) = frames.get(fi as usize) else {
                         continue;
                     };
                     let l = &locs[frame_loc[fi as usize] as usize];
@@ -628,7 +873,7 @@ pub fn hotspots(
                 // own frame, which the kernel puts first).
                 let ip_first = chain
                     .first()
-                    .and_then(|&fi| profile.frames.get(fi as usize))
+                    .and_then(|&fi| frames.get(fi as usize))
                     .is_some_and(|fr| fr.addr == s.ip);
                 let start = if p == usize::MAX {
                     usize::from(ip_first)
@@ -638,7 +883,7 @@ pub fn hotspots(
                 let mut path: Vec<(u64, u64, u32)> = chain[start.min(chain.len())..]
                     .iter()
                     .filter_map(|&fi| {
-                        profile.frames.get(fi as usize).map(|fr| {
+                        frames.get(fi as usize).map(|fr| {
                             let (a, b) = frame_sym(fi, fr);
                             (a, b, fi)
                         })
@@ -647,7 +892,7 @@ pub fn hotspots(
                 if opts.call_graph == CallGraphMode::Caller {
                     path.reverse();
                 }
-                trees[i][col as usize].add(&path, s.period);
+                trees[i][col as usize].add(&path, s.period, s.samples);
             }
         }
         for (i, row) in rows.iter_mut().enumerate() {
@@ -734,8 +979,8 @@ struct TreeNode {
 }
 
 impl TreeNode {
-    fn add(&mut self, path: &[(u64, u64, u32)], period: u64) {
-        self.samples += 1;
+    fn add(&mut self, path: &[(u64, u64, u32)], period: u64, samples: u64) {
+        self.samples += samples;
         self.period += period;
         let mut node = self;
         for &(a, b, fi) in path {
@@ -743,7 +988,7 @@ impl TreeNode {
                 frame: fi,
                 ..TreeNode::default()
             });
-            node.samples += 1;
+            node.samples += samples;
             node.period += period;
         }
     }
@@ -789,7 +1034,7 @@ fn key_value(
     profile: &Profile,
     symbolizer: &Symbolizer,
     src: &[String],
-    s: &Sample,
+    s: &Agg,
     l: &Loc,
     frame: Option<&Frame>,
 ) -> KeyValue {

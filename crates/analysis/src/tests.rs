@@ -338,3 +338,56 @@ fn test_sort_key_parse_list() {
         Err(AnalysisError::UnknownSortKey(k)) if k == "bogus"
     ));
 }
+
+#[test]
+fn test_hotspots_aggregated_folds_identical_samples_and_keeps_counts() {
+    let mut b = Builder::new(&["cpu-clock"]);
+    // Three identical samples (same chain), one with another chain, one filtered out.
+    for _ in 0..3 {
+        b.sample(0, 0, 10, &[0x1010, 0x3000]);
+    }
+    b.sample(0, 0, 5, &[0x1010, 0x2010, 0x3000]);
+    b.sample(0, 1, 7, &[0x2010, 0x3000]);
+    let opts = HotspotOptions {
+        children: true,
+        call_graph: CallGraphMode::Caller,
+        call_graph_threshold: 0.0,
+        filters: Filters {
+            comms: vec!["prog".into()],
+            ..Filters::default()
+        },
+        ..HotspotOptions::default()
+    };
+    let mut agg = hotspots::SampleAggregator::new(true, &opts.filters);
+    for s in &b.p.samples {
+        agg.add(&b.p, s);
+    }
+    assert!(agg.has_callchains());
+    assert_eq!(agg.distinct(), 3, "identical samples fold into one entry");
+    let mut s = symbolizer("aggregated");
+    let h = hotspots::hotspots_aggregated(&b.p, &agg, &mut s, &opts, &mut |_, _| {}).unwrap();
+    // The filtered sample still counts in the base.
+    assert_eq!(h.events[0].samples, 5);
+    assert_eq!(h.events[0].period, 42);
+    let f1 = find(&h, "f1");
+    assert_eq!(f1.samples[0], 4);
+    assert_eq!(f1.period[0], 35);
+    let main = find(&h, "main");
+    assert_eq!(main.children_samples[0], 4);
+    assert_eq!(main.children_period[0], 35);
+    // The caller graph of f1 carries the folded counts: main (4 samples), then f2 (1).
+    let g = f1.call_graph[0].as_ref().unwrap();
+    assert_eq!(g.samples, 4);
+    assert_eq!(g.children[0].name, "main");
+    assert_eq!(g.children[0].samples, 4);
+    assert_eq!(g.children[0].period, 35);
+    // Same answer as the in-memory API.
+    let h2 = run(&b.p, "aggregated2", &opts);
+    assert_eq!(h2.rows.len(), h.rows.len());
+    for (a, b) in h.rows.iter().zip(&h2.rows) {
+        assert_eq!(a.keys, b.keys);
+        assert_eq!(a.period, b.period);
+        assert_eq!(a.children_period, b.children_period);
+        assert_eq!(a.call_graph, b.call_graph);
+    }
+}

@@ -12,8 +12,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
+use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
 use culprit_analysis::{
-    hotspots, CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, SortKey,
+    CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, SortKey,
 };
 use culprit_decode::model::Profile;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
@@ -145,8 +146,22 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
     let bar = progress_bar();
-    let profile = read_profile(&args, bar.as_ref())?;
-    let has_chains = profile.samples.iter().any(|s| !s.callchain.is_empty());
+    let filters = Filters {
+        pids: args.pid.clone(),
+        tids: args.tid.clone(),
+        comms: args.comm.clone(),
+        dsos: args.dso.clone(),
+    };
+    // Chains are needed for children (the default when the file has them) and call graphs.
+    let with_chains = !args.no_children
+        || matches!(
+            args.call_graph,
+            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
+        );
+    // Samples are folded while reading (no Vec<Sample>): memory follows distinct places.
+    let mut agg = SampleAggregator::new(with_chains, &filters);
+    let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
+    let has_chains = agg.has_callchains();
     let children = if args.no_children {
         false
     } else {
@@ -156,12 +171,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         keys,
         events: args.event.clone(),
         children,
-        filters: Filters {
-            pids: args.pid.clone(),
-            tids: args.tid.clone(),
-            comms: args.comm.clone(),
-            dsos: args.dso.clone(),
-        },
+        filters,
         percent_limit: args.percent_limit,
         top: args.top,
         call_graph: match args.call_graph {
@@ -176,23 +186,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         b.set_message("symbolizing");
         b.set_position(0);
     }
-    let report = hotspots(&profile, &mut symbolizer, &opts, &mut |done, total| {
-        if let Some(b) = &bar {
-            b.set_length(total);
-            b.set_position(done);
-        }
-    })?;
+    let report = hotspots_aggregated(
+        &profile,
+        &agg,
+        &mut symbolizer,
+        &opts,
+        &mut |done, total| {
+            if let Some(b) = &bar {
+                b.set_length(total);
+                b.set_position(done);
+            }
+        },
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    // The rows own their values: free the samples before rendering (peak memory).
-    let mut profile = profile;
-    profile.samples = Vec::new();
-    profile.frames = Vec::new();
-    profile.raw = Vec::new();
-    profile.stacks = Vec::new();
-    profile.regs = Vec::new();
-    profile.read_values = Vec::new();
+    // The rows own their values: free the aggregates before rendering (peak memory).
+    drop(agg);
     let warnings: Vec<String> = profile
         .warnings
         .iter()
@@ -253,20 +263,30 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
+/// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
 fn read_profile(
     args: &ReportArgs,
     bar: Option<&indicatif::ProgressBar>,
+    agg: &mut SampleAggregator,
 ) -> anyhow::Result<Profile> {
+    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
     if args.input.as_os_str() == "-" {
-        return culprit_decode::read_reader(std::io::stdin().lock())
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .context("cannot read perf.data from stdin")?;
+        return culprit_decode::read_bytes_streaming(&data, &mut on_sample)
             .context("cannot read perf.data from stdin");
     }
-    culprit_decode::read_file_with_progress(&args.input, &mut |done, total| {
-        if let Some(b) = bar {
-            b.set_length(total);
-            b.set_position(done);
-        }
-    })
+    culprit_decode::read_file_streaming(
+        &args.input,
+        &mut |done, total| {
+            if let Some(b) = bar {
+                b.set_length(total);
+                b.set_position(done);
+            }
+        },
+        &mut on_sample,
+    )
     .with_context(|| format!("cannot read {}", args.input.display()))
 }
 
