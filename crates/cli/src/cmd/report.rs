@@ -161,6 +161,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places.
     let mut agg = SampleAggregator::new(with_chains, &filters);
     let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
+    agg.finish();
     let has_chains = agg.has_callchains();
     let children = if args.no_children {
         false
