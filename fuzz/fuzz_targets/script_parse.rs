@@ -71,16 +71,7 @@ fuzz_target!(|data: &[u8]| {
             data_src: Some(0x1234_5678),
             phys_addr: None,
             raw: 0..68,
-            weight_struct: None,
-            transaction: None,
-            data_page_size: None,
-            code_page_size: None,
-            stream_id: None,
-            id: None,
-            read: 0..0,
-            user_regs: 0..0,
-            user_stack: 0..0,
-            branch_count: 0,
+            ..Default::default()
         };
         if !r.sample(&profile, &s, &mut syms) {
             break;

@@ -99,21 +99,7 @@ impl Builder {
             comm,
             location: loc(chain[0]),
             callchain: start..end,
-            addr: None,
-            weight: None,
-            data_src: None,
-            phys_addr: None,
-            raw: 0..0,
-            weight_struct: None,
-            transaction: None,
-            data_page_size: None,
-            code_page_size: None,
-            stream_id: None,
-            id: None,
-            read: 0..0,
-            user_regs: 0..0,
-            user_stack: 0..0,
-            branch_count: 0,
+            ..Default::default()
         });
     }
 }

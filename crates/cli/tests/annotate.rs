@@ -143,22 +143,7 @@ fn add_samples(p: &mut Profile, sym: &mut Symbolizer, ev: u16, svma: u64, n: u64
                 dso: Some(0),
                 file_offset: off,
             },
-            callchain: 0..0,
-            addr: None,
-            weight: None,
-            data_src: None,
-            phys_addr: None,
-            raw: 0..0,
-            weight_struct: None,
-            transaction: None,
-            data_page_size: None,
-            code_page_size: None,
-            stream_id: None,
-            id: None,
-            read: 0..0,
-            user_regs: 0..0,
-            user_stack: 0..0,
-            branch_count: 0,
+            ..Default::default()
         });
         let e = &mut p.events[usize::from(ev)];
         e.samples += 1;

@@ -22,10 +22,11 @@ pub type EventId = u16;
 pub type StrId = u32;
 
 /// Where the CPU was when the sample was taken (`misc & PERF_RECORD_MISC_CPUMODE_MASK`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum CpuMode {
     /// Unknown cpumode (0).
+    #[default]
     Unknown,
     /// Kernel (1).
     Kernel,
@@ -145,7 +146,7 @@ pub struct EventInfo {
 }
 
 /// A resolved code location: which DSO and where inside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Default)]
 pub struct Location {
     /// The DSO the address falls in, or `None` if no mapping covers it.
     pub dso: Option<DsoId>,
@@ -166,8 +167,9 @@ pub struct Frame {
     pub location: Location,
 }
 
-/// One PERF_RECORD_SAMPLE, decoded and resolved.
-#[derive(Debug, Clone, Serialize)]
+/// One PERF_RECORD_SAMPLE, decoded and resolved. `Default` is an empty sample (every optional
+/// field absent), for building samples by hand in tests and tools.
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct Sample {
     /// Which event this sample belongs to (index into [`Profile::events`]).
     pub event: EventId,

@@ -205,22 +205,7 @@ fn empty_sample(time: u64) -> Sample {
             dso: None,
             file_offset: 0,
         },
-        callchain: 0..0,
-        addr: None,
-        weight: None,
-        data_src: None,
-        phys_addr: None,
-        raw: 0..0,
-        weight_struct: None,
-        transaction: None,
-        data_page_size: None,
-        code_page_size: None,
-        stream_id: None,
-        id: None,
-        read: 0..0,
-        user_regs: 0..0,
-        user_stack: 0..0,
-        branch_count: 0,
+        ..Default::default()
     }
 }
 

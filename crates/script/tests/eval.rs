@@ -48,18 +48,7 @@ fn sample(event: u16, time: u64, tid: i32, comm: u32, period: u64, ip: u64) -> S
         addr: Some(ip ^ 0xff),
         weight: Some(period / 10),
         data_src: Some((3 << 5) | 2),
-        phys_addr: None,
-        raw: 0..0,
-        weight_struct: None,
-        transaction: None,
-        data_page_size: None,
-        code_page_size: None,
-        stream_id: None,
-        id: None,
-        read: 0..0,
-        user_regs: 0..0,
-        user_stack: 0..0,
-        branch_count: 0,
+        ..Default::default()
     }
 }
 
