@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 ///
 /// Finds which instruction is the culprit of a performance problem, and why.
 #[derive(Parser, Debug)]
-#[command(name = "culprit", version, about, long_about = None,
+#[command(name = "culprit", version,
+    about = "culprit: a precise sampling profiler for Linux. Finds which instruction is the culprit of a performance problem, and why.",
+    long_about = None,
     after_help = "EXAMPLES:\n  culprit demo                          record and report the shipped matrix-multiply example\n  culprit record -e cycles,instructions -g -- ./prog\n  culprit report -i perf.data --sort dso,sym\n  culprit list")]
 struct Cli {
     #[command(subcommand)]
