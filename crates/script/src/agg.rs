@@ -3,8 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use culprit_analysis::offenders::{Config as OffConfig, Detector, Observation, Step, Unit};
+use culprit_decode::model::Location;
+
 use crate::format::{self, Piece};
 use crate::{FxBuild, Interner, Ty};
+
+/// Names of addresses symbolized so far (address → interned `module`symbol+0xoff`), for `%a`.
+pub type AddrNames = HashMap<u64, u32, FxBuild>;
 
 /// Aggregating functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +38,14 @@ pub enum Func {
         /// Bucket width.
         step: i64,
     },
+    /// offenders(addr[, t1, t2]): the paired-sampling worst-offender detector
+    /// (culprit_analysis::offenders), thresholds in samples.
+    Offenders {
+        /// First counter's terminal value.
+        t1: u64,
+        /// Second counter's terminal value.
+        t2: u64,
+    },
 }
 
 impl Func {
@@ -46,6 +60,7 @@ impl Func {
             Func::Stddev => "stddev",
             Func::Quantize => "quantize",
             Func::Lquantize { .. } => "lquantize",
+            Func::Offenders { .. } => "offenders",
         }
     }
 
@@ -72,6 +87,36 @@ pub struct Acc {
     pub sq: i128,
     /// Histogram buckets (quantize, lquantize).
     pub buckets: Option<Box<[i64]>>,
+    /// The detector (offenders).
+    pub det: Option<Box<OffState>>,
+}
+
+/// One key's offender detector and the names of what it confirmed.
+#[derive(Debug, Clone)]
+pub struct OffState {
+    /// The detector (fixed-size table).
+    pub det: Detector,
+    /// Symbol names of confirmed locations (interned ids), pruned to the table's entries.
+    pub names: Vec<(Location, u32)>,
+}
+
+impl OffState {
+    fn new(t1: u64, t2: u64) -> OffState {
+        OffState {
+            det: Detector::new(OffConfig {
+                t1,
+                t2,
+                unit: Unit::Samples,
+                ..OffConfig::default()
+            }),
+            names: Vec::new(),
+        }
+    }
+
+    /// The name recorded for a location.
+    pub fn name(&self, loc: &Location) -> Option<u32> {
+        self.names.iter().find(|x| x.0 == *loc).map(|x| x.1)
+    }
 }
 
 /// Index of `v`'s quantize bucket: 63 is zero, 64+k holds [2^k, 2^(k+1)), 62-k the negatives.
@@ -178,12 +223,17 @@ impl Agg {
                         _ => 0,
                     },
                     buckets: (nb > 0).then(|| vec![0i64; nb].into_boxed_slice()),
+                    det: match self.func {
+                        Func::Offenders { t1, t2 } => Some(Box::new(OffState::new(t1, t2))),
+                        _ => None,
+                    },
                     ..Acc::default()
                 };
                 self.map.entry(keys.into()).or_insert(init)
             }
         };
         match self.func {
+            Func::Offenders { .. } => {}
             Func::Count => acc.a += 1,
             Func::Sum => acc.a = acc.a.wrapping_add(v),
             Func::Avg => {
@@ -217,9 +267,40 @@ impl Agg {
         }
     }
 
+    /// Feeds an observation to the offenders detector under `keys` (the aggregation must be
+    /// `offenders`). Returns the confirmed location when this observation confirmed one and
+    /// it has no name yet: the caller names it with [`Agg::name_offender`].
+    pub fn observe(&mut self, keys: &[i64], o: &Observation) -> Option<(Location, u64, i32)> {
+        if !self.map.contains_key(keys) {
+            // Creates the entry (or counts the drop) through the common path.
+            self.update(keys, 0);
+        }
+        let acc = self.map.get_mut(keys)?;
+        let st = acc.det.as_mut()?;
+        match st.det.observe(o) {
+            Step::Confirmed(i) => {
+                let x = st.det.offenders().get(i)?;
+                let loc = x.location;
+                st.name(&loc).is_none().then_some((loc, x.ip, x.pid))
+            }
+            _ => None,
+        }
+    }
+
+    /// Records the name of a confirmed location (kept only while it is in the table).
+    pub fn name_offender(&mut self, keys: &[i64], loc: Location, name: u32) {
+        let Some(st) = self.map.get_mut(keys).and_then(|a| a.det.as_mut()) else {
+            return;
+        };
+        let live: Vec<Location> = st.det.offenders().iter().map(|x| x.location).collect();
+        st.names.retain(|x| live.contains(&x.0));
+        st.names.push((loc, name));
+    }
+
     /// The value DTrace prints and sorts by (histograms: their total count).
     pub fn value(&self, acc: &Acc) -> i64 {
         let v = match self.func {
+            Func::Offenders { .. } => acc.det.as_ref().map_or(0, |d| d.det.confirmations() as i64),
             Func::Count | Func::Sum | Func::Min | Func::Max => acc.a,
             Func::Avg => {
                 if acc.n == 0 {
@@ -242,7 +323,12 @@ impl Agg {
                 acc.buckets.as_ref().map_or(0, |b| b.iter().sum())
             }
         };
-        if self.norm > 1 && !matches!(self.func, Func::Quantize | Func::Lquantize { .. }) {
+        if self.norm > 1
+            && !matches!(
+                self.func,
+                Func::Quantize | Func::Lquantize { .. } | Func::Offenders { .. }
+            )
+        {
             v / self.norm
         } else {
             v
@@ -310,6 +396,69 @@ impl Agg {
             if let Some(b) = acc.buckets.as_mut() {
                 b.iter_mut().for_each(|x| *x = 0);
             }
+            if let (Some(d), Func::Offenders { t1, t2 }) = (acc.det.as_mut(), func) {
+                **d = OffState::new(t1, t2);
+            }
+        }
+    }
+
+    /// The value as a float (`%@f` on avg and stddev: not truncated).
+    pub fn value_f64(&self, acc: &Acc) -> f64 {
+        let n = acc.n as f64;
+        let v = match self.func {
+            Func::Avg if acc.n > 0 => acc.a as f64 / n,
+            Func::Stddev if acc.n > 0 => {
+                let mean = acc.a as f64 / n;
+                (acc.sq as f64 / n - mean * mean).max(0.0).sqrt()
+            }
+            _ => self.value(acc) as f64,
+        };
+        if self.norm > 1 {
+            v / self.norm as f64
+        } else {
+            v
+        }
+    }
+
+    /// Whether entries print a block (histogram, offender table) rather than one value.
+    fn is_block(&self) -> bool {
+        matches!(
+            self.func,
+            Func::Quantize | Func::Lquantize { .. } | Func::Offenders { .. }
+        )
+    }
+
+    /// The confirmed offenders of one entry, ranked as `report --offenders` ranks them.
+    pub fn offender_table(&self, out: &mut String, acc: &Acc, strings: &Interner) {
+        let Some(st) = &acc.det else { return };
+        let ranked = st.det.ranked();
+        out.push_str(&format!(
+            "    {:>6} {:>8} {:>8}  {:<18} SYMBOL\n",
+            "CONF", "COUNT1", "COUNT2", "ADDRESS"
+        ));
+        if ranked.is_empty() {
+            out.push_str("    (no offender confirmed)\n");
+        }
+        for x in &ranked {
+            let name = st
+                .name(&x.location)
+                .map_or("[unknown]", |id| strings.get(id));
+            out.push_str(&format!(
+                "    {:>6} {:>8} {:>8}  {:<18} {}\n",
+                x.confirmations,
+                x.count1,
+                x.count2,
+                format!("{:#x}", x.ip),
+                name
+            ));
+        }
+    }
+
+    fn block(&self, out: &mut String, acc: &Acc, strings: &Interner) {
+        if acc.det.is_some() {
+            self.offender_table(out, acc, strings);
+        } else {
+            self.histogram(out, acc);
         }
     }
 
@@ -331,7 +480,7 @@ impl Agg {
     pub fn print_default(&self, out: &mut String, strings: &Interner) {
         out.push('\n');
         for (keys, acc) in self.sorted(strings) {
-            if acc.buckets.is_some() {
+            if self.is_block() {
                 if !keys.is_empty() {
                     out.push_str("  ");
                     let parts: Vec<String> = keys
@@ -342,7 +491,7 @@ impl Agg {
                     out.push_str(&parts.join(", "));
                     out.push('\n');
                 }
-                self.histogram(out, acc);
+                self.block(out, acc, strings);
                 out.push('\n');
             } else {
                 for (i, k) in keys.iter().enumerate() {
@@ -406,31 +555,40 @@ impl Agg {
     }
 
     /// `printa(fmt, @a)`: the format's conversions take the keys in order, `%@…` the value.
-    pub fn print_format(&self, out: &mut String, pieces: &[Piece], strings: &Interner) {
+    pub fn print_format(
+        &self,
+        out: &mut String,
+        pieces: &[Piece],
+        strings: &Interner,
+        addrs: &AddrNames,
+    ) {
         for (keys, acc) in self.sorted(strings) {
             let mut ki = 0;
             for p in pieces {
                 match p {
                     Piece::Lit(l) => out.push_str(l),
-                    Piece::Conv(c) if c.agg => {
-                        if acc.buckets.is_some() {
-                            out.push('\n');
-                            self.histogram(out, acc);
-                        } else {
-                            format::int(out, c, self.value(acc));
-                        }
-                    }
+                    Piece::Conv(c) if c.agg => self.value_conv(out, c, Some(acc), strings),
                     Piece::Conv(c) => {
                         let k = keys.get(ki).copied().unwrap_or(0);
-                        if c.conv == 's' {
-                            format::string(out, c, &self.key_text(ki, k, strings));
-                        } else {
-                            format::int(out, c, k);
-                        }
+                        key_conv(out, c, self.key_types.get(ki), k, strings, addrs);
                         ki += 1;
                     }
                 }
             }
+        }
+    }
+
+    /// One `%@…` conversion (`None`: the key is absent from this aggregation, prints 0).
+    fn value_conv(&self, out: &mut String, c: &format::Conv, acc: Option<&Acc>, s: &Interner) {
+        match acc {
+            Some(acc) if self.is_block() => {
+                out.push('\n');
+                self.block(out, acc, s);
+            }
+            Some(acc) if c.is_float() => format::float(out, c, self.value_f64(acc)),
+            Some(acc) => format::int(out, c, self.value(acc)),
+            None if c.is_float() => format::float(out, c, 0.0),
+            None => format::int(out, c, 0),
         }
     }
 
@@ -450,6 +608,28 @@ impl Agg {
                     })
                     .collect();
                 let mut o = serde_json::json!({ "keys": keys, "value": self.value(acc) });
+                if let Some(st) = &acc.det {
+                    let list: Vec<serde_json::Value> = st
+                        .det
+                        .ranked()
+                        .iter()
+                        .map(|x| {
+                            serde_json::json!({
+                                "address": format!("{:#x}", x.ip),
+                                "symbol": st.name(&x.location).map(|id| strings.get(id)),
+                                "pid": x.pid,
+                                "confirmations": x.confirmations,
+                                "count1": x.count1,
+                                "count2": x.count2,
+                                "first_time": x.first_time,
+                                "last_time": x.last_time,
+                            })
+                        })
+                        .collect();
+                    o["offenders"] = serde_json::Value::from(list);
+                    o["t1"] = serde_json::Value::from(st.det.config().t1);
+                    o["t2"] = serde_json::Value::from(st.det.config().t2);
+                }
                 if let Some(b) = &acc.buckets {
                     let buckets: Vec<serde_json::Value> = b
                         .iter()
@@ -485,6 +665,104 @@ impl Agg {
             "dropped_keys": self.dropped_keys.len(),
             "dropped_samples": self.dropped_samples,
         })
+    }
+}
+
+/// A key under a printa conversion: `%s` strings, `%a` names of addresses, integers.
+fn key_conv(
+    out: &mut String,
+    c: &format::Conv,
+    ty: Option<&Ty>,
+    k: i64,
+    strings: &Interner,
+    addrs: &AddrNames,
+) {
+    match (c.conv, ty) {
+        ('s', Some(Ty::Str)) => format::string(out, c, strings.get(k as u32)),
+        ('s', _) => format::string(out, c, &k.to_string()),
+        ('a' | 'A', _) => match addrs.get(&(k as u64)) {
+            Some(&id) => format::string(out, c, strings.get(id)),
+            None => format::string(out, c, &format!("0x{:x}", k as u64)),
+        },
+        _ => format::int(out, c, k),
+    }
+}
+
+/// `printa([fmt,] @a, @b, …)` with several aggregations sharing their keys: the union of the
+/// keys, sorted by the first aggregation's value (then the keys); an aggregation without a
+/// key prints 0 there. With a format, the `%@` conversions take the aggregations in order.
+pub fn print_many(
+    out: &mut String,
+    aggs: &[&Agg],
+    pieces: Option<&[Piece]>,
+    strings: &Interner,
+    addrs: &AddrNames,
+) {
+    let Some(first) = aggs.first() else { return };
+    let mut seen: HashSet<&[i64], FxBuild> = HashSet::default();
+    let mut keys: Vec<(&[i64], i64)> = Vec::new();
+    for a in aggs {
+        for k in a.map.keys() {
+            if seen.insert(&**k) {
+                let v = first.map.get(&**k).map_or(0, |acc| first.value(acc));
+                keys.push((k, v));
+            }
+        }
+    }
+    keys.sort_by(|x, y| {
+        x.1.cmp(&y.1)
+            .then_with(|| first.cmp_keys(x.0, y.0, strings))
+    });
+    if pieces.is_none() {
+        out.push('\n');
+    }
+    for (k, _) in keys {
+        match pieces {
+            Some(pieces) => {
+                let (mut ki, mut ai) = (0, 0);
+                for p in pieces {
+                    match p {
+                        Piece::Lit(l) => out.push_str(l),
+                        Piece::Conv(c) if c.agg => {
+                            if let Some(a) = aggs.get(ai) {
+                                a.value_conv(out, c, a.map.get(k), strings);
+                            }
+                            ai += 1;
+                        }
+                        Piece::Conv(c) => {
+                            let v = k.get(ki).copied().unwrap_or(0);
+                            key_conv(out, c, first.key_types.get(ki), v, strings, addrs);
+                            ki += 1;
+                        }
+                    }
+                }
+            }
+            None => {
+                for (i, v) in k.iter().enumerate() {
+                    match first.key_types.get(i) {
+                        Some(Ty::Str) => out.push_str(&format!("  {:<50}", strings.get(*v as u32))),
+                        Some(Ty::Addr) => {
+                            out.push_str(&format!("  {:>16}", format!("0x{:x}", *v as u64)))
+                        }
+                        _ => out.push_str(&format!("  {:>16}", v)),
+                    }
+                }
+                let mut blocks = Vec::new();
+                for a in aggs {
+                    match a.map.get(k) {
+                        Some(acc) if a.is_block() => blocks.push((a, acc)),
+                        Some(acc) => out.push_str(&format!("  {:>16}", a.value(acc))),
+                        None if a.is_block() => {}
+                        None => out.push_str(&format!("  {:>16}", 0)),
+                    }
+                }
+                out.push('\n');
+                for (a, acc) in blocks {
+                    a.block(out, acc, strings);
+                    out.push('\n');
+                }
+            }
+        }
     }
 }
 

@@ -9,6 +9,32 @@ pub struct Program {
     pub options: Vec<(String, Option<String>, Span)>,
     /// The clauses, in source order.
     pub clauses: Vec<Clause>,
+    /// Top-level variable declarations (`int x;`, `self string s;`), in source order.
+    pub decls: Vec<Decl>,
+}
+
+/// Which variables a declaration names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A global.
+    Global,
+    /// `self->x`.
+    SelfVar,
+    /// `this->x`.
+    ThisVar,
+}
+
+/// `[self|this] TYPE name[, name…];` at top level.
+#[derive(Debug, Clone)]
+pub struct Decl {
+    /// Scope.
+    pub scope: Scope,
+    /// The type as written (`int`, `uint64_t`, `unsigned long`, `string`, `void *`).
+    pub ty: String,
+    /// Where the type is.
+    pub ty_span: Span,
+    /// The declared names.
+    pub names: Vec<(String, Span)>,
 }
 
 /// `probe[, probe…] [/predicate/] { statements }`.
@@ -91,4 +117,6 @@ pub enum Stmt {
     },
     /// An action call or expression statement.
     Expr(Expr),
+    /// `if (cond) { … } else { … }` (`else if` nests in the else branch).
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
 }

@@ -11,11 +11,21 @@ use crate::format::{self, Piece};
 use crate::probe::{self, Probe};
 use crate::run::{Env, What};
 use crate::{Interner, Ty};
+use culprit_analysis::offenders::Observation;
+use culprit_decode::model::Location;
 
 /// A compiled integer-valued expression (strings are interned ids).
 pub(crate) type IntFn = Box<dyn Fn(&mut Env<'_>) -> i64>;
 /// A compiled statement.
 pub(crate) type StmtFn = Box<dyn Fn(&mut Env<'_>)>;
+
+/// One printf conversion with its argument (and `*` width/precision arguments).
+struct PrintfArg {
+    conv: format::Conv,
+    width: Option<IntFn>,
+    prec: Option<IntFn>,
+    value: IntFn,
+}
 
 /// Most keys an aggregation may have.
 pub const MAX_AGG_KEYS: usize = 8;
@@ -52,6 +62,21 @@ pub(crate) struct CClause {
     pub pred: Option<IntFn>,
     pub body: Vec<StmtFn>,
     pub n_this: usize,
+    /// Not only aggregations: without quiet, each firing prints DTrace's
+    /// `CPU ID FUNCTION:NAME` line (aggregating clauses record nothing per firing).
+    pub records: bool,
+}
+
+/// Whether a clause body records per firing (anything but aggregations, or nothing at all).
+fn records(body: &[Stmt]) -> bool {
+    fn any_non_agg(body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Aggregate { .. } => false,
+            Stmt::If(_, a, b) => any_non_agg(a) || any_non_agg(b),
+            _ => true,
+        })
+    }
+    body.is_empty() || any_non_agg(body)
 }
 
 pub(crate) struct AggDecl {
@@ -110,6 +135,77 @@ impl Program {
 struct Var {
     slot: usize,
     ty: Ty,
+    /// Declared narrower than 64 bits: (bits, signed); assignments wrap to it as in C.
+    narrow: Option<(u8, bool)>,
+    /// Declared at top level (line), not typed by its first assignment.
+    declared: Option<usize>,
+}
+
+impl Var {
+    fn inferred(slot: usize, ty: Ty) -> Var {
+        Var {
+            slot,
+            ty,
+            narrow: None,
+            declared: None,
+        }
+    }
+}
+
+/// A declared `this` variable: name, type, width, line.
+type ThisDecl = (String, Ty, Option<(u8, bool)>, usize);
+
+/// A declared type: the value type and the C width it wraps to.
+fn decl_type(words: &str) -> Option<(Ty, Option<(u8, bool)>)> {
+    if words.contains('*') {
+        return Some((Ty::Addr, None));
+    }
+    // `short int`, `long int`, `unsigned int` mean the same without `int`.
+    let w = words
+        .strip_suffix(" int")
+        .filter(|w| !w.is_empty())
+        .unwrap_or(words);
+    let w = w.strip_prefix("signed ").unwrap_or(w);
+    Some(match w {
+        "string" => (Ty::Str, None),
+        "uintptr_t" | "caddr_t" => (Ty::Addr, None),
+        "char" | "int8_t" => (Ty::Int, Some((8, true))),
+        "unsigned char" | "uchar_t" | "uint8_t" => (Ty::Int, Some((8, false))),
+        "short" | "int16_t" => (Ty::Int, Some((16, true))),
+        "unsigned short" | "ushort_t" | "uint16_t" => (Ty::Int, Some((16, false))),
+        "int" | "signed" | "int32_t" | "pid_t" | "id_t" | "boolean_t" => {
+            (Ty::Int, Some((32, true)))
+        }
+        "unsigned" | "uint_t" | "uint32_t" | "uid_t" | "gid_t" => (Ty::Int, Some((32, false))),
+        "long" | "long long" | "int64_t" | "intptr_t" | "ssize_t" | "off_t" | "hrtime_t"
+        | "longlong_t" | "unsigned long" | "unsigned long long" | "uint64_t" | "size_t"
+        | "ulong_t" | "u_longlong_t" => (Ty::Int, None),
+        _ => return None,
+    })
+}
+
+/// Wraps `v` to a declared width.
+#[inline]
+fn wrap_to(v: i64, narrow: Option<(u8, bool)>) -> i64 {
+    match narrow {
+        None => v,
+        Some((bits, true)) => (v << (64 - bits)) >> (64 - bits),
+        Some((bits, false)) => v & ((1i64 << bits) - 1),
+    }
+}
+
+/// Every assignment in `stmts`, nested `if` branches included, in source order.
+fn assignments<'a>(stmts: &'a [Stmt], out: &mut Vec<(&'a Target, &'a Expr)>) {
+    for s in stmts {
+        match s {
+            Stmt::Assign(t, _, rhs, _) => out.push((t, rhs)),
+            Stmt::If(_, a, b) => {
+                assignments(a, out);
+                assignments(b, out);
+            }
+            _ => {}
+        }
+    }
 }
 
 struct Cx<'s> {
@@ -120,6 +216,8 @@ struct Cx<'s> {
     aggs: Vec<AggDecl>,
     strings: Interner,
     args: Option<Result<ArgsKind, String>>,
+    /// `this` declarations: (name, type, width, line).
+    this_decls: Vec<ThisDecl>,
 }
 
 /// Functions that would reach outside the samples: refused with a reason.
@@ -164,6 +262,7 @@ const AGG_FUNCS: &[&str] = &[
     "stddev",
     "quantize",
     "lquantize",
+    "offenders",
 ];
 const BUILTINS: &[&str] = &[
     "execname",
@@ -222,22 +321,25 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         aggs: Vec::new(),
         strings: Interner::default(),
         args: None,
+        this_decls: Vec::new(),
     };
+    cx.declare(&ast.decls)?;
     // Globals and self-> variables exist from their first assignment anywhere in the program
     // (so `/self->ts/` may precede the clause that sets it, and `n = n + 1` works); the type
     // is the first assignment's, checked again at every assignment.
     for c in &ast.clauses {
-        for s in &c.body {
-            if let Stmt::Assign(t, _, rhs, _) = s {
-                let ty = cx.guess(rhs);
-                let (map, name) = match t {
-                    Target::Global(n) => (&mut cx.globals, n),
-                    Target::SelfVar(n) => (&mut cx.selfs, n),
-                    Target::ThisVar(_) => continue,
-                };
-                let slot = map.len();
-                map.entry(name.clone()).or_insert(Var { slot, ty });
-            }
+        let mut found = Vec::new();
+        assignments(&c.body, &mut found);
+        for (t, rhs) in found {
+            let ty = cx.guess(rhs);
+            let (map, name) = match t {
+                Target::Global(n) => (&mut cx.globals, n),
+                Target::SelfVar(n) => (&mut cx.selfs, n),
+                Target::ThisVar(_) => continue,
+            };
+            let slot = map.len();
+            map.entry(name.clone())
+                .or_insert_with(|| Var::inferred(slot, ty));
         }
     }
     let mut infos = Vec::new();
@@ -247,12 +349,27 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         let (info, kind) = cx.probes(c)?;
         cx.args = kind;
         cx.this.clear();
+        for (i, (n, ty, narrow, line)) in cx.this_decls.iter().enumerate() {
+            cx.this.insert(
+                n.clone(),
+                Var {
+                    slot: i,
+                    ty: *ty,
+                    narrow: *narrow,
+                    declared: Some(*line),
+                },
+            );
+        }
         // Clause-local variables: declared by any assignment in the clause.
-        for s in &c.body {
-            if let Stmt::Assign(Target::ThisVar(n), _, rhs, _) = s {
+        let mut found = Vec::new();
+        assignments(&c.body, &mut found);
+        for (t, rhs) in found {
+            if let Target::ThisVar(n) = t {
                 let ty = cx.guess(rhs);
                 let slot = cx.this.len();
-                cx.this.entry(n.clone()).or_insert(Var { slot, ty });
+                cx.this
+                    .entry(n.clone())
+                    .or_insert_with(|| Var::inferred(slot, ty));
             }
         }
         let pred = match &c.predicate {
@@ -274,6 +391,7 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
             pred,
             body,
             n_this: cx.this.len(),
+            records: records(&c.body),
         });
         infos.push(info);
     }
@@ -297,6 +415,83 @@ fn line_of(src: &str, span: Span) -> usize {
 type Kind = Option<Result<ArgsKind, String>>;
 
 impl Cx<'_> {
+    /// Top-level declarations: typed variables that exist before any assignment.
+    fn declare(&mut self, decls: &[ast::Decl]) -> Result<(), ScriptError> {
+        for d in decls {
+            let Some((ty, narrow)) = decl_type(&d.ty) else {
+                let known = [
+                    "int",
+                    "long",
+                    "char",
+                    "short",
+                    "unsigned",
+                    "int64_t",
+                    "uint64_t",
+                    "uint32_t",
+                    "string",
+                    "uintptr_t",
+                    "void *",
+                    "size_t",
+                ];
+                return Err(self.err(
+                    d.ty_span,
+                    "unknown type",
+                    format!(
+                        "unknown type `{}`{} (integers: char short int long, signed/unsigned, intN_t uintN_t size_t pid_t…; `string`; pointers and uintptr_t are addresses)",
+                        d.ty,
+                        hint(&d.ty, known)
+                    ),
+                ));
+            };
+            for (name, span) in &d.names {
+                let line = line_of(self.src, *span);
+                if d.scope == ast::Scope::Global
+                    && (BUILTINS.contains(&name.as_str()) || name == "self" || name == "this")
+                {
+                    return Err(self.err(
+                        *span,
+                        "declaration error",
+                        format!("`{name}` is a built-in variable and cannot be declared"),
+                    ));
+                }
+                let prev = match d.scope {
+                    ast::Scope::Global => self.globals.get(name).and_then(|v| v.declared),
+                    ast::Scope::SelfVar => self.selfs.get(name).and_then(|v| v.declared),
+                    ast::Scope::ThisVar => {
+                        self.this_decls.iter().find(|x| &x.0 == name).map(|x| x.3)
+                    }
+                };
+                if let Some(l) = prev {
+                    return Err(self.err(
+                        *span,
+                        "declaration error",
+                        format!("`{name}` is already declared (line {l})"),
+                    ));
+                }
+                let var = |slot| Var {
+                    slot,
+                    ty,
+                    narrow,
+                    declared: Some(line),
+                };
+                match d.scope {
+                    ast::Scope::Global => {
+                        let slot = self.globals.len();
+                        self.globals.insert(name.clone(), var(slot));
+                    }
+                    ast::Scope::SelfVar => {
+                        let slot = self.selfs.len();
+                        self.selfs.insert(name.clone(), var(slot));
+                    }
+                    ast::Scope::ThisVar => {
+                        self.this_decls.push((name.clone(), ty, narrow, line));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The type an expression will have, without compiling it (for declaring variables up
     /// front; the compiler checks it for real at each assignment).
     fn guess(&self, e: &Expr) -> Ty {
@@ -389,6 +584,35 @@ impl Cx<'_> {
                 span,
                 func_span,
             } => self.aggregate(name, keys, func, args, *span, *func_span),
+            Stmt::If(cond, then, els) => {
+                let (t, cf) = self.expr(cond)?;
+                if t == Ty::Str {
+                    return Err(self.type_err(
+                        cond.span,
+                        "an `if` condition must be an integer, not a string (compare it: `s == \"x\"`)",
+                    ));
+                }
+                let then = then
+                    .iter()
+                    .map(|s| self.stmt(s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let els = els
+                    .iter()
+                    .map(|s| self.stmt(s))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Box::new(move |env: &mut Env<'_>| {
+                    let c = cf(env);
+                    if env.fault.is_some() {
+                        return;
+                    }
+                    for st in if c != 0 { &then } else { &els } {
+                        st(env);
+                        if env.fault.is_some() {
+                            return;
+                        }
+                    }
+                }))
+            }
             Stmt::Expr(e) => match &e.kind {
                 ExprKind::Call(name, args) => self.action(name, args, e.span),
                 _ => {
@@ -428,8 +652,10 @@ impl Cx<'_> {
             _ => &mut self.this,
         };
         let n = map.len();
-        let var = map.entry(name.clone()).or_insert(Var { slot: n, ty: rty });
-        let (slot, ty) = (var.slot, var.ty);
+        let var = map
+            .entry(name.clone())
+            .or_insert_with(|| Var::inferred(n, rty));
+        let (slot, ty, narrow) = (var.slot, var.ty, var.narrow);
         if op != "=" && !(ty.is_int() && rty.is_int()) {
             return Err(self.type_err(
                 span,
@@ -462,13 +688,14 @@ impl Cx<'_> {
         };
         let value = move |env: &mut Env<'_>, old: i64| -> i64 {
             let v = rf(env);
-            match combine {
+            let v = match combine {
                 None => v,
                 Some(c) => c(old, v).unwrap_or_else(|| {
                     env.fault = Some("division by zero");
                     old
                 }),
-            }
+            };
+            wrap_to(v, narrow)
         };
         Ok(match scope {
             0 => Box::new(move |env: &mut Env<'_>| {
@@ -591,6 +818,44 @@ impl Cx<'_> {
                 }
                 Func::Lquantize { lo, hi, step }
             }
+            "offenders" => {
+                if !(args.len() == 1 || args.len() == 3) {
+                    return Err(self.err(
+                        func_span,
+                        "aggregation error",
+                        format!(
+                            "`offenders(address[, t1, t2])` takes 1 or 3 arguments, got {}",
+                            args.len()
+                        ),
+                    ));
+                }
+                let (t1, t2) = if args.len() == 3 {
+                    let c = |e: &Expr| {
+                        match e.kind {
+                        ExprKind::Int(v) if v > 0 => Ok(v as u64),
+                        _ => Err(self.err(
+                            e.span,
+                            "aggregation error",
+                            "offenders thresholds t1 and t2 must be positive integer constants (samples)",
+                        )),
+                    }
+                    };
+                    (c(&args[1])?, c(&args[2])?)
+                } else {
+                    (
+                        culprit_analysis::offenders::DEFAULT_T1_SAMPLES,
+                        culprit_analysis::offenders::DEFAULT_T2_SAMPLES,
+                    )
+                };
+                if t2 > t1 {
+                    return Err(self.err(
+                        args[2].span,
+                        "aggregation error",
+                        format!("offenders: t2 ({t2}) must not exceed t1 ({t1}): no candidate could ever be confirmed"),
+                    ));
+                }
+                Func::Offenders { t1, t2 }
+            }
             other => {
                 let extra = if ACTIONS.contains(&other) {
                     format!(" (`{other}` is an action, not an aggregating function)")
@@ -604,9 +869,15 @@ impl Cx<'_> {
                 ));
             }
         };
-        if !matches!(f, Func::Count | Func::Lquantize { .. }) {
+        if !matches!(
+            f,
+            Func::Count | Func::Lquantize { .. } | Func::Offenders { .. }
+        ) {
             want(1)?;
         }
+        // offenders(ip) keys the detector by the sample's location (DSO + offset, as
+        // `report --offenders`); any other address is its own location.
+        let by_ip = matches!(&args.first().map(|a| &a.kind), Some(ExprKind::Name(n)) if n == "ip");
         let arg = match args.first() {
             Some(a) if f != Func::Count => {
                 let (t, af) = self.expr(a)?;
@@ -659,6 +930,42 @@ impl Cx<'_> {
             }
         };
         let n = key_fns.len();
+        let (arg, off_arg) = match (f, arg) {
+            (Func::Offenders { .. }, a) => (None, a),
+            (_, a) => (None.or(a), None),
+        };
+        if let Some(arg) = off_arg {
+            return Ok(Box::new(move |env: &mut Env<'_>| {
+                let mut buf = [0i64; MAX_AGG_KEYS];
+                for (slot, k) in buf.iter_mut().zip(&key_fns) {
+                    *slot = k(env);
+                }
+                let v = arg(env) as u64;
+                let location = if by_ip {
+                    env.s.location
+                } else {
+                    Location {
+                        dso: None,
+                        file_offset: v,
+                    }
+                };
+                let o = Observation {
+                    location,
+                    ip: v,
+                    pid: env.s.pid,
+                    period: env.s.period,
+                    time: env.s.time,
+                };
+                if let Some((loc, ip, pid)) = env.rt.aggs[idx].observe(&buf[..n], &o) {
+                    let name = if by_ip {
+                        env.symbol_at(What::Addr, loc, ip, pid)
+                    } else {
+                        env.rt.strings.intern(&format!("0x{ip:x}"))
+                    };
+                    env.rt.aggs[idx].name_offender(&buf[..n], loc, name);
+                }
+            }));
+        }
         Ok(Box::new(move |env: &mut Env<'_>| {
             let mut buf = [0i64; MAX_AGG_KEYS];
             for (slot, k) in buf.iter_mut().zip(&key_fns) {
@@ -727,29 +1034,62 @@ impl Cx<'_> {
                     return Err(self.err(span, "call error", "`printf` needs a format string"));
                 }
                 let pieces = self.format(&args[0], false)?;
-                let mut argf = Vec::new();
+                let mut argf: Vec<PrintfArg> = Vec::new();
                 let mut ai = 1;
                 for p in &pieces {
                     if let Piece::Conv(c) = p {
-                        let Some(a) = args.get(ai) else {
-                            return Err(self.err(
-                                args[0].span,
-                                "format error",
+                        let mut next =
+                            |cx: &mut Self, what: &str| -> Result<(Ty, IntFn, Span), ScriptError> {
+                                let Some(a) = args.get(ai) else {
+                                    return Err(cx.err(
+                                    args[0].span,
+                                    "format error",
+                                    format!(
+                                        "the format needs more arguments than the {} given (missing {what})",
+                                        args.len() - 1
+                                    ),
+                                ));
+                                };
+                                ai += 1;
+                                let (t, f) = cx.expr(a)?;
+                                Ok((t, f, a.span))
+                            };
+                        let mut star =
+                            |cx: &mut Self,
+                             on: bool,
+                             what: &str|
+                             -> Result<Option<IntFn>, ScriptError> {
+                                if !on {
+                                    return Ok(None);
+                                }
+                                let (t, f, span) = next(cx, what)?;
+                                if t == Ty::Str {
+                                    return Err(cx.type_err(span, format!("`*` {what} must be an integer, this argument is a string")));
+                                }
+                                Ok(Some(f))
+                            };
+                        let width = star(self, c.width_arg, "width")?;
+                        let prec = star(self, c.prec_arg, "precision")?;
+                        let (t, f, span) = next(self, "a value")?;
+                        if c.is_float() {
+                            return Err(self.type_err(
+                                span,
                                 format!(
-                                    "the format has more conversions than the {} argument(s) given",
-                                    args.len() - 1
+                                    "`%{}` needs a floating-point value, and the trace language's values are 64-bit integers or strings (use `%d`; avg() and stddev() print with decimals through printa's `%@{}`)",
+                                    c.conv, c.conv
                                 ),
                             ));
-                        };
-                        let (t, f) = self.expr(a)?;
+                        }
                         if (c.conv == 's') != (t == Ty::Str) {
                             return Err(self.type_err(
-                                a.span,
+                                span,
                                 format!(
                                     "`%{}` expects {}, this argument is a {}",
                                     c.conv,
                                     if c.conv == 's' {
                                         "a string"
+                                    } else if c.is_symbol() {
+                                        "an address"
                                     } else {
                                         "an integer"
                                     },
@@ -757,8 +1097,12 @@ impl Cx<'_> {
                                 ),
                             ));
                         }
-                        argf.push((c.clone(), f));
-                        ai += 1;
+                        argf.push(PrintfArg {
+                            conv: c.clone(),
+                            width,
+                            prec,
+                            value: f,
+                        });
                     }
                 }
                 if ai < args.len() {
@@ -775,10 +1119,30 @@ impl Cx<'_> {
                         match p {
                             Piece::Lit(l) => out.push_str(l),
                             Piece::Conv(_) => {
-                                if let Some((c, f)) = it.next() {
-                                    let v = f(env);
+                                if let Some(a) = it.next() {
+                                    let starred;
+                                    let c = if a.width.is_some() || a.prec.is_some() {
+                                        let w = a.width.as_ref().map(|f| f(env));
+                                        let p = a.prec.as_ref().map(|f| f(env));
+                                        starred = a.conv.with_args(w, p);
+                                        &starred
+                                    } else {
+                                        &a.conv
+                                    };
+                                    let v = (a.value)(env);
                                     if c.conv == 's' {
                                         format::string(&mut out, c, env.rt.strings.get(v as u32));
+                                    } else if c.is_symbol() {
+                                        match env.addr_name(v) {
+                                            Some(id) => {
+                                                format::string(&mut out, c, env.rt.strings.get(id))
+                                            }
+                                            None => format::string(
+                                                &mut out,
+                                                c,
+                                                &format!("0x{:x}", v as u64),
+                                            ),
+                                        }
                                     } else {
                                         format::int(&mut out, c, v);
                                     }
@@ -804,19 +1168,57 @@ impl Cx<'_> {
                 }))
             }
             "printa" => {
-                arity(1, 2)?;
-                let (pieces, agg_e) = if args.len() == 2 {
-                    (Some(self.format(&args[0], true)?), &args[1])
-                } else {
-                    (None, &args[0])
+                let (pieces, agg_es) = match args.first().map(|a| &a.kind) {
+                    Some(ExprKind::Str(_)) => (Some(self.format(&args[0], true)?), &args[1..]),
+                    _ => (None, args),
                 };
-                let idx = self.agg_ref(agg_e)?;
+                if agg_es.is_empty() {
+                    return Err(self.err(
+                        span,
+                        "call error",
+                        "`printa` takes an aggregation: `printa(@a)`, `printa(fmt, @a[, @b…])`",
+                    ));
+                }
+                let idxs = agg_es
+                    .iter()
+                    .map(|e| self.agg_ref(e))
+                    .collect::<Result<Vec<usize>, _>>()?;
+                let first = &self.aggs[idxs[0]];
+                let show = |t: &[Ty]| t.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ");
+                for (e, &i) in agg_es.iter().zip(&idxs).skip(1) {
+                    let other = &self.aggs[i];
+                    if other.key_types.len() != first.key_types.len()
+                        || other
+                            .key_types
+                            .iter()
+                            .zip(&first.key_types)
+                            .any(|(x, y)| x.is_int() != y.is_int())
+                    {
+                        return Err(self.type_err(
+                            e.span,
+                            format!(
+                                "@{} has keys [{}] but @{} has [{}]: aggregations printed together must have the same key types",
+                                other.name,
+                                show(&other.key_types),
+                                first.name,
+                                show(&first.key_types)
+                            ),
+                        ));
+                    }
+                }
                 if let Some(p) = &pieces {
-                    let decl = &self.aggs[idx];
+                    let decl = first;
                     let convs: Vec<&format::Conv> = p
                         .iter()
                         .filter_map(|x| match x {
                             Piece::Conv(c) if !c.agg => Some(c),
+                            _ => None,
+                        })
+                        .collect();
+                    let aggs_convs: Vec<&format::Conv> = p
+                        .iter()
+                        .filter_map(|x| match x {
+                            Piece::Conv(c) if c.agg => Some(c),
                             _ => None,
                         })
                         .collect();
@@ -832,8 +1234,24 @@ impl Cx<'_> {
                             ),
                         ));
                     }
+                    if idxs.len() > 1 && aggs_convs.len() != idxs.len() {
+                        return Err(self.err(
+                            args[0].span,
+                            "format error",
+                            format!(
+                                "the format has {} `%@` conversion(s) for {} aggregations (one each, in order)",
+                                aggs_convs.len(),
+                                idxs.len()
+                            ),
+                        ));
+                    }
                     for (c, t) in convs.iter().zip(&decl.key_types) {
-                        if (c.conv == 's') != (*t == Ty::Str) {
+                        let ok = match c.conv {
+                            's' => *t == Ty::Str,
+                            'f' | 'e' | 'E' | 'g' | 'G' => false,
+                            _ => t.is_int(),
+                        };
+                        if !ok {
                             return Err(self.type_err(
                                 args[0].span,
                                 format!(
@@ -845,9 +1263,23 @@ impl Cx<'_> {
                             ));
                         }
                     }
+                    for (j, c) in aggs_convs.iter().enumerate() {
+                        let a = &self.aggs[idxs[j.min(idxs.len() - 1)]];
+                        if c.is_float() && !matches!(a.func, Func::Avg | Func::Stddev) {
+                            return Err(self.type_err(
+                                args[0].span,
+                                format!(
+                                    "`%@{}` prints avg() and stddev() values with decimals; @{} is {}(), an integer (use `%@d`)",
+                                    c.conv,
+                                    a.name,
+                                    a.func.name()
+                                ),
+                            ));
+                        }
+                    }
                 }
                 Ok(Box::new(move |env: &mut Env<'_>| {
-                    env.rt.printa(idx, pieces.as_deref())
+                    env.rt.printa(&idxs, pieces.as_deref())
                 }))
             }
             "trunc" => {

@@ -17,10 +17,43 @@ pub struct Conv {
     pub width: usize,
     /// Precision.
     pub precision: Option<usize>,
-    /// Conversion character (`d i u x X o c s p`).
+    /// Conversion character (`d i u x X o c s p a A f e E g G`).
     pub conv: char,
     /// `%@…`: the aggregation value (printa).
     pub agg: bool,
+    /// `%*d`: the width is taken from an argument (printf).
+    pub width_arg: bool,
+    /// `%.*d`: the precision is taken from an argument (printf).
+    pub prec_arg: bool,
+}
+
+impl Conv {
+    /// `%f %e %E %g %G`.
+    pub fn is_float(&self) -> bool {
+        matches!(self.conv, 'f' | 'e' | 'E' | 'g' | 'G')
+    }
+
+    /// `%a %A`: an address printed as `module`symbol+0xoffset`.
+    pub fn is_symbol(&self) -> bool {
+        matches!(self.conv, 'a' | 'A')
+    }
+
+    /// The width and precision given by arguments (`*`), clamped as literal ones are.
+    pub fn with_args(&self, width: Option<i64>, precision: Option<i64>) -> Conv {
+        let mut c = self.clone();
+        if let Some(w) = width {
+            // C: a negative width is the `-` flag and the absolute value.
+            if w < 0 {
+                c.left = true;
+            }
+            c.width = (w.unsigned_abs() as usize).min(MAX_WIDTH);
+        }
+        if let Some(p) = precision {
+            // C: a negative precision is taken as if it were omitted.
+            c.precision = (p >= 0).then(|| (p as usize).min(MAX_WIDTH));
+        }
+        c
+    }
 }
 
 /// A piece of a format.
@@ -64,6 +97,8 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
             precision: None,
             conv: ' ',
             agg: false,
+            width_arg: false,
+            prec_arg: false,
         };
         while let Some(&f) = b.get(i) {
             match f {
@@ -78,13 +113,26 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
             i += 1;
         }
         let mut w = 0usize;
+        if b.get(i) == Some(&'*') {
+            c.width_arg = true;
+            i += 1;
+        }
         while let Some(d) = b.get(i).and_then(|c| c.to_digit(10)) {
             w = (w * 10 + d as usize).min(MAX_WIDTH + 1);
             i += 1;
         }
         c.width = w;
+        // DTrace also accepts `@` after the width (`%8@d`).
+        if b.get(i) == Some(&'@') {
+            c.agg = true;
+            i += 1;
+        }
         if b.get(i) == Some(&'.') {
             i += 1;
+            if b.get(i) == Some(&'*') {
+                c.prec_arg = true;
+                i += 1;
+            }
             let mut p = 0usize;
             while let Some(d) = b.get(i).and_then(|c| c.to_digit(10)) {
                 p = (p * 10 + d as usize).min(MAX_WIDTH + 1);
@@ -100,7 +148,10 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
             i += 1;
         }
         match b.get(i) {
-            Some(&ch @ ('d' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 's' | 'p')) => {
+            Some(
+                &ch @ ('d' | 'i' | 'u' | 'x' | 'X' | 'o' | 'c' | 's' | 'p' | 'a' | 'A' | 'f' | 'e'
+                | 'E' | 'g' | 'G'),
+            ) => {
                 c.conv = ch;
                 i += 1;
             }
@@ -108,7 +159,7 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
                 return Err((
                     start,
                     format!(
-                    "unsupported conversion `%{ch}` (supported: %d %i %u %x %X %o %c %s %p %@d %%)"
+                    "unsupported conversion `%{ch}` (supported: %d %i %u %x %X %o %c %s %p %a %A %f %e %g %@d %%)"
                 ),
                 ))
             }
@@ -119,8 +170,14 @@ pub fn parse(fmt: &str) -> Result<Vec<Piece>, (usize, String)> {
                 ))
             }
         }
-        if c.agg && c.conv == 's' {
-            return Err((start, "`%@s`: aggregation values are integers".into()));
+        if c.agg && matches!(c.conv, 's' | 'a' | 'A' | 'c') {
+            return Err((
+                start,
+                format!("`%@{}`: aggregation values are numbers", c.conv),
+            ));
+        }
+        if c.agg && (c.width_arg || c.prec_arg) {
+            return Err((start, "`*` widths are for printf, not printa".into()));
         }
         if !lit.is_empty() {
             out.push(Piece::Lit(std::mem::take(&mut lit)));
@@ -198,6 +255,78 @@ pub fn int(out: &mut String, c: &Conv, v: i64) {
     pad(out, c, &body, sign);
 }
 
+/// Formats a float (`%f %e %E %g %G`) as C's printf does.
+pub fn float(out: &mut String, c: &Conv, v: f64) {
+    let p = c.precision.unwrap_or(6);
+    let sign = if v < 0.0 {
+        "-"
+    } else if c.plus {
+        "+"
+    } else if c.space {
+        " "
+    } else {
+        ""
+    };
+    let a = v.abs();
+    let body = if !a.is_finite() {
+        let t = if a.is_nan() { "nan" } else { "inf" };
+        if c.conv.is_ascii_uppercase() {
+            t.to_ascii_uppercase()
+        } else {
+            t.to_string()
+        }
+    } else {
+        match c.conv {
+            'f' => format!("{a:.p$}"),
+            'e' | 'E' => exp(a, p, c.conv == 'E'),
+            _ => {
+                // %g: precision P (0 means 1); exponent X of the %e form; %f with P-1-X
+                // digits if P > X >= -4, else %e with P-1; trailing zeros removed unless `#`.
+                let p = p.max(1);
+                let x = if a == 0.0 {
+                    0
+                } else {
+                    let e = exp(a, p - 1, false);
+                    e.rsplit('e')
+                        .next()
+                        .and_then(|t| t.parse::<i32>().ok())
+                        .unwrap_or(0)
+                };
+                let mut t = if (p as i32) > x && x >= -4 {
+                    let digits = (p as i32 - 1 - x).max(0) as usize;
+                    format!("{a:.digits$}")
+                } else {
+                    exp(a, p - 1, c.conv == 'G')
+                };
+                if !c.alt {
+                    let (mant, tail) = match t.find(['e', 'E']) {
+                        Some(i) => (t[..i].to_string(), t[i..].to_string()),
+                        None => (t.clone(), String::new()),
+                    };
+                    let mant = if mant.contains('.') {
+                        mant.trim_end_matches('0').trim_end_matches('.').to_string()
+                    } else {
+                        mant
+                    };
+                    t = mant + &tail;
+                }
+                t
+            }
+        }
+    };
+    pad(out, c, &body, sign);
+}
+
+/// C's `%e` body of a non-negative finite value: `d.ddde+XX`.
+fn exp(a: f64, p: usize, upper: bool) -> String {
+    let r = format!("{a:.p$e}");
+    let (mant, e) = r.split_once('e').unwrap_or((&r, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    let mark = if upper { 'E' } else { 'e' };
+    let s = if e < 0 { '-' } else { '+' };
+    format!("{mant}{mark}{s}{:02}", e.unsigned_abs())
+}
+
 /// Formats a string with a conversion.
 pub fn string(out: &mut String, c: &Conv, s: &str) {
     match c.precision {
@@ -242,6 +371,55 @@ mod tests {
         let Piece::Conv(c) = &p[0] else { panic!() };
         string(&mut s, c, "abcdef");
         assert_eq!(s, "abc   ");
+    }
+
+    fn fl(fmt: &str, v: f64) -> String {
+        let p = parse(fmt).unwrap();
+        let mut s = String::new();
+        for piece in &p {
+            match piece {
+                Piece::Lit(l) => s.push_str(l),
+                Piece::Conv(c) => float(&mut s, c, v),
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn floats_as_c_prints_them() {
+        assert_eq!(fl("%f", 2.5), "2.500000");
+        assert_eq!(fl("%.2f", 2.346), "2.35");
+        assert_eq!(fl("[%8.1f]", -3.25), "[    -3.2]");
+        assert_eq!(fl("%e", 12345.678), "1.234568e+04");
+        assert_eq!(fl("%E", 0.000123), "1.230000E-04");
+        assert_eq!(fl("%g", 100000.0), "100000");
+        assert_eq!(fl("%g", 1000000.0), "1e+06");
+        assert_eq!(fl("%g", 0.0001), "0.0001");
+        assert_eq!(fl("%g", 0.00001234), "1.234e-05");
+        assert_eq!(fl("%g", 2.5), "2.5");
+        assert_eq!(fl("%#g", 2.5), "2.50000");
+        assert_eq!(fl("%+.0f", 3.0), "+3");
+        assert_eq!(fl("%g", 0.0), "0");
+    }
+
+    #[test]
+    fn star_widths_and_agg_after_width() {
+        let p = parse("%*d|%-.*s|%8@d").unwrap();
+        let Piece::Conv(a) = &p[0] else { panic!() };
+        assert!(a.width_arg && !a.prec_arg);
+        let mut s = String::new();
+        int(&mut s, &a.with_args(Some(5), None), 42);
+        int(&mut s, &a.with_args(Some(-5), None), 42);
+        assert_eq!(s, "   4242   ");
+        let Piece::Conv(b) = &p[2] else { panic!() };
+        assert!(b.prec_arg);
+        let mut s = String::new();
+        string(&mut s, &b.with_args(None, Some(2)), "abcdef");
+        assert_eq!(s, "ab");
+        let Piece::Conv(c) = &p[4] else { panic!() };
+        assert!(c.agg && c.width == 8);
+        assert!(parse("%@*d").is_err());
+        assert!(parse("%@a").is_err());
     }
 
     #[test]

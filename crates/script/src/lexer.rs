@@ -106,6 +106,15 @@ impl<'s> Lexer<'s> {
         l.rest().chars().next()
     }
 
+    /// The identifier starting at the current position (`""` if none), not consumed.
+    pub fn word(&self) -> &'s str {
+        let r = self.rest();
+        let n = r
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(r.len());
+        &r[..n]
+    }
+
     /// Reads a whole line from the current position (for `#pragma`).
     pub fn line(&mut self) -> (String, Span) {
         let r = self.rest();

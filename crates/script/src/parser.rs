@@ -49,6 +49,49 @@ fn infix_bp(op: &str) -> Option<(u8, u8)> {
 
 const PREFIX_BP: u8 = 26;
 
+/// Words a D type may be made of (the checker decides which combinations mean what).
+pub const TYPE_WORDS: &[&str] = &[
+    "signed",
+    "unsigned",
+    "char",
+    "short",
+    "int",
+    "long",
+    "void",
+    "string",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "intptr_t",
+    "uintptr_t",
+    "size_t",
+    "ssize_t",
+    "off_t",
+    "pid_t",
+    "id_t",
+    "uid_t",
+    "gid_t",
+    "hrtime_t",
+    "uchar_t",
+    "ushort_t",
+    "uint_t",
+    "ulong_t",
+    "longlong_t",
+    "u_longlong_t",
+    "boolean_t",
+    "caddr_t",
+];
+
+/// Whether a top-level word starts a declaration rather than a probe description.
+fn is_decl_start(word: &str) -> bool {
+    word == "self" || word == "this" || TYPE_WORDS.contains(&word)
+}
+
 impl<'s> Parser<'s> {
     fn err(&self, span: Span, msg: impl Into<String>) -> ScriptError {
         ScriptError::at(self.src, span, "syntax error", msg)
@@ -125,6 +168,10 @@ impl<'s> Parser<'s> {
                     "preprocessor directives are not supported (only `#pragma D option`)",
                 ));
             }
+            if is_decl_start(self.lex.word()) {
+                prog.decls.push(self.decl()?);
+                continue;
+            }
             prog.clauses.push(self.clause()?);
         }
     }
@@ -179,16 +226,29 @@ impl<'s> Parser<'s> {
             None
         };
         self.expect("{", "to open the clause body")?;
+        let body = self.block()?;
+        debug_assert!(self.peeked.is_none());
+        Ok(Clause {
+            probes,
+            predicate,
+            body,
+        })
+    }
+
+    /// Statements up to and including the `}` closing a block whose `{` was just read.
+    fn block(&mut self) -> Result<Vec<Stmt>, ScriptError> {
         let mut body = Vec::new();
         loop {
             if self.eat("}")? {
-                break;
+                return Ok(body);
             }
             if self.eat(";")? {
                 continue;
             }
-            body.push(self.statement()?);
-            if self.eat(";")? {
+            let st = self.statement()?;
+            let is_if = matches!(st, Stmt::If(..));
+            body.push(st);
+            if self.eat(";")? || is_if {
                 continue;
             }
             if !self.is_punct("}")? {
@@ -202,16 +262,149 @@ impl<'s> Parser<'s> {
                 ));
             }
         }
-        debug_assert!(self.peeked.is_none());
-        Ok(Clause {
-            probes,
-            predicate,
-            body,
+    }
+
+    /// `[self|this] TYPE name[, name…];` (the first word is known to start one).
+    fn decl(&mut self) -> Result<Decl, ScriptError> {
+        let mut scope = Scope::Global;
+        let (first, first_span) = self.ident("a type")?;
+        let mut words = Vec::new();
+        let mut ty_span = first_span;
+        match first.as_str() {
+            "self" => scope = Scope::SelfVar,
+            "this" => scope = Scope::ThisVar,
+            _ => words.push(first),
+        }
+        loop {
+            let (tok, span) = self.peek()?.clone();
+            match tok {
+                Tok::Ident(w) if TYPE_WORDS.contains(&w.as_str()) => {
+                    self.next()?;
+                    if words.is_empty() {
+                        ty_span = span;
+                    } else {
+                        ty_span = ty_span.to(span);
+                    }
+                    words.push(w);
+                }
+                Tok::Punct("*") if !words.is_empty() => {
+                    self.next()?;
+                    ty_span = ty_span.to(span);
+                    words.push("*".into());
+                }
+                Tok::Punct("->") if words.is_empty() => {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "`{}->x` at top level: declarations are `{} TYPE x;` (e.g. `{} int x;`); statements go inside a clause",
+                            if scope == Scope::SelfVar { "self" } else { "this" },
+                            if scope == Scope::SelfVar { "self" } else { "this" },
+                            if scope == Scope::SelfVar { "self" } else { "this" }
+                        ),
+                    ))
+                }
+                other if words.is_empty() => {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "expected a type after `{}`, found {}",
+                            if scope == Scope::SelfVar { "self" } else { "this" },
+                            other.describe()
+                        ),
+                    ))
+                }
+                _ => break,
+            }
+        }
+        let mut names = Vec::new();
+        loop {
+            names.push(self.ident("a variable name")?);
+            if self.eat(",")? {
+                continue;
+            }
+            if self.is_punct("[")? {
+                let span = self.peek()?.1;
+                return Err(self.err(
+                    span,
+                    "associative arrays are not supported (use an aggregation: `@name[key] = …`)",
+                ));
+            }
+            if self.is_punct("=")? {
+                let span = self.peek()?.1;
+                return Err(self.err(
+                    span,
+                    "a declaration has no initializer (variables start at 0; assign in a BEGIN clause)",
+                ));
+            }
+            self.expect(";", "after the declaration")?;
+            break;
+        }
+        Ok(Decl {
+            scope,
+            ty: words.join(" ").replace(" *", "*").replace('*', " *"),
+            ty_span,
+            names,
         })
     }
 
     fn statement(&mut self) -> Result<Stmt, ScriptError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            let span = self.peek()?.1;
+            return Err(self.err(span, "statements nested too deeply"));
+        }
+        let r = self.statement_inner();
+        self.depth -= 1;
+        r
+    }
+
+    /// `if (cond) stmt-or-block [else stmt-or-block]` (the `if` is next).
+    fn if_stmt(&mut self) -> Result<Stmt, ScriptError> {
+        self.next()?;
+        self.expect("(", "after `if`")?;
+        let cond = self.expr(0)?;
+        self.expect(")", "to close the condition")?;
+        let then = self.branch()?;
+        let els = if matches!(&self.peek()?.0, Tok::Ident(w) if w == "else") {
+            self.next()?;
+            self.branch()?
+        } else {
+            Vec::new()
+        };
+        Ok(Stmt::If(cond, then, els))
+    }
+
+    /// A block `{ … }` or one statement (with its optional `;`).
+    fn branch(&mut self) -> Result<Vec<Stmt>, ScriptError> {
+        if self.eat("{")? {
+            return self.block();
+        }
+        if self.is_punct("}")? {
+            let span = self.peek()?.1;
+            return Err(self.err(span, "expected a statement or `{` after the condition"));
+        }
+        let st = self.statement()?;
+        if !matches!(st, Stmt::If(..)) {
+            self.eat(";")?;
+        }
+        Ok(vec![st])
+    }
+
+    fn statement_inner(&mut self) -> Result<Stmt, ScriptError> {
         let (tok, span) = self.peek()?.clone();
+        match &tok {
+            Tok::Ident(w) if w == "if" => return self.if_stmt(),
+            Tok::Ident(w) if w == "else" => {
+                return Err(self.err(span, "`else` without a preceding `if`"))
+            }
+            Tok::Ident(w) if TYPE_WORDS.contains(&w.as_str()) && w != "string" => {
+                return Err(self.err(
+                    span,
+                    "declarations go at the top level of the program, before the clauses (e.g. `int x;`)",
+                ))
+            }
+            _ => {}
+        }
         if let Tok::Agg(name) = tok {
             self.next()?;
             let mut keys = Vec::new();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
 
-use crate::agg::Agg;
+use crate::agg::{print_many, AddrNames, Agg};
 use crate::compile::Program;
 use crate::error::ScriptError;
 use crate::format::Piece;
@@ -22,6 +22,8 @@ pub enum What {
     Mod,
     /// `file:line` (`srcline`).
     Srcline,
+    /// `module`symbol+0xoffset` (`%a`), DTrace's address form.
+    Addr,
 }
 
 /// Names of code locations for `sym`, `mod` and `srcline`. Called once per distinct location
@@ -41,6 +43,10 @@ impl SymbolSource for NoSymbols {
             What::Mod => profile
                 .dso(&sample.location)
                 .map_or_else(|| "[unknown]".to_string(), |d| d.short_name.clone()),
+            What::Addr => match profile.dso(&sample.location) {
+                Some(d) => format!("{}`0x{:x}", d.short_name, sample.location.file_offset),
+                None => format!("0x{:x}", sample.ip),
+            },
             _ => format!("0x{:x}", sample.ip),
         }
     }
@@ -50,6 +56,21 @@ impl SymbolSource for culprit_symbols::Symbolizer {
     fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String {
         match what {
             What::Mod => NoSymbols.lookup(profile, sample, what),
+            What::Addr => {
+                let r = self.resolve(
+                    profile,
+                    culprit_symbols::Query::of(sample.location, sample.pid),
+                );
+                let sym = r.symbol.and_then(|id| self.symbol(id));
+                let module = profile.dso(&sample.location).map(|d| d.short_name.as_str());
+                match (module, sym, r.svma) {
+                    (Some(m), Some(s), Some(a)) if a > s.start => {
+                        format!("{m}`{}+0x{:x}", s.name, a - s.start)
+                    }
+                    (Some(m), Some(s), _) => format!("{m}`{}", s.name),
+                    _ => NoSymbols.lookup(profile, sample, what),
+                }
+            }
             What::Sym => {
                 let r = self.resolve(
                     profile,
@@ -92,6 +113,8 @@ pub(crate) struct Rt {
     /// Event index → interned id + 1.
     event_ids: Vec<u32>,
     loc_cache: HashMap<(What, Option<u32>, u64, i32), u32, FxBuild>,
+    /// Addresses named by `%a` (for printa's `%a` on keys), bounded by the key limit.
+    pub addr_names: AddrNames,
     pub aggs: Vec<Agg>,
     pub out: String,
     pub exit: Option<i64>,
@@ -109,16 +132,26 @@ impl Rt {
         }
     }
 
-    pub fn printa(&mut self, idx: usize, pieces: Option<&[Piece]>) {
-        let Some(agg) = self.aggs.get_mut(idx) else {
-            return;
-        };
-        agg.printed = true;
-        let agg = &self.aggs[idx];
+    pub fn printa(&mut self, idxs: &[usize], pieces: Option<&[Piece]>) {
+        for &i in idxs {
+            if let Some(a) = self.aggs.get_mut(i) {
+                a.printed = true;
+            }
+        }
         let mut out = std::mem::take(&mut self.out);
-        match pieces {
-            Some(p) => agg.print_format(&mut out, p, &self.strings),
-            None => agg.print_default(&mut out, &self.strings),
+        match idxs {
+            [idx] => {
+                if let Some(agg) = self.aggs.get(*idx) {
+                    match pieces {
+                        Some(p) => agg.print_format(&mut out, p, &self.strings, &self.addr_names),
+                        None => agg.print_default(&mut out, &self.strings),
+                    }
+                }
+            }
+            _ => {
+                let aggs: Vec<&Agg> = idxs.iter().filter_map(|&i| self.aggs.get(i)).collect();
+                print_many(&mut out, &aggs, pieces, &self.strings, &self.addr_names);
+            }
         }
         self.out = out;
     }
@@ -186,6 +219,40 @@ impl Env<'_> {
         self.rt.loc_cache.insert(key, v);
         i64::from(v)
     }
+
+    /// The name of another location than the sample's (a confirmed offender), cached.
+    pub fn symbol_at(&mut self, what: What, loc: Location, ip: u64, pid: i32) -> u32 {
+        let key_pid = match self.p.dso(&loc) {
+            Some(d) => d.pid.unwrap_or(-1),
+            None => pid,
+        };
+        let key = (what, loc.dso, loc.file_offset, key_pid);
+        if let Some(&v) = self.rt.loc_cache.get(&key) {
+            return v;
+        }
+        let mut s = self.s.clone();
+        s.location = loc;
+        s.ip = ip;
+        s.pid = pid;
+        let name = self.syms.lookup(self.p, &s, what);
+        let v = self.rt.strings.intern(&name);
+        self.rt.loc_cache.insert(key, v);
+        v
+    }
+
+    /// `%a`: the sample's IP is symbolized (module`symbol+0xoff); other addresses only if
+    /// they were named before (the profile does not keep the process maps to look them up).
+    pub fn addr_name(&mut self, v: i64) -> Option<u32> {
+        let a = v as u64;
+        if self.s.event != u16::MAX && a == self.s.ip {
+            let id = self.symbol(What::Addr) as u32;
+            if self.rt.addr_names.len() < self.rt.self_limit {
+                self.rt.addr_names.insert(a, id);
+            }
+            return Some(id);
+        }
+        self.rt.addr_names.get(&a).copied()
+    }
 }
 
 /// A sample with nothing in it, for BEGIN, END and tick clauses.
@@ -211,6 +278,7 @@ fn empty_sample(time: u64) -> Sample {
 
 struct Tick {
     clause: usize,
+    probe: usize,
     every: u64,
     next: Option<u64>,
     skipped: u64,
@@ -222,8 +290,15 @@ pub struct Runner<'p> {
     rt: Rt,
     /// Per event: the clauses to run, in source order.
     dispatch: Vec<Vec<usize>>,
-    begin: Vec<usize>,
-    end: Vec<usize>,
+    /// Per event, parallel to `dispatch`: which probe of the clause the event matched.
+    dispatch_probe: Vec<Vec<usize>>,
+    /// (clause, probe) pairs.
+    begin: Vec<(usize, usize)>,
+    end: Vec<(usize, usize)>,
+    /// Per clause and probe: DTrace's probe id (1-based, source order) and `FUNCTION:NAME`.
+    probe_names: Vec<Vec<(u32, String)>>,
+    /// The `CPU ID FUNCTION:NAME` header was printed.
+    header_done: bool,
     ticks: Vec<Tick>,
     notes: Vec<String>,
     /// Samples seen / samples that fired at least one clause.
@@ -266,6 +341,17 @@ fn event_matches(pat: &str, name: &str) -> bool {
     false
 }
 
+/// DTrace's `FUNCTION:NAME` of a probe as written: the last two of four `:`-separated parts
+/// (`syscall::read:entry` → `read:entry`), else an empty function (`BEGIN` → `:BEGIN`,
+/// `pmc:::cycles-1000` → `:cycles-1000`).
+fn function_name(text: &str) -> String {
+    let parts: Vec<&str> = text.split(':').collect();
+    match parts.as_slice() {
+        [_, _, f, n] => format!("{f}:{n}"),
+        _ => format!(":{}", parts.last().copied().unwrap_or(text)),
+    }
+}
+
 fn is_cpu_clock(e: &EventInfo) -> bool {
     (e.attr_type == 1 && e.config == 0) || event_matches("cpu-clock", &e.name)
 }
@@ -276,6 +362,21 @@ impl Program {
     /// A probe's period that differs from the recorded one gives a note (it filters nothing).
     pub fn runner(&self, events: &[EventInfo], what: &str) -> Result<Runner<'_>, ScriptError> {
         let mut dispatch = vec![Vec::new(); events.len()];
+        let mut dispatch_probe: Vec<Vec<(usize, usize)>> = vec![Vec::new(); events.len()];
+        let mut next_id = 0u32;
+        let probe_names: Vec<Vec<(u32, String)>> = self
+            .infos
+            .iter()
+            .map(|info| {
+                info.probes
+                    .iter()
+                    .map(|(_, text)| {
+                        next_id += 1;
+                        (next_id, function_name(text))
+                    })
+                    .collect()
+            })
+            .collect();
         let mut notes = Vec::new();
         let mut begin = Vec::new();
         let mut end = Vec::new();
@@ -295,20 +396,21 @@ impl Program {
             }
         };
         for (ci, info) in self.infos.iter().enumerate() {
-            for (probe, text) in &info.probes {
+            for (pi, (probe, text)) in info.probes.iter().enumerate() {
                 let kind_of = |e: &EventInfo| e.pmu.as_deref().and_then(IbsKind::from_pmu);
                 let (matched, want): (Vec<usize>, Option<(u64, bool)>) = match probe {
                     Probe::Begin => {
-                        begin.push(ci);
+                        begin.push((ci, pi));
                         continue;
                     }
                     Probe::End => {
-                        end.push(ci);
+                        end.push((ci, pi));
                         continue;
                     }
                     Probe::Tick { ns } => {
                         ticks.push(Tick {
                             clause: ci,
+                            probe: pi,
                             every: *ns,
                             next: None,
                             skipped: 0,
@@ -362,6 +464,7 @@ impl Program {
                 for &i in &matched {
                     if !dispatch[i].contains(&ci) {
                         dispatch[i].push(ci);
+                        dispatch_probe[i].push((ci, pi));
                     }
                     if let Some((v, freq)) = want {
                         let e = &events[i];
@@ -391,6 +494,13 @@ impl Program {
         for d in &mut dispatch {
             d.sort_unstable();
         }
+        let dispatch_probe: Vec<Vec<usize>> = dispatch_probe
+            .into_iter()
+            .map(|mut v| {
+                v.sort_unstable();
+                v.into_iter().map(|(_, p)| p).collect()
+            })
+            .collect();
         let rt = Rt {
             globals: vec![0; self.n_globals],
             this: vec![0; self.max_this],
@@ -401,6 +511,7 @@ impl Program {
             comm_ids: Vec::new(),
             event_ids: Vec::new(),
             loc_cache: HashMap::default(),
+            addr_names: HashMap::default(),
             aggs: self
                 .aggs
                 .iter()
@@ -414,8 +525,11 @@ impl Program {
             prog: self,
             rt,
             dispatch,
+            dispatch_probe,
             begin,
             end,
+            probe_names,
+            header_done: false,
             ticks,
             notes,
             samples_seen: 0,
@@ -432,8 +546,16 @@ impl Runner<'_> {
         &self.notes
     }
 
-    fn fire(&mut self, ci: usize, p: &Profile, s: &Sample, syms: &mut dyn SymbolSource) {
+    fn fire(
+        &mut self,
+        ci: usize,
+        probe: usize,
+        p: &Profile,
+        s: &Sample,
+        syms: &mut dyn SymbolSource,
+    ) {
         let clause = &self.prog.clauses[ci];
+        let line = !self.prog.quiet && clause.records;
         let mut env = Env {
             p,
             s,
@@ -455,12 +577,35 @@ impl Runner<'_> {
                 return;
             }
         }
+        if line {
+            // DTrace without quiet: `CPU ID FUNCTION:NAME` (once), then per firing the CPU,
+            // probe id and FUNCTION:NAME, what the clause printed, and a newline.
+            let rt = &mut *env.rt;
+            if !self.header_done {
+                self.header_done = true;
+                rt.out.push_str(&format!(
+                    "{:>3} {:>6} {:>32}\n",
+                    "CPU", "ID", "FUNCTION:NAME"
+                ));
+            }
+            let (id, name) = self.probe_names[ci]
+                .get(probe)
+                .map_or((0, ""), |(i, n)| (*i, n.as_str()));
+            rt.out
+                .push_str(&format!("{:>3} {:>6} {:>32} ", s.cpu, id, name));
+        }
         for st in &clause.body {
             st(&mut env);
             if let Some(f) = env.fault {
                 *self.faults.entry((ci, f)).or_default() += 1;
+                if line {
+                    env.rt.out.push('\n');
+                }
                 return;
             }
+        }
+        if line {
+            env.rt.out.push('\n');
         }
     }
 
@@ -468,8 +613,8 @@ impl Runner<'_> {
     pub fn begin(&mut self, p: &Profile, syms: &mut dyn SymbolSource) {
         let s = empty_sample(0);
         for i in 0..self.begin.len() {
-            let ci = self.begin[i];
-            self.fire(ci, p, &s, syms);
+            let (ci, pi) = self.begin[i];
+            self.fire(ci, pi, p, &s, syms);
         }
         if self.rt.exit.is_some() {
             self.done = true;
@@ -494,12 +639,13 @@ impl Runner<'_> {
             return true;
         }
         self.samples_matched += 1;
+        let e = s.event as usize;
         if clauses.len() == 1 {
-            self.fire(clauses[0], p, s, syms);
+            self.fire(clauses[0], self.dispatch_probe[e][0], p, s, syms);
         } else {
             for i in 0..clauses.len() {
-                let ci = self.dispatch[s.event as usize][i];
-                self.fire(ci, p, s, syms);
+                let ci = self.dispatch[e][i];
+                self.fire(ci, self.dispatch_probe[e][i], p, s, syms);
             }
         }
         if self.rt.exit.is_some() {
@@ -522,10 +668,10 @@ impl Runner<'_> {
             tick.skipped += due - fire;
             let first = next.saturating_add((due - fire).saturating_mul(tick.every));
             tick.next = Some(next.saturating_add(due.saturating_mul(tick.every)));
-            let ci = tick.clause;
+            let (ci, pi) = (tick.clause, tick.probe);
             for k in 0..fire {
                 let s = empty_sample(first.saturating_add(k.saturating_mul(self.ticks[t].every)));
-                self.fire(ci, p, &s, syms);
+                self.fire(ci, pi, p, &s, syms);
                 if self.rt.exit.is_some() {
                     self.done = true;
                     return;
@@ -540,14 +686,14 @@ impl Runner<'_> {
         let s = empty_sample(0);
         self.done = false;
         for i in 0..self.end.len() {
-            let ci = self.end[i];
-            self.fire(ci, p, &s, syms);
+            let (ci, pi) = self.end[i];
+            self.fire(ci, pi, p, &s, syms);
         }
         self.done = true;
         if auto_print {
             for i in 0..self.rt.aggs.len() {
                 if !self.rt.aggs[i].printed && !self.rt.aggs[i].map.is_empty() {
-                    self.rt.printa(i, None);
+                    self.rt.printa(&[i], None);
                 }
             }
         }
