@@ -7,5 +7,6 @@ mod ibs;
 mod live;
 mod oracle;
 mod regressions;
+mod stream;
 mod synth;
 mod truncation;
