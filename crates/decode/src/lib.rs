@@ -5,10 +5,8 @@
 //! (everything a file says, resolved to DSOs), [`model::Sample`], [`model::Dso`].
 //!
 //! Entry points: [`read_file`], [`read_file_with_progress`], [`read_bytes`], [`read_reader`],
-//! and the streaming [`read_file_streaming`] / [`read_bytes_streaming`] /
-//! [`read_reader_streaming`] (samples go to a callback instead of memory); [`StreamDecoder`]
-//! decodes a pipe-mode stream pushed in chunks (live recordings). See docs/decode.md for what
-//! is read and how.
+//! and the streaming [`read_file_streaming`] / [`read_bytes_streaming`] (samples go to a
+//! callback instead of memory). See docs/decode.md for what is read and how.
 //! A truncated or corrupt file is not an error: the profile holds everything read before the
 //! damage and [`model::Profile::stopped`] says where and why reading stopped. An `Err` means
 //! nothing usable exists (not a perf.data file, or its header or attributes are unreadable).
@@ -32,13 +30,12 @@ mod names;
 pub mod pebs;
 mod reader;
 mod state;
-mod stream;
+pub mod unwind;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use model::Profile;
-pub use stream::{read_reader_streaming, StreamDecoder};
 
 /// Why a perf.data input could not be read at all.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +88,7 @@ pub fn read_file_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, None)
+        reader::read(data, progress, release, None, None)
     })
 }
 
@@ -106,7 +103,7 @@ pub fn read_file_streaming(
     on_sample: &mut dyn FnMut(&Profile, &model::Sample),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, Some(&mut *on_sample))
+        reader::read(data, progress, release, Some(&mut *on_sample), None)
     })
 }
 
@@ -115,7 +112,63 @@ pub fn read_bytes_streaming(
     data: &[u8],
     on_sample: &mut dyn FnMut(&Profile, &model::Sample),
 ) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {}, Some(on_sample))
+    reader::read(data, &mut |_, _| {}, &mut |_| {}, Some(on_sample), None)
+}
+
+/// Options of [`read_file_with`] / [`read_bytes_with`].
+#[derive(Default)]
+pub struct ReadOptions<'u> {
+    /// Unwinds the sampled user stacks of `--call-graph dwarf` recordings (events with
+    /// PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER): the frames it returns become the
+    /// user part of each such sample's call chain. `None`: chains are as recorded.
+    pub unwinder: Option<&'u mut dyn unwind::UserStackUnwinder>,
+}
+
+/// A per-sample callback of the streaming entry points.
+type OnSample<'s> = dyn FnMut(&Profile, &model::Sample) + 's;
+
+/// [`read_file_with_progress`] (`on_sample` `None`) or [`read_file_streaming`] (`Some`) with
+/// options (DWARF unwinding of user stacks).
+pub fn read_file_with(
+    path: &Path,
+    opts: ReadOptions<'_>,
+    progress: &mut dyn FnMut(u64, u64),
+    mut on_sample: Option<&mut OnSample<'_>>,
+) -> Result<Profile, DecodeError> {
+    let mut unwinder = opts.unwinder;
+    with_file(path, &mut |data, release| {
+        // Re-wrapped so the trait objects coerce to the reader's (shorter) lifetime.
+        let sink: Option<&mut OnSample<'_>> = match on_sample.as_mut() {
+            Some(f) => Some(f),
+            None => None,
+        };
+        let u: Option<&mut dyn unwind::UserStackUnwinder> = match unwinder.as_mut() {
+            Some(u) => Some(*u),
+            None => None,
+        };
+        reader::read(data, progress, release, sink, u)
+    })
+}
+
+/// [`read_bytes`] (`on_sample` `None`) or [`read_bytes_streaming`] (`Some`) with options.
+pub fn read_bytes_with(
+    data: &[u8],
+    opts: ReadOptions<'_>,
+    on_sample: Option<&mut OnSample<'_>>,
+) -> Result<Profile, DecodeError> {
+    let (mut progress, mut release) = (|_: u64, _: u64| {}, |_: usize| {});
+    // Re-wrapped so the trait objects coerce to the reader's (shorter) lifetime.
+    #[allow(clippy::needless_match)]
+    let sink: Option<&mut OnSample<'_>> = match on_sample {
+        Some(f) => Some(f),
+        None => None,
+    };
+    #[allow(clippy::needless_match)]
+    let u: Option<&mut dyn unwind::UserStackUnwinder> = match opts.unwinder {
+        Some(u) => Some(u),
+        None => None,
+    };
+    reader::read(data, &mut progress, &mut release, sink, u)
 }
 
 /// A reader over bytes, given a callback releasing processed input up to an offset.
@@ -156,12 +209,12 @@ fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).
 pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {}, None)
+    reader::read(data, &mut |_, _| {}, &mut |_| {}, None, None)
 }
 
-/// Reads a perf.data stream (e.g. stdin for `-i -`) to its end. Pipe mode is decoded while it
-/// arrives ([`StreamDecoder`]; the input is not held whole); file mode needs random access,
-/// so it is read whole first.
-pub fn read_reader(input: impl Read) -> Result<Profile, DecodeError> {
-    stream::read_reader_collect(input)
+/// Reads a perf.data stream (e.g. stdin for `-i -`) to its end, then decodes it.
+pub fn read_reader(mut input: impl Read) -> Result<Profile, DecodeError> {
+    let mut data = Vec::new();
+    input.read_to_end(&mut data)?;
+    reader::read(&data, &mut |_, _| {}, &mut |_| {}, None, None)
 }

@@ -1,0 +1,210 @@
+//! Hook for DWARF unwinding of sampled user stacks (`--call-graph dwarf` recordings).
+//!
+//! A sample whose event recorded both PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER carries
+//! the user registers and a copy of the top of the user stack, but no user call chain (perf
+//! and culprit set `exclude_callchain_user`: the kernel part of the chain, if any, comes from
+//! PERF_SAMPLE_CALLCHAIN). Unwinding needs the unwind tables of the mapped files, which is
+//! file I/O and does not belong in this pure decoder: the caller passes an implementation of
+//! [`UserStackUnwinder`] (culprit-symbols has one, built on framehop) in
+//! [`crate::ReadOptions`]. The decoder calls it while it builds each such sample, with the
+//! process's mappings *at that moment*, and appends the returned addresses to the sample's
+//! call chain as user frames, resolved like the sampled IP. Report, annotate, trace and top
+//! then see DWARF chains like frame-pointer chains.
+
+use crate::cursor::Cur;
+use crate::model::{CpuMode, Dso, DsoId, DsoKind, Frame, Profile};
+use crate::state::{Maps, State};
+
+/// perf's x86-64 register numbers (`enum perf_event_x86_regs`) of the registers unwinding
+/// needs; [`UnwindInput::reg`] takes these.
+pub mod x86_64_reg {
+    /// RBP (frame pointer).
+    pub const BP: u32 = 6;
+    /// RSP (stack pointer).
+    pub const SP: u32 = 7;
+    /// RIP (instruction pointer).
+    pub const IP: u32 = 8;
+}
+
+/// One executable mapping of the sampled process, as known at the sample's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapInfo<'a> {
+    /// First address of the mapping.
+    pub start: u64,
+    /// Exclusive end.
+    pub end: u64,
+    /// File offset of `start` (meaningless for [`DsoKind::Anonymous`] and the vDSO).
+    pub pgoff: u64,
+    /// The mapped object.
+    pub dso: DsoId,
+    /// Its path as recorded (`/usr/lib/x86_64-linux-gnu/libc.so.6`, `[vdso]`, `//anon`).
+    pub path: &'a str,
+    /// Its build-id, if the file recorded one.
+    pub build_id: Option<&'a [u8]>,
+    /// What it is.
+    pub kind: DsoKind,
+}
+
+/// What an unwinder gets for one sample.
+#[derive(Clone, Copy)]
+pub struct UnwindInput<'a> {
+    /// Process id of the sample.
+    pub pid: i32,
+    /// Thread id of the sample.
+    pub tid: i32,
+    /// `sample_regs_user` of the event: which registers [`Self::regs`] holds.
+    pub regs_mask: u64,
+    /// The register values in the order of the mask's bits (x86-64 perf numbering: AX=0
+    /// BX=1 CX=2 DX=3 SI=4 DI=5 BP=6 SP=7 IP=8 FLAGS=9 CS=10 SS=11 … R8..R15=16..23).
+    pub regs: &'a [u64],
+    /// The valid user stack bytes (`dyn_size` applied), starting at the stack pointer.
+    pub stack: &'a [u8],
+    maps: Option<&'a Maps>,
+    dsos: &'a [Dso],
+}
+
+impl<'a> UnwindInput<'a> {
+    /// The value of register `n` (perf numbering), if the mask has it.
+    pub fn reg(&self, n: u32) -> Option<u64> {
+        if n >= 64 || self.regs_mask & (1u64 << n) == 0 {
+            return None;
+        }
+        let index = (self.regs_mask & ((1u64 << n) - 1)).count_ones() as usize;
+        self.regs.get(index).copied()
+    }
+
+    /// The process's executable mapping covering `addr` at the time of the sample.
+    pub fn map_at(&self, addr: u64) -> Option<MapInfo<'a>> {
+        let m = self.maps?.find(addr)?;
+        let d = self.dsos.get(m.dso as usize)?;
+        Some(MapInfo {
+            start: m.start,
+            end: m.end,
+            pgoff: m.pgoff,
+            dso: m.dso,
+            path: &d.path,
+            build_id: d.build_id.as_deref(),
+            kind: d.kind,
+        })
+    }
+
+    /// Reads the u64 (little-endian, as x86-64 stores it) at user address `addr`, if it lies
+    /// in the sampled stack copy (`stack[0]` is at the stack pointer).
+    pub fn read_stack(&self, addr: u64) -> Option<u64> {
+        let sp = self.reg(x86_64_reg::SP)?;
+        let off = usize::try_from(addr.checked_sub(sp)?).ok()?;
+        let b = self.stack.get(off..off.checked_add(8)?)?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        Some(u64::from_le_bytes(w))
+    }
+}
+
+/// Unwinds sampled user stacks. Implementations must not panic on any input.
+pub trait UserStackUnwinder {
+    /// Pushes the user call chain of one sample to `out`, innermost first: the sampled user
+    /// IP (the `IP` register), then return addresses. Pushes nothing when it cannot even
+    /// start (no IP register).
+    fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>);
+}
+
+/// The reader's unwinding state: the caller's unwinder and a reused output buffer.
+pub(crate) struct Hook<'p> {
+    unwinder: &'p mut dyn UserStackUnwinder,
+    out: Vec<u64>,
+    regs: Vec<u64>,
+}
+
+impl<'p> Hook<'p> {
+    pub(crate) fn new(unwinder: &'p mut dyn UserStackUnwinder) -> Hook<'p> {
+        Hook {
+            unwinder,
+            out: Vec::new(),
+            regs: Vec::new(),
+        }
+    }
+
+    /// Unwinds one sample and appends its user frames to `p.frames` (whose chain started at
+    /// `f0`). Does nothing if the chain already has user frames (a recording that did not
+    /// exclude the kernel-walked user chain) or no registers were recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append_user_frames(
+        &mut self,
+        st: &State,
+        p: &mut Profile,
+        f0: usize,
+        (pid, tid): (i32, i32),
+        regs_mask: u64,
+        regs: &[u8],
+        stack: &[u8],
+        be: bool,
+    ) {
+        if regs.is_empty()
+            || p.frames
+                .get(f0..)
+                .unwrap_or(&[])
+                .iter()
+                .any(|f| f.cpumode == CpuMode::User)
+        {
+            return;
+        }
+        self.regs.clear();
+        let mut c = Cur::new(regs, be);
+        while let Some(v) = c.u64() {
+            self.regs.push(v);
+        }
+        let user = st.user_maps(pid);
+        let input = UnwindInput {
+            pid,
+            tid,
+            regs_mask,
+            regs: &self.regs,
+            stack,
+            maps: user,
+            dsos: &p.dsos,
+        };
+        self.out.clear();
+        self.unwinder.unwind(&input, &mut self.out);
+        for &a in &self.out {
+            let location = st.resolve(user, CpuMode::User, a);
+            p.frames.push(Frame {
+                addr: a,
+                cpumode: CpuMode::User,
+                location,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_reg_picks_values_in_mask_order() {
+        // AX, BP, SP, IP recorded.
+        let mask = 1 | (1 << 6) | (1 << 7) | (1 << 8);
+        let regs = [10, 16, 0x1000, 0x400000];
+        let stack: Vec<u8> = (0u64..4).flat_map(|v| (v + 100).to_le_bytes()).collect();
+        let input = UnwindInput {
+            pid: 1,
+            tid: 1,
+            regs_mask: mask,
+            regs: &regs,
+            stack: &stack,
+            maps: None,
+            dsos: &[],
+        };
+        assert_eq!(input.reg(0), Some(10));
+        assert_eq!(input.reg(x86_64_reg::BP), Some(16));
+        assert_eq!(input.reg(x86_64_reg::SP), Some(0x1000));
+        assert_eq!(input.reg(x86_64_reg::IP), Some(0x400000));
+        assert_eq!(input.reg(1), None);
+        assert_eq!(input.reg(64), None);
+        assert_eq!(input.read_stack(0x1000), Some(100));
+        assert_eq!(input.read_stack(0x1018), Some(103));
+        assert_eq!(input.read_stack(0x1019), None);
+        assert_eq!(input.read_stack(0xff8), None);
+        assert!(input.map_at(0x400000).is_none());
+    }
+}
