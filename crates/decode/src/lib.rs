@@ -5,8 +5,10 @@
 //! (everything a file says, resolved to DSOs), [`model::Sample`], [`model::Dso`].
 //!
 //! Entry points: [`read_file`], [`read_file_with_progress`], [`read_bytes`], [`read_reader`],
-//! and the streaming [`read_file_streaming`] / [`read_bytes_streaming`] (samples go to a
-//! callback instead of memory). See docs/decode.md for what is read and how.
+//! and the streaming [`read_file_streaming`] / [`read_bytes_streaming`] /
+//! [`read_reader_streaming`] (samples go to a callback instead of memory); [`StreamDecoder`]
+//! decodes a pipe-mode stream pushed in chunks (live recordings). See docs/decode.md for what
+//! is read and how.
 //! A truncated or corrupt file is not an error: the profile holds everything read before the
 //! damage and [`model::Profile::stopped`] says where and why reading stopped. An `Err` means
 //! nothing usable exists (not a perf.data file, or its header or attributes are unreadable).
@@ -30,12 +32,14 @@ mod names;
 pub mod pebs;
 mod reader;
 mod state;
+mod stream;
 pub mod unwind;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use model::Profile;
+pub use stream::{read_reader_streaming, StreamDecoder};
 
 /// Why a perf.data input could not be read at all.
 #[derive(Debug, thiserror::Error)]
@@ -212,9 +216,9 @@ pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
     reader::read(data, &mut |_, _| {}, &mut |_| {}, None, None)
 }
 
-/// Reads a perf.data stream (e.g. stdin for `-i -`) to its end, then decodes it.
-pub fn read_reader(mut input: impl Read) -> Result<Profile, DecodeError> {
-    let mut data = Vec::new();
-    input.read_to_end(&mut data)?;
-    reader::read(&data, &mut |_, _| {}, &mut |_| {}, None, None)
+/// Reads a perf.data stream (e.g. stdin for `-i -`) to its end. Pipe mode is decoded while it
+/// arrives ([`StreamDecoder`]; the input is not held whole); file mode needs random access,
+/// so it is read whole first.
+pub fn read_reader(input: impl Read) -> Result<Profile, DecodeError> {
+    stream::read_reader_collect(input)
 }

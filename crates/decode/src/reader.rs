@@ -163,6 +163,33 @@ struct Ref {
 }
 
 const IN_DECOMP: u64 = 1 << 63;
+/// Tags a [`Ref::at`] as an offset in [`Reader::owned`] (stream mode).
+const IN_OWNED: u64 = 1 << 62;
+
+/// How framing a run of bytes ended.
+#[derive(Debug)]
+pub(crate) enum Framed {
+    /// Every record in the bytes was framed.
+    Done,
+    /// Damage: reading stops here.
+    Stop(ReadStop),
+    /// Stream mode: the record at this offset (relative to the bytes) is incomplete; it is
+    /// framed again when more input arrives.
+    More(usize),
+    /// Stream mode: an AUXTRACE record's data runs past the bytes; skip this many more input
+    /// bytes. `at` is its input offset and `records` the record count before it (for the
+    /// stop if the stream ends inside the data).
+    Skip {
+        /// Input offset of the AUXTRACE record.
+        at: u64,
+        /// AUX bytes still to come.
+        left: u64,
+        /// Records read before it.
+        records: u64,
+    },
+    /// Stream mode: a SAMPLE record at this input offset came before any HEADER_ATTR.
+    NoAttrs(u64),
+}
 
 /// Where a streaming read sends its samples.
 pub(crate) type SampleSink<'p> = &'p mut dyn FnMut(&Profile, &Sample);
@@ -186,6 +213,16 @@ pub(crate) struct Reader<'a, 'p> {
     decomp_total: u64,
     dctx: Option<zstd_safe::DCtx<'static>>,
     zbuf: Vec<u8>,
+    /// Stream mode: queued records are copied here (the chunk they came in is gone by the
+    /// time they are delivered); compacted at each flush. Offsets tagged `IN_OWNED`.
+    owned: Vec<u8>,
+    /// Stream mode ([`crate::StreamDecoder`]): records are copied into `owned` when queued,
+    /// and an incomplete record at the end of the bytes waits for more input.
+    stream: bool,
+    /// Input offset of the bytes being framed (0 for a whole file; chunks in stream mode).
+    base: u64,
+    /// Input bytes seen (the whole file, or the stream so far): bounds decompression.
+    input_len: u64,
     features: Features,
     suppressed_warnings: u64,
     progress: &'p mut dyn FnMut(u64, u64),
@@ -233,6 +270,10 @@ impl<'a, 'p> Reader<'a, 'p> {
             decomp_total: 0,
             dctx: None,
             zbuf: Vec::new(),
+            owned: Vec::new(),
+            stream: false,
+            base: 0,
+            input_len: data.len() as u64,
             features: Features::default(),
             suppressed_warnings: 0,
             progress,
@@ -317,16 +358,27 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
     }
 
-    /// Frames the records in `data[start..end]`. Returns where and why it stopped early.
+    /// Frames the records in `data[start..end]` of the input. Returns where and why it
+    /// stopped early.
     fn frame(&mut self, start: usize, end: usize, pipe: bool) -> Option<ReadStop> {
         let data = self.data;
+        match self.frame_in(data, start, end, pipe, true) {
+            Framed::Stop(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Frames the records in `data[start..end]`, whose offset 0 is input offset `self.base`.
+    /// Without `eof` (stream mode) an incomplete record at the end is not damage: it waits.
+    fn frame_in(&mut self, data: &[u8], start: usize, end: usize, pipe: bool, eof: bool) -> Framed {
         let mut off = start;
         while off < end {
             self.report_progress(off as u64);
             self.framing_at = off;
+            let abs = self.base.saturating_add(off as u64);
             let stop = |ty: Option<u32>, reason: String, n: u64| {
-                Some(ReadStop {
-                    offset: off as u64,
+                Framed::Stop(ReadStop {
+                    offset: abs,
                     record_type: ty,
                     reason,
                     records_read: n,
@@ -334,6 +386,9 @@ impl<'a, 'p> Reader<'a, 'p> {
             };
             let n = self.p.meta.records;
             let Some(hdr) = data.get(off..end).filter(|h| h.len() >= 8) else {
+                if !eof {
+                    return Framed::More(off);
+                }
                 return stop(
                     None,
                     format!(
@@ -352,6 +407,9 @@ impl<'a, 'p> Reader<'a, 'p> {
                 return stop(Some(ty), format!("corrupt record: size {size} < 8"), n);
             }
             let Some(body) = hdr.get(8..size) else {
+                if !eof {
+                    return Framed::More(off);
+                }
                 return stop(
                     Some(ty),
                     format!(
@@ -377,24 +435,31 @@ impl<'a, 'p> Reader<'a, 'p> {
                     let Some(payload) = payload else {
                         return stop(Some(ty), "corrupt COMPRESSED2 data size".into(), n);
                     };
-                    if let Err(e) = self.decompress(payload, off as u64) {
+                    if let Err(e) = self.decompress(payload, abs) {
                         return stop(Some(ty), e, n);
                     }
                 }
                 rt::AUXTRACE => {
                     // The AUX data follows the record; its size is the first body field.
-                    let aux = u64_at(body, 0, self.be)
+                    let size = u64_at(body, 0, self.be);
+                    let aux = size
                         .and_then(|a| usize::try_from(a).ok())
                         .and_then(|a| next.checked_add(a))
                         .filter(|&e| e <= end);
-                    match aux {
-                        Some(e) => next = e,
-                        None => {
-                            return stop(Some(ty), "AUXTRACE data extends past the end".into(), n)
+                    match (aux, size) {
+                        (Some(e), _) => next = e,
+                        // Stream mode: skip the rest of the data as it arrives.
+                        (None, Some(a)) if !eof => {
+                            return Framed::Skip {
+                                at: abs,
+                                left: a.saturating_sub((end - next) as u64),
+                                records: n,
+                            }
                         }
+                        _ => return stop(Some(ty), "AUXTRACE data extends past the end".into(), n),
                     }
                 }
-                rt::HEADER_ATTR => self.pipe_attr(body, off),
+                rt::HEADER_ATTR => self.pipe_attr(body, abs),
                 rt::HEADER_FEATURE => {
                     let mut c = Cur::new(body, self.be);
                     if let Some(id) = c.u64() {
@@ -411,11 +476,18 @@ impl<'a, 'p> Reader<'a, 'p> {
                 rt::EVENT_UPDATE => self.event_update(body),
                 t if t < 64 => {
                     if self.attrs.is_empty() {
+                        if self.stream && t == rt::SAMPLE {
+                            return Framed::NoAttrs(abs);
+                        }
                         if pipe {
                             self.warn(format!(
-                                "record type {t} at offset {off} before any HEADER_ATTR; ignored"
+                                "record type {t} at offset {abs} before any HEADER_ATTR; ignored"
                             ));
                         }
+                    } else if self.stream {
+                        let at = self.owned.len() as u64 | IN_OWNED;
+                        self.owned.extend_from_slice(hdr.get(..size).unwrap_or(&[]));
+                        self.enqueue(ty, body, at, abs);
                     } else {
                         self.enqueue(ty, body, off as u64, off as u64);
                     }
@@ -425,7 +497,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             self.p.meta.records += 1;
             off = next;
         }
-        None
+        Framed::Done
     }
 
     /// Queues a kernel record for time-ordered delivery.
@@ -468,11 +540,12 @@ impl<'a, 'p> Reader<'a, 'p> {
         queue.drain(..cut);
         self.queue = queue;
         self.compact_decomp();
+        self.compact_owned();
         // Input bytes before the oldest still-queued record are done with.
         let low = self
             .queue
             .iter()
-            .filter(|r| r.at & IN_DECOMP == 0)
+            .filter(|r| r.at & (IN_DECOMP | IN_OWNED) == 0)
             .map(|r| r.at as usize)
             .min()
             .unwrap_or(self.framing_at)
@@ -481,6 +554,23 @@ impl<'a, 'p> Reader<'a, 'p> {
             (self.release)(low);
             self.released = low;
         }
+    }
+
+    /// Stream mode: drops copied records already delivered, rebasing the queue's offsets.
+    fn compact_owned(&mut self) {
+        if self.owned.is_empty() {
+            return;
+        }
+        let mut keep = Vec::new();
+        for r in &mut self.queue {
+            if r.at & IN_OWNED != 0 {
+                let off = (r.at & !IN_OWNED) as usize;
+                let rec = record_at(&self.owned, off, self.be).unwrap_or(&[]);
+                r.at = keep.len() as u64 | IN_OWNED;
+                keep.extend_from_slice(rec);
+            }
+        }
+        self.owned = keep;
     }
 
     /// Drops decompressed bytes no queued record needs any more.
@@ -505,7 +595,8 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     fn decompress(&mut self, payload: &[u8], file_off: u64) -> Result<(), String> {
-        let budget = (self.data.len() as u64)
+        let budget = self
+            .input_len
             .saturating_mul(MAX_DECOMPRESSION_RATIO)
             .max(1 << 28);
         let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
@@ -578,7 +669,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         Ok(())
     }
 
-    fn pipe_attr(&mut self, body: &[u8], off: usize) {
+    fn pipe_attr(&mut self, body: &[u8], off: u64) {
         let Some((mut attr, size)) = header::parse_attr(body, self.be) else {
             self.warn(format!("unreadable HEADER_ATTR at offset {off}"));
             return;
@@ -614,8 +705,11 @@ impl<'a, 'p> Reader<'a, 'p> {
         // Borrow the bytes from the input or the decompression buffer; the latter is moved
         // out for the duration so `self` stays mutable.
         let decomp = std::mem::take(&mut self.decomp);
+        let owned = std::mem::take(&mut self.owned);
         let rec: &[u8] = if r.at & IN_DECOMP != 0 {
             record_at(&decomp, (r.at & !IN_DECOMP) as usize, self.be).unwrap_or(&[])
+        } else if r.at & IN_OWNED != 0 {
+            record_at(&owned, (r.at & !IN_OWNED) as usize, self.be).unwrap_or(&[])
         } else {
             let data = self.data;
             record_at(data, r.at as usize, self.be).unwrap_or(&[])
@@ -652,6 +746,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         self.decomp = decomp;
+        self.owned = owned;
     }
 
     fn add_lost(&mut self, attr: u16, n: u64) {
@@ -1112,6 +1207,88 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.p.stopped = stopped;
         (self.progress)(self.data.len() as u64, self.data.len() as u64);
         self.p
+    }
+}
+
+/// The incremental side of the reader, used by [`crate::StreamDecoder`]: the input arrives in
+/// chunks, queued records are copied out of them, and samples are collected in
+/// `Profile::samples` for the caller to hand out and clear.
+impl Reader<'static, 'static> {
+    /// A reader for a pipe-mode stream whose 16-byte header (endianness `be`) was checked.
+    pub(crate) fn new_stream(be: bool) -> Self {
+        // No progress or page release for a stream; boxed zero-sized closures do not allocate.
+        let progress: &'static mut dyn FnMut(u64, u64) = Box::leak(Box::new(|_: u64, _: u64| {}));
+        let release: &'static mut dyn FnMut(usize) = Box::leak(Box::new(|_: usize| {}));
+        let mut r = Reader::new(&[], be, progress, release, None);
+        r.stream = true;
+        r.p.meta.pipe_mode = true;
+        r.add_input(16);
+        r
+    }
+}
+
+impl Reader<'_, '_> {
+    /// Stream mode: `n` more input bytes arrived.
+    pub(crate) fn add_input(&mut self, n: usize) {
+        self.input_len = self.input_len.saturating_add(n as u64);
+        self.p.meta.file_size = self.input_len;
+        // As for a file: map state bounded by the input seen so far.
+        self.st.map_budget =
+            (1usize << 21).max(usize::try_from(self.input_len / 16).unwrap_or(usize::MAX));
+    }
+
+    /// Stream mode: frames the records in `data`, which starts at input offset `base`.
+    pub(crate) fn frame_chunk(&mut self, data: &[u8], base: u64, eof: bool) -> Framed {
+        self.base = base;
+        self.frame_in(data, 0, data.len(), true, eof)
+    }
+
+    /// Stream mode: an AUXTRACE record whose data was skipped across chunks is complete.
+    pub(crate) fn count_record(&mut self) {
+        self.p.meta.records += 1;
+    }
+
+    /// Delivers every queued record in time order.
+    pub(crate) fn flush_all(&mut self) {
+        self.flush(None);
+    }
+
+    /// Bytes held for records that wait for their round.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.owned.len() + self.decomp.len()
+    }
+
+    /// Whether any record can carry a timestamp (else records are delivered as they come).
+    pub(crate) fn has_time(&self) -> bool {
+        self.attrs.iter().any(|a| a.sample_type & st::TIME != 0)
+    }
+
+    /// Whether a HEADER_ATTR was seen.
+    pub(crate) fn has_attrs(&self) -> bool {
+        !self.attrs.is_empty()
+    }
+
+    /// The profile so far.
+    pub(crate) fn profile(&self) -> &Profile {
+        &self.p
+    }
+
+    /// The profile so far, for handing out collected samples and setting the stop.
+    pub(crate) fn profile_mut(&mut self) -> &mut Profile {
+        &mut self.p
+    }
+
+    /// Adds a warning (capped like the reader's own).
+    pub(crate) fn add_warning(&mut self, w: String) {
+        self.warn(w);
+    }
+
+    /// Ends the stream: delivers the rest and fills in events, build-ids and meta.
+    pub(crate) fn finish_stream(mut self, stopped: Option<ReadStop>) -> Profile {
+        if self.p.events.is_empty() {
+            self.build_events();
+        }
+        self.finish(stopped)
     }
 }
 
