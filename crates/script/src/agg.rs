@@ -9,6 +9,44 @@ use culprit_decode::model::Location;
 use crate::format::{self, Piece};
 use crate::{FxBuild, Interner, Ty};
 
+/// Most keys an aggregation has (the checker enforces it).
+const KEYS: usize = crate::compile::MAX_AGG_KEYS;
+
+/// An aggregation key held inline: no allocation per key and no pointer to follow when
+/// comparing (unused slots are zero, so the whole array compares, in a few vector
+/// instructions instead of a `memcmp` call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    len: u8,
+    k: [i64; KEYS],
+}
+
+impl Key {
+    /// The key of `keys` (at most 8; extra ones are ignored).
+    #[inline]
+    pub fn new(keys: &[i64]) -> Key {
+        let mut k = [0i64; KEYS];
+        let n = keys.len().min(KEYS);
+        k[..n].copy_from_slice(&keys[..n]);
+        Key { len: n as u8, k }
+    }
+
+    /// The key's values.
+    #[inline]
+    pub fn as_slice(&self) -> &[i64] {
+        &self.k[..usize::from(self.len).min(KEYS)]
+    }
+}
+
+impl std::hash::Hash for Key {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        for &v in self.as_slice() {
+            h.write_i64(v);
+        }
+    }
+}
+
 /// Names of addresses symbolized so far (address → interned `module`symbol+0xoff`), for `%a`.
 pub type AddrNames = HashMap<u64, u32, FxBuild>;
 
@@ -157,7 +195,7 @@ pub struct Agg {
     /// Types of its keys.
     pub key_types: Vec<Ty>,
     /// Entries.
-    pub map: HashMap<Box<[i64]>, Acc, FxBuild>,
+    pub map: HashMap<Key, Acc, FxBuild>,
     /// Key limit.
     pub max_keys: usize,
     /// Samples whose key was new when the limit was reached.
@@ -196,10 +234,11 @@ impl Agg {
     #[inline]
     pub fn update(&mut self, keys: &[i64], v: i64) {
         // Keyless aggregations hold at most one entry: reach it without hashing.
+        let key = Key::new(keys);
         let found = if keys.is_empty() {
             self.map.values_mut().next()
         } else {
-            self.map.get_mut(keys)
+            self.map.get_mut(&key)
         };
         let acc = match found {
             Some(a) => a,
@@ -229,7 +268,7 @@ impl Agg {
                     },
                     ..Acc::default()
                 };
-                self.map.entry(keys.into()).or_insert(init)
+                self.map.entry(key).or_insert(init)
             }
         };
         match self.func {
@@ -271,11 +310,12 @@ impl Agg {
     /// `offenders`). Returns the confirmed location when this observation confirmed one and
     /// it has no name yet: the caller names it with [`Agg::name_offender`].
     pub fn observe(&mut self, keys: &[i64], o: &Observation) -> Option<(Location, u64, i32)> {
-        if !self.map.contains_key(keys) {
+        let key = Key::new(keys);
+        if !self.map.contains_key(&key) {
             // Creates the entry (or counts the drop) through the common path.
             self.update(keys, 0);
         }
-        let acc = self.map.get_mut(keys)?;
+        let acc = self.map.get_mut(&key)?;
         let st = acc.det.as_mut()?;
         match st.det.observe(o) {
             Step::Confirmed(i) => {
@@ -289,7 +329,11 @@ impl Agg {
 
     /// Records the name of a confirmed location (kept only while it is in the table).
     pub fn name_offender(&mut self, keys: &[i64], loc: Location, name: u32) {
-        let Some(st) = self.map.get_mut(keys).and_then(|a| a.det.as_mut()) else {
+        let Some(st) = self
+            .map
+            .get_mut(&Key::new(keys))
+            .and_then(|a| a.det.as_mut())
+        else {
             return;
         };
         let live: Vec<Location> = st.det.offenders().iter().map(|x| x.location).collect();
@@ -340,7 +384,7 @@ impl Agg {
         let mut v: Vec<(&[i64], &Acc, i64)> = self
             .map
             .iter()
-            .map(|(k, a)| (&**k, a, self.value(a)))
+            .map(|(k, a)| (k.as_slice(), a, self.value(a)))
             .collect();
         v.sort_by(|x, y| x.2.cmp(&y.2).then_with(|| self.cmp_keys(x.0, y.0, strings)));
         v.into_iter().map(|(k, a, _)| (k, a)).collect()
@@ -366,13 +410,13 @@ impl Agg {
             self.map.clear();
             return;
         };
-        let sorted: Vec<Box<[i64]>> = self
+        let sorted: Vec<Key> = self
             .sorted(strings)
             .into_iter()
-            .map(|(k, _)| k.into())
+            .map(|(k, _)| Key::new(k))
             .collect();
         let keep = n.unsigned_abs().min(sorted.len() as u64) as usize;
-        let drop: Vec<&Box<[i64]>> = if n >= 0 {
+        let drop: Vec<&Key> = if n >= 0 {
             sorted[..sorted.len() - keep].iter().collect()
         } else {
             sorted[keep..].iter().collect()
@@ -699,24 +743,25 @@ pub fn print_many(
     addrs: &AddrNames,
 ) {
     let Some(first) = aggs.first() else { return };
-    let mut seen: HashSet<&[i64], FxBuild> = HashSet::default();
-    let mut keys: Vec<(&[i64], i64)> = Vec::new();
+    let mut seen: HashSet<&Key, FxBuild> = HashSet::default();
+    let mut keys: Vec<(&Key, i64)> = Vec::new();
     for a in aggs {
         for k in a.map.keys() {
-            if seen.insert(&**k) {
-                let v = first.map.get(&**k).map_or(0, |acc| first.value(acc));
+            if seen.insert(k) {
+                let v = first.map.get(k).map_or(0, |acc| first.value(acc));
                 keys.push((k, v));
             }
         }
     }
     keys.sort_by(|x, y| {
         x.1.cmp(&y.1)
-            .then_with(|| first.cmp_keys(x.0, y.0, strings))
+            .then_with(|| first.cmp_keys(x.0.as_slice(), y.0.as_slice(), strings))
     });
     if pieces.is_none() {
         out.push('\n');
     }
-    for (k, _) in keys {
+    for (key, _) in keys {
+        let k = key.as_slice();
         match pieces {
             Some(pieces) => {
                 let (mut ki, mut ai) = (0, 0);
@@ -725,7 +770,7 @@ pub fn print_many(
                         Piece::Lit(l) => out.push_str(l),
                         Piece::Conv(c) if c.agg => {
                             if let Some(a) = aggs.get(ai) {
-                                a.value_conv(out, c, a.map.get(k), strings);
+                                a.value_conv(out, c, a.map.get(key), strings);
                             }
                             ai += 1;
                         }
@@ -749,7 +794,7 @@ pub fn print_many(
                 }
                 let mut blocks = Vec::new();
                 for a in aggs {
-                    match a.map.get(k) {
+                    match a.map.get(key) {
                         Some(acc) if a.is_block() => blocks.push((a, acc)),
                         Some(acc) => out.push_str(&format!("  {:>16}", a.value(acc))),
                         None if a.is_block() => {}
@@ -810,7 +855,7 @@ mod tests {
         assert_eq!(sorted[1].0, &[1]);
         a.trunc(Some(1), &s);
         assert_eq!(a.map.len(), 1);
-        assert!(a.map.contains_key(&[1i64][..]));
+        assert!(a.map.contains_key(&Key::new(&[1])));
     }
 
     #[test]

@@ -14,6 +14,67 @@ use crate::{Interner, Ty};
 use culprit_analysis::offenders::Observation;
 use culprit_decode::model::Location;
 
+/// A numeric built-in read straight from the sample (fused into its users: no call).
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Pid,
+    Tid,
+    Cpu,
+    Time,
+    Ip,
+    Period,
+}
+
+/// The built-in field an expression is, if it is one (built-ins cannot be assigned, so a
+/// name that is one always is).
+fn field_of(e: &Expr) -> Option<Field> {
+    let ExprKind::Name(n) = &e.kind else {
+        return None;
+    };
+    Some(match n.as_str() {
+        "pid" => Field::Pid,
+        "tid" => Field::Tid,
+        "cpu" => Field::Cpu,
+        "timestamp" => Field::Time,
+        "ip" => Field::Ip,
+        "period" => Field::Period,
+        _ => return None,
+    })
+}
+
+/// Expands `$body` with `$g` bound to the field's getter (a distinct closure type per field,
+/// so the code using it is specialized and the read is inlined).
+macro_rules! by_field {
+    ($f:expr, $g:ident => $body:expr) => {
+        match $f {
+            Field::Pid => {
+                let $g = |env: &mut Env<'_>| i64::from(env.s.pid);
+                $body
+            }
+            Field::Tid => {
+                let $g = |env: &mut Env<'_>| i64::from(env.s.tid);
+                $body
+            }
+            Field::Cpu => {
+                let $g = |env: &mut Env<'_>| i64::from(env.s.cpu);
+                $body
+            }
+            Field::Time => {
+                let $g = |env: &mut Env<'_>| env.s.time as i64;
+                $body
+            }
+            Field::Ip => {
+                let $g = |env: &mut Env<'_>| env.s.ip as i64;
+                $body
+            }
+            Field::Period => {
+                let $g = |env: &mut Env<'_>| env.s.period as i64;
+                $body
+            }
+        }
+    };
+}
+
 /// A compiled integer-valued expression (strings are interned ids).
 pub(crate) type IntFn = Box<dyn Fn(&mut Env<'_>) -> i64>;
 /// A compiled statement.
@@ -966,17 +1027,12 @@ impl Cx<'_> {
                 }
             }));
         }
-        Ok(Box::new(move |env: &mut Env<'_>| {
-            let mut buf = [0i64; MAX_AGG_KEYS];
-            for (slot, k) in buf.iter_mut().zip(&key_fns) {
-                *slot = k(env);
-            }
-            let v = match &arg {
-                Some(a) => a(env),
-                None => 0,
-            };
-            env.rt.aggs[idx].update(&buf[..n], v);
-        }))
+        let _ = n;
+        Ok(match (arg, args.first().and_then(field_of)) {
+            (Some(_), Some(f)) => by_field!(f, g => agg_stmt(idx, key_fns, g)),
+            (Some(a), None) => agg_stmt(idx, key_fns, move |env: &mut Env<'_>| a(env)),
+            (None, _) => agg_stmt(idx, key_fns, |_: &mut Env<'_>| 0),
+        })
     }
 
     fn agg_ref(&self, e: &Expr) -> Result<usize, ScriptError> {
@@ -1595,6 +1651,10 @@ impl Cx<'_> {
                 } else {
                     Ty::Int
                 };
+                // `field OP constant` reads the field in the same closure (one call).
+                if let Some(f) = field_of(l) {
+                    return Ok((ty, by_field!(f, g => with_constant(op, g, c, unsigned))));
+                }
                 return Ok((ty, with_constant(op, lf, c, unsigned)));
             }
         }
@@ -1678,8 +1738,14 @@ impl Cx<'_> {
     }
 }
 
-/// `x OP constant` for the common operators, as one closure.
-fn with_constant(op: &str, lf: IntFn, c: i64, unsigned: bool) -> IntFn {
+/// `x OP constant` for the common operators, as one closure (`lf` is a compiled expression
+/// or, inlined, a sample field's getter).
+fn with_constant<F: Fn(&mut Env<'_>) -> i64 + 'static>(
+    op: &str,
+    lf: F,
+    c: i64,
+    unsigned: bool,
+) -> IntFn {
     let u = c as u64;
     match (op, unsigned) {
         ("==", _) => Box::new(move |env: &mut Env<'_>| i64::from(lf(env) == c)),
@@ -1697,7 +1763,41 @@ fn with_constant(op: &str, lf: IntFn, c: i64, unsigned: bool) -> IntFn {
         ("*", _) => Box::new(move |env: &mut Env<'_>| lf(env).wrapping_mul(c)),
         ("&", _) => Box::new(move |env: &mut Env<'_>| lf(env) & c),
         ("|", _) => Box::new(move |env: &mut Env<'_>| lf(env) | c),
-        _ => lf,
+        _ => Box::new(lf),
+    }
+}
+
+/// An aggregation statement: keys, then the argument, then the update; specialized for no
+/// key and one key (no key buffer), the argument inlined when it is a field.
+fn agg_stmt<A: Fn(&mut Env<'_>) -> i64 + 'static>(
+    idx: usize,
+    key_fns: Vec<IntFn>,
+    arg: A,
+) -> StmtFn {
+    let n = key_fns.len();
+    let mut it = key_fns.into_iter();
+    match (it.next(), n) {
+        (None, _) => Box::new(move |env: &mut Env<'_>| {
+            let v = arg(env);
+            env.rt.aggs[idx].update(&[], v);
+        }),
+        (Some(k0), 1) => Box::new(move |env: &mut Env<'_>| {
+            let k = [k0(env)];
+            let v = arg(env);
+            env.rt.aggs[idx].update(&k, v);
+        }),
+        (Some(k0), _) => {
+            let mut key_fns = vec![k0];
+            key_fns.extend(it);
+            Box::new(move |env: &mut Env<'_>| {
+                let mut buf = [0i64; MAX_AGG_KEYS];
+                for (slot, k) in buf.iter_mut().zip(&key_fns) {
+                    *slot = k(env);
+                }
+                let v = arg(env);
+                env.rt.aggs[idx].update(&buf[..n], v);
+            })
+        }
     }
 }
 

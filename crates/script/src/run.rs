@@ -288,10 +288,9 @@ struct Tick {
 pub struct Runner<'p> {
     prog: &'p Program,
     rt: Rt,
-    /// Per event: the clauses to run, in source order.
-    dispatch: Vec<Vec<usize>>,
-    /// Per event, parallel to `dispatch`: which probe of the clause the event matched.
-    dispatch_probe: Vec<Vec<usize>>,
+    /// Per event: the clauses to run, in source order, with the probe of the clause that
+    /// the event matched.
+    dispatch: Vec<Vec<(usize, usize)>>,
     /// (clause, probe) pairs.
     begin: Vec<(usize, usize)>,
     end: Vec<(usize, usize)>,
@@ -307,6 +306,8 @@ pub struct Runner<'p> {
     pub samples_matched: u64,
     faults: HashMap<(usize, &'static str), u64>,
     done: bool,
+    /// Live mode: tick probes fire on the clock given to [`Runner::tick`], not on sample time.
+    wall_ticks: bool,
 }
 
 /// Whether a recorded event's name is the probe's event: `cycles` matches `cycles`,
@@ -361,8 +362,7 @@ impl Program {
     /// every sample probe must match an event there, else an error lists the events present.
     /// A probe's period that differs from the recorded one gives a note (it filters nothing).
     pub fn runner(&self, events: &[EventInfo], what: &str) -> Result<Runner<'_>, ScriptError> {
-        let mut dispatch = vec![Vec::new(); events.len()];
-        let mut dispatch_probe: Vec<Vec<(usize, usize)>> = vec![Vec::new(); events.len()];
+        let mut dispatch: Vec<Vec<(usize, usize)>> = vec![Vec::new(); events.len()];
         let mut next_id = 0u32;
         let probe_names: Vec<Vec<(u32, String)>> = self
             .infos
@@ -462,9 +462,8 @@ impl Program {
                     )));
                 }
                 for &i in &matched {
-                    if !dispatch[i].contains(&ci) {
-                        dispatch[i].push(ci);
-                        dispatch_probe[i].push((ci, pi));
+                    if !dispatch[i].iter().any(|d| d.0 == ci) {
+                        dispatch[i].push((ci, pi));
                     }
                     if let Some((v, freq)) = want {
                         let e = &events[i];
@@ -494,13 +493,6 @@ impl Program {
         for d in &mut dispatch {
             d.sort_unstable();
         }
-        let dispatch_probe: Vec<Vec<usize>> = dispatch_probe
-            .into_iter()
-            .map(|mut v| {
-                v.sort_unstable();
-                v.into_iter().map(|(_, p)| p).collect()
-            })
-            .collect();
         let rt = Rt {
             globals: vec![0; self.n_globals],
             this: vec![0; self.max_this],
@@ -525,7 +517,6 @@ impl Program {
             prog: self,
             rt,
             dispatch,
-            dispatch_probe,
             begin,
             end,
             probe_names,
@@ -536,6 +527,7 @@ impl Program {
             samples_matched: 0,
             faults: HashMap::new(),
             done: false,
+            wall_ticks: false,
         })
     }
 }
@@ -621,6 +613,24 @@ impl Runner<'_> {
         }
     }
 
+    /// Live mode (`culprit trace` while recording): tick-N probes fire from [`Runner::tick`]
+    /// on the caller's clock (wall time) instead of on sample time.
+    pub fn set_wall_clock_ticks(&mut self, on: bool) {
+        self.wall_ticks = on;
+    }
+
+    /// Fires the tick probes due at `now` (nanoseconds on the caller's clock; see
+    /// [`Runner::set_wall_clock_ticks`]). Returns false once the program called `exit()`.
+    pub fn tick(&mut self, p: &Profile, now: u64, syms: &mut dyn SymbolSource) -> bool {
+        if self.done {
+            return false;
+        }
+        if !self.ticks.is_empty() {
+            self.run_ticks(p, now, syms);
+        }
+        !self.done
+    }
+
     /// Runs the clauses of one sample (and the ticks due before it). Returns false once the
     /// program called `exit()`: the caller should stop and call [`Runner::end`].
     #[inline]
@@ -629,7 +639,7 @@ impl Runner<'_> {
             return false;
         }
         self.samples_seen += 1;
-        if !self.ticks.is_empty() && s.time > 0 {
+        if !self.ticks.is_empty() && s.time > 0 && !self.wall_ticks {
             self.run_ticks(p, s.time, syms);
         }
         let Some(clauses) = self.dispatch.get(s.event as usize) else {
@@ -639,13 +649,13 @@ impl Runner<'_> {
             return true;
         }
         self.samples_matched += 1;
-        let e = s.event as usize;
         if clauses.len() == 1 {
-            self.fire(clauses[0], self.dispatch_probe[e][0], p, s, syms);
+            let (ci, pi) = clauses[0];
+            self.fire(ci, pi, p, s, syms);
         } else {
             for i in 0..clauses.len() {
-                let ci = self.dispatch[e][i];
-                self.fire(ci, self.dispatch_probe[e][i], p, s, syms);
+                let (ci, pi) = self.dispatch[s.event as usize][i];
+                self.fire(ci, pi, p, s, syms);
             }
         }
         if self.rt.exit.is_some() {
