@@ -2,6 +2,7 @@
 //! library crates (collect, decode, symbols, analysis).
 
 mod cmd;
+mod live;
 
 use std::process::ExitCode;
 

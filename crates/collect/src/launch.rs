@@ -101,6 +101,16 @@ impl Drop for PendingChild {
 /// Forks a child that waits until [`PendingChild::go`] and then runs `argv` (`argv[0]`
 /// resolved through PATH first, so "command not found" is reported before anything starts).
 pub fn spawn_held(argv: &[String]) -> Result<PendingChild, LaunchError> {
+    spawn_held_with(argv, false)
+}
+
+/// [`spawn_held`]; with `stdout_to_stderr` the command's stdout is its stderr, as perf does
+/// when the recording itself goes to stdout (`record -o -`): the command's output must not
+/// mix into the perf.data stream.
+pub fn spawn_held_with(
+    argv: &[String],
+    stdout_to_stderr: bool,
+) -> Result<PendingChild, LaunchError> {
     let prog = argv
         .first()
         .ok_or_else(|| LaunchError::NotFound(String::new()))?;
@@ -135,6 +145,9 @@ pub fn spawn_held(argv: &[String]) -> Result<PendingChild, LaunchError> {
             let n = libc::read(rd.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
             if n != 1 {
                 libc::_exit(127);
+            }
+            if stdout_to_stderr {
+                libc::dup2(2, 1);
             }
             libc::execvp(ptrs[0], ptrs.as_ptr());
             libc::write(2, msg.as_ptr() as *const libc::c_void, msg.as_bytes().len());

@@ -17,14 +17,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::RecordError;
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
 use crate::perfdata::attr::{flag, sample, FORMAT_ID};
+use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
 use crate::perfdata::{Attr, BuildIdEntry, FileAttr, PerfDataWriter};
 use crate::procfs;
@@ -62,6 +66,63 @@ pub enum Target {
     System(Option<Vec<String>>),
 }
 
+/// A writer for a pipe-mode stream, handed to the recording that uses it (the options stay
+/// `Clone`; the writer itself is taken once).
+#[derive(Clone)]
+pub struct StreamOutput {
+    writer: Arc<Mutex<Option<Box<dyn Write + Send>>>>,
+    is_stdout: bool,
+}
+
+impl StreamOutput {
+    /// A stream into any writer (an OS pipe, a socket, a buffer).
+    pub fn new(writer: Box<dyn Write + Send>) -> StreamOutput {
+        StreamOutput {
+            writer: Arc::new(Mutex::new(Some(writer))),
+            is_stdout: false,
+        }
+    }
+
+    /// The process's stdout (`-o -`): a launched command's stdout then goes to stderr, as
+    /// with perf, so that its output does not corrupt the stream.
+    pub fn stdout() -> StreamOutput {
+        StreamOutput {
+            writer: Arc::new(Mutex::new(Some(Box::new(std::io::stdout())))),
+            is_stdout: true,
+        }
+    }
+
+    fn take(&self) -> Option<Box<dyn Write + Send>> {
+        self.writer.lock().ok()?.take()
+    }
+}
+
+impl std::fmt::Debug for StreamOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_stdout { "stdout" } else { "stream" })
+    }
+}
+
+/// Where a recording goes.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// A perf.data file (file mode: the header is rewritten at the end).
+    File(PathBuf),
+    /// A pipe-mode stream (`perf record -o -` format), written as the rings are drained, with
+    /// a FINISHED_ROUND after each drain pass.
+    Stream(StreamOutput),
+}
+
+impl Output {
+    /// The name to show: the path, or `-` for a stream.
+    pub fn display_name(&self) -> PathBuf {
+        match self {
+            Output::File(p) => p.clone(),
+            Output::Stream(_) => PathBuf::from("-"),
+        }
+    }
+}
+
 /// Options of a recording (the CLI's flags as plain data).
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -75,15 +136,27 @@ pub struct RecordOptions {
     pub target: Target,
     /// -C: CPUs to record on (default: all online).
     pub cpus: Option<Vec<u32>>,
-    /// -o.
-    pub output: PathBuf,
+    /// -o: a file, or a pipe-mode stream.
+    pub output: Output,
     /// Ring buffer data pages per CPU (a power of two).
     pub mmap_pages: usize,
     /// The command line, for HEADER_CMDLINE.
     pub cmdline: Vec<String>,
     /// The recording tool's version, for HEADER_VERSION.
     pub tool_version: String,
+    /// Set to end the recording from another thread (a live consumer is done): the loop
+    /// stops at its next turn; a launched command still running gets SIGTERM, then SIGKILL
+    /// after [`STOP_GRACE`].
+    pub stop: Option<Arc<AtomicBool>>,
 }
+
+/// How long a launched command may take to exit after SIGTERM when the recording is stopped
+/// with [`RecordOptions::stop`].
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// The longest wait for ring data in one turn of the recording loop: a live reader gets a
+/// FINISHED_ROUND at least this often while samples arrive.
+pub const POLL_INTERVAL_MS: i32 = 50;
 
 /// Per-event results.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,7 +186,7 @@ pub struct RecordSummary {
     pub throttle_records: u64,
     /// UNTHROTTLE records written.
     pub unthrottle_records: u64,
-    /// Size of the finished file in bytes.
+    /// Size of the finished file (or of the whole stream) in bytes.
     pub file_size: u64,
     /// Bytes of records in the data section.
     pub data_size: u64,
@@ -121,6 +194,8 @@ pub struct RecordSummary {
     pub exit: Option<ChildExit>,
     /// Whether the recording was stopped by SIGINT/SIGTERM.
     pub interrupted: bool,
+    /// Whether the recording was ended through [`RecordOptions::stop`].
+    pub stopped: bool,
     /// Wall time from enabling to the end of the recording.
     pub duration: Duration,
     /// Number of ring buffers (CPUs).
@@ -480,28 +555,66 @@ pub fn record(
     launch::install_sigint_handler();
 
     // 1. The output first: an unwritable -o fails before anything runs.
-    let file = File::create(&opts.output).map_err(|source| RecordError::OutputNotWritable {
-        path: opts.output.clone(),
+    let path = match &opts.output {
+        Output::File(p) => p,
+        Output::Stream(s) => {
+            let w = s.take().ok_or_else(|| {
+                RecordError::Invalid("the output stream was already used by a recording".into())
+            })?;
+            return record_into(opts, Sink::Pipe(w, s.is_stdout), warn);
+        }
+    };
+    let file = File::create(path).map_err(|source| RecordError::OutputNotWritable {
+        path: path.clone(),
         source,
     })?;
-    let result = record_into(opts, file, warn);
+    let result = record_into(opts, Sink::File(file), warn);
     if result.is_err() {
         // Leave no half-written perf.data behind, but only ever remove a regular file: -o may
         // be /dev/null or another device (removing that as root would be a disaster).
-        let regular =
-            std::fs::symlink_metadata(&opts.output).is_ok_and(|m| m.file_type().is_file());
+        let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
         if regular {
-            let _ = std::fs::remove_file(&opts.output);
+            let _ = std::fs::remove_file(path);
         }
     }
     result
 }
 
+/// The output before its head is written.
+enum Sink {
+    File(File),
+    /// The writer, and whether it is our stdout.
+    Pipe(Box<dyn Write + Send>, bool),
+}
+
+/// The output while recording.
+enum Writer {
+    File(PerfDataWriter<File>),
+    Pipe(PipeWriter<Box<dyn Write + Send>>),
+}
+
+impl Writer {
+    fn write_data(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Writer::File(w) => w.write_data(bytes),
+            Writer::Pipe(w) => w.write_data(bytes),
+        }
+    }
+
+    fn data_size(&self) -> u64 {
+        match self {
+            Writer::File(w) => w.data_size(),
+            Writer::Pipe(w) => w.data_size(),
+        }
+    }
+}
+
 fn record_into(
     opts: &RecordOptions,
-    file: File,
+    sink: Sink,
     warn: &mut dyn FnMut(String),
 ) -> Result<RecordSummary, RecordError> {
+    let stdout_is_stream = matches!(sink, Sink::Pipe(_, true));
     // CPUs.
     let online = procfs::online_cpus();
     let cpus = match &opts.cpus {
@@ -587,7 +700,7 @@ fn record_into(
     let mut child: Option<PendingChild> = None;
     let (tasks, target_pids): (Vec<i32>, Vec<i32>) = match &opts.target {
         Target::Command(argv) => {
-            let c = launch::spawn_held(argv)?;
+            let c = launch::spawn_held_with(argv, stdout_is_stream)?;
             let pid = c.pid();
             child = Some(c);
             (vec![pid], vec![pid])
@@ -605,7 +718,7 @@ fn record_into(
         }
         Target::System(cmd) => {
             if let Some(argv) = cmd {
-                child = Some(launch::spawn_held(argv)?);
+                child = Some(launch::spawn_held_with(argv, stdout_is_stream)?);
             }
             (vec![-1], Vec::new())
         }
@@ -707,11 +820,19 @@ fn record_into(
         })
         .collect();
     let write_err = |source| RecordError::Write {
-        path: opts.output.clone(),
+        path: opts.output.display_name(),
         source,
     };
     // Unbuffered: each pass over the rings is one write, so the file grows while recording.
-    let mut writer = PerfDataWriter::new(file, file_attrs).map_err(write_err)?;
+    let mut writer = match sink {
+        Sink::File(file) => Writer::File(PerfDataWriter::new(file, file_attrs).map_err(write_err)?),
+        Sink::Pipe(w, _) => {
+            let mut features = procfs::host_features();
+            features.version = Some(opts.tool_version.clone());
+            features.cmdline = opts.cmdline.clone();
+            Writer::Pipe(PipeWriter::new(w, &file_attrs, &features).map_err(write_err)?)
+        }
+    };
     let mut tracker = Tracker::new(specs.len());
     for (ei, list) in ids.iter().enumerate() {
         for &id in list {
@@ -765,9 +886,16 @@ fn record_into(
     let mut handled_signals = 0;
     let mut interrupted = false;
     let mut last_alive_check = Instant::now();
+    let mut stopped = false;
     loop {
         // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
-        unsafe { libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 50) };
+        unsafe {
+            libc::poll(
+                pollfds.as_mut_ptr(),
+                pollfds.len() as libc::nfds_t,
+                POLL_INTERVAL_MS,
+            )
+        };
         for p in pollfds.iter_mut() {
             // A ring whose own event ended (its task exited) reports POLLHUP forever; stop
             // polling it (other tasks' events may still feed it: it is drained every turn).
@@ -778,6 +906,15 @@ fn record_into(
         }
         drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)?;
 
+        if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+            stopped = true;
+            if let Some(pid) = child_pid {
+                exit = stop_child(pid, &mut || {
+                    drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)
+                })?;
+            }
+            break;
+        }
         let signals = launch::sigint_count();
         if signals > handled_signals {
             handled_signals = signals;
@@ -815,16 +952,21 @@ fn record_into(
     drop(rings);
     drop(fds);
 
-    let mut features = procfs::host_features();
-    features.version = Some(opts.tool_version.clone());
-    features.cmdline = opts.cmdline.clone();
-    features.build_ids = tracker.build_ids();
-    features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
     let data_size = writer.data_size();
-    let mut out = writer.finish(&features).map_err(write_err)?;
-    use std::io::{Seek, Write};
-    out.flush().map_err(write_err)?;
-    let file_size = out.stream_position().map_err(write_err)?;
+    let file_size = match writer {
+        Writer::File(writer) => {
+            let mut features = procfs::host_features();
+            features.version = Some(opts.tool_version.clone());
+            features.cmdline = opts.cmdline.clone();
+            features.build_ids = tracker.build_ids();
+            features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
+            let mut out = writer.finish(&features).map_err(write_err)?;
+            use std::io::Seek;
+            out.flush().map_err(write_err)?;
+            out.stream_position().map_err(write_err)?
+        }
+        Writer::Pipe(writer) => writer.finish(&tracker.build_ids()).map_err(write_err)?.1,
+    };
 
     let events = specs
         .iter()
@@ -847,6 +989,7 @@ fn record_into(
         data_size,
         exit,
         interrupted,
+        stopped,
         duration,
         rings: pollfds.len(),
     })
@@ -854,11 +997,11 @@ fn record_into(
 
 /// Copies every ring's pending records to the file (one FINISHED_ROUND after a pass that
 /// wrote something, so readers can sort by time round by round, as perf does).
-fn drain<W: std::io::Write + std::io::Seek>(
+fn drain(
     rings: &mut [Ring],
     buf: &mut Vec<u8>,
     tracker: &mut Tracker,
-    writer: &mut PerfDataWriter<W>,
+    writer: &mut Writer,
 ) -> std::io::Result<()> {
     buf.clear();
     for r in rings.iter_mut() {
@@ -871,6 +1014,35 @@ fn drain<W: std::io::Write + std::io::Seek>(
         writer.write_data(buf)?;
     }
     Ok(())
+}
+
+/// Ends a launched command for [`RecordOptions::stop`]: SIGTERM, then SIGKILL after
+/// [`STOP_GRACE`], draining the rings meanwhile; returns how it ended.
+fn stop_child(
+    pid: i32,
+    drain: &mut dyn FnMut() -> Result<(), RecordError>,
+) -> Result<Option<ChildExit>, RecordError> {
+    if let Some(e) = launch::try_wait(pid) {
+        return Ok(Some(e));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let t = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(10));
+        drain()?;
+        if let Some(e) = launch::try_wait(pid) {
+            return Ok(Some(e));
+        }
+        if t.elapsed() >= STOP_GRACE {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let mut status = 0;
+            // SAFETY: reaping our own child with a valid status pointer.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            return Ok(Some(ChildExit::Signaled(libc::SIGKILL)));
+        }
+    }
 }
 
 /// The kernel's text mapping, as perf synthesizes it: MMAP, pid -1, `[kernel.kallsyms]_text`,
@@ -971,10 +1143,11 @@ mod tests {
             call_graph: CallGraph::None,
             target,
             cpus: None,
-            output: PathBuf::from("/dev/null"),
+            output: Output::File(PathBuf::from("/dev/null")),
             mmap_pages: 16,
             cmdline: vec![],
             tool_version: "test".into(),
+            stop: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! `culprit record`: flags (perf's spellings) → `culprit_collect::record::RecordOptions`, then
-//! the end-of-run summary (text on stderr, or JSON on stdout with `--format json`).
+//! the end-of-run summary (text on stderr, or JSON on stdout with `--format json`; on stderr
+//! when the recording itself goes to stdout with `-o -`).
 //!
 //! Exit status: the recorded command's (128 + signal if it was killed); 0 for `-p`/`-a`
 //! without a command; 2 when recording failed.
@@ -10,7 +11,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use culprit_collect::events::{self, SampleRate};
-use culprit_collect::record::{self, CallGraph, RecordOptions, RecordSummary, Target};
+use culprit_collect::record::{
+    self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput, Target,
+};
 use serde::Serialize;
 
 /// Output format of the end-of-run summary.
@@ -69,7 +72,8 @@ pub struct RecordArgs {
     /// Only these CPUs (e.g. 0-3,8).
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub cpu: Option<String>,
-    /// Output file.
+    /// Output file; `-` writes a pipe-mode stream to stdout (as `perf record -o -`), e.g.
+    /// `culprit record -o - -- ./prog | perf report -i -`.
     #[arg(
         short = 'o',
         long = "output",
@@ -83,7 +87,7 @@ pub struct RecordArgs {
     /// Don't print the summary (warnings and errors still go to stderr).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
-    /// Summary format: text (stderr) or json (stdout).
+    /// Summary format: text (stderr) or json (stdout; stderr with `-o -`).
     #[arg(long = "format", value_enum, default_value_t = SummaryFormat::Text)]
     pub format: SummaryFormat,
     /// AMD IBS: sample ops, fetches or both (`op`, `fetch`, `op,fetch`), with every sample's
@@ -258,10 +262,15 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         call_graph,
         target,
         cpus,
-        output: args.output.clone(),
+        output: if args.output.as_os_str() == "-" {
+            Output::Stream(StreamOutput::stdout())
+        } else {
+            Output::File(args.output.clone())
+        },
         mmap_pages: args.mmap_pages,
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
+        stop: None,
     })
 }
 
@@ -332,7 +341,12 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
             signal,
             interrupted: s.interrupted,
         };
-        println!("{}", serde_json::to_string(&j)?);
+        if args.output.as_os_str() == "-" {
+            // stdout carries the recording.
+            eprintln!("{}", serde_json::to_string(&j)?);
+        } else {
+            println!("{}", serde_json::to_string(&j)?);
+        }
         return Ok(());
     }
     if args.quiet {

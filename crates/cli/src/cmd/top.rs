@@ -4,11 +4,12 @@
 //! `culprit_analysis::offenders`; docs/offenders.md has the math, the JSON schema and the
 //! evaluation.
 //!
-//! Live samples: the recorder (`culprit_collect::record`) runs in a thread and writes a
-//! temporary perf.data file as it drains the rings; every refresh reads the samples appended
-//! since the previous one with the streaming decoder. Memory is bounded (a capped function
-//! table, O(1) detectors); the re-read costs CPU time proportional to the file so far, which
-//! is why `top` samples at 1000 Hz by default (see docs/offenders.md, "Limits").
+//! Live samples: the recorder (`culprit_collect::record`) runs in a thread and streams
+//! pipe-mode perf.data through an OS pipe to the incremental decoder (`crate::live`); every
+//! sample updates the function table and the detectors as it arrives, and the view is redrawn
+//! every `-d` seconds. No file is written. Memory is fixed: a capped function table (the
+//! coldest quarter is evicted when full, and the header says so), O(1) detectors, the pipe and
+//! the decoder's unflushed round.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -547,7 +548,7 @@ pub struct TopArgs {
     /// Events (comma-separated, as `record -e`); default: cycles, or cpu-clock without a PMU.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
-    /// Sampling frequency in Hz (default 1000: each refresh re-reads the samples so far).
+    /// Sampling frequency in Hz (default 1000).
     #[arg(short = 'F', long = "freq", value_name = "HZ")]
     pub freq: Option<u64>,
     /// Sampling period in events (instead of -F).
@@ -602,85 +603,13 @@ pub struct TopArgs {
 /// the totals, so percentages remain of everything sampled).
 const FUNC_CAPACITY: usize = 4096;
 
-/// A function across refreshes: the DSO's stable id and a hash of the symbol name (symbol and
-/// DSO numbers of one read are not stable across reads, see [`DsoIds`]).
+/// A function: its DSO (the stream decoder's DSO numbers are stable for a whole run) and a
+/// hash of the symbol name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum FuncKey {
     Sym(Option<u32>, u64),
     /// Unresolved: one row per DSO.
     Dso(Option<u32>),
-}
-
-/// Stable identities of DSOs across refreshes. The decoder numbers DSOs in the order it meets
-/// their mappings, and the records of the last, still unsorted round can arrive in a different
-/// order in the next read, so a [`DsoId`] of one read may name another DSO in the next.
-#[derive(Default)]
-struct DsoIds {
-    /// (path, owning pid) → stable id (grows with the DSOs seen, like the symbol tables).
-    global: HashMap<(String, Option<i32>), u32>,
-    /// This read: local id → stable id.
-    local: Vec<Option<u32>>,
-    /// The previous read's DSOs in local order, to notice a renumbering.
-    known: Vec<(String, Option<i32>)>,
-    /// How many of this read's DSOs were checked against `known`.
-    checked: usize,
-}
-
-impl DsoIds {
-    fn key(p: &Profile, local: DsoId) -> Option<(String, Option<i32>)> {
-        p.dsos.get(local as usize).map(|d| (d.path.clone(), d.pid))
-    }
-
-    /// Starts a read.
-    fn begin(&mut self) {
-        self.local.clear();
-        self.checked = 0;
-    }
-
-    /// Checks the DSOs the decoder added since the last call; true if an earlier read
-    /// numbered them differently.
-    fn renumbered(&mut self, p: &Profile) -> bool {
-        let mut changed = false;
-        while self.checked < p.dsos.len() {
-            let i = self.checked;
-            if i < self.known.len() && Self::key(p, i as DsoId).as_ref() != Some(&self.known[i]) {
-                changed = true;
-            }
-            self.checked += 1;
-        }
-        changed
-    }
-
-    /// Ends a read: remembers its numbering.
-    fn end(&mut self, p: &Profile) {
-        self.known = (0..p.dsos.len())
-            .filter_map(|i| Self::key(p, i as DsoId))
-            .collect();
-    }
-
-    fn stable(&mut self, p: &Profile, local: Option<DsoId>) -> Option<u32> {
-        let l = local? as usize;
-        if let Some(Some(g)) = self.local.get(l) {
-            return Some(*g);
-        }
-        let key = Self::key(p, l as DsoId)?;
-        let n = self.global.len() as u32;
-        let g = *self.global.entry(key).or_insert(n);
-        if self.local.len() <= l {
-            self.local.resize(l + 1, None);
-        }
-        self.local[l] = Some(g);
-        Some(g)
-    }
-
-    /// The local id in `p` of a stable id (for symbolizing with `p`).
-    fn local_of(&self, p: &Profile, stable: u32) -> Option<DsoId> {
-        (0..p.dsos.len())
-            .find(|&i| {
-                Self::key(p, i as DsoId).and_then(|k| self.global.get(&k).copied()) == Some(stable)
-            })
-            .map(|i| i as DsoId)
-    }
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -791,77 +720,28 @@ impl FuncTable {
     }
 }
 
-/// Live state fed by each refresh.
+/// Live state: fed by every sample, shown every refresh.
 struct Live {
-    path: PathBuf,
-    /// Samples of the previous reads: by time (samples up to `done_until` were counted), or
-    /// by index when the samples have no time.
-    seen: u64,
-    done_until: u64,
-    dsos: DsoIds,
     table: FuncTable,
     dets: Option<EventDetectors>,
     sym: Symbolizer,
-    /// The latest profile (DSOs, events; no samples) for resolving offenders.
-    profile: Option<Profile>,
     started: Instant,
-    /// How long the last refresh took (it re-reads the file so far).
-    last_refresh: Duration,
+    /// Samples the kernel lost so far (LOST records in the stream).
+    lost: u64,
 }
 
 impl Live {
-    /// Reads the samples appended since the last refresh.
-    fn refresh(&mut self) {
-        if !self.path.exists() {
-            return;
+    fn add(&mut self, p: &Profile, s: &Sample) {
+        self.table.add(p, &mut self.sym, s.location.dso, s);
+        if let Some(d) = self.dets.as_mut() {
+            d.observe(s);
         }
-        let t = Instant::now();
-        let mut index = 0u64;
-        let (seen, done_until) = (self.seen, self.done_until);
-        let mut newest = done_until;
-        let table = &mut self.table;
-        let sym = &mut self.sym;
-        let dets = &mut self.dets;
-        let dsos = &mut self.dsos;
-        dsos.begin();
-        let r = culprit_decode::read_file_streaming(&self.path, &mut |_, _| {}, &mut |p, s| {
-            index += 1;
-            if dsos.renumbered(p) {
-                // The symbolizer caches by DSO number: start it afresh for this numbering.
-                *sym = Symbolizer::new(SymbolizerOptions::default());
-            }
-            // The last round is delivered unsorted-then-sorted on every read: by time, a late
-            // record of it is skipped rather than counted twice.
-            let new = if s.time != 0 {
-                s.time > done_until
-            } else {
-                index > seen
-            };
-            if !new {
-                return;
-            }
-            newest = newest.max(s.time);
-            let dso = dsos.stable(p, s.location.dso);
-            table.add(p, sym, dso, s);
-            if let Some(d) = dets.as_mut() {
-                let mut stable = s.clone();
-                stable.location.dso = dso;
-                d.observe(&stable);
-            }
-        });
-        if let Ok(p) = r {
-            // A recording in progress ends in a partial record: that is expected here.
-            self.seen = self.seen.max(index);
-            self.done_until = newest;
-            self.dsos.end(&p);
-            self.profile = Some(p);
-        }
-        self.last_refresh = t.elapsed();
+        self.lost = p.lost;
     }
 
-    fn offender_lines(&mut self, max: usize) -> Vec<String> {
+    fn offender_lines(&mut self, p: &Profile, max: usize) -> Vec<String> {
         let mut lines = Vec::new();
-        let (Some(dets), Some(p)) = (&self.dets, &self.profile) else {
+        let Some(dets) = &self.dets else {
             return lines;
         };
         let t0 = p.meta.time_range.map_or(0, |r| r.0);
@@ -884,12 +764,7 @@ impl Live {
                 lines.push("  (none confirmed yet)".into());
             }
             for x in ranked.iter().take(max) {
-                // Detector locations hold stable DSO ids; symbolize with this read's numbers.
-                let loc = Location {
-                    dso: x.location.dso.and_then(|g| self.dsos.local_of(p, g)),
-                    file_offset: x.location.file_offset,
-                };
-                let pl = place(p, &mut self.sym, loc, x.pid);
+                let pl = place(p, &mut self.sym, x.location, x.pid);
                 lines.push(format!(
                     "  {:>5}x  first at {:>7.2}s  {:<20} {:<14} {}",
                     x.confirmations,
@@ -904,7 +779,7 @@ impl Live {
     }
 
     /// One refresh as a JSON object (see docs/offenders.md).
-    fn json(&mut self, rows: usize, offenders: usize) -> Value {
+    fn json(&mut self, p: &Profile, rows: usize, offenders: usize) -> Value {
         let t = &self.table;
         let funcs: Vec<Value> = t
             .sorted(0, rows)
@@ -921,18 +796,14 @@ impl Live {
             })
             .collect();
         let mut offs = Vec::new();
-        if let (Some(dets), Some(p)) = (&self.dets, &self.profile) {
+        if let Some(dets) = &self.dets {
             let t0 = p.meta.time_range.map_or(0, |r| r.0);
             for (ei, info) in p.events.iter().enumerate() {
                 let Some(d) = dets.get(ei as EventId) else {
                     continue;
                 };
                 for x in d.ranked().iter().take(offenders) {
-                    let loc = Location {
-                        dso: x.location.dso.and_then(|g| self.dsos.local_of(p, g)),
-                        file_offset: x.location.file_offset,
-                    };
-                    let pl = place(p, &mut self.sym, loc, x.pid);
+                    let pl = place(p, &mut self.sym, x.location, x.pid);
                     offs.push(json!({
                         "event": info.name, "ip": format!("{:#x}", pl.addr), "dso": pl.dso,
                         "symbol": pl.symbol, "pid": x.pid, "confirmations": x.confirmations,
@@ -944,10 +815,11 @@ impl Live {
         json!({
             "elapsed_s": round4(self.started.elapsed().as_secs_f64()),
             "samples": self.table.samples.iter().sum::<u64>(),
+            "lost_samples": self.lost,
             "events": self.table.events,
             "functions_kept": self.table.rows.len(),
             "functions_dropped": self.table.dropped_rows,
-            "refresh_ms": self.last_refresh.as_millis() as u64,
+            "functions_max": FUNC_CAPACITY,
             "functions": funcs,
             "offenders": if self.dets.is_some() { Value::from(offs) } else { Value::Null },
         })
@@ -955,14 +827,25 @@ impl Live {
 
     fn header(&self) -> String {
         let samples: u64 = self.table.samples.iter().sum();
+        let evicting = if self.table.dropped_rows > 0 {
+            format!(
+                ", table full: {} cold functions evicted, percentages still of all samples",
+                self.table.dropped_rows
+            )
+        } else {
+            String::new()
+        };
+        let lost = if self.lost > 0 {
+            format!(", {} lost", self.lost)
+        } else {
+            String::new()
+        };
         format!(
-            "culprit top: {:.1}s, {} samples, {} functions kept (max {}, {} dropped), refresh {} ms",
+            "culprit top: {:.1}s, {} samples{lost}, {} functions (max {}){evicting}",
             self.started.elapsed().as_secs_f64(),
             samples,
             self.table.rows.len(),
             FUNC_CAPACITY,
-            self.table.dropped_rows,
-            self.last_refresh.as_millis()
         )
     }
 
@@ -992,7 +875,7 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-fn record_options(args: &TopArgs, output: PathBuf) -> anyhow::Result<RecordOptions> {
+fn record_options(args: &TopArgs) -> anyhow::Result<RecordOptions> {
     let mut specs = Vec::new();
     for list in &args.events {
         specs.extend(events::parse_event_list(list)?);
@@ -1027,21 +910,17 @@ fn record_options(args: &TopArgs, output: PathBuf) -> anyhow::Result<RecordOptio
         call_graph: CallGraph::None,
         target,
         cpus: None,
-        output,
+        // Replaced by the live stream.
+        output: culprit_collect::record::Output::File(PathBuf::new()),
         mmap_pages: culprit_collect::record::DEFAULT_MMAP_PAGES,
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
+        stop: None,
     })
 }
 
-/// Removes the temporary recording when `top` ends, however it ends.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+/// How often the live loop wakes up (keys, the duration, the refresh interval).
+const TICK: Duration = Duration::from_millis(100);
 
 /// Runs `culprit top`.
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
@@ -1058,79 +937,60 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let path = std::env::temp_dir().join(format!("culprit-top-{}.data", std::process::id()));
-    let _cleanup = TempFile(path.clone());
-    let opts = record_options(&args, path.clone())?;
-    let warnings = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let w2 = warnings.clone();
-    let recorder = std::thread::spawn(move || {
-        culprit_collect::record::record(&opts, &mut |w| {
-            if let Ok(mut v) = w2.lock() {
-                v.push(w);
-            }
-        })
-    });
-    let mut live = Live {
-        path,
-        seen: 0,
-        done_until: 0,
-        dsos: DsoIds::default(),
+    let opts = record_options(&args)?;
+    let mut state = Live {
         table: FuncTable::new(),
         dets,
         sym: Symbolizer::new(SymbolizerOptions::default()),
-        profile: None,
         started: Instant::now(),
-        last_refresh: Duration::ZERO,
+        lost: 0,
     };
     let plain = args.stdio || args.format == TopFormat::Json || !std::io::stdout().is_terminal();
-    let result = if plain {
-        run_plain(&args, &mut live, &recorder)
-    } else {
-        run_tui(&args, &mut live, &recorder)
-    };
-    // Quitting (q, --duration) interrupts the target: its exit status is then ours to ignore.
-    let quit_early = !recorder.is_finished();
-    stop_recorder(&recorder);
-    let rec = recorder
-        .join()
-        .map_err(|_| anyhow::anyhow!("the recorder thread panicked"))?;
-    if let Ok(v) = warnings.lock() {
-        for w in v.iter() {
-            eprintln!("culprit: warning: {w}");
+    let end = if plain {
+        let mut v = PlainView {
+            args: &args,
+            live: &mut state,
+            last: Instant::now(),
+            failed: None,
+        };
+        let end = crate::live::run(opts, TICK, Box::new(warn), &mut v);
+        if let Some(e) = v.failed.take() {
+            return Err(e);
         }
-    }
-    result?;
-    let summary = rec.context("recording failed")?;
+        let end = end?;
+        // The final block: everything recorded, after the target ended.
+        if !end.stopped_by_consumer || out_of_time(&args, &state) {
+            print_block(&args, &mut state, &end.profile)?;
+        }
+        end
+    } else {
+        run_tui(&args, &mut state, opts)?
+    };
+    let summary = &end.summary;
     let recorded: u64 = summary.events.iter().map(|e| e.samples).sum();
-    let counted: u64 = live.table.samples.iter().sum();
-    // The last refresh after the target ended saw the whole file: the counts should agree.
+    let counted: u64 = state.table.samples.iter().sum();
     eprintln!("culprit top: {recorded} samples recorded, {counted} shown");
     if recorded == 0 {
         eprintln!("culprit: warning: no samples were taken");
     }
+    if summary.lost_samples > 0 {
+        eprintln!(
+            "culprit: warning: the kernel lost {} samples (the view could not keep up, or the \
+             rate is too high for the ring buffer)",
+            summary.lost_samples
+        );
+    }
+    // Quitting (q, --duration) ends the target: its exit status is then ours to ignore.
     Ok(match summary.exit {
-        Some(e) if e.code() != 0 && !quit_early => ExitCode::from(e.code().clamp(1, 255) as u8),
+        Some(e) if e.code() != 0 && !end.stopped_by_consumer => {
+            ExitCode::from(e.code().clamp(1, 255) as u8)
+        }
         _ => ExitCode::SUCCESS,
     })
 }
 
-type Recorder = std::thread::JoinHandle<
-    Result<culprit_collect::record::RecordSummary, culprit_collect::error::RecordError>,
->;
-
-/// Asks the recorder to stop (it counts SIGINTs: the first goes to a launched command, a
-/// second ends the recording) and waits up to 2 s.
-fn stop_recorder(r: &Recorder) {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut sent = 0;
-    while !r.is_finished() && Instant::now() < deadline {
-        if sent < 2 {
-            // SAFETY: raising a signal in our own process; the recorder's handler only counts.
-            unsafe { libc::raise(libc::SIGINT) };
-            sent += 1;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn warn(w: String) {
+    eprintln!("culprit: warning: {w}");
 }
 
 fn out_of_time(args: &TopArgs, live: &Live) -> bool {
@@ -1138,132 +998,224 @@ fn out_of_time(args: &TopArgs, live: &Live) -> bool {
         .is_some_and(|d| live.started.elapsed().as_secs_f64() >= d)
 }
 
-fn run_plain(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Result<()> {
+/// Prints one refresh (a text block or a JSON line).
+fn print_block(args: &TopArgs, live: &mut Live, p: &Profile) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
-    let delay = Duration::from_secs_f64(args.delay);
-    let mut tick = Instant::now();
-    loop {
-        // Each block covers one interval: wait for it first (or for the target to end).
-        while tick.elapsed() < delay && !recorder.is_finished() && !out_of_time(args, live) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        tick = Instant::now();
-        let finished = recorder.is_finished();
-        live.refresh();
-        if finished && live.profile.is_none() {
-            // The recording failed before writing anything: its error says why.
-            return Ok(());
-        }
-        let mut out = stdout.lock();
-        if args.format == TopFormat::Json {
-            let v = live.json(args.rows, 10);
-            serde_json::to_writer(&mut out, &v)?;
-            writeln!(out)?;
-            out.flush()?;
-            drop(out);
-            if finished || out_of_time(args, live) {
-                return Ok(());
-            }
-            continue;
-        }
-        writeln!(out, "{}", live.header())?;
-        for l in live.table_lines(0, args.rows) {
-            writeln!(out, "{l}")?;
-        }
-        if live.dets.is_some() {
-            for l in live.offender_lines(10) {
-                writeln!(out, "{l}")?;
-            }
-        }
+    let mut out = stdout.lock();
+    if args.format == TopFormat::Json {
+        let v = live.json(p, args.rows, 10);
+        serde_json::to_writer(&mut out, &v)?;
         writeln!(out)?;
         out.flush()?;
-        drop(out);
-        if finished || out_of_time(args, live) {
-            return Ok(());
+        return Ok(());
+    }
+    writeln!(out, "{}", live.header())?;
+    for l in live.table_lines(0, args.rows) {
+        writeln!(out, "{l}")?;
+    }
+    if live.dets.is_some() {
+        for l in live.offender_lines(p, 10) {
+            writeln!(out, "{l}")?;
         }
+    }
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Plain mode: one block per interval while the target runs, and a last one at the end.
+struct PlainView<'a> {
+    args: &'a TopArgs,
+    live: &'a mut Live,
+    last: Instant,
+    failed: Option<anyhow::Error>,
+}
+
+impl crate::live::Consumer for PlainView<'_> {
+    fn sample(&mut self, p: &Profile, s: &Sample) -> crate::live::Flow {
+        self.live.add(p, s);
+        crate::live::Flow::Continue
+    }
+
+    fn tick(&mut self, p: &Profile, _now: u64) -> crate::live::Flow {
+        if out_of_time(self.args, self.live) {
+            return crate::live::Flow::Stop;
+        }
+        if self.last.elapsed().as_secs_f64() >= self.args.delay {
+            self.last = Instant::now();
+            if let Err(e) = print_block(self.args, self.live, p) {
+                // stdout closed (e.g. `| head`): stop quietly, report other errors.
+                let broken = e
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe);
+                if !broken {
+                    self.failed = Some(e);
+                }
+                return crate::live::Flow::Stop;
+            }
+        }
+        crate::live::Flow::Continue
     }
 }
 
 #[cfg(feature = "tui")]
-fn run_tui(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Result<()> {
-    use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
-    use ratatui::layout::{Constraint, Layout};
-    use ratatui::widgets::{Block, Paragraph};
+fn run_tui(
+    args: &TopArgs,
+    live: &mut Live,
+    opts: RecordOptions,
+) -> anyhow::Result<crate::live::LiveEnd> {
+    let terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let mut v = TuiView {
+        args,
+        live,
+        terminal,
+        by: 0,
+        show_off: false,
+        last: None,
+        failed: None,
+    };
+    v.show_off = v.live.dets.is_some();
+    let end = crate::live::run(opts, TICK, Box::new(warn), &mut v);
+    ratatui::restore();
+    if let Some(e) = v.failed.take() {
+        return Err(e);
+    }
+    end
+}
 
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let delay = Duration::from_secs_f64(args.delay);
-    let mut by = 0usize;
-    let mut show_off = live.dets.is_some();
-    let mut last = Instant::now() - delay;
-    let mut ended = false;
-    let res = (|| -> anyhow::Result<()> {
-        loop {
-            if !ended && last.elapsed() >= delay {
-                ended = recorder.is_finished();
-                live.refresh();
-                last = Instant::now();
-                if ended && live.profile.is_none() {
-                    return Ok(()); // the recording failed: its error is printed after
-                }
-            }
-            let nev = live.table.events.len().max(1);
-            let header = format!(
-                "{}{}   [q quit, Tab/←/→ sort column, o offenders]",
-                live.header(),
-                if ended { " — target ended" } else { "" }
+#[cfg(feature = "tui")]
+struct TuiView<'a> {
+    args: &'a TopArgs,
+    live: &'a mut Live,
+    terminal: ratatui::DefaultTerminal,
+    /// The sort column (event).
+    by: usize,
+    show_off: bool,
+    /// The last redraw.
+    last: Option<Instant>,
+    failed: Option<anyhow::Error>,
+}
+
+#[cfg(feature = "tui")]
+impl TuiView<'_> {
+    fn draw(&mut self, p: &Profile) -> anyhow::Result<()> {
+        use ratatui::layout::{Constraint, Layout};
+        use ratatui::widgets::{Block, Paragraph};
+        let live = &mut *self.live;
+        let nev = live.table.events.len().max(1);
+        let header = format!(
+            "{}   [q quit, Tab/←/→ sort column, o offenders]",
+            live.header()
+        );
+        let table = live
+            .table_lines(self.by % nev, self.args.rows.max(1))
+            .join("\n");
+        let show_off = self.show_off;
+        let offs = if show_off {
+            live.offender_lines(p, 8).join("\n")
+        } else {
+            String::new()
+        };
+        self.terminal.draw(|f| {
+            let off_h = if show_off { 12 } else { 0 };
+            let parts = Layout::vertical([
+                Constraint::Length(1),
+                Constraint::Min(3),
+                Constraint::Length(off_h),
+            ])
+            .split(f.area());
+            f.render_widget(Paragraph::new(header.as_str()), parts[0]);
+            f.render_widget(
+                Paragraph::new(table.as_str()).block(Block::bordered().title("Functions")),
+                parts[1],
             );
-            let table = live.table_lines(by % nev, args.rows.max(1)).join("\n");
-            let offs = if show_off {
-                live.offender_lines(8).join("\n")
-            } else {
-                String::new()
-            };
-            terminal.draw(|f| {
-                let off_h = if show_off { 12 } else { 0 };
-                let parts = Layout::vertical([
-                    Constraint::Length(1),
-                    Constraint::Min(3),
-                    Constraint::Length(off_h),
-                ])
-                .split(f.area());
-                f.render_widget(Paragraph::new(header.as_str()), parts[0]);
+            if show_off {
                 f.render_widget(
-                    Paragraph::new(table.as_str()).block(Block::bordered().title("Functions")),
-                    parts[1],
+                    Paragraph::new(offs.as_str()).block(Block::bordered().title("Worst offenders")),
+                    parts[2],
                 );
-                if show_off {
-                    f.render_widget(
-                        Paragraph::new(offs.as_str())
-                            .block(Block::bordered().title("Worst offenders")),
-                        parts[2],
-                    );
-                }
-            })?;
-            if out_of_time(args, live) {
-                return Ok(());
             }
-            if event::poll(Duration::from_millis(100))? {
-                if let Event::Key(k) = event::read()? {
-                    if k.kind != KeyEventKind::Press {
-                        continue;
-                    }
-                    match k.code {
-                        KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
-                        KeyCode::Tab | KeyCode::Right => by = (by + 1) % nev,
-                        KeyCode::Left | KeyCode::BackTab => by = (by + nev - 1) % nev,
-                        KeyCode::Char('o') if live.dets.is_some() => show_off = !show_off,
-                        _ => {}
-                    }
+        })?;
+        Ok(())
+    }
+
+    /// Handles the keys typed since the last tick; false on q/Esc/Ctrl-C.
+    fn keys(&mut self) -> anyhow::Result<bool> {
+        use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+        let nev = self.live.table.events.len().max(1);
+        while event::poll(Duration::ZERO)? {
+            let Event::Key(k) = event::read()? else {
+                continue;
+            };
+            if k.kind != KeyEventKind::Press {
+                continue;
+            }
+            match k.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(false),
+                // Raw mode turns Ctrl-C into a key.
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                    return Ok(false)
                 }
+                KeyCode::Tab | KeyCode::Right => self.by = (self.by + 1) % nev,
+                KeyCode::Left | KeyCode::BackTab => self.by = (self.by + nev - 1) % nev,
+                KeyCode::Char('o') if self.live.dets.is_some() => self.show_off = !self.show_off,
+                _ => continue,
+            }
+            // Show a changed sort or panel at once.
+            self.last = None;
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(feature = "tui")]
+impl crate::live::Consumer for TuiView<'_> {
+    fn sample(&mut self, p: &Profile, s: &Sample) -> crate::live::Flow {
+        self.live.add(p, s);
+        crate::live::Flow::Continue
+    }
+
+    fn tick(&mut self, p: &Profile, _now: u64) -> crate::live::Flow {
+        let go = match self.keys() {
+            Ok(go) => go,
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        };
+        if !go || out_of_time(self.args, self.live) {
+            return crate::live::Flow::Stop;
+        }
+        let due = self
+            .last
+            .is_none_or(|t| t.elapsed().as_secs_f64() >= self.args.delay);
+        if due {
+            self.last = Some(Instant::now());
+            if let Err(e) = self.draw(p) {
+                self.failed = Some(e);
+                return crate::live::Flow::Stop;
             }
         }
-    })();
-    ratatui::restore();
-    res
+        crate::live::Flow::Continue
+    }
 }
 
 #[cfg(not(feature = "tui"))]
-fn run_tui(args: &TopArgs, live: &mut Live, recorder: &Recorder) -> anyhow::Result<()> {
+fn run_tui(
+    args: &TopArgs,
+    live: &mut Live,
+    opts: RecordOptions,
+) -> anyhow::Result<crate::live::LiveEnd> {
     // Built without the `tui` feature: the plain-text view on the terminal too.
-    run_plain(args, live, recorder)
+    let mut v = PlainView {
+        args,
+        live,
+        last: Instant::now(),
+        failed: None,
+    };
+    let end = crate::live::run(opts, TICK, Box::new(warn), &mut v);
+    if let Some(e) = v.failed.take() {
+        return Err(e);
+    }
+    end
 }

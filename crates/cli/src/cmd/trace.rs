@@ -2,14 +2,16 @@
 //! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language is culprit-script's;
 //! this module only reads inputs, records live, and prints.
 //!
-//! Live mode records the program's events with culprit's recorder into a temporary file and
-//! runs the program over it when the recording ends (Ctrl-C, the command exits, or the
-//! processes exit); `tick-N` probes fire on sample time.
+//! Live mode streams: the recorder runs on a thread and the program sees every sample as it
+//! is recorded (`crate::live`); `printf` output appears while the target runs, `tick-N`
+//! probes fire on wall time (on sample time offline), END runs when the recording ends
+//! (Ctrl-C, the command or the processes exit) or after `exit()`, which also stops the
+//! recording and terminates a launched command.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
@@ -19,6 +21,8 @@ use culprit_decode::model::{Profile, Sample};
 use culprit_script::probe::Probe;
 use culprit_script::{Options, Program, Runner, SymbolSource};
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
+
+use crate::live;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -104,45 +108,27 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     };
     let mut sink = Sink::new(args.format);
     let mut syms = Symbolizer::new(SymbolizerOptions::default());
-    let live = args.input.is_none();
-    let (input, temp) = match &args.input {
-        Some(p) => (p.clone(), None),
+    let (outcome, input, live) = match &args.input {
         None => {
-            let path = record_live(&prog, &args)?;
-            (path.clone(), Some(TempFile(path)))
+            let opts = live_options(&prog, &args)?;
+            let outcome = run_live(&prog, opts, &mut sink, &mut syms)?;
+            (outcome, PathBuf::from("-"), true)
+        }
+        Some(input) => {
+            let what = input.display().to_string();
+            let outcome = if args.stats || input.as_os_str() == "-" {
+                run_in_memory(&prog, input, &what, &mut sink, &mut syms, args.stats)?
+            } else {
+                run_streaming(&prog, input, &what, &mut sink, &mut syms)?
+            };
+            (outcome, input.clone(), false)
         }
     };
-    if live && !(prog.quiet && args.format == TraceFormat::Text) {
-        sink.notes.push(
-            "live: the events were recorded to a temporary file and the program ran over it when recording ended; tick-N probes fire on sample time".into(),
-        );
-    }
-    let what = if live {
-        "the live recording".to_string()
-    } else {
-        input.display().to_string()
-    };
-    let result = if args.stats || input.as_os_str() == "-" {
-        run_in_memory(&prog, &input, &what, &mut sink, &mut syms, args.stats)
-    } else {
-        run_streaming(&prog, &input, &what, &mut sink, &mut syms)
-    };
-    drop(temp);
-    let outcome = result?;
     sink.finish(&outcome, &input, live)?;
     Ok(match outcome.exit {
         Some(v) => ExitCode::from(v.clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
     })
-}
-
-/// Removes the live recording when done.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Where output goes: stdout as it is printed (text), or collected (JSON).
@@ -377,8 +363,147 @@ fn run_in_memory(
     conclude(r, &profile, sink, syms)
 }
 
-/// Records the program's events live into a temporary file; returns its path.
-fn record_live(prog: &Program, args: &TraceArgs) -> anyhow::Result<PathBuf> {
+/// The program's side of a live stream: binds on the first data (the events are known from
+/// the stream's head), runs BEGIN, every sample and the wall-clock ticks, and writes the
+/// output as it is produced.
+struct LiveTrace<'p, 's> {
+    prog: &'p Program,
+    runner: Option<Runner<'p>>,
+    sink: &'s mut Sink,
+    syms: &'s mut Symbolizer,
+    failed: Option<anyhow::Error>,
+}
+
+impl<'p> LiveTrace<'p, '_> {
+    /// The runner, bound (and BEGIN run) once the stream's events are known.
+    fn runner(&mut self, p: &Profile) -> Option<&mut Runner<'p>> {
+        if self.runner.is_none() && self.failed.is_none() && !p.events.is_empty() {
+            match bind(self.prog, p, "the live recording", self.prog.quiet) {
+                Ok(mut r) => {
+                    r.set_wall_clock_ticks(true);
+                    r.begin(p, self.syms);
+                    self.runner = Some(r);
+                }
+                Err(e) => self.failed = Some(e),
+            }
+        }
+        self.runner.as_mut()
+    }
+
+    fn flush(&mut self) -> live::Flow {
+        if let Some(r) = self.runner.as_mut() {
+            if let Err(e) = self.sink.flush_runner(r) {
+                self.failed = Some(e.into());
+                return live::Flow::Stop;
+            }
+        }
+        live::Flow::Continue
+    }
+}
+
+impl live::Consumer for LiveTrace<'_, '_> {
+    fn sample(&mut self, p: &Profile, s: &Sample) -> live::Flow {
+        if self.runner(p).is_none() {
+            return live::Flow::Stop;
+        }
+        let Some(r) = self.runner.as_mut() else {
+            return live::Flow::Stop;
+        };
+        let go = r.sample(p, s, self.syms);
+        if !go {
+            self.flush();
+            return live::Flow::Stop;
+        }
+        if r.pending_output() > 1 << 16 {
+            return self.flush();
+        }
+        live::Flow::Continue
+    }
+
+    fn tick(&mut self, p: &Profile, now: u64) -> live::Flow {
+        if self.runner(p).is_none() {
+            return if self.failed.is_some() {
+                live::Flow::Stop
+            } else {
+                live::Flow::Continue
+            };
+        }
+        let go = match self.runner.as_mut() {
+            Some(r) => r.tick(p, now, self.syms),
+            None => true,
+        };
+        // Output produced by samples and ticks appears at least every tick.
+        let flushed = self.flush();
+        if !go {
+            return live::Flow::Stop;
+        }
+        flushed
+    }
+}
+
+/// Records live and runs the program over the stream as it arrives.
+fn run_live(
+    prog: &Program,
+    opts: RecordOptions,
+    sink: &mut Sink,
+    syms: &mut Symbolizer,
+) -> anyhow::Result<Outcome> {
+    let launched = matches!(opts.target, Target::Command(_) | Target::System(Some(_)));
+    let mut t = LiveTrace {
+        prog,
+        runner: None,
+        sink,
+        syms,
+        failed: None,
+    };
+    let end = live::run(
+        opts,
+        Duration::from_millis(LIVE_TICK_MS),
+        Box::new(|w| eprintln!("culprit trace: warning: {w}")),
+        &mut t,
+    )?;
+    if let Some(e) = t.failed.take() {
+        return Err(e);
+    }
+    let s = &end.summary;
+    if s.lost_samples > 0 {
+        eprintln!(
+            "culprit trace: warning: the kernel lost {} samples (raise -m, or lower the rate)",
+            s.lost_samples
+        );
+    }
+    let mut r = match t.runner.take() {
+        Some(r) => r,
+        None => {
+            // Nothing arrived (no samples): BEGIN and END still run.
+            let mut r = bind(prog, &end.profile, "the live recording", prog.quiet)?;
+            r.begin(&end.profile, t.syms);
+            r
+        }
+    };
+    t.sink.flush_runner(&mut r)?;
+    let mut out = conclude(r, &end.profile, t.sink, t.syms)?;
+    if s.stopped && launched {
+        if let Some(e) = s.exit {
+            out.notes.push(format!(
+                "exit() stopped the recording; the launched command {}",
+                match e {
+                    culprit_collect::launch::ChildExit::Exited(c) =>
+                        format!("had already exited (status {c})"),
+                    culprit_collect::launch::ChildExit::Signaled(sig) =>
+                        format!("was terminated (signal {sig})"),
+                }
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
+const LIVE_TICK_MS: u64 = 10;
+
+/// The recording options of a live trace: the events of the program's probes.
+fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<RecordOptions> {
     let probes = prog.sample_probes();
     if probes.is_empty() {
         bail!("the program has no sample probes (pmc:::, profile:::, ibs:::): nothing to record live; give -i FILE to run it over a recording");
@@ -468,29 +593,17 @@ fn record_live(prog: &Program, args: &TraceArgs) -> anyhow::Result<PathBuf> {
     } else {
         Target::Command(args.command.clone())
     };
-    let output = std::env::temp_dir().join(format!(
-        "culprit-trace-{}-{}.data",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    let opts = RecordOptions {
+    Ok(RecordOptions {
         events: specs,
         rate: None,
         call_graph: CallGraph::None,
         target,
         cpus: None,
-        output: output.clone(),
+        // Replaced by the live stream.
+        output: record::Output::File(PathBuf::new()),
         mmap_pages: args.mmap_pages,
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
-    };
-    let summary = record::record(&opts, &mut |w| eprintln!("culprit trace: warning: {w}"))
-        .context("recording failed")?;
-    if summary.lost_samples > 0 {
-        eprintln!(
-            "culprit trace: warning: the kernel lost {} samples (raise -m)",
-            summary.lost_samples
-        );
-    }
-    Ok(output)
+        stop: None,
+    })
 }

@@ -19,6 +19,7 @@
 
 pub mod attr;
 pub mod features;
+pub mod pipe;
 pub mod records;
 
 use std::io::{self, Seek, SeekFrom, Write};
