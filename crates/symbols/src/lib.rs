@@ -38,6 +38,7 @@ mod elf;
 mod kernel;
 mod perfmap;
 mod table;
+pub mod unwind;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -17,6 +17,8 @@ use culprit_analysis::{
     CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, SortKey,
 };
 use culprit_decode::model::Profile;
+use culprit_decode::unwind::UserStackUnwinder;
+use culprit_symbols::unwind::DwarfUnwinder;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -126,6 +128,10 @@ pub struct ReportArgs {
     /// recall of the top-1/top-5, memory).
     #[arg(long = "exact", requires = "offenders")]
     pub exact: bool,
+    /// Do not unwind the sampled user stacks of `--call-graph dwarf` recordings (their call
+    /// chains then have only the kernel part). `-g none` does not unwind either.
+    #[arg(long = "no-unwind")]
+    pub no_unwind: bool,
 }
 
 /// Runs `culprit report`.
@@ -271,24 +277,43 @@ fn read_profile(
     agg: &mut SampleAggregator,
 ) -> anyhow::Result<Profile> {
     let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
-    if args.input.as_os_str() == "-" {
+    // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
+    // sampled registers and stack while reading. Only events with REGS_USER+STACK_USER are
+    // touched, so this costs nothing on other files; skipped when chains are not used.
+    let chains_used = !args.no_children
+        || matches!(
+            args.call_graph,
+            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
+        );
+    let unwind = chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
+    let mut unwinder = unwind.then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
+    let opts = culprit_decode::ReadOptions {
+        unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
+    };
+    let mut profile = if args.input.as_os_str() == "-" {
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
             .context("cannot read perf.data from stdin")?;
-        return culprit_decode::read_bytes_streaming(&data, &mut on_sample)
-            .context("cannot read perf.data from stdin");
+        culprit_decode::read_bytes_with(&data, opts, Some(&mut on_sample))
+            .context("cannot read perf.data from stdin")?
+    } else {
+        culprit_decode::read_file_with(
+            &args.input,
+            opts,
+            &mut |done, total| {
+                if let Some(b) = bar {
+                    b.set_length(total);
+                    b.set_position(done);
+                }
+            },
+            Some(&mut on_sample),
+        )
+        .with_context(|| format!("cannot read {}", args.input.display()))?
+    };
+    if let Some(u) = &unwinder {
+        profile.warnings.extend(u.warnings().iter().cloned());
     }
-    culprit_decode::read_file_streaming(
-        &args.input,
-        &mut |done, total| {
-            if let Some(b) = bar {
-                b.set_length(total);
-                b.set_position(done);
-            }
-        },
-        &mut on_sample,
-    )
-    .with_context(|| format!("cannot read {}", args.input.display()))
+    Ok(profile)
 }
 
 /// perf's name of a record type, for the stop message.
