@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -1031,4 +1032,123 @@ fn test_record_error_too_many_open_files() {
         "{e}"
     );
     assert!(!data.exists());
+}
+
+/// `culprit report -i INPUT --sort sym` share of `sym` (from stdin when INPUT is `-`).
+fn culprit_report_percent(input: &str, stdin: Stdio, sym: &str) -> f64 {
+    let o = culprit()
+        .args([
+            "report",
+            "-i",
+            input,
+            "--sort",
+            "sym",
+            "--percent-limit",
+            "0",
+        ])
+        .stdin(stdin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| l.trim_end().ends_with(&format!("] {sym}")))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|p| p.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no {sym} in culprit report of {input}:\n{text}"))
+}
+
+#[test]
+fn test_record_to_stdout_pipe_mode_read_by_perf_and_culprit() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-pipe");
+    let shares = common::workload("shares");
+    // culprit record -o - … | (saved, then fed to each reader's stdin as a pipe would)
+    let out = culprit()
+        .args([
+            "record",
+            "-o",
+            "-",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "2000",
+            "--format",
+            "json",
+            "--",
+        ])
+        .arg(&shares)
+        .arg("60")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stream = out.stdout.clone();
+    assert_eq!(&stream[..8], b"PERFILE2");
+    assert_eq!(u64::from_le_bytes(stream[8..16].try_into().unwrap()), 16);
+    // stdout carries only the stream: the summary and the command's own output go to stderr.
+    let err = stderr(&out);
+    assert!(err.contains("sink = "), "the command's stdout: {err}");
+    let summary: Value = err
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("JSON summary on stderr: {err}"));
+    assert_eq!(summary["output"], "-");
+    assert_eq!(summary["file_size"].as_u64(), Some(stream.len() as u64));
+    let file = dir.join("stream.data");
+    std::fs::write(&file, &stream).unwrap();
+
+    // culprit's reader: pipe mode, every sample, no warnings.
+    let p = culprit_decode::read_bytes(&stream).unwrap();
+    assert!(p.meta.pipe_mode);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert!(p.stopped.is_none(), "{:?}", p.stopped);
+    assert_eq!(p.samples.len() as u64, samples_of(&summary));
+    assert_eq!(p.events[0].name, "cpu-clock");
+
+    let heavy_pipe = culprit_report_percent("-", File::open(&file).unwrap().into(), "heavy");
+    let light_pipe = culprit_report_percent("-", File::open(&file).unwrap().into(), "light");
+
+    if common::require_perf("test_record_to_stdout_pipe_mode_read_by_perf_and_culprit") {
+        let o = Command::new("perf")
+            .args(["report", "-i", "-", "--stdio", "--sort", "sym"])
+            .env("PAGER", "cat")
+            .stdin(File::open(&file).unwrap())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).trim().is_empty(), "perf warned:\n{}", stderr(&o));
+        let text = stdout(&o);
+        let pct = |sym: &str| -> f64 {
+            text.lines()
+                .filter(|l| !l.starts_with('#'))
+                .find(|l| l.trim_end().ends_with(&format!("] {sym}")))
+                .and_then(|l| l.split_whitespace().next())
+                .and_then(|p| p.trim_end_matches('%').parse().ok())
+                .unwrap_or_else(|| panic!("no {sym} in perf report -i -:\n{text}"))
+        };
+        // Same shares as culprit's reader of the same stream.
+        assert!((pct("heavy") - heavy_pipe).abs() < 0.6, "{text}");
+        assert!((pct("light") - light_pipe).abs() < 0.6, "{text}");
+    }
+
+    // The same workload recorded to a file gives the same shares (75% / 25% by construction).
+    let data = dir.join("file.data");
+    record_json(&[
+        "-o",
+        path_str(&data),
+        "-e",
+        "cpu-clock",
+        "-F",
+        "2000",
+        "--",
+        path_str(&shares),
+        "60",
+    ]);
+    let heavy_file = culprit_report_percent(path_str(&data), Stdio::null(), "heavy");
+    for (h, what) in [(heavy_pipe, "pipe"), (heavy_file, "file")] {
+        assert!((h - 75.0).abs() < 8.0, "heavy {h}% ({what})");
+    }
+    assert!((light_pipe - 25.0).abs() < 8.0, "light {light_pipe}%");
+    assert!((heavy_pipe - heavy_file).abs() < 8.0);
 }

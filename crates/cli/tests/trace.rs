@@ -494,3 +494,92 @@ fn event_names_with_terms_and_period_notes() {
         "{notes:?}"
     );
 }
+
+/// Live mode streams: a tick's printf reaches stdout while the workload still runs. The
+/// workload prints its own `sink = …` line to the same stdout when it ends, so the order of
+/// the lines (no timing threshold) says whether the program's output came before the end.
+#[test]
+fn live_output_appears_while_the_target_runs() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::time::Instant;
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let t0 = Instant::now();
+    let mut child = common::culprit()
+        .args([
+            "trace",
+            "-q",
+            "-e",
+            "profile:::hz-99 { @n = count(); } tick-200ms { t++; printf(\"tick %d\\n\", t); }",
+            "--",
+        ])
+        .arg(&shares)
+        .arg("150")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines: Vec<(f64, String)> = Vec::new();
+    for l in stdout.lines() {
+        lines.push((t0.elapsed().as_secs_f64(), l.unwrap()));
+    }
+    let status = child.wait().unwrap();
+    let exited = t0.elapsed().as_secs_f64();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    eprintln!("{lines:?} exited at {exited:.3}s\n{err}");
+    assert!(status.success(), "{err}");
+    let end = lines
+        .iter()
+        .position(|(_, l)| l.starts_with("sink = "))
+        .expect("the workload's own line");
+    let ticks: Vec<&(f64, String)> = lines
+        .iter()
+        .filter(|(_, l)| l.starts_with("tick "))
+        .collect();
+    assert!(!ticks.is_empty(), "{lines:?}");
+    assert_eq!(ticks[0].1, "tick 1");
+    // The first tick line was printed before the workload ended (and so before culprit did).
+    assert!(
+        lines[..end].iter().any(|(_, l)| l == "tick 1"),
+        "tick output held back until the end: {lines:?}"
+    );
+    assert!(ticks[0].0 < exited);
+    // Ticks on wall time: about 5 per second of the run (the workload runs ~1.5 s or more).
+    assert!(ticks.len() >= 3, "{lines:?}");
+}
+
+/// `exit()` in live mode stops the recording and terminates the launched command (which
+/// would otherwise run for minutes), and END still runs.
+#[test]
+fn live_exit_stops_recording_and_target() {
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let t0 = std::time::Instant::now();
+    let out = common::culprit()
+        .args([
+            "trace",
+            "-q",
+            "-e",
+            "profile:::hz-199 { @n = count(); } tick-300ms { exit(4); } END { printf(\"end\\n\"); }",
+            "--",
+        ])
+        .arg(&shares)
+        .arg("100000")
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(text.contains("end"), "{text}");
+    assert!(
+        !text.contains("sink = "),
+        "the workload ran to its end: {text}"
+    );
+    assert!(err.contains("was terminated (signal 15)"), "{err}");
+    // shares 100000 runs for many minutes; stopping must not wait for it.
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+}
