@@ -241,9 +241,20 @@ mod tests {
         assert!(id > 0);
         let mut ring = Ring::map(&fd, 8).unwrap();
         set_enabled(&fd, true).unwrap();
-        let t = std::time::Instant::now();
+        // 30 ms of this thread's CPU time (not wall time: on a loaded machine the thread
+        // may run for a fraction of the wall time, and task-clock counts CPU time).
+        let cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime with a valid timespec.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let start = cpu_ns();
         let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(30) {
+        while cpu_ns() - start < 30_000_000 {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
         }
         set_enabled(&fd, false).unwrap();
