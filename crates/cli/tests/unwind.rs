@@ -1,7 +1,8 @@
 //! DWARF unwinding of sampled user stacks (`--call-graph dwarf`): the `calltree` workload
 //! (built without frame pointers; main -> a -> b -> c ≈ 70%, main -> d -> e ≈ 30%) recorded
 //! by `perf record` and by `culprit record`, reported with `culprit report --children`, and
-//! compared with the known tree and with `perf report --children`.
+//! compared with the known tree and with `perf report --children`; `culprit annotate` shows
+//! the inclusive cost of the unwound calls.
 //!
 //! Tolerances: a run has ≥ 1000 cpu-clock samples (2000 Hz for ≥ 0.5 s of CPU), so the
 //! sampling error of a 70% share is ≤ 1.5 points (binomial σ ≈ 1.45 at n = 1000); the
@@ -190,6 +191,48 @@ fn test_unwind_culprit_dwarf_recording_matches_known_tree() {
     }
     let rows = culprit_children(&file, &[]);
     assert_known_tree(&rows, "culprit report on culprit record --call-graph dwarf");
+    // annotate: the call of b() in a() carries the inclusive cost of b (≈ 70% of the file),
+    // from the unwound chains; with --no-unwind it carries nothing.
+    let call_incl = |extra: &[&str]| -> (u64, u64) {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["annotate", "-i"])
+                .arg(&file)
+                .args(["a", "--format", "json"])
+                .args(extra),
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(line.lines().next().unwrap_or("")).expect("JSON");
+        let file_samples = v["event_info"][0]["file_samples"].as_u64().unwrap_or(0);
+        let incl = v["instructions"]
+            .as_array()
+            .expect("instructions")
+            .iter()
+            .filter(|i| i["asm"].as_str().is_some_and(|a| a.starts_with("call")))
+            .filter_map(|i| i["inclusive"]["cpu-clock"].as_u64())
+            .sum::<u64>();
+        (incl, file_samples)
+    };
+    let (incl, total) = call_incl(&[]);
+    let share = 100.0 * incl as f64 / total.max(1) as f64;
+    assert!(
+        (share - 70.0).abs() <= 6.0,
+        "annotate a: call b inclusive {incl} of {total} samples ({share:.1}%)"
+    );
+    // Without unwinding, a() is on no chain at all: annotate finds nothing to show.
+    let out = common::culprit()
+        .args(["annotate", "-i"])
+        .arg(&file)
+        .args(["a", "--format", "json", "--no-unwind"])
+        .output()
+        .expect("spawn");
+    assert!(
+        !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains("no samples in a function named 'a'"),
+        "annotate --no-unwind: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // -g none turns unwinding off like --no-unwind.
     let plain = culprit_children(&file, &["-g", "none"]);
     assert!(

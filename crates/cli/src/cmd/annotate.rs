@@ -18,7 +18,9 @@ use culprit_analysis::annotate::{annotate, AnnotateOptions, FunctionAnnotation, 
 use culprit_analysis::pct;
 use culprit_analysis::skid::EventClass;
 use culprit_decode::model::Profile;
+use culprit_decode::unwind::UserStackUnwinder;
 use culprit_symbols::disasm::Syntax;
+use culprit_symbols::unwind::DwarfUnwinder;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde_json::{json, Map, Value};
 
@@ -82,6 +84,10 @@ pub struct AnnotateArgs {
     /// Output format: text or json (see docs/annotate.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = AnnotateFormat::Text)]
     pub format: AnnotateFormat,
+    /// Do not unwind the sampled user stacks of `--call-graph dwarf` recordings (the
+    /// inclusive cost of calls then comes from the kernel part of the chains only).
+    #[arg(long = "no-unwind")]
+    pub no_unwind: bool,
 }
 
 fn parse_addr(s: &str) -> Result<u64, String> {
@@ -96,13 +102,25 @@ fn parse_addr(s: &str) -> Result<u64, String> {
 /// Runs `culprit annotate`.
 pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top needs at least 1");
-    let profile = if args.input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
+    // `--call-graph dwarf` files: user chains are unwound while reading (inclusive cost on
+    // calls); other files are untouched.
+    let mut unwinder = (!args.no_unwind).then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
+    let opts = culprit_decode::ReadOptions {
+        unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
+    };
+    let mut profile = if args.input.as_os_str() == "-" {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
+            .context("cannot read perf.data from stdin")?;
+        culprit_decode::read_bytes_with(&data, opts, None)
             .context("cannot read perf.data from stdin")?
     } else {
-        culprit_decode::read_file(&args.input)
+        culprit_decode::read_file_with(&args.input, opts, &mut |_, _| {}, None)
             .with_context(|| format!("cannot read {}", args.input.display()))?
     };
+    if let Some(u) = &unwinder {
+        profile.warnings.extend(u.warnings().iter().cloned());
+    }
     let target = match (&args.symbol, args.addr) {
         (Some(s), _) => Target::Symbol(s.clone()),
         (None, Some(a)) => Target::Addr(a),
