@@ -1564,14 +1564,16 @@ impl Cx<'_> {
                 } else {
                     (1u64 << width) - 1
                 };
-                Box::new(move |env: &mut Env<'_>| match env.raw.get(off..off + 8) {
-                    Some(b) => {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(b);
-                        ((u64::from_le_bytes(a) >> lo) & mask) as i64
-                    }
-                    None => 0,
-                })
+                Box::new(
+                    move |env: &mut Env<'_>| match env.p.raw(env.s).get(off..off + 8) {
+                        Some(b) => {
+                            let mut a = [0u8; 8];
+                            a.copy_from_slice(b);
+                            ((u64::from_le_bytes(a) >> lo) & mask) as i64
+                        }
+                        None => 0,
+                    },
+                )
             }
             Source::Cpu => Box::new(|env: &mut Env<'_>| i64::from(env.s.cpu)),
             Source::Addr => Box::new(|env: &mut Env<'_>| env.s.addr.unwrap_or(0) as i64),

@@ -100,6 +100,26 @@ impl SymbolSource for culprit_symbols::Symbolizer {
     }
 }
 
+/// One slot of the direct-mapped symbol cache (`what` = u8::MAX: empty).
+#[derive(Clone, Copy)]
+struct FrontEntry {
+    offset: u64,
+    dso: u32,
+    pid: i32,
+    what: u8,
+    id: u32,
+}
+
+const FRONT_BITS: u32 = 12;
+
+const EMPTY_FRONT: FrontEntry = FrontEntry {
+    offset: 0,
+    dso: 0,
+    pid: 0,
+    what: u8::MAX,
+    id: 0,
+};
+
 /// Run-time state shared by the compiled closures.
 pub(crate) struct Rt {
     pub globals: Vec<i64>,
@@ -113,6 +133,9 @@ pub(crate) struct Rt {
     /// Event index → interned id + 1.
     event_ids: Vec<u32>,
     loc_cache: HashMap<(What, Option<u32>, u64, i32), u32, FxBuild>,
+    /// Direct-mapped front of `loc_cache` keyed by the sample's own (what, dso, offset, pid):
+    /// one compare instead of hashing and probing for the locations seen over and over.
+    loc_front: Box<[FrontEntry]>,
     /// Addresses named by `%a` (for printa's `%a` on keys), bounded by the key limit.
     pub addr_names: AddrNames,
     pub aggs: Vec<Agg>,
@@ -161,7 +184,6 @@ impl Rt {
 pub(crate) struct Env<'a> {
     pub p: &'a Profile,
     pub s: &'a Sample,
-    pub raw: &'a [u8],
     pub rt: &'a mut Rt,
     pub syms: &'a mut dyn SymbolSource,
     pub fault: Option<&'static str>,
@@ -205,6 +227,32 @@ impl Env<'_> {
 
     pub fn symbol(&mut self, what: What) -> i64 {
         let loc: Location = self.s.location;
+        let dso = loc.dso.map_or(u32::MAX, |d| d);
+        let w = what as u8;
+        let h = (loc.file_offset ^ (u64::from(dso) << 40) ^ (u64::from(w) << 56))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> (64 - FRONT_BITS);
+        let slot = &self.rt.loc_front[h as usize];
+        if slot.what == w
+            && slot.offset == loc.file_offset
+            && slot.dso == dso
+            && slot.pid == self.s.pid
+        {
+            return i64::from(slot.id);
+        }
+        let id = self.symbol_slow(what);
+        self.rt.loc_front[h as usize] = FrontEntry {
+            offset: loc.file_offset,
+            dso,
+            pid: self.s.pid,
+            what: w,
+            id,
+        };
+        i64::from(id)
+    }
+
+    fn symbol_slow(&mut self, what: What) -> u32 {
+        let loc: Location = self.s.location;
         // Per-process objects (JIT, anonymous) and unmapped addresses are per pid.
         let pid = match self.p.dso(&loc) {
             Some(d) => d.pid.unwrap_or(-1),
@@ -212,12 +260,12 @@ impl Env<'_> {
         };
         let key = (what, loc.dso, loc.file_offset, pid);
         if let Some(&v) = self.rt.loc_cache.get(&key) {
-            return i64::from(v);
+            return v;
         }
         let name = self.syms.lookup(self.p, self.s, what);
         let v = self.rt.strings.intern(&name);
         self.rt.loc_cache.insert(key, v);
-        i64::from(v)
+        v
     }
 
     /// The name of another location than the sample's (a confirmed offender), cached.
@@ -503,6 +551,7 @@ impl Program {
             comm_ids: Vec::new(),
             event_ids: Vec::new(),
             loc_cache: HashMap::default(),
+            loc_front: vec![EMPTY_FRONT; 1 << FRONT_BITS].into_boxed_slice(),
             addr_names: HashMap::default(),
             aggs: self
                 .aggs
@@ -551,7 +600,6 @@ impl Runner<'_> {
         let mut env = Env {
             p,
             s,
-            raw: p.raw(s),
             rt: &mut self.rt,
             syms,
             fault: None,
