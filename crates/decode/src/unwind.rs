@@ -108,9 +108,17 @@ pub trait UserStackUnwinder {
     fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>);
 }
 
-/// The reader's unwinding state: the caller's unwinder and a reused output buffer.
+/// The caller's unwinder: borrowed (file readers) or owned (a long-lived decoder such as
+/// the stream decoder, whose reader cannot borrow; share state with `Rc<RefCell<_>>`).
+enum UnwinderRef<'p> {
+    Borrowed(&'p mut dyn UserStackUnwinder),
+    #[allow(dead_code)] // For StreamDecoder (not wired yet).
+    Owned(Box<dyn UserStackUnwinder + 'p>),
+}
+
+/// The reader's unwinding state: the caller's unwinder and reused buffers.
 pub(crate) struct Hook<'p> {
-    unwinder: &'p mut dyn UserStackUnwinder,
+    unwinder: UnwinderRef<'p>,
     out: Vec<u64>,
     regs: Vec<u64>,
 }
@@ -118,7 +126,17 @@ pub(crate) struct Hook<'p> {
 impl<'p> Hook<'p> {
     pub(crate) fn new(unwinder: &'p mut dyn UserStackUnwinder) -> Hook<'p> {
         Hook {
-            unwinder,
+            unwinder: UnwinderRef::Borrowed(unwinder),
+            out: Vec::new(),
+            regs: Vec::new(),
+        }
+    }
+
+    /// A hook owning its unwinder (for readers that live as long as their input).
+    #[allow(dead_code)] // For StreamDecoder (not wired yet).
+    pub(crate) fn owned(unwinder: Box<dyn UserStackUnwinder + 'p>) -> Hook<'p> {
+        Hook {
+            unwinder: UnwinderRef::Owned(unwinder),
             out: Vec::new(),
             regs: Vec::new(),
         }
@@ -164,7 +182,10 @@ impl<'p> Hook<'p> {
             dsos: &p.dsos,
         };
         self.out.clear();
-        self.unwinder.unwind(&input, &mut self.out);
+        match &mut self.unwinder {
+            UnwinderRef::Borrowed(u) => u.unwind(&input, &mut self.out),
+            UnwinderRef::Owned(u) => u.unwind(&input, &mut self.out),
+        }
         for &a in &self.out {
             let location = st.resolve(user, CpuMode::User, a);
             p.frames.push(Frame {
