@@ -652,21 +652,39 @@ fn derived_columns(profile: &Profile, cols: &[EventId], rows: &[AnnotatedInsn]) 
 /// reports that group by de-skidded IP or line (`report --deskid`); each sampled function is
 /// disassembled once.
 pub fn deskid_locations(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<Location> {
-    let mut out: Vec<Location> = profile.samples.iter().map(|s| s.location).collect();
+    let items: Vec<(EventId, Location, bool)> = profile
+        .samples
+        .iter()
+        .map(|s| (s.event, s.location, s.exact_ip))
+        .collect();
+    deskid_targets(profile, symbolizer, &items)
+}
+
+/// [`deskid_locations`] over places instead of samples: each item is (event, sampled
+/// location, exact_ip); the answer is the item's estimated culprit location, or the item's
+/// own location when it does not move (stays-class event, precise sample, no culprit, or
+/// an address outside a known function). `culprit report --deskid` calls it on aggregated
+/// entries, so each distinct place is decided once however many samples it holds.
+pub fn deskid_targets(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    items: &[(EventId, Location, bool)],
+) -> Vec<Location> {
+    let mut out: Vec<Location> = items.iter().map(|i| i.1).collect();
     let classes: Vec<EventClass> = profile.events.iter().map(skid::classify_event).collect();
     let precise_ev: Vec<bool> = profile.events.iter().map(skid::is_precise_event).collect();
-    // Samples that may move, grouped by function.
+    // Items that may move, grouped by function.
     let mut groups: HashMap<(DsoId, SymbolId), Vec<(usize, u64)>> = HashMap::new();
     let mut cache: HashMap<Query, culprit_symbols::Resolved> = HashMap::new();
-    for (n, s) in profile.samples.iter().enumerate() {
-        let e = usize::from(s.event);
+    for (n, &(event, location, exact)) in items.iter().enumerate() {
+        let e = usize::from(event);
         let movable = classes.get(e).is_some_and(|c| *c != EventClass::Stays)
             && !precise_ev.get(e).copied().unwrap_or(true)
-            && !s.exact_ip;
-        let Some(dso) = s.location.dso.filter(|_| movable) else {
+            && !exact;
+        let Some(dso) = location.dso.filter(|_| movable) else {
             continue;
         };
-        let q = Query::of(s.location, -1);
+        let q = Query::of(location, -1);
         let r = *cache
             .entry(q)
             .or_insert_with(|| symbolizer.resolve(profile, q));
@@ -684,7 +702,9 @@ pub fn deskid_locations(profile: &Profile, symbolizer: &mut Symbolizer) -> Vec<L
         let insns = disassemble(&code, start, Syntax::Att);
         let cfg = skid::build_cfg(&insns);
         for (n, svma) in members {
-            let class = classes[usize::from(profile.samples[n].event)];
+            let Some(&class) = classes.get(usize::from(items[n].0)) else {
+                continue;
+            };
             let Some(i) = skid::insn_containing(&insns, svma) else {
                 continue;
             };

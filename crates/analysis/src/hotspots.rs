@@ -67,6 +67,9 @@ pub struct HotspotOptions {
     pub call_graph: CallGraphMode,
     /// Hide call-graph nodes below this percentage of the event's total.
     pub call_graph_threshold: f64,
+    /// Also compute de-skidded self values: each non-precise sample of a memory or branch
+    /// event counted again at its estimated culprit instruction (see [`crate::skid`]).
+    pub deskid: bool,
 }
 
 impl Default for HotspotOptions {
@@ -80,6 +83,7 @@ impl Default for HotspotOptions {
             top: None,
             call_graph: CallGraphMode::None,
             call_graph_threshold: 0.5,
+            deskid: false,
         }
     }
 }
@@ -99,22 +103,53 @@ pub struct EventTotals {
     pub lost: u64,
 }
 
-/// The value of one key in a row.
-#[derive(Debug, Clone, PartialEq)]
+/// perf's privilege tag of a `sym` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Level {
+    None,
+    Kernel,
+    Hypervisor,
+    User,
+}
+
+/// The value of one key in a row. Compact (24 bytes): the display text and the DSO name
+/// are ids into the report's string table ([`Hotspots::text`], [`Hotspots::dso`]), because
+/// a children report can have hundreds of thousands of rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KeyValue {
     /// Which key.
     pub key: SortKey,
-    /// Display text: the name, the number, or `[unknown]`.
-    pub text: String,
+    level: Level,
+    has_number: bool,
+    has_addr: bool,
+    /// Display text id: the name, the number, or `[unknown]`.
+    text: u32,
+    /// DSO short name id (sym and ip), or `NONE`.
+    dso: u32,
+    /// The number (pid, tid, cpu) or the address (sym without a name, ip).
+    value: u64,
+}
+
+impl KeyValue {
     /// Numeric value for pid, tid and cpu.
-    pub number: Option<i64>,
-    /// perf's privilege tag for sym (`[k]`, `[.]`).
-    pub tag: Option<&'static str>,
+    pub fn number(&self) -> Option<i64> {
+        self.has_number.then_some(self.value as i64)
+    }
+    /// perf's privilege tag for sym (`[k]`, `[.]`, `[H]`).
+    pub fn tag(&self) -> Option<&'static str> {
+        match self.level {
+            Level::None => None,
+            Level::Kernel => Some("[k]"),
+            Level::Hypervisor => Some("[H]"),
+            Level::User => Some("[.]"),
+        }
+    }
     /// For sym without a name: the address the row groups by. For ip: the SVMA (or the
     /// file offset when there is no ELF mapping for it).
-    pub addr: Option<u64>,
-    /// For sym and ip: the DSO short name.
-    pub dso: Option<String>,
+    pub fn addr(&self) -> Option<u64> {
+        self.has_addr.then_some(self.value)
+    }
 }
 
 /// One call-graph node.
@@ -130,25 +165,85 @@ pub struct CallNode {
     pub children: Vec<CallNode>,
 }
 
-/// One row of the report.
+/// Per row and event, the values kept, in this order (`VALUES` without de-skid).
+const V_SAMPLES: usize = 0;
+const V_PERIOD: usize = 1;
+const V_CH_SAMPLES: usize = 2;
+const V_CH_PERIOD: usize = 3;
+const V_DS_SAMPLES: usize = 4;
+const V_DS_PERIOD: usize = 5;
+const VALUES: usize = 4;
+const VALUES_DESKID: usize = 6;
+
+/// One sort key's values for all rows, columnar: the text id of every row, and the DSO,
+/// number/address and tag only for the keys that have them (pid, tid, cpu, sym, ip).
 #[derive(Debug, Clone)]
-pub struct Row {
-    /// One value per sort key.
-    pub keys: Vec<KeyValue>,
-    /// Per report event: self samples.
-    pub samples: Vec<u64>,
-    /// Per report event: self period.
-    pub period: Vec<u64>,
-    /// Per report event: children (inclusive) period; equals `period` without call chains.
-    pub children_period: Vec<u64>,
-    /// Per report event: samples whose chain passes through the row.
-    pub children_samples: Vec<u64>,
-    /// Per report event: the call graph (root is the row itself); empty unless call graphs
-    /// were asked for.
-    pub call_graph: Vec<Option<CallNode>>,
+struct KeyColumn {
+    key: SortKey,
+    text: Vec<u32>,
+    dso: Vec<u32>,
+    value: Vec<u64>,
+    /// Bits 0-1: [`Level`]; bit 2: has a number; bit 3: has an address.
+    flags: Vec<u8>,
 }
 
-/// The result of [`hotspots`].
+impl KeyColumn {
+    fn new(key: SortKey) -> KeyColumn {
+        KeyColumn {
+            key,
+            text: Vec::new(),
+            dso: Vec::new(),
+            value: Vec::new(),
+            flags: Vec::new(),
+        }
+    }
+
+    fn has_extra(&self) -> bool {
+        !matches!(
+            self.key,
+            SortKey::Comm | SortKey::Dso | SortKey::Srcline | SortKey::Srcfile
+        )
+    }
+
+    fn push(&mut self, v: &KeyValue) {
+        self.text.push(v.text);
+        if self.has_extra() {
+            self.dso.push(v.dso);
+            self.value.push(v.value);
+            self.flags
+                .push(v.level as u8 | u8::from(v.has_number) << 2 | u8::from(v.has_addr) << 3);
+        }
+    }
+
+    fn get(&self, i: usize) -> KeyValue {
+        let mut v = KeyValue {
+            key: self.key,
+            level: Level::None,
+            has_number: false,
+            has_addr: false,
+            text: self.text.get(i).copied().unwrap_or(NONE),
+            dso: NONE,
+            value: 0,
+        };
+        if self.has_extra() {
+            let f = self.flags.get(i).copied().unwrap_or(0);
+            v.level = match f & 3 {
+                1 => Level::Kernel,
+                2 => Level::Hypervisor,
+                3 => Level::User,
+                _ => Level::None,
+            };
+            v.has_number = f & 4 != 0;
+            v.has_addr = f & 8 != 0;
+            v.dso = self.dso.get(i).copied().unwrap_or(NONE);
+            v.value = self.value.get(i).copied().unwrap_or(0);
+        }
+        v
+    }
+}
+
+/// The result of [`hotspots`]: the rows, stored compactly (keys by column with a string
+/// table, values in one flat array) and read through [`Row`] views.
 #[derive(Debug, Clone)]
 pub struct Hotspots {
     /// The events reported (columns).
@@ -159,20 +254,145 @@ pub struct Hotspots {
     pub children: bool,
     /// Whether any sample had a call chain.
     pub has_callchains: bool,
-    /// Rows, sorted by the first event's (children or self) period, biggest first.
-    pub rows: Vec<Row>,
+    /// Whether de-skidded values were computed ([`HotspotOptions::deskid`]).
+    pub deskid: bool,
     /// Rows dropped by `top` or `percent_limit`.
     pub hidden_rows: usize,
+    /// Key texts and DSO names.
+    strings: Vec<String>,
+    /// One column per sort key.
+    columns: Vec<KeyColumn>,
+    /// `events.len() * nv` values per accumulated row (`V_*` order), shown or not.
+    values: Vec<u64>,
+    nv: usize,
+    /// The accumulated row behind each shown row.
+    order: Vec<u32>,
+    /// Call graphs: (row, one tree per event), only for rows that have one.
+    call_graphs: Vec<(u32, Vec<Option<CallNode>>)>,
 }
 
-impl Row {
-    /// Self percentage of `period[i]` relative to an event total.
-    pub fn percent(&self, i: usize, totals: &[EventTotals]) -> f64 {
-        pct(self.period[i], totals[i].period)
+impl Hotspots {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.order.len()
     }
-    /// Children percentage.
-    pub fn children_percent(&self, i: usize, totals: &[EventTotals]) -> f64 {
-        pct(self.children_period[i], totals[i].period)
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+    /// Row `i` (0 is the hottest). Panics when `i >= len()`.
+    pub fn row(&self, i: usize) -> Row<'_> {
+        assert!(i < self.len(), "row {i} of {}", self.len());
+        Row { h: self, i }
+    }
+    /// The rows, sorted by the first event's (children or self) period, biggest first.
+    pub fn rows(&self) -> impl ExactSizeIterator<Item = Row<'_>> + '_ {
+        (0..self.len()).map(move |i| Row { h: self, i })
+    }
+    /// The display text of a key value: the name, the number, or `[unknown]`.
+    pub fn text(&self, k: &KeyValue) -> &str {
+        self.strings.get(k.text as usize).map_or("", String::as_str)
+    }
+    /// For sym and ip: the DSO short name.
+    pub fn dso(&self, k: &KeyValue) -> Option<&str> {
+        self.strings.get(k.dso as usize).map(String::as_str)
+    }
+}
+
+/// One row of a [`Hotspots`] report (a view; copy it freely).
+#[derive(Clone, Copy)]
+pub struct Row<'a> {
+    h: &'a Hotspots,
+    i: usize,
+}
+
+impl<'a> Row<'a> {
+    /// One value per sort key, in sort-key order.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = KeyValue> + 'a {
+        let i = self.i;
+        self.h.columns.iter().map(move |c| c.get(i))
+    }
+    /// The value of sort key number `j`. Panics when `j` is not a key index.
+    pub fn key(&self, j: usize) -> KeyValue {
+        self.h.columns[j].get(self.i)
+    }
+    /// The display text of one of this row's keys.
+    pub fn text(&self, k: &KeyValue) -> &'a str {
+        self.h.text(k)
+    }
+    /// The DSO short name of one of this row's keys (sym and ip).
+    pub fn dso(&self, k: &KeyValue) -> Option<&'a str> {
+        self.h.dso(k)
+    }
+    fn value(&self, e: usize, v: usize) -> u64 {
+        let ncol = self.h.events.len();
+        let r = self.h.order.get(self.i).copied().unwrap_or(0) as usize;
+        self.h
+            .values
+            .get((r * ncol + e) * self.h.nv + v)
+            .copied()
+            .unwrap_or(0)
+    }
+    /// Self samples of report event `e`.
+    pub fn samples(&self, e: usize) -> u64 {
+        self.value(e, V_SAMPLES)
+    }
+    /// Self period of event `e`.
+    pub fn period(&self, e: usize) -> u64 {
+        self.value(e, V_PERIOD)
+    }
+    /// Children (inclusive) period of event `e`; equals `period` without call chains.
+    pub fn children_period(&self, e: usize) -> u64 {
+        self.value(e, V_CH_PERIOD)
+    }
+    /// Samples of event `e` whose chain passes through the row.
+    pub fn children_samples(&self, e: usize) -> u64 {
+        self.value(e, V_CH_SAMPLES)
+    }
+    /// Self samples of event `e` after skid correction (0 without [`Hotspots::deskid`]).
+    pub fn deskid_samples(&self, e: usize) -> u64 {
+        if self.h.deskid {
+            self.value(e, V_DS_SAMPLES)
+        } else {
+            0
+        }
+    }
+    /// Self period of event `e` after skid correction (0 without [`Hotspots::deskid`]).
+    pub fn deskid_period(&self, e: usize) -> u64 {
+        if self.h.deskid {
+            self.value(e, V_DS_PERIOD)
+        } else {
+            0
+        }
+    }
+    /// Self percentage of event `e` (of the event's total period).
+    pub fn percent(&self, e: usize) -> f64 {
+        pct(self.period(e), self.total(e))
+    }
+    /// Children percentage of event `e`.
+    pub fn children_percent(&self, e: usize) -> f64 {
+        pct(self.children_period(e), self.total(e))
+    }
+    /// De-skidded self percentage of event `e`.
+    pub fn deskid_percent(&self, e: usize) -> f64 {
+        pct(self.deskid_period(e), self.total(e))
+    }
+    fn total(&self, e: usize) -> u64 {
+        self.h.events.get(e).map_or(0, |t| t.period)
+    }
+    /// The call graph of event `e` (root is the row itself), when call graphs were asked
+    /// for and the row has one.
+    pub fn call_graph(&self, e: usize) -> Option<&'a CallNode> {
+        let i = self
+            .h
+            .call_graphs
+            .binary_search_by_key(&(self.i as u32), |g| g.0)
+            .ok()?;
+        self.h.call_graphs[i].1.get(e)?.as_ref()
+    }
+    /// Whether the row has a call graph for any event.
+    pub fn has_call_graph(&self) -> bool {
+        (0..self.h.events.len()).any(|e| self.call_graph(e).is_some())
     }
 }
 
@@ -192,6 +412,8 @@ pub fn pct(part: u64, total: u64) -> f64 {
 struct Agg {
     event: EventId,
     cpumode: CpuMode,
+    /// PERF_RECORD_MISC_EXACT_IP (de-skid never moves these).
+    exact: bool,
     pid: i32,
     tid: i32,
     cpu: u32,
@@ -211,6 +433,7 @@ impl Agg {
         (
             self.event,
             self.cpumode,
+            self.exact,
             self.pid,
             self.tid,
             self.cpu,
@@ -224,10 +447,11 @@ impl Agg {
     }
 }
 
-/// (event, cpumode, pid, tid, cpu, comm, ip, dso, file offset, chain start, chain end).
+/// (event, cpumode, exact, pid, tid, cpu, comm, ip, dso, file offset, chain start, chain end).
 type AggKey = (
     EventId,
     CpuMode,
+    bool,
     i32,
     i32,
     u32,
@@ -318,6 +542,7 @@ impl SampleAggregator {
         let key: AggKey = (
             s.event,
             s.cpumode,
+            s.exact_ip,
             s.pid,
             s.tid,
             s.cpu,
@@ -333,7 +558,12 @@ impl SampleAggregator {
             // byte, which cost a quarter of the whole `--sort sym` run.
             use std::hash::Hasher;
             let mut h = crate::fxhash::FxHasher::default();
-            h.write_u64(u64::from(s.event) | (s.cpumode as u64) << 16 | u64::from(s.cpu) << 32);
+            h.write_u64(
+                u64::from(s.event)
+                    | (s.cpumode as u64) << 16
+                    | u64::from(s.exact_ip) << 24
+                    | u64::from(s.cpu) << 32,
+            );
             h.write_u64(u64::from(s.pid as u32) | u64::from(s.tid as u32) << 32);
             h.write_u64(u64::from(s.comm) | u64::from(s.location.dso.unwrap_or(NONE)) << 32);
             h.write_u64(s.ip);
@@ -358,6 +588,7 @@ impl SampleAggregator {
                 self.aggs.push(Agg {
                     event: s.event,
                     cpumode: s.cpumode,
+                    exact: s.exact_ip,
                     pid: s.pid,
                     tid: s.tid,
                     cpu: s.cpu,
@@ -414,14 +645,47 @@ impl SampleAggregator {
     }
 }
 
-/// A resolved location, shared by every sample and frame at the same place.
+/// A resolved location, shared by every sample and frame at the same place (compact:
+/// a children report resolves hundreds of thousands).
 #[derive(Clone, Copy)]
 struct Loc {
-    res: Resolved,
-    dso: Option<DsoId>,
-    file_offset: u64,
+    /// Symbol table and index (`NONE`: no symbol).
+    sym_table: u32,
+    sym_index: u32,
+    /// DSO (`NONE`: no mapping).
+    dso: u32,
     srcline: u32,
     srcfile: u32,
+    file_offset: u64,
+    /// SVMA (`u64::MAX`: unknown).
+    svma: u64,
+}
+
+impl Loc {
+    fn new(q: &Query, r: &Resolved) -> Loc {
+        let (sym_table, sym_index) = r.symbol.map_or((NONE, NONE), |s| (s.table, s.index));
+        Loc {
+            sym_table,
+            sym_index,
+            dso: q.dso.unwrap_or(NONE),
+            srcline: NONE,
+            srcfile: NONE,
+            file_offset: q.file_offset,
+            svma: r.svma.unwrap_or(u64::MAX),
+        }
+    }
+    fn symbol(&self) -> Option<culprit_symbols::SymbolId> {
+        (self.sym_table != NONE).then_some(culprit_symbols::SymbolId {
+            table: self.sym_table,
+            index: self.sym_index,
+        })
+    }
+    fn svma(&self) -> Option<u64> {
+        (self.svma != u64::MAX).then_some(self.svma)
+    }
+    fn dso(&self) -> Option<DsoId> {
+        (self.dso != NONE).then_some(self.dso)
+    }
 }
 
 const NONE: u32 = u32::MAX;
@@ -557,6 +821,7 @@ pub fn hotspots_aggregated(
         .iter()
         .map(|d| d.kind == DsoKind::Anonymous)
         .collect();
+    drop(names);
 
     // 1. Unique locations of sampled IPs (and chain frames when needed).
     let mut loc_ids: FxHashMap<Query, u32> = FxHashMap::default();
@@ -600,10 +865,53 @@ pub fn hotspots_aggregated(
             progress(n as u64 / 2, total_work);
         }
     }
-    let resolved = symbolizer.resolve_batch(profile, &queries);
-    let mut src = Interner::default();
+    // De-skid: the estimated culprit of every entry (itself when it does not move), one
+    // disassembly per function.
+    let mut deskid_loc: Vec<u32> = Vec::new();
+    if opts.deskid {
+        let items: Vec<(EventId, Location, bool)> = aggs
+            .iter()
+            .map(|s| (s.event, s.location, s.exact))
+            .collect();
+        let moved = crate::annotate::deskid_targets(profile, symbolizer, &items);
+        drop(items);
+        deskid_loc = aggs
+            .iter()
+            .zip(&moved)
+            .enumerate()
+            .map(|(n, (s, l))| {
+                if *l == s.location {
+                    sample_loc[n]
+                } else {
+                    intern_loc(query(l.dso, l.file_offset, s.pid))
+                }
+            })
+            .collect();
+    }
+    // The interning map is done; free it before the locations exist (peak memory).
+    drop(loc_ids);
+    // DSOs are opened (and warned about) in DSO order, as one sorted batch would.
+    let dsos: std::collections::BTreeSet<DsoId> = queries.iter().filter_map(|q| q.dso).collect();
+    for d in dsos {
+        if !dso_anon.get(d as usize).copied().unwrap_or(true) {
+            symbolizer.resolve(
+                profile,
+                Query {
+                    dso: Some(d),
+                    file_offset: 0,
+                    pid: -1,
+                },
+            );
+        }
+    }
     let mut locs: Vec<Loc> = Vec::with_capacity(queries.len());
-    for (q, r) in queries.iter().zip(&resolved) {
+    // In chunks: the answers of one chunk at a time, not of all queries.
+    for chunk in queries.chunks(1 << 16) {
+        let resolved = symbolizer.resolve_batch(profile, chunk);
+        locs.extend(chunk.iter().zip(&resolved).map(|(q, r)| Loc::new(q, r)));
+    }
+    let mut src = Interner::default();
+    for (q, l) in queries.iter().zip(locs.iter_mut()) {
         let (mut srcline, mut srcfile) = (NONE, NONE);
         if need_src {
             let frames = symbolizer.source(profile, q.dso, q.file_offset, false);
@@ -616,29 +924,25 @@ pub fn hotspots_aggregated(
                 _ => {}
             }
         }
-        locs.push(Loc {
-            res: *r,
-            dso: q.dso,
-            file_offset: q.file_offset,
-            srcline,
-            srcfile,
-        });
+        l.srcline = srcline;
+        l.srcfile = srcfile;
     }
 
     // Only `locs` is needed from here on.
-    drop(loc_ids);
     drop(queries);
-    drop(resolved);
+    let src_strs = std::mem::take(&mut src.strs);
+    drop(src);
 
     // 2. Aggregate.
     let dso_key = |l: &Loc| -> u64 {
-        match l.dso {
+        match l.dso() {
             Some(d) => u64::from(dso_name.get(d as usize).copied().unwrap_or(unknown_dso)),
             None => u64::from(unknown_dso),
         }
     };
-    // Key components of a location; `raw_addr` is the runtime address (used for unresolved
-    // chain frames, as perf does), `None` for the sampled IP itself.
+    // Key components of a location, a fixed number of words per key (see `key_words`);
+    // `raw_addr` is the runtime address (used for unresolved chain frames, as perf does),
+    // `None` for the sampled IP itself.
     let build_key = |buf: &mut Vec<u64>, s: &Agg, l: &Loc, raw_addr: Option<u64>| {
         buf.clear();
         for k in keys {
@@ -650,7 +954,7 @@ pub fn hotspots_aggregated(
                 SortKey::Tid => buf.push(s.tid as u32 as u64),
                 SortKey::Cpu => buf.push(u64::from(s.cpu)),
                 SortKey::Dso => buf.push(dso_key(l)),
-                SortKey::Sym => match l.res.symbol {
+                SortKey::Sym => match l.symbol() {
                     Some(id) => {
                         buf.push(1 | dso_key(l) << 1);
                         buf.push(u64::from(id.table) << 32 | u64::from(id.index));
@@ -665,26 +969,30 @@ pub fn hotspots_aggregated(
                     if l.srcline == NONE {
                         buf.push(dso_key(l));
                         buf.push(l.file_offset);
+                    } else {
+                        buf.extend([0, 0]);
                     }
                 }
                 SortKey::Srcfile => {
                     buf.push(u64::from(l.srcfile));
-                    if l.srcfile == NONE {
-                        buf.push(dso_key(l));
-                    }
+                    buf.push(if l.srcfile == NONE { dso_key(l) } else { 0 });
                 }
                 SortKey::Ip => {
                     buf.push(dso_key(l));
-                    buf.push(l.res.svma.unwrap_or(l.file_offset));
+                    buf.push(l.svma().unwrap_or(l.file_offset));
                 }
             }
         }
     };
 
+    let nv = if opts.deskid { VALUES_DESKID } else { VALUES };
     let mut acc = Acc {
-        ncol,
-        ..Acc::default()
+        nv: ncol * nv,
+        index: RowIndex::new(keys.iter().map(|&k| key_words(k)).sum()),
+        rep: Vec::new(),
+        values: Vec::new(),
     };
+    let at = |r: u32, col: usize, v: usize| (r as usize * ncol + col) * nv + v;
     let f = &opts.filters;
     let keep_sample = |s: &Agg| -> bool {
         (f.pids.is_empty() || f.pids.contains(&s.pid))
@@ -711,14 +1019,24 @@ pub fn hotspots_aggregated(
         }
         let l = &locs[sample_loc[n] as usize];
         build_key(&mut buf, s, l, None);
-        let r = acc.row(&buf, (n as u32, NONE)) as usize;
-        acc.self_samples[r * ncol + col] += s.samples;
-        acc.self_period[r * ncol + col] += s.period;
-        acc.ch_samples[r * ncol + col] += s.samples;
-        acc.ch_period[r * ncol + col] += s.period;
+        let r = acc.row(&buf, (n as u32, NONE));
+        acc.values[at(r, col, V_SAMPLES)] += s.samples;
+        acc.values[at(r, col, V_PERIOD)] += s.period;
+        acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
+        acc.values[at(r, col, V_CH_PERIOD)] += s.period;
+        if let Some(&d) = deskid_loc.get(n) {
+            let r = if d == sample_loc[n] {
+                r
+            } else {
+                build_key(&mut buf, s, &locs[d as usize], None);
+                acc.row(&buf, (n as u32, DESKID))
+            };
+            acc.values[at(r, col, V_DS_SAMPLES)] += s.samples;
+            acc.values[at(r, col, V_DS_PERIOD)] += s.period;
+        }
         if use_chains && opts.children {
             seen.clear();
-            seen.push(r as u32);
+            seen.push(r);
             for &fi in chain_of(s) {
                 let Some(fr) = frames.get(fi as usize) else {
                     continue;
@@ -730,20 +1048,16 @@ pub fn hotspots_aggregated(
                     continue;
                 }
                 seen.push(r);
-                let r = r as usize;
-                acc.ch_samples[r * ncol + col] += s.samples;
-                acc.ch_period[r * ncol + col] += s.period;
+                acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
+                acc.values[at(r, col, V_CH_PERIOD)] += s.period;
             }
         }
     }
     progress(total_work, total_work);
     let Acc {
-        row_of,
+        index: row_index,
         rep,
-        self_samples,
-        self_period,
-        ch_samples,
-        ch_period,
+        values: acc_values,
         ..
     } = acc;
 
@@ -752,7 +1066,7 @@ pub fn hotspots_aggregated(
         if f.dsos.is_empty() {
             return true;
         }
-        let Some(d) = l.dso.and_then(|d| profile.dsos.get(d as usize)) else {
+        let Some(d) = l.dso().and_then(|d| profile.dsos.get(d as usize)) else {
             return f.dsos.iter().any(|x| x == "[unknown]");
         };
         f.dsos.iter().any(|x| *x == d.short_name || *x == d.path)
@@ -762,50 +1076,49 @@ pub fn hotspots_aggregated(
         let s = &aggs[si as usize];
         if fi == NONE {
             (s, &locs[sample_loc[si as usize] as usize], None)
+        } else if fi == DESKID {
+            (s, &locs[deskid_loc[si as usize] as usize], None)
         } else {
             let fr = frames.get(fi as usize);
             (s, &locs[frame_loc[fi as usize] as usize], fr)
         }
     };
-    let sort_period = |r: usize| -> (u64, u64) {
-        let v = if opts.children {
-            &ch_period
-        } else {
-            &self_period
-        };
-        (v[r * ncol], self_period[r * ncol])
+    let (v_sort, v_sort_samples) = if opts.children {
+        (V_CH_PERIOD, V_CH_SAMPLES)
+    } else {
+        (V_PERIOD, V_SAMPLES)
     };
-    let mut order: Vec<usize> = (0..nrows)
+    let val = |r: usize, c: usize, v: usize| acc_values[(r * ncol + c) * nv + v];
+    let sort_period = |r: usize| -> (u64, u64) { (val(r, 0, v_sort), val(r, 0, V_PERIOD)) };
+    let mut order: Vec<u32> = (0..nrows)
         .filter(|&r| {
             let (_, l, _) = loc_of_rep(rep[r]);
             if !dso_filter_ok(l) {
                 return false;
             }
-            // Rows without self period appear only in children mode (as in perf).
-            let v = if opts.children {
-                &ch_period
-            } else {
-                &self_period
-            };
-            let samples = if opts.children {
-                &ch_samples
-            } else {
-                &self_samples
-            };
-            (0..ncol).any(|c| v[r * ncol + c] > 0 || samples[r * ncol + c] > 0)
+            // Rows without self period appear only in children mode (as in perf); rows
+            // that only get de-skidded samples appear too (with raw 0).
+            (0..ncol).any(|c| {
+                val(r, c, v_sort) > 0
+                    || val(r, c, v_sort_samples) > 0
+                    || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
+            })
         })
+        .map(|r| r as u32)
         .collect();
-    order.sort_by(|&a, &b| sort_period(b).cmp(&sort_period(a)).then(a.cmp(&b)));
+    order.sort_by(|&a, &b| {
+        sort_period(b as usize)
+            .cmp(&sort_period(a as usize))
+            .then(a.cmp(&b))
+    });
     let shown_before = order.len();
     if opts.percent_limit > 0.0 {
         order.retain(|&r| {
             (0..ncol).any(|c| {
-                let v = if opts.children {
-                    ch_period[r * ncol + c]
-                } else {
-                    self_period[r * ncol + c]
-                };
-                pct(v, totals[c].period) >= opts.percent_limit
+                let r = r as usize;
+                pct(val(r, c, v_sort), totals[c].period) >= opts.percent_limit
+                    || (opts.deskid
+                        && pct(val(r, c, V_DS_PERIOD), totals[c].period) >= opts.percent_limit)
             })
         });
     }
@@ -816,40 +1129,58 @@ pub fn hotspots_aggregated(
 
     // The row index is needed again only for call graphs: free it before the rows exist
     // (peak memory with hundreds of thousands of rows).
-    let row_of = if use_chains && opts.call_graph != CallGraphMode::None {
-        row_of
+    let row_index = if use_chains && opts.call_graph != CallGraphMode::None {
+        row_index
     } else {
-        FxHashMap::default()
+        drop(row_index);
+        RowIndex::new(0)
     };
-    let mut rows: Vec<Row> = order
-        .iter()
-        .map(|&r| {
-            let (s, l, fr) = loc_of_rep(rep[r]);
-            Row {
-                keys: keys
-                    .iter()
-                    .map(|&k| key_value(k, profile, symbolizer, &src.strs, s, l, fr))
-                    .collect(),
-                samples: self_samples[r * ncol..(r + 1) * ncol].to_vec(),
-                period: self_period[r * ncol..(r + 1) * ncol].to_vec(),
-                children_period: ch_period[r * ncol..(r + 1) * ncol].to_vec(),
-                children_samples: ch_samples[r * ncol..(r + 1) * ncol].to_vec(),
-                // Allocated only for the rows that get graphs (memory with many rows).
-                call_graph: Vec::new(),
-            }
-        })
-        .collect();
+    let mut texts = TextCache::default();
+    let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
+    for &r in &order {
+        let (s, l, fr) = loc_of_rep(rep[r as usize]);
+        for c in columns.iter_mut() {
+            c.push(&texts.key_value(c.key, profile, symbolizer, &src_strs, s, l, fr));
+        }
+    }
+    drop(rep);
+    // With a cut (--top), keep the values of the shown rows only.
+    let (values, order_out) = if order.len() * 2 < nrows {
+        let mut v = Vec::with_capacity(order.len() * ncol * nv);
+        for &r in &order {
+            let r = r as usize;
+            v.extend_from_slice(&acc_values[r * ncol * nv..(r + 1) * ncol * nv]);
+        }
+        drop(acc_values);
+        (v, (0..order.len() as u32).collect())
+    } else {
+        (acc_values, order.clone())
+    };
+    let mut out = Hotspots {
+        events: totals,
+        keys: keys.clone(),
+        children: opts.children && has_callchains,
+        has_callchains,
+        deskid: opts.deskid,
+        hidden_rows,
+        strings: texts.strings,
+        columns,
+        values,
+        nv,
+        order: order_out,
+        call_graphs: Vec::new(),
+    };
 
     // 4. Call graphs for the shown rows.
-    if use_chains && opts.call_graph != CallGraphMode::None && !rows.is_empty() {
+    if use_chains && opts.call_graph != CallGraphMode::None && !order.is_empty() {
         let mut shown: FxHashMap<u32, usize> = FxHashMap::default();
         for (i, &r) in order.iter().enumerate() {
-            shown.insert(r as u32, i);
+            shown.insert(r, i);
         }
-        let mut trees: Vec<Vec<TreeNode>> = vec![vec![TreeNode::default(); ncol]; rows.len()];
+        let mut trees: Vec<Vec<TreeNode>> = vec![vec![TreeNode::default(); ncol]; order.len()];
         let frame_sym = |fi: u32, fr: &Frame| -> (u64, u64) {
             let l = &locs[frame_loc[fi as usize] as usize];
-            match l.res.symbol {
+            match l.symbol() {
                 Some(id) => (
                     1 | dso_key(l) << 1,
                     u64::from(id.table) << 32 | u64::from(id.index),
@@ -870,7 +1201,7 @@ pub fn hotspots_aggregated(
             seen.clear();
             // Position in the chain where each shown row is first met (usize::MAX: sampled IP).
             let mut hits: Vec<(usize, usize)> = Vec::new();
-            if let Some(&r) = row_of.get(&buf[..]) {
+            if let Some(r) = row_index.get(&buf) {
                 seen.push(r);
                 if let Some(&i) = shown.get(&r) {
                     hits.push((i, usize::MAX));
@@ -883,7 +1214,7 @@ pub fn hotspots_aggregated(
                     };
                     let l = &locs[frame_loc[fi as usize] as usize];
                     build_key(&mut buf, s, l, Some(fr.addr));
-                    let Some(&r) = row_of.get(&buf[..]) else {
+                    let Some(r) = row_index.get(&buf) else {
                         continue;
                     };
                     if seen.contains(&r) {
@@ -922,74 +1253,129 @@ pub fn hotspots_aggregated(
                 trees[i][col as usize].add(&path, s.period, s.samples);
             }
         }
-        for (i, row) in rows.iter_mut().enumerate() {
-            for c in 0..ncol {
-                let t = &trees[i][c];
+        for (i, row_trees) in trees.iter().enumerate() {
+            if row_trees.iter().all(|t| t.samples == 0) {
+                continue;
+            }
+            let row = out.row(i);
+            let name = match row.keys().find(|k| k.key == SortKey::Sym) {
+                Some(k) => row.text(&k).to_string(),
+                None => row
+                    .keys()
+                    .map(|k| row.text(&k))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            let mut graphs: Vec<Option<CallNode>> = vec![None; ncol];
+            for (c, t) in row_trees.iter().enumerate() {
                 if t.samples == 0 {
                     continue;
                 }
                 let threshold =
-                    (opts.call_graph_threshold / 100.0 * totals[c].period as f64) as u64;
-                let name = row
-                    .keys
-                    .iter()
-                    .find(|k| k.key == SortKey::Sym)
-                    .map(|k| k.text.clone())
-                    .unwrap_or_else(|| {
-                        row.keys
-                            .iter()
-                            .map(|k| k.text.clone())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    });
-                if row.call_graph.is_empty() {
-                    row.call_graph = vec![None; ncol];
-                }
-                row.call_graph[c] = Some(t.to_node(name, threshold, &|fi| {
+                    (opts.call_graph_threshold / 100.0 * out.events[c].period as f64) as u64;
+                graphs[c] = Some(t.to_node(name.clone(), threshold, &|fi| {
                     frame_name(profile, symbolizer, &locs[frame_loc[fi as usize] as usize])
                 }));
             }
+            out.call_graphs.push((i as u32, graphs));
         }
     }
-    Ok(Hotspots {
-        events: totals,
-        keys: keys.clone(),
-        children: opts.children && has_callchains,
-        has_callchains,
-        rows,
-        hidden_rows,
-    })
+    Ok(out)
 }
 
-/// Row accumulators, flat: `[row * ncol + col]`.
-#[derive(Default)]
+/// A row representative that is an entry's de-skidded location (see `loc_of_rep`).
+const DESKID: u32 = u32::MAX - 1;
+
+/// Words of the row key per sort key (fixed, so keys are stored back to back).
+fn key_words(k: SortKey) -> usize {
+    match k {
+        SortKey::Comm | SortKey::Pid | SortKey::Tid | SortKey::Cpu | SortKey::Dso => 1,
+        SortKey::Sym | SortKey::Srcfile | SortKey::Ip => 2,
+        SortKey::Srcline => 3,
+    }
+}
+
+/// Row keys -> row numbers, compact: the keys back to back in one array and a map from
+/// the key's hash to the first row with that hash; keys whose hash is taken by another key
+/// (rare) go to an exact map.
+struct RowIndex {
+    words: usize,
+    keys: Vec<u64>,
+    by_hash: FxHashMap<u64, u32>,
+    collided: FxHashMap<Box<[u64]>, u32>,
+}
+
+impl RowIndex {
+    fn new(words: usize) -> RowIndex {
+        RowIndex {
+            words,
+            keys: Vec::new(),
+            by_hash: FxHashMap::default(),
+            collided: FxHashMap::default(),
+        }
+    }
+
+    fn hash(key: &[u64]) -> u64 {
+        use std::hash::Hasher;
+        let mut h = crate::fxhash::FxHasher::default();
+        for &w in key {
+            h.write_u64(w);
+        }
+        h.finish()
+    }
+
+    fn key(&self, r: u32) -> &[u64] {
+        let a = r as usize * self.words;
+        self.keys.get(a..a + self.words).unwrap_or(&[])
+    }
+
+    fn get(&self, key: &[u64]) -> Option<u32> {
+        let &r = self.by_hash.get(&Self::hash(key))?;
+        if self.key(r) == key {
+            Some(r)
+        } else {
+            self.collided.get(key).copied()
+        }
+    }
+
+    /// The row of `key`, or `next` (which the caller then creates) when it has none.
+    fn get_or_insert(&mut self, key: &[u64], next: u32) -> u32 {
+        let h = Self::hash(key);
+        match self.by_hash.get(&h) {
+            None => {
+                self.by_hash.insert(h, next);
+            }
+            Some(&r) if self.key(r) == key => return r,
+            Some(_) => {
+                if let Some(&r) = self.collided.get(key) {
+                    return r;
+                }
+                self.collided.insert(key.into(), next);
+            }
+        }
+        self.keys.extend_from_slice(key);
+        next
+    }
+}
+
+/// Row accumulators, flat: `[(row * ncol + col) * nv + V_*]`.
 struct Acc {
-    ncol: usize,
-    row_of: FxHashMap<Box<[u64]>, u32>,
-    /// Representative of each row: (sample index, frame index or NONE for the sampled IP).
+    /// Values per row (`ncol * nv`).
+    nv: usize,
+    index: RowIndex,
+    /// Representative of each row: (entry index, frame index, NONE for the sampled IP or
+    /// DESKID for its de-skidded location).
     rep: Vec<(u32, u32)>,
-    self_samples: Vec<u64>,
-    self_period: Vec<u64>,
-    ch_samples: Vec<u64>,
-    ch_period: Vec<u64>,
+    values: Vec<u64>,
 }
 
 impl Acc {
     fn row(&mut self, key: &[u64], at: (u32, u32)) -> u32 {
-        if let Some(&r) = self.row_of.get(key) {
-            return r;
-        }
-        let r = self.rep.len() as u32;
-        self.row_of.insert(key.into(), r);
-        self.rep.push(at);
-        let n = self.ncol;
-        for v in [
-            &mut self.self_samples,
-            &mut self.self_period,
-            &mut self.ch_samples,
-            &mut self.ch_period,
-        ] {
-            v.extend(std::iter::repeat_n(0, n));
+        let next = self.rep.len() as u32;
+        let r = self.index.get_or_insert(key, next);
+        if r == next {
+            self.rep.push(at);
+            self.values.extend(std::iter::repeat_n(0, self.nv));
         }
         r
     }
@@ -1046,84 +1432,153 @@ fn dso_short(profile: &Profile, dso: Option<DsoId>) -> String {
 }
 
 fn frame_name(profile: &Profile, symbolizer: &Symbolizer, l: &Loc) -> String {
-    match l.res.symbol.and_then(|id| symbolizer.symbol(id)) {
+    match l.symbol().and_then(|id| symbolizer.symbol(id)) {
         Some(s) => s.name.clone(),
         None => format!(
             "[unknown] {}+{:#x}",
-            dso_short(profile, l.dso),
+            dso_short(profile, l.dso()),
             l.file_offset
         ),
     }
 }
 
-fn key_value(
-    key: SortKey,
-    profile: &Profile,
-    symbolizer: &Symbolizer,
-    src: &[String],
-    s: &Agg,
-    l: &Loc,
-    frame: Option<&Frame>,
-) -> KeyValue {
-    let mut v = KeyValue {
-        key,
-        text: String::new(),
-        number: None,
-        tag: None,
-        addr: None,
-        dso: None,
-    };
-    match key {
-        SortKey::Comm => v.text = profile.str(s.comm).to_string(),
-        SortKey::Pid => {
-            v.number = Some(i64::from(s.pid));
-            v.text = format!("{}:{}", s.pid, profile.str(s.comm));
+/// Key texts of the output rows, interned: each distinct text is stored once, and texts
+/// that come from an id (comm, DSO, symbol, source line) are looked up by that id.
+#[derive(Default)]
+struct TextCache {
+    strings: Vec<String>,
+    ids: HashMap<String, u32>,
+    comm: FxHashMap<StrId, u32>,
+    dso: FxHashMap<Option<DsoId>, u32>,
+    sym: FxHashMap<culprit_symbols::SymbolId, u32>,
+    src: FxHashMap<(u32, bool), u32>,
+}
+
+impl TextCache {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
         }
-        SortKey::Tid => {
-            v.number = Some(i64::from(s.tid));
-            v.text = format!("{}:{}", s.tid, profile.str(s.comm));
+        let i = self.strings.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.strings.push(s.to_string());
+        i
+    }
+
+    fn comm(&mut self, profile: &Profile, c: StrId) -> u32 {
+        if let Some(&i) = self.comm.get(&c) {
+            return i;
         }
-        SortKey::Cpu => {
-            v.number = Some(i64::from(s.cpu));
-            v.text = s.cpu.to_string();
+        let i = self.intern(profile.str(c));
+        self.comm.insert(c, i);
+        i
+    }
+
+    fn dso(&mut self, profile: &Profile, d: Option<DsoId>) -> u32 {
+        if let Some(&i) = self.dso.get(&d) {
+            return i;
         }
-        SortKey::Dso => v.text = dso_short(profile, l.dso),
-        SortKey::Sym => {
-            let mode = frame.map(|f| f.cpumode).unwrap_or(s.cpumode);
-            v.tag = Some(match mode {
-                CpuMode::Kernel | CpuMode::GuestKernel => "[k]",
-                CpuMode::Hypervisor => "[H]",
-                _ => "[.]",
-            });
-            v.dso = Some(dso_short(profile, l.dso));
-            match l.res.symbol.and_then(|id| symbolizer.symbol(id)) {
-                Some(sym) => v.text = sym.name.clone(),
-                None => {
-                    v.text = "[unknown]".to_string();
-                    v.addr = Some(frame.map(|f| f.addr).unwrap_or(l.file_offset));
+        let i = self.intern(&dso_short(profile, d));
+        self.dso.insert(d, i);
+        i
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn key_value(
+        &mut self,
+        key: SortKey,
+        profile: &Profile,
+        symbolizer: &Symbolizer,
+        src: &[String],
+        s: &Agg,
+        l: &Loc,
+        frame: Option<&Frame>,
+    ) -> KeyValue {
+        let mut v = KeyValue {
+            key,
+            level: Level::None,
+            has_number: false,
+            has_addr: false,
+            text: NONE,
+            dso: NONE,
+            value: 0,
+        };
+        let number = |v: &mut KeyValue, n: i64| {
+            v.has_number = true;
+            v.value = n as u64;
+        };
+        match key {
+            SortKey::Comm => v.text = self.comm(profile, s.comm),
+            SortKey::Pid => {
+                number(&mut v, i64::from(s.pid));
+                v.text = self.intern(&format!("{}:{}", s.pid, profile.str(s.comm)));
+            }
+            SortKey::Tid => {
+                number(&mut v, i64::from(s.tid));
+                v.text = self.intern(&format!("{}:{}", s.tid, profile.str(s.comm)));
+            }
+            SortKey::Cpu => {
+                number(&mut v, i64::from(s.cpu));
+                v.text = self.intern(&s.cpu.to_string());
+            }
+            SortKey::Dso => v.text = self.dso(profile, l.dso()),
+            SortKey::Sym => {
+                let mode = frame.map(|f| f.cpumode).unwrap_or(s.cpumode);
+                v.level = match mode {
+                    CpuMode::Kernel | CpuMode::GuestKernel => Level::Kernel,
+                    CpuMode::Hypervisor => Level::Hypervisor,
+                    _ => Level::User,
+                };
+                v.dso = self.dso(profile, l.dso());
+                let known = l
+                    .symbol()
+                    .and_then(|id| symbolizer.symbol(id).map(|sym| (id, sym)));
+                match known {
+                    Some((id, sym)) => {
+                        v.text = match self.sym.get(&id) {
+                            Some(&t) => t,
+                            None => {
+                                let t = self.intern(&sym.name);
+                                self.sym.insert(id, t);
+                                t
+                            }
+                        };
+                    }
+                    None => {
+                        v.text = self.intern("[unknown]");
+                        v.has_addr = true;
+                        v.value = frame.map(|f| f.addr).unwrap_or(l.file_offset);
+                    }
                 }
             }
+            SortKey::Srcline | SortKey::Srcfile => {
+                let line = key == SortKey::Srcline;
+                let id = if line { l.srcline } else { l.srcfile };
+                v.text = match src.get(id as usize) {
+                    Some(t) => match self.src.get(&(id, line)) {
+                        Some(&i) => i,
+                        None => {
+                            let i = self.intern(t);
+                            self.src.insert((id, line), i);
+                            i
+                        }
+                    },
+                    None if line => self.intern(&format!(
+                        "{}+{:#x}",
+                        dso_short(profile, l.dso()),
+                        l.file_offset
+                    )),
+                    None => self.intern("[unknown]"),
+                };
+            }
+            SortKey::Ip => {
+                v.dso = self.dso(profile, l.dso());
+                let addr = l.svma().unwrap_or(l.file_offset);
+                v.has_addr = true;
+                v.value = addr;
+                v.text = self.intern(&format!("{addr:#x}"));
+            }
         }
-        SortKey::Srcline | SortKey::Srcfile => {
-            let id = if key == SortKey::Srcline {
-                l.srcline
-            } else {
-                l.srcfile
-            };
-            v.text = match src.get(id as usize) {
-                Some(t) => t.clone(),
-                None if key == SortKey::Srcline => {
-                    format!("{}+{:#x}", dso_short(profile, l.dso), l.file_offset)
-                }
-                None => "[unknown]".to_string(),
-            };
-        }
-        SortKey::Ip => {
-            v.dso = Some(dso_short(profile, l.dso));
-            let addr = l.res.svma.unwrap_or(l.file_offset);
-            v.addr = Some(addr);
-            v.text = format!("{addr:#x}");
-        }
+        v
     }
-    v
 }

@@ -110,16 +110,15 @@ fn run(p: &Profile, tag: &str, opts: &HotspotOptions) -> Hotspots {
 }
 
 fn sym_of(row: &Row) -> String {
-    let k = row.keys.iter().find(|k| k.key == SortKey::Sym).unwrap();
-    match k.addr {
+    let k = row.keys().find(|k| k.key == SortKey::Sym).unwrap();
+    match k.addr() {
         Some(a) => format!("{a:#x}"),
-        None => k.text.clone(),
+        None => row.text(&k).to_string(),
     }
 }
 
-fn find<'a>(h: &'a Hotspots, sym: &str) -> &'a Row {
-    h.rows
-        .iter()
+fn find<'a>(h: &'a Hotspots, sym: &str) -> Row<'a> {
+    h.rows()
         .find(|r| sym_of(r) == sym)
         .unwrap_or_else(|| panic!("no row {sym}"))
 }
@@ -141,17 +140,17 @@ fn test_hotspots_self_percentages_of_total_period() {
     let h = run(&p, "self", &HotspotOptions::default());
     assert_eq!(h.events[0].samples, 5);
     assert_eq!(h.events[0].period, 600);
-    assert_eq!(h.rows.len(), 3);
+    assert_eq!(h.len(), 3);
     let f1 = find(&h, "f1");
-    assert_eq!(f1.samples[0], 3);
-    assert!((f1.percent(0, &h.events) - 50.0).abs() < 1e-9);
-    assert_eq!(f1.keys[0].text, "prog");
-    assert_eq!(f1.keys[1].text, "//anon");
-    assert!((find(&h, "f2").percent(0, &h.events) - 100.0 / 3.0).abs() < 1e-9);
+    assert_eq!(f1.samples(0), 3);
+    assert!((f1.percent(0) - 50.0).abs() < 1e-9);
+    assert_eq!(f1.text(&f1.key(0)), "prog");
+    assert_eq!(f1.text(&f1.key(1)), "//anon");
+    assert!((find(&h, "f2").percent(0) - 100.0 / 3.0).abs() < 1e-9);
     // Unknown addresses group by address and keep it.
-    assert_eq!(find(&h, "0x9000").samples[0], 1);
+    assert_eq!(find(&h, "0x9000").samples(0), 1);
     // Sorted by period.
-    assert_eq!(sym_of(&h.rows[0]), "f1");
+    assert_eq!(sym_of(&h.row(0)), "f1");
 }
 
 #[test]
@@ -166,14 +165,14 @@ fn test_hotspots_children_count_each_ancestor_once() {
     };
     let h = run(&b.p, "children", &opts);
     let main = find(&h, "main");
-    assert_eq!(main.period[0], 0);
-    assert_eq!(main.children_period[0], 40);
-    assert!((main.children_percent(0, &h.events) - 100.0).abs() < 1e-9);
+    assert_eq!(main.period(0), 0);
+    assert_eq!(main.children_period(0), 40);
+    assert!((main.children_percent(0) - 100.0).abs() < 1e-9);
     let f1 = find(&h, "f1");
-    assert_eq!(f1.children_period[0], 10);
-    assert_eq!(f1.children_samples[0], 1);
+    assert_eq!(f1.children_period(0), 10);
+    assert_eq!(f1.children_samples(0), 1);
     // Sorted by children period: main first.
-    assert_eq!(sym_of(&h.rows[0]), "main");
+    assert_eq!(sym_of(&h.row(0)), "main");
 }
 
 #[test]
@@ -187,9 +186,9 @@ fn test_hotspots_unresolved_chain_frames_keyed_by_runtime_address() {
     let h = run(&b.p, "unresolved", &opts);
     // JIT maps are identity-mapped, so the sampled IP row and the chain row coincide.
     let u = find(&h, "0x9000");
-    assert_eq!(u.period[0], 10);
-    assert_eq!(u.children_period[0], 10);
-    assert_eq!(h.rows.len(), 2);
+    assert_eq!(u.period(0), 10);
+    assert_eq!(u.children_period(0), 10);
+    assert_eq!(h.len(), 2);
 }
 
 #[test]
@@ -204,10 +203,10 @@ fn test_hotspots_filters_keep_the_percentage_base() {
         ..HotspotOptions::default()
     };
     let h = run(&p, "filters", &opts);
-    assert!(h.rows.iter().all(|r| r.keys[0].text == "prog"));
+    assert!(h.rows().all(|r| r.text(&r.key(0)) == "prog"));
     let f1 = find(&h, "f1");
-    assert_eq!(f1.samples[0], 2);
-    assert!((f1.percent(0, &h.events) - 200.0 / 6.0).abs() < 1e-9);
+    assert_eq!(f1.samples(0), 2);
+    assert!((f1.percent(0) - 200.0 / 6.0).abs() < 1e-9);
     let opts = HotspotOptions {
         filters: Filters {
             dsos: vec!["libnothing.so".into()],
@@ -215,7 +214,7 @@ fn test_hotspots_filters_keep_the_percentage_base() {
         },
         ..HotspotOptions::default()
     };
-    assert!(run(&p, "filters2", &opts).rows.is_empty());
+    assert!(run(&p, "filters2", &opts).is_empty());
 }
 
 #[test]
@@ -227,7 +226,7 @@ fn test_hotspots_percent_limit_and_top() {
         ..HotspotOptions::default()
     };
     let h = run(&p, "limit", &opts);
-    assert_eq!(h.rows.len(), 2);
+    assert_eq!(h.len(), 2);
     assert_eq!(h.hidden_rows, 1);
     let opts = HotspotOptions {
         keys: vec![SortKey::Sym],
@@ -235,8 +234,8 @@ fn test_hotspots_percent_limit_and_top() {
         ..HotspotOptions::default()
     };
     let h = run(&p, "top", &opts);
-    assert_eq!(h.rows.len(), 1);
-    assert_eq!(sym_of(&h.rows[0]), "f1");
+    assert_eq!(h.len(), 1);
+    assert_eq!(sym_of(&h.row(0)), "f1");
 }
 
 #[test]
@@ -248,16 +247,16 @@ fn test_hotspots_one_column_per_event_and_event_selection() {
     let h = run(&b.p, "events", &HotspotOptions::default());
     assert_eq!(h.events.len(), 2);
     let f2 = find(&h, "f2");
-    assert_eq!(f2.samples, vec![1, 1]);
-    assert!((f2.percent(0, &h.events) - 50.0).abs() < 1e-9);
-    assert!((f2.percent(1, &h.events) - 100.0).abs() < 1e-9);
+    assert_eq!((f2.samples(0), f2.samples(1)), (1, 1));
+    assert!((f2.percent(0) - 50.0).abs() < 1e-9);
+    assert!((f2.percent(1) - 100.0).abs() < 1e-9);
     let opts = HotspotOptions {
         events: vec!["page-faults".into()],
         ..HotspotOptions::default()
     };
     let h = run(&b.p, "events2", &opts);
     assert_eq!(h.events.len(), 1);
-    assert_eq!(h.rows.len(), 1);
+    assert_eq!(h.len(), 1);
     let opts = HotspotOptions {
         events: vec!["cycles".into()],
         ..HotspotOptions::default()
@@ -280,7 +279,7 @@ fn test_hotspots_callee_and_caller_graphs() {
     };
     let h = run(&p, "callee", &opts);
     let f2 = find(&h, "f2");
-    let g = f2.call_graph[0].as_ref().unwrap();
+    let g = f2.call_graph(0).unwrap();
     assert_eq!(g.name, "f2");
     assert_eq!(g.children.len(), 1);
     assert_eq!(g.children[0].name, "f1");
@@ -291,7 +290,7 @@ fn test_hotspots_callee_and_caller_graphs() {
         ..opts
     };
     let h = run(&p, "caller", &opts);
-    let g = find(&h, "f2").call_graph[0].clone().unwrap();
+    let g = find(&h, "f2").call_graph(0).cloned().unwrap();
     assert_eq!(g.children[0].name, "main");
     assert_eq!(g.children[0].children[0].name, "f1");
 }
@@ -304,13 +303,14 @@ fn test_hotspots_pid_cpu_and_ip_keys() {
         ..HotspotOptions::default()
     };
     let h = run(&p, "keys", &opts);
-    let r = &h.rows[0];
-    assert_eq!(r.keys[0].number, Some(i64::from(PID)));
-    assert_eq!(r.keys[1].number, Some(0));
+    let r = h.row(0);
+    assert_eq!(r.key(0).number(), Some(i64::from(PID)));
+    assert_eq!(r.key(1).number(), Some(0));
     // Three f1 samples at the same address share a row.
-    assert_eq!(r.samples[0], 3);
-    assert_eq!(r.keys[2].text, "0x1010");
-    assert_eq!(r.keys[2].dso.as_deref(), Some("//anon"));
+    assert_eq!(r.samples(0), 3);
+    assert_eq!(r.text(&r.key(2)), "0x1010");
+    assert_eq!(r.key(2).addr(), Some(0x1010));
+    assert_eq!(r.dso(&r.key(2)), Some("//anon"));
 }
 
 #[test]
@@ -356,24 +356,25 @@ fn test_hotspots_aggregated_folds_identical_samples_and_keeps_counts() {
     assert_eq!(h.events[0].samples, 5);
     assert_eq!(h.events[0].period, 42);
     let f1 = find(&h, "f1");
-    assert_eq!(f1.samples[0], 4);
-    assert_eq!(f1.period[0], 35);
+    assert_eq!(f1.samples(0), 4);
+    assert_eq!(f1.period(0), 35);
     let main = find(&h, "main");
-    assert_eq!(main.children_samples[0], 4);
-    assert_eq!(main.children_period[0], 35);
+    assert_eq!(main.children_samples(0), 4);
+    assert_eq!(main.children_period(0), 35);
     // The caller graph of f1 carries the folded counts: main (4 samples), then f2 (1).
-    let g = f1.call_graph[0].as_ref().unwrap();
+    let g = f1.call_graph(0).unwrap();
     assert_eq!(g.samples, 4);
     assert_eq!(g.children[0].name, "main");
     assert_eq!(g.children[0].samples, 4);
     assert_eq!(g.children[0].period, 35);
     // Same answer as the in-memory API.
     let h2 = run(&b.p, "aggregated2", &opts);
-    assert_eq!(h2.rows.len(), h.rows.len());
-    for (a, b) in h.rows.iter().zip(&h2.rows) {
-        assert_eq!(a.keys, b.keys);
-        assert_eq!(a.period, b.period);
-        assert_eq!(a.children_period, b.children_period);
-        assert_eq!(a.call_graph, b.call_graph);
+    assert_eq!(h2.len(), h.len());
+    for (a, b) in h.rows().zip(h2.rows()) {
+        let texts = |r: &Row| -> Vec<String> { r.keys().map(|k| r.text(&k).to_string()).collect() };
+        assert_eq!(texts(&a), texts(&b));
+        assert_eq!(a.period(0), b.period(0));
+        assert_eq!(a.children_period(0), b.children_period(0));
+        assert_eq!(a.call_graph(0), b.call_graph(0));
     }
 }

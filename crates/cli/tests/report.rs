@@ -738,3 +738,306 @@ fn test_report_truncated_file_reports_what_was_read_and_fails() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a perf.data file"));
 }
+
+/// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
+#[derive(Debug, Clone)]
+struct Insn {
+    addr: u64,
+    mnem: String,
+    ops: String,
+}
+
+/// The instructions of one function, from objdump (independent of culprit's disassembler).
+fn objdump_function(bin: &Path, func: &str) -> Vec<Insn> {
+    let out = common::run_ok(
+        Command::new("objdump")
+            .arg("-d")
+            .arg("--no-show-raw-insn")
+            .arg(bin),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = format!("<{func}>:");
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in text.lines() {
+        if l.ends_with(&header) {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if l.trim().is_empty() {
+            break;
+        }
+        let Some((a, rest)) = l.split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a.trim(), 16) else {
+            continue;
+        };
+        let rest = rest.trim();
+        let (mnem, ops) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        lines.push(Insn {
+            addr,
+            mnem: mnem.to_string(),
+            ops: ops.split('#').next().unwrap_or("").trim().to_string(),
+        });
+    }
+    assert!(!lines.is_empty(), "objdump shows no {func}");
+    lines
+}
+
+/// Writes a perf.data file (with culprit's writer) in which process 100 runs `bin` mapped at
+/// `base`; each event gets `samples` = (SVMA == file offset here, count, exact) entries.
+fn write_crafted_file(
+    path: &Path,
+    bin: &Path,
+    base: u64,
+    events: &[(&str, u32, u64)],
+    samples: &[(u64, u64, bool)],
+) {
+    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
+    let st = attr::sample::IDENTIFIER
+        | attr::sample::IP
+        | attr::sample::TID
+        | attr::sample::TIME
+        | attr::sample::PERIOD;
+    let attrs: Vec<FileAttr> = events
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, t, config))| FileAttr {
+            attr: Attr {
+                attr_type: t,
+                config,
+                sample_period_or_freq: 100003,
+                sample_type: st,
+                flags: attr::flag::SAMPLE_ID_ALL
+                    | attr::flag::MMAP
+                    | attr::flag::COMM
+                    | attr::flag::MMAP2,
+                ..Attr::default()
+            },
+            name: name.to_string(),
+            ids: vec![i as u64 + 1],
+        })
+        .collect();
+    let a0 = attrs[0].attr;
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PerfDataWriter::new(file, attrs.clone()).unwrap();
+    let mut buf = Vec::new();
+    let sid = SampleId {
+        pid: 100,
+        tid: 100,
+        time: 1,
+        id: 1,
+        cpu: 0,
+    };
+    records::push_comm(&mut buf, &a0, 100, 100, b"simple_classic", true, &sid);
+    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
+    let name = bin.display().to_string();
+    records::push_mmap2(
+        &mut buf,
+        &a0,
+        &MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: base,
+            len,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: name.as_bytes(),
+            misc: records::MISC_USER,
+        },
+        &sid,
+    );
+    let mut time = 10u64;
+    for (e, _) in events.iter().enumerate() {
+        for &(svma, n, exact) in samples {
+            for _ in 0..n {
+                // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
+                let misc: u16 = records::MISC_USER | if exact { 1 << 14 } else { 0 };
+                buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+                buf.extend_from_slice(&misc.to_le_bytes());
+                buf.extend_from_slice(&48u16.to_le_bytes());
+                buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
+                buf.extend_from_slice(&(base + svma).to_le_bytes());
+                buf.extend_from_slice(&100u32.to_le_bytes());
+                buf.extend_from_slice(&100u32.to_le_bytes());
+                buf.extend_from_slice(&time.to_le_bytes());
+                buf.extend_from_slice(&100003u64.to_le_bytes());
+                time += 1;
+            }
+        }
+    }
+    w.write_data(&buf).unwrap();
+    w.finish(&Features::default()).unwrap();
+}
+
+fn hex_of(v: &Value) -> u64 {
+    u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+/// `--sort ip` JSON rows → per event: ip → (raw samples, deskid samples).
+fn ip_columns(j: &Value, ev: &str, deskid: bool) -> BTreeMap<u64, (u64, u64)> {
+    let mut m = BTreeMap::new();
+    for r in j["rows"].as_array().unwrap() {
+        let raw = r["samples"][ev].as_u64().unwrap();
+        let de = if deskid {
+            r["deskid_samples"][ev].as_u64().unwrap()
+        } else {
+            0
+        };
+        m.insert(hex_of(&r["keys"]["ip"]), (raw, de));
+    }
+    m
+}
+
+/// A crafted file whose memory-event samples sit after the culprit load of the -O0 matrix
+/// multiply (the skid this machine's VM cannot produce without a PMU), recorded as a
+/// cache-fill event and as cpu-clock. `report --deskid` must put the fill samples on the
+/// load in its deskid columns, leave cpu-clock and every raw column alone, and agree per
+/// instruction with `annotate --deskid` on the same file.
+#[test]
+fn test_report_deskid_moves_memory_samples_to_the_load_and_agrees_with_annotate() {
+    let bin = common::workload("simple_classic");
+    let f = objdump_function(&bin, "multiply_matrices");
+    let mul = f
+        .iter()
+        .position(|l| l.mnem == "mulss")
+        .expect("mulss in multiply_matrices");
+    let load = &f[mul - 1];
+    assert!(
+        load.mnem == "movss" && load.ops.starts_with("(%r"),
+        "the instruction before mulss should be the register-addressed load: {load:?}"
+    );
+    // Samples on the instructions after the load (skid), none on the load itself, and a
+    // few precise (exact_ip) samples that must never move.
+    let mut samples: Vec<(u64, u64, bool)> = vec![
+        (f[mul].addr, 90, false),
+        (f[mul + 1].addr, 70, false),
+        (f[mul + 2].addr, 440, false),
+        (f[mul + 3].addr, 300, false),
+    ];
+    let precise_at = f[mul + 2].addr;
+    samples.push((precise_at, 3, true));
+    let total: u64 = samples.iter().map(|s| s.1).sum();
+    let dir = common::scratch("report-deskid");
+    let file = dir.join("crafted.data");
+    let fill = "ls_dmnd_fills_from_sys.all";
+    write_crafted_file(
+        &file,
+        &bin,
+        0x5555_5555_4000,
+        &[(fill, 4, 0xff43), ("cpu-clock", 1, 0)],
+        &samples,
+    );
+
+    let raw_j = culprit_json(&file, &["--sort", "ip", "--no-children"]);
+    let de_j = culprit_json(&file, &["--sort", "ip", "--no-children", "--deskid"]);
+    assert_eq!(de_j["deskid_is_estimate"], true);
+    assert!(raw_j.get("deskid_is_estimate").is_none());
+    assert!(raw_j["rows"][0].get("deskid_samples").is_none());
+    for ev in [fill, "cpu-clock"] {
+        let raw = ip_columns(&raw_j, ev, false);
+        let de = ip_columns(&de_j, ev, true);
+        // Raw columns: exactly what was placed, with and without --deskid.
+        for &(a, _, _) in &samples {
+            let placed: u64 = samples.iter().filter(|s| s.0 == a).map(|s| s.1).sum();
+            assert_eq!(raw[&a].0, placed, "{ev}: raw at {a:#x}");
+            assert_eq!(de[&a].0, placed, "{ev}: raw at {a:#x} with --deskid");
+        }
+        assert_eq!(
+            de.values().map(|v| v.1).sum::<u64>(),
+            total,
+            "{ev}: totals kept"
+        );
+        if ev == fill {
+            // The load had no sample: its row exists only through de-skid (raw 0).
+            assert!(!raw.contains_key(&load.addr));
+            let (r, d) = de[&load.addr];
+            assert_eq!(r, 0);
+            assert!(d * 100 >= total * 80, "{ev}: {de:x?}");
+            assert!(de[&precise_at].1 >= 3, "precise samples stay");
+            let row = de_j["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| hex_of(&r["keys"]["ip"]) == load.addr)
+                .unwrap();
+            let pct = row["deskid_percent"][fill].as_f64().unwrap();
+            assert!(
+                (pct - d as f64 * 100.0 / total as f64).abs() < 0.001,
+                "{row}"
+            );
+            assert_eq!(row["percent"][fill].as_f64(), Some(0.0));
+        } else {
+            for (a, (r, d)) in &de {
+                assert_eq!(r, d, "cpu-clock never moves ({a:#x})");
+            }
+        }
+    }
+
+    // Per instruction, the same numbers as `annotate --deskid` on the same file.
+    let out = common::run_ok(
+        common::culprit()
+            .arg("annotate")
+            .arg("-i")
+            .arg(&file)
+            .args(["multiply_matrices", "--deskid", "--format", "json"]),
+    );
+    let ann: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .expect("annotate prints one JSON line"),
+    )
+    .unwrap();
+    for ev in [fill, "cpu-clock"] {
+        let mut from_annotate = BTreeMap::new();
+        for i in ann["instructions"].as_array().unwrap() {
+            let d = i["deskid"][ev].as_u64().unwrap();
+            if d > 0 {
+                from_annotate.insert(hex_of(&i["ip"]), d);
+            }
+        }
+        let from_report: BTreeMap<u64, u64> = ip_columns(&de_j, ev, true)
+            .into_iter()
+            .filter(|(_, v)| v.1 > 0)
+            .map(|(a, v)| (a, v.1))
+            .collect();
+        assert_eq!(
+            from_report, from_annotate,
+            "{ev}: report --deskid vs annotate"
+        );
+    }
+
+    // By function: every fill sample stays in multiply_matrices, and text marks the
+    // estimate.
+    let j = culprit_json(&file, &["--sort", "sym", "--deskid"]);
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{j}");
+    assert_eq!(rows[0]["deskid_samples"][fill], total);
+    let out = common::run_ok(
+        common::culprit()
+            .arg("report")
+            .arg("-i")
+            .arg(&file)
+            .args(["--sort", "ip", "--deskid"]),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Deskid %"), "{text}");
+    assert!(
+        text.contains("ESTIMATED (skid correction), see docs/skid.md"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("# Deskid '{fill}': memory event")),
+        "{text}"
+    );
+}

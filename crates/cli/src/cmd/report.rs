@@ -14,7 +14,7 @@ use anyhow::Context;
 use clap::ValueEnum;
 use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
 use culprit_analysis::{
-    CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, SortKey,
+    CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, Row, SortKey,
 };
 use culprit_decode::model::Profile;
 use culprit_decode::unwind::UserStackUnwinder;
@@ -104,6 +104,11 @@ pub struct ReportArgs {
     /// Only rows in these DSOs (short names or paths, comma-separated).
     #[arg(long, value_name = "DSO", value_delimiter = ',')]
     pub dso: Vec<String>,
+    /// Also show each row's de-skidded self share: non-precise samples of memory and
+    /// branch events re-attributed to their estimated culprit instruction (an estimate; see
+    /// docs/skid.md).
+    #[arg(long = "deskid")]
+    pub deskid: bool,
     /// Output format: text, json or csv (see docs/report.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
@@ -149,6 +154,15 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             json: args.format == ReportFormat::Json,
         });
     }
+    // The report's big buffers live in phases (aggregation tables, symbolization, rows):
+    // let malloc give each one back to the OS when it is freed, so that peak RSS follows
+    // the live data instead of keeping every freed phase's heap.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; it is called before any of the
+    // report's allocations and with a valid parameter.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
     let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
     let bar = progress_bar();
@@ -187,6 +201,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             Some(CallGraphArg::None) | None => CallGraphMode::None,
         },
         call_graph_threshold: 0.5,
+        deskid: args.deskid,
     };
     let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
     if let Some(b) = &bar {
@@ -231,6 +246,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
         ReportFormat::Text => write_text(&mut out, &args, &profile, &report, tty)?,
         ReportFormat::Json => {
+            // Streamed: rows are serialized one by one, never as one big JSON value.
             let v = to_json(&args, &profile, &report, &warnings);
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
@@ -395,17 +411,17 @@ fn key_header(k: SortKey) -> &'static str {
     }
 }
 
-fn key_text(v: &culprit_analysis::KeyValue) -> String {
+fn key_text(row: &Row, v: &culprit_analysis::KeyValue) -> String {
     match v.key {
         SortKey::Sym => {
-            let tag = v.tag.unwrap_or("[.]");
-            match v.addr {
-                Some(a) => format!("{tag} [unknown] {}+{a:#x}", v.dso.as_deref().unwrap_or("?")),
-                None => format!("{tag} {}", v.text),
+            let tag = v.tag().unwrap_or("[.]");
+            match v.addr() {
+                Some(a) => format!("{tag} [unknown] {}+{a:#x}", row.dso(v).unwrap_or("?")),
+                None => format!("{tag} {}", row.text(v)),
             }
         }
-        SortKey::Ip => format!("{} {}", v.dso.as_deref().unwrap_or("?"), v.text),
-        _ => v.text.clone(),
+        SortKey::Ip => format!("{} {}", row.dso(v).unwrap_or("?"), row.text(v)),
+        _ => row.text(v).to_string(),
     }
 }
 
@@ -462,6 +478,25 @@ fn write_text(
             "self only"
         }
     )?;
+    if r.deskid {
+        for e in &r.events {
+            use culprit_analysis::skid::{self, EventClass};
+            let what = match profile.events.get(usize::from(e.id)) {
+                Some(i) if skid::is_precise_event(i) => "precise samples, never moved",
+                Some(i) => match skid::classify_event(i) {
+                    EventClass::Memory => {
+                        "memory event: skidded samples move to the culprit access"
+                    }
+                    EventClass::Branch => {
+                        "branch event: skidded samples move to the culprit branch"
+                    }
+                    EventClass::Stays => "stays where sampled",
+                },
+                None => "stays where sampled",
+            };
+            writeln!(out, "# Deskid '{}': {what}", e.name)?;
+        }
+    }
     if r.hidden_rows > 0 {
         writeln!(
             out,
@@ -484,6 +519,9 @@ fn write_text(
             header.push(format!("{p}Children"));
         }
         header.push(format!("{p}Self"));
+        if r.deskid {
+            header.push(format!("{p}Deskid %"));
+        }
         header.push(format!("{p}Samples"));
         header.push(format!("{p}Period"));
     }
@@ -492,26 +530,29 @@ fn write_text(
     // Cells are formatted twice (widths, then lines) instead of kept: a children report can
     // have hundreds of thousands of rows.
     let ns: Vec<bool> = r.events.iter().map(|e| period_is_ns(profile, e)).collect();
-    let cells_of = |row: &culprit_analysis::Row| -> Vec<String> {
+    let cells_of = |row: &Row| -> Vec<String> {
         let mut c = Vec::new();
         for (i, &in_ns) in ns.iter().enumerate() {
             if r.children {
-                c.push(format!("{:.2}%", row.children_percent(i, &r.events)));
+                c.push(format!("{:.2}%", row.children_percent(i)));
             }
-            c.push(format!("{:.2}%", row.percent(i, &r.events)));
-            c.push(row.samples[i].to_string());
+            c.push(format!("{:.2}%", row.percent(i)));
+            if r.deskid {
+                c.push(format!("~{:.2}%", row.deskid_percent(i)));
+            }
+            c.push(row.samples(i).to_string());
             c.push(if in_ns {
-                human_ns(row.period[i])
+                human_ns(row.period(i))
             } else {
-                human_count(row.period[i])
+                human_count(row.period(i))
             });
         }
-        c.extend(row.keys.iter().map(key_text));
+        c.extend(row.keys().map(|k| key_text(row, &k)));
         c
     };
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &r.rows {
-        for (i, s) in cells_of(row).iter().enumerate() {
+    for row in r.rows() {
+        for (i, s) in cells_of(&row).iter().enumerate() {
             width[i] = width[i].max(s.chars().count());
         }
     }
@@ -536,12 +577,12 @@ fn write_text(
         line
     };
     writeln!(out, "# {}", fmt_line(&header))?;
-    for row in &r.rows {
-        let line = format!("  {}", fmt_line(&cells_of(row)));
+    for row in r.rows() {
+        let line = format!("  {}", fmt_line(&cells_of(&row)));
         let hot = if r.children {
-            row.children_percent(0, &r.events)
+            row.children_percent(0)
         } else {
-            row.percent(0, &r.events)
+            row.percent(0)
         };
         // Highlight the hottest rows on a terminal: red ≥ 10%, yellow ≥ 1%.
         if tty && hot >= 10.0 {
@@ -551,8 +592,8 @@ fn write_text(
         } else {
             writeln!(out, "{line}")?;
         }
-        for (i, g) in row.call_graph.iter().enumerate() {
-            if let Some(node) = g {
+        for i in 0..r.events.len() {
+            if let Some(node) = row.call_graph(i) {
                 let total = r.events[i].period;
                 if multi {
                     writeln!(out, "{:>10}[{}]", "", r.events[i].name)?;
@@ -562,8 +603,17 @@ fn write_text(
             }
         }
     }
-    if r.rows.is_empty() {
+    if r.is_empty() {
         writeln!(out, "# (no samples)")?;
+    }
+    if r.deskid {
+        writeln!(out, "#")?;
+        writeln!(
+            out,
+            "# ~Deskid %: ESTIMATED (skid correction), see docs/skid.md: each non-precise sample \
+             of a memory or branch event counted at its estimated culprit instruction; the other \
+             columns are as sampled"
+        )?;
     }
     Ok(())
 }
@@ -621,7 +671,254 @@ fn node_json(n: &CallNode, total: u64) -> Value {
     })
 }
 
-fn to_json(args: &ReportArgs, profile: &Profile, r: &Hotspots, warnings: &[String]) -> Value {
+/// The report as JSON, streamed: the small top-level fields are a `Value`, the rows are
+/// serialized one at a time from the report (a children report can have hundreds of
+/// thousands). Object keys come out sorted, like serde_json's `Map`.
+struct JsonReport<'a> {
+    top: Map<String, Value>,
+    rows: JsonRows<'a>,
+}
+
+impl Serialize for JsonReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.top.len() + 1))?;
+        let mut rows_done = false;
+        for (k, v) in &self.top {
+            if !rows_done && k.as_str() > "rows" {
+                m.serialize_entry("rows", &self.rows)?;
+                rows_done = true;
+            }
+            m.serialize_entry(k, v)?;
+        }
+        if !rows_done {
+            m.serialize_entry("rows", &self.rows)?;
+        }
+        m.end()
+    }
+}
+
+struct JsonRows<'a> {
+    r: &'a Hotspots,
+    /// Report events in name order, one per distinct name (the last one, as a `Map` keeps).
+    by_name: Vec<usize>,
+}
+
+impl Serialize for JsonRows<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.r.rows().map(|row| JsonRow { row, ctx: self }))
+    }
+}
+
+struct JsonRow<'a> {
+    row: Row<'a>,
+    ctx: &'a JsonRows<'a>,
+}
+
+/// A JSON number with 4 decimals (null when not finite).
+struct Round4(f64);
+
+impl Serialize for Round4 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = (self.0 * 10000.0).round() / 10000.0;
+        if r.is_finite() {
+            s.serialize_f64(r)
+        } else {
+            s.serialize_unit()
+        }
+    }
+}
+
+/// `{EVENT: f(event index)}` in event-name order.
+struct PerEvent<'a, T: Serialize, F: Fn(usize) -> T> {
+    ctx: &'a JsonRows<'a>,
+    f: F,
+}
+
+impl<T: Serialize, F: Fn(usize) -> T> Serialize for PerEvent<'_, T, F> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let ev = &self.ctx.r.events;
+        s.collect_map(
+            self.ctx
+                .by_name
+                .iter()
+                .map(|&i| (ev[i].name.as_str(), (self.f)(i))),
+        )
+    }
+}
+
+/// A value of the `keys` object.
+enum KeyJson<'a> {
+    Number(i64),
+    Text(&'a str),
+    Owned(String),
+}
+
+impl Serialize for KeyJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            KeyJson::Number(n) => s.serialize_i64(*n),
+            KeyJson::Text(t) => s.serialize_str(t),
+            KeyJson::Owned(t) => s.serialize_str(t),
+        }
+    }
+}
+
+impl Serialize for JsonRow<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let row = self.row;
+        let r = self.ctx.r;
+        // The keys object: sort keys, plus `dso` (ip, unresolved sym) and `sym_addr`.
+        let mut keys: Vec<(&str, KeyJson)> = Vec::with_capacity(r.keys.len() + 2);
+        let mut level = None;
+        for k in row.keys() {
+            let k = &k;
+            let v = match k.number() {
+                Some(n) => KeyJson::Number(n),
+                None => KeyJson::Text(row.text(k)),
+            };
+            put(&mut keys, k.key.name(), v, true);
+            match k.key {
+                SortKey::Ip => {
+                    if let Some(d) = row.dso(k) {
+                        put(&mut keys, "dso", KeyJson::Text(d), false);
+                    }
+                }
+                SortKey::Sym => {
+                    level = k.tag();
+                    if let Some(a) = k.addr() {
+                        put(
+                            &mut keys,
+                            "sym_addr",
+                            KeyJson::Owned(format!("{a:#x}")),
+                            true,
+                        );
+                        if let Some(d) = row.dso(k) {
+                            put(&mut keys, "dso", KeyJson::Text(d), false);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        keys.sort_by(|a, b| a.0.cmp(b.0));
+        let graphs = row.has_call_graph();
+        let mut m = s.serialize_map(None)?;
+        let ctx = self.ctx;
+        if graphs {
+            m.serialize_entry(
+                "call_graph",
+                &PerEvent {
+                    ctx,
+                    f: |i| match row.call_graph(i) {
+                        Some(n) => node_json(n, r.events[i].period),
+                        None => Value::Null,
+                    },
+                },
+            )?;
+        }
+        m.serialize_entry(
+            "children_percent",
+            &PerEvent {
+                ctx,
+                f: |i| Round4(row.children_percent(i)),
+            },
+        )?;
+        m.serialize_entry(
+            "children_period",
+            &PerEvent {
+                ctx,
+                f: |i| row.children_period(i),
+            },
+        )?;
+        m.serialize_entry(
+            "children_samples",
+            &PerEvent {
+                ctx,
+                f: |i| row.children_samples(i),
+            },
+        )?;
+        if r.deskid {
+            m.serialize_entry(
+                "deskid_percent",
+                &PerEvent {
+                    ctx,
+                    f: |i| Round4(row.deskid_percent(i)),
+                },
+            )?;
+            m.serialize_entry(
+                "deskid_period",
+                &PerEvent {
+                    ctx,
+                    f: |i| row.deskid_period(i),
+                },
+            )?;
+            m.serialize_entry(
+                "deskid_samples",
+                &PerEvent {
+                    ctx,
+                    f: |i| row.deskid_samples(i),
+                },
+            )?;
+        }
+        m.serialize_entry("keys", &KeysJson(&keys))?;
+        m.serialize_entry(
+            "percent",
+            &PerEvent {
+                ctx,
+                f: |i| Round4(row.percent(i)),
+            },
+        )?;
+        m.serialize_entry(
+            "period",
+            &PerEvent {
+                ctx,
+                f: |i| row.period(i),
+            },
+        )?;
+        m.serialize_entry(
+            "samples",
+            &PerEvent {
+                ctx,
+                f: |i| row.samples(i),
+            },
+        )?;
+        if let Some(l) = level {
+            m.serialize_entry("sym_level", l)?;
+        }
+        m.end()
+    }
+}
+
+/// Sets a `keys` entry (`replace`: like `Map::insert`, else like `entry().or_insert`).
+fn put<'a>(
+    keys: &mut Vec<(&'static str, KeyJson<'a>)>,
+    name: &'static str,
+    v: KeyJson<'a>,
+    replace: bool,
+) {
+    match keys.iter_mut().find(|e| e.0 == name) {
+        Some(e) if replace => e.1 = v,
+        Some(_) => {}
+        None => keys.push((name, v)),
+    }
+}
+
+struct KeysJson<'a, 'b>(&'a [(&'b str, KeyJson<'b>)]);
+
+impl Serialize for KeysJson<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (*k, v)))
+    }
+}
+
+fn to_json<'a>(
+    args: &ReportArgs,
+    profile: &Profile,
+    r: &'a Hotspots,
+    warnings: &[String],
+) -> JsonReport<'a> {
     let events: Vec<JsonEvent> = r
         .events
         .iter()
@@ -632,102 +929,57 @@ fn to_json(args: &ReportArgs, profile: &Profile, r: &Hotspots, warnings: &[Strin
             lost: e.lost,
         })
         .collect();
-    let rows: Vec<Value> = r
-        .rows
-        .iter()
-        .map(|row| {
-            let mut keys = Map::new();
-            let mut level = None;
-            for k in &row.keys {
-                let v = match k.number {
-                    Some(n) => Value::from(n),
-                    None => Value::from(k.text.clone()),
-                };
-                keys.insert(k.key.name().to_string(), v);
-                match k.key {
-                    SortKey::Ip => {
-                        if let Some(d) = &k.dso {
-                            keys.entry("dso").or_insert_with(|| Value::from(d.clone()));
-                        }
-                    }
-                    SortKey::Sym => {
-                        level = k.tag;
-                        if let Some(a) = k.addr {
-                            keys.insert("sym_addr".into(), Value::from(format!("{a:#x}")));
-                            if let Some(d) = &k.dso {
-                                keys.entry("dso").or_insert_with(|| Value::from(d.clone()));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let per = |f: &dyn Fn(usize) -> Value| -> Value {
-                let mut m = Map::new();
-                for (i, e) in r.events.iter().enumerate() {
-                    m.insert(e.name.clone(), f(i));
-                }
-                Value::Object(m)
-            };
-            let mut o = Map::new();
-            o.insert("keys".into(), Value::Object(keys));
-            o.insert("samples".into(), per(&|i| Value::from(row.samples[i])));
-            o.insert("period".into(), per(&|i| Value::from(row.period[i])));
-            o.insert(
-                "percent".into(),
-                per(&|i| round4(row.percent(i, &r.events))),
-            );
-            o.insert(
-                "children_percent".into(),
-                per(&|i| round4(row.children_percent(i, &r.events))),
-            );
-            o.insert(
-                "children_period".into(),
-                per(&|i| Value::from(row.children_period[i])),
-            );
-            o.insert(
-                "children_samples".into(),
-                per(&|i| Value::from(row.children_samples[i])),
-            );
-            if let Some(l) = level {
-                o.insert("sym_level".into(), Value::from(l));
-            }
-            if row.call_graph.iter().any(Option::is_some) {
-                o.insert(
-                    "call_graph".into(),
-                    per(&|i| match &row.call_graph[i] {
-                        Some(n) => node_json(n, r.events[i].period),
-                        None => Value::Null,
-                    }),
-                );
-            }
-            Value::Object(o)
-        })
-        .collect();
+    let mut by_name: Vec<usize> = (0..r.events.len()).collect();
+    // Stable sort, then keep the last of equal names (what inserting into a Map keeps).
+    by_name.sort_by(|&a, &b| r.events[a].name.cmp(&r.events[b].name));
+    let mut dedup: Vec<usize> = Vec::with_capacity(by_name.len());
+    for i in by_name {
+        match dedup.last_mut() {
+            Some(last) if r.events[*last].name == r.events[i].name => *last = i,
+            _ => dedup.push(i),
+        }
+    }
     let m = &profile.meta;
-    serde_json::json!({
-        "file": args.input.display().to_string(),
-        "events": events,
-        "sort": r.keys.iter().map(|k| k.name()).collect::<Vec<_>>(),
-        "children": r.children,
-        "hidden_rows": r.hidden_rows,
-        "meta": {
+    let mut top = Map::new();
+    top.insert("file".into(), Value::from(args.input.display().to_string()));
+    top.insert(
+        "events".into(),
+        serde_json::to_value(&events).unwrap_or(Value::Null),
+    );
+    top.insert(
+        "sort".into(),
+        Value::from(r.keys.iter().map(|k| k.name()).collect::<Vec<_>>()),
+    );
+    top.insert("children".into(), Value::from(r.children));
+    top.insert("hidden_rows".into(), Value::from(r.hidden_rows));
+    top.insert(
+        "meta".into(),
+        serde_json::json!({
             "cmdline": m.cmdline,
             "hostname": m.hostname,
             "perf_version": m.perf_version,
             "os_release": m.os_release,
             "duration_ns": m.time_range.map(|(a, b)| b.saturating_sub(a)),
             "lost": profile.lost,
-        },
-        "stopped": profile.stopped.as_ref().map(|s| serde_json::json!({
+        }),
+    );
+    top.insert(
+        "stopped".into(),
+        serde_json::json!(profile.stopped.as_ref().map(|s| serde_json::json!({
             "offset": s.offset,
             "record_type": s.record_type,
             "reason": s.reason,
             "records_read": s.records_read,
-        })),
-        "warnings": warnings,
-        "rows": rows,
-    })
+        }))),
+    );
+    top.insert("warnings".into(), Value::from(warnings.to_vec()));
+    if r.deskid {
+        top.insert("deskid_is_estimate".into(), Value::Bool(true));
+    }
+    JsonReport {
+        top,
+        rows: JsonRows { r, by_name: dedup },
+    }
 }
 
 fn csv_field(s: &str) -> String {
@@ -752,6 +1004,11 @@ fn write_csv(out: &mut dyn Write, r: &Hotspots) -> anyhow::Result<()> {
         for c in ["samples", "period", "percent", "children_percent"] {
             header.push(format!("{}:{c}", e.name));
         }
+        if r.deskid {
+            for c in ["deskid_samples", "deskid_percent"] {
+                header.push(format!("{}:{c}", e.name));
+            }
+        }
     }
     writeln!(
         out,
@@ -762,28 +1019,31 @@ fn write_csv(out: &mut dyn Write, r: &Hotspots) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(",")
     )?;
-    for row in &r.rows {
+    for row in r.rows() {
         let mut f: Vec<String> = row
-            .keys
-            .iter()
-            .map(|k| match (k.key, k.addr) {
+            .keys()
+            .map(|k| match (k.key, k.addr()) {
                 (SortKey::Sym, Some(a)) => format!("[unknown] {a:#x}"),
-                _ => k.text.clone(),
+                _ => row.text(&k).to_string(),
             })
             .collect();
         if extra_dso {
             f.push(
-                row.keys
-                    .iter()
-                    .find_map(|k| k.dso.clone())
-                    .unwrap_or_default(),
+                row.keys()
+                    .find_map(|k| row.dso(&k))
+                    .unwrap_or_default()
+                    .to_string(),
             );
         }
         for i in 0..r.events.len() {
-            f.push(row.samples[i].to_string());
-            f.push(row.period[i].to_string());
-            f.push(format!("{:.4}", row.percent(i, &r.events)));
-            f.push(format!("{:.4}", row.children_percent(i, &r.events)));
+            f.push(row.samples(i).to_string());
+            f.push(row.period(i).to_string());
+            f.push(format!("{:.4}", row.percent(i)));
+            f.push(format!("{:.4}", row.children_percent(i)));
+            if r.deskid {
+                f.push(row.deskid_samples(i).to_string());
+                f.push(format!("{:.4}", row.deskid_percent(i)));
+            }
         }
         writeln!(
             out,

@@ -1084,34 +1084,25 @@ pub fn write_report_topdown(
         );
     }
     let rows: Vec<(String, JsonSampledRow)> = report
-        .rows
-        .iter()
+        .rows()
         .filter_map(|row| {
             let periods: Vec<(topdown::Ev, u64, u64)> = columns
                 .iter()
                 .enumerate()
-                .filter_map(|(i, c)| {
-                    Some((
-                        (*c)?,
-                        row.period.get(i).copied()?,
-                        row.samples.get(i).copied()?,
-                    ))
-                })
+                .filter_map(|(i, c)| Some(((*c)?, row.period(i), row.samples(i))))
                 .collect();
             let est = topdown::level1_from_samples(model, &periods)?;
             let label = row
-                .keys
-                .iter()
-                .map(|k| k.text.as_str())
+                .keys()
+                .map(|k| row.text(&k))
                 .collect::<Vec<_>>()
                 .join("  ");
             let keys = row
-                .keys
-                .iter()
+                .keys()
                 .map(|k| {
                     (
                         k.key.name().to_string(),
-                        serde_json::Value::from(k.text.clone()),
+                        serde_json::Value::from(row.text(&k)),
                     )
                 })
                 .collect();
