@@ -583,3 +583,27 @@ fn live_exit_stops_recording_and_target() {
     // shares 100000 runs for many minutes; stopping must not wait for it.
     assert!(took < std::time::Duration::from_secs(60), "{took:?}");
 }
+
+/// Wildcards in live probe names expand to the events known here (`*-clock`: cpu-clock,
+/// task-clock); the program sees each as its own event.
+#[test]
+fn live_wildcard_probe_records_every_matching_event() {
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let doc = trace_json(&[
+        "-e",
+        "pmc:::*-clock-200000 /execname == \"shares\"/ { @[event] = count(); }",
+        "--",
+        shares.to_str().unwrap(),
+        "40",
+    ]);
+    let by_event: BTreeMap<String, i64> = entries(agg(&doc, "")).into_iter().collect();
+    assert!(
+        by_event.get("cpu-clock").is_some_and(|&n| n > 10),
+        "{by_event:?}"
+    );
+    assert!(
+        by_event.get("task-clock").is_some_and(|&n| n > 10),
+        "{by_event:?}"
+    );
+}

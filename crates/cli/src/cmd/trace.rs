@@ -502,6 +502,45 @@ fn run_live(
 /// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
 const LIVE_TICK_MS: u64 = 10;
 
+/// Most events one live wildcard probe may open (more would be multiplexed on the few
+/// hardware counters and name more events than a program can mean).
+const MAX_GLOB_EVENTS: usize = 16;
+
+/// `*` and `?` over a whole name.
+fn glob_match(pat: &[u8], name: &[u8]) -> bool {
+    match (pat.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob_match(&pat[1..], name) || (!name.is_empty() && glob_match(pat, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => glob_match(&pat[1..], &name[1..]),
+        (Some(a), Some(b)) if a == b => glob_match(&pat[1..], &name[1..]),
+        _ => false,
+    }
+}
+
+/// Live wildcard probes (`pmc:::ls_*`): the event names this machine knows (generic, cache,
+/// the CPU's catalog, sysfs aliases) that match the pattern.
+fn expand_event_glob(pattern: &str) -> anyhow::Result<Vec<String>> {
+    let sysfs = culprit_collect::sysfs::Sysfs::system();
+    let cpu = culprit_collect::sysfs::cpu_identity();
+    let names: Vec<String> = events::known_names(&sysfs, cpu.as_ref())
+        .into_iter()
+        .filter(|n| !n.contains('/') && glob_match(pattern.as_bytes(), n.as_bytes()))
+        .collect();
+    if names.is_empty() {
+        bail!("`{pattern}` matches no event known here (`culprit list` shows them)");
+    }
+    if names.len() > MAX_GLOB_EVENTS {
+        bail!(
+            "`{pattern}` matches {} events ({}, …); at most {MAX_GLOB_EVENTS} live: narrow the pattern",
+            names.len(),
+            names[..5].join(", ")
+        );
+    }
+    Ok(names)
+}
+
 /// The recording options of a live trace: the events of the program's probes.
 fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<RecordOptions> {
     let probes = prog.sample_probes();
@@ -513,15 +552,22 @@ fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<RecordOption
     for (p, text) in &probes {
         match p {
             Probe::Pmc { event, period } => {
-                if event.contains(['*', '?']) {
-                    bail!("probe `{text}`: wildcards match the events of a file (-i); live, name the event");
+                let names = if event.contains(['*', '?']) {
+                    expand_event_glob(event).with_context(|| format!("probe `{text}`"))?
+                } else {
+                    vec![event.clone()]
+                };
+                for name in names {
+                    if specs.iter().any(|s: &events::EventSpec| s.name == name) {
+                        continue; // another probe (or pattern) records it already
+                    }
+                    let mut spec =
+                        events::parse_event(&name).with_context(|| format!("probe `{text}`"))?;
+                    if let Some(p) = period {
+                        spec.rate = Some(SampleRate::Period(*p));
+                    }
+                    specs.push(spec);
                 }
-                let mut spec =
-                    events::parse_event(event).with_context(|| format!("probe `{text}`"))?;
-                if let Some(p) = period {
-                    spec.rate = Some(SampleRate::Period(*p));
-                }
-                specs.push(spec);
             }
             Probe::Profile { hz } => {
                 let mut spec = events::parse_event("cpu-clock").context("cpu-clock")?;
@@ -606,4 +652,33 @@ fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<RecordOption
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_glob_match_whole_names() {
+        assert!(glob_match(b"ls_*", b"ls_any_fills_from_sys.all"));
+        assert!(glob_match(b"*-clock", b"cpu-clock"));
+        assert!(glob_match(b"t?sk-clock", b"task-clock"));
+        assert!(!glob_match(b"ls_*", b"xls_a"));
+        assert!(!glob_match(b"cpu-clock?", b"cpu-clock"));
+        assert!(glob_match(b"*", b""));
+    }
+
+    #[test]
+    fn test_expand_event_glob_software_names() {
+        let v = expand_event_glob("*-clock").unwrap();
+        assert!(v.contains(&"cpu-clock".to_string()), "{v:?}");
+        assert!(v.contains(&"task-clock".to_string()), "{v:?}");
+        assert!(v.iter().all(|n| n.ends_with("-clock")), "{v:?}");
+        let e = expand_event_glob("no_such_event_*")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("matches no event"), "{e}");
+        let e = expand_event_glob("*").unwrap_err().to_string();
+        assert!(e.contains("narrow the pattern"), "{e}");
+    }
 }
