@@ -857,6 +857,9 @@ fn record_into(
     }
     tracker.walk(&synth);
     writer.write_data(&synth).map_err(write_err)?;
+    if let Writer::Pipe(w) = &mut writer {
+        w.finish_init().map_err(write_err)?;
+    }
 
     // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
     let started = Instant::now();

@@ -9,6 +9,7 @@
 //!                     PERF_RECORD_EVENT_UPDATE (type 78), kind NAME (2): header, kind, id, name
 //! per feature         PERF_RECORD_HEADER_FEATURE (type 80): header, u64 feature bit, the
 //!                     feature section's bytes (as in a file's feature section)
+//! records             the synthesized state (kernel MMAP, /proc COMM/MMAP2)
 //! FINISHED_INIT       type 82: the synthesized state is complete
 //! records             kernel records and FINISHED_ROUND (68) after each drain pass
 //! at the end          PERF_RECORD_HEADER_BUILD_ID (type 67) per object that got samples
@@ -60,7 +61,7 @@ fn push_record(out: &mut Vec<u8>, rtype: u32, misc: u16, body: &[u8]) -> Option<
 }
 
 /// Encodes the head of a stream: header, attrs with their names, the features known at the
-/// start, FINISHED_INIT. Features too large for a record are left out (perf does the same).
+/// start. Features too large for a record are left out (perf does the same).
 pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     out.extend_from_slice(b"PERFILE2");
@@ -106,7 +107,6 @@ pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8
         // A feature too large for one record is skipped: it is descriptive only.
         let _ = push_record(&mut out, RECORD_HEADER_FEATURE, 0, &body);
     }
-    push_record(&mut out, RECORD_FINISHED_INIT, 0, &[]);
     Ok(out)
 }
 
@@ -166,6 +166,14 @@ impl<W: Write> PipeWriter<W> {
         self.data_size += bytes.len() as u64;
         self.written += bytes.len() as u64;
         Ok(())
+    }
+
+    /// Writes FINISHED_INIT: the records of the state that existed before recording (the
+    /// synthesized kernel MMAP, COMM and MMAP2 from /proc) are all written.
+    pub fn finish_init(&mut self) -> io::Result<()> {
+        let mut r = Vec::with_capacity(8);
+        push_record(&mut r, RECORD_FINISHED_INIT, 0, &[]);
+        self.write_data(&r)
     }
 
     /// Bytes of records written so far (not counting the head).
@@ -276,6 +284,7 @@ mod tests {
         };
         records::push_mmap2(&mut buf, &attrs[0].attr, &m, &sid);
         w.write_data(&buf).unwrap();
+        w.finish_init().unwrap();
         let mut round = sample_record(11, 0x400010, 100, 1000);
         round.extend(sample_record(22, 0x400020, 100, 2000));
         records::push_finished_round(&mut round);
@@ -324,8 +333,8 @@ mod tests {
             pos += size;
         }
         assert_eq!(pos, head.len());
-        // attr+name, attr+name, EVENT_DESC and PMU_CAPS features, FINISHED_INIT
-        assert_eq!(types, [64, 78, 64, 78, 80, 80, 82]);
+        // attr+name, attr+name, EVENT_DESC and PMU_CAPS features
+        assert_eq!(types, [64, 78, 64, 78, 80, 80]);
         // HEADER_ATTR: 8 + 128-byte attr + 2 ids
         let size = u16::from_le_bytes([head[22], head[23]]);
         assert_eq!(size, 8 + 128 + 16);
