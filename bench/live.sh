@@ -34,8 +34,8 @@ t0=$(now); "$W" "$UNITS" > /dev/null; t1=$(now)
 echo "workload alone:        $(secs "$t0" "$t1") s"
 
 t0=$(now); perf record -q -e cpu-clock -F "$HZ" -o "$OUT/perf.data" -- "$W" "$UNITS" > /dev/null 2> "$OUT/perf.err"; t1=$(now)
-n=$(perf report -i "$OUT/perf.data" --stdio --sort comm 2>/dev/null | awk '/^# Samples:/ {print $3}')
-lost=$(perf report -i "$OUT/perf.data" --stdio --stats 2>/dev/null | awk '/LOST_SAMPLES|LOST events/ {print $NF}' | head -1)
+n=$(perf script -i "$OUT/perf.data" -F ip 2>/dev/null | wc -l)
+lost=$(perf report -i "$OUT/perf.data" --stats 2>/dev/null | awk '/LOST events|LOST_SAMPLES events/ {print $(NF-1)}' | head -1 || true)
 echo "perf record (file):    $(secs "$t0" "$t1") s, samples $n, lost ${lost:-0}"
 
 t0=$(now); "$CULPRIT" record -q -e cpu-clock -F "$HZ" --format json -o "$OUT/culprit.data" -- "$W" "$UNITS" > "$OUT/record.json" 2> /dev/null; t1=$(now)
@@ -45,7 +45,7 @@ t0=$(now)
 "$CULPRIT" trace -q --format json -e "profile:::hz-$HZ { @[sym] = count(); }" -- "$W" "$UNITS" > "$OUT/trace.json" 2> "$OUT/trace.err"
 t1=$(now)
 seen=$(grep -o '"seen":[0-9]*' "$OUT/trace.json" | cut -d: -f2)
-lost=$(grep -o 'lost [0-9]* samples' "$OUT/trace.json" "$OUT/trace.err" | head -1 | awk '{print $2}')
+lost=$(cat "$OUT/trace.json" "$OUT/trace.err" | grep -o 'lost [0-9]* samples' | head -1 | awk '{print $2}' || true)
 wall=$(secs "$t0" "$t1")
 echo "culprit trace (live):  $wall s, samples delivered $seen ($(echo "$seen $wall" | awk '{printf "%.0f", $1 / $2}')/s of wall time), lost ${lost:-0}"
 
@@ -56,7 +56,7 @@ pid=$!
 for ((s = 10; s <= TOP_SECS; s += 10)); do
   sleep 10
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo gone)
-  shown=$(grep '^culprit top:' "$OUT/top.out" | tail -1 | cut -d, -f2)
+  shown=$(grep '^culprit top:' "$OUT/top.out" | tail -1 | cut -d, -f2 || true)
   echo "after ${s} s: RSS ${rss} kB,${shown}"
 done
 wait "$pid" || true
