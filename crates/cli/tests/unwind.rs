@@ -307,3 +307,73 @@ fn test_unwind_culprit_dwarf_recording_matches_known_tree() {
     );
     assert!(probe.stack_bytes > 0);
 }
+
+/// Shares one unwinder between the test and a decoder that owns its unwinder.
+struct Shared(std::rc::Rc<std::cell::RefCell<culprit_symbols::unwind::DwarfUnwinder>>);
+
+impl UserStackUnwinder for Shared {
+    fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>) {
+        self.0.borrow_mut().unwind(input, out);
+    }
+}
+
+#[test]
+fn test_unwind_stream_decoder_matches_file_reader() {
+    if !common::require_perf("test_unwind_stream_decoder_matches_file_reader") {
+        return;
+    }
+    let exe = common::workload("calltree");
+    let file = record_dir("unwind-stream").join("pipe.data");
+    {
+        let _lock = common::pmu_lock();
+        let out = std::fs::File::create(&file).expect("create the pipe-mode file");
+        let status = Command::new("perf")
+            .args(["record", "-q", "--call-graph", "dwarf", "-e", "cpu-clock"])
+            .args(["-F", "2000", "-o", "-", "--"])
+            .arg(&exe)
+            .arg("200")
+            .stdout(out)
+            .status()
+            .expect("run perf record -o -");
+        assert!(status.success());
+    }
+    let data = std::fs::read(&file).expect("read the recording");
+    let opts = culprit_symbols::SymbolizerOptions::default();
+    let chains =
+        |p: &Profile, s: &Sample| -> Vec<u64> { p.callchain(s).iter().map(|f| f.addr).collect() };
+
+    let mut whole = culprit_symbols::unwind::DwarfUnwinder::new(&opts);
+    let mut a: Vec<Vec<u64>> = Vec::new();
+    culprit_decode::read_bytes_with(
+        &data,
+        culprit_decode::ReadOptions {
+            unwinder: Some(&mut whole),
+        },
+        Some(&mut |p: &Profile, s: &Sample| a.push(chains(p, s))),
+    )
+    .expect("read_bytes_with");
+
+    let shared = std::rc::Rc::new(std::cell::RefCell::new(
+        culprit_symbols::unwind::DwarfUnwinder::new(&opts),
+    ));
+    let mut dec = culprit_decode::StreamDecoder::new();
+    dec.set_unwinder(Box::new(Shared(shared.clone())));
+    let mut b: Vec<Vec<u64>> = Vec::new();
+    let mut on = |p: &Profile, s: &Sample| b.push(chains(p, s));
+    for chunk in data.chunks(4096) {
+        dec.push(chunk, &mut on).expect("push");
+    }
+    dec.finish(&mut on);
+
+    assert!(a.len() > 200, "only {} samples", a.len());
+    assert_eq!(a, b, "stream and file decoding unwind differently");
+    // Most samples are in c() or e(): IP, leaf's caller, main, libc start, _start…
+    let deep = a.iter().filter(|c| c.len() >= 4).count();
+    assert!(
+        deep * 10 >= a.len() * 9,
+        "{deep} of {} chains have ≥ 4 frames",
+        a.len()
+    );
+    assert_eq!(whole.stats(), shared.borrow().stats());
+    assert!(whole.stats().frames >= 4 * deep as u64);
+}

@@ -236,7 +236,7 @@ pub(crate) struct Reader<'a, 'p> {
     /// Start of the record being framed (nothing before it is needed once delivered).
     framing_at: usize,
     /// DWARF unwinding of sampled user stacks, when the caller asked for it.
-    unwind: Option<crate::unwind::Hook<'p>>,
+    pub(crate) unwind: Option<crate::unwind::Hook<'p>>,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {

@@ -60,6 +60,8 @@ pub struct StreamDecoder {
     warned_cap: bool,
     /// What [`StreamDecoder::profile`] shows before the header is complete.
     empty: Profile,
+    /// DWARF unwinder waiting for the reader to exist ([`StreamDecoder::set_unwinder`]).
+    unwinder: Option<Box<dyn crate::unwind::UserStackUnwinder>>,
 }
 
 impl Default for StreamDecoder {
@@ -94,6 +96,17 @@ impl StreamDecoder {
             pending_cap: PENDING_CAP,
             warned_cap: false,
             empty: Profile::default(),
+            unwinder: None,
+        }
+    }
+
+    /// Unwinds the sampled user stacks of `--call-graph dwarf` streams with `unwinder` (as
+    /// [`crate::ReadOptions::unwinder`] does for files), from the next sample on. To read
+    /// its warnings or statistics later, share it, e.g. through `Rc<RefCell<_>>`.
+    pub fn set_unwinder(&mut self, unwinder: Box<dyn crate::unwind::UserStackUnwinder>) {
+        match self.reader.as_mut() {
+            Some(r) => r.unwind = Some(crate::unwind::Hook::owned(unwinder)),
+            None => self.unwinder = Some(unwinder),
         }
     }
 
@@ -160,7 +173,9 @@ impl StreamDecoder {
                     ),
                 ));
             }
-            self.reader = Some(Reader::new_stream(be));
+            let mut reader = Reader::new_stream(be);
+            reader.unwind = self.unwinder.take().map(crate::unwind::Hook::owned);
+            self.reader = Some(reader);
             self.buf.clear();
             self.base = PIPE_HEADER as u64;
         }

@@ -112,7 +112,6 @@ pub trait UserStackUnwinder {
 /// the stream decoder, whose reader cannot borrow; share state with `Rc<RefCell<_>>`).
 enum UnwinderRef<'p> {
     Borrowed(&'p mut dyn UserStackUnwinder),
-    #[allow(dead_code)] // For StreamDecoder (not wired yet).
     Owned(Box<dyn UserStackUnwinder + 'p>),
 }
 
@@ -133,7 +132,6 @@ impl<'p> Hook<'p> {
     }
 
     /// A hook owning its unwinder (for readers that live as long as their input).
-    #[allow(dead_code)] // For StreamDecoder (not wired yet).
     pub(crate) fn owned(unwinder: Box<dyn UserStackUnwinder + 'p>) -> Hook<'p> {
         Hook {
             unwinder: UnwinderRef::Owned(unwinder),
