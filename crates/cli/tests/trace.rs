@@ -607,3 +607,67 @@ fn live_wildcard_probe_records_every_matching_event() {
         "{by_event:?}"
     );
 }
+
+/// `culprit record -o - … | culprit trace -i -`: the program runs over the stream as it
+/// arrives, so its output appears before the recording ends (compared with the recorder
+/// process's exit, not with a time threshold).
+#[test]
+fn piped_stream_is_traced_while_it_is_recorded() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::time::Instant;
+    let _lock = common::pmu_lock();
+    let shares = common::workload("shares");
+    let t0 = Instant::now();
+    let mut rec = common::culprit()
+        .args([
+            "record",
+            "-q",
+            "-o",
+            "-",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "1000",
+            "--",
+        ])
+        .arg(&shares)
+        .arg("200")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stream = rec.stdout.take().unwrap();
+    let mut trace = common::culprit()
+        .args([
+            "trace",
+            "-q",
+            "-i",
+            "-",
+            "-e",
+            "pmc:::cpu-clock { n++; } pmc:::cpu-clock /n % 100 == 0/ { printf(\"n %d\\n\", n); }",
+        ])
+        .stdin(Stdio::from(stream))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiter = std::thread::spawn(move || {
+        let st = rec.wait().unwrap();
+        (st, t0.elapsed().as_secs_f64())
+    });
+    let out = std::io::BufReader::new(trace.stdout.take().unwrap());
+    let lines: Vec<(f64, String)> = out
+        .lines()
+        .map(|l| (t0.elapsed().as_secs_f64(), l.unwrap()))
+        .collect();
+    assert!(trace.wait().unwrap().success());
+    let (st, rec_end) = waiter.join().unwrap();
+    assert!(st.success());
+    eprintln!("{lines:?}; the recorder ended at {rec_end:.3}s");
+    assert!(lines.len() >= 2, "{lines:?}");
+    assert_eq!(lines[0].1, "n 100");
+    assert!(
+        lines[0].0 < rec_end,
+        "the first line came after the recording ended: {lines:?} vs {rec_end:.3}s"
+    );
+}

@@ -116,7 +116,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         }
         Some(input) => {
             let what = input.display().to_string();
-            let outcome = if args.stats || input.as_os_str() == "-" {
+            let outcome = if args.stats {
                 run_in_memory(&prog, input, &what, &mut sink, &mut syms, args.stats)?
             } else {
                 run_streaming(&prog, input, &what, &mut sink, &mut syms)?
@@ -271,36 +271,45 @@ fn run_streaming(
     let mut runner: Option<Runner<'_>> = None;
     let mut failed: Option<anyhow::Error> = None;
     let mut io_err: Option<std::io::Error> = None;
-    let profile = culprit_decode::read_file_streaming(
-        input,
-        &mut |_, _| {},
-        &mut |p: &Profile, s: &Sample| {
-            if failed.is_some() || io_err.is_some() {
-                return;
-            }
-            if runner.is_none() {
-                match bind(prog, p, what, prog.quiet) {
-                    Ok(mut r) => {
-                        r.begin(p, syms);
-                        runner = Some(r);
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        return;
-                    }
+    // From a pipe (`culprit record -o - … | culprit trace -i -`) the samples arrive while the
+    // recording runs: print at least every 100 ms, not only when 64 KiB are pending.
+    let piped = input.as_os_str() == "-";
+    let mut last_flush = Instant::now();
+    let mut on_sample = |p: &Profile, s: &Sample| {
+        if failed.is_some() || io_err.is_some() {
+            return;
+        }
+        if runner.is_none() {
+            match bind(prog, p, what, prog.quiet) {
+                Ok(mut r) => {
+                    r.begin(p, syms);
+                    runner = Some(r);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    return;
                 }
             }
-            if let Some(r) = runner.as_mut() {
-                r.sample(p, s, syms);
-                if r.pending_output() > 1 << 16 {
-                    if let Err(e) = sink.flush_runner(r) {
-                        io_err = Some(e);
-                    }
+        }
+        if let Some(r) = runner.as_mut() {
+            r.sample(p, s, syms);
+            let pending = r.pending_output();
+            let due = piped && pending > 0 && last_flush.elapsed().as_millis() >= 100;
+            if pending > 1 << 16 || due {
+                last_flush = Instant::now();
+                if let Err(e) = sink.flush_runner(r) {
+                    io_err = Some(e);
                 }
             }
-        },
-    )
-    .with_context(|| format!("cannot read {}", input.display()))?;
+        }
+    };
+    let profile = if piped {
+        culprit_decode::read_reader_streaming(std::io::stdin().lock(), &mut on_sample)
+            .context("cannot read perf.data from stdin")?
+    } else {
+        culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut on_sample)
+            .with_context(|| format!("cannot read {}", input.display()))?
+    };
     if let Some(e) = failed {
         return Err(e);
     }
