@@ -969,7 +969,14 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let summary = &end.summary;
     let recorded: u64 = summary.events.iter().map(|e| e.samples).sum();
     let counted: u64 = state.table.samples.iter().sum();
-    eprintln!("culprit top: {recorded} samples recorded, {counted} shown");
+    eprintln!(
+        "culprit top: {recorded} samples recorded, {counted} shown{}",
+        if end.stopped_by_consumer {
+            " (those still in flight when the view stopped are not)"
+        } else {
+            ""
+        }
+    );
     if recorded == 0 {
         eprintln!("culprit: warning: no samples were taken");
     }
