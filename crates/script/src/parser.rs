@@ -12,6 +12,7 @@ pub fn parse(src: &str) -> Result<Program, ScriptError> {
         peeked: None,
         in_predicate: false,
         depth: 0,
+        stmt_depth: 0,
     };
     p.program()
 }
@@ -24,9 +25,12 @@ struct Parser<'s> {
     in_predicate: bool,
     /// Nesting depth, bounded so that hostile input cannot overflow the stack.
     depth: u32,
+    /// Statement nesting depth (`if` inside `if`), bounded likewise.
+    stmt_depth: u32,
 }
 
 const MAX_DEPTH: u32 = 200;
+const MAX_STMT_DEPTH: u32 = 32;
 
 /// Binding powers: (left, right) for infix operators.
 fn infix_bp(op: &str) -> Option<(u8, u8)> {
@@ -348,13 +352,18 @@ impl<'s> Parser<'s> {
     }
 
     fn statement(&mut self) -> Result<Stmt, ScriptError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        // Nested `if`s recurse through four frames each (and the checker and compiler
+        // recurse again): a tighter bound than expressions have.
+        self.stmt_depth += 1;
+        if self.stmt_depth > MAX_STMT_DEPTH {
             let span = self.peek()?.1;
-            return Err(self.err(span, "statements nested too deeply"));
+            return Err(self.err(
+                span,
+                format!("statements nested too deeply (at most {MAX_STMT_DEPTH} levels)"),
+            ));
         }
         let r = self.statement_inner();
-        self.depth -= 1;
+        self.stmt_depth -= 1;
         r
     }
 
@@ -707,10 +716,71 @@ mod tests {
     }
 
     #[test]
+    fn if_else_if_else_nests_in_the_else_branch() {
+        let p =
+            parse("BEGIN { if (a) { x = 1; y = 2; } else if (b) z = 3; else { } w = 4; }").unwrap();
+        let body = &p.clauses[0].body;
+        assert_eq!(body.len(), 2);
+        let Stmt::If(_, then, els) = &body[0] else {
+            panic!("{body:?}")
+        };
+        assert_eq!(then.len(), 2);
+        assert_eq!(els.len(), 1);
+        let Stmt::If(_, then2, els2) = &els[0] else {
+            panic!("{els:?}")
+        };
+        assert_eq!((then2.len(), els2.len()), (1, 0));
+        assert!(matches!(body[1], Stmt::Assign(..)));
+    }
+
+    #[test]
+    fn declarations_at_top_level() {
+        let p =
+            parse("int a, b;\nself unsigned long c;\nthis char *d;\nstring e;\nBEGIN { }").unwrap();
+        let d: Vec<(Scope, &str, Vec<&str>)> = p
+            .decls
+            .iter()
+            .map(|d| {
+                (
+                    d.scope,
+                    d.ty.as_str(),
+                    d.names.iter().map(|n| n.0.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            d,
+            vec![
+                (Scope::Global, "int", vec!["a", "b"]),
+                (Scope::SelfVar, "unsigned long", vec!["c"]),
+                (Scope::ThisVar, "char *", vec!["d"]),
+                (Scope::Global, "string", vec!["e"]),
+            ]
+        );
+        assert_eq!(p.clauses.len(), 1);
+        let e = parse("int\n;").unwrap_err().to_string();
+        assert!(
+            e.starts_with("2:1: syntax error: expected a variable name, found `;`"),
+            "{e}"
+        );
+        let e = parse("self ;").unwrap_err().to_string();
+        assert!(
+            e.starts_with("1:6: syntax error: expected a type after `self`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
         let src = format!("BEGIN {{ x = {}1; }}", "(".repeat(10000));
         assert!(parse(&src).is_err());
         let src = format!("BEGIN {{ x = {}1; }}", "-".repeat(10000));
         assert!(parse(&src).is_err());
+        let src = format!("BEGIN {{ {} }}", "if (1) ".repeat(10000));
+        assert!(parse(&src).is_err());
+        // 32 levels are fine, with the deepest expressions inside.
+        let deep = format!("{}1{}", "(".repeat(190), ")".repeat(190));
+        let src = format!("BEGIN {{ {}x = {deep}; }}", "if (1) ".repeat(31));
+        assert!(parse(&src).is_ok());
     }
 }

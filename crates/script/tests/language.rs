@@ -394,3 +394,18 @@ fn offenders_arguments_are_checked() {
     let e = err("pmc:::cpu-clock { @w = offender(ip); }");
     assert!(e.contains("did you mean `offenders`"), "{e}");
 }
+
+#[test]
+fn nested_ifs_are_bounded_and_run() {
+    // 31 nested `if`s around an assignment: parsed, checked, compiled and run.
+    let src = format!(
+        "BEGIN {{ {}x = 7; printf(\"%d\\n\", x); }}",
+        "if (1) ".repeat(31)
+    );
+    assert_eq!(run(&src), "7\n");
+    let e = err(&format!("BEGIN {{ {} x = 1; }}", "if (1) ".repeat(100)));
+    assert!(
+        e.contains("statements nested too deeply (at most 32 levels)"),
+        "{e}"
+    );
+}
