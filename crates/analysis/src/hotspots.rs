@@ -890,8 +890,16 @@ pub fn hotspots_aggregated(
     }
     // The interning map is done; free it before the locations exist (peak memory).
     drop(loc_ids);
+    // Symbols (and SVMAs) are needed only by the sym and ip keys and by call graphs: the
+    // other keys never load a symbol table (no kallsyms read for `--sort comm`/`srcline`).
+    let need_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
+        || (use_chains && opts.call_graph != CallGraphMode::None);
     // DSOs are opened (and warned about) in DSO order, as one sorted batch would.
-    let dsos: std::collections::BTreeSet<DsoId> = queries.iter().filter_map(|q| q.dso).collect();
+    let dsos: std::collections::BTreeSet<DsoId> = if need_symbols {
+        queries.iter().filter_map(|q| q.dso).collect()
+    } else {
+        Default::default()
+    };
     for d in dsos {
         if !dso_anon.get(d as usize).copied().unwrap_or(true) {
             symbolizer.resolve(
@@ -907,6 +915,10 @@ pub fn hotspots_aggregated(
     let mut locs: Vec<Loc> = Vec::with_capacity(queries.len());
     // In chunks: the answers of one chunk at a time, not of all queries.
     for chunk in queries.chunks(1 << 16) {
+        if !need_symbols {
+            locs.extend(chunk.iter().map(|q| Loc::new(q, &Resolved::default())));
+            continue;
+        }
         let resolved = symbolizer.resolve_batch(profile, chunk);
         locs.extend(chunk.iter().zip(&resolved).map(|(q, r)| Loc::new(q, r)));
     }

@@ -592,6 +592,17 @@ impl Symbolizer {
         return_address: bool,
     ) -> Vec<SourceFrame> {
         let Some(dso) = dso else { return Vec::new() };
+        // Kernel, module and JIT addresses have no DWARF here: answer before resolving,
+        // which would load kallsyms or a JIT map for nothing.
+        let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
+            matches!(
+                d.kind,
+                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
+            )
+        });
+        if no_dwarf {
+            return Vec::new();
+        }
         let r = self.resolve(
             profile,
             Query {
