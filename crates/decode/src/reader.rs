@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features, HeaderError};
 use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
-use crate::state::{Map, State};
+use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
 /// `PERF_SAMPLE_*` bits.
@@ -199,11 +199,16 @@ pub(crate) struct Reader<'a, 'p> {
     be: bool,
     attrs: Vec<Attr>,
     layouts: Vec<Layout>,
-    id_to_attr: HashMap<u64, u16>,
+    id_to_attr: IntMap<u64, u16>,
     id_mode: IdMode,
     p: Profile,
     st: State,
+    /// Queued records; `queue[..head]` are delivered already (dropped in bulk, so a round
+    /// costs what it delivers, not the length of what stays queued).
     queue: Vec<Ref>,
+    head: usize,
+    /// `queue[head..sorted]` is in time order; records after it arrived since the last flush.
+    sorted: usize,
     /// perf's `next_flush`: records not newer than this are delivered at a round's end.
     next_flush: u64,
     max_time: u64,
@@ -258,11 +263,13 @@ impl<'a, 'p> Reader<'a, 'p> {
             be,
             attrs: Vec::new(),
             layouts: Vec::new(),
-            id_to_attr: HashMap::new(),
+            id_to_attr: IntMap::default(),
             id_mode: IdMode::Single,
             p,
             st,
             queue: Vec::new(),
+            head: 0,
+            sorted: 0,
             next_flush: 0,
             max_time: 0,
             decomp: Vec::new(),
@@ -506,12 +513,17 @@ impl<'a, 'p> Reader<'a, 'p> {
         // Records without a timestamp keep their place after what was already seen.
         let time = time.unwrap_or(self.max_time);
         self.max_time = self.max_time.max(time);
-        self.queue.push(Ref {
+        self.push_ref(Ref {
             time,
             at,
             file_off,
             attr,
         });
+    }
+
+    #[inline]
+    fn push_ref(&mut self, r: Ref) {
+        self.queue.push(r);
     }
 
     /// perf's FINISHED_ROUND: deliver everything not newer than the previous round's newest.
@@ -524,20 +536,48 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Sorts the queue by time (stable: file order among equal times) and delivers the
     /// records not newer than `limit` (all with `None`).
     fn flush(&mut self, limit: Option<u64>) {
-        if self.queue.is_empty() {
+        if self.head >= self.queue.len() {
             return;
         }
         let mut queue = std::mem::take(&mut self.queue);
-        // Records usually arrive almost sorted; the stable sort is then close to linear.
-        queue.sort_by_key(|r| r.time);
-        let cut = match limit {
-            Some(l) => queue.partition_point(|r| r.time <= l),
-            None => queue.len(),
-        };
-        for r in queue.get(..cut).unwrap_or(&[]) {
+        let head = self.head.min(queue.len());
+        let sorted = self.sorted.clamp(head, queue.len());
+        if sorted < queue.len() {
+            // Records since the last flush: sort them (per-CPU runs interleave; the stable
+            // sort keeps file order among equal times), then merge them with the part of the
+            // sorted pending records they overlap (usually a short tail, often nothing).
+            if let Some(new) = queue.get_mut(sorted..) {
+                new.sort_by_key(|r| r.time);
+            }
+            let first_new = queue.get(sorted).map_or(u64::MAX, |r| r.time);
+            let older = queue.get(head..sorted).unwrap_or(&[]);
+            let overlap = head + older.partition_point(|r| r.time <= first_new);
+            if overlap < sorted {
+                if let Some(tail) = queue.get_mut(overlap..) {
+                    tail.sort_by_key(|r| r.time);
+                }
+            }
+        }
+        self.sorted = queue.len();
+        let pending = queue.get(head..).unwrap_or(&[]);
+        let cut = head
+            + match limit {
+                Some(l) => pending.partition_point(|r| r.time <= l),
+                None => pending.len(),
+            };
+        for r in queue.get(head..cut).unwrap_or(&[]) {
             self.deliver(r);
         }
-        queue.drain(..cut);
+        self.head = cut;
+        if self.head * 2 < queue.len() {
+            self.queue = queue;
+            return;
+        }
+        // At least half the queue is delivered: drop it, and the buffered bytes only it used
+        // (amortized O(1) per record).
+        queue.drain(..self.head);
+        self.sorted -= self.head;
+        self.head = 0;
         self.queue = queue;
         self.compact_decomp();
         self.compact_owned();
@@ -658,7 +698,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 let (attr, time) = self.attr_and_time(ty, body);
                 let time = time.unwrap_or(self.max_time);
                 self.max_time = self.max_time.max(time);
-                self.queue.push(Ref {
+                self.push_ref(Ref {
                     time,
                     at: off as u64 | IN_DECOMP,
                     file_off,
@@ -702,8 +742,15 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     fn deliver(&mut self, r: &Ref) {
-        // Borrow the bytes from the input or the decompression buffer; the latter is moved
-        // out for the duration so `self` stays mutable.
+        if r.at & (IN_DECOMP | IN_OWNED) == 0 {
+            // The common case: the record is in the borrowed input.
+            let data = self.data;
+            let rec = record_at(data, r.at as usize, self.be).unwrap_or(&[]);
+            self.deliver_record(r, rec);
+            return;
+        }
+        // Borrow the bytes from the decompression or stream buffer, moved out for the
+        // duration so `self` stays mutable.
         let decomp = std::mem::take(&mut self.decomp);
         let owned = std::mem::take(&mut self.owned);
         let rec: &[u8] = if r.at & IN_DECOMP != 0 {
@@ -711,9 +758,15 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else if r.at & IN_OWNED != 0 {
             record_at(&owned, (r.at & !IN_OWNED) as usize, self.be).unwrap_or(&[])
         } else {
-            let data = self.data;
-            record_at(data, r.at as usize, self.be).unwrap_or(&[])
+            &[]
         };
+        self.deliver_record(r, rec);
+        self.decomp = decomp;
+        self.owned = owned;
+    }
+
+    /// Applies one queued record (`rec`: header and body).
+    fn deliver_record(&mut self, r: &Ref, rec: &[u8]) {
         let mut c = Cur::new(rec, self.be);
         if let (Some(ty), Some(misc)) = (c.u32(), c.u16()) {
             let body = rec.get(8..).unwrap_or(&[]);
@@ -745,8 +798,6 @@ impl<'a, 'p> Reader<'a, 'p> {
                 ));
             }
         }
-        self.decomp = decomp;
-        self.owned = owned;
     }
 
     fn add_lost(&mut self, attr: u16, n: u64) {
@@ -1026,7 +1077,12 @@ impl<'a, 'p> Reader<'a, 'p> {
                 };
                 continue;
             }
-            let loc = self.st.resolve(user, mode, a);
+            // The chain's first entry is usually the sampled IP itself: resolved already.
+            let loc = if a == ip && mode == cpumode {
+                location
+            } else {
+                self.st.resolve(user, mode, a)
+            };
             self.p.frames.push(Frame {
                 addr: a,
                 cpumode: mode,
@@ -1044,7 +1100,9 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         let callchain = range32(f0, self.p.frames.len())?;
         let r0 = self.p.raw.len();
-        self.p.raw.extend_from_slice(raw);
+        if !raw.is_empty() {
+            self.p.raw.extend_from_slice(raw);
+        }
         let raw = range32(r0, self.p.raw.len())?;
         let g0 = self.p.regs.len();
         let mut rc = Cur::new(regs, be);
@@ -1053,7 +1111,9 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         let user_regs = range32(g0, self.p.regs.len())?;
         let s0 = self.p.stacks.len() as u64;
-        self.p.stacks.extend_from_slice(stack);
+        if !stack.is_empty() {
+            self.p.stacks.extend_from_slice(stack);
+        }
         let user_stack = s0..self.p.stacks.len() as u64;
         let v0 = self.p.read_values.len();
         if let Some(vals) = read {
