@@ -608,6 +608,135 @@ fn live_wildcard_probe_records_every_matching_event() {
     );
 }
 
+#[test]
+fn offenders_aggregation_agrees_with_report_offenders() {
+    // The same detector (default T1 = 100, T2 = 5 samples) over the same sample stream:
+    // `@w = offenders(ip)` without keys must confirm what `report --offenders` confirms.
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let doc = trace_json(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @w = offenders(ip); @k[execname] = offenders(ip, 100, 5); }",
+    ]);
+    let rep = common::run_ok(common::culprit().args([
+        "report",
+        "-i",
+        f,
+        "--offenders",
+        "--format",
+        "json",
+    ]));
+    let rep: Value = serde_json::from_slice(&rep.stdout).unwrap();
+    let counters = |list: &Value| -> Vec<(u64, u64, u64)> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["confirmations"].as_u64().unwrap(),
+                    o["count1"].as_u64().unwrap(),
+                    o["count2"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want = counters(&rep["events"][0]["offenders"]);
+    assert!(!want.is_empty(), "{rep}");
+    let w = &agg(&doc, "w")["entries"][0];
+    assert_eq!(counters(&w["offenders"]), want, "{doc}");
+    assert_eq!(
+        w["value"].as_u64().unwrap(),
+        want.iter().map(|x| x.0).sum::<u64>()
+    );
+    // One command in the file: the per-command detector sees the same stream.
+    let k = &agg(&doc, "k")["entries"][0];
+    assert_eq!(k["keys"][0], "shares");
+    assert_eq!(counters(&k["offenders"]), want);
+    // Text: the table under the key, ranked like the report.
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f,
+        "-s",
+        example("worst-offenders.d").to_str().unwrap(),
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("Worst offenders per command (CONF: rounds that confirmed the address):\n\n  shares\n      CONF   COUNT1   COUNT2  ADDRESS            SYMBOL\n"),
+        "{text}"
+    );
+    let first = text.lines().nth(4).unwrap();
+    let fields: Vec<&str> = first.split_whitespace().collect();
+    assert_eq!(fields[0], want[0].0.to_string(), "{text}");
+}
+
+#[test]
+fn without_quiet_firings_print_dtrace_probe_lines() {
+    let f = fixture("cpu-clock-g.data");
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-i",
+        f.to_str().unwrap(),
+        "-e",
+        "BEGIN { x = 1; } pmc:::cpu-clock { @n = count(); } END { printf(\"x=%d\", x); }",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "CPU     ID                    FUNCTION:NAME\n  0      1                           :BEGIN \n  0      3                             :END x=1\n\n                93\n"
+    );
+    // -q: only what the program prints.
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f.to_str().unwrap(),
+        "-e",
+        "BEGIN { x = 1; } END { printf(\"x=%d\\n\", x); }",
+    ]));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), "x=1\n");
+}
+
+#[test]
+fn several_aggregations_in_one_printa_and_declarations() {
+    // 93 cpu-clock samples of `shares`: the table joins three aggregations on the command.
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let doc = trace_json(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @n[execname] = count(); @ev[execname] = sum(period); }",
+    ]);
+    let n = entries(agg(&doc, "n"))[0].1;
+    let ev = entries(agg(&doc, "ev"))[0].1;
+    assert_eq!(n, 93);
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f,
+        "-s",
+        example("period-stats-per-command.d").to_str().unwrap(),
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = format!(
+        "{:<20} {:>10} {:>14} {:>14}\n{:<20} {:>10} {:>14} {:>14.1}\n{ev} events in all; ",
+        "COMMAND",
+        "SAMPLES",
+        "EVENTS",
+        "MEAN PERIOD",
+        "shares",
+        n,
+        ev,
+        ev as f64 / n as f64
+    );
+    assert!(text.starts_with(&want), "{text}\n---\n{want}");
+}
+
 /// `culprit record -o - … | culprit trace -i -`: the program runs over the stream as it
 /// arrives, so its output appears before the recording ends (compared with the recorder
 /// process's exit, not with a time threshold).
