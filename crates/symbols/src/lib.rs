@@ -681,6 +681,17 @@ fn load_dwarf(path: &Path) -> Result<Dwarf, SymbolError> {
         gimli::RunTimeEndian::Big
     };
     let load = |id: gimli::SectionId| -> Result<gimli::EndianArcSlice<gimli::RunTimeEndian>, gimli::Error> {
+        // Variable locations and macros are never looked at for lines and inline frames:
+        // do not keep (decompressed) copies of them.
+        if matches!(
+            id,
+            gimli::SectionId::DebugLoc
+                | gimli::SectionId::DebugLocLists
+                | gimli::SectionId::DebugMacinfo
+                | gimli::SectionId::DebugMacro
+        ) {
+            return Ok(gimli::EndianArcSlice::new(Arc::from(&[][..]), endian));
+        }
         let bytes: Arc<[u8]> = obj
             .section_by_name(id.name())
             .and_then(|s| s.uncompressed_data().ok())
