@@ -821,99 +821,6 @@ fn test_live_deskid_branchy_branch_misses() {
     );
 }
 
-/// Writes a perf.data file (with culprit's writer) in which process 100 runs `bin` mapped at
-/// `base`; each event gets `samples` = (SVMA == file offset here, count, exact) entries.
-fn write_crafted_file(
-    path: &Path,
-    bin: &Path,
-    base: u64,
-    events: &[(&str, u32, u64)],
-    samples: &[(u64, u64, bool)],
-) {
-    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
-    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
-    let st = attr::sample::IDENTIFIER
-        | attr::sample::IP
-        | attr::sample::TID
-        | attr::sample::TIME
-        | attr::sample::PERIOD;
-    let attrs: Vec<FileAttr> = events
-        .iter()
-        .enumerate()
-        .map(|(i, &(name, t, config))| FileAttr {
-            attr: Attr {
-                attr_type: t,
-                config,
-                sample_period_or_freq: 100003,
-                sample_type: st,
-                flags: attr::flag::SAMPLE_ID_ALL
-                    | attr::flag::MMAP
-                    | attr::flag::COMM
-                    | attr::flag::MMAP2,
-                ..Attr::default()
-            },
-            name: name.to_string(),
-            ids: vec![i as u64 + 1],
-        })
-        .collect();
-    let a0 = attrs[0].attr;
-    let file = std::fs::File::create(path).unwrap();
-    let mut w = PerfDataWriter::new(file, attrs.clone()).unwrap();
-    let mut buf = Vec::new();
-    let sid = SampleId {
-        pid: 100,
-        tid: 100,
-        time: 1,
-        id: 1,
-        cpu: 0,
-    };
-    records::push_comm(&mut buf, &a0, 100, 100, b"simple_classic", true, &sid);
-    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
-    let name = bin.display().to_string();
-    records::push_mmap2(
-        &mut buf,
-        &a0,
-        &MmapArgs {
-            pid: 100,
-            tid: 100,
-            start: base,
-            len,
-            pgoff: 0,
-            maj: 0,
-            min: 0,
-            ino: 0,
-            prot: 5,
-            flags: 2,
-            filename: name.as_bytes(),
-            misc: records::MISC_USER,
-        },
-        &sid,
-    );
-    let mut time = 10u64;
-    for (e, _) in events.iter().enumerate() {
-        for &(svma, n, exact) in samples {
-            for _ in 0..n {
-                // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
-                let misc: u16 = records::MISC_USER | if exact { 1 << 14 } else { 0 };
-                let start = buf.len();
-                buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
-                buf.extend_from_slice(&misc.to_le_bytes());
-                buf.extend_from_slice(&48u16.to_le_bytes());
-                buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
-                buf.extend_from_slice(&(base + svma).to_le_bytes());
-                buf.extend_from_slice(&100u32.to_le_bytes());
-                buf.extend_from_slice(&100u32.to_le_bytes());
-                buf.extend_from_slice(&time.to_le_bytes());
-                buf.extend_from_slice(&100003u64.to_le_bytes());
-                assert_eq!(buf.len() - start, 48);
-                time += 1;
-            }
-        }
-    }
-    w.write_data(&buf).unwrap();
-    w.finish(&Features::default()).unwrap();
-}
-
 #[test]
 fn test_annotate_cli_deskid_and_derived_columns_on_a_crafted_file() {
     let (bin, dist, culprit) = matrix_layout();
@@ -925,7 +832,7 @@ fn test_annotate_cli_deskid_and_derived_columns_on_a_crafted_file() {
     let dir = common::scratch("annotate-crafted");
     let file = dir.join("crafted.data");
     let fill = "ls_dmnd_fills_from_sys.all";
-    write_crafted_file(
+    common::write_crafted_file(
         &file,
         &bin,
         0x5555_5555_4000,
