@@ -184,7 +184,65 @@ mod tests {
     use super::*;
     use std::io::Cursor;
 
-    fn sample_record(id: u64, ip: u64, pid: u32, time: u64, cpu: u32, period: u64) -> Vec<u8> {
+    /// The two events of the writer tests, from the first one's attr: cpu-clock (ids 11, 12)
+    /// and task-clock (config 1, ids 21, 22).
+    pub(super) fn two_events(a0: Attr) -> Vec<FileAttr> {
+        let a1 = Attr {
+            config: 1,
+            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
+            ..a0
+        };
+        vec![
+            FileAttr {
+                attr: a0,
+                name: "cpu-clock".into(),
+                ids: vec![11, 12],
+            },
+            FileAttr {
+                attr: a1,
+                name: "task-clock".into(),
+                ids: vec![21, 22],
+            },
+        ]
+    }
+
+    /// COMM "prog" and an MMAP2 of /bin/prog at 0x400000 for pid 100, laid out for `a0`.
+    pub(super) fn prog_records(a0: &Attr) -> Vec<u8> {
+        let sid = SampleId {
+            pid: 100,
+            tid: 100,
+            time: 0,
+            id: 11,
+            cpu: 0,
+        };
+        let mut buf = Vec::new();
+        records::push_comm(&mut buf, a0, 100, 100, b"prog", true, &sid);
+        let m = MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: 0x400000,
+            len: 0x1000,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: b"/bin/prog",
+            misc: records::MISC_USER,
+        };
+        records::push_mmap2(&mut buf, a0, &m, &sid);
+        buf
+    }
+
+    pub(super) fn sample_record(
+        id: u64,
+        ip: u64,
+        pid: u32,
+        time: u64,
+        cpu: u32,
+        period: u64,
+    ) -> Vec<u8> {
         let mut r = Vec::new();
         r.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
         r.extend_from_slice(&records::MISC_USER.to_le_bytes());
@@ -229,52 +287,9 @@ mod tests {
                 | flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
-        let a1 = Attr {
-            config: 1,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
-            ..a0
-        };
-        let attrs = vec![
-            FileAttr {
-                attr: a0,
-                name: "cpu-clock".into(),
-                ids: vec![11, 12],
-            },
-            FileAttr {
-                attr: a1,
-                name: "task-clock".into(),
-                ids: vec![21, 22],
-            },
-        ];
+        let attrs = two_events(a0);
         let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), attrs).unwrap();
-        let sid = SampleId {
-            pid: 100,
-            tid: 100,
-            time: 0,
-            id: 11,
-            cpu: 0,
-        };
-        let mut buf = Vec::new();
-        records::push_comm(&mut buf, &a0, 100, 100, b"prog", true, &sid);
-        records::push_mmap2(
-            &mut buf,
-            &a0,
-            &MmapArgs {
-                pid: 100,
-                tid: 100,
-                start: 0x400000,
-                len: 0x1000,
-                pgoff: 0,
-                maj: 0,
-                min: 0,
-                ino: 0,
-                prot: 5,
-                flags: 2,
-                filename: b"/bin/prog",
-                misc: records::MISC_USER,
-            },
-            &sid,
-        );
+        let buf = prog_records(&a0);
         w.write_data(&buf).unwrap();
         w.write_data(&sample_record(11, 0x400010, 100, 1000, 0, 250_000))
             .unwrap();
@@ -379,48 +394,9 @@ mod tests {
                 | flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
-        let a1 = Attr {
-            config: 1,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
-            ..a0
-        };
-        let attrs = vec![
-            FileAttr {
-                attr: a0,
-                name: "cpu-clock".into(),
-                ids: vec![11, 12],
-            },
-            FileAttr {
-                attr: a1,
-                name: "task-clock".into(),
-                ids: vec![21, 22],
-            },
-        ];
+        let attrs = two_events(a0);
         let mut w = PerfDataWriter::new(Cursor::new(Vec::new()), attrs).unwrap();
-        let sid = SampleId {
-            pid: 100,
-            tid: 100,
-            time: 0,
-            id: 11,
-            cpu: 0,
-        };
-        let mut buf = Vec::new();
-        records::push_comm(&mut buf, &a0, 100, 100, b"prog", true, &sid);
-        let m = MmapArgs {
-            pid: 100,
-            tid: 100,
-            start: 0x400000,
-            len: 0x1000,
-            pgoff: 0,
-            maj: 0,
-            min: 0,
-            ino: 0,
-            prot: 5,
-            flags: 2,
-            filename: b"/bin/prog",
-            misc: records::MISC_USER,
-        };
-        records::push_mmap2(&mut buf, &a0, &m, &sid);
+        let mut buf = prog_records(&a0);
         for (id, ip, t, cpu) in [
             (11u64, 0x400010u64, 1000u64, 0u32),
             (22, 0x400020, 2000, 1),

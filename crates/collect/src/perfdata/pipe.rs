@@ -193,25 +193,9 @@ impl<W: Write> PipeWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::super::attr::{flag, sample, Attr, FORMAT_ID};
-    use super::super::records::{self, SampleId};
+    use super::super::records;
+    use super::super::tests::{prog_records, sample_record, two_events};
     use super::*;
-
-    fn sample_record(id: u64, ip: u64, pid: u32, time: u64) -> Vec<u8> {
-        let mut r = Vec::new();
-        r.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
-        r.extend_from_slice(&records::MISC_USER.to_le_bytes());
-        r.extend_from_slice(&56u16.to_le_bytes());
-        for v in [id, ip] {
-            r.extend_from_slice(&v.to_le_bytes());
-        }
-        r.extend_from_slice(&pid.to_le_bytes());
-        r.extend_from_slice(&pid.to_le_bytes());
-        r.extend_from_slice(&time.to_le_bytes());
-        r.extend_from_slice(&0u32.to_le_bytes());
-        r.extend_from_slice(&0u32.to_le_bytes());
-        r.extend_from_slice(&1000u64.to_le_bytes());
-        r
-    }
 
     fn attrs() -> Vec<FileAttr> {
         let a0 = Attr {
@@ -227,23 +211,7 @@ mod tests {
             flags: flag::DISABLED | flag::MMAP2 | flag::COMM | flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
-        let a1 = Attr {
-            config: 1,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
-            ..a0
-        };
-        vec![
-            FileAttr {
-                attr: a0,
-                name: "cpu-clock".into(),
-                ids: vec![11, 12],
-            },
-            FileAttr {
-                attr: a1,
-                name: "task-clock".into(),
-                ids: vec![21, 22],
-            },
-        ]
+        two_events(a0)
     }
 
     /// A stream written in pieces decodes with culprit's reader: names, samples, mappings,
@@ -259,34 +227,11 @@ mod tests {
             ..Features::default()
         };
         let mut w = PipeWriter::new(Vec::new(), &attrs, &features).unwrap();
-        let mut buf = Vec::new();
-        let sid = SampleId {
-            pid: 100,
-            tid: 100,
-            time: 0,
-            id: 11,
-            cpu: 0,
-        };
-        records::push_comm(&mut buf, &attrs[0].attr, 100, 100, b"prog", true, &sid);
-        let m = records::MmapArgs {
-            pid: 100,
-            tid: 100,
-            start: 0x400000,
-            len: 0x1000,
-            pgoff: 0,
-            maj: 0,
-            min: 0,
-            ino: 0,
-            prot: 5,
-            flags: 2,
-            filename: b"/bin/prog",
-            misc: records::MISC_USER,
-        };
-        records::push_mmap2(&mut buf, &attrs[0].attr, &m, &sid);
+        let buf = prog_records(&attrs[0].attr);
         w.write_data(&buf).unwrap();
         w.finish_init().unwrap();
-        let mut round = sample_record(11, 0x400010, 100, 1000);
-        round.extend(sample_record(22, 0x400020, 100, 2000));
+        let mut round = sample_record(11, 0x400010, 100, 1000, 0, 1000);
+        round.extend(sample_record(22, 0x400020, 100, 2000, 0, 1000));
         records::push_finished_round(&mut round);
         w.write_data(&round).unwrap();
         let (bytes, total) = w
