@@ -18,62 +18,11 @@ use culprit_decode::model::{CpuMode, Dso, DsoKind, EventInfo, Location, Profile,
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde_json::Value;
 
-/// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
-#[derive(Debug, Clone)]
-struct Line {
-    addr: u64,
-    mnem: String,
-    ops: String,
-}
-
-/// The instructions of one function, from objdump.
-fn objdump_function(bin: &Path, func: &str) -> Vec<Line> {
-    let out = common::run_ok(
-        Command::new("objdump")
-            .arg("-d")
-            .arg("--no-show-raw-insn")
-            .arg(bin),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let header = format!("<{func}>:");
-    let mut lines = Vec::new();
-    let mut inside = false;
-    for l in text.lines() {
-        if l.ends_with(&header) {
-            inside = true;
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        if l.trim().is_empty() {
-            break;
-        }
-        let Some((a, rest)) = l.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(a.trim(), 16) else {
-            continue;
-        };
-        let rest = rest.trim();
-        let (mnem, ops) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        // Drop objdump's `# 4040 <n>` comments.
-        let ops = ops.split('#').next().unwrap_or("").trim();
-        lines.push(Line {
-            addr,
-            mnem: mnem.to_string(),
-            ops: ops.to_string(),
-        });
-    }
-    assert!(
-        !lines.is_empty(),
-        "objdump shows no {func} in {}",
-        bin.display()
-    );
-    lines
-}
-
-fn pos(lines: &[Line], pred: impl Fn(&Line) -> bool, what: &str) -> usize {
+fn pos(
+    lines: &[common::ObjdumpInsn],
+    pred: impl Fn(&common::ObjdumpInsn) -> bool,
+    what: &str,
+) -> usize {
     lines
         .iter()
         .position(pred)
@@ -244,7 +193,7 @@ fn check_deskid(bin: &Path, func: &str, events: Vec<EventInfo>, dist: &[(u64, u6
 /// the fall-through and back-edge path there), and the `a` load's own skid.
 fn matrix_layout() -> (PathBuf, Vec<(u64, u64)>, u64) {
     let bin = common::workload("simple_classic");
-    let f = objdump_function(&bin, "multiply_matrices");
+    let f = common::objdump_function(&bin, "multiply_matrices");
     let mul = pos(&f, |l| l.mnem == "mulss", "mulss");
     let load = &f[mul - 1];
     assert!(
@@ -296,7 +245,7 @@ fn test_deskid_matrix_cache_fill_and_dtlb_samples_go_to_the_culprit_load() {
 #[test]
 fn test_deskid_pointer_chase_samples_go_to_the_chasing_load() {
     let bin = common::workload("pointer_chase");
-    let f = objdump_function(&bin, "chase");
+    let f = common::objdump_function(&bin, "chase");
     // The load `mov (%rdi,%rdx,8),%rdx`: an indexed, register-addressed load.
     let load = pos(
         &f,
@@ -330,7 +279,7 @@ fn test_deskid_pointer_chase_samples_go_to_the_chasing_load() {
 #[test]
 fn test_deskid_branchy_mispredictions_go_to_the_data_dependent_branch() {
     let bin = common::workload("branchy");
-    let f = objdump_function(&bin, "count_odd");
+    let f = common::objdump_function(&bin, "count_odd");
     // `test $0x1,%dl` then the data-dependent jcc.
     let test = pos(
         &f,
@@ -782,7 +731,7 @@ fn test_live_deskid_matrix_and_pointer_chase_memory_events() {
         load,
     );
     let bin = common::workload("pointer_chase");
-    let f = objdump_function(&bin, "chase");
+    let f = common::objdump_function(&bin, "chase");
     let load = pos(
         &f,
         |l| l.mnem == "mov" && l.ops.contains(",8)"),
@@ -805,7 +754,7 @@ fn test_live_deskid_branchy_branch_misses() {
         return;
     }
     let bin = common::workload("branchy");
-    let f = objdump_function(&bin, "count_odd");
+    let f = common::objdump_function(&bin, "count_odd");
     let test = pos(
         &f,
         |l| l.mnem == "test" && l.ops.starts_with("$0x1,"),

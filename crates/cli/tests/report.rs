@@ -739,55 +739,6 @@ fn test_report_truncated_file_reports_what_was_read_and_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a perf.data file"));
 }
 
-/// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
-#[derive(Debug, Clone)]
-struct Insn {
-    addr: u64,
-    mnem: String,
-    ops: String,
-}
-
-/// The instructions of one function, from objdump (independent of culprit's disassembler).
-fn objdump_function(bin: &Path, func: &str) -> Vec<Insn> {
-    let out = common::run_ok(
-        Command::new("objdump")
-            .arg("-d")
-            .arg("--no-show-raw-insn")
-            .arg(bin),
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let header = format!("<{func}>:");
-    let mut lines = Vec::new();
-    let mut inside = false;
-    for l in text.lines() {
-        if l.ends_with(&header) {
-            inside = true;
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        if l.trim().is_empty() {
-            break;
-        }
-        let Some((a, rest)) = l.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(a.trim(), 16) else {
-            continue;
-        };
-        let rest = rest.trim();
-        let (mnem, ops) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        lines.push(Insn {
-            addr,
-            mnem: mnem.to_string(),
-            ops: ops.split('#').next().unwrap_or("").trim().to_string(),
-        });
-    }
-    assert!(!lines.is_empty(), "objdump shows no {func}");
-    lines
-}
-
 fn hex_of(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }
@@ -815,7 +766,7 @@ fn ip_columns(j: &Value, ev: &str, deskid: bool) -> BTreeMap<u64, (u64, u64)> {
 #[test]
 fn test_report_deskid_moves_memory_samples_to_the_load_and_agrees_with_annotate() {
     let bin = common::workload("simple_classic");
-    let f = objdump_function(&bin, "multiply_matrices");
+    let f = common::objdump_function(&bin, "multiply_matrices");
     let mul = f
         .iter()
         .position(|l| l.mnem == "mulss")

@@ -232,3 +232,52 @@ pub fn write_crafted_file(
     w.write_data(&buf).unwrap();
     w.finish(&Features::default()).unwrap();
 }
+
+/// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
+#[derive(Debug, Clone)]
+pub struct ObjdumpInsn {
+    pub addr: u64,
+    pub mnem: String,
+    pub ops: String,
+}
+
+/// The instructions of one function, from objdump (independent of culprit's disassembler); operands without objdump's `# 4040 <n>` comments.
+pub fn objdump_function(bin: &Path, func: &str) -> Vec<ObjdumpInsn> {
+    let out = run_ok(
+        std::process::Command::new("objdump")
+            .arg("-d")
+            .arg("--no-show-raw-insn")
+            .arg(bin),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = format!("<{func}>:");
+    let mut lines = Vec::new();
+    let mut inside = false;
+    for l in text.lines() {
+        if l.ends_with(&header) {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if l.trim().is_empty() {
+            break;
+        }
+        let Some((a, rest)) = l.split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a.trim(), 16) else {
+            continue;
+        };
+        let rest = rest.trim();
+        let (mnem, ops) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        lines.push(ObjdumpInsn {
+            addr,
+            mnem: mnem.to_string(),
+            ops: ops.split('#').next().unwrap_or("").trim().to_string(),
+        });
+    }
+    assert!(!lines.is_empty(), "objdump shows no {func}");
+    lines
+}
