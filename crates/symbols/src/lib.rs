@@ -189,6 +189,21 @@ pub struct Symbolizer {
     warned: HashSet<String>,
 }
 
+impl SymbolizerOptions {
+    /// perf's build-id cache copy of the file with this build-id
+    /// (`~/.debug/.build-id/xx/rest/elf`), if the cache has it.
+    pub(crate) fn cached_elf(&self, build_id: &[u8]) -> Option<PathBuf> {
+        let cache = self.buildid_cache.as_ref()?;
+        let h = hex(build_id);
+        let p = cache
+            .join(".build-id")
+            .join(h.get(..2)?)
+            .join(h.get(2..)?)
+            .join("elf");
+        p.is_file().then_some(p)
+    }
+}
+
 /// Whether a recorded build-id (perf pads it with zeros to 20 bytes) matches a file's.
 pub fn same_build_id(recorded: &[u8], actual: &[u8]) -> bool {
     if recorded.len() >= actual.len() {
@@ -489,16 +504,7 @@ impl Symbolizer {
             _ => false,
         };
         if mismatch || data.is_none() {
-            let cached = recorded.and_then(|rec| {
-                let cache = self.opts.buildid_cache.as_ref()?;
-                let h = hex(rec);
-                let p = cache
-                    .join(".build-id")
-                    .join(&h[..2.min(h.len())])
-                    .join(h.get(2..)?)
-                    .join("elf");
-                p.is_file().then_some(p)
-            });
+            let cached = recorded.and_then(|rec| self.opts.cached_elf(rec));
             if let Some(p) = cached {
                 path = p;
                 data = elf::map_file(&path).ok();

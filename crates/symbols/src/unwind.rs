@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use culprit_decode::model::{DsoId, DsoKind};
@@ -153,7 +153,8 @@ pub struct UnwindStats {
 
 /// A [`UserStackUnwinder`] for x86-64 Linux user stacks, built on framehop.
 pub struct DwarfUnwinder {
-    buildid_cache: Option<PathBuf>,
+    /// Where files are found (perf's build-id cache among them).
+    opts: SymbolizerOptions,
     /// By (path, recorded build-id); None: unusable (warned).
     files: HashMap<FileKey, Option<Arc<UnwindFile>>>,
     procs: HashMap<i32, Proc>,
@@ -170,7 +171,7 @@ impl DwarfUnwinder {
     /// path, else perf's build-id cache).
     pub fn new(opts: &SymbolizerOptions) -> DwarfUnwinder {
         DwarfUnwinder {
-            buildid_cache: opts.buildid_cache.clone(),
+            opts: opts.clone(),
             files: HashMap::new(),
             procs: HashMap::new(),
             cache: CacheX86_64::new(),
@@ -246,21 +247,14 @@ impl DwarfUnwinder {
             return on_disk.map(|(f, _)| f);
         }
         // Missing or different on disk: perf's build-id cache may have the recorded file.
-        let h = hex(rec);
-        if let (Some(cache), Some(rest)) = (&self.buildid_cache, h.get(2..)) {
-            let p = cache
-                .join(".build-id")
-                .join(h.get(..2).unwrap_or(""))
-                .join(rest)
-                .join("elf");
-            if p.is_file() {
-                return read(&p).map(|(f, _)| f);
-            }
+        if let Some(p) = self.opts.cached_elf(rec) {
+            return read(&p).map(|(f, _)| f);
         }
         match on_disk {
             Ok((_, actual)) => Err(format!(
-                "{path}: build-id on disk ({}) differs from the recorded one ({h})",
-                actual.as_deref().map(hex).unwrap_or_default()
+                "{path}: build-id on disk ({}) differs from the recorded one ({})",
+                actual.as_deref().map(hex).unwrap_or_default(),
+                hex(rec)
             )),
             Err(e) => Err(e),
         }
