@@ -90,18 +90,9 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Hands one sample to the consumer unless it asked to stop.
-fn give(
-    consumer: &mut dyn Consumer,
-    stopped: &mut bool,
-    delivered: &mut u64,
-    p: &Profile,
-    s: &Sample,
-) {
-    if !*stopped {
-        *delivered += 1;
-        if consumer.sample(p, s) == Flow::Stop {
-            *stopped = true;
-        }
+fn give(consumer: &mut dyn Consumer, stopped: &mut bool, p: &Profile, s: &Sample) {
+    if !*stopped && consumer.sample(p, s) == Flow::Stop {
+        *stopped = true;
     }
 }
 
@@ -134,7 +125,6 @@ pub fn run(
     let tick = tick.max(Duration::from_millis(1));
     let mut next_tick = Instant::now() + tick;
     let mut stopped = false;
-    let mut delivered = 0u64;
     let mut last_data = Instant::now();
     let mut unflushed = false;
     let mut decode_err = None;
@@ -163,9 +153,8 @@ pub fn run(
             if n > 0 && !stopped && decode_err.is_none() {
                 last_data = Instant::now();
                 unflushed = true;
-                if let Err(e) = dec.push(&buf[..n], &mut |p, s| {
-                    give(consumer, &mut stopped, &mut delivered, p, s)
-                }) {
+                if let Err(e) = dec.push(&buf[..n], &mut |p, s| give(consumer, &mut stopped, p, s))
+                {
                     decode_err = Some(e);
                     stopped = true;
                 }
@@ -173,7 +162,7 @@ pub fn run(
         }
         if !stopped && unflushed && last_data.elapsed() >= IDLE_FLUSH {
             unflushed = false;
-            dec.flush_all(&mut |p, s| give(consumer, &mut stopped, &mut delivered, p, s));
+            dec.flush_all(&mut |p, s| give(consumer, &mut stopped, p, s));
         }
         if Instant::now() >= next_tick {
             while next_tick <= Instant::now() {
@@ -200,7 +189,7 @@ pub fn run(
     if let Some(e) = decode_err {
         return Err(anyhow::Error::new(e).context("cannot decode the live stream"));
     }
-    let profile = dec.finish(&mut |p, s| give(consumer, &mut stopped, &mut delivered, p, s));
+    let profile = dec.finish(&mut |p, s| give(consumer, &mut stopped, p, s));
     Ok(LiveEnd {
         profile,
         summary,
