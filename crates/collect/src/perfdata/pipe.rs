@@ -77,9 +77,7 @@ pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8
         if let Some(&id) = a.ids.first() {
             let mut body = EVENT_UPDATE_NAME.to_le_bytes().to_vec();
             body.extend_from_slice(&id.to_le_bytes());
-            body.extend_from_slice(a.name.as_bytes());
-            let padded = (a.name.len() + 1).div_ceil(8) * 8;
-            body.resize(16 + padded, 0);
+            super::records::push_cstr8(&mut body, a.name.as_bytes());
             let n = body.len();
             push_record(&mut out, RECORD_EVENT_UPDATE, 0, &body)
                 .ok_or_else(|| too_big("an event name", n + 8))?;

@@ -86,7 +86,7 @@ fn push_header(out: &mut Vec<u8>, rtype: u32, misc: u16) -> usize {
 }
 
 /// NUL-terminated string padded with zeros to a multiple of 8 bytes.
-fn push_cstr8(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn push_cstr8(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
     let padded = (s.len() + 1).div_ceil(8) * 8;
     out.resize(out.len() + padded - s.len(), 0);
