@@ -500,6 +500,13 @@ fn test_record_system_wide_with_command() {
     let _lock = common::pmu_lock();
     let dir = common::scratch("record-system");
     let data = dir.join("a.data");
+    // Two busy programs, so that both CPUs run something: cpu-clock does not sample an idle
+    // CPU (perf record neither, on this kernel), so `sleep` alone often left CPU 1 empty.
+    let busy = format!(
+        "{} 15 & {} 4 4; wait",
+        common::workload("shares").display(),
+        common::workload("branchy").display()
+    );
     let (v, _) = record_json(&[
         "-a",
         "-e",
@@ -509,8 +516,9 @@ fn test_record_system_wide_with_command() {
         "-o",
         path_str(&data),
         "--",
-        "sleep",
-        "0.2",
+        "sh",
+        "-c",
+        &busy,
     ]);
     assert_eq!(v["exit_code"], 0);
     let p = decode_checks(&data, &v);
@@ -522,7 +530,7 @@ fn test_record_system_wide_with_command() {
             "system-wide samples from CPUs {cpus:?} only"
         );
     }
-    // Everything on the CPUs is sampled (the idle task, other processes), not just `sleep`.
+    // Everything on the CPUs is sampled (both programs, other processes), not just one.
     let pids: std::collections::HashSet<i32> = p.samples.iter().map(|s| s.pid).collect();
     assert!(
         pids.len() > 1,
