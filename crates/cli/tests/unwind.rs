@@ -291,6 +291,7 @@ fn test_unwind_culprit_dwarf_recording_matches_known_tree() {
     };
     let opts = culprit_decode::ReadOptions {
         unwinder: Some(&mut probe),
+        ..Default::default()
     };
     culprit_decode::read_file_with(&file, opts, &mut |_, _| {}, Some(&mut on_sample))
         .expect("read the recording");
@@ -348,6 +349,7 @@ fn test_unwind_stream_decoder_matches_file_reader() {
         &data,
         culprit_decode::ReadOptions {
             unwinder: Some(&mut whole),
+            ..Default::default()
         },
         Some(&mut |p: &Profile, s: &Sample| a.push(chains(p, s))),
     )

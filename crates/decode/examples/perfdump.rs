@@ -1,6 +1,10 @@
 //! Dumps what culprit-decode reads from a perf.data file: events, totals, DSOs, stop point.
-//! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N] [--stream]`
+//! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N] [--stream]
+//! [--digest]`. `--digest` streams the file and prints one hash of everything every sample
+//! carries (fields, chain, raw, regs, stack, read values, comm and DSO), to check that a
+//! change of the decoder delivers exactly the same samples.
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -15,6 +19,36 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let t = std::time::Instant::now();
+    if args.iter().any(|a| a == "--digest") {
+        // DefaultHasher::new() has fixed keys: the same samples give the same digest.
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut n = 0u64;
+        let p = culprit_decode::read_file_streaming(
+            std::path::Path::new(path),
+            &mut |_, _| {},
+            &mut |p, s| {
+                n += 1;
+                format!("{s:?}").hash(&mut h);
+                p.str(s.comm).hash(&mut h);
+                p.dso(&s.location).map(|d| &d.path).hash(&mut h);
+                for f in p.callchain(s) {
+                    format!("{f:?}").hash(&mut h);
+                }
+                p.raw(s).hash(&mut h);
+                p.user_regs(s).hash(&mut h);
+                p.user_stack(s).hash(&mut h);
+                format!("{:?}", p.read_values(s)).hash(&mut h);
+            },
+        );
+        match p {
+            Ok(p) => {
+                format!("{:?} {:?} {:?}", p.events, p.dsos, p.stopped).hash(&mut h);
+                println!("{n} samples, digest {:016x}", h.finish());
+            }
+            Err(e) => println!("error: {e}"),
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--stream") {
         // Streaming: count samples and frames without keeping them.
         let (mut n, mut frames) = (0u64, 0u64);

@@ -92,7 +92,7 @@ pub fn read_file_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, None, None)
+        reader::read(data, progress, release, None, None, false)
     })
 }
 
@@ -107,7 +107,7 @@ pub fn read_file_streaming(
     on_sample: &mut dyn FnMut(&Profile, &model::Sample),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, Some(&mut *on_sample), None)
+        reader::read(data, progress, release, Some(&mut *on_sample), None, false)
     })
 }
 
@@ -116,7 +116,14 @@ pub fn read_bytes_streaming(
     data: &[u8],
     on_sample: &mut dyn FnMut(&Profile, &model::Sample),
 ) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {}, Some(on_sample), None)
+    reader::read(
+        data,
+        &mut |_, _| {},
+        &mut |_| {},
+        Some(on_sample),
+        None,
+        false,
+    )
 }
 
 /// Options of [`read_file_with`] / [`read_bytes_with`].
@@ -126,6 +133,10 @@ pub struct ReadOptions<'u> {
     /// PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER): the frames it returns become the
     /// user part of each such sample's call chain. `None`: chains are as recorded.
     pub unwinder: Option<&'u mut dyn unwind::UserStackUnwinder>,
+    /// Do not decode call chains: every sample's [`model::Sample::callchain`] is empty (and
+    /// nothing is unwound). For readers that never look at chains (flat reports, trace
+    /// programs): resolving every frame is a large part of decoding a `-g` file.
+    pub skip_callchains: bool,
 }
 
 /// A per-sample callback of the streaming entry points.
@@ -140,6 +151,7 @@ pub fn read_file_with(
     mut on_sample: Option<&mut OnSample<'_>>,
 ) -> Result<Profile, DecodeError> {
     let mut unwinder = opts.unwinder;
+    let skip_chains = opts.skip_callchains;
     with_file(path, &mut |data, release| {
         // Re-wrapped so the trait objects coerce to the reader's (shorter) lifetime.
         let sink: Option<&mut OnSample<'_>> = match on_sample.as_mut() {
@@ -150,7 +162,7 @@ pub fn read_file_with(
             Some(u) => Some(*u),
             None => None,
         };
-        reader::read(data, progress, release, sink, u)
+        reader::read(data, progress, release, sink, u, skip_chains)
     })
 }
 
@@ -172,7 +184,14 @@ pub fn read_bytes_with(
         Some(u) => Some(u),
         None => None,
     };
-    reader::read(data, &mut progress, &mut release, sink, u)
+    reader::read(
+        data,
+        &mut progress,
+        &mut release,
+        sink,
+        u,
+        opts.skip_callchains,
+    )
 }
 
 /// A reader over bytes, given a callback releasing processed input up to an offset.
@@ -213,7 +232,7 @@ fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).
 pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {}, None, None)
+    reader::read(data, &mut |_, _| {}, &mut |_| {}, None, None, false)
 }
 
 /// Reads a perf.data stream (e.g. stdin for `-i -`) to its end. Pipe mode is decoded while it

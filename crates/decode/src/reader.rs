@@ -38,6 +38,17 @@ mod st {
     pub const DATA_PAGE_SIZE: u64 = 1 << 22;
     pub const CODE_PAGE_SIZE: u64 = 1 << 23;
     pub const WEIGHT_STRUCT: u64 = 1 << 24;
+    /// The fields a SAMPLE record holds after STACK_USER.
+    pub const AFTER_STACK: u64 = WEIGHT
+        | DATA_SRC
+        | TRANSACTION
+        | REGS_INTR
+        | PHYS_ADDR
+        | CGROUP
+        | DATA_PAGE_SIZE
+        | CODE_PAGE_SIZE
+        | AUX
+        | WEIGHT_STRUCT;
 }
 
 /// `PERF_FORMAT_*` bits of read_format.
@@ -140,6 +151,125 @@ impl Layout {
     }
 }
 
+/// Offsets of the fixed-size leading fields of one attr's SAMPLE records (IDENTIFIER, IP,
+/// TID, TIME, ADDR, ID, STREAM_ID, CPU, PERIOD: each 8 bytes when present), so a sample reads
+/// them directly instead of walking the sample_type bits.
+#[derive(Debug, Clone, Copy)]
+struct FixedFields {
+    /// Bytes of the fixed part.
+    fixed_len: usize,
+    identifier: u8,
+    ip: u8,
+    tid: u8,
+    time: u8,
+    addr: u8,
+    id: u8,
+    stream_id: u8,
+    cpu: u8,
+    period: u8,
+}
+
+impl FixedFields {
+    /// Offset of a field the attr does not record.
+    const ABSENT: u8 = u8::MAX;
+
+    fn new(a: &Attr) -> FixedFields {
+        let mut off = 0u8;
+        let mut next = |bit: u64| {
+            if a.sample_type & bit != 0 {
+                let at = off;
+                off += 8;
+                at
+            } else {
+                Self::ABSENT
+            }
+        };
+        // Record order (perf_event.h, struct perf_event_sample).
+        let identifier = next(st::IDENTIFIER);
+        let ip = next(st::IP);
+        let tid = next(st::TID);
+        let time = next(st::TIME);
+        let addr = next(st::ADDR);
+        let id = next(st::ID);
+        let stream_id = next(st::STREAM_ID);
+        let cpu = next(st::CPU);
+        let period = next(st::PERIOD);
+        FixedFields {
+            fixed_len: usize::from(off),
+            identifier,
+            ip,
+            tid,
+            time,
+            addr,
+            id,
+            stream_id,
+            cpu,
+            period,
+        }
+    }
+}
+
+/// A u64 at `off` of `b` in the byte order `BE` (0 when out of bounds: callers check the
+/// length first).
+#[inline(always)]
+fn le_or_be<const BE: bool>(b: &[u8], off: usize) -> u64 {
+    let Some(w) = b.get(off..off.wrapping_add(8)) else {
+        return 0;
+    };
+    let mut a = [0u8; 8];
+    a.copy_from_slice(w);
+    if BE {
+        u64::from_be_bytes(a)
+    } else {
+        u64::from_le_bytes(a)
+    }
+}
+
+/// A bounds-checked cursor like [`Cur`] with the byte order fixed at compile time (the
+/// sample decoder's variable-size part).
+struct FastCur<'a, const BE: bool> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a, const BE: bool> FastCur<'a, BE> {
+    #[inline(always)]
+    fn new(data: &'a [u8], pos: usize) -> Self {
+        FastCur { data, pos }
+    }
+
+    #[inline(always)]
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let b = self.data.get(self.pos..end)?;
+        self.pos = end;
+        Some(b)
+    }
+
+    #[inline(always)]
+    fn skip(&mut self, n: usize) -> Option<()> {
+        self.bytes(n).map(|_| ())
+    }
+
+    #[inline(always)]
+    fn u64(&mut self) -> Option<u64> {
+        let b = self.bytes(8)?;
+        Some(le_or_be::<BE>(b, 0))
+    }
+
+    #[inline(always)]
+    fn u32(&mut self) -> Option<u32> {
+        let b = self.bytes(4)?;
+        let mut a = [0u8; 4];
+        a.copy_from_slice(b);
+        Some(if BE {
+            u32::from_be_bytes(a)
+        } else {
+            u32::from_le_bytes(a)
+        })
+    }
+}
+
 /// How a record's attr is found.
 #[derive(Debug, Clone, Copy)]
 enum IdMode {
@@ -199,6 +329,8 @@ pub(crate) struct Reader<'a, 'p> {
     be: bool,
     attrs: Vec<Attr>,
     layouts: Vec<Layout>,
+    /// Per attr: where the fixed-size SAMPLE fields are.
+    sample_layouts: Vec<FixedFields>,
     id_to_attr: IntMap<u64, u16>,
     id_mode: IdMode,
     p: Profile,
@@ -242,6 +374,8 @@ pub(crate) struct Reader<'a, 'p> {
     framing_at: usize,
     /// DWARF unwinding of sampled user stacks, when the caller asked for it.
     pub(crate) unwind: Option<crate::unwind::Hook<'p>>,
+    /// [`crate::ReadOptions::skip_callchains`]: samples get no call chain.
+    pub(crate) skip_chains: bool,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
@@ -263,6 +397,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             be,
             attrs: Vec::new(),
             layouts: Vec::new(),
+            sample_layouts: Vec::new(),
             id_to_attr: IntMap::default(),
             id_mode: IdMode::Single,
             p,
@@ -290,6 +425,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             released: 0,
             framing_at: 0,
             unwind: None,
+            skip_chains: false,
         }
     }
 
@@ -309,6 +445,7 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Recomputes layouts, the id map and the id mode after attrs changed.
     fn refresh_attrs(&mut self) {
         self.layouts = self.attrs.iter().map(Layout::new).collect();
+        self.sample_layouts = self.attrs.iter().map(FixedFields::new).collect();
         self.id_to_attr.clear();
         for (i, a) in self.attrs.iter().enumerate() {
             for &id in &a.ids {
@@ -915,53 +1052,73 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     fn sample(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        // One copy of the decoder per byte order, so no field read tests the order.
+        if self.be {
+            self.sample_in::<true>(r, misc, body)
+        } else {
+            self.sample_in::<false>(r, misc, body)
+        }
+    }
+
+    #[inline(always)]
+    fn sample_in<const BE: bool>(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        let sl = *self.sample_layouts.get(r.attr as usize)?;
         let a = self.attrs.get(r.attr as usize)?;
         let t = a.sample_type;
-        let be = self.be;
         let has = |b: u64| t & b != 0;
-        let mut c = Cur::new(body, be);
-        let mut id = None;
-        if has(st::IDENTIFIER) {
-            id = Some(c.u64()?);
-        }
-        let ip = if has(st::IP) { c.u64()? } else { 0 };
-        let (pid, tid) = if has(st::TID) {
-            (c.i32()?, c.i32()?)
-        } else {
-            (-1, -1)
+        // The fixed-size fields (IDENTIFIER .. PERIOD) sit at offsets known per attr.
+        let head = body.get(..sl.fixed_len)?;
+        let field = |off: u8| -> Option<u64> {
+            if off == FixedFields::ABSENT {
+                None
+            } else {
+                Some(le_or_be::<BE>(head, usize::from(off)))
+            }
         };
-        let time = if has(st::TIME) { c.u64()? } else { 0 };
-        let addr = if has(st::ADDR) { Some(c.u64()?) } else { None };
-        if has(st::ID) {
-            id = Some(c.u64()?);
-        }
-        let stream_id = if has(st::STREAM_ID) {
-            Some(c.u64()?)
-        } else {
-            None
+        let ip = field(sl.ip).unwrap_or(0);
+        let (pid, tid) = match field(sl.tid) {
+            Some(v) => {
+                // pid then tid, each a u32, in the record's byte order.
+                let (lo, hi) = (v as u32 as i32, (v >> 32) as u32 as i32);
+                if BE {
+                    (hi, lo)
+                } else {
+                    (lo, hi)
+                }
+            }
+            None => (-1, -1),
         };
-        let cpu = if has(st::CPU) {
-            let cpu = c.u32()?;
-            let _res = c.u32()?;
-            cpu
-        } else {
-            0
+        let time = field(sl.time).unwrap_or(0);
+        let addr = field(sl.addr);
+        let id = field(sl.id).or(field(sl.identifier));
+        let stream_id = field(sl.stream_id);
+        let cpu = match field(sl.cpu) {
+            Some(v) if BE => (v >> 32) as u32,
+            Some(v) => v as u32,
+            None => 0,
         };
-        let period = if has(st::PERIOD) {
-            c.u64()?
-        } else if a.flags & flag::FREQ == 0 {
-            a.period_or_freq
-        } else {
-            1
+        let period = match field(sl.period) {
+            Some(p) => p,
+            None if a.flags & flag::FREQ == 0 => a.period_or_freq,
+            None => 1,
         };
+        let mut c = FastCur::<BE>::new(body, sl.fixed_len);
         let read = if has(st::READ) {
-            Some(read_values(&mut c, a.read_format)?)
+            let mut slow = Cur::new(body.get(c.pos..)?, BE);
+            let v = read_values(&mut slow, a.read_format)?;
+            c.skip(slow.pos())?;
+            Some(v)
         } else {
             None
         };
         let chain: &[u8] = if has(st::CALLCHAIN) {
             let nr = usize::try_from(c.u64()?).ok()?;
-            c.bytes(nr.checked_mul(8)?)?
+            let chain = c.bytes(nr.checked_mul(8)?)?;
+            if self.skip_chains {
+                &[]
+            } else {
+                chain
+            }
         } else {
             &[]
         };
@@ -1006,63 +1163,57 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else {
             &[]
         };
-        let (weight, weight_struct) = if has(st::WEIGHT_STRUCT) {
-            let w = c.u64()?;
-            (Some(w & 0xffff_ffff), Some(w))
-        } else if has(st::WEIGHT) {
-            (Some(c.u64()?), None)
-        } else {
-            (None, None)
-        };
-        let data_src = if has(st::DATA_SRC) {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        let transaction = if has(st::TRANSACTION) {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        if has(st::REGS_INTR) {
-            let abi = c.u64()?;
-            if abi != 0 {
-                c.skip(a.sample_regs_intr.count_ones() as usize * 8)?;
+        let (mut weight, mut weight_struct, mut data_src, mut transaction) =
+            (None, None, None, None);
+        let (mut phys_addr, mut data_page_size, mut code_page_size) = (None, None, None);
+        if t & st::AFTER_STACK != 0 {
+            // The rarer trailing fields (precise samples): in record order.
+            if has(st::WEIGHT_STRUCT) {
+                let w = c.u64()?;
+                (weight, weight_struct) = (Some(w & 0xffff_ffff), Some(w));
+            } else if has(st::WEIGHT) {
+                weight = Some(c.u64()?);
             }
-        }
-        let phys_addr = if has(st::PHYS_ADDR) {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        if has(st::CGROUP) {
-            c.u64()?;
-        }
-        let data_page_size = if has(st::DATA_PAGE_SIZE) {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        let code_page_size = if has(st::CODE_PAGE_SIZE) {
-            Some(c.u64()?)
-        } else {
-            None
-        };
-        if has(st::AUX) {
-            let n = usize::try_from(c.u64()?).ok()?;
-            c.skip(n)?;
+            if has(st::DATA_SRC) {
+                data_src = Some(c.u64()?);
+            }
+            if has(st::TRANSACTION) {
+                transaction = Some(c.u64()?);
+            }
+            if has(st::REGS_INTR) {
+                let abi = c.u64()?;
+                if abi != 0 {
+                    c.skip(a.sample_regs_intr.count_ones() as usize * 8)?;
+                }
+            }
+            if has(st::PHYS_ADDR) {
+                phys_addr = Some(c.u64()?);
+            }
+            if has(st::CGROUP) {
+                c.u64()?;
+            }
+            if has(st::DATA_PAGE_SIZE) {
+                data_page_size = Some(c.u64()?);
+            }
+            if has(st::CODE_PAGE_SIZE) {
+                code_page_size = Some(c.u64()?);
+            }
+            if has(st::AUX) {
+                let n = usize::try_from(c.u64()?).ok()?;
+                c.skip(n)?;
+            }
         }
 
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
         let exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
-        let comm = self.st.comm(&mut self.p, tid);
-        let user = self.st.user_maps(pid);
+        let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
+        let user = self.st.slot_maps(slot);
         let location = self.st.resolve(user, cpumode, ip);
         let f0 = self.p.frames.len();
         let mut mode = cpumode;
-        let mut cc = Cur::new(chain, be);
-        while let Some(a) = cc.u64() {
+        for w in chain.chunks_exact(8) {
+            let a = le_or_be::<BE>(w, 0);
             if a >= PERF_CONTEXT_MAX {
                 mode = match a as i64 {
                     -32 => CpuMode::Hypervisor,
@@ -1089,13 +1240,13 @@ impl<'a, 'p> Reader<'a, 'p> {
                 location: loc,
             });
         }
-        if let Some(hook) = self.unwind.as_mut() {
+        if let Some(hook) = self.unwind.as_mut().filter(|_| !self.skip_chains) {
             // DWARF mode: the user part of the chain is unwound from the sampled registers
             // and stack, with the mappings of this moment, after the kernel part.
             if has(st::REGS_USER) && has(st::STACK_USER) {
                 let id = (pid, tid);
                 let mask = a.sample_regs_user;
-                hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, be);
+                hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
             }
         }
         let callchain = range32(f0, self.p.frames.len())?;
@@ -1105,9 +1256,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         let raw = range32(r0, self.p.raw.len())?;
         let g0 = self.p.regs.len();
-        let mut rc = Cur::new(regs, be);
-        while let Some(v) = rc.u64() {
-            self.p.regs.push(v);
+        if !regs.is_empty() {
+            self.p
+                .regs
+                .extend(regs.chunks_exact(8).map(|w| le_or_be::<BE>(w, 0)));
         }
         let user_regs = range32(g0, self.p.regs.len())?;
         let s0 = self.p.stacks.len() as u64;
@@ -1418,6 +1570,7 @@ pub(crate) fn read<'p>(
     release: &'p mut dyn FnMut(usize),
     sink: Option<SampleSink<'p>>,
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
+    skip_chains: bool,
 ) -> Result<Profile, DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(DecodeError::TooShort(data.len() as u64));
@@ -1438,6 +1591,7 @@ pub(crate) fn read<'p>(
     };
     let mut r = Reader::new(data, be, progress, release, sink);
     r.unwind = unwinder.map(crate::unwind::Hook::new);
+    r.skip_chains = skip_chains;
     let stopped;
     if hsize == 16 {
         // Pipe mode: a 16-byte header, then records (attrs and features among them).

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use crate::model::{CpuMode, Dso, DsoId, DsoKind, Location, Profile, StrId};
 
 /// One executable mapping.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Map {
     pub start: u64,
     /// Exclusive end.
@@ -68,7 +68,7 @@ impl Hasher for IntHasher {
 pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 impl Map {
-    #[inline]
+    #[inline(always)]
     fn location(&self, addr: u64) -> Location {
         let file_offset = if self.identity {
             addr
@@ -84,18 +84,36 @@ impl Map {
 
 /// Non-overlapping maps keyed by start address (a B-tree: inserting and splitting stay
 /// logarithmic whatever order a file lists its mappings in).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Maps {
     maps: BTreeMap<u64, Map>,
     /// The maps of the last few successful lookups: consecutive samples and frames mostly
     /// fall in the same few maps (the sampled code, its caller's library), and this skips the
     /// tree walk for them. Cleared by every insert.
-    recent: [Cell<Option<Map>>; RECENT],
+    recent: [Cell<Map>; RECENT],
+    /// `[start, end)` of each `recent` entry, apart so that a miss reads two words, not a
+    /// whole map (`EMPTY_RANGE`: no entry).
+    recent_range: [Cell<(u64, u64)>; RECENT],
     /// Slot the next miss replaces (round robin).
     next: Cell<usize>,
     /// The last address range found to hold no map (unwound garbage and data addresses in
-    /// call chains fall in a few such gaps).
-    gap: Cell<Option<(u64, u64)>>,
+    /// call chains fall in a few such gaps); `EMPTY_RANGE` when none.
+    gap: Cell<(u64, u64)>,
+}
+
+/// A range no address is in (start above end).
+const EMPTY_RANGE: (u64, u64) = (u64::MAX, 0);
+
+impl Default for Maps {
+    fn default() -> Maps {
+        Maps {
+            maps: BTreeMap::new(),
+            recent: Default::default(),
+            recent_range: [const { Cell::new(EMPTY_RANGE) }; RECENT],
+            next: Cell::new(0),
+            gap: Cell::new(EMPTY_RANGE),
+        }
+    }
 }
 
 /// Size of [`Maps::recent`].
@@ -108,10 +126,10 @@ impl Maps {
         if m.end <= m.start {
             return 0;
         }
-        for c in &self.recent {
-            c.set(None);
+        for c in &self.recent_range {
+            c.set(EMPTY_RANGE);
         }
-        self.gap.set(None);
+        self.gap.set(EMPTY_RANGE);
         let before = self.maps.len();
         // Overlapping maps start before m.end and end after m.start.
         let overlapping: Vec<Map> = self
@@ -149,20 +167,25 @@ impl Maps {
     }
 
     /// [`Maps::find`] through the last-hit cache.
-    #[inline]
+    #[inline(always)]
     fn find_cached(&self, addr: u64) -> Option<Map> {
-        for c in &self.recent {
-            if let Some(m) = c.get() {
-                if m.start <= addr && addr < m.end {
-                    return Some(m);
-                }
+        for (i, r) in self.recent_range.iter().enumerate() {
+            let (start, end) = r.get();
+            if start <= addr && addr < end {
+                return self.recent.get(i).map(Cell::get);
             }
         }
-        if let Some((lo, hi)) = self.gap.get() {
-            if lo <= addr && addr < hi {
-                return None;
-            }
+        let (lo, hi) = self.gap.get();
+        if lo <= addr && addr < hi {
+            return None;
         }
+        self.find_and_remember(addr)
+    }
+
+    /// The tree walk behind [`Maps::find_cached`], which remembers what it finds (kept out of
+    /// line: the cached path above is inlined into the sample loop).
+    #[inline(never)]
+    fn find_and_remember(&self, addr: u64) -> Option<Map> {
         let Some(&m) = self.find(addr) else {
             // Remember the gap around `addr`: from the end of the map before it (or 0) to
             // the start of the next one (or the top).
@@ -172,12 +195,13 @@ impl Maps {
                 .next_back()
                 .map_or(0, |(_, m)| m.end);
             let hi = self.maps.range(addr..).next().map_or(u64::MAX, |(&s, _)| s);
-            self.gap.set(Some((lo, hi)));
+            self.gap.set((lo, hi));
             return None;
         };
         let slot = self.next.get() % RECENT;
-        if let Some(c) = self.recent.get(slot) {
-            c.set(Some(m));
+        if let (Some(c), Some(r)) = (self.recent.get(slot), self.recent_range.get(slot)) {
+            c.set(m);
+            r.set((m.start, m.end));
         }
         self.next.set(slot + 1);
         Some(m)
@@ -215,6 +239,24 @@ pub(crate) struct State {
     comm_index: HashMap<String, StrId>,
     /// One-entry cache of `comm_index` for the common "same thread again" case.
     last_tid: Option<(i32, StrId)>,
+    /// Per-thread answers of [`State::thread`] (comm and the process's maps), direct-mapped
+    /// by tid: samples of a few threads interleave in time order, and this saves two hash
+    /// lookups per sample. Emptied by every change of threads or maps.
+    thread_cache: [Option<CachedThread>; THREAD_CACHE],
+}
+
+/// Size of [`State::thread_cache`] (a power of two).
+const THREAD_CACHE: usize = 16;
+
+/// One entry of [`State::thread_cache`].
+#[derive(Debug, Clone)]
+struct CachedThread {
+    pid: i32,
+    tid: i32,
+    comm: StrId,
+    /// The process's maps at the time of caching (a shared handle: changes empty the cache
+    /// before they copy-on-write, so this never forces a copy).
+    maps: Option<Rc<Maps>>,
 }
 
 impl State {
@@ -254,10 +296,52 @@ impl State {
         c
     }
 
+    /// The comm of thread `tid` and the maps of process `pid` at this point of the replay
+    /// (what every sample needs), through the per-thread cache. Returns the comm and a cache
+    /// slot for [`State::slot_maps`].
+    #[inline(always)]
+    pub(crate) fn thread(&mut self, p: &mut Profile, pid: i32, tid: i32) -> (StrId, usize) {
+        let slot = (tid as u32 as usize) & (THREAD_CACHE - 1);
+        if let Some(Some(c)) = self.thread_cache.get(slot) {
+            if c.tid == tid && c.pid == pid {
+                return (c.comm, slot);
+            }
+        }
+        let comm = self.comm(p, tid);
+        let maps = self.procs.get(&pid).cloned();
+        if let Some(e) = self.thread_cache.get_mut(slot) {
+            *e = Some(CachedThread {
+                pid,
+                tid,
+                comm,
+                maps,
+            });
+        }
+        (comm, slot)
+    }
+
+    /// The process maps cached in `slot` by [`State::thread`] (valid until the next change
+    /// of state).
+    #[inline]
+    pub(crate) fn slot_maps(&self, slot: usize) -> Option<&Maps> {
+        match self.thread_cache.get(slot) {
+            Some(Some(c)) => c.maps.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Empties the per-thread cache (after any change of threads or maps).
+    fn forget_threads(&mut self) {
+        self.last_tid = None;
+        for e in &mut self.thread_cache {
+            *e = None;
+        }
+    }
+
     pub(crate) fn set_comm(&mut self, p: &mut Profile, pid: i32, tid: i32, comm: &str, exec: bool) {
         let c = self.intern(p, comm);
         self.threads.insert(tid, Thread { comm: c });
-        self.last_tid = None;
+        self.forget_threads();
         if exec {
             // exec starts a new address space; the new executable's MMAPs follow.
             self.procs.insert(pid, Rc::default());
@@ -267,7 +351,7 @@ impl State {
     pub(crate) fn fork(&mut self, p: &mut Profile, pid: i32, ppid: i32, tid: i32, ptid: i32) {
         let comm = self.comm(p, ptid);
         self.threads.insert(tid, Thread { comm });
-        self.last_tid = None;
+        self.forget_threads();
         if pid != ppid {
             let maps = self.procs.get(&ppid).cloned().unwrap_or_default();
             self.procs.insert(pid, maps);
@@ -315,6 +399,8 @@ impl State {
             self.map_budget -= self.kernel.insert(m);
             return true;
         }
+        // The cache holds handles to process maps: drop them before copy-on-write counts.
+        self.forget_threads();
         let maps = self.procs.entry(pid).or_default();
         if Rc::strong_count(maps) > 1 {
             // First change after a fork: this process gets its own copy, if affordable.
@@ -329,7 +415,7 @@ impl State {
     }
 
     /// Resolves an address with the maps current now.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn resolve(&self, user: Option<&Maps>, mode: CpuMode, addr: u64) -> Location {
         let m = match mode {
             CpuMode::Kernel | CpuMode::GuestKernel => self.kernel.find_cached(addr),

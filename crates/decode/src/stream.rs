@@ -62,6 +62,8 @@ pub struct StreamDecoder {
     empty: Profile,
     /// DWARF unwinder waiting for the reader to exist ([`StreamDecoder::set_unwinder`]).
     unwinder: Option<Box<dyn crate::unwind::UserStackUnwinder>>,
+    /// [`StreamDecoder::set_skip_callchains`], kept for the reader made at the header.
+    skip_chains: bool,
 }
 
 impl Default for StreamDecoder {
@@ -97,6 +99,7 @@ impl StreamDecoder {
             warned_cap: false,
             empty: Profile::default(),
             unwinder: None,
+            skip_chains: false,
         }
     }
 
@@ -107,6 +110,15 @@ impl StreamDecoder {
         match self.reader.as_mut() {
             Some(r) => r.unwind = Some(crate::unwind::Hook::owned(unwinder)),
             None => self.unwinder = Some(unwinder),
+        }
+    }
+
+    /// Decode no call chains from the next sample on (as [`crate::ReadOptions::skip_callchains`]
+    /// does for files): for consumers that never look at them.
+    pub fn set_skip_callchains(&mut self, skip: bool) {
+        self.skip_chains = skip;
+        if let Some(r) = self.reader.as_mut() {
+            r.skip_chains = skip;
         }
     }
 
@@ -175,6 +187,7 @@ impl StreamDecoder {
             }
             let mut reader = Reader::new_stream(be);
             reader.unwind = self.unwinder.take().map(crate::unwind::Hook::owned);
+            reader.skip_chains = self.skip_chains;
             self.reader = Some(reader);
             self.buf.clear();
             self.base = PIPE_HEADER as u64;

@@ -107,6 +107,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     let mut unwinder = (!args.no_unwind).then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
     let opts = culprit_decode::ReadOptions {
         unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
+        ..Default::default()
     };
     let mut profile = if args.input.as_os_str() == "-" {
         let mut data = Vec::new();

@@ -305,6 +305,9 @@ fn read_profile(
     let mut unwinder = unwind.then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
     let opts = culprit_decode::ReadOptions {
         unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
+        // A flat report never looks at chains: not resolving their frames saves a large
+        // part of decoding a -g file.
+        skip_callchains: !chains_used,
     };
     let mut profile = if args.input.as_os_str() == "-" {
         let mut data = Vec::new();

@@ -307,7 +307,12 @@ fn run_streaming(
         culprit_decode::read_reader_streaming(std::io::stdin().lock(), &mut on_sample)
             .context("cannot read perf.data from stdin")?
     } else {
-        culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut on_sample)
+        // Programs never look at call chains: not decoding them is much faster on -g files.
+        let opts = culprit_decode::ReadOptions {
+            skip_callchains: true,
+            ..Default::default()
+        };
+        culprit_decode::read_file_with(input, opts, &mut |_, _| {}, Some(&mut on_sample))
             .with_context(|| format!("cannot read {}", input.display()))?
     };
     if let Some(e) = failed {

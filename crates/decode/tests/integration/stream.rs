@@ -256,7 +256,8 @@ fn test_stream_live_perf_record_pipe() {
             .args(args)
             .arg("--")
             .arg(&shares)
-            .arg("3")
+            // ~70 ms of CPU on a Zen 5 VM (3 units gave only ~90 samples at 4 kHz there).
+            .arg("10")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
