@@ -2,7 +2,9 @@
 //! Usage: `cargo run -p culprit-decode --example perfdump -- perf.data [--samples N] [--stream]
 //! [--digest]`. `--digest` streams the file and prints one hash of everything every sample
 //! carries (fields, chain, raw, regs, stack, read values, comm and DSO), to check that a
-//! change of the decoder delivers exactly the same samples.
+//! change of the decoder delivers exactly the same samples. `--check-parallel N` reads the
+//! file sequentially and with `read_file_parallel` on N shares and compares every sample (in
+//! share order) and the profiles.
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
@@ -19,6 +21,15 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     let t = std::time::Instant::now();
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--check-parallel")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        check_parallel(path, n.max(1));
+        return;
+    }
     if args.iter().any(|a| a == "--digest") {
         // DefaultHasher::new() has fixed keys: the same samples give the same digest.
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -139,5 +150,89 @@ fn main() {
     }
     if let Some(s) = &p.stopped {
         println!("STOPPED: {s:?}");
+    }
+}
+
+/// One hash of everything a sample carries (as `--digest` hashes it).
+fn sample_hash(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    format!("{s:?}").hash(&mut h);
+    p.str(s.comm).hash(&mut h);
+    p.dso(&s.location).map(|d| &d.path).hash(&mut h);
+    for f in p.callchain(s) {
+        format!("{f:?}").hash(&mut h);
+    }
+    p.raw(s).hash(&mut h);
+    p.user_regs(s).hash(&mut h);
+    p.user_stack(s).hash(&mut h);
+    format!("{:?}", p.read_values(s)).hash(&mut h);
+    h.finish()
+}
+
+/// `--check-parallel N`: sequential and parallel reads deliver the same samples.
+fn check_parallel(path: &str, n: usize) {
+    let path = std::path::Path::new(path);
+    let mut seq = Vec::new();
+    let t = std::time::Instant::now();
+    let a = culprit_decode::read_file_streaming(path, &mut |_, _| {}, &mut |p, s| {
+        seq.push(sample_hash(p, s))
+    });
+    let t_seq = t.elapsed().as_secs_f64();
+    let mut shares: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let t = std::time::Instant::now();
+    let b = {
+        type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
+        let mut sinks: Vec<Sink<'_>> = shares
+            .iter_mut()
+            .map(|v| {
+                Box::new(
+                    move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
+                        v.push(sample_hash(p, s))
+                    },
+                ) as Sink<'_>
+            })
+            .collect();
+        let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
+            sinks.iter_mut().map(|b| &mut **b).collect();
+        culprit_decode::read_file_parallel(path, false, &mut |_, _| {}, &mut refs)
+    };
+    let t_par = t.elapsed().as_secs_f64();
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => {
+            println!("errors: sequential {:?} parallel {:?}", a.err(), b.err());
+            return;
+        }
+    };
+    let par: Vec<u64> = shares.iter().flatten().copied().collect();
+    let sizes: Vec<usize> = shares.iter().map(Vec::len).collect();
+    let first_diff = seq.iter().zip(&par).position(|(x, y)| x != y);
+    let same_samples = seq.len() == par.len() && first_diff.is_none();
+    let view = |p: &culprit_decode::Profile| {
+        format!(
+            "{:?} {:?} {:?} {:?} {} {} {} {} {:?} {:?}",
+            p.events,
+            p.dsos,
+            p.strings,
+            p.stopped,
+            p.lost,
+            p.lost_samples,
+            p.lost_events,
+            p.throttles,
+            p.meta.time_range,
+            p.meta.records
+        )
+    };
+    let same_profile = view(&a) == view(&b);
+    println!(
+        "{} samples sequential ({t_seq:.3} s), {} parallel {sizes:?} ({t_par:.3} s): samples {}, profile {}, warnings {}",
+        seq.len(),
+        par.len(),
+        if same_samples { "SAME".to_string() } else { format!("DIFFER at {first_diff:?}") },
+        if same_profile { "SAME" } else { "DIFFERS" },
+        if a.warnings == b.warnings { "SAME" } else { "DIFFER" },
+    );
+    if !same_profile {
+        println!("sequential: {}\nparallel:   {}", view(&a), view(&b));
     }
 }

@@ -92,7 +92,7 @@ pub fn read_file_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, None, None, false)
+        reader::read(data, progress, &mut |at| release(at), None, None, false)
     })
 }
 
@@ -107,7 +107,15 @@ pub fn read_file_streaming(
     on_sample: &mut dyn FnMut(&Profile, &model::Sample),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, release, Some(&mut *on_sample), None, false)
+        let mut release = |at| release(at);
+        reader::read(
+            data,
+            progress,
+            &mut release,
+            Some(&mut *on_sample),
+            None,
+            false,
+        )
     })
 }
 
@@ -162,7 +170,7 @@ pub fn read_file_with(
             Some(u) => Some(*u),
             None => None,
         };
-        reader::read(data, progress, release, sink, u, skip_chains)
+        reader::read(data, progress, &mut |at| release(at), sink, u, skip_chains)
     })
 }
 
@@ -194,8 +202,90 @@ pub fn read_bytes_with(
     )
 }
 
-/// A reader over bytes, given a callback releasing processed input up to an offset.
-type ReadFn<'a> = dyn FnMut(&[u8], &mut dyn FnMut(usize)) -> Result<Profile, DecodeError> + 'a;
+/// A per-sample callback that may run on another thread ([`read_file_parallel`]).
+pub type SendSink<'s> = dyn FnMut(&Profile, &model::Sample) + Send + 's;
+
+/// Streaming read on several threads, for consumers that do not care about the order of
+/// samples (aggregations): the records are cut into `sinks.len()` consecutive shares at
+/// FINISHED_ROUND records, and share `i`'s samples go to `sinks[i]` on its own thread.
+/// Each thread first replays the process, thread and mapping records before its share, so
+/// every sample is resolved exactly as a sequential read resolves it, and the profiles that
+/// the sinks see give the same ids (strings, DSOs) to the same things: ids seen by an
+/// earlier share are valid in the returned profile. Share `i` holds exactly the samples a
+/// sequential read delivers between its two rounds, so concatenating what the sinks saw in
+/// share order gives the sequential delivery order.
+///
+/// Pipe-mode files, compressed files and files without FINISHED_ROUND records are read by
+/// the first share alone (the others get nothing). The returned profile is what
+/// [`read_file_streaming`] returns: events with their totals, DSOs, strings, meta, losses,
+/// warnings and the stop point. Progress is reported by the last share, which passes over
+/// the whole file.
+pub fn read_file_parallel(
+    path: &Path,
+    skip_callchains: bool,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+    sinks: &mut [&mut SendSink<'_>],
+) -> Result<Profile, DecodeError> {
+    let count = sinks.len().max(1);
+    with_file(path, &mut |data, release| {
+        let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
+            std::thread::scope(|scope| {
+                let last = sinks.len().saturating_sub(1);
+                let mut progress = Some(&mut *progress);
+                let mut jobs = Vec::new();
+                for (index, sink) in sinks.iter_mut().enumerate() {
+                    let share = reader::Share { index, count };
+                    let mut report = (index == last).then(|| progress.take()).flatten();
+                    jobs.push(move || {
+                        let mut on_progress = |done: u64, total: u64| {
+                            if let Some(p) = report.as_mut() {
+                                p(done, total);
+                            }
+                        };
+                        // Each share drops the pages behind it; another share still reading
+                        // them faults them back in from the page cache.
+                        let mut keep = |at: usize| release(at);
+                        let sink: &mut OnSample<'_> = &mut **sink;
+                        reader::read_share(
+                            data,
+                            &mut on_progress,
+                            &mut keep,
+                            Some(sink),
+                            None,
+                            skip_callchains,
+                            share,
+                        )
+                    });
+                }
+                let mut jobs = jobs.into_iter();
+                let first = jobs.next();
+                // Share 0 runs on this thread, the others on their own.
+                let threads: Vec<_> = jobs.map(|job| scope.spawn(job)).collect();
+                let mut results = Vec::with_capacity(count);
+                if let Some(mut job) = first {
+                    results.push(job());
+                }
+                for t in threads {
+                    results.push(t.join().unwrap_or_else(|_| {
+                        Err(DecodeError::Header {
+                            offset: 0,
+                            what: "a decoding thread panicked".into(),
+                        })
+                    }));
+                }
+                results
+            });
+        let mut parts = Vec::with_capacity(results.len());
+        for r in results {
+            parts.push(r?);
+        }
+        Ok(reader::merge_shares(parts))
+    })
+}
+
+/// A reader over bytes, given a callback releasing processed input up to an offset (callable
+/// from several threads at once).
+type ReadFn<'a> = dyn FnMut(&[u8], &(dyn Fn(usize) + Sync)) -> Result<Profile, DecodeError> + 'a;
 
 /// Maps the file (or reads it, for empty files and pipes) and runs `f` over its bytes with a
 /// callback that releases already-processed pages.
@@ -210,13 +300,13 @@ fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
         // Empty files and pipes/FIFOs cannot be mapped: read them whole.
         let mut data = Vec::new();
         file.read_to_end(&mut data)?;
-        return f(&data, &mut |_| {});
+        return f(&data, &|_| {});
     }
     // SAFETY: the mapping is read-only and private to this call. perf.data files are not
     // truncated while being read (perf only appends, then rewrites the header in place);
     // a concurrent truncation would raise SIGBUS, as with any mmap-based reader (perf too).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let mut release = |upto: usize| {
+    let release = |upto: usize| {
         // Drop already-processed pages from the resident set; they are file-backed, so a
         // later access (there is none) would simply re-read them.
         let upto = upto & !0xfff;
@@ -227,7 +317,7 @@ fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
                 unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, upto) };
         }
     };
-    f(&map, &mut release)
+    f(&map, &release)
 }
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).

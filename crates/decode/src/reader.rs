@@ -376,6 +376,30 @@ pub(crate) struct Reader<'a, 'p> {
     pub(crate) unwind: Option<crate::unwind::Hook<'p>>,
     /// [`crate::ReadOptions::skip_callchains`]: samples get no call chain.
     pub(crate) skip_chains: bool,
+    /// Parallel reads ([`read_part`]): this reader's share of the records.
+    part: PartBounds,
+}
+
+/// Which records a reader of a parallel read delivers. Every part frames the records from the
+/// start: before its share it only *replays* them (state: comms, maps, forks, and the comm
+/// interning of samples, so that string and DSO ids come out the same in every part), then
+/// it decodes its share fully, and it stops at the end of its share without delivering what
+/// is still queued (the next part delivers that). A share starts and ends at the first
+/// FINISHED_ROUND record ending at or after a target offset, so neighbouring parts agree on
+/// the boundary, and what a part delivers fully is exactly what a sequential read delivers
+/// between those two rounds.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PartBounds {
+    /// Target offset of the start of the share (`None`: from the first record).
+    from: Option<usize>,
+    /// Target offset of the end of the share (`None`: to the last record).
+    to: Option<usize>,
+    /// Still replaying state only (before the share).
+    lite: bool,
+    /// The share started (always true for the first part).
+    started: bool,
+    /// Framing stopped at the end of the share.
+    ended: bool,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
@@ -426,10 +450,18 @@ impl<'a, 'p> Reader<'a, 'p> {
             framing_at: 0,
             unwind: None,
             skip_chains: false,
+            part: PartBounds {
+                started: true,
+                ..PartBounds::default()
+            },
         }
     }
 
     fn warn(&mut self, w: String) {
+        if self.part.lite {
+            // An earlier part delivers these records and warns about them.
+            return;
+        }
         if self.p.warnings.len() < MAX_WARNINGS {
             self.p.warnings.push(w);
         } else {
@@ -565,8 +597,28 @@ impl<'a, 'p> Reader<'a, 'p> {
             };
             let mut next = off + size;
             match ty {
-                rt::FINISHED_ROUND => self.finish_round(),
+                rt::FINISHED_ROUND => {
+                    self.finish_round();
+                    let at = usize::try_from(self.base)
+                        .unwrap_or(usize::MAX)
+                        .saturating_add(next);
+                    if self.part.lite && self.part.from.is_some_and(|f| at >= f) {
+                        self.part.lite = false;
+                        self.part.started = true;
+                    }
+                    if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
+                        self.part.ended = true;
+                        self.p.meta.records += 1;
+                        return Framed::Done;
+                    }
+                }
+                rt::COMPRESSED | rt::COMPRESSED2 if self.part.lite => {
+                    // No share boundary after compressed data (its rounds are inside it):
+                    // the part before reads on to the end (below), this one gives up.
+                    return Framed::Done;
+                }
                 rt::COMPRESSED | rt::COMPRESSED2 => {
+                    self.part.to = None;
                     self.p.meta.compressed = true;
                     let payload = if ty == rt::COMPRESSED {
                         Some(body)
@@ -913,6 +965,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 rt::COMM => self.comm(r, misc, body),
                 rt::FORK => self.fork(body),
                 rt::EXIT => Some(()),
+                rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
                 rt::LOST => self.lost(body),
                 rt::LOST_SAMPLES => {
                     let lost = u64_at(body, 0, self.be);
@@ -1208,6 +1261,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         let cpumode = CpuMode::from_misc(misc);
         let exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
         let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
+        if self.part.lite {
+            // Replay: the thread's comm is interned as in the part that delivers this.
+            return Some(());
+        }
         let user = self.st.slot_maps(slot);
         let location = self.st.resolve(user, cpumode, ip);
         let f0 = self.p.frames.len();
@@ -1572,6 +1629,34 @@ pub(crate) fn read<'p>(
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
     skip_chains: bool,
 ) -> Result<Profile, DecodeError> {
+    let whole = Share { index: 0, count: 1 };
+    read_share(data, progress, release, sink, unwinder, skip_chains, whole).map(|(p, _)| p)
+}
+
+/// Part `index` of `count` of a parallel read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Share {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// What a part of a parallel read did (see [`PartBounds`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShareOutcome {
+    /// The part reached its share (if not, it delivered nothing and its profile is not used).
+    pub started: bool,
+}
+
+/// [`read`] of one share of the records (`Share { index: 0, count: 1 }`: all of them).
+pub(crate) fn read_share<'p>(
+    data: &[u8],
+    progress: &'p mut dyn FnMut(u64, u64),
+    release: &'p mut dyn FnMut(usize),
+    sink: Option<SampleSink<'p>>,
+    unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
+    skip_chains: bool,
+    share: Share,
+) -> Result<(Profile, ShareOutcome), DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(DecodeError::TooShort(data.len() as u64));
     };
@@ -1594,7 +1679,11 @@ pub(crate) fn read<'p>(
     r.skip_chains = skip_chains;
     let stopped;
     if hsize == 16 {
-        // Pipe mode: a 16-byte header, then records (attrs and features among them).
+        // Pipe mode: a 16-byte header, then records (attrs and features among them). Not
+        // split: the first part reads it all.
+        if share.index > 0 {
+            return Ok((Profile::default(), ShareOutcome { started: false }));
+        }
         r.p.meta.pipe_mode = true;
         stopped = r.frame(16, data.len(), true);
         if r.attrs.is_empty() {
@@ -1657,8 +1746,29 @@ pub(crate) fn read<'p>(
                 .unwrap_or(usize::MAX)
                 .min(data.len())
         };
-        let data_stop = r
-            .frame(start, end, false)
+        if share.count > 1 {
+            let at = |i: usize| start + (end.saturating_sub(start) / share.count).saturating_mul(i);
+            r.part = PartBounds {
+                from: (share.index > 0).then(|| at(share.index)),
+                to: (share.index + 1 < share.count).then(|| at(share.index + 1)),
+                lite: share.index > 0,
+                started: share.index == 0,
+                ended: false,
+            };
+        }
+        let data_stop = r.frame(start, end, false);
+        if r.part.ended || !r.part.started {
+            // The share ended at a round (what follows is the next part's), or never began
+            // (this part's profile is dropped).
+            let outcome = ShareOutcome {
+                started: r.part.started,
+            };
+            r.queue.clear();
+            r.head = 0;
+            r.sorted = 0;
+            return Ok((r.finish(data_stop), outcome));
+        }
+        let data_stop = data_stop
             .or_else(|| {
                 // perf writes the data size when it finishes; 0 means it was killed: whatever
                 // records are there were read, but the file is incomplete.
@@ -1691,7 +1801,53 @@ pub(crate) fn read<'p>(
     if r.p.events.is_empty() {
         r.build_events();
     }
-    Ok(r.finish(stopped))
+    let outcome = ShareOutcome {
+        started: r.part.started,
+    };
+    Ok((r.finish(stopped), outcome))
+}
+
+/// Combines the profiles of the parts of a parallel read into what a sequential read gives:
+/// the state (DSOs, strings, meta, stop) of the last part that reached its share, which
+/// replayed everything before it, with the counters every part delivered summed.
+pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
+    let used: Vec<Profile> = parts
+        .into_iter()
+        .take_while(|(_, o)| o.started)
+        .map(|(p, _)| p)
+        .collect();
+    let mut used = used.into_iter();
+    let Some(first) = used.next() else {
+        return Profile::default();
+    };
+    let mut merged = first;
+    for p in used {
+        let earlier = std::mem::replace(&mut merged, p);
+        for (e, old) in merged.events.iter_mut().zip(&earlier.events) {
+            e.samples += old.samples;
+            e.period = e.period.saturating_add(old.period);
+            e.lost = e.lost.saturating_add(old.lost);
+        }
+        merged.lost = merged.lost.saturating_add(earlier.lost);
+        merged.lost_samples = merged.lost_samples.saturating_add(earlier.lost_samples);
+        merged.lost_events = merged.lost_events.saturating_add(earlier.lost_events);
+        merged.throttles = merged.throttles.saturating_add(earlier.throttles);
+        merged.meta.time_range = match (earlier.meta.time_range, merged.meta.time_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (a, b) => a.or(b),
+        };
+        // Earlier parts' warnings first (file order); each part warns only about what it
+        // delivered, but header warnings are in every part.
+        let mut warnings = earlier.warnings;
+        for w in std::mem::take(&mut merged.warnings) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        warnings.truncate(MAX_WARNINGS + 1);
+        merged.warnings = warnings;
+    }
+    merged
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod fixtures;
 mod ibs;
 mod live;
 mod oracle;
+mod parallel;
 mod regressions;
 mod stream;
 mod synth;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::common::*;
 
 /// A sample with everything it references resolved, as JSON (Sample has no PartialEq).
-fn sample_view(p: &Profile, s: &Sample) -> Value {
+pub(crate) fn sample_view(p: &Profile, s: &Sample) -> Value {
     let dso = |l: &culprit_decode::model::Location| p.dso(l).map(|d| d.path.clone());
     // Ranges into the side tables depend on what else is stored: compare what they hold.
     let mut sample = serde_json::to_value(s).unwrap();
@@ -33,7 +33,7 @@ fn sample_view(p: &Profile, s: &Sample) -> Value {
 }
 
 /// The profile without its sample storage.
-fn profile_view(p: &Profile) -> Value {
+pub(crate) fn profile_view(p: &Profile) -> Value {
     let mut p = p.clone();
     p.samples.clear();
     p.frames.clear();

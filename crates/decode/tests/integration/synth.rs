@@ -193,7 +193,7 @@ pub(crate) fn file(data: &Data) -> Vec<u8> {
     f
 }
 
-fn build() -> Vec<u8> {
+pub(crate) fn build() -> Vec<u8> {
     let mut d = Data::default();
     // Kernel and a module, shared by everyone.
     d.rec_id(
