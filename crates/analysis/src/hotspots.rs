@@ -501,6 +501,12 @@ impl SampleAggregator {
         }
     }
 
+    /// A new, empty aggregator with the same settings (chains kept or not, filters): one
+    /// per share of a parallel read, folded together with [`absorb`](Self::absorb).
+    pub fn empty_like(&self) -> SampleAggregator {
+        SampleAggregator::new(self.with_chains, &self.filters)
+    }
+
     /// Whether any sample added had a call chain.
     pub fn has_callchains(&self) -> bool {
         self.has_callchains
@@ -539,36 +545,69 @@ impl SampleAggregator {
         } else {
             (0, 0)
         };
-        let key: AggKey = (
-            s.event,
-            s.cpumode,
-            s.exact_ip,
-            s.pid,
-            s.tid,
-            s.cpu,
-            s.comm,
-            s.ip,
-            s.location.dso,
-            s.location.file_offset,
-            start,
-            end,
-        );
+        self.fold(Agg {
+            event: s.event,
+            cpumode: s.cpumode,
+            exact: s.exact_ip,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            comm: s.comm,
+            ip: s.ip,
+            location: s.location,
+            callchain: start..end,
+            samples: 1,
+            period: s.period,
+        });
+    }
+
+    /// Folds the entries of `later` in: an aggregator of samples that came after this one's
+    /// (the next share of [`culprit_decode::read_file_parallel`]), whose profile's ids are
+    /// valid in `profile`. The result is what one aggregator fed all the samples in that
+    /// order holds: same entries in the same order, same frame and chain numbering, so the
+    /// report (whose ties keep first-seen order) is the same.
+    pub fn absorb(&mut self, mut later: SampleAggregator, profile: &Profile) {
+        // Only its entries, frames and chains are read: free its lookup tables first.
+        later.finish();
+        self.has_callchains |= later.has_callchains;
+        let mut chain: Vec<Frame> = Vec::new();
+        for mut e in later.aggs {
+            let (start, end) = if e.callchain.is_empty() {
+                (0, 0)
+            } else {
+                chain.clear();
+                let ids = later
+                    .chain_frames
+                    .get(e.callchain.start as usize..e.callchain.end as usize)
+                    .unwrap_or(&[]);
+                chain.extend(ids.iter().filter_map(|&i| later.frames.get(i as usize)));
+                self.intern_chain(profile, e.pid, &chain)
+            };
+            e.callchain = start..end;
+            self.fold(e);
+        }
+    }
+
+    /// Adds `e`'s samples to the entry with its key, or appends it.
+    #[inline]
+    fn fold(&mut self, e: Agg) {
+        let key = e.key();
         let hash = {
             // Packed into six words: the derived tuple hash feeds small integers byte by
             // byte, which cost a quarter of the whole `--sort sym` run.
             use std::hash::Hasher;
             let mut h = crate::fxhash::FxHasher::default();
             h.write_u64(
-                u64::from(s.event)
-                    | (s.cpumode as u64) << 16
-                    | u64::from(s.exact_ip) << 24
-                    | u64::from(s.cpu) << 32,
+                u64::from(e.event)
+                    | (e.cpumode as u64) << 16
+                    | u64::from(e.exact) << 24
+                    | u64::from(e.cpu) << 32,
             );
-            h.write_u64(u64::from(s.pid as u32) | u64::from(s.tid as u32) << 32);
-            h.write_u64(u64::from(s.comm) | u64::from(s.location.dso.unwrap_or(NONE)) << 32);
-            h.write_u64(s.ip);
-            h.write_u64(s.location.file_offset);
-            h.write_u64(u64::from(start) | u64::from(end) << 32);
+            h.write_u64(u64::from(e.pid as u32) | u64::from(e.tid as u32) << 32);
+            h.write_u64(u64::from(e.comm) | u64::from(e.location.dso.unwrap_or(NONE)) << 32);
+            h.write_u64(e.ip);
+            h.write_u64(e.location.file_offset);
+            h.write_u64(u64::from(e.callchain.start) | u64::from(e.callchain.end) << 32);
             h.finish()
         };
         let found = self
@@ -579,26 +618,13 @@ impl SampleAggregator {
         match found {
             Some(i) => {
                 let a = &mut self.aggs[i as usize];
-                a.samples += 1;
-                a.period += s.period;
+                a.samples += e.samples;
+                a.period += e.period;
             }
             None => {
                 let next = self.aggs.len() as u32;
                 self.index.entry(hash).or_insert(next);
-                self.aggs.push(Agg {
-                    event: s.event,
-                    cpumode: s.cpumode,
-                    exact: s.exact_ip,
-                    pid: s.pid,
-                    tid: s.tid,
-                    cpu: s.cpu,
-                    comm: s.comm,
-                    ip: s.ip,
-                    location: s.location,
-                    callchain: start..end,
-                    samples: 1,
-                    period: s.period,
-                });
+                self.aggs.push(e);
             }
         }
     }

@@ -286,13 +286,15 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
+/// PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER: what `--call-graph dwarf` records.
+const DWARF_SAMPLE_BITS: u64 = (1 << 12) | (1 << 13);
+
 /// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
 fn read_profile(
     args: &ReportArgs,
     bar: Option<&indicatif::ProgressBar>,
     agg: &mut SampleAggregator,
 ) -> anyhow::Result<Profile> {
-    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
     // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
     // sampled registers and stack while reading. Only events with REGS_USER+STACK_USER are
     // touched, so this costs nothing on other files; skipped when chains are not used.
@@ -302,6 +304,20 @@ fn read_profile(
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
     let unwind = chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
+    let stdin = args.input.as_os_str() == "-";
+    if !stdin {
+        // A regular file without DWARF stacks to unwind: read on every core.
+        let types = culprit_decode::file_sample_types(&args.input);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let dwarf = types.as_ref().is_none_or(|t| {
+            t.iter()
+                .any(|&t| t & DWARF_SAMPLE_BITS == DWARF_SAMPLE_BITS)
+        });
+        if threads > 1 && !(unwind && dwarf) && types.is_some() {
+            return read_profile_parallel(args, bar, agg, threads, !chains_used);
+        }
+    }
+    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
     let mut unwinder = unwind.then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
     let opts = culprit_decode::ReadOptions {
         unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
@@ -309,7 +325,7 @@ fn read_profile(
         // part of decoding a -g file.
         skip_callchains: !chains_used,
     };
-    let mut profile = if args.input.as_os_str() == "-" {
+    let mut profile = if stdin {
         let mut data = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
             .context("cannot read perf.data from stdin")?;
@@ -331,6 +347,52 @@ fn read_profile(
     };
     if let Some(u) = &unwinder {
         profile.warnings.extend(u.warnings().iter().cloned());
+    }
+    Ok(profile)
+}
+
+/// [`read_profile`] on `threads` threads (see `culprit_decode::read_file_parallel`): one
+/// aggregator per share, folded into `agg` in share order, which gives exactly what one
+/// aggregator fed the samples in order gives.
+fn read_profile_parallel(
+    args: &ReportArgs,
+    bar: Option<&indicatif::ProgressBar>,
+    agg: &mut SampleAggregator,
+    threads: usize,
+    skip_callchains: bool,
+) -> anyhow::Result<Profile> {
+    let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
+    let bar = bar.cloned();
+    let profile = {
+        type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
+        let mut sinks: Vec<Sink<'_>> = aggs
+            .iter_mut()
+            .map(|a| {
+                Box::new(move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
+                    as Sink<'_>
+            })
+            .collect();
+        let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
+            sinks.iter_mut().map(|b| &mut **b).collect();
+        culprit_decode::read_file_parallel(
+            &args.input,
+            skip_callchains,
+            &mut |done, total| {
+                if let Some(b) = &bar {
+                    b.set_length(total);
+                    b.set_position(done);
+                }
+            },
+            &mut refs,
+        )
+        .with_context(|| format!("cannot read {}", args.input.display()))?
+    };
+    let mut aggs = aggs.into_iter();
+    if let Some(first) = aggs.next() {
+        *agg = first;
+    }
+    for later in aggs {
+        agg.absorb(later, &profile);
     }
     Ok(profile)
 }
