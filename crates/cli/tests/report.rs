@@ -901,3 +901,55 @@ fn test_report_deskid_moves_memory_samples_to_the_load_and_agrees_with_annotate(
         "{text}"
     );
 }
+
+#[test]
+fn test_report_parallel_read_equals_sequential_read() {
+    if !common::require_perf("test_report_parallel_read_equals_sequential_read") {
+        return;
+    }
+    // Several processes one after the other, call chains, small ring buffers: many rounds,
+    // so a file is read in several shares (one per core) while stdin is read in one pass.
+    let shares = common::workload("shares");
+    let script = format!(
+        "for i in 1 2 3 4; do {} 4 > /dev/null; done",
+        shares.display()
+    );
+    let file = {
+        let _lock = common::pmu_lock();
+        perf_record(
+            "report-parallel",
+            &["-m", "2", "-g", "-e", "cpu-clock", "-F", "20000"],
+            &["sh", "-c", &script],
+        )
+    };
+    for mode in [
+        &["--sort", "sym", "--no-children"][..],
+        &["--sort", "comm,pid,tid,dso,sym", "--no-children"],
+        &["--sort", "ip", "--no-children", "--format", "csv"],
+        &["--children"],
+        &["--children", "-g", "caller", "--format", "json"],
+        &["--no-children", "-g", "callee"],
+    ] {
+        let from_file = common::run_ok(
+            common::culprit()
+                .args(["report", "-i"])
+                .arg(&file)
+                .args(mode),
+        );
+        let from_stdin = common::run_ok(
+            common::culprit()
+                .args(["report", "-i", "-"])
+                .args(mode)
+                .stdin(std::fs::File::open(&file).unwrap()),
+        );
+        // The reports name their input: `-` versus the path.
+        let path = file.display().to_string();
+        let a = String::from_utf8_lossy(&from_file.stdout).replace(&path, "-");
+        let b = String::from_utf8_lossy(&from_stdin.stdout).replace(&path, "-");
+        assert!(a.lines().count() > 5, "{mode:?}: short report\n{a}");
+        assert_eq!(
+            a, b,
+            "{mode:?}: file (parallel) and stdin (sequential) reports differ"
+        );
+    }
+}
