@@ -38,6 +38,8 @@ mod st {
     pub const DATA_PAGE_SIZE: u64 = 1 << 22;
     pub const CODE_PAGE_SIZE: u64 = 1 << 23;
     pub const WEIGHT_STRUCT: u64 = 1 << 24;
+    /// The fields that become `Option`s of a [`crate::model::Sample`].
+    pub const OPTIONAL: u64 = ADDR | ID | IDENTIFIER | STREAM_ID | AFTER_STACK;
     /// The fields a SAMPLE record holds after STACK_USER.
     pub const AFTER_STACK: u64 = WEIGHT
         | DATA_SRC
@@ -331,6 +333,9 @@ pub(crate) struct Reader<'a, 'p> {
     layouts: Vec<Layout>,
     /// Per attr: where the fixed-size SAMPLE fields are.
     sample_layouts: Vec<FixedFields>,
+    /// Per attr: the sample handed to the sink, filled in place (what the attr does not
+    /// record stays empty).
+    scratch: Vec<Sample>,
     id_to_attr: IntMap<u64, u16>,
     id_mode: IdMode,
     p: Profile,
@@ -422,6 +427,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             attrs: Vec::new(),
             layouts: Vec::new(),
             sample_layouts: Vec::new(),
+            scratch: Vec::new(),
             id_to_attr: IntMap::default(),
             id_mode: IdMode::Single,
             p,
@@ -478,6 +484,7 @@ impl<'a, 'p> Reader<'a, 'p> {
     fn refresh_attrs(&mut self) {
         self.layouts = self.attrs.iter().map(Layout::new).collect();
         self.sample_layouts = self.attrs.iter().map(FixedFields::new).collect();
+        self.scratch = vec![Sample::default(); self.attrs.len()];
         self.id_to_attr.clear();
         for (i, a) in self.attrs.iter().enumerate() {
             for &id in &a.ids {
@@ -1307,28 +1314,37 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         let callchain = range32(f0, self.p.frames.len())?;
-        let r0 = self.p.raw.len();
-        if !raw.is_empty() {
-            self.p.raw.extend_from_slice(raw);
+        // Side data (raw payload, registers, stack, read values) is rare: the common sample
+        // skips its bookkeeping.
+        let side = !raw.is_empty() || !regs.is_empty() || !stack.is_empty() || read.is_some();
+        let (r0, g0, s0, v0) = (
+            self.p.raw.len(),
+            self.p.regs.len(),
+            self.p.stacks.len(),
+            self.p.read_values.len(),
+        );
+        let (mut raw_r, mut regs_r) = (range32(r0, r0)?, range32(g0, g0)?);
+        let mut stack_r = s0 as u64..s0 as u64;
+        if side {
+            if !raw.is_empty() {
+                self.p.raw.extend_from_slice(raw);
+            }
+            raw_r = range32(r0, self.p.raw.len())?;
+            if !regs.is_empty() {
+                self.p
+                    .regs
+                    .extend(regs.chunks_exact(8).map(|w| le_or_be::<BE>(w, 0)));
+            }
+            regs_r = range32(g0, self.p.regs.len())?;
+            if !stack.is_empty() {
+                self.p.stacks.extend_from_slice(stack);
+            }
+            stack_r = s0 as u64..self.p.stacks.len() as u64;
+            if let Some(vals) = read {
+                self.p.read_values.extend(vals);
+            }
         }
-        let raw = range32(r0, self.p.raw.len())?;
-        let g0 = self.p.regs.len();
-        if !regs.is_empty() {
-            self.p
-                .regs
-                .extend(regs.chunks_exact(8).map(|w| le_or_be::<BE>(w, 0)));
-        }
-        let user_regs = range32(g0, self.p.regs.len())?;
-        let s0 = self.p.stacks.len() as u64;
-        if !stack.is_empty() {
-            self.p.stacks.extend_from_slice(stack);
-        }
-        let user_stack = s0..self.p.stacks.len() as u64;
-        let v0 = self.p.read_values.len();
-        if let Some(vals) = read {
-            self.p.read_values.extend(vals);
-        }
-        let read = range32(v0, self.p.read_values.len())?;
+        let read_r = range32(v0, self.p.read_values.len())?;
 
         if let Some(e) = self.p.events.get_mut(r.attr as usize) {
             e.samples += 1;
@@ -1340,46 +1356,52 @@ impl<'a, 'p> Reader<'a, 'p> {
                 Some((a, b)) => (a.min(time), b.max(time)),
             });
         }
-        let sample = Sample {
-            event: r.attr,
-            time,
-            pid,
-            tid,
-            cpu,
-            period,
-            ip,
-            cpumode,
-            exact_ip,
-            comm,
-            location,
-            callchain,
-            addr,
-            weight,
-            data_src,
-            phys_addr,
-            raw,
-            weight_struct,
-            transaction,
-            data_page_size,
-            code_page_size,
-            stream_id,
-            id,
-            read,
-            user_regs,
-            user_stack,
-            branch_count,
+        // Filled in place: fields this attr never records keep their empty value.
+        let Some(sample) = self.scratch.get_mut(r.attr as usize) else {
+            return None;
         };
+        sample.event = r.attr;
+        sample.time = time;
+        sample.pid = pid;
+        sample.tid = tid;
+        sample.cpu = cpu;
+        sample.period = period;
+        sample.ip = ip;
+        sample.cpumode = cpumode;
+        sample.exact_ip = exact_ip;
+        sample.comm = comm;
+        sample.location = location;
+        sample.callchain = callchain;
+        sample.raw = raw_r;
+        sample.read = read_r;
+        sample.user_regs = regs_r;
+        sample.user_stack = stack_r;
+        sample.branch_count = branch_count;
+        if t & st::OPTIONAL != 0 {
+            sample.addr = addr;
+            sample.weight = weight;
+            sample.data_src = data_src;
+            sample.phys_addr = phys_addr;
+            sample.weight_struct = weight_struct;
+            sample.transaction = transaction;
+            sample.data_page_size = data_page_size;
+            sample.code_page_size = code_page_size;
+            sample.stream_id = stream_id;
+            sample.id = id;
+        }
         match self.sink.as_mut() {
             Some(sink) => {
                 // Streaming: the sample and its side data live only for the call.
-                sink(&self.p, &sample);
+                sink(&self.p, sample);
                 self.p.frames.truncate(f0);
-                self.p.raw.truncate(r0);
-                self.p.regs.truncate(g0);
-                self.p.stacks.truncate(s0 as usize);
-                self.p.read_values.truncate(v0);
+                if side {
+                    self.p.raw.truncate(r0);
+                    self.p.regs.truncate(g0);
+                    self.p.stacks.truncate(s0);
+                    self.p.read_values.truncate(v0);
+                }
             }
-            None => self.p.samples.push(sample),
+            None => self.p.samples.push(sample.clone()),
         }
         Some(())
     }
