@@ -1357,9 +1357,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             });
         }
         // Filled in place: fields this attr never records keep their empty value.
-        let Some(sample) = self.scratch.get_mut(r.attr as usize) else {
-            return None;
-        };
+        let sample = self.scratch.get_mut(r.attr as usize)?;
         sample.event = r.attr;
         sample.time = time;
         sample.pid = pid;
