@@ -1486,7 +1486,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         meta.records = self.p.meta.records;
         self.p.meta = meta;
         let fw = std::mem::take(&mut self.features.warnings);
-        self.p.warnings.extend(fw);
+        if !self.part.ended {
+            // Header warnings once, after the records' (the last share of a parallel read).
+            self.p.warnings.extend(fw);
+        }
         if self.suppressed_warnings > 0 {
             self.p.warnings.push(format!(
                 "{} more warnings not shown",
@@ -1856,15 +1859,10 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (a, b) => a.or(b),
         };
-        // Earlier parts' warnings first (file order); each part warns only about what it
-        // delivered, but header warnings are in every part.
+        // Earlier parts' warnings first: each part warns only about what it delivered (and
+        // the last one about the header), so this is the sequential order.
         let mut warnings = earlier.warnings;
-        for w in std::mem::take(&mut merged.warnings) {
-            if !warnings.contains(&w) {
-                warnings.push(w);
-            }
-        }
-        warnings.truncate(MAX_WARNINGS + 1);
+        warnings.append(&mut merged.warnings);
         merged.warnings = warnings;
     }
     merged

@@ -129,4 +129,32 @@ fn test_parallel_read_equals_sequential_on_live_multiprocess_recording() {
             .any(|s| s.iter().filter(|&&n| n > 0).count() > 1),
         "no split divided the recording's samples: {splits:?}"
     );
+    // Malformed samples all along the file: each share warns about its own, and the merged
+    // warnings are the sequential ones, in order.
+    let mut data = std::fs::read(&path).unwrap();
+    let at = |d: &[u8], o: usize| u64::from_le_bytes(d[o..o + 8].try_into().unwrap()) as usize;
+    let (mut pos, end) = (at(&data, 40), at(&data, 40) + at(&data, 48));
+    let mut n = 0;
+    while pos + 8 <= end {
+        let ty = u32::from_le_bytes(data[pos..pos + 4].try_into().unwrap());
+        let size = u16::from_le_bytes(data[pos + 6..pos + 8].try_into().unwrap()) as usize;
+        assert!(size >= 8);
+        if ty == 9 {
+            n += 1;
+            if n % 300 == 0 {
+                // Keep IP, pid/tid and time; everything after (period, chain length…) is
+                // garbage: the sample cannot be parsed.
+                data[pos + 32..pos + size].fill(0xff);
+            }
+        }
+        pos += size;
+    }
+    let corrupt = path.with_file_name("corrupt.data");
+    std::fs::write(&corrupt, &data).unwrap();
+    let warnings = sequential(&corrupt).1["warnings"].clone();
+    assert!(
+        warnings.as_array().is_some_and(|w| w.len() >= 5),
+        "expected warnings about malformed samples: {warnings}"
+    );
+    assert_parallel_is_sequential("live recording with malformed samples", &corrupt);
 }
