@@ -466,8 +466,9 @@ fn test_record_attach_pid_until_exit() {
     let _lock = common::pmu_lock();
     let dir = common::scratch("record-pid");
     let shares = common::workload("shares");
+    // ~2 s of CPU on a Zen 5 VM (60 units, 0.4 s there, left ~25 samples after attaching).
     let mut target = Command::new(&shares)
-        .arg("60")
+        .arg("300")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
