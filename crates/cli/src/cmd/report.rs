@@ -286,8 +286,14 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER: what `--call-graph dwarf` records.
-const DWARF_SAMPLE_BITS: u64 = (1 << 12) | (1 << 13);
+/// Threads for reading a file: one per core (at most 4), or `CULPRIT_READ_THREADS`.
+fn read_threads() -> usize {
+    std::env::var("CULPRIT_READ_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+        .clamp(1, 64)
+}
 
 /// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
 fn read_profile(
@@ -305,16 +311,13 @@ fn read_profile(
         );
     let unwind = chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
     let stdin = args.input.as_os_str() == "-";
-    if !stdin {
-        // A regular file without DWARF stacks to unwind: read on every core.
-        let types = culprit_decode::file_sample_types(&args.input);
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let dwarf = types.as_ref().is_none_or(|t| {
-            t.iter()
-                .any(|&t| t & DWARF_SAMPLE_BITS == DWARF_SAMPLE_BITS)
-        });
-        if threads > 1 && !(unwind && dwarf) && types.is_some() {
-            return read_profile_parallel(args, bar, agg, threads, !chains_used);
+    if !stdin && !chains_used {
+        // A flat report of a regular file: read on every core. (Children and call-graph
+        // reports read sequentially: their time goes into chains and rows, not decoding,
+        // and one aggregator per thread would hold the chains of both halves.)
+        let threads = read_threads();
+        if threads > 1 && culprit_decode::file_sample_types(&args.input).is_some() {
+            return read_profile_parallel(args, bar, agg, threads, true);
         }
     }
     let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
