@@ -378,3 +378,69 @@ fn test_hotspots_aggregated_folds_identical_samples_and_keeps_counts() {
         assert_eq!(a.call_graph(0), b.call_graph(0));
     }
 }
+
+#[test]
+fn test_aggregator_absorb_equals_one_aggregator_at_every_split() {
+    let mut b = Builder::new(&["cpu-clock"]);
+    // Equal-valued rows (ties keep first-seen order), shared and distinct chains, a sample
+    // filtered out, samples that fold into entries of the other half.
+    b.sample(0, 0, 10, &[0x1010, 0x3000]);
+    b.sample(0, 0, 10, &[0x2010, 0x1050, 0x3000]);
+    b.sample(0, 1, 7, &[0x2010, 0x3000]);
+    b.sample(0, 0, 10, &[0x9000, 0x3000]);
+    b.sample(0, 0, 10, &[0x1010, 0x3000]);
+    b.sample(0, 0, 5, &[0x2010, 0x3000]);
+    b.sample(0, 0, 10, &[0x9100, 0x2010, 0x3000]);
+    b.sample(0, 0, 5, &[0x1010, 0x2010, 0x3000]);
+    let opts = HotspotOptions {
+        children: true,
+        call_graph: CallGraphMode::Caller,
+        call_graph_threshold: 0.0,
+        filters: Filters {
+            comms: vec!["prog".into()],
+            ..Filters::default()
+        },
+        ..HotspotOptions::default()
+    };
+    let view = |h: &Hotspots| -> Vec<String> {
+        h.rows()
+            .map(|r| {
+                let keys: Vec<String> = r.keys().map(|k| r.text(&k).to_string()).collect();
+                format!(
+                    "{keys:?} {} {} {} {} {:?}",
+                    r.samples(0),
+                    r.period(0),
+                    r.children_samples(0),
+                    r.children_period(0),
+                    r.call_graph(0)
+                )
+            })
+            .collect()
+    };
+    let mut whole = hotspots::SampleAggregator::new(true, &opts.filters);
+    for s in &b.p.samples {
+        whole.add(&b.p, s);
+    }
+    whole.finish();
+    let mut s = symbolizer("absorb");
+    let want =
+        view(&hotspots::hotspots_aggregated(&b.p, &whole, &mut s, &opts, &mut |_, _| {}).unwrap());
+    for cut in 0..=b.p.samples.len() {
+        let mut first = hotspots::SampleAggregator::new(true, &opts.filters);
+        let mut second = first.empty_like();
+        for (i, smp) in b.p.samples.iter().enumerate() {
+            if i < cut {
+                first.add(&b.p, smp);
+            } else {
+                second.add(&b.p, smp);
+            }
+        }
+        first.absorb(second, &b.p);
+        first.finish();
+        assert_eq!(first.distinct(), whole.distinct(), "cut at {cut}");
+        let got = view(
+            &hotspots::hotspots_aggregated(&b.p, &first, &mut s, &opts, &mut |_, _| {}).unwrap(),
+        );
+        assert_eq!(got, want, "cut at {cut}");
+    }
+}
