@@ -952,8 +952,9 @@ pub fn hotspots_aggregated(
     for (q, l) in queries.iter().zip(locs.iter_mut()) {
         let (mut srcline, mut srcfile) = (NONE, NONE);
         if need_src {
-            let frames = symbolizer.source(profile, q.dso, q.file_offset, false);
-            match frames.first() {
+            // The line tables alone give the innermost position (the first frame of
+            // `source`), without parsing every unit's functions.
+            match symbolizer.source_line(profile, q.dso, q.file_offset) {
                 Some(f) if f.file.is_some() => {
                     let file = basename(f.file.as_deref().unwrap_or(""));
                     srcline = src.id(&format!("{file}:{}", f.line.unwrap_or(0)));

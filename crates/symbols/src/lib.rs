@@ -36,6 +36,7 @@ mod demangle;
 pub mod disasm;
 mod elf;
 mod kernel;
+mod lines;
 mod perfmap;
 mod table;
 pub mod unwind;
@@ -153,6 +154,12 @@ pub struct SourceFrame {
 
 type Dwarf = addr2line::Context<gimli::EndianArcSlice<gimli::RunTimeEndian>>;
 
+enum LinesState {
+    NotTried,
+    Ready(Box<lines::LineIndex>),
+    Unavailable,
+}
+
 enum DwarfState {
     NotTried,
     Ready(Box<Dwarf>),
@@ -169,6 +176,8 @@ enum DsoState {
         path: PathBuf,
         dwarf_path: Option<PathBuf>,
         dwarf: DwarfState,
+        /// Line tables alone ([`Symbolizer::source_line`]), parsed lazily.
+        lines: LinesState,
     },
     /// Kernel, module: absolute addresses.
     Absolute { table: Option<u32> },
@@ -585,6 +594,7 @@ impl Symbolizer {
             path: path.clone(),
             dwarf_path,
             dwarf: DwarfState::NotTried,
+            lines: LinesState::NotTried,
         }
     }
 
@@ -670,6 +680,116 @@ impl Symbolizer {
         }
         out
     }
+}
+
+impl Symbolizer {
+    /// File and line of an address, from the line tables alone: what the first frame of
+    /// [`Symbolizer::source`] says, without parsing the functions and inline frames of every
+    /// compilation unit (a fraction of the memory for large debug files such as glibc's).
+    /// `function` is always `None`. For the `srcline`/`srcfile` report keys.
+    pub fn source_line(
+        &mut self,
+        profile: &Profile,
+        dso: Option<DsoId>,
+        file_offset: u64,
+    ) -> Option<SourceFrame> {
+        let dso = dso?;
+        let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
+            matches!(
+                d.kind,
+                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
+            )
+        });
+        if no_dwarf {
+            return None;
+        }
+        let q = Query {
+            dso: Some(dso),
+            file_offset,
+            pid: -1,
+        };
+        if !self.dsos.contains_key(&dso) {
+            let state = self.prepare(profile, dso);
+            self.dsos.insert(dso, state);
+        }
+        let Some(DsoState::Elf {
+            segments,
+            dwarf_path,
+            lines,
+            ..
+        }) = self.dsos.get_mut(&dso)
+        else {
+            return None;
+        };
+        let svma = elf::offset_to_svma(segments.as_slice(), q.file_offset)?;
+        if let LinesState::NotTried = *lines {
+            *lines = match dwarf_path
+                .as_deref()
+                .map(|p| load_sections(p, LINE_SECTIONS))
+            {
+                Some(Ok(dwarf)) => match lines::LineIndex::new(dwarf) {
+                    Ok(index) => LinesState::Ready(Box::new(index)),
+                    Err(_) => LinesState::Unavailable,
+                },
+                _ => LinesState::Unavailable,
+            };
+        }
+        let LinesState::Ready(index) = lines else {
+            return None;
+        };
+        let (file, line) = index.find(svma)?;
+        Some(SourceFrame {
+            function: None,
+            file,
+            line,
+        })
+    }
+}
+
+/// The sections a line lookup reads (units, their abbreviations and ranges, line programs
+/// and the strings they name); the others are not loaded.
+const LINE_SECTIONS: &[gimli::SectionId] = &[
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAranges,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+];
+
+/// Copies (decompressed) of the DWARF sections in `only` of a file; the others are empty.
+fn load_sections(
+    path: &Path,
+    only: &[gimli::SectionId],
+) -> Result<gimli::Dwarf<gimli::EndianArcSlice<gimli::RunTimeEndian>>, SymbolError> {
+    use object::{Object, ObjectSection};
+    let map = elf::map_file(path)?;
+    let bad = |msg: String| SymbolError::Elf {
+        path: path.display().to_string(),
+        msg,
+    };
+    let obj = object::File::parse(&*map).map_err(|e| bad(e.to_string()))?;
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<gimli::EndianArcSlice<gimli::RunTimeEndian>, gimli::Error> {
+        if !only.contains(&id) {
+            return Ok(gimli::EndianArcSlice::new(Arc::from(&[][..]), endian));
+        }
+        let bytes: Arc<[u8]> = obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .map(|d| Arc::from(&*d))
+            .unwrap_or_else(|| Arc::from(&[][..]));
+        Ok(gimli::EndianArcSlice::new(bytes, endian))
+    };
+    gimli::Dwarf::load(load).map_err(|e| bad(e.to_string()))
 }
 
 /// Builds an addr2line context over copies of a file's DWARF sections (decompressed).
