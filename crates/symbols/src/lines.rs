@@ -67,7 +67,12 @@ pub(crate) struct LineIndex {
 
 impl LineIndex {
     /// Indexes the units of `dwarf` (their address ranges only).
-    pub(crate) fn new(dwarf: gimli::Dwarf<R>) -> Result<LineIndex, gimli::Error> {
+    /// `info` yields the units of .debug_info one at a time (with their offsets), so the
+    /// whole decompressed section never has to be in memory; `dwarf` has the other sections.
+    pub(crate) fn new(
+        dwarf: gimli::Dwarf<R>,
+        info: &mut UnitStream<'_>,
+    ) -> Result<LineIndex, gimli::Error> {
         let mut aranges = Vec::new();
         let mut headers = dwarf.debug_aranges.headers();
         while let Some(h) = headers.next()? {
@@ -76,9 +81,13 @@ impl LineIndex {
         aranges.sort_unstable_by_key(|a| a.0);
         let mut units = Vec::new();
         let mut ranges = Vec::new();
-        let mut iter = dwarf.units();
-        while let Some(header) = iter.next()? {
-            let Some(offset) = header.debug_info_offset() else {
+        let endian = dwarf.debug_line.reader().endian();
+        while let Some((offset, bytes)) = info.next_unit()? {
+            let offset = gimli::DebugInfoOffset(offset);
+            let Some(header) = gimli::DebugInfo::from(R::new(bytes, endian))
+                .units()
+                .next()?
+            else {
                 continue;
             };
             let mut need_range = match header.type_() {
@@ -188,9 +197,7 @@ impl LineIndex {
         }
         // Units are parsed again from what `units` keeps: drop the big sections.
         let mut dwarf = dwarf;
-        let endian = dwarf.debug_info.reader().endian();
         let empty = || R::new(std::sync::Arc::from(&[][..]), endian);
-        dwarf.debug_info = gimli::DebugInfo::from(empty());
         dwarf.debug_abbrev = gimli::DebugAbbrev::from(empty());
         dwarf.debug_aranges = gimli::DebugAranges::from(empty());
         Ok(LineIndex {
@@ -364,4 +371,100 @@ fn push_path(path: &mut String, p: &str) {
         path.push(sep);
     }
     path.push_str(p);
+}
+
+/// A unit's offset in .debug_info and its bytes.
+pub(crate) type UnitBytes = (usize, std::sync::Arc<[u8]>);
+
+/// The units of a .debug_info section one at a time, inflating zlib-compressed data as it
+/// goes: only the unit being indexed is in memory, not the section (5.8 MB for glibc).
+pub(crate) struct UnitStream<'a> {
+    input: &'a [u8],
+    /// `Some` for zlib data; `None`: `input` is the section itself.
+    inflate: Option<flate2::Decompress>,
+    /// Inflated bytes not handed out yet, starting at section offset `at`.
+    window: Vec<u8>,
+    at: usize,
+    big_endian: bool,
+}
+
+impl<'a> UnitStream<'a> {
+    /// Over a section's bytes as stored: `zlib` when they are zlib-compressed (after the
+    /// ELF compression header).
+    pub(crate) fn new(input: &'a [u8], zlib: bool, big_endian: bool) -> UnitStream<'a> {
+        UnitStream {
+            input,
+            inflate: zlib.then(|| flate2::Decompress::new(true)),
+            window: Vec::new(),
+            at: 0,
+            big_endian,
+        }
+    }
+
+    /// Makes `window` hold at least `n` bytes; false at the end of the data.
+    fn fill(&mut self, n: usize) -> Result<bool, gimli::Error> {
+        let Some(z) = self.inflate.as_mut() else {
+            let start = self.at.saturating_add(self.window.len());
+            let want = n.saturating_sub(self.window.len());
+            let more = self.input.get(start..).unwrap_or(&[]);
+            self.window
+                .extend_from_slice(more.get(..want).unwrap_or(more));
+            return Ok(self.window.len() >= n);
+        };
+        while self.window.len() < n {
+            let before_in = z.total_in();
+            let before_out = z.total_out();
+            let consumed = usize::try_from(before_in).unwrap_or(usize::MAX);
+            let input = self.input.get(consumed..).unwrap_or(&[]);
+            self.window.reserve((n - self.window.len()).max(64 << 10));
+            z.decompress_vec(input, &mut self.window, flate2::FlushDecompress::None)
+                .map_err(|_| gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(0)))?;
+            if z.total_in() == before_in && z.total_out() == before_out {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The next unit: its section offset and bytes (length field included).
+    pub(crate) fn next_unit(&mut self) -> Result<Option<UnitBytes>, gimli::Error> {
+        if !self.fill(4)? {
+            return Ok(None);
+        }
+        let be = self.big_endian;
+        let word = |b: &[u8]| -> u64 {
+            let mut a = [0u8; 8];
+            let n = b.len().min(8);
+            a[..n].copy_from_slice(&b[..n]);
+            if be {
+                a[..n].reverse();
+                u64::from_le_bytes(a)
+            } else {
+                u64::from_le_bytes(a)
+            }
+        };
+        let len32 = word(&self.window[..4]);
+        let total = if len32 == 0xffff_ffff {
+            if !self.fill(12)? {
+                return Ok(None);
+            }
+            usize::try_from(word(&self.window[4..12]))
+                .ok()
+                .and_then(|l| l.checked_add(12))
+        } else {
+            usize::try_from(len32).ok().and_then(|l| l.checked_add(4))
+        };
+        let Some(total) = total else {
+            return Ok(None);
+        };
+        if !self.fill(total)? {
+            // A truncated last unit: what gimli would refuse too.
+            return Ok(None);
+        }
+        let unit: std::sync::Arc<[u8]> = std::sync::Arc::from(&self.window[..total]);
+        self.window.drain(..total);
+        let offset = self.at;
+        self.at += total;
+        Ok(Some((offset, unit)))
+    }
 }

@@ -97,6 +97,20 @@ fn test_source_line_agrees_with_addr2line_frames_on_workloads() {
         assert!(status.success(), "cc {flags:?} {name}.c");
         total += compare(&out, 1);
     }
+    // zstd-compressed sections (objcopy can write them; gcc 12 cannot).
+    let plain = dir.join("calltree-O2-g");
+    let zstd = dir.join("calltree-zstd");
+    let ok = Command::new("objcopy")
+        .arg("--compress-debug-sections=zstd")
+        .arg(&plain)
+        .arg(&zstd)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        total += compare(&zstd, 1);
+    } else {
+        eprintln!("objcopy cannot write zstd sections here: that variant is not compared");
+    }
     assert!(total > 1000, "too few addresses with lines: {total}");
 }
 
