@@ -196,6 +196,8 @@ pub struct Symbolizer {
     jit: HashMap<i32, Option<u32>>,
     warnings: Vec<String>,
     warned: HashSet<String>,
+    /// [`Symbolizer::prefetch_kernel_symbols`]: `opts.kallsyms` read and parsed on a thread.
+    prefetched: Option<std::thread::JoinHandle<std::io::Result<kernel::Kallsyms>>>,
 }
 
 impl SymbolizerOptions {
@@ -247,7 +249,23 @@ impl Symbolizer {
             jit: HashMap::new(),
             warnings: Vec::new(),
             warned: HashSet::new(),
+            prefetched: None,
         }
+    }
+
+    /// Starts reading and parsing the kernel's symbols (`/proc/kallsyms`: ~10^5 lines that
+    /// the kernel formats slowly) on another thread, to overlap with other work such as
+    /// reading the perf.data file. The first kernel lookup uses the result when it reads
+    /// that file; otherwise (another kernel, nothing in the kernel) it is dropped.
+    pub fn prefetch_kernel_symbols(&mut self) {
+        if self.kernel.is_some() || self.prefetched.is_some() {
+            return;
+        }
+        let path = self.opts.kallsyms.clone();
+        self.prefetched = std::thread::Builder::new()
+            .name("culprit-kallsyms".into())
+            .spawn(move || std::fs::read_to_string(&path).map(|text| kernel::parse_kallsyms(&text)))
+            .ok();
     }
 
     /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
@@ -396,10 +414,16 @@ impl Symbolizer {
             }
         }
         let mut result = (None, HashMap::new());
+        let prefetched = self.prefetched.take();
         if let Some(path) = source {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    let k = kernel::parse_kallsyms(&text);
+            let parsed = match prefetched {
+                Some(job) if path == self.opts.kallsyms => job
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the kallsyms thread panicked"))),
+                _ => std::fs::read_to_string(&path).map(|text| kernel::parse_kallsyms(&text)),
+            };
+            match parsed {
+                Ok(k) => {
                     if k.all_zero {
                         self.warn(
                             "kptr",

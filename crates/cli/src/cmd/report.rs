@@ -178,6 +178,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
+    // Kernel symbols take the kernel a while to print: when the report shows symbols, read
+    // them on another thread while the file is read.
+    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
+        || matches!(
+            args.call_graph,
+            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
+        );
+    if shows_symbols {
+        symbolizer.prefetch_kernel_symbols();
+    }
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places.
     let mut agg = SampleAggregator::new(with_chains, &filters);
     let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
@@ -203,7 +214,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         call_graph_threshold: 0.5,
         deskid: args.deskid,
     };
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
     if let Some(b) = &bar {
         b.set_message("symbolizing");
         b.set_position(0);
