@@ -108,6 +108,15 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     };
     let mut sink = Sink::new(args.format);
     let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    // A program that names functions or modules (`sym`, `mod`, `%a`, offenders) will need
+    // the kernel's symbols, which take the kernel a while to print: start on another thread.
+    // (A false positive only costs that thread's work.)
+    if ["sym", "mod", "%a", "%A", "offenders"]
+        .iter()
+        .any(|t| src.contains(t))
+    {
+        syms.prefetch_kernel_symbols();
+    }
     let (outcome, input, live) = match &args.input {
         None => {
             let opts = live_options(&prog, &args)?;
