@@ -325,6 +325,20 @@ fn test_sort_key_parse_list() {
     ));
 }
 
+/// Children, caller graphs with every edge, only the `prog` command's chains.
+fn children_callers_of_prog() -> HotspotOptions {
+    HotspotOptions {
+        children: true,
+        call_graph: CallGraphMode::Caller,
+        call_graph_threshold: 0.0,
+        filters: Filters {
+            comms: vec!["prog".into()],
+            ..Filters::default()
+        },
+        ..HotspotOptions::default()
+    }
+}
+
 #[test]
 fn test_hotspots_aggregated_folds_identical_samples_and_keeps_counts() {
     let mut b = Builder::new(&["cpu-clock"]);
@@ -334,16 +348,7 @@ fn test_hotspots_aggregated_folds_identical_samples_and_keeps_counts() {
     }
     b.sample(0, 0, 5, &[0x1010, 0x2010, 0x3000]);
     b.sample(0, 1, 7, &[0x2010, 0x3000]);
-    let opts = HotspotOptions {
-        children: true,
-        call_graph: CallGraphMode::Caller,
-        call_graph_threshold: 0.0,
-        filters: Filters {
-            comms: vec!["prog".into()],
-            ..Filters::default()
-        },
-        ..HotspotOptions::default()
-    };
+    let opts = children_callers_of_prog();
     let mut agg = hotspots::SampleAggregator::new(true, &opts.filters);
     for s in &b.p.samples {
         agg.add(&b.p, s);
@@ -392,16 +397,7 @@ fn test_aggregator_absorb_equals_one_aggregator_at_every_split() {
     b.sample(0, 0, 5, &[0x2010, 0x3000]);
     b.sample(0, 0, 10, &[0x9100, 0x2010, 0x3000]);
     b.sample(0, 0, 5, &[0x1010, 0x2010, 0x3000]);
-    let opts = HotspotOptions {
-        children: true,
-        call_graph: CallGraphMode::Caller,
-        call_graph_threshold: 0.0,
-        filters: Filters {
-            comms: vec!["prog".into()],
-            ..Filters::default()
-        },
-        ..HotspotOptions::default()
-    };
+    let opts = children_callers_of_prog();
     let view = |h: &Hotspots| -> Vec<String> {
         h.rows()
             .map(|r| {

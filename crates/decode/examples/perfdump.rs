@@ -39,16 +39,7 @@ fn main() {
             &mut |_, _| {},
             &mut |p, s| {
                 n += 1;
-                format!("{s:?}").hash(&mut h);
-                p.str(s.comm).hash(&mut h);
-                p.dso(&s.location).map(|d| &d.path).hash(&mut h);
-                for f in p.callchain(s) {
-                    format!("{f:?}").hash(&mut h);
-                }
-                p.raw(s).hash(&mut h);
-                p.user_regs(s).hash(&mut h);
-                p.user_stack(s).hash(&mut h);
-                format!("{:?}", p.read_values(s)).hash(&mut h);
+                sample_hash(p, s).hash(&mut h);
             },
         );
         match p {

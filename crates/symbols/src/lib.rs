@@ -768,7 +768,7 @@ impl Symbolizer {
 /// reads loaded.
 fn load_line_index(path: &Path) -> Result<lines::LineIndex, SymbolError> {
     use object::{Object, ObjectSection};
-    let dwarf = load_sections(path, LINE_SECTIONS)?;
+    let dwarf = load_sections(path, &|id| LINE_SECTIONS.contains(&id))?;
     let map = elf::map_file(path)?;
     let bad = |msg: String| SymbolError::Elf {
         path: path.display().to_string(),
@@ -812,10 +812,11 @@ const LINE_SECTIONS: &[gimli::SectionId] = &[
     gimli::SectionId::DebugRngLists,
 ];
 
-/// Copies (decompressed) of the DWARF sections in `only` of a file; the others are empty.
+/// Copies (decompressed) of the DWARF sections of a file that `keep` accepts; the others
+/// are empty.
 fn load_sections(
     path: &Path,
-    only: &[gimli::SectionId],
+    keep: &dyn Fn(gimli::SectionId) -> bool,
 ) -> Result<gimli::Dwarf<gimli::EndianArcSlice<gimli::RunTimeEndian>>, SymbolError> {
     use object::Object;
     let map = elf::map_file(path)?;
@@ -830,7 +831,7 @@ fn load_sections(
         gimli::RunTimeEndian::Big
     };
     let load = |id: gimli::SectionId| -> Result<gimli::EndianArcSlice<gimli::RunTimeEndian>, gimli::Error> {
-        let bytes = if only.contains(&id) {
+        let bytes = if keep(id) {
             obj.section_by_name(id.name())
                 .and_then(|s| section_bytes(&s))
                 .unwrap_or_else(|| Arc::from(&[][..]))
@@ -865,38 +866,22 @@ fn section_bytes(section: &object::Section<'_, '_>) -> Option<Arc<[u8]>> {
 
 /// Builds an addr2line context over copies of a file's DWARF sections (decompressed).
 fn load_dwarf(path: &Path) -> Result<Dwarf, SymbolError> {
-    use object::Object;
-    let map = elf::map_file(path)?;
-    let bad = |msg: String| SymbolError::Elf {
-        path: path.display().to_string(),
-        msg,
-    };
-    let obj = object::File::parse(&*map).map_err(|e| bad(e.to_string()))?;
-    let endian = if obj.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    };
-    let load = |id: gimli::SectionId| -> Result<gimli::EndianArcSlice<gimli::RunTimeEndian>, gimli::Error> {
-        // Variable locations and macros are never looked at for lines and inline frames:
-        // do not keep (decompressed) copies of them.
-        if matches!(
+    // Variable locations and macros are never looked at for lines and inline frames: do not
+    // keep (decompressed) copies of them.
+    let keep = |id: gimli::SectionId| {
+        !matches!(
             id,
             gimli::SectionId::DebugLoc
                 | gimli::SectionId::DebugLocLists
                 | gimli::SectionId::DebugMacinfo
                 | gimli::SectionId::DebugMacro
-        ) {
-            return Ok(gimli::EndianArcSlice::new(Arc::from(&[][..]), endian));
-        }
-        let bytes: Arc<[u8]> = obj
-            .section_by_name(id.name())
-            .and_then(|s| section_bytes(&s))
-            .unwrap_or_else(|| Arc::from(&[][..]));
-        Ok(gimli::EndianArcSlice::new(bytes, endian))
+        )
     };
-    let dwarf = gimli::Dwarf::load(load).map_err(|e| bad(e.to_string()))?;
-    addr2line::Context::from_dwarf(dwarf).map_err(|e| bad(e.to_string()))
+    let dwarf = load_sections(path, &keep)?;
+    addr2line::Context::from_dwarf(dwarf).map_err(|e| SymbolError::Elf {
+        path: path.display().to_string(),
+        msg: e.to_string(),
+    })
 }
 
 #[cfg(test)]

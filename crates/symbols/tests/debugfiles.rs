@@ -2,21 +2,14 @@
 //! separate debug file (build-id directory, `.gnu_debuglink`), DWARF lines, and the build-id
 //! check. Needs `cc`, `strip` and `objcopy` (gcc and binutils).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use culprit_decode::model::{Dso, DsoKind, Profile};
 use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
 use object::{Object, ObjectSegment, ObjectSymbol};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/test-tmp")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().expect("spawn");
@@ -90,7 +83,7 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn test_stripped_binary_named_from_build_id_debug_file() {
-    let dir = scratch("symbols-buildid");
+    let dir = common::scratch("symbols-buildid");
     let (full, id, svma, offset) = build(&dir);
     let stripped = dir.join("stripped");
     run(Command::new("strip").arg("-o").arg(&stripped).arg(&full));
@@ -137,7 +130,7 @@ fn test_stripped_binary_named_from_build_id_debug_file() {
 
 #[test]
 fn test_debuglink_next_to_the_binary() {
-    let dir = scratch("symbols-debuglink");
+    let dir = common::scratch("symbols-debuglink");
     let (full, _id, svma, offset) = build(&dir);
     let dbg = dir.join("prog.debug");
     run(Command::new("objcopy")
@@ -171,7 +164,7 @@ fn test_debuglink_next_to_the_binary() {
 
 #[test]
 fn test_build_id_mismatch_gives_a_warning_and_no_names() {
-    let dir = scratch("symbols-mismatch");
+    let dir = common::scratch("symbols-mismatch");
     let (full, _id, _svma, offset) = build(&dir);
     let p = profile(&full, Some(vec![0xaa; 20]));
     let mut s = symbolizer(&dir);

@@ -3,21 +3,14 @@
 //! project's workloads built with -O0/-O2 (inlined code), DWARF 4 and 5, compressed debug
 //! sections, and glibc with its separate debug file when the machine has it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use culprit_decode::model::{Dso, DsoKind, Profile};
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use object::{Object, ObjectSegment};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/test-tmp")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn profile(path: &Path) -> Profile {
     Profile {
@@ -76,7 +69,7 @@ fn compare(bin: &Path, step: usize) -> usize {
 
 #[test]
 fn test_source_line_agrees_with_addr2line_frames_on_workloads() {
-    let dir = scratch("symbols-lines");
+    let dir = common::scratch("symbols-lines");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
     let mut total = 0;
     for (name, flags) in [
