@@ -116,7 +116,66 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], input: &mut Vec<u8>) {
     }
 }
 
+/// Every sample a read delivers, as text (fields, chain, side data).
+fn sample_text(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -> String {
+    format!(
+        "{s:?} {:?} {:?} {:?} {:?}",
+        p.callchain(s),
+        p.raw(s),
+        p.read_values(s),
+        p.dso(&s.location).map(|d| &d.path)
+    )
+}
+
+/// The parallel read (2 and 3 shares) must deliver what the sequential one does.
+fn check_parallel(data: &[u8]) {
+    let mut want = Vec::new();
+    let seq = culprit_decode::read_bytes_streaming(data, &mut |p, s| want.push(sample_text(p, s)));
+    for n in [2usize, 3] {
+        let mut shares: Vec<Vec<String>> = vec![Vec::new(); n];
+        let par = {
+            type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
+            let mut sinks: Vec<Sink<'_>> = shares
+                .iter_mut()
+                .map(|v| {
+                    Box::new(
+                        move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
+                            v.push(sample_text(p, s))
+                        },
+                    ) as Sink<'_>
+                })
+                .collect();
+            let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
+                sinks.iter_mut().map(|b| &mut **b).collect();
+            culprit_decode::read_bytes_parallel(data, false, &mut refs)
+        };
+        let got: Vec<String> = shares.into_iter().flatten().collect();
+        match (&seq, &par) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(
+                    want, got,
+                    "parallel read ({n} shares) delivered other samples"
+                );
+                assert_eq!(
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        a.events, a.dsos, a.stopped, a.warnings
+                    ),
+                    format!(
+                        "{:?} {:?} {:?} {:?}",
+                        b.events, b.dsos, b.stopped, b.warnings
+                    ),
+                    "parallel read ({n} shares) gave another profile"
+                );
+            }
+            (Err(_), Err(_)) => {}
+            _ => panic!("parallel read ({n} shares) and sequential read disagree on failing"),
+        }
+    }
+}
+
 fn walk(data: &[u8]) -> u64 {
+    check_parallel(data);
     let Ok(p) = culprit_decode::read_bytes(data) else {
         return 0;
     };

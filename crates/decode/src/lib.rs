@@ -226,61 +226,80 @@ pub fn read_file_parallel(
     progress: &mut (dyn FnMut(u64, u64) + Send),
     sinks: &mut [&mut SendSink<'_>],
 ) -> Result<Profile, DecodeError> {
-    let count = sinks.len().max(1);
     with_file(path, &mut |data, release| {
-        let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
-            std::thread::scope(|scope| {
-                let last = sinks.len().saturating_sub(1);
-                let mut progress = Some(&mut *progress);
-                let mut jobs = Vec::new();
-                for (index, sink) in sinks.iter_mut().enumerate() {
-                    let share = reader::Share { index, count };
-                    let mut report = (index == last).then(|| progress.take()).flatten();
-                    jobs.push(move || {
-                        let mut on_progress = |done: u64, total: u64| {
-                            if let Some(p) = report.as_mut() {
-                                p(done, total);
-                            }
-                        };
-                        // Each share drops the pages behind it; another share still reading
-                        // them faults them back in from the page cache.
-                        let mut keep = |at: usize| release(at);
-                        let sink: &mut OnSample<'_> = &mut **sink;
-                        reader::read_share(
-                            data,
-                            &mut on_progress,
-                            &mut keep,
-                            Some(sink),
-                            None,
-                            skip_callchains,
-                            share,
-                        )
-                    });
-                }
-                let mut jobs = jobs.into_iter();
-                let first = jobs.next();
-                // Share 0 runs on this thread, the others on their own.
-                let threads: Vec<_> = jobs.map(|job| scope.spawn(job)).collect();
-                let mut results = Vec::with_capacity(count);
-                if let Some(mut job) = first {
-                    results.push(job());
-                }
-                for t in threads {
-                    results.push(t.join().unwrap_or_else(|_| {
-                        Err(DecodeError::Header {
-                            offset: 0,
-                            what: "a decoding thread panicked".into(),
-                        })
-                    }));
-                }
-                results
-            });
-        let mut parts = Vec::with_capacity(results.len());
-        for r in results {
-            parts.push(r?);
-        }
-        Ok(reader::merge_shares(parts))
+        read_parallel(data, release, skip_callchains, progress, sinks)
     })
+}
+
+/// [`read_file_parallel`] over bytes in memory (tests and the fuzz targets).
+pub fn read_bytes_parallel(
+    data: &[u8],
+    skip_callchains: bool,
+    sinks: &mut [&mut SendSink<'_>],
+) -> Result<Profile, DecodeError> {
+    read_parallel(data, &|_| {}, skip_callchains, &mut |_, _| {}, sinks)
+}
+
+fn read_parallel(
+    data: &[u8],
+    release: &(dyn Fn(usize) + Sync),
+    skip_callchains: bool,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+    sinks: &mut [&mut SendSink<'_>],
+) -> Result<Profile, DecodeError> {
+    let count = sinks.len().max(1);
+    let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
+        std::thread::scope(|scope| {
+            let last = sinks.len().saturating_sub(1);
+            let mut progress = Some(&mut *progress);
+            let mut jobs = Vec::new();
+            for (index, sink) in sinks.iter_mut().enumerate() {
+                let share = reader::Share { index, count };
+                let mut report = (index == last).then(|| progress.take()).flatten();
+                jobs.push(move || {
+                    let mut on_progress = |done: u64, total: u64| {
+                        if let Some(p) = report.as_mut() {
+                            p(done, total);
+                        }
+                    };
+                    // Each share drops the pages behind it; another share still reading
+                    // them faults them back in from the page cache.
+                    let mut keep = |at: usize| release(at);
+                    let sink: &mut OnSample<'_> = &mut **sink;
+                    reader::read_share(
+                        data,
+                        &mut on_progress,
+                        &mut keep,
+                        Some(sink),
+                        None,
+                        skip_callchains,
+                        share,
+                    )
+                });
+            }
+            let mut jobs = jobs.into_iter();
+            let first = jobs.next();
+            // Share 0 runs on this thread, the others on their own.
+            let threads: Vec<_> = jobs.map(|job| scope.spawn(job)).collect();
+            let mut results = Vec::with_capacity(count);
+            if let Some(mut job) = first {
+                results.push(job());
+            }
+            for t in threads {
+                results.push(t.join().unwrap_or_else(|_| {
+                    Err(DecodeError::Header {
+                        offset: 0,
+                        what: "a decoding thread panicked".into(),
+                    })
+                }));
+            }
+            results
+        });
+    let mut parts = Vec::with_capacity(results.len());
+    for r in results {
+        parts.push(r?);
+    }
+    Ok(reader::merge_shares(parts))
 }
 
 /// The `perf_event_attr.sample_type` of every event of a file-mode perf.data file, from its
