@@ -489,17 +489,30 @@ fn key_header(k: SortKey) -> &'static str {
     }
 }
 
-fn key_text(row: &Row, v: &culprit_analysis::KeyValue) -> String {
+/// A key's text as the text report shows it (tag and name, `[unknown]` with DSO+offset,
+/// DSO and address for `ip`), appended to `out`.
+fn key_text_into(out: &mut String, row: &Row, v: &culprit_analysis::KeyValue) {
+    use std::fmt::Write as _;
     match v.key {
         SortKey::Sym => {
             let tag = v.tag().unwrap_or("[.]");
             match v.addr() {
-                Some(a) => format!("{tag} [unknown] {}+{a:#x}", row.dso(v).unwrap_or("?")),
-                None => format!("{tag} {}", row.text(v)),
+                Some(a) => {
+                    let _ = write!(out, "{tag} [unknown] {}+{a:#x}", row.dso(v).unwrap_or("?"));
+                }
+                None => {
+                    out.push_str(tag);
+                    out.push(' ');
+                    out.push_str(row.text(v));
+                }
             }
         }
-        SortKey::Ip => format!("{} {}", row.dso(v).unwrap_or("?"), row.text(v)),
-        _ => row.text(v).to_string(),
+        SortKey::Ip => {
+            out.push_str(row.dso(v).unwrap_or("?"));
+            out.push(' ');
+            out.push_str(row.text(v));
+        }
+        _ => out.push_str(row.text(v)),
     }
 }
 
@@ -608,55 +621,91 @@ fn write_text(
     // Cells are formatted twice (widths, then lines) instead of kept: a children report can
     // have hundreds of thousands of rows.
     let ns: Vec<bool> = r.events.iter().map(|e| period_is_ns(profile, e)).collect();
-    let cells_of = |row: &Row| -> Vec<String> {
-        let mut c = Vec::new();
+    // One set of cell buffers reused for every row (hundreds of thousands of rows: no
+    // allocation per cell).
+    use std::fmt::Write as _;
+    let fill_cells = |row: &Row, cells: &mut Vec<String>| {
+        let mut k = 0;
+        let mut cell = |cells: &mut Vec<String>, f: &dyn Fn(&mut String)| {
+            if k == cells.len() {
+                cells.push(String::new());
+            }
+            if let Some(c) = cells.get_mut(k) {
+                c.clear();
+                f(c);
+            }
+            k += 1;
+        };
         for (i, &in_ns) in ns.iter().enumerate() {
             if r.children {
-                c.push(format!("{:.2}%", row.children_percent(i)));
+                cell(cells, &|c| {
+                    let _ = write!(c, "{:.2}%", row.children_percent(i));
+                });
             }
-            c.push(format!("{:.2}%", row.percent(i)));
+            cell(cells, &|c| {
+                let _ = write!(c, "{:.2}%", row.percent(i));
+            });
             if r.deskid {
-                c.push(format!("~{:.2}%", row.deskid_percent(i)));
+                cell(cells, &|c| {
+                    let _ = write!(c, "~{:.2}%", row.deskid_percent(i));
+                });
             }
-            c.push(row.samples(i).to_string());
-            c.push(if in_ns {
-                human_ns(row.period(i))
-            } else {
-                human_count(row.period(i))
+            cell(cells, &|c| {
+                let _ = write!(c, "{}", row.samples(i));
+            });
+            cell(cells, &|c| {
+                c.push_str(&if in_ns {
+                    human_ns(row.period(i))
+                } else {
+                    human_count(row.period(i))
+                })
             });
         }
-        c.extend(row.keys().map(|k| key_text(row, &k)));
-        c
+        for key in row.keys() {
+            cell(cells, &|c| key_text_into(c, row, &key));
+        }
+        cells.truncate(k);
     };
+    let mut cells: Vec<String> = Vec::new();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in r.rows() {
-        for (i, s) in cells_of(&row).iter().enumerate() {
-            width[i] = width[i].max(s.chars().count());
+        fill_cells(&row, &mut cells);
+        for (i, s) in cells.iter().enumerate() {
+            if let Some(w) = width.get_mut(i) {
+                *w = (*w).max(s.chars().count());
+            }
         }
     }
-    let fmt_line = |c: &[String]| -> String {
-        let mut line = String::new();
+    let fmt_line = |line: &mut String, c: &[String]| {
         for (i, s) in c.iter().enumerate() {
             let last = i + 1 == c.len();
-            let pad = width[i].saturating_sub(s.chars().count());
+            let pad = width
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(s.chars().count());
             if i < ncols_num {
-                line.push_str(&" ".repeat(pad));
+                line.extend(std::iter::repeat_n(' ', pad));
                 line.push_str(s);
             } else {
                 line.push_str(s);
                 if !last {
-                    line.push_str(&" ".repeat(pad));
+                    line.extend(std::iter::repeat_n(' ', pad));
                 }
             }
             if !last {
                 line.push_str("  ");
             }
         }
-        line
     };
-    writeln!(out, "# {}", fmt_line(&header))?;
+    let mut line = String::new();
+    fmt_line(&mut line, &header);
+    writeln!(out, "# {line}")?;
     for row in r.rows() {
-        let line = format!("  {}", fmt_line(&cells_of(&row)));
+        fill_cells(&row, &mut cells);
+        line.clear();
+        line.push_str("  ");
+        fmt_line(&mut line, &cells);
         let hot = if r.children {
             row.children_percent(0)
         } else {
@@ -668,7 +717,8 @@ fn write_text(
         } else if tty && hot >= 1.0 {
             writeln!(out, "\x1b[33m{line}\x1b[0m")?;
         } else {
-            writeln!(out, "{line}")?;
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
         }
         for i in 0..r.events.len() {
             if let Some(node) = row.call_graph(i) {
