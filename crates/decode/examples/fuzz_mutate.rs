@@ -134,20 +134,15 @@ fn check_parallel(data: &[u8]) {
     for n in [2usize, 3] {
         let mut shares: Vec<Vec<String>> = vec![Vec::new(); n];
         let par = {
-            type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
-            let mut sinks: Vec<Sink<'_>> = shares
+            let mut sinks: Vec<_> = shares
                 .iter_mut()
                 .map(|v| {
-                    Box::new(
-                        move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
-                            v.push(sample_text(p, s))
-                        },
-                    ) as Sink<'_>
+                    move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
+                        v.push(sample_text(p, s))
+                    }
                 })
                 .collect();
-            let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
-                sinks.iter_mut().map(|b| &mut **b).collect();
-            culprit_decode::read_bytes_parallel(data, false, &mut refs)
+            culprit_decode::read_bytes_parallel(data, false, &mut sinks)
         };
         let got: Vec<String> = shares.into_iter().flatten().collect();
         match (&seq, &par) {

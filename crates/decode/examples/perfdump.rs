@@ -172,20 +172,15 @@ fn check_parallel(path: &str, n: usize) {
     let mut shares: Vec<Vec<u64>> = vec![Vec::new(); n];
     let t = std::time::Instant::now();
     let b = {
-        type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
-        let mut sinks: Vec<Sink<'_>> = shares
+        let mut sinks: Vec<_> = shares
             .iter_mut()
             .map(|v| {
-                Box::new(
-                    move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
-                        v.push(sample_hash(p, s))
-                    },
-                ) as Sink<'_>
+                move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
+                    v.push(sample_hash(p, s))
+                }
             })
             .collect();
-        let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
-            sinks.iter_mut().map(|b| &mut **b).collect();
-        culprit_decode::read_file_parallel(path, false, &mut |_, _| {}, &mut refs)
+        culprit_decode::read_file_parallel(path, false, &mut |_, _| {}, &mut sinks)
     };
     let t_par = t.elapsed().as_secs_f64();
     let (a, b) = match (a, b) {

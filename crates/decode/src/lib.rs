@@ -202,12 +202,10 @@ pub fn read_bytes_with(
     )
 }
 
-/// A per-sample callback that may run on another thread ([`read_file_parallel`]).
-pub type SendSink<'s> = dyn FnMut(&Profile, &model::Sample) + Send + 's;
-
 /// Streaming read on several threads, for consumers that do not care about the order of
 /// samples (aggregations): the records are cut into `sinks.len()` consecutive shares at
-/// FINISHED_ROUND records, and share `i`'s samples go to `sinks[i]` on its own thread.
+/// FINISHED_ROUND records, and share `i`'s samples go to `sinks[i]` (a per-sample callback
+/// like [`read_file_streaming`]'s) on its own thread.
 /// Each thread first replays the process, thread and mapping records before its share, so
 /// every sample is resolved exactly as a sequential read resolves it, and the profiles that
 /// the sinks see give the same ids (strings, DSOs) to the same things: ids seen by an
@@ -220,11 +218,11 @@ pub type SendSink<'s> = dyn FnMut(&Profile, &model::Sample) + Send + 's;
 /// [`read_file_streaming`] returns: events with their totals, DSOs, strings, meta, losses,
 /// warnings and the stop point. Progress is reported by the last share, which passes over
 /// the whole file.
-pub fn read_file_parallel(
+pub fn read_file_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     path: &Path,
     skip_callchains: bool,
     progress: &mut (dyn FnMut(u64, u64) + Send),
-    sinks: &mut [&mut SendSink<'_>],
+    sinks: &mut [S],
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
         read_parallel(data, release, skip_callchains, progress, sinks)
@@ -232,20 +230,20 @@ pub fn read_file_parallel(
 }
 
 /// [`read_file_parallel`] over bytes in memory (tests and the fuzz targets).
-pub fn read_bytes_parallel(
+pub fn read_bytes_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
     skip_callchains: bool,
-    sinks: &mut [&mut SendSink<'_>],
+    sinks: &mut [S],
 ) -> Result<Profile, DecodeError> {
     read_parallel(data, &|_| {}, skip_callchains, &mut |_, _| {}, sinks)
 }
 
-fn read_parallel(
+fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
     release: &(dyn Fn(usize) + Sync),
     skip_callchains: bool,
     progress: &mut (dyn FnMut(u64, u64) + Send),
-    sinks: &mut [&mut SendSink<'_>],
+    sinks: &mut [S],
 ) -> Result<Profile, DecodeError> {
     let count = sinks.len().max(1);
     let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
@@ -265,7 +263,7 @@ fn read_parallel(
                     // Each share drops the pages behind it; another share still reading
                     // them faults them back in from the page cache.
                     let mut keep = |at: usize| release(at);
-                    let sink: &mut OnSample<'_> = &mut **sink;
+                    let sink: &mut OnSample<'_> = sink;
                     reader::read_share(
                         data,
                         &mut on_progress,

@@ -377,16 +377,10 @@ fn read_profile_parallel(
     let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
     let bar = bar.cloned();
     let profile = {
-        type Sink<'a> = Box<culprit_decode::SendSink<'a>>;
-        let mut sinks: Vec<Sink<'_>> = aggs
+        let mut sinks: Vec<_> = aggs
             .iter_mut()
-            .map(|a| {
-                Box::new(move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
-                    as Sink<'_>
-            })
+            .map(|a| move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
             .collect();
-        let mut refs: Vec<&mut culprit_decode::SendSink<'_>> =
-            sinks.iter_mut().map(|b| &mut **b).collect();
         culprit_decode::read_file_parallel(
             &args.input,
             skip_callchains,
@@ -396,7 +390,7 @@ fn read_profile_parallel(
                     b.set_position(done);
                 }
             },
-            &mut refs,
+            &mut sinks,
         )
         .with_context(|| format!("cannot read {}", args.input.display()))?
     };

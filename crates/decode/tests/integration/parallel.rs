@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use culprit_decode::model::Sample;
-use culprit_decode::{read_file_parallel, read_file_streaming, Profile, SendSink};
+use culprit_decode::{read_file_parallel, read_file_streaming, Profile};
 use serde_json::Value;
 
 use crate::common::{fixture, pmu_lock, require_perf, scratch, workload};
@@ -27,13 +27,11 @@ fn sequential(path: &Path) -> (Vec<Value>, Value) {
 fn parallel(path: &Path, n: usize) -> ((Vec<Value>, Value), Vec<usize>) {
     let mut shares: Vec<Vec<Value>> = vec![Vec::new(); n];
     let profile = {
-        type Sink<'a> = Box<SendSink<'a>>;
-        let mut sinks: Vec<Sink<'_>> = shares
+        let mut sinks: Vec<_> = shares
             .iter_mut()
-            .map(|v| Box::new(move |p: &Profile, s: &Sample| v.push(sample_view(p, s))) as Sink<'_>)
+            .map(|v| move |p: &Profile, s: &Sample| v.push(sample_view(p, s)))
             .collect();
-        let mut refs: Vec<&mut SendSink<'_>> = sinks.iter_mut().map(|b| &mut **b).collect();
-        read_file_parallel(path, false, &mut |_, _| {}, &mut refs).expect("parallel read")
+        read_file_parallel(path, false, &mut |_, _| {}, &mut sinks).expect("parallel read")
     };
     let sizes = shares.iter().map(Vec::len).collect();
     let samples = shares.into_iter().flatten().collect();
