@@ -300,36 +300,6 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     Ok(reader::merge_shares(parts))
 }
 
-/// The `perf_event_attr.sample_type` of every event of a file-mode perf.data file, from its
-/// header alone (cheap: nothing else is read). `None` for pipe-mode input (its attrs are
-/// records), unreadable headers and anything that is not a regular file. Lets a caller pick
-/// a reading strategy first, e.g. whether DWARF unwinding will be needed
-/// (PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER) or [`read_file_parallel`] can be used.
-pub fn file_sample_types(path: &Path) -> Option<Vec<u64>> {
-    // A FIFO would be consumed by reading it.
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    let mut types = None;
-    let _ = with_file(path, &mut |data, _| {
-        let be = match data.get(..8) {
-            Some(m) if m == header::MAGIC_LE => false,
-            Some(m) if m == header::MAGIC_BE => true,
-            _ => return Ok(Profile::default()),
-        };
-        if cursor::u64_at(data, 8, be) == Some(16) {
-            return Ok(Profile::default());
-        }
-        if let Ok(h) = header::parse_file_header(data, be) {
-            if let Ok(attrs) = header::parse_file_attrs(data, &h) {
-                types = Some(attrs.iter().map(|a| a.sample_type).collect());
-            }
-        }
-        Ok(Profile::default())
-    });
-    types
-}
-
 /// A reader over bytes, given a callback releasing processed input up to an offset (callable
 /// from several threads at once).
 type ReadFn<'a> = dyn FnMut(&[u8], &(dyn Fn(usize) + Sync)) -> Result<Profile, DecodeError> + 'a;

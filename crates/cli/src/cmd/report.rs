@@ -326,7 +326,7 @@ fn read_profile(
         // reports read sequentially: their time goes into chains and rows, not decoding,
         // and one aggregator per thread would hold the chains of both halves.)
         let threads = read_threads();
-        if threads > 1 && culprit_decode::file_sample_types(&args.input).is_some() {
+        if threads > 1 {
             return read_profile_parallel(args, bar, agg, threads, true);
         }
     }
