@@ -237,8 +237,6 @@ pub(crate) struct State {
     kernel: Maps,
     dso_index: HashMap<DsoKey, DsoId>,
     comm_index: HashMap<String, StrId>,
-    /// One-entry cache of `comm_index` for the common "same thread again" case.
-    last_tid: Option<(i32, StrId)>,
     /// Per-thread answers of [`State::thread`] (comm and the process's maps), direct-mapped
     /// by tid: samples of a few threads interleave in time order, and this saves two hash
     /// lookups per sample. Emptied by every change of threads or maps.
@@ -274,12 +272,7 @@ impl State {
     /// `swapper` for the idle task.
     #[inline]
     pub(crate) fn comm(&mut self, p: &mut Profile, tid: i32) -> StrId {
-        if let Some((t, c)) = self.last_tid {
-            if t == tid {
-                return c;
-            }
-        }
-        let c = match self.threads.get(&tid) {
+        match self.threads.get(&tid) {
             Some(t) => t.comm,
             None if tid == 0 => {
                 let c = self.intern(p, "swapper");
@@ -291,9 +284,7 @@ impl State {
                 self.threads.insert(tid, Thread { comm: c });
                 c
             }
-        };
-        self.last_tid = Some((tid, c));
-        c
+        }
     }
 
     /// The comm of thread `tid` and the maps of process `pid` at this point of the replay
@@ -332,7 +323,6 @@ impl State {
 
     /// Empties the per-thread cache (after any change of threads or maps).
     fn forget_threads(&mut self) {
-        self.last_tid = None;
         for e in &mut self.thread_cache {
             *e = None;
         }

@@ -787,10 +787,10 @@ fn load_line_index(path: &Path) -> Result<lines::LineIndex, SymbolError> {
         _ => {
             // Another compression (zstd): inflate the section whole.
             let whole = info.as_ref().and_then(|s| section_bytes(s));
-            let owned: Vec<u8> = whole.as_deref().unwrap_or(&[]).to_vec();
+            let bytes: &[u8] = whole.as_deref().unwrap_or(&[]);
             return lines::LineIndex::new(
                 dwarf,
-                &mut lines::UnitStream::new(&owned, false, !obj.is_little_endian()),
+                &mut lines::UnitStream::new(bytes, false, !obj.is_little_endian()),
             )
             .map_err(|e| bad(e.to_string()));
         }

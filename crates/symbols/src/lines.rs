@@ -98,7 +98,6 @@ impl LineIndex {
             let Ok(unit) = dwarf.unit(header) else {
                 continue;
             };
-            let _ = offset;
             let id = units.len();
             units.push(UnitInfo {
                 line_offset: unit.line_program.as_ref().map(|p| p.header().offset()),
