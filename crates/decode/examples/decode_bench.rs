@@ -2,9 +2,11 @@
 //! only counts, several times, and prints samples per second (best and median run), by wall
 //! time and by the thread's on-CPU time (/proc/thread-self/schedstat: on a shared, loaded
 //! machine the wall time mostly measures waiting for a CPU).
-//! Usage: `cargo run --release -p culprit-decode --example decode_bench -- FILE [RUNS] [--pipe]`
+//! Usage: `cargo run --release -p culprit-decode --example decode_bench -- FILE [RUNS] [--pipe]
+//! [--skip-chains]`
 //! `--pipe` pushes the file through a `StreamDecoder` in 64 KiB chunks instead (a pipe-mode
-//! file: `perf record -o - > f`).
+//! file: `perf record -o - > f`). `--skip-chains` reads as flat reports and `culprit trace` do
+//! (`ReadOptions::skip_callchains`).
 use std::path::Path;
 use std::time::Instant;
 
@@ -19,11 +21,12 @@ fn cpu_ns() -> u64 {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
-        eprintln!("usage: decode_bench FILE [RUNS] [--pipe]");
+        eprintln!("usage: decode_bench FILE [RUNS] [--pipe] [--skip-chains]");
         std::process::exit(2);
     };
     let runs: usize = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(5);
     let pipe = args.iter().any(|a| a == "--pipe");
+    let skip_callchains = args.iter().any(|a| a == "--skip-chains");
     let mut times = Vec::new();
     let mut cpu_times = Vec::new();
     let mut samples = 0u64;
@@ -44,7 +47,11 @@ fn main() {
             }
             d.finish(&mut count).stopped
         } else {
-            culprit_decode::read_file_streaming(Path::new(path), &mut |_, _| {}, &mut count)
+            let opts = culprit_decode::ReadOptions {
+                skip_callchains,
+                ..Default::default()
+            };
+            culprit_decode::read_file_with(Path::new(path), opts, &mut |_, _| {}, Some(&mut count))
                 .expect("a perf.data file")
                 .stopped
         };

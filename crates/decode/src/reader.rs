@@ -40,6 +40,8 @@ mod st {
     pub const WEIGHT_STRUCT: u64 = 1 << 24;
     /// The fields that become `Option`s of a [`crate::model::Sample`].
     pub const OPTIONAL: u64 = ADDR | ID | IDENTIFIER | STREAM_ID | AFTER_STACK;
+    /// The fields a SAMPLE record holds after CALLCHAIN.
+    pub const AFTER_CHAIN: u64 = RAW | BRANCH_STACK | REGS_USER | STACK_USER | AFTER_STACK;
     /// The fields a SAMPLE record holds after STACK_USER.
     pub const AFTER_STACK: u64 = WEIGHT
         | DATA_SRC
@@ -338,6 +340,8 @@ pub(crate) struct Reader<'a, 'p> {
     scratch: Vec<Sample>,
     id_to_attr: IntMap<u64, u16>,
     id_mode: IdMode,
+    /// With [`IdMode::Single`]: where the time is in a SAMPLE body.
+    single_sample_time: Option<usize>,
     p: Profile,
     st: State,
     /// Queued records; `queue[..head]` are delivered already (dropped in bulk, so a round
@@ -430,6 +434,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             scratch: Vec::new(),
             id_to_attr: IntMap::default(),
             id_mode: IdMode::Single,
+            single_sample_time: None,
             p,
             st,
             queue: Vec::new(),
@@ -491,6 +496,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 self.id_to_attr.insert(id, i as u16);
             }
         }
+        self.single_sample_time = self.layouts.first().and_then(|l| l.sample_time);
         self.id_mode = match self.layouts.split_first() {
             None => IdMode::Single,
             Some((_, [])) => IdMode::Single,
@@ -500,9 +506,23 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     /// Which attr a kernel record belongs to, and its timestamp if it has one.
+    #[inline(always)]
     fn attr_and_time(&self, ty: u32, body: &[u8]) -> (u16, Option<u64>) {
         let be = self.be;
         let sample = ty == rt::SAMPLE;
+        if sample {
+            if let IdMode::Single = self.id_mode {
+                // The common case: one attr, the time at a fixed offset.
+                let time = self.single_sample_time.and_then(|o| u64_at(body, o, be));
+                return (0, time);
+            }
+        }
+        self.attr_and_time_slow(sample, body)
+    }
+
+    #[inline(never)]
+    fn attr_and_time_slow(&self, sample: bool, body: &[u8]) -> (u16, Option<u64>) {
+        let be = self.be;
         let id_of = |l: &Layout| -> Option<u64> {
             if sample {
                 u64_at(body, l.sample_id?, be)
@@ -581,11 +601,10 @@ impl<'a, 'p> Reader<'a, 'p> {
                     n,
                 );
             };
-            let mut c = Cur::new(hdr, self.be);
-            let (ty, misc, size) = match (c.u32(), c.u16(), c.u16()) {
-                (Some(t), Some(m), Some(s)) => (t, m, usize::from(s)),
-                _ => return stop(None, "unreadable record header".into(), n),
+            let Some((ty, misc, size)) = record_header(hdr, self.be) else {
+                return stop(None, "unreadable record header".into(), n);
             };
+            let size = usize::from(size);
             if size < 8 {
                 return stop(Some(ty), format!("corrupt record: size {size} < 8"), n);
             }
@@ -937,6 +956,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
     }
 
+    #[inline(always)]
     fn deliver(&mut self, r: &Ref) {
         if r.at & (IN_DECOMP | IN_OWNED) == 0 {
             // The common case: the record is in the borrowed input.
@@ -945,8 +965,14 @@ impl<'a, 'p> Reader<'a, 'p> {
             self.deliver_record(r, rec);
             return;
         }
-        // Borrow the bytes from the decompression or stream buffer, moved out for the
-        // duration so `self` stays mutable.
+        self.deliver_buffered(r);
+    }
+
+    /// [`Reader::deliver`] of a record in the decompression or stream buffer.
+    #[inline(never)]
+    fn deliver_buffered(&mut self, r: &Ref) {
+        // Borrow the bytes from the buffer, moved out for the duration so `self` stays
+        // mutable.
         let decomp = std::mem::take(&mut self.decomp);
         let owned = std::mem::take(&mut self.owned);
         let rec: &[u8] = if r.at & IN_DECOMP != 0 {
@@ -962,38 +988,53 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     /// Applies one queued record (`rec`: header and body).
+    #[inline(always)]
     fn deliver_record(&mut self, r: &Ref, rec: &[u8]) {
-        let mut c = Cur::new(rec, self.be);
-        if let (Some(ty), Some(misc)) = (c.u32(), c.u16()) {
+        if let Some((ty, misc, _)) = record_header(rec, self.be) {
             let body = rec.get(8..).unwrap_or(&[]);
-            let ok = match ty {
-                rt::SAMPLE => self.sample(r, misc, body),
-                rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
-                rt::COMM => self.comm(r, misc, body),
-                rt::FORK => self.fork(body),
-                rt::EXIT => Some(()),
-                rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
-                rt::LOST => self.lost(body),
-                rt::LOST_SAMPLES => {
-                    let lost = u64_at(body, 0, self.be);
-                    if let Some(l) = lost {
-                        self.p.lost_samples = self.p.lost_samples.saturating_add(l);
-                        self.add_lost(r.attr, l);
-                    }
-                    lost.map(|_| ())
-                }
-                rt::THROTTLE => {
-                    self.p.throttles += 1;
-                    Some(())
-                }
-                _ => Some(()),
+            // Samples first and alone: the other records are handled out of line.
+            let ok = if ty == rt::SAMPLE {
+                self.sample(r, misc, body)
+            } else {
+                self.side_record(r, ty, misc, body)
             };
             if ok.is_none() {
-                self.warn(format!(
-                    "malformed record of type {ty} at offset {}; skipped",
-                    r.file_off
-                ));
+                self.malformed(ty, r.file_off);
             }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn malformed(&mut self, ty: u32, file_off: u64) {
+        self.warn(format!(
+            "malformed record of type {ty} at offset {file_off}; skipped"
+        ));
+    }
+
+    /// Applies a queued record other than a sample.
+    #[inline(never)]
+    fn side_record(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
+        match ty {
+            rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
+            rt::COMM => self.comm(r, misc, body),
+            rt::FORK => self.fork(body),
+            rt::EXIT => Some(()),
+            rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
+            rt::LOST => self.lost(body),
+            rt::LOST_SAMPLES => {
+                let lost = u64_at(body, 0, self.be);
+                if let Some(l) = lost {
+                    self.p.lost_samples = self.p.lost_samples.saturating_add(l);
+                    self.add_lost(r.attr, l);
+                }
+                lost.map(|_| ())
+            }
+            rt::THROTTLE => {
+                self.p.throttles += 1;
+                Some(())
+            }
+            _ => Some(()),
         }
     }
 
@@ -1120,12 +1161,15 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
     }
 
-    #[inline(always)]
+    /// Decodes one SAMPLE record and hands it to the sink (or stores it). The common sample
+    /// (fixed fields and a call chain) stays in this function; the fields after the call
+    /// chain and the side data (raw, registers, stack, read values) are decoded and stored
+    /// out of line, so the hot path keeps few live values.
+    #[inline(never)]
     fn sample_in<const BE: bool>(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
         let sl = *self.sample_layouts.get(r.attr as usize)?;
         let a = self.attrs.get(r.attr as usize)?;
         let t = a.sample_type;
-        let has = |b: u64| t & b != 0;
         // The fixed-size fields (IDENTIFIER .. PERIOD) sit at offsets known per attr.
         let head = body.get(..sl.fixed_len)?;
         let field = |off: u8| -> Option<u64> {
@@ -1149,9 +1193,6 @@ impl<'a, 'p> Reader<'a, 'p> {
             None => (-1, -1),
         };
         let time = field(sl.time).unwrap_or(0);
-        let addr = field(sl.addr);
-        let id = field(sl.id).or(field(sl.identifier));
-        let stream_id = field(sl.stream_id);
         let cpu = match field(sl.cpu) {
             Some(v) if BE => (v >> 32) as u32,
             Some(v) => v as u32,
@@ -1162,16 +1203,17 @@ impl<'a, 'p> Reader<'a, 'p> {
             None if a.flags & flag::FREQ == 0 => a.period_or_freq,
             None => 1,
         };
-        let mut c = FastCur::<BE>::new(body, sl.fixed_len);
-        let read = if has(st::READ) {
-            let mut slow = Cur::new(body.get(c.pos..)?, BE);
+        let mut pos = sl.fixed_len;
+        let read = if t & st::READ != 0 {
+            let mut slow = Cur::new(body.get(pos..)?, BE);
             let v = read_values(&mut slow, a.read_format)?;
-            c.skip(slow.pos())?;
+            pos += slow.pos();
             Some(v)
         } else {
             None
         };
-        let chain: &[u8] = if has(st::CALLCHAIN) {
+        let mut c = FastCur::<BE>::new(body, pos);
+        let chain: &[u8] = if t & st::CALLCHAIN != 0 {
             let nr = usize::try_from(c.u64()?).ok()?;
             let chain = c.bytes(nr.checked_mul(8)?)?;
             if self.skip_chains {
@@ -1182,91 +1224,14 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else {
             &[]
         };
-        let raw: &[u8] = if has(st::RAW) {
-            let n = c.u32()? as usize;
-            c.bytes(n)?
+        let tail = if t & st::AFTER_CHAIN != 0 {
+            Some(sample_tail::<BE>(a, body, c.pos)?)
         } else {
-            &[]
+            None
         };
-        let mut branch_count = 0;
-        if has(st::BRANCH_STACK) {
-            let nr = c.u64()?;
-            if a.branch_sample_type & BRANCH_HW_INDEX != 0 {
-                c.u64()?;
-            }
-            let nr_us = usize::try_from(nr).ok()?;
-            c.skip(nr_us.checked_mul(24)?)?;
-            if a.branch_sample_type & BRANCH_COUNTERS != 0 {
-                c.skip(nr_us.checked_mul(8)?)?;
-            }
-            branch_count = u32::try_from(nr).unwrap_or(u32::MAX);
-        }
-        let regs: &[u8] = if has(st::REGS_USER) {
-            let abi = c.u64()?;
-            if abi != 0 {
-                c.bytes(a.sample_regs_user.count_ones() as usize * 8)?
-            } else {
-                &[]
-            }
-        } else {
-            &[]
-        };
-        let stack: &[u8] = if has(st::STACK_USER) {
-            let size = usize::try_from(c.u64()?).ok()?;
-            let data = c.bytes(size)?;
-            if size != 0 {
-                let dyn_size = usize::try_from(c.u64()?).unwrap_or(usize::MAX);
-                data.get(..dyn_size.min(size)).unwrap_or(data)
-            } else {
-                data
-            }
-        } else {
-            &[]
-        };
-        let (mut weight, mut weight_struct, mut data_src, mut transaction) =
-            (None, None, None, None);
-        let (mut phys_addr, mut data_page_size, mut code_page_size) = (None, None, None);
-        if t & st::AFTER_STACK != 0 {
-            // The rarer trailing fields (precise samples): in record order.
-            if has(st::WEIGHT_STRUCT) {
-                let w = c.u64()?;
-                (weight, weight_struct) = (Some(w & 0xffff_ffff), Some(w));
-            } else if has(st::WEIGHT) {
-                weight = Some(c.u64()?);
-            }
-            if has(st::DATA_SRC) {
-                data_src = Some(c.u64()?);
-            }
-            if has(st::TRANSACTION) {
-                transaction = Some(c.u64()?);
-            }
-            if has(st::REGS_INTR) {
-                let abi = c.u64()?;
-                if abi != 0 {
-                    c.skip(a.sample_regs_intr.count_ones() as usize * 8)?;
-                }
-            }
-            if has(st::PHYS_ADDR) {
-                phys_addr = Some(c.u64()?);
-            }
-            if has(st::CGROUP) {
-                c.u64()?;
-            }
-            if has(st::DATA_PAGE_SIZE) {
-                data_page_size = Some(c.u64()?);
-            }
-            if has(st::CODE_PAGE_SIZE) {
-                code_page_size = Some(c.u64()?);
-            }
-            if has(st::AUX) {
-                let n = usize::try_from(c.u64()?).ok()?;
-                c.skip(n)?;
-            }
-        }
 
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
-        let exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
         let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
         if self.part.lite {
             // Replay: the thread's comm is interned as in the part that delivers this.
@@ -1275,86 +1240,51 @@ impl<'a, 'p> Reader<'a, 'p> {
         let user = self.st.slot_maps(slot);
         let location = self.st.resolve(user, cpumode, ip);
         let f0 = self.p.frames.len();
-        let mut mode = cpumode;
-        for w in chain.chunks_exact(8) {
-            let a = le_or_be::<BE>(w, 0);
-            if a >= PERF_CONTEXT_MAX {
-                mode = match a as i64 {
-                    -32 => CpuMode::Hypervisor,
-                    -128 => CpuMode::Kernel,
-                    -512 => CpuMode::User,
-                    _ => {
-                        // Like perf: any other marker (guest contexts, -1 padding) makes the
-                        // whole chain invalid, so it is dropped (reports must agree).
-                        self.p.frames.truncate(f0);
-                        break;
-                    }
-                };
-                continue;
-            }
-            // The chain's first entry is usually the sampled IP itself: resolved already.
-            let loc = if a == ip && mode == cpumode {
-                location
-            } else {
-                self.st.resolve(user, mode, a)
-            };
-            self.p.frames.push(Frame {
-                addr: a,
-                cpumode: mode,
-                location: loc,
-            });
+        if !chain.is_empty() {
+            push_chain::<BE>(
+                &self.st,
+                &mut self.p.frames,
+                chain,
+                user,
+                cpumode,
+                ip,
+                location,
+            );
         }
-        if let Some(hook) = self.unwind.as_mut().filter(|_| !self.skip_chains) {
-            // DWARF mode: the user part of the chain is unwound from the sampled registers
-            // and stack, with the mappings of this moment, after the kernel part.
-            if has(st::REGS_USER) && has(st::STACK_USER) {
-                let id = (pid, tid);
-                let mask = a.sample_regs_user;
-                hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
+        if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
+            if let Some(hook) = self.unwind.as_mut() {
+                // DWARF mode: the user part of the chain is unwound from the sampled registers
+                // and stack, with the mappings of this moment, after the kernel part.
+                if t & st::REGS_USER != 0 && t & st::STACK_USER != 0 {
+                    let id = (pid, tid);
+                    let mask = a.sample_regs_user;
+                    let (regs, stack) = (tl.regs, tl.stack);
+                    hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
+                }
             }
         }
         let callchain = range32(f0, self.p.frames.len())?;
-        // Side data (raw payload, registers, stack, read values) is rare: the common sample
-        // skips its bookkeeping.
-        let side = !raw.is_empty() || !regs.is_empty() || !stack.is_empty() || read.is_some();
-        let (r0, g0, s0, v0) = (
-            self.p.raw.len(),
-            self.p.regs.len(),
-            self.p.stacks.len(),
-            self.p.read_values.len(),
-        );
-        let (mut raw_r, mut regs_r) = (range32(r0, r0)?, range32(g0, g0)?);
-        let mut stack_r = s0 as u64..s0 as u64;
-        if side {
-            if !raw.is_empty() {
-                self.p.raw.extend_from_slice(raw);
-            }
-            raw_r = range32(r0, self.p.raw.len())?;
-            if !regs.is_empty() {
-                self.p
-                    .regs
-                    .extend(regs.chunks_exact(8).map(|w| le_or_be::<BE>(w, 0)));
-            }
-            regs_r = range32(g0, self.p.regs.len())?;
-            if !stack.is_empty() {
-                self.p.stacks.extend_from_slice(stack);
-            }
-            stack_r = s0 as u64..self.p.stacks.len() as u64;
-            if let Some(vals) = read {
-                self.p.read_values.extend(vals);
-            }
-        }
-        let read_r = range32(v0, self.p.read_values.len())?;
+        // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
+        let lens = SideLens::of(&self.p);
+        let has_side = read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side);
+        let ranges = if has_side {
+            self.store_side::<BE>(tail.as_ref(), read)?
+        } else {
+            lens.empty()?
+        };
 
         if let Some(e) = self.p.events.get_mut(r.attr as usize) {
             e.samples += 1;
             e.period = e.period.saturating_add(period);
         }
-        if has(st::TIME) {
-            self.p.meta.time_range = Some(match self.p.meta.time_range {
-                None => (time, time),
-                Some((a, b)) => (a.min(time), b.max(time)),
-            });
+        if t & st::TIME != 0 {
+            match &mut self.p.meta.time_range {
+                Some((lo, hi)) => {
+                    *lo = (*lo).min(time);
+                    *hi = (*hi).max(time);
+                }
+                none => *none = Some((time, time)),
+            }
         }
         // Filled in place: fields this attr never records keep their empty value.
         let sample = self.scratch.get_mut(r.attr as usize)?;
@@ -1366,42 +1296,74 @@ impl<'a, 'p> Reader<'a, 'p> {
         sample.period = period;
         sample.ip = ip;
         sample.cpumode = cpumode;
-        sample.exact_ip = exact_ip;
+        sample.exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
         sample.comm = comm;
         sample.location = location;
         sample.callchain = callchain;
-        sample.raw = raw_r;
-        sample.read = read_r;
-        sample.user_regs = regs_r;
-        sample.user_stack = stack_r;
-        sample.branch_count = branch_count;
+        sample.raw = ranges.raw;
+        sample.read = ranges.read;
+        sample.user_regs = ranges.regs;
+        sample.user_stack = ranges.stack;
         if t & st::OPTIONAL != 0 {
-            sample.addr = addr;
-            sample.weight = weight;
-            sample.data_src = data_src;
-            sample.phys_addr = phys_addr;
-            sample.weight_struct = weight_struct;
-            sample.transaction = transaction;
-            sample.data_page_size = data_page_size;
-            sample.code_page_size = code_page_size;
-            sample.stream_id = stream_id;
-            sample.id = id;
+            sample.addr = field(sl.addr);
+            sample.stream_id = field(sl.stream_id);
+            sample.id = field(sl.id).or(field(sl.identifier));
+            let tl = tail.unwrap_or_default();
+            sample.branch_count = tl.branch_count;
+            sample.weight = tl.weight;
+            sample.data_src = tl.data_src;
+            sample.phys_addr = tl.phys_addr;
+            sample.weight_struct = tl.weight_struct;
+            sample.transaction = tl.transaction;
+            sample.data_page_size = tl.data_page_size;
+            sample.code_page_size = tl.code_page_size;
+        } else if let Some(tl) = &tail {
+            sample.branch_count = tl.branch_count;
         }
         match self.sink.as_mut() {
             Some(sink) => {
                 // Streaming: the sample and its side data live only for the call.
                 sink(&self.p, sample);
                 self.p.frames.truncate(f0);
-                if side {
-                    self.p.raw.truncate(r0);
-                    self.p.regs.truncate(g0);
-                    self.p.stacks.truncate(s0);
-                    self.p.read_values.truncate(v0);
+                if has_side {
+                    lens.truncate(&mut self.p);
                 }
             }
             None => self.p.samples.push(sample.clone()),
         }
         Some(())
+    }
+
+    /// Copies a sample's side data into the profile; returns its ranges there.
+    #[cold]
+    #[inline(never)]
+    fn store_side<const BE: bool>(
+        &mut self,
+        tail: Option<&SampleTail<'_>>,
+        read: Option<Vec<ReadValue>>,
+    ) -> Option<SideRanges> {
+        let (r0, g0, s0, v0) = (
+            self.p.raw.len(),
+            self.p.regs.len(),
+            self.p.stacks.len(),
+            self.p.read_values.len(),
+        );
+        if let Some(tl) = tail {
+            self.p.raw.extend_from_slice(tl.raw);
+            self.p
+                .regs
+                .extend(tl.regs.chunks_exact(8).map(|w| le_or_be::<BE>(w, 0)));
+            self.p.stacks.extend_from_slice(tl.stack);
+        }
+        if let Some(vals) = read {
+            self.p.read_values.extend(vals);
+        }
+        Some(SideRanges {
+            raw: range32(r0, self.p.raw.len())?,
+            regs: range32(g0, self.p.regs.len())?,
+            stack: s0 as u64..self.p.stacks.len() as u64,
+            read: range32(v0, self.p.read_values.len())?,
+        })
     }
 
     /// Builds the event list once attrs and features are known.
@@ -1585,11 +1547,215 @@ impl Reader<'_, '_> {
 }
 
 /// The whole record (header included) starting at `off`, if it fits.
+#[inline(always)]
 fn record_at(buf: &[u8], off: usize, be: bool) -> Option<&[u8]> {
-    let mut c = Cur::new(buf.get(off..)?, be);
-    c.skip(6)?;
-    let size = usize::from(c.u16()?);
-    buf.get(off..off.checked_add(size)?)
+    let (_, _, size) = record_header(buf.get(off..)?, be)?;
+    buf.get(off..off.checked_add(usize::from(size))?)
+}
+
+/// A record header's (type, misc, size), from the first 8 bytes of `b`.
+#[inline(always)]
+fn record_header(b: &[u8], be: bool) -> Option<(u32, u16, u16)> {
+    let h: [u8; 8] = b.get(..8)?.try_into().ok()?;
+    let w = u64::from_le_bytes(h);
+    let (ty, misc, size) = (w as u32, (w >> 32) as u16, (w >> 48) as u16);
+    Some(if be {
+        (ty.swap_bytes(), misc.swap_bytes(), size.swap_bytes())
+    } else {
+        (ty, misc, size)
+    })
+}
+
+/// Resolves a sample's call chain (`chain`: the record's u64 entries) onto `frames`.
+#[inline(always)]
+fn push_chain<const BE: bool>(
+    st: &State,
+    frames: &mut Vec<Frame>,
+    chain: &[u8],
+    user: Option<&crate::state::Maps>,
+    cpumode: CpuMode,
+    ip: u64,
+    location: crate::model::Location,
+) {
+    let f0 = frames.len();
+    let mut mode = cpumode;
+    for w in chain.chunks_exact(8) {
+        let a = le_or_be::<BE>(w, 0);
+        if a >= PERF_CONTEXT_MAX {
+            mode = match a as i64 {
+                -32 => CpuMode::Hypervisor,
+                -128 => CpuMode::Kernel,
+                -512 => CpuMode::User,
+                _ => {
+                    // Like perf: any other marker (guest contexts, -1 padding) makes the
+                    // whole chain invalid, so it is dropped (reports must agree).
+                    frames.truncate(f0);
+                    break;
+                }
+            };
+            continue;
+        }
+        // The chain's first entry is usually the sampled IP itself: resolved already.
+        let loc = if a == ip && mode == cpumode {
+            location
+        } else {
+            st.resolve(user, mode, a)
+        };
+        frames.push(Frame {
+            addr: a,
+            cpumode: mode,
+            location: loc,
+        });
+    }
+}
+
+/// The fields of a SAMPLE record after its call chain (RAW .. AUX): rare outside precise
+/// and DWARF recordings.
+#[derive(Debug, Default, Clone, Copy)]
+struct SampleTail<'b> {
+    raw: &'b [u8],
+    branch_count: u32,
+    regs: &'b [u8],
+    stack: &'b [u8],
+    weight: Option<u64>,
+    weight_struct: Option<u64>,
+    data_src: Option<u64>,
+    transaction: Option<u64>,
+    phys_addr: Option<u64>,
+    data_page_size: Option<u64>,
+    code_page_size: Option<u64>,
+}
+
+impl SampleTail<'_> {
+    fn has_side(&self) -> bool {
+        !self.raw.is_empty() || !self.regs.is_empty() || !self.stack.is_empty()
+    }
+}
+
+/// Decodes the fields after the call chain, from `pos` of the sample body.
+#[inline(never)]
+fn sample_tail<'b, const BE: bool>(a: &Attr, body: &'b [u8], pos: usize) -> Option<SampleTail<'b>> {
+    let t = a.sample_type;
+    let has = |b: u64| t & b != 0;
+    let mut c = FastCur::<BE>::new(body, pos);
+    let mut tl = SampleTail::default();
+    if has(st::RAW) {
+        let n = c.u32()? as usize;
+        tl.raw = c.bytes(n)?;
+    }
+    if has(st::BRANCH_STACK) {
+        let nr = c.u64()?;
+        if a.branch_sample_type & BRANCH_HW_INDEX != 0 {
+            c.u64()?;
+        }
+        let nr_us = usize::try_from(nr).ok()?;
+        c.skip(nr_us.checked_mul(24)?)?;
+        if a.branch_sample_type & BRANCH_COUNTERS != 0 {
+            c.skip(nr_us.checked_mul(8)?)?;
+        }
+        tl.branch_count = u32::try_from(nr).unwrap_or(u32::MAX);
+    }
+    if has(st::REGS_USER) {
+        let abi = c.u64()?;
+        if abi != 0 {
+            tl.regs = c.bytes(a.sample_regs_user.count_ones() as usize * 8)?;
+        }
+    }
+    if has(st::STACK_USER) {
+        let size = usize::try_from(c.u64()?).ok()?;
+        let data = c.bytes(size)?;
+        tl.stack = if size != 0 {
+            let dyn_size = usize::try_from(c.u64()?).unwrap_or(usize::MAX);
+            data.get(..dyn_size.min(size)).unwrap_or(data)
+        } else {
+            data
+        };
+    }
+    if t & st::AFTER_STACK != 0 {
+        // The rarer trailing fields (precise samples): in record order.
+        if has(st::WEIGHT_STRUCT) {
+            let w = c.u64()?;
+            (tl.weight, tl.weight_struct) = (Some(w & 0xffff_ffff), Some(w));
+        } else if has(st::WEIGHT) {
+            tl.weight = Some(c.u64()?);
+        }
+        if has(st::DATA_SRC) {
+            tl.data_src = Some(c.u64()?);
+        }
+        if has(st::TRANSACTION) {
+            tl.transaction = Some(c.u64()?);
+        }
+        if has(st::REGS_INTR) {
+            let abi = c.u64()?;
+            if abi != 0 {
+                c.skip(a.sample_regs_intr.count_ones() as usize * 8)?;
+            }
+        }
+        if has(st::PHYS_ADDR) {
+            tl.phys_addr = Some(c.u64()?);
+        }
+        if has(st::CGROUP) {
+            c.u64()?;
+        }
+        if has(st::DATA_PAGE_SIZE) {
+            tl.data_page_size = Some(c.u64()?);
+        }
+        if has(st::CODE_PAGE_SIZE) {
+            tl.code_page_size = Some(c.u64()?);
+        }
+        if has(st::AUX) {
+            let n = usize::try_from(c.u64()?).ok()?;
+            c.skip(n)?;
+        }
+    }
+    Some(tl)
+}
+
+/// Where a sample's side data sits in the profile's arrays.
+struct SideRanges {
+    raw: std::ops::Range<u32>,
+    regs: std::ops::Range<u32>,
+    stack: std::ops::Range<u64>,
+    read: std::ops::Range<u32>,
+}
+
+/// The lengths of the profile's side-data arrays before a sample (its empty ranges, and
+/// where streaming truncates them back to).
+#[derive(Clone, Copy)]
+struct SideLens {
+    raw: usize,
+    regs: usize,
+    stacks: usize,
+    read: usize,
+}
+
+impl SideLens {
+    #[inline(always)]
+    fn of(p: &Profile) -> SideLens {
+        SideLens {
+            raw: p.raw.len(),
+            regs: p.regs.len(),
+            stacks: p.stacks.len(),
+            read: p.read_values.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn empty(&self) -> Option<SideRanges> {
+        Some(SideRanges {
+            raw: range32(self.raw, self.raw)?,
+            regs: range32(self.regs, self.regs)?,
+            stack: self.stacks as u64..self.stacks as u64,
+            read: range32(self.read, self.read)?,
+        })
+    }
+
+    fn truncate(&self, p: &mut Profile) {
+        p.raw.truncate(self.raw);
+        p.regs.truncate(self.regs);
+        p.stacks.truncate(self.stacks);
+        p.read_values.truncate(self.read);
+    }
 }
 
 fn range32(a: usize, b: usize) -> Option<std::ops::Range<u32>> {
