@@ -294,6 +294,11 @@ struct Ref {
     /// Input offset to report for this record (the COMPRESSED record for inner records).
     file_off: u64,
     attr: u16,
+    /// The record header's type (kernel records: below 64), misc and size, kept so that
+    /// delivery does not read the header again.
+    ty: u8,
+    misc: u16,
+    size: u16,
 }
 
 const IN_DECOMP: u64 = 1 << 63;
@@ -709,9 +714,9 @@ impl<'a, 'p> Reader<'a, 'p> {
                     } else if self.stream {
                         let at = self.owned.len() as u64 | IN_OWNED;
                         self.owned.extend_from_slice(hdr.get(..size).unwrap_or(&[]));
-                        self.enqueue(ty, body, at, abs);
+                        self.enqueue(ty, misc, body, at, abs);
                     } else {
-                        self.enqueue(ty, body, off as u64, off as u64);
+                        self.enqueue(ty, misc, body, off as u64, off as u64);
                     }
                 }
                 _ => {}
@@ -723,7 +728,8 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     /// Queues a kernel record for time-ordered delivery.
-    fn enqueue(&mut self, ty: u32, body: &[u8], at: u64, file_off: u64) {
+    #[inline(always)]
+    fn enqueue(&mut self, ty: u32, misc: u16, body: &[u8], at: u64, file_off: u64) {
         let (attr, time) = self.attr_and_time(ty, body);
         // Records without a timestamp keep their place after what was already seen.
         let time = time.unwrap_or(self.max_time);
@@ -733,6 +739,10 @@ impl<'a, 'p> Reader<'a, 'p> {
             at,
             file_off,
             attr,
+            // Kernel records only (type < 64); size: the header's, which fits 16 bits.
+            ty: ty as u8,
+            misc,
+            size: (body.len() + 8) as u16,
         });
     }
 
@@ -913,11 +923,19 @@ impl<'a, 'p> Reader<'a, 'p> {
                 let (attr, time) = self.attr_and_time(ty, body);
                 let time = time.unwrap_or(self.max_time);
                 self.max_time = self.max_time.max(time);
+                let misc = self
+                    .decomp
+                    .get(off..)
+                    .and_then(|h| record_header(h, self.be))
+                    .map_or(0, |h| h.1);
                 self.push_ref(Ref {
                     time,
                     at: off as u64 | IN_DECOMP,
                     file_off,
                     attr,
+                    ty: ty as u8,
+                    misc,
+                    size: size as u16,
                 });
             }
         }
@@ -959,10 +977,13 @@ impl<'a, 'p> Reader<'a, 'p> {
     #[inline(always)]
     fn deliver(&mut self, r: &Ref) {
         if r.at & (IN_DECOMP | IN_OWNED) == 0 {
-            // The common case: the record is in the borrowed input.
+            // The common case: the record is in the borrowed input, its header in `r`.
             let data = self.data;
-            let rec = record_at(data, r.at as usize, self.be).unwrap_or(&[]);
-            self.deliver_record(r, rec);
+            let at = r.at as usize;
+            let body = data
+                .get(at.saturating_add(8)..at.saturating_add(usize::from(r.size)))
+                .unwrap_or(&[]);
+            self.deliver_parts(r, u32::from(r.ty), r.misc, body);
             return;
         }
         self.deliver_buffered(r);
@@ -988,19 +1009,24 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     /// Applies one queued record (`rec`: header and body).
-    #[inline(always)]
     fn deliver_record(&mut self, r: &Ref, rec: &[u8]) {
         if let Some((ty, misc, _)) = record_header(rec, self.be) {
             let body = rec.get(8..).unwrap_or(&[]);
-            // Samples first and alone: the other records are handled out of line.
-            let ok = if ty == rt::SAMPLE {
-                self.sample(r, misc, body)
-            } else {
-                self.side_record(r, ty, misc, body)
-            };
-            if ok.is_none() {
-                self.malformed(ty, r.file_off);
-            }
+            self.deliver_parts(r, ty, misc, body);
+        }
+    }
+
+    /// Applies one queued record of type `ty` (`body`: after the header).
+    #[inline(always)]
+    fn deliver_parts(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) {
+        // Samples first and alone: the other records are handled out of line.
+        let ok = if ty == rt::SAMPLE {
+            self.sample(r, misc, body)
+        } else {
+            self.side_record(r, ty, misc, body)
+        };
+        if ok.is_none() {
+            self.malformed(ty, r.file_off);
         }
     }
 
