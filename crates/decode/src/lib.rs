@@ -92,7 +92,14 @@ pub fn read_file_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Profile, DecodeError> {
     with_file(path, &mut |data, release| {
-        reader::read(data, progress, &mut |at| release(at), None, None, false)
+        reader::read(
+            data,
+            progress,
+            &mut |at| release(at),
+            None,
+            None,
+            reader::Skips::default(),
+        )
     })
 }
 
@@ -114,7 +121,7 @@ pub fn read_file_streaming(
             &mut release,
             Some(&mut *on_sample),
             None,
-            false,
+            reader::Skips::default(),
         )
     })
 }
@@ -130,7 +137,7 @@ pub fn read_bytes_streaming(
         &mut |_| {},
         Some(on_sample),
         None,
-        false,
+        reader::Skips::default(),
     )
 }
 
@@ -145,6 +152,11 @@ pub struct ReadOptions<'u> {
     /// nothing is unwound). For readers that never look at chains (flat reports, trace
     /// programs): resolving every frame is a large part of decoding a `-g` file.
     pub skip_callchains: bool,
+    /// Do not resolve code locations: every sample's [`model::Sample::location`] is the
+    /// one of an address in no mapping (`dso: None`, `file_offset` = the IP). For readers
+    /// that never name code (trace programs without `sym`, `mod`, `%a`…). Processes,
+    /// threads and mappings are still followed (command names stay right).
+    pub skip_locations: bool,
 }
 
 /// A per-sample callback of the streaming entry points.
@@ -159,7 +171,10 @@ pub fn read_file_with(
     mut on_sample: Option<&mut OnSample<'_>>,
 ) -> Result<Profile, DecodeError> {
     let mut unwinder = opts.unwinder;
-    let skip_chains = opts.skip_callchains;
+    let skips = reader::Skips {
+        chains: opts.skip_callchains,
+        locations: opts.skip_locations,
+    };
     with_file(path, &mut |data, release| {
         // Re-wrapped so the trait objects coerce to the reader's (shorter) lifetime.
         let sink: Option<&mut OnSample<'_>> = match on_sample.as_mut() {
@@ -170,7 +185,7 @@ pub fn read_file_with(
             Some(u) => Some(*u),
             None => None,
         };
-        reader::read(data, progress, &mut |at| release(at), sink, u, skip_chains)
+        reader::read(data, progress, &mut |at| release(at), sink, u, skips)
     })
 }
 
@@ -198,7 +213,10 @@ pub fn read_bytes_with(
         &mut release,
         sink,
         u,
-        opts.skip_callchains,
+        reader::Skips {
+            chains: opts.skip_callchains,
+            locations: opts.skip_locations,
+        },
     )
 }
 
@@ -270,7 +288,10 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
                         &mut keep,
                         Some(sink),
                         None,
-                        skip_callchains,
+                        reader::Skips {
+                            chains: skip_callchains,
+                            locations: false,
+                        },
                         share,
                     )
                 });
@@ -339,7 +360,14 @@ fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
 
 /// Reads a perf.data image from memory (used by tests and the fuzz target).
 pub fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
-    reader::read(data, &mut |_, _| {}, &mut |_| {}, None, None, false)
+    reader::read(
+        data,
+        &mut |_, _| {},
+        &mut |_| {},
+        None,
+        None,
+        reader::Skips::default(),
+    )
 }
 
 /// Reads a perf.data stream (e.g. stdin for `-i -`) to its end. Pipe mode is decoded while it

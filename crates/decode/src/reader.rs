@@ -390,6 +390,8 @@ pub(crate) struct Reader<'a, 'p> {
     pub(crate) unwind: Option<crate::unwind::Hook<'p>>,
     /// [`crate::ReadOptions::skip_callchains`]: samples get no call chain.
     pub(crate) skip_chains: bool,
+    /// [`crate::ReadOptions::skip_locations`]: samples' locations are left unresolved.
+    pub(crate) skip_locations: bool,
     /// Parallel reads ([`read_part`]): this reader's share of the records.
     part: PartBounds,
 }
@@ -466,6 +468,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             framing_at: 0,
             unwind: None,
             skip_chains: false,
+            skip_locations: false,
             part: PartBounds {
                 started: true,
                 ..PartBounds::default()
@@ -580,8 +583,17 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Without `eof` (stream mode) an incomplete record at the end is not damage: it waits.
     fn frame_in(&mut self, data: &[u8], start: usize, end: usize, pipe: bool, eof: bool) -> Framed {
         let mut off = start;
+        // Records of a mapped input are queued where they lie: runs of samples take the
+        // short path below, everything else (and any damage) the general one.
+        let fast = !self.stream && !self.attrs.is_empty();
         while off < end {
             self.report_progress(off as u64);
+            if fast {
+                off = self.frame_samples(data, off, end);
+                if off >= end {
+                    break;
+                }
+            }
             self.framing_at = off;
             let abs = self.base.saturating_add(off as u64);
             let stop = |ty: Option<u32>, reason: String, n: u64| {
@@ -725,6 +737,27 @@ impl<'a, 'p> Reader<'a, 'p> {
             off = next;
         }
         Framed::Done
+    }
+
+    /// Queues the run of whole SAMPLE records starting at `off` (a mapped input with attrs);
+    /// returns the offset of the first record that is not one (or is damaged).
+    #[inline(always)]
+    fn frame_samples(&mut self, data: &[u8], mut off: usize, end: usize) -> usize {
+        let mut records = 0u64;
+        while let Some((ty, misc, size)) =
+            data.get(off..end).and_then(|h| record_header(h, self.be))
+        {
+            let size = usize::from(size);
+            if ty != rt::SAMPLE || size < 8 || size > end - off {
+                break;
+            }
+            let body = data.get(off + 8..off + size).unwrap_or(&[]);
+            self.enqueue(ty, misc, body, off as u64, off as u64);
+            records += 1;
+            off += size;
+        }
+        self.p.meta.records += records;
+        off
     }
 
     /// Queues a kernel record for time-ordered delivery.
@@ -1264,7 +1297,15 @@ impl<'a, 'p> Reader<'a, 'p> {
             return Some(());
         }
         let user = self.st.slot_maps(slot);
-        let location = self.st.resolve(user, cpumode, ip);
+        let location = if self.skip_locations {
+            // What `resolve` gives an address in no mapping.
+            crate::model::Location {
+                dso: None,
+                file_offset: ip,
+            }
+        } else {
+            self.st.resolve(user, cpumode, ip)
+        };
         let f0 = self.p.frames.len();
         if !chain.is_empty() {
             push_chain::<BE>(
@@ -1842,10 +1883,19 @@ pub(crate) fn read<'p>(
     release: &'p mut dyn FnMut(usize),
     sink: Option<SampleSink<'p>>,
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
-    skip_chains: bool,
+    skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let whole = Share { index: 0, count: 1 };
-    read_share(data, progress, release, sink, unwinder, skip_chains, whole).map(|(p, _)| p)
+    read_share(data, progress, release, sink, unwinder, skips, whole).map(|(p, _)| p)
+}
+
+/// What a reader leaves out of samples (see [`crate::ReadOptions`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Skips {
+    /// [`crate::ReadOptions::skip_callchains`].
+    pub chains: bool,
+    /// [`crate::ReadOptions::skip_locations`].
+    pub locations: bool,
 }
 
 /// Part `index` of `count` of a parallel read.
@@ -1869,7 +1919,7 @@ pub(crate) fn read_share<'p>(
     release: &'p mut dyn FnMut(usize),
     sink: Option<SampleSink<'p>>,
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
-    skip_chains: bool,
+    skips: Skips,
     share: Share,
 ) -> Result<(Profile, ShareOutcome), DecodeError> {
     let Some(magic) = data.get(..8) else {
@@ -1891,7 +1941,8 @@ pub(crate) fn read_share<'p>(
     };
     let mut r = Reader::new(data, be, progress, release, sink);
     r.unwind = unwinder.map(crate::unwind::Hook::new);
-    r.skip_chains = skip_chains;
+    r.skip_chains = skips.chains;
+    r.skip_locations = skips.locations;
     let stopped;
     if hsize == 16 {
         // Pipe mode: a 16-byte header, then records (attrs and features among them). Not

@@ -145,6 +145,46 @@ pub struct Acc {
     pub det: Option<Box<OffState>>,
 }
 
+impl Acc {
+    /// Adds value `v` as aggregating function `func` does.
+    #[inline(always)]
+    fn add(&mut self, func: Func, v: i64) {
+        match func {
+            Func::Offenders { .. } => {}
+            Func::Count => self.a += 1,
+            Func::Sum => self.a = self.a.wrapping_add(v),
+            Func::Avg => {
+                self.a = self.a.wrapping_add(v);
+                self.n += 1;
+            }
+            Func::Min => self.a = self.a.min(v),
+            Func::Max => self.a = self.a.max(v),
+            Func::Stddev => {
+                self.a = self.a.wrapping_add(v);
+                self.n += 1;
+                self.sq = self.sq.wrapping_add(i128::from(v) * i128::from(v));
+            }
+            Func::Quantize => {
+                if let Some(b) = self.buckets.as_mut() {
+                    b[qbucket(v)] += 1;
+                }
+            }
+            Func::Lquantize { lo, hi, step } => {
+                if let Some(b) = self.buckets.as_mut() {
+                    let i = if v < lo {
+                        0
+                    } else if v >= hi {
+                        b.len() - 1
+                    } else {
+                        ((i128::from(v) - i128::from(lo)) / i128::from(step)) as usize + 1
+                    };
+                    b[i] += 1;
+                }
+            }
+        }
+    }
+}
+
 /// One key's offender detector and the names of what it confirmed.
 #[derive(Debug, Clone)]
 pub struct OffState {
@@ -255,70 +295,42 @@ impl Agg {
         } else {
             self.map.get_mut(&Key::new(keys))
         };
-        let acc = match found {
-            Some(a) => a,
-            None => {
-                if self.map.len() >= self.max_keys {
-                    self.dropped_samples += 1;
-                    if self.dropped_keys.len() < DROPPED_CAP {
-                        use std::hash::BuildHasher;
-                        let h = FxBuild::default().hash_one(keys);
-                        self.dropped_keys.insert(h);
-                    } else {
-                        self.dropped_keys_capped = true;
-                    }
-                    return;
-                }
-                let nb = self.func.buckets();
-                let init = Acc {
-                    a: match self.func {
-                        Func::Min => i64::MAX,
-                        Func::Max => i64::MIN,
-                        _ => 0,
-                    },
-                    buckets: (nb > 0).then(|| vec![0i64; nb].into_boxed_slice()),
-                    det: match self.func {
-                        Func::Offenders { t1, t2 } => Some(Box::new(OffState::new(t1, t2))),
-                        _ => None,
-                    },
-                    ..Acc::default()
-                };
-                self.map.entry(Key::new(keys)).or_insert(init)
-            }
-        };
-        match self.func {
-            Func::Offenders { .. } => {}
-            Func::Count => acc.a += 1,
-            Func::Sum => acc.a = acc.a.wrapping_add(v),
-            Func::Avg => {
-                acc.a = acc.a.wrapping_add(v);
-                acc.n += 1;
-            }
-            Func::Min => acc.a = acc.a.min(v),
-            Func::Max => acc.a = acc.a.max(v),
-            Func::Stddev => {
-                acc.a = acc.a.wrapping_add(v);
-                acc.n += 1;
-                acc.sq = acc.sq.wrapping_add(i128::from(v) * i128::from(v));
-            }
-            Func::Quantize => {
-                if let Some(b) = acc.buckets.as_mut() {
-                    b[qbucket(v)] += 1;
-                }
-            }
-            Func::Lquantize { lo, hi, step } => {
-                if let Some(b) = acc.buckets.as_mut() {
-                    let i = if v < lo {
-                        0
-                    } else if v >= hi {
-                        b.len() - 1
-                    } else {
-                        ((i128::from(v) - i128::from(lo)) / i128::from(step)) as usize + 1
-                    };
-                    b[i] += 1;
-                }
-            }
+        match found {
+            Some(acc) => acc.add(self.func, v),
+            None => self.insert_and_update(keys, v),
         }
+    }
+
+    /// [`Agg::update`] of a key not in the table yet (out of line: rare after warm-up).
+    #[inline(never)]
+    fn insert_and_update(&mut self, keys: &[i64], v: i64) {
+        if self.map.len() >= self.max_keys {
+            self.dropped_samples += 1;
+            if self.dropped_keys.len() < DROPPED_CAP {
+                use std::hash::BuildHasher;
+                let h = FxBuild::default().hash_one(keys);
+                self.dropped_keys.insert(h);
+            } else {
+                self.dropped_keys_capped = true;
+            }
+            return;
+        }
+        let nb = self.func.buckets();
+        let init = Acc {
+            a: match self.func {
+                Func::Min => i64::MAX,
+                Func::Max => i64::MIN,
+                _ => 0,
+            },
+            buckets: (nb > 0).then(|| vec![0i64; nb].into_boxed_slice()),
+            det: match self.func {
+                Func::Offenders { t1, t2 } => Some(Box::new(OffState::new(t1, t2))),
+                _ => None,
+            },
+            ..Acc::default()
+        };
+        let func = self.func;
+        self.map.entry(Key::new(keys)).or_insert(init).add(func, v);
     }
 
     /// Feeds an observation to the offenders detector under `keys` (the aggregation must be

@@ -159,6 +159,8 @@ pub struct Program {
     pub quiet: bool,
     /// Key limit.
     pub max_keys: usize,
+    /// See [`Program::uses_locations`].
+    pub(crate) locations: bool,
 }
 
 impl std::fmt::Debug for Program {
@@ -172,6 +174,13 @@ impl std::fmt::Debug for Program {
 }
 
 impl Program {
+    /// Whether the program reads samples' code locations (`sym`, `mod`, `srcline`, `%a`,
+    /// `offenders`). When it does not, the reader need not resolve them
+    /// (`ReadOptions::skip_locations`).
+    pub fn uses_locations(&self) -> bool {
+        self.locations
+    }
+
     /// The clauses' probes, in source order.
     pub fn clauses(&self) -> &[ClauseInfo] {
         &self.infos
@@ -279,6 +288,9 @@ struct Cx<'s> {
     args: Option<Result<ArgsKind, String>>,
     /// `this` declarations: (name, type, width, line).
     this_decls: Vec<ThisDecl>,
+    /// Some expression names the sample's code location (`sym`, `mod`, `srcline`, `%a`,
+    /// `offenders`): samples must come with their location resolved.
+    locations: bool,
 }
 
 /// Functions that would reach outside the samples: refused with a reason.
@@ -383,6 +395,7 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         strings: Interner::default(),
         args: None,
         this_decls: Vec::new(),
+        locations: false,
     };
     cx.declare(&ast.decls)?;
     // Globals and self-> variables exist from their first assignment anywhere in the program
@@ -466,6 +479,7 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         max_this,
         quiet,
         max_keys,
+        locations: cx.locations,
     })
 }
 
@@ -991,6 +1005,10 @@ impl Cx<'_> {
             }
         };
         let n = key_fns.len();
+        if matches!(f, Func::Offenders { .. }) {
+            // Keyed and named by the sample's location.
+            self.locations = true;
+        }
         let (arg, off_arg) = match (f, arg) {
             (Func::Offenders { .. }, a) => (None, a),
             (_, a) => (None.or(a), None),
@@ -1152,6 +1170,9 @@ impl Cx<'_> {
                                     t.name()
                                 ),
                             ));
+                        }
+                        if c.is_symbol() {
+                            self.locations = true;
                         }
                         argf.push(PrintfArg {
                             conv: c.clone(),
@@ -1490,6 +1511,9 @@ impl Cx<'_> {
     }
 
     fn name(&mut self, n: &str, span: Span) -> Result<(Ty, IntFn), ScriptError> {
+        if matches!(n, "sym" | "mod" | "srcline") {
+            self.locations = true;
+        }
         let f: (Ty, IntFn) = match n {
             "execname" => (Ty::Str, Box::new(|env: &mut Env<'_>| env.execname())),
             "pid" => (Ty::Int, Box::new(|env: &mut Env<'_>| i64::from(env.s.pid))),

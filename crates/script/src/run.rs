@@ -324,6 +324,20 @@ fn empty_sample(time: u64) -> Sample {
     }
 }
 
+/// DTrace's per-firing line start (after the `CPU ID FUNCTION:NAME` header, printed once).
+#[cold]
+#[inline(never)]
+fn firing_line(out: &mut String, header_done: &mut bool, cpu: u32, id: u32, name: &str) {
+    if !*header_done {
+        *header_done = true;
+        out.push_str(&format!(
+            "{:>3} {:>6} {:>32}\n",
+            "CPU", "ID", "FUNCTION:NAME"
+        ));
+    }
+    out.push_str(&format!("{cpu:>3} {id:>6} {name:>32} "));
+}
+
 struct Tick {
     clause: usize,
     probe: usize,
@@ -587,7 +601,22 @@ impl Runner<'_> {
         &self.notes
     }
 
+    /// Runs clause `ci` (matched by its probe `probe`) for one sample or firing.
+    #[inline(never)]
     fn fire(
+        &mut self,
+        ci: usize,
+        probe: usize,
+        p: &Profile,
+        s: &Sample,
+        syms: &mut dyn SymbolSource,
+    ) {
+        self.fire_inline(ci, probe, p, s, syms);
+    }
+
+    /// [`Runner::fire`], inlined into the per-sample path.
+    #[inline(always)]
+    fn fire_inline(
         &mut self,
         ci: usize,
         probe: usize,
@@ -620,19 +649,10 @@ impl Runner<'_> {
         if line {
             // DTrace without quiet: `CPU ID FUNCTION:NAME` (once), then per firing the CPU,
             // probe id and FUNCTION:NAME, what the clause printed, and a newline.
-            let rt = &mut *env.rt;
-            if !self.header_done {
-                self.header_done = true;
-                rt.out.push_str(&format!(
-                    "{:>3} {:>6} {:>32}\n",
-                    "CPU", "ID", "FUNCTION:NAME"
-                ));
-            }
             let (id, name) = self.probe_names[ci]
                 .get(probe)
                 .map_or((0, ""), |(i, n)| (*i, n.as_str()));
-            rt.out
-                .push_str(&format!("{:>3} {:>6} {:>32} ", s.cpu, id, name));
+            firing_line(&mut env.rt.out, &mut self.header_done, s.cpu, id, name);
         }
         for st in &clause.body {
             st(&mut env);
@@ -699,7 +719,7 @@ impl Runner<'_> {
         self.samples_matched += 1;
         if clauses.len() == 1 {
             let (ci, pi) = clauses[0];
-            self.fire(ci, pi, p, s, syms);
+            self.fire_inline(ci, pi, p, s, syms);
         } else {
             for i in 0..clauses.len() {
                 let (ci, pi) = self.dispatch[s.event as usize][i];

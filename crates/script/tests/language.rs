@@ -344,3 +344,37 @@ fn nested_ifs_are_bounded_and_run() {
         "{e}"
     );
 }
+
+/// `uses_locations`: true exactly when some expression names code (the reader resolves
+/// locations only then).
+#[test]
+fn test_uses_locations() {
+    let opts = Options {
+        max_keys: 10,
+        quiet: true,
+    };
+    let uses = |src: &str| {
+        compile(src, &opts)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .uses_locations()
+    };
+    for src in [
+        "pmc:::cpu-clock { @[sym] = count(); }",
+        "pmc:::cpu-clock /mod == \"libc.so.6\"/ { @n = count(); }",
+        "pmc:::cpu-clock { @[srcline] = count(); }",
+        "pmc:::cpu-clock { printf(\"%a\\n\", ip); }",
+        "pmc:::cpu-clock { printf(\"%A\\n\", ip); }",
+        "pmc:::cpu-clock { @w = offenders(ip); }",
+        "pmc:::cpu-clock { @w[execname] = offenders(period); }",
+    ] {
+        assert!(uses(src), "{src}");
+    }
+    for src in [
+        "pmc:::cpu-clock /pid > 0 && period >= 1000/ { @s = sum(period); }",
+        "pmc:::cpu-clock { @[ip, execname] = count(); printa(\"%a %s %@d\\n\", @); }",
+        "pmc:::cpu-clock { printf(\"%x %d %s\\n\", ip, cpu, execname); }",
+        "BEGIN { } END { }",
+    ] {
+        assert!(!uses(src), "{src}");
+    }
+}

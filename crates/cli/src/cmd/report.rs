@@ -337,6 +337,7 @@ fn read_profile(
         // A flat report never looks at chains: not resolving their frames saves a large
         // part of decoding a -g file.
         skip_callchains: !chains_used,
+        ..Default::default()
     };
     let mut profile = if stdin {
         let mut data = Vec::new();

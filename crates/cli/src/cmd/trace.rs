@@ -285,6 +285,16 @@ fn run_streaming(
     let piped = input.as_os_str() == "-";
     let mut last_flush = Instant::now();
     let mut on_sample = |p: &Profile, s: &Sample| {
+        // The common case first: bound, nothing failed, not a pipe.
+        if let (Some(r), None, false) = (runner.as_mut(), &io_err, piped) {
+            r.sample(p, s, syms);
+            if r.pending_output() > 1 << 16 {
+                if let Err(e) = sink.flush_runner(r) {
+                    io_err = Some(e);
+                }
+            }
+            return;
+        }
         if failed.is_some() || io_err.is_some() {
             return;
         }
@@ -317,8 +327,10 @@ fn run_streaming(
             .context("cannot read perf.data from stdin")?
     } else {
         // Programs never look at call chains: not decoding them is much faster on -g files.
+        // Code locations are resolved only for programs that name code (sym, mod, %a…).
         let opts = culprit_decode::ReadOptions {
             skip_callchains: true,
+            skip_locations: !prog.uses_locations(),
             ..Default::default()
         };
         culprit_decode::read_file_with(input, opts, &mut |_, _| {}, Some(&mut on_sample))

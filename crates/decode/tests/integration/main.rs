@@ -5,6 +5,7 @@ mod common;
 mod fixtures;
 mod ibs;
 mod live;
+mod options;
 mod oracle;
 mod parallel;
 mod regressions;

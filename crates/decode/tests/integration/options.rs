@@ -1,0 +1,66 @@
+//! `ReadOptions` that leave parts of samples out change exactly those parts.
+
+use std::path::Path;
+
+use culprit_decode::{read_file_streaming, read_file_with, ReadOptions};
+use serde_json::Value;
+
+use crate::common::fixture;
+use crate::stream::{profile_view, sample_view};
+
+/// Samples and profile of a streaming read with `opts`.
+fn read_with(path: &Path, opts: ReadOptions<'_>) -> (Vec<Value>, Value) {
+    let mut samples = Vec::new();
+    let p = read_file_with(
+        path,
+        opts,
+        &mut |_, _| {},
+        Some(&mut |p, s| samples.push(sample_view(p, s))),
+    )
+    .expect("read with options");
+    (samples, profile_view(&p))
+}
+
+const FIXTURES: &[&str] = &[
+    "cpu-clock-g.data",
+    "cpu-clock-c.data",
+    "system-wide-g.data",
+    "two-events.data",
+    "exec-g.data",
+    "compressed-g.data",
+    "dwarf.data",
+    "ibs-fam19h_m11_zen4.data",
+];
+
+#[test]
+fn test_skip_locations_and_chains_change_only_those() {
+    for name in FIXTURES {
+        let path = fixture(name);
+        let mut full = Vec::new();
+        let p = read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
+            full.push(sample_view(p, s))
+        })
+        .expect("plain read");
+        let full_profile = profile_view(&p);
+        let opts = ReadOptions {
+            skip_callchains: true,
+            skip_locations: true,
+            ..Default::default()
+        };
+        let (lean, lean_profile) = read_with(&path, opts);
+        assert_eq!(lean_profile, full_profile, "{name}: profile");
+        assert_eq!(lean.len(), full.len(), "{name}: sample count");
+        let mut resolved = 0;
+        for (i, (mut a, b)) in full.into_iter().zip(lean).enumerate() {
+            // What the options leave out: the location (an address in no mapping), the DSO
+            // it names, the chain.
+            let ip = a["sample"]["ip"].clone();
+            resolved += usize::from(!a["dso"].is_null());
+            a["sample"]["location"] = serde_json::json!({"dso": null, "file_offset": ip});
+            a["dso"] = Value::Null;
+            a["chain"] = serde_json::json!([]);
+            assert_eq!(a, b, "{name}: sample {i}");
+        }
+        assert!(resolved > 0, "{name}: the plain read resolves locations");
+    }
+}
