@@ -162,6 +162,9 @@ impl Layout {
 struct FixedFields {
     /// Bytes of the fixed part.
     fixed_len: usize,
+    /// The attr records nothing but the fixed fields and a call chain (no READ, nothing
+    /// after CALLCHAIN).
+    plain: bool,
     identifier: u8,
     ip: u8,
     tid: u8,
@@ -200,6 +203,7 @@ impl FixedFields {
         let period = next(st::PERIOD);
         FixedFields {
             fixed_len: usize::from(off),
+            plain: a.sample_type & (st::READ | st::AFTER_CHAIN) == 0,
             identifier,
             ip,
             tid,
@@ -744,6 +748,36 @@ impl<'a, 'p> Reader<'a, 'p> {
     #[inline(always)]
     fn frame_samples(&mut self, data: &[u8], mut off: usize, end: usize) -> usize {
         let mut records = 0u64;
+        if let (IdMode::Single, Some(time_at)) = (self.id_mode, self.single_sample_time) {
+            // One attr, the time at a fixed place: nothing per record but the queue entry.
+            let (be, mut max_time) = (self.be, self.max_time);
+            let data = data.get(..end).unwrap_or(&[]);
+            while let Some(rec) = data.get(off..) {
+                let Some((ty, misc, size)) = record_header(rec, be) else {
+                    break;
+                };
+                let Some(body) = rec.get(8..usize::from(size)).filter(|_| ty == rt::SAMPLE) else {
+                    break;
+                };
+                // As `enqueue`: a sample too short for its time keeps its place.
+                let time = u64_at(body, time_at, be).unwrap_or(max_time);
+                max_time = max_time.max(time);
+                self.queue.push(Ref {
+                    time,
+                    at: off as u64,
+                    file_off: off as u64,
+                    attr: 0,
+                    ty: rt::SAMPLE as u8,
+                    misc,
+                    size,
+                });
+                records += 1;
+                off += usize::from(size);
+            }
+            self.max_time = max_time;
+            self.p.meta.records += records;
+            return off;
+        }
         while let Some((ty, misc, size)) =
             data.get(off..end).and_then(|h| record_header(h, self.be))
         {
@@ -1213,10 +1247,18 @@ impl<'a, 'p> Reader<'a, 'p> {
 
     fn sample(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
         // One copy of the decoder per byte order, so no field read tests the order.
-        if self.be {
-            self.sample_in::<true>(r, misc, body)
-        } else {
-            self.sample_in::<false>(r, misc, body)
+        // And one for plain samples (fixed fields and a call chain only, not unwound): most
+        // of them, decoded without the code for the rest.
+        let plain = self
+            .sample_layouts
+            .get(r.attr as usize)
+            .is_some_and(|l| l.plain)
+            && self.unwind.is_none();
+        match (self.be, plain) {
+            (true, true) => self.sample_in::<true, true>(r, misc, body),
+            (true, false) => self.sample_in::<true, false>(r, misc, body),
+            (false, true) => self.sample_in::<false, true>(r, misc, body),
+            (false, false) => self.sample_in::<false, false>(r, misc, body),
         }
     }
 
@@ -1224,8 +1266,15 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// (fixed fields and a call chain) stays in this function; the fields after the call
     /// chain and the side data (raw, registers, stack, read values) are decoded and stored
     /// out of line, so the hot path keeps few live values.
+    /// `PLAIN`: the attr records none of READ and the fields after CALLCHAIN, and nothing is
+    /// unwound.
     #[inline(never)]
-    fn sample_in<const BE: bool>(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+    fn sample_in<const BE: bool, const PLAIN: bool>(
+        &mut self,
+        r: &Ref,
+        misc: u16,
+        body: &[u8],
+    ) -> Option<()> {
         let sl = *self.sample_layouts.get(r.attr as usize)?;
         let a = self.attrs.get(r.attr as usize)?;
         let t = a.sample_type;
@@ -1263,7 +1312,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             None => 1,
         };
         let mut pos = sl.fixed_len;
-        let read = if t & st::READ != 0 {
+        let read = if !PLAIN && t & st::READ != 0 {
             let mut slow = Cur::new(body.get(pos..)?, BE);
             let v = read_values(&mut slow, a.read_format)?;
             pos += slow.pos();
@@ -1283,7 +1332,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else {
             &[]
         };
-        let tail = if t & st::AFTER_CHAIN != 0 {
+        let tail = if !PLAIN && t & st::AFTER_CHAIN != 0 {
             Some(sample_tail::<BE>(a, body, c.pos)?)
         } else {
             None
@@ -1333,7 +1382,8 @@ impl<'a, 'p> Reader<'a, 'p> {
         let callchain = range32(f0, self.p.frames.len())?;
         // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
         let lens = SideLens::of(&self.p);
-        let has_side = read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side);
+        let has_side =
+            !PLAIN && (read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side));
         let ranges = if has_side {
             self.store_side::<BE>(tail.as_ref(), read)?
         } else {
@@ -1809,11 +1859,16 @@ impl SideLens {
 
     #[inline(always)]
     fn empty(&self) -> Option<SideRanges> {
+        // One test for the three 32-bit ranges.
+        if self.raw | self.regs | self.read > u32::MAX as usize {
+            return None;
+        }
+        let (raw, regs, read) = (self.raw as u32, self.regs as u32, self.read as u32);
         Some(SideRanges {
-            raw: range32(self.raw, self.raw)?,
-            regs: range32(self.regs, self.regs)?,
+            raw: raw..raw,
+            regs: regs..regs,
             stack: self.stacks as u64..self.stacks as u64,
-            read: range32(self.read, self.read)?,
+            read: read..read,
         })
     }
 

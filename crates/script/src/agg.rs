@@ -287,7 +287,7 @@ impl Agg {
     }
 
     /// Adds value `v` under `keys`.
-    #[inline]
+    #[inline(always)]
     pub fn update(&mut self, keys: &[i64], v: i64) {
         // Keyless aggregations hold at most one entry: reach it without hashing.
         let found = if keys.is_empty() {

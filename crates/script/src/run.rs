@@ -701,7 +701,7 @@ impl Runner<'_> {
 
     /// Runs the clauses of one sample (and the ticks due before it). Returns false once the
     /// program called `exit()`: the caller should stop and call [`Runner::end`].
-    #[inline]
+    #[inline(always)]
     pub fn sample(&mut self, p: &Profile, s: &Sample, syms: &mut dyn SymbolSource) -> bool {
         if self.done {
             return false;
