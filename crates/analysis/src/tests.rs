@@ -21,6 +21,7 @@ fn symbolizer(tag: &str) -> Symbolizer {
         perf_map_dir: dir.clone(),
         kallsyms: dir.join("no-kallsyms"),
         kernel_notes: dir.join("no-notes"),
+        modules: dir.join("no-modules"),
         buildid_cache: None,
         debug_root: dir,
     })

@@ -72,6 +72,19 @@ pub fn parse_kallsyms(text: &str) -> Kallsyms {
     }
 }
 
+/// The address of `_text` (the start of the kernel's text) in kallsyms text, if listed and
+/// not hidden (zero).
+pub fn text_address(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let mut parts = line.split_ascii_whitespace();
+        let (addr, _ty, name) = (parts.next()?, parts.next()?, parts.next()?);
+        if name != "_text" || parts.next().is_some() {
+            return None;
+        }
+        u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0)
+    })
+}
+
 /// Extracts the GNU build-id from an ELF note section image (`/sys/kernel/notes`).
 pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
     let mut pos = 0usize;

@@ -85,6 +85,9 @@ pub struct SymbolizerOptions {
     pub kallsyms: PathBuf,
     /// The running kernel's notes (`/sys/kernel/notes`), for its build-id.
     pub kernel_notes: PathBuf,
+    /// The loaded modules (`/proc/modules`): perf's cached kallsyms stands in for the
+    /// running kernel's only when none are loaded (see [`Symbolizer::prefetch_kernel_symbols`]).
+    pub modules: PathBuf,
     /// Directory of JIT maps (`/tmp`, files `perf-PID.map`).
     pub perf_map_dir: PathBuf,
 }
@@ -96,6 +99,7 @@ impl Default for SymbolizerOptions {
             buildid_cache: std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")),
             kallsyms: PathBuf::from("/proc/kallsyms"),
             kernel_notes: PathBuf::from("/sys/kernel/notes"),
+            modules: PathBuf::from("/proc/modules"),
             perf_map_dir: PathBuf::from("/tmp"),
         }
     }
@@ -224,6 +228,59 @@ pub fn same_build_id(recorded: &[u8], actual: &[u8]) -> bool {
     }
 }
 
+/// The running kernel's symbols: `opts.kallsyms` (`/proc/kallsyms`, which the kernel formats
+/// slowly: ~50 ms for 10^5 lines), or perf's build-id cache copy of it when that copy is
+/// provably the same table: the cache directory is the running kernel's build-id, no module
+/// is loaded (their addresses could differ from the copy's), the copy lists no module (only
+/// pseudo-modules such as ftrace trampolines), and
+/// its `_text` is where the running kernel's is (KASLR moves the kernel at each boot; the
+/// first lines of kallsyms show it). Anything else reads `opts.kallsyms`.
+fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Kallsyms> {
+    if let Some(k) = cached_running_kallsyms(opts) {
+        return Ok(k);
+    }
+    std::fs::read_to_string(&opts.kallsyms).map(|text| kernel::parse_kallsyms(&text))
+}
+
+/// perf's cached kallsyms of the running kernel, if it provably matches (see
+/// [`read_running_kallsyms`]).
+fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms> {
+    let notes = std::fs::read(&opts.kernel_notes).ok()?;
+    let running = kernel::build_id_from_notes(&notes)?;
+    let copy = opts
+        .buildid_cache
+        .as_ref()?
+        .join("[kernel.kallsyms]")
+        .join(hex(&running))
+        .join("kallsyms");
+    if !copy.is_file() {
+        return None;
+    }
+    // No module support (no file) or none loaded.
+    if let Ok(m) = std::fs::read_to_string(&opts.modules) {
+        if m.lines().any(|l| !l.trim().is_empty()) {
+            return None;
+        }
+    }
+    // `_text` comes within the first lines: read only the start of the kernel's file.
+    let mut head = Vec::with_capacity(64 << 10);
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(&opts.kallsyms).ok()?, 64 << 10),
+        &mut head,
+    )
+    .ok()?;
+    let now = kernel::text_address(&String::from_utf8_lossy(&head))?;
+    let text = std::fs::read_to_string(&copy).ok()?;
+    if kernel::text_address(&text)? != now {
+        return None;
+    }
+    let k = kernel::parse_kallsyms(&text);
+    // Pseudo-modules (ftrace trampolines `[__builtin__ftrace]`, BPF programs `[bpf]`) are
+    // not loaded modules: /proc/kallsyms lists them too, and they change with time in both.
+    let real_module = |m: &String| !(m.starts_with("__builtin") || m == "bpf");
+    (!k.modules.keys().any(real_module) && !k.all_zero).then_some(k)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -261,10 +318,10 @@ impl Symbolizer {
         if self.kernel.is_some() || self.prefetched.is_some() {
             return;
         }
-        let path = self.opts.kallsyms.clone();
+        let opts = self.opts.clone();
         self.prefetched = std::thread::Builder::new()
             .name("culprit-kallsyms".into())
-            .spawn(move || std::fs::read_to_string(&path).map(|text| kernel::parse_kallsyms(&text)))
+            .spawn(move || read_running_kallsyms(&opts))
             .ok();
     }
 
@@ -420,6 +477,7 @@ impl Symbolizer {
                 Some(job) if path == self.opts.kallsyms => job
                     .join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the kallsyms thread panicked"))),
+                None if path == self.opts.kallsyms => read_running_kallsyms(&self.opts),
                 _ => std::fs::read_to_string(&path).map(|text| kernel::parse_kallsyms(&text)),
             };
             match parsed {

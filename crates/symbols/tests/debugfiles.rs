@@ -73,6 +73,7 @@ fn symbolizer(debug_root: &Path) -> Symbolizer {
         buildid_cache: None,
         kallsyms: debug_root.join("none"),
         kernel_notes: debug_root.join("none"),
+        modules: debug_root.join("none"),
         perf_map_dir: debug_root.join("none"),
     })
 }

@@ -32,6 +32,7 @@ fn symbolizer() -> Symbolizer {
         buildid_cache: None,
         kallsyms: none.to_path_buf(),
         kernel_notes: none.to_path_buf(),
+        modules: none.to_path_buf(),
         perf_map_dir: none.to_path_buf(),
     })
 }
