@@ -152,8 +152,9 @@ pub struct ReadOptions<'u> {
     /// nothing is unwound). For readers that never look at chains (flat reports, trace
     /// programs): resolving every frame is a large part of decoding a `-g` file.
     pub skip_callchains: bool,
-    /// Do not resolve code locations: every sample's [`model::Sample::location`] is the
-    /// one of an address in no mapping (`dso: None`, `file_offset` = the IP). For readers
+    /// Do not resolve code locations: every sample's [`model::Sample::location`] (and every
+    /// call chain frame's) is the one of an address in no mapping (`dso: None`,
+    /// `file_offset` = the address). For readers
     /// that never name code (trace programs without `sym`, `mod`, `%a`…). Processes,
     /// threads and mappings are still followed (command names stay right).
     pub skip_locations: bool,

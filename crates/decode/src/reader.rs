@@ -1345,7 +1345,12 @@ impl<'a, 'p> Reader<'a, 'p> {
             // Replay: the thread's comm is interned as in the part that delivers this.
             return Some(());
         }
-        let user = self.st.slot_maps(slot);
+        let user = if self.skip_locations {
+            // Resolved nowhere: every address is in no mapping.
+            None
+        } else {
+            self.st.slot_maps(slot)
+        };
         let location = if self.skip_locations {
             // What `resolve` gives an address in no mapping.
             crate::model::Location {
@@ -1362,6 +1367,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 &mut self.p.frames,
                 chain,
                 user,
+                self.skip_locations,
                 cpumode,
                 ip,
                 location,
@@ -1683,13 +1689,15 @@ fn record_header(b: &[u8], be: bool) -> Option<(u32, u16, u16)> {
     })
 }
 
-/// Resolves a sample's call chain (`chain`: the record's u64 entries) onto `frames`.
+/// Resolves a sample's call chain (`chain`: the record's u64 entries) onto `frames`
+/// (`unresolved`: every frame's location is that of an address in no mapping).
 #[inline(always)]
 fn push_chain<const BE: bool>(
     st: &State,
     frames: &mut Vec<Frame>,
     chain: &[u8],
     user: Option<&crate::state::Maps>,
+    unresolved: bool,
     cpumode: CpuMode,
     ip: u64,
     location: crate::model::Location,
@@ -1715,6 +1723,11 @@ fn push_chain<const BE: bool>(
         // The chain's first entry is usually the sampled IP itself: resolved already.
         let loc = if a == ip && mode == cpumode {
             location
+        } else if unresolved {
+            crate::model::Location {
+                dso: None,
+                file_offset: a,
+            }
         } else {
             st.resolve(user, mode, a)
         };

@@ -64,3 +64,35 @@ fn test_skip_locations_and_chains_change_only_those() {
         assert!(resolved > 0, "{name}: the plain read resolves locations");
     }
 }
+
+#[test]
+fn test_skip_locations_leaves_chain_frames_unresolved_too() {
+    for name in ["cpu-clock-g.data", "system-wide-g.data", "exec-g.data"] {
+        let path = fixture(name);
+        let mut full = Vec::new();
+        read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
+            full.push(sample_view(p, s))
+        })
+        .expect("plain read");
+        let opts = ReadOptions {
+            skip_locations: true,
+            ..Default::default()
+        };
+        let (lean, _) = read_with(&path, opts);
+        let mut frames = 0;
+        for (i, (mut a, b)) in full.into_iter().zip(lean).enumerate() {
+            let ip = a["sample"]["ip"].clone();
+            a["sample"]["location"] = serde_json::json!({"dso": null, "file_offset": ip});
+            a["dso"] = Value::Null;
+            for f in a["chain"].as_array_mut().unwrap() {
+                // [addr, frame, dso]
+                let addr = f[0].clone();
+                f[1]["location"] = serde_json::json!({"dso": null, "file_offset": addr});
+                f[2] = Value::Null;
+                frames += 1;
+            }
+            assert_eq!(a, b, "{name}: sample {i}");
+        }
+        assert!(frames > 0, "{name}: chains");
+    }
+}
