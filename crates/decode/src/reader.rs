@@ -1368,9 +1368,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 chain,
                 user,
                 self.skip_locations,
-                cpumode,
-                ip,
-                location,
+                (cpumode, ip, location),
             );
         }
         if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
@@ -1698,10 +1696,10 @@ fn push_chain<const BE: bool>(
     chain: &[u8],
     user: Option<&crate::state::Maps>,
     unresolved: bool,
-    cpumode: CpuMode,
-    ip: u64,
-    location: crate::model::Location,
+    sampled: (CpuMode, u64, crate::model::Location),
 ) {
+    // The sample's mode, IP and its location (the chain's first entry is usually the IP).
+    let (cpumode, ip, location) = sampled;
     let f0 = frames.len();
     let mut mode = cpumode;
     for w in chain.chunks_exact(8) {
