@@ -1322,12 +1322,20 @@ impl<'a, 'p> Reader<'a, 'p> {
         };
         let mut c = FastCur::<BE>::new(body, pos);
         let chain: &[u8] = if t & st::CALLCHAIN != 0 {
-            let nr = usize::try_from(c.u64()?).ok()?;
-            let chain = c.bytes(nr.checked_mul(8)?)?;
-            if self.skip_chains {
+            let len = usize::try_from(c.u64()?).ok()?.checked_mul(8)?;
+            if self.skip_chains && PLAIN {
+                // Nothing after the chain: only check that it fits.
+                if len > body.len().saturating_sub(c.pos) {
+                    return None;
+                }
                 &[]
             } else {
-                chain
+                let chain = c.bytes(len)?;
+                if self.skip_chains {
+                    &[]
+                } else {
+                    chain
+                }
             }
         } else {
             &[]
@@ -1399,12 +1407,12 @@ impl<'a, 'p> Reader<'a, 'p> {
             e.period = e.period.saturating_add(period);
         }
         if t & st::TIME != 0 {
-            match &mut self.p.meta.time_range {
-                Some((lo, hi)) => {
-                    *lo = (*lo).min(time);
-                    *hi = (*hi).max(time);
-                }
-                none => *none = Some((time, time)),
+            // Samples come (mostly) in time order: usually one compare and one store.
+            let range = self.p.meta.time_range.get_or_insert((time, time));
+            if time > range.1 {
+                range.1 = time;
+            } else if time < range.0 {
+                range.0 = time;
             }
         }
         // Filled in place: fields this attr never records keep their empty value.
