@@ -1396,10 +1396,16 @@ impl<'a, 'p> Reader<'a, 'p> {
         let lens = SideLens::of(&self.p);
         let has_side =
             !PLAIN && (read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side));
+        // A streamed plain sample's side ranges never change: the side arrays are emptied
+        // after every streamed sample, so they stay the scratch sample's empty 0..0.
+        let same_ranges = PLAIN && self.sink.is_some();
+        debug_assert!(!same_ranges || lens.raw + lens.regs + lens.stacks + lens.read == 0);
         let ranges = if has_side {
-            self.store_side::<BE>(tail.as_ref(), read)?
+            Some(self.store_side::<BE>(tail.as_ref(), read)?)
+        } else if same_ranges {
+            None
         } else {
-            lens.empty()?
+            Some(lens.empty()?)
         };
 
         if let Some(e) = self.p.events.get_mut(r.attr as usize) {
@@ -1429,10 +1435,12 @@ impl<'a, 'p> Reader<'a, 'p> {
         sample.comm = comm;
         sample.location = location;
         sample.callchain = callchain;
-        sample.raw = ranges.raw;
-        sample.read = ranges.read;
-        sample.user_regs = ranges.regs;
-        sample.user_stack = ranges.stack;
+        if let Some(ranges) = ranges {
+            sample.raw = ranges.raw;
+            sample.read = ranges.read;
+            sample.user_regs = ranges.regs;
+            sample.user_stack = ranges.stack;
+        }
         if t & st::OPTIONAL != 0 {
             sample.addr = field(sl.addr);
             sample.stream_id = field(sl.stream_id);
