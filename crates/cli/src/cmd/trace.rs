@@ -284,16 +284,20 @@ fn run_streaming(
     // recording runs: print at least every 100 ms, not only when 64 KiB are pending.
     let piped = input.as_os_str() == "-";
     let mut last_flush = Instant::now();
+    // The common case: bound, nothing failed, not a pipe.
+    let mut fast = false;
     let mut on_sample = |p: &Profile, s: &Sample| {
-        // The common case first: bound, nothing failed, not a pipe.
-        if let (Some(r), None, false) = (runner.as_mut(), &io_err, piped) {
-            r.sample(p, s, syms);
-            if r.pending_output() > 1 << 16 {
-                if let Err(e) = sink.flush_runner(r) {
-                    io_err = Some(e);
+        if fast {
+            if let Some(r) = runner.as_mut() {
+                r.sample(p, s, syms);
+                if r.pending_output() > 1 << 16 {
+                    if let Err(e) = sink.flush_runner(r) {
+                        io_err = Some(e);
+                        fast = false;
+                    }
                 }
+                return;
             }
-            return;
         }
         if failed.is_some() || io_err.is_some() {
             return;
@@ -303,6 +307,7 @@ fn run_streaming(
                 Ok(mut r) => {
                     r.begin(p, syms);
                     runner = Some(r);
+                    fast = !piped;
                 }
                 Err(e) => {
                     failed = Some(e);
