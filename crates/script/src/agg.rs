@@ -41,6 +41,10 @@ impl Key {
 impl PartialEq for Key {
     #[inline]
     fn eq(&self, o: &Key) -> bool {
+        // One key (`@[sym]`, the common form) compares one slot.
+        if self.len == 1 {
+            return o.len == 1 && self.k[0] == o.k[0];
+        }
         // Branch-free over the used slots (a short loop LLVM does not turn into `memcmp`).
         self.len == o.len
             && self
@@ -57,6 +61,10 @@ impl Eq for Key {}
 impl std::hash::Hash for Key {
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        if self.len == 1 {
+            h.write_i64(self.k[0]);
+            return;
+        }
         for &v in self.as_slice() {
             h.write_i64(v);
         }
