@@ -747,49 +747,41 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// returns the offset of the first record that is not one (or is damaged).
     #[inline(always)]
     fn frame_samples(&mut self, data: &[u8], mut off: usize, end: usize) -> usize {
-        let mut records = 0u64;
-        if let (IdMode::Single, Some(time_at)) = (self.id_mode, self.single_sample_time) {
-            // One attr, the time at a fixed place: nothing per record but the queue entry.
-            let (be, mut max_time) = (self.be, self.max_time);
-            let data = data.get(..end).unwrap_or(&[]);
-            while let Some(rec) = data.get(off..) {
-                let Some((ty, misc, size)) = record_header(rec, be) else {
-                    break;
-                };
-                let Some(body) = rec.get(8..usize::from(size)).filter(|_| ty == rt::SAMPLE) else {
-                    break;
-                };
-                // As `enqueue`: a sample too short for its time keeps its place.
-                let time = u64_at(body, time_at, be).unwrap_or(max_time);
-                max_time = max_time.max(time);
-                self.queue.push(Ref {
-                    time,
-                    at: off as u64,
-                    file_off: off as u64,
-                    attr: 0,
-                    ty: rt::SAMPLE as u8,
-                    misc,
-                    size,
-                });
-                records += 1;
-                off += usize::from(size);
-            }
-            self.max_time = max_time;
-            self.p.meta.records += records;
-            return off;
-        }
-        while let Some((ty, misc, size)) =
-            data.get(off..end).and_then(|h| record_header(h, self.be))
-        {
-            let size = usize::from(size);
-            if ty != rt::SAMPLE || size < 8 || size > end - off {
+        let data = data.get(..end).unwrap_or(&[]);
+        let be = self.be;
+        // One attr: every sample's time sits at one offset (decided once for the run).
+        let single_time = match self.id_mode {
+            IdMode::Single => Some(self.single_sample_time),
+            _ => None,
+        };
+        // `max_time` lives in a register for the run (as `enqueue` keeps it).
+        let (mut max_time, mut records) = (self.max_time, 0u64);
+        while let Some(rec) = data.get(off..) {
+            let Some((ty, misc, size)) = record_header(rec, be) else {
                 break;
-            }
-            let body = data.get(off + 8..off + size).unwrap_or(&[]);
-            self.enqueue(ty, misc, body, off as u64, off as u64);
+            };
+            let Some(body) = rec.get(8..usize::from(size)).filter(|_| ty == rt::SAMPLE) else {
+                break;
+            };
+            let (attr, time) = match single_time {
+                Some(at) => (0, at.and_then(|o| u64_at(body, o, be))),
+                None => self.attr_and_time(ty, body),
+            };
+            let time = time.unwrap_or(max_time);
+            max_time = max_time.max(time);
+            self.queue.push(Ref {
+                time,
+                at: off as u64,
+                file_off: off as u64,
+                attr,
+                ty: rt::SAMPLE as u8,
+                misc,
+                size,
+            });
             records += 1;
-            off += size;
+            off += usize::from(size);
         }
+        self.max_time = max_time;
         self.p.meta.records += records;
         off
     }
@@ -1321,25 +1313,21 @@ impl<'a, 'p> Reader<'a, 'p> {
             None
         };
         let mut c = FastCur::<BE>::new(body, pos);
-        let chain: &[u8] = if t & st::CALLCHAIN != 0 {
+        let mut chain: &[u8] = &[];
+        if t & st::CALLCHAIN != 0 {
             let len = usize::try_from(c.u64()?).ok()?.checked_mul(8)?;
             if self.skip_chains && PLAIN {
-                // Nothing after the chain: only check that it fits.
+                // Nothing after the chain to find: only check that it fits.
                 if len > body.len().saturating_sub(c.pos) {
                     return None;
                 }
-                &[]
             } else {
-                let chain = c.bytes(len)?;
-                if self.skip_chains {
-                    &[]
-                } else {
-                    chain
+                let bytes = c.bytes(len)?;
+                if !self.skip_chains {
+                    chain = bytes;
                 }
             }
-        } else {
-            &[]
-        };
+        }
         let tail = if !PLAIN && t & st::AFTER_CHAIN != 0 {
             Some(sample_tail::<BE>(a, body, c.pos)?)
         } else {
@@ -1353,20 +1341,16 @@ impl<'a, 'p> Reader<'a, 'p> {
             // Replay: the thread's comm is interned as in the part that delivers this.
             return Some(());
         }
-        let user = if self.skip_locations {
-            // Resolved nowhere: every address is in no mapping.
-            None
-        } else {
-            self.st.slot_maps(slot)
-        };
-        let location = if self.skip_locations {
-            // What `resolve` gives an address in no mapping.
-            crate::model::Location {
+        let (user, location) = if self.skip_locations {
+            // Resolved nowhere: what `resolve` gives an address in no mapping.
+            let nowhere = crate::model::Location {
                 dso: None,
                 file_offset: ip,
-            }
+            };
+            (None, nowhere)
         } else {
-            self.st.resolve(user, cpumode, ip)
+            let user = self.st.slot_maps(slot);
+            (user, self.st.resolve(user, cpumode, ip))
         };
         let f0 = self.p.frames.len();
         if !chain.is_empty() {
@@ -1401,7 +1385,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let same_ranges = PLAIN && self.sink.is_some();
         debug_assert!(!same_ranges || lens.raw + lens.regs + lens.stacks + lens.read == 0);
         let ranges = if has_side {
-            Some(self.store_side::<BE>(tail.as_ref(), read)?)
+            Some(self.store_side::<BE>(lens, tail.as_ref(), read)?)
         } else if same_ranges {
             None
         } else {
@@ -1476,15 +1460,10 @@ impl<'a, 'p> Reader<'a, 'p> {
     #[inline(never)]
     fn store_side<const BE: bool>(
         &mut self,
+        lens: SideLens,
         tail: Option<&SampleTail<'_>>,
         read: Option<Vec<ReadValue>>,
     ) -> Option<SideRanges> {
-        let (r0, g0, s0, v0) = (
-            self.p.raw.len(),
-            self.p.regs.len(),
-            self.p.stacks.len(),
-            self.p.read_values.len(),
-        );
         if let Some(tl) = tail {
             self.p.raw.extend_from_slice(tl.raw);
             self.p
@@ -1496,10 +1475,10 @@ impl<'a, 'p> Reader<'a, 'p> {
             self.p.read_values.extend(vals);
         }
         Some(SideRanges {
-            raw: range32(r0, self.p.raw.len())?,
-            regs: range32(g0, self.p.regs.len())?,
-            stack: s0 as u64..self.p.stacks.len() as u64,
-            read: range32(v0, self.p.read_values.len())?,
+            raw: range32(lens.raw, self.p.raw.len())?,
+            regs: range32(lens.regs, self.p.regs.len())?,
+            stack: lens.stacks as u64..self.p.stacks.len() as u64,
+            read: range32(lens.read, self.p.read_values.len())?,
         })
     }
 
