@@ -601,22 +601,10 @@ impl Runner<'_> {
         &self.notes
     }
 
-    /// Runs clause `ci` (matched by its probe `probe`) for one sample or firing.
-    #[inline(never)]
-    fn fire(
-        &mut self,
-        ci: usize,
-        probe: usize,
-        p: &Profile,
-        s: &Sample,
-        syms: &mut dyn SymbolSource,
-    ) {
-        self.fire_inline(ci, probe, p, s, syms);
-    }
-
-    /// [`Runner::fire`], inlined into the per-sample path.
+    /// Runs clause `ci` (matched by its probe `probe`) for one sample or firing (inlined:
+    /// it is the per-sample path; the rare per-firing line is out of line).
     #[inline(always)]
-    fn fire_inline(
+    fn fire(
         &mut self,
         ci: usize,
         probe: usize,
@@ -719,7 +707,7 @@ impl Runner<'_> {
         self.samples_matched += 1;
         if clauses.len() == 1 {
             let (ci, pi) = clauses[0];
-            self.fire_inline(ci, pi, p, s, syms);
+            self.fire(ci, pi, p, s, syms);
         } else {
             for i in 0..clauses.len() {
                 let (ci, pi) = self.dispatch[s.event as usize][i];
