@@ -205,6 +205,18 @@ pub struct Symbolizer {
 }
 
 impl SymbolizerOptions {
+    /// perf's build-id cache copy of a kernel's kallsyms
+    /// (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), if the cache has it.
+    fn cached_kallsyms(&self, build_id: &[u8]) -> Option<PathBuf> {
+        let p = self
+            .buildid_cache
+            .as_ref()?
+            .join("[kernel.kallsyms]")
+            .join(hex(build_id))
+            .join("kallsyms");
+        p.exists().then_some(p)
+    }
+
     /// perf's build-id cache copy of the file with this build-id
     /// (`~/.debug/.build-id/xx/rest/elf`), if the cache has it.
     pub(crate) fn cached_elf(&self, build_id: &[u8]) -> Option<PathBuf> {
@@ -239,7 +251,12 @@ fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Ka
     if let Some(k) = cached_running_kallsyms(opts) {
         return Ok(k);
     }
-    std::fs::read_to_string(&opts.kallsyms).map(|text| kernel::parse_kallsyms(&text))
+    read_kallsyms(&opts.kallsyms)
+}
+
+/// Reads and parses a kallsyms file.
+fn read_kallsyms(path: &Path) -> std::io::Result<kernel::Kallsyms> {
+    std::fs::read_to_string(path).map(|text| kernel::parse_kallsyms(&text))
 }
 
 /// perf's cached kallsyms of the running kernel, if it provably matches (see
@@ -247,15 +264,7 @@ fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Ka
 fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms> {
     let notes = std::fs::read(&opts.kernel_notes).ok()?;
     let running = kernel::build_id_from_notes(&notes)?;
-    let copy = opts
-        .buildid_cache
-        .as_ref()?
-        .join("[kernel.kallsyms]")
-        .join(hex(&running))
-        .join("kallsyms");
-    if !copy.is_file() {
-        return None;
-    }
+    let copy = opts.cached_kallsyms(&running)?;
     // No module support (no file) or none loaded.
     if let Ok(m) = std::fs::read_to_string(&opts.modules) {
         if m.lines().any(|l| !l.trim().is_empty()) {
@@ -451,12 +460,7 @@ impl Symbolizer {
         let mut source = Some(self.opts.kallsyms.clone());
         if let (Some(rec), Some(run)) = (&recorded, &running) {
             if !same_build_id(rec, run) {
-                let cached = self.opts.buildid_cache.as_ref().map(|c| {
-                    c.join("[kernel.kallsyms]")
-                        .join(hex(rec.strip_suffix(&[0u8; 0][..]).unwrap_or(rec)))
-                        .join("kallsyms")
-                });
-                source = cached.filter(|p| p.exists());
+                source = self.opts.cached_kallsyms(rec);
                 if source.is_none() {
                     self.warn(
                         "kernel-build-id",
@@ -478,7 +482,7 @@ impl Symbolizer {
                     .join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the kallsyms thread panicked"))),
                 None if path == self.opts.kallsyms => read_running_kallsyms(&self.opts),
-                _ => std::fs::read_to_string(&path).map(|text| kernel::parse_kallsyms(&text)),
+                _ => read_kallsyms(&path),
             };
             match parsed {
                 Ok(k) => {
