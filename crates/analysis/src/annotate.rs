@@ -269,7 +269,7 @@ pub fn annotate(
     let name_of = |symbolizer: &Symbolizer, f: &FuncSamples| -> String {
         symbolizer
             .symbol(f.symbol)
-            .map(|s| s.name.clone())
+            .map(|s| s.name.to_string())
             .unwrap_or_default()
     };
     let chosen: Vec<usize> = match &opts.target {
@@ -360,7 +360,7 @@ fn annotate_one(
 ) -> FunctionAnnotation {
     let ncol = cols.len();
     let (name, start, end) = match symbolizer.symbol(f.symbol) {
-        Some(s) => (s.name.clone(), s.start, s.end),
+        Some(s) => (s.name.to_string(), s.start, s.end),
         None => (String::new(), 0, 0),
     };
     let dso = profile.dsos.get(f.dso as usize);

@@ -1472,7 +1472,7 @@ fn dso_short(profile: &Profile, dso: Option<DsoId>) -> String {
 
 fn frame_name(profile: &Profile, symbolizer: &Symbolizer, l: &Loc) -> String {
     match l.symbol().and_then(|id| symbolizer.symbol(id)) {
-        Some(s) => s.name.clone(),
+        Some(s) => s.name.to_string(),
         None => format!(
             "[unknown] {}+{:#x}",
             dso_short(profile, l.dso()),
@@ -1577,7 +1577,7 @@ impl TextCache {
                         v.text = match self.sym.get(&id) {
                             Some(&t) => t,
                             None => {
-                                let t = self.intern(&sym.name);
+                                let t = self.intern(sym.name);
                                 self.sym.insert(id, t);
                                 t
                             }

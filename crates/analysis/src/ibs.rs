@@ -375,7 +375,7 @@ impl<'a> Resolver<'a> {
         let r = self.sym.resolve(self.profile, Query::of(loc, pid));
         let s = r.symbol.and_then(|id| self.sym.symbol(id));
         let info = LocInfo {
-            sym: s.map(|s| s.name.clone()),
+            sym: s.map(|s| s.name.to_string()),
             sym_start: s.map(|s| s.start),
             sym_end: s.map(|s| s.end),
             svma: r.svma,
@@ -877,7 +877,7 @@ fn data_symbol(r: &mut Resolver<'_>, s: &Sample, addr: u64) -> String {
                 if let Some(sym) = r.sym.symbol(id) {
                     // Code symbols are not data: an address that resolves to a function is
                     // not a data object.
-                    if info.sym.as_deref() != Some(sym.name.as_str()) {
+                    if info.sym.as_deref() != Some(sym.name) {
                         return format!("{} ({})", sym.name, info.dso.as_deref().unwrap_or("?"));
                     }
                 }

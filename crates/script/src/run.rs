@@ -78,7 +78,7 @@ impl SymbolSource for culprit_symbols::Symbolizer {
                 );
                 r.symbol
                     .and_then(|id| self.symbol(id))
-                    .map_or_else(|| "[unknown]".to_string(), |s| s.name.clone())
+                    .map_or_else(|| "[unknown]".to_string(), |s| s.name.to_string())
             }
             What::Srcline => {
                 let frames = self.source(

@@ -25,7 +25,7 @@
 //! let mut sym = Symbolizer::new(SymbolizerOptions::default());
 //! let q: Vec<Query> = profile.samples.iter().map(|s| Query::of(s.location, s.pid)).collect();
 //! for r in sym.resolve_batch(profile, &q) {
-//!     let name = r.symbol.and_then(|id| sym.symbol(id)).map(|s| s.name.as_str());
+//!     let name = r.symbol.and_then(|id| sym.symbol(id)).map(|s| s.name);
 //!     println!("{}", name.unwrap_or("[unknown]"));
 //! }
 //! # }
@@ -49,7 +49,8 @@ use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
 pub use demangle::demangle;
 pub use elf::Segment;
-pub use table::{Binding, Symbol, SymbolTable};
+pub use kernel::{parse_kallsyms, Kallsyms};
+pub use table::{Binding, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
 
 /// Errors of this crate (most problems become warnings, see [`Symbolizer::warnings`]).
 #[derive(Debug, thiserror::Error)]
@@ -347,7 +348,7 @@ impl Symbolizer {
     }
 
     /// The symbol behind an id.
-    pub fn symbol(&self, id: SymbolId) -> Option<&Symbol> {
+    pub fn symbol(&self, id: SymbolId) -> Option<SymbolRef<'_>> {
         self.tables.get(id.table as usize)?.get(id.index)
     }
 

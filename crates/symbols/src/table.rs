@@ -25,14 +25,143 @@ pub struct Symbol {
     pub binding: Binding,
 }
 
+/// A symbol of a [`SymbolTable`]: its name is borrowed from the table's name arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolRef<'a> {
+    /// Demangled name.
+    pub name: &'a str,
+    /// First address.
+    pub start: u64,
+    /// One past the last address (after perf's fix-ups of zero sizes).
+    pub end: u64,
+    /// Binding.
+    pub binding: Binding,
+}
+
+/// A table entry: the name is a range of [`SymbolTable::names`]. Plain integers, so that a
+/// table of 10^5 kernel symbols is one allocation for the entries and one for the names
+/// (a `String` per symbol made reading kallsyms mostly malloc and page faults).
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    start: u64,
+    end: u64,
+    name_at: u32,
+    name_len: u32,
+    binding: Binding,
+}
+
 /// Symbols sorted by start address, without duplicates at the same start.
 #[derive(Debug, Default, Clone)]
 pub struct SymbolTable {
-    syms: Vec<Symbol>,
+    entries: Vec<Entry>,
+    names: String,
+}
+
+/// Collects symbols in any order for a [`SymbolTable`], copying names into one arena.
+#[derive(Debug, Default)]
+pub struct SymbolTableBuilder {
+    entries: Vec<Entry>,
+    names: String,
+}
+
+impl SymbolTableBuilder {
+    /// An empty builder with room for about `symbols` symbols of `name_bytes` name bytes.
+    pub fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
+        SymbolTableBuilder {
+            entries: Vec::with_capacity(symbols),
+            names: String::with_capacity(name_bytes),
+        }
+    }
+
+    /// Adds a symbol `[start, end)` (`end == start`: size unknown, fixed up like perf). A
+    /// name past the arena's 4 GiB is stored empty rather than wrapped.
+    pub fn push(&mut self, name: &str, start: u64, end: u64, binding: Binding) {
+        let (name_at, name_len) = match (
+            u32::try_from(self.names.len()),
+            u32::try_from(self.names.len() + name.len()),
+        ) {
+            (Ok(at), Ok(_)) => {
+                self.names.push_str(name);
+                (at, name.len() as u32)
+            }
+            _ => (0, 0),
+        };
+        self.entries.push(Entry {
+            start,
+            end,
+            name_at,
+            name_len,
+            binding,
+        });
+    }
+
+    /// Symbols pushed so far.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Sorts the symbols and applies perf's fix-ups.
+    ///
+    /// Kernel and module symbols are kept in separate tables, so perf's kallsyms variant of
+    /// the end fix-up (do not run into the next region) holds by construction.
+    pub fn build(self) -> SymbolTable {
+        let SymbolTableBuilder { mut entries, names } = self;
+        // Stable: among equal starts, input order decides ties like perf's rb-tree insert.
+        // (Already sorted input, as kallsyms mostly is, costs one pass.)
+        entries.sort_by_key(|e| e.start);
+        // perf's symbols__fixup_end: zero-sized symbols run to the next symbol's start.
+        let n = entries.len();
+        for i in 1..n {
+            let next_start = entries[i].start;
+            let prev = &mut entries[i - 1];
+            if prev.end == prev.start {
+                prev.end = next_start;
+            }
+        }
+        if let Some(last) = entries.last_mut() {
+            if last.end == last.start {
+                // perf: roundup(start, 4096) + 4096.
+                last.end = last.start.saturating_add(4095) / 4096 * 4096 + 4096;
+            }
+        }
+        // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start.
+        let name = |e: &Entry| names.get(e.name_at as usize..(e.name_at + e.name_len) as usize);
+        let mut kept = 0usize;
+        for i in 0..n {
+            let e = entries[i];
+            if kept > 0 && entries[kept - 1].start == e.start {
+                let cur = entries[kept - 1];
+                let (a, b) = (view(&cur, name(&cur)), view(&e, name(&e)));
+                if !prefer_first(&a, &b) {
+                    entries[kept - 1] = e;
+                }
+            } else {
+                entries[kept] = e;
+                kept += 1;
+            }
+        }
+        entries.truncate(kept);
+        entries.shrink_to_fit();
+        SymbolTable { entries, names }
+    }
+}
+
+fn view<'a>(e: &Entry, name: Option<&'a str>) -> SymbolRef<'a> {
+    SymbolRef {
+        name: name.unwrap_or(""),
+        start: e.start,
+        end: e.end,
+        binding: e.binding,
+    }
 }
 
 /// How perf's `choose_best_symbol` orders two symbols at the same address: true if `a` wins.
-fn prefer_first(a: &Symbol, b: &Symbol) -> bool {
+fn prefer_first(a: &SymbolRef, b: &SymbolRef) -> bool {
     let (la, lb) = (a.end - a.start, b.end - b.start);
     if lb == 0 && la > 0 {
         return true;
@@ -55,7 +184,7 @@ fn prefer_first(a: &Symbol, b: &Symbol) -> bool {
         return false;
     }
     let underscores = |s: &str| s.bytes().take_while(|&c| c == b'_').count();
-    let (ua, ub) = (underscores(&a.name), underscores(&b.name));
+    let (ua, ub) = (underscores(a.name), underscores(b.name));
     if ub > ua {
         return true;
     }
@@ -66,65 +195,43 @@ fn prefer_first(a: &Symbol, b: &Symbol) -> bool {
 }
 
 impl SymbolTable {
-    /// Builds a table from symbols in any order, applying perf's fix-ups.
-    ///
-    /// Kernel and module symbols are kept in separate tables, so perf's kallsyms variant of
-    /// the end fix-up (do not run into the next region) holds by construction.
-    pub fn new(mut syms: Vec<Symbol>) -> SymbolTable {
-        // Stable: among equal starts, input order decides ties like perf's rb-tree insert.
-        syms.sort_by_key(|s| s.start);
-        // perf's symbols__fixup_end: zero-sized symbols run to the next symbol's start.
-        let n = syms.len();
-        for i in 1..n {
-            let next_start = syms[i].start;
-            let prev = &mut syms[i - 1];
-            if prev.end == prev.start {
-                prev.end = next_start;
-            }
+    /// Builds a table from symbols in any order, applying perf's fix-ups (see
+    /// [`SymbolTableBuilder::build`]).
+    pub fn new(syms: Vec<Symbol>) -> SymbolTable {
+        let bytes = syms.iter().map(|s| s.name.len()).sum();
+        let mut b = SymbolTableBuilder::with_capacity(syms.len(), bytes);
+        for s in &syms {
+            b.push(&s.name, s.start, s.end, s.binding);
         }
-        if let Some(last) = syms.last_mut() {
-            if last.end == last.start {
-                // perf: roundup(start, 4096) + 4096.
-                last.end = last.start.saturating_add(4095) / 4096 * 4096 + 4096;
-            }
-        }
-        // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start.
-        let mut out: Vec<Symbol> = Vec::with_capacity(n);
-        for s in syms {
-            match out.last_mut() {
-                Some(cur) if cur.start == s.start => {
-                    if !prefer_first(cur, &s) {
-                        *cur = s;
-                    }
-                }
-                _ => out.push(s),
-            }
-        }
-        SymbolTable { syms: out }
+        b.build()
     }
 
     /// Number of symbols.
     pub fn len(&self) -> usize {
-        self.syms.len()
+        self.entries.len()
     }
 
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
-        self.syms.is_empty()
+        self.entries.is_empty()
     }
 
     /// The symbol at an index.
-    pub fn get(&self, index: u32) -> Option<&Symbol> {
-        self.syms.get(index as usize)
+    pub fn get(&self, index: u32) -> Option<SymbolRef<'_>> {
+        let e = self.entries.get(index as usize)?;
+        let name = self
+            .names
+            .get(e.name_at as usize..e.name_at as usize + e.name_len as usize);
+        Some(view(e, name))
     }
 
     /// Index of the symbol containing `addr`, if any: like perf, only the symbol with the
     /// closest start at or below `addr` is considered (an address past its end is unknown
     /// even if an earlier, bigger symbol encloses it).
     pub fn find(&self, addr: u64) -> Option<u32> {
-        let pos = self.syms.partition_point(|s| s.start <= addr);
+        let pos = self.entries.partition_point(|s| s.start <= addr);
         let i = pos.checked_sub(1)?;
-        let s = &self.syms[i];
+        let s = &self.entries[i];
         (addr < s.end).then_some(i as u32)
     }
 }

@@ -160,7 +160,7 @@ fn test_debuglink_next_to_the_binary() {
     let sym = s
         .symbol(r.symbol.expect("named through .gnu_debuglink"))
         .unwrap();
-    assert_eq!((sym.name.as_str(), sym.start), ("heavy", svma));
+    assert_eq!((sym.name, sym.start), ("heavy", svma));
 }
 
 #[test]

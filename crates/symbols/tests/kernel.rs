@@ -93,7 +93,7 @@ impl Machine {
         );
         r.symbol
             .and_then(|id| s.symbol(id))
-            .map(|sym| sym.name.clone())
+            .map(|sym| sym.name.to_string())
     }
 }
 

@@ -106,7 +106,7 @@ pub fn write_script(
                 (
                     r.symbol
                         .and_then(|id| symbolizer.symbol(id))
-                        .map(|s| s.name.clone()),
+                        .map(|s| s.name.to_string()),
                     profile.dso(&s.location).map(|d| d.short_name.clone()),
                 )
             })

@@ -197,7 +197,7 @@ fn place(profile: &Profile, sym: &mut Symbolizer, loc: Location, pid: i32) -> Pl
         symbol: r
             .symbol
             .and_then(|id| sym.symbol(id))
-            .map(|s| s.name.clone()),
+            .map(|s| s.name.to_string()),
     }
 }
 
@@ -658,10 +658,7 @@ impl FuncTable {
         self.totals[e] += s.period;
         self.samples[e] += 1;
         let r = sym.resolve(profile, Query::of(s.location, s.pid));
-        let name = r
-            .symbol
-            .and_then(|id| sym.symbol(id))
-            .map(|x| x.name.as_str());
+        let name = r.symbol.and_then(|id| sym.symbol(id)).map(|x| x.name);
         let key = match name {
             Some(n) => FuncKey::Sym(dso, name_hash(n)),
             None => FuncKey::Dso(dso),
