@@ -359,6 +359,11 @@ pub(crate) struct Reader<'a, 'p> {
     head: usize,
     /// `queue[head..sorted]` is in time order; records after it arrived since the last flush.
     sorted: usize,
+    /// Replaying before a share: samples that would change nothing if delivered now (see
+    /// [`Reader::replay_skips_sample`]), kept out of the queue in file order. A flush drops
+    /// the ones it would have delivered; the rest go back into the queue when the share
+    /// starts, since this part delivers them.
+    replay_deferred: Vec<Ref>,
     /// perf's `next_flush`: records not newer than this are delivered at a round's end.
     next_flush: u64,
     max_time: u64,
@@ -449,6 +454,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             p,
             st,
             queue: Vec::new(),
+            replay_deferred: Vec::new(),
             head: 0,
             sorted: 0,
             next_flush: 0,
@@ -651,6 +657,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                         .saturating_add(next);
                     if self.part.lite && self.part.from.is_some_and(|f| at >= f) {
                         self.part.lite = false;
+                        self.requeue_deferred();
                         self.part.started = true;
                     }
                     if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
@@ -756,6 +763,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         };
         // `max_time` lives in a register for the run (as `enqueue` keeps it).
         let (mut max_time, mut records) = (self.max_time, 0u64);
+        let replay = self.part.lite;
         while let Some(rec) = data.get(off..) {
             let Some((ty, misc, size)) = record_header(rec, be) else {
                 break;
@@ -769,7 +777,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             };
             let time = time.unwrap_or(max_time);
             max_time = max_time.max(time);
-            self.queue.push(Ref {
+            let r = Ref {
                 time,
                 at: off as u64,
                 file_off: off as u64,
@@ -777,13 +785,79 @@ impl<'a, 'p> Reader<'a, 'p> {
                 ty: rt::SAMPLE as u8,
                 misc,
                 size,
-            });
+            };
+            if replay && self.replay_skips_sample(attr, body) {
+                // Its time still moves the rounds' flush limits (above), as if it were queued.
+                self.replay_deferred.push(r);
+            } else {
+                self.queue.push(r);
+            }
             records += 1;
             off += usize::from(size);
         }
         self.max_time = max_time;
         self.p.meta.records += records;
         off
+    }
+
+    /// The share starts: the deferred samples still pending (newer than every flush so far)
+    /// join the queue where a sequential read has them. The queue after a flush is in time
+    /// order with ties in file order, and so are the deferred samples once sorted by (time,
+    /// file offset): merging by that pair gives the order of one stable sort by time.
+    fn requeue_deferred(&mut self) {
+        if self.replay_deferred.is_empty() {
+            return;
+        }
+        let mut deferred = std::mem::take(&mut self.replay_deferred);
+        deferred.sort_by_key(|r| (r.time, r.file_off));
+        let head = self.head.min(self.queue.len());
+        let mut pending = self.queue.split_off(head);
+        // Anything framed since the last flush is sorted too (there is none at a round).
+        pending.sort_by_key(|r| r.time);
+        let mut merged = Vec::with_capacity(pending.len() + deferred.len());
+        let (mut a, mut b) = (
+            pending.into_iter().peekable(),
+            deferred.into_iter().peekable(),
+        );
+        loop {
+            let take_a = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => (x.time, x.file_off) <= (y.time, y.file_off),
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if take_a { a.next() } else { b.next() });
+        }
+        self.queue = merged;
+        self.head = 0;
+        self.sorted = self.queue.len();
+    }
+
+    /// Replaying state before a share, a sample only matters for the comm it may intern for
+    /// an unknown thread ([`State::thread`]; everything else it does is for the share that
+    /// delivers it). A sample whose thread is known when it is framed is known when it would
+    /// be delivered too (threads are never forgotten), so it need not be queued at all: the
+    /// part before this one decodes it. Frees a replaying part from sorting and delivering
+    /// the samples of every share before its own.
+    #[inline]
+    fn replay_skips_sample(&self, attr: u16, body: &[u8]) -> bool {
+        let Some(sl) = self.sample_layouts.get(usize::from(attr)) else {
+            return false;
+        };
+        let tid = if sl.tid == FixedFields::ABSENT {
+            -1
+        } else {
+            let Some(v) = u64_at(body, usize::from(sl.tid), self.be) else {
+                return false;
+            };
+            // pid then tid, each a u32 in the record's byte order.
+            if self.be {
+                v as u32 as i32
+            } else {
+                (v >> 32) as u32 as i32
+            }
+        };
+        self.st.knows_thread(tid)
     }
 
     /// Queues a kernel record for time-ordered delivery.
@@ -820,6 +894,13 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Sorts the queue by time (stable: file order among equal times) and delivers the
     /// records not newer than `limit` (all with `None`).
     fn flush(&mut self, limit: Option<u64>) {
+        if !self.replay_deferred.is_empty() {
+            // The deferred samples this flush would deliver (replaying: to no effect).
+            match limit {
+                Some(l) => self.replay_deferred.retain(|r| r.time > l),
+                None => self.replay_deferred.clear(),
+            }
+        }
         if self.head >= self.queue.len() {
             return;
         }

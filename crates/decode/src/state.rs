@@ -287,6 +287,13 @@ impl State {
         }
     }
 
+    /// Whether thread `tid` has a comm already (then a sample of it interns nothing: threads
+    /// are never forgotten, so this stays true).
+    #[inline]
+    pub(crate) fn knows_thread(&self, tid: i32) -> bool {
+        self.threads.contains_key(&tid)
+    }
+
     /// The comm of thread `tid` and the maps of process `pid` at this point of the replay
     /// (what every sample needs), through the per-thread cache. Returns the comm and a cache
     /// slot for [`State::slot_maps`].
