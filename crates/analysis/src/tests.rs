@@ -441,3 +441,116 @@ fn test_aggregator_absorb_equals_one_aggregator_at_every_split() {
         assert_eq!(got, want, "cut at {cut}");
     }
 }
+
+#[test]
+fn test_flat_report_keeping_only_read_fields_equals_full_fold() {
+    // Samples that differ in every field a key can show (pid, tid, cpu, comm, cpumode,
+    // address), with equal-valued rows (ties keep first-seen order) and repeats.
+    let mut b = Builder::new(&["cpu-clock", "page-faults"]);
+    let variants: [(i32, i32, u32, u32, CpuMode, u64, u64); 9] = [
+        (PID, PID, 0, 0, CpuMode::User, 0x1010, 10),
+        (PID, PID + 1, 1, 0, CpuMode::User, 0x2010, 10),
+        (PID + 1, PID + 2, 0, 1, CpuMode::User, 0x1010, 7),
+        (PID, PID, 1, 0, CpuMode::Kernel, 0x2010, 10),
+        (PID + 1, PID + 2, 1, 1, CpuMode::User, 0x3000, 3),
+        (PID, PID + 1, 0, 0, CpuMode::User, 0x1050, 10),
+        (PID + 2, PID + 3, 0, 0, CpuMode::User, 0x9000, 5),
+        (PID, PID, 0, 1, CpuMode::User, 0x1010, 10),
+        (PID + 1, PID + 1, 1, 0, CpuMode::User, 0x2010, 5),
+    ];
+    for round in 0..3u64 {
+        for (i, &(pid, tid, cpu, comm, mode, ip, period)) in variants.iter().enumerate() {
+            b.sample((i % 2) as u16, comm, period + round, &[ip]);
+            let s = b.p.samples.last_mut().unwrap();
+            (s.pid, s.tid, s.cpu, s.cpumode) = (pid, tid, cpu, mode);
+        }
+    }
+    let view = |h: &Hotspots| -> Vec<String> {
+        h.rows()
+            .map(|r| {
+                let keys: Vec<String> = r
+                    .keys()
+                    .map(|k| format!("{}/{:?}/{:?}", r.text(&k), k.number(), k.tag()))
+                    .collect();
+                format!(
+                    "{keys:?} {} {} {} {}",
+                    r.samples(0),
+                    r.period(0),
+                    r.samples(1),
+                    r.period(1)
+                )
+            })
+            .collect()
+    };
+    let all = [
+        SortKey::Comm,
+        SortKey::Pid,
+        SortKey::Tid,
+        SortKey::Cpu,
+        SortKey::Dso,
+        SortKey::Sym,
+        SortKey::Srcline,
+        SortKey::Srcfile,
+        SortKey::Ip,
+    ];
+    let mut key_lists: Vec<Vec<SortKey>> = all.iter().map(|&k| vec![k]).collect();
+    for &a in &all {
+        for &b in &all {
+            if a != b {
+                key_lists.push(vec![a, b]);
+            }
+        }
+    }
+    let filter_sets = [
+        Filters::default(),
+        Filters {
+            pids: vec![PID],
+            ..Filters::default()
+        },
+        Filters {
+            tids: vec![PID + 2],
+            ..Filters::default()
+        },
+        Filters {
+            comms: vec!["other".into()],
+            ..Filters::default()
+        },
+        Filters {
+            dsos: vec!["[unknown]".into()],
+            ..Filters::default()
+        },
+    ];
+    let mut s = symbolizer("projection");
+    for keys in &key_lists {
+        for filters in &filter_sets {
+            let opts = HotspotOptions {
+                keys: keys.clone(),
+                filters: filters.clone(),
+                ..HotspotOptions::default()
+            };
+            let report = |project: bool, s: &mut Symbolizer| {
+                let mut agg = hotspots::SampleAggregator::new(false, filters);
+                if project {
+                    agg.only_for(&opts);
+                }
+                for smp in &b.p.samples {
+                    agg.add(&b.p, smp);
+                }
+                agg.finish();
+                let h = hotspots::hotspots_aggregated(&b.p, &agg, s, &opts, &mut |_, _| {});
+                (view(&h.unwrap()), agg.distinct())
+            };
+            let (full, n_full) = report(false, &mut s);
+            let (kept, n_kept) = report(true, &mut s);
+            assert_eq!(kept, full, "keys {keys:?}, filters {filters:?}");
+            assert!(n_kept <= n_full);
+            if keys == &[SortKey::Comm]
+                && filters.pids.is_empty()
+                && filters.tids.is_empty()
+                && filters.dsos.is_empty()
+            {
+                assert!(n_kept <= 4, "comm rows fold to (event, comm): {n_kept}");
+            }
+        }
+    }
+}

@@ -189,21 +189,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if shows_symbols {
         symbolizer.prefetch_kernel_symbols();
     }
-    // Samples are folded while reading (no Vec<Sample>): memory follows distinct places.
-    let mut agg = SampleAggregator::new(with_chains, &filters);
-    let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
-    agg.finish();
-    let has_chains = agg.has_callchains();
-    let children = if args.no_children {
-        false
-    } else {
-        args.children || has_chains
-    };
-    let opts = HotspotOptions {
+    let mut opts = HotspotOptions {
         keys,
         events: args.event.clone(),
-        children,
-        filters,
+        // Known once the file is read (whether it has call chains).
+        children: false,
+        filters: filters.clone(),
         percent_limit: args.percent_limit,
         top: args.top,
         call_graph: match args.call_graph {
@@ -213,6 +204,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         },
         call_graph_threshold: 0.5,
         deskid: args.deskid,
+    };
+    // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
+    // and a flat report folds away what its keys do not show.
+    let mut agg = SampleAggregator::new(with_chains, &filters);
+    agg.only_for(&opts);
+    let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
+    agg.finish();
+    let has_chains = agg.has_callchains();
+    opts.children = if args.no_children {
+        false
+    } else {
+        args.children || has_chains
     };
     if let Some(b) = &bar {
         b.set_message("symbolizing");
