@@ -902,6 +902,9 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         if self.head >= self.queue.len() {
+            // Nothing queued (a replaying part parks most samples): all input before the
+            // framing point is done with.
+            self.release_done_input();
             return;
         }
         let mut queue = std::mem::take(&mut self.queue);
@@ -946,7 +949,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.queue = queue;
         self.compact_decomp();
         self.compact_owned();
-        // Input bytes before the oldest still-queued record are done with.
+        self.release_done_input();
+    }
+
+    /// Releases the mapped input before the oldest still-queued record (or the framing
+    /// point), in steps of 8 MiB. Parked replay samples do not hold input back: the few this
+    /// part delivers after all (pending when its share starts) are read again from the file.
+    fn release_done_input(&mut self) {
         let low = self
             .queue
             .iter()
