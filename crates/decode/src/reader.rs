@@ -96,6 +96,28 @@ const BRANCH_COUNTERS: u64 = 1 << 19;
 /// Call-chain context markers (`enum perf_callchain_context`), as u64.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
+/// Bytes ahead of the framing point to prefetch (see [`prefetch_ahead`]).
+const PREFETCH_DISTANCE: usize = 4096;
+
+/// Asks the CPU to start loading the input `PREFETCH_DISTANCE` bytes ahead of `rest`'s
+/// start. Framing touches every record header once, in order: without this, most of its
+/// time is the load of each new cache line and page of the mapped file. A hint only: it
+/// reads nothing and never faults.
+#[inline(always)]
+fn prefetch_ahead(rest: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = rest.get(PREFETCH_DISTANCE) {
+        // SAFETY: `b` is a valid reference into `rest`; prefetching has no side effects.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                (b as *const u8).cast::<i8>(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = rest;
+}
+
 /// Caps on what a hostile file can make us allocate.
 const MAX_WARNINGS: usize = 200;
 /// Decompressed bytes allowed per input byte, in total (perf -z reaches ~5-30x), at least 256 MiB.
@@ -765,6 +787,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let (mut max_time, mut records) = (self.max_time, 0u64);
         let replay = self.part.lite;
         while let Some(rec) = data.get(off..) {
+            prefetch_ahead(rec);
             let Some((ty, misc, size)) = record_header(rec, be) else {
                 break;
             };
