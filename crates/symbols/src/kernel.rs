@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::table::{Binding, SymbolTable, SymbolTableBuilder};
+use crate::table::{Binding, SharedText, SymbolTable, SymbolTableBuilder};
 
 /// Parsed kallsyms: the kernel's table and one per module (by module name).
 #[derive(Debug, Default)]
@@ -18,19 +18,25 @@ pub struct Kallsyms {
 }
 
 /// Parses kallsyms text. Keeps the symbol types perf keeps (text, weak, data, bss).
+pub fn parse_kallsyms(text: &str) -> Kallsyms {
+    parse_kallsyms_shared(std::sync::Arc::new(text.to_owned()))
+}
+
+/// [`parse_kallsyms`] over a text the tables keep and take their names from, by range (a
+/// mapped file: nothing is copied).
 ///
 /// Written for speed (~10^5 lines; generic splitting and a `String` per symbol made this
-/// 15 ms of a report's start): see [`kallsyms_fields`]; names go into each table's arena.
-pub fn parse_kallsyms(text: &str) -> Kallsyms {
-    // ~44 bytes a line, ~20 of them name.
-    let mut kernel = SymbolTableBuilder::with_capacity(text.len() / 44, text.len() / 2);
-    let mut modules: HashMap<&str, SymbolTableBuilder> = HashMap::new();
+/// 15 ms of a report's start): see [`kallsyms_line`].
+pub fn parse_kallsyms_shared(text: SharedText) -> Kallsyms {
+    let bytes: &[u8] = (*text).as_ref();
+    // ~44 bytes a line.
+    let mut kernel = SymbolTableBuilder::over(text.clone(), bytes.len() / 44);
+    let mut modules: HashMap<&[u8], SymbolTableBuilder> = HashMap::new();
     let mut seen = 0u64;
     let mut nonzero = 0u64;
-    let bytes = text.as_bytes();
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (fields, next) = kallsyms_line(text, pos);
+        let (fields, next) = kallsyms_line(bytes, pos);
         pos = next;
         let Some((addr, t, name, module)) = fields else {
             continue;
@@ -49,22 +55,25 @@ pub fn parse_kallsyms(text: &str) -> Kallsyms {
         } else {
             Binding::Local
         };
+        // `name` is a slice of `bytes`: its range is where it starts.
+        let at = name.as_ptr() as usize - bytes.as_ptr() as usize;
         match module {
-            Some(m) if m.starts_with('[') => {
-                let m = m.trim_start_matches('[').trim_end_matches(']');
+            Some(m) if m.first() == Some(&b'[') => {
+                let m = m.strip_prefix(b"[").unwrap_or(m);
+                let m = m.strip_suffix(b"]").unwrap_or(m);
                 modules
                     .entry(m)
-                    .or_default()
-                    .push(name, addr, addr, binding);
+                    .or_insert_with(|| SymbolTableBuilder::over(text.clone(), 64))
+                    .push_range(at, name.len(), addr, addr, binding);
             }
-            _ => kernel.push(name, addr, addr, binding),
+            _ => kernel.push_range(at, name.len(), addr, addr, binding),
         }
     }
     Kallsyms {
         kernel: kernel.build(),
         modules: modules
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v.build()))
+            .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.build()))
             .collect(),
         all_zero: seen > 0 && nonzero == 0,
     }
@@ -76,8 +85,7 @@ pub fn parse_kallsyms(text: &str) -> Kallsyms {
 /// where the next line starts. Lines as the kernel prints them (`%px %c %s\t[%s]`: 16
 /// digits) are read in one pass without searching for the line's end first.
 #[allow(clippy::type_complexity)]
-fn kallsyms_line(text: &str, pos: usize) -> (Option<(u64, u8, &str, Option<&str>)>, usize) {
-    let b = text.as_bytes();
+fn kallsyms_line(b: &[u8], pos: usize) -> (Option<(u64, u8, &[u8], Option<&[u8]>)>, usize) {
     if let Some(head) = b.get(pos..pos + 19) {
         if head[16] == b' ' && head[18] == b' ' && head[17] > b' ' {
             if let Some(addr) = parse_hex(&head[..16]) {
@@ -88,30 +96,30 @@ fn kallsyms_line(text: &str, pos: usize) -> (Option<(u64, u8, &str, Option<&str>
                     end += 1;
                 }
                 if end > name_at && (end == b.len() || b[end] == b'\n' || b[end] == b'\t') {
-                    let name = &text[name_at..end];
+                    let name = &b[name_at..end];
                     if end == b.len() || b[end] == b'\n' {
                         return (Some((addr, head[17], name, None)), end + 1);
                     }
                     let line_end = memchr_newline(b, end);
-                    let module = text[end..line_end].split_ascii_whitespace().next();
+                    let module = fields(&b[end..line_end]).next();
                     return (Some((addr, head[17], name, module)), line_end + 1);
                 }
             }
         }
     }
     let line_end = memchr_newline(b, pos);
-    let line = &text[pos..line_end];
-    let mut parts = line.split_ascii_whitespace();
-    let fields = (|| {
+    let mut parts = fields(&b[pos..line_end]);
+    let line = (|| {
         let (addr, ty, name) = (parts.next()?, parts.next()?, parts.next()?);
-        Some((
-            parse_hex(addr.as_bytes())?,
-            ty.as_bytes()[0],
-            name,
-            parts.next(),
-        ))
+        Some((parse_hex(addr)?, ty[0], name, parts.next()))
     })();
-    (fields, line_end + 1)
+    (line, line_end + 1)
+}
+
+/// The fields of a line split on ASCII white space (as `str::split_ascii_whitespace`).
+fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(u8::is_ascii_whitespace)
+        .filter(|f| !f.is_empty())
 }
 
 /// The index of the first `\n` at or after `from`, or the length.
@@ -167,15 +175,16 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
 
 /// The address of `_text` (the start of the kernel's text) in kallsyms text, if listed and
 /// not hidden (zero).
-pub fn text_address(text: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let mut parts = line.split_ascii_whitespace();
-        let (addr, _ty, name) = (parts.next()?, parts.next()?, parts.next()?);
-        if name != "_text" || parts.next().is_some() {
-            return None;
+pub fn text_address(text: &[u8]) -> Option<u64> {
+    let mut pos = 0usize;
+    while pos < text.len() {
+        let (fields, next) = kallsyms_line(text, pos);
+        pos = next;
+        if let Some((addr, _, b"_text", None)) = fields {
+            return (addr != 0).then_some(addr);
         }
-        u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0)
-    })
+    }
+    None
 }
 
 /// Extracts the GNU build-id from an ELF note section image (`/sys/kernel/notes`).
@@ -267,14 +276,20 @@ mod tests {
         let mut out = Vec::new();
         let mut pos = 0;
         while pos < text.len() {
-            let (f, next) = kallsyms_line(text, pos);
+            let (f, next) = kallsyms_line(text.as_bytes(), pos);
             assert!(next > pos, "no progress at {pos}");
             pos = next;
             if let Some((addr, t, name, module)) = f {
                 let module = module
+                    .map(|m| std::str::from_utf8(m).unwrap())
                     .filter(|m| m.starts_with('['))
                     .map(|m| m.trim_start_matches('[').trim_end_matches(']').to_string());
-                out.push((module, addr, t as char, name.to_string()));
+                out.push((
+                    module,
+                    addr,
+                    t as char,
+                    std::str::from_utf8(name).unwrap().to_string(),
+                ));
             }
         }
         out
@@ -336,6 +351,29 @@ mod tests {
                 "{s:?}"
             );
         }
+    }
+
+    #[test]
+    fn test_shared_text_names_are_ranges_checked_per_name() {
+        // A module line, a name that is not UTF-8 (reads as empty, the others are fine).
+        let mut text = b"ffffffff81000000 T _text\nffffffff81000100 t ".to_vec();
+        text.extend_from_slice(&[0xff, 0xfe]);
+        text.extend_from_slice(b"\nffffffff81000200 t after\nffffffffc0000000 t m_fn\t[kvm]\n");
+        let k = parse_kallsyms_shared(std::sync::Arc::new(text.clone()));
+        let t = &k.kernel;
+        let name = |t: &SymbolTable, a: u64| t.get(t.find(a).unwrap()).unwrap().name.to_string();
+        assert_eq!(name(t, 0xffffffff81000010), "_text");
+        assert_eq!(name(t, 0xffffffff81000110), "");
+        assert_eq!(name(t, 0xffffffff81000210), "after");
+        assert_eq!(name(&k.modules["kvm"], 0xffffffffc0000000), "m_fn");
+        assert_eq!(text_address(&text), Some(0xffffffff81000000));
+        // A range past the text reads as empty, never panics.
+        let mut b = SymbolTableBuilder::over(std::sync::Arc::new(b"abc".to_vec()), 2);
+        b.push_range(1, 2, 0x10, 0x10, Binding::Global);
+        b.push_range(2, 9, 0x20, 0x20, Binding::Global);
+        let t = b.build();
+        assert_eq!(name(&t, 0x10), "bc");
+        assert_eq!(name(&t, 0x20), "");
     }
 
     #[test]

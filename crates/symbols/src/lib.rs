@@ -49,8 +49,8 @@ use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
 pub use demangle::demangle;
 pub use elf::Segment;
-pub use kernel::{parse_kallsyms, Kallsyms};
-pub use table::{Binding, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
+pub use kernel::{parse_kallsyms, parse_kallsyms_shared, Kallsyms};
+pub use table::{Binding, SharedText, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
 
 /// Errors of this crate (most problems become warnings, see [`Symbolizer::warnings`]).
 #[derive(Debug, thiserror::Error)]
@@ -257,7 +257,24 @@ fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Ka
 
 /// Reads and parses a kallsyms file.
 fn read_kallsyms(path: &Path) -> std::io::Result<kernel::Kallsyms> {
-    std::fs::read_to_string(path).map(|text| kernel::parse_kallsyms(&text))
+    // The tables take their names from the text: read once, never copied per name.
+    std::fs::read(path).map(|text| kernel::parse_kallsyms_shared(Arc::new(text)))
+}
+
+/// A kallsyms file as a shared text: mapped when it is a regular file (perf's cached copy:
+/// no copy, no fresh memory to fault in), else read.
+fn map_or_read(path: &Path) -> Option<table::SharedText> {
+    let file = std::fs::File::open(path).ok()?;
+    if file.metadata().ok()?.len() > 0 {
+        // SAFETY: a read-only private mapping, read as bytes only (names are checked as
+        // UTF-8 one at a time when looked up); perf writes its cache copies once.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Some(Arc::new(map));
+        }
+    }
+    std::fs::read(path)
+        .ok()
+        .map(|t| Arc::new(t) as table::SharedText)
 }
 
 /// perf's cached kallsyms of the running kernel, if it provably matches (see
@@ -279,12 +296,12 @@ fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms>
         &mut head,
     )
     .ok()?;
-    let now = kernel::text_address(&String::from_utf8_lossy(&head))?;
-    let text = std::fs::read_to_string(&copy).ok()?;
-    if kernel::text_address(&text)? != now {
+    let now = kernel::text_address(&head)?;
+    let text = map_or_read(&copy)?;
+    if kernel::text_address((*text).as_ref())? != now {
         return None;
     }
-    let k = kernel::parse_kallsyms(&text);
+    let k = kernel::parse_kallsyms_shared(text);
     // Pseudo-modules (ftrace trampolines `[__builtin__ftrace]`, BPF programs `[bpf]`) are
     // not loaded modules: /proc/kallsyms lists them too, and they change with time in both.
     let real_module = |m: &String| !(m.starts_with("__builtin") || m == "bpf");
