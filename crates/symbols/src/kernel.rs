@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::table::{Binding, SharedText, SymbolTable, SymbolTableBuilder};
+use crate::table::{Binding, SymbolTable, SymbolTableBuilder};
 
 /// Parsed kallsyms: the kernel's table and one per module (by module name).
 #[derive(Debug, Default)]
@@ -19,18 +19,18 @@ pub struct Kallsyms {
 
 /// Parses kallsyms text. Keeps the symbol types perf keeps (text, weak, data, bss).
 pub fn parse_kallsyms(text: &str) -> Kallsyms {
-    parse_kallsyms_shared(std::sync::Arc::new(text.to_owned()))
+    parse_kallsyms_bytes(text.as_bytes())
 }
 
-/// [`parse_kallsyms`] over a text the tables keep and take their names from, by range (a
-/// mapped file: nothing is copied).
+/// [`parse_kallsyms`] over bytes (a mapped file: it is not kept, the names are copied
+/// into each table's arena, so the file's pages need not stay resident). A name that is
+/// not UTF-8 is kept empty.
 ///
 /// Written for speed (~10^5 lines; generic splitting and a `String` per symbol made this
 /// 15 ms of a report's start): see [`kallsyms_line`].
-pub fn parse_kallsyms_shared(text: SharedText) -> Kallsyms {
-    let bytes: &[u8] = (*text).as_ref();
-    // ~44 bytes a line.
-    let mut kernel = SymbolTableBuilder::over(text.clone(), bytes.len() / 44);
+pub fn parse_kallsyms_bytes(bytes: &[u8]) -> Kallsyms {
+    // ~44 bytes a line, ~20 of them name.
+    let mut kernel = SymbolTableBuilder::with_capacity(bytes.len() / 44, bytes.len() / 2);
     let mut modules: HashMap<&[u8], SymbolTableBuilder> = HashMap::new();
     let mut seen = 0u64;
     let mut nonzero = 0u64;
@@ -55,18 +55,17 @@ pub fn parse_kallsyms_shared(text: SharedText) -> Kallsyms {
         } else {
             Binding::Local
         };
-        // `name` is a slice of `bytes`: its range is where it starts.
-        let at = name.as_ptr() as usize - bytes.as_ptr() as usize;
+        let name = std::str::from_utf8(name).unwrap_or("");
         match module {
             Some(m) if m.first() == Some(&b'[') => {
                 let m = m.strip_prefix(b"[").unwrap_or(m);
                 let m = m.strip_suffix(b"]").unwrap_or(m);
                 modules
                     .entry(m)
-                    .or_insert_with(|| SymbolTableBuilder::over(text.clone(), 64))
-                    .push_range(at, name.len(), addr, addr, binding);
+                    .or_default()
+                    .push(name, addr, addr, binding);
             }
-            _ => kernel.push_range(at, name.len(), addr, addr, binding),
+            _ => kernel.push(name, addr, addr, binding),
         }
     }
     Kallsyms {
@@ -354,12 +353,12 @@ mod tests {
     }
 
     #[test]
-    fn test_shared_text_names_are_ranges_checked_per_name() {
-        // A module line, a name that is not UTF-8 (reads as empty, the others are fine).
+    fn test_kallsyms_bytes_names_not_utf8_read_empty() {
+        // A module line and a name that is not UTF-8 (kept empty; the others are fine).
         let mut text = b"ffffffff81000000 T _text\nffffffff81000100 t ".to_vec();
         text.extend_from_slice(&[0xff, 0xfe]);
         text.extend_from_slice(b"\nffffffff81000200 t after\nffffffffc0000000 t m_fn\t[kvm]\n");
-        let k = parse_kallsyms_shared(std::sync::Arc::new(text.clone()));
+        let k = parse_kallsyms_bytes(&text);
         let t = &k.kernel;
         let name = |t: &SymbolTable, a: u64| t.get(t.find(a).unwrap()).unwrap().name.to_string();
         assert_eq!(name(t, 0xffffffff81000010), "_text");
@@ -367,13 +366,6 @@ mod tests {
         assert_eq!(name(t, 0xffffffff81000210), "after");
         assert_eq!(name(&k.modules["kvm"], 0xffffffffc0000000), "m_fn");
         assert_eq!(text_address(&text), Some(0xffffffff81000000));
-        // A range past the text reads as empty, never panics.
-        let mut b = SymbolTableBuilder::over(std::sync::Arc::new(b"abc".to_vec()), 2);
-        b.push_range(1, 2, 0x10, 0x10, Binding::Global);
-        b.push_range(2, 9, 0x20, 0x20, Binding::Global);
-        let t = b.build();
-        assert_eq!(name(&t, 0x10), "bc");
-        assert_eq!(name(&t, 0x20), "");
     }
 
     #[test]

@@ -49,8 +49,8 @@ use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
 pub use demangle::demangle;
 pub use elf::Segment;
-pub use kernel::{parse_kallsyms, parse_kallsyms_shared, Kallsyms};
-pub use table::{Binding, SharedText, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
+pub use kernel::{parse_kallsyms, parse_kallsyms_bytes, Kallsyms};
+pub use table::{Binding, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
 
 /// Errors of this crate (most problems become warnings, see [`Symbolizer::warnings`]).
 #[derive(Debug, thiserror::Error)]
@@ -257,24 +257,37 @@ fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Ka
 
 /// Reads and parses a kallsyms file.
 fn read_kallsyms(path: &Path) -> std::io::Result<kernel::Kallsyms> {
-    // The tables take their names from the text: read once, never copied per name.
-    std::fs::read(path).map(|text| kernel::parse_kallsyms_shared(Arc::new(text)))
+    std::fs::read(path).map(|text| kernel::parse_kallsyms_bytes(&text))
 }
 
-/// A kallsyms file as a shared text: mapped when it is a regular file (perf's cached copy:
-/// no copy, no fresh memory to fault in), else read.
-fn map_or_read(path: &Path) -> Option<table::SharedText> {
+/// A kallsyms file's bytes: mapped when it is a regular file (perf's cached copy: no copy
+/// into fresh memory; the mapping is dropped once parsed), else read.
+fn map_or_read(path: &Path) -> Option<KallsymsText> {
     let file = std::fs::File::open(path).ok()?;
     if file.metadata().ok()?.len() > 0 {
         // SAFETY: a read-only private mapping, read as bytes only (names are checked as
-        // UTF-8 one at a time when looked up); perf writes its cache copies once.
+        // UTF-8 one at a time); perf writes its cache copies once.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return Some(Arc::new(map));
+            return Some(KallsymsText::Mapped(map));
         }
     }
-    std::fs::read(path)
-        .ok()
-        .map(|t| Arc::new(t) as table::SharedText)
+    std::fs::read(path).ok().map(KallsymsText::Read)
+}
+
+/// The bytes of a kallsyms file, see [`map_or_read`].
+enum KallsymsText {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for KallsymsText {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            KallsymsText::Mapped(m) => m,
+            KallsymsText::Read(v) => v,
+        }
+    }
 }
 
 /// perf's cached kallsyms of the running kernel, if it provably matches (see
@@ -298,10 +311,11 @@ fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms>
     .ok()?;
     let now = kernel::text_address(&head)?;
     let text = map_or_read(&copy)?;
-    if kernel::text_address((*text).as_ref())? != now {
+    if kernel::text_address(&text)? != now {
         return None;
     }
-    let k = kernel::parse_kallsyms_shared(text);
+    let k = kernel::parse_kallsyms_bytes(&text);
+    drop(text);
     // Pseudo-modules (ftrace trampolines `[__builtin__ftrace]`, BPF programs `[bpf]`) are
     // not loaded modules: /proc/kallsyms lists them too, and they change with time in both.
     let real_module = |m: &String| !(m.starts_with("__builtin") || m == "bpf");

@@ -38,9 +38,9 @@ pub struct SymbolRef<'a> {
     pub binding: Binding,
 }
 
-/// A table entry: the name is a byte range of the table's [`Names`]. Plain integers, so
-/// that a table of 10^5 kernel symbols is one allocation (a `String` per symbol made reading
-/// kallsyms mostly malloc and page faults).
+/// A table entry: the name is a range of [`SymbolTable::names`]. Plain integers, so that a
+/// table of 10^5 kernel symbols is one allocation for the entries and one for the names
+/// (a `String` per symbol made reading kallsyms mostly malloc and page faults).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     start: u64,
@@ -50,64 +50,18 @@ struct Entry {
     binding: Binding,
 }
 
-/// A text that several tables take their names from, by byte range: the kallsyms file they
-/// were parsed from (mapped or read), so that its 10^5 names are never copied.
-pub type SharedText = std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>;
-
-/// Where a table's names are.
-#[derive(Clone)]
-enum Names {
-    /// Copied into the table's own arena.
-    Own(String),
-    /// Ranges of a shared text.
-    Shared(SharedText),
-}
-
-impl Default for Names {
-    fn default() -> Self {
-        Names::Own(String::new())
-    }
-}
-
-impl std::fmt::Debug for Names {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Names::Own(s) => write!(f, "Own({} bytes)", s.len()),
-            Names::Shared(t) => write!(f, "Shared({} bytes)", (**t).as_ref().len()),
-        }
-    }
-}
-
-impl Names {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Names::Own(s) => s.as_bytes(),
-            Names::Shared(t) => (**t).as_ref(),
-        }
-    }
-
-    /// An entry's name. Ranges of a shared text are checked here, one name at a time (a
-    /// name that is not UTF-8, e.g. in a file changed since, reads as empty).
-    fn of(&self, e: &Entry) -> &str {
-        let range = e.name_at as usize..e.name_at as usize + e.name_len as usize;
-        let bytes = self.bytes().get(range).unwrap_or(&[]);
-        std::str::from_utf8(bytes).unwrap_or("")
-    }
-}
-
 /// Symbols sorted by start address, without duplicates at the same start.
 #[derive(Debug, Default, Clone)]
 pub struct SymbolTable {
     entries: Vec<Entry>,
-    names: Names,
+    names: String,
 }
 
-/// Collects symbols in any order for a [`SymbolTable`]: names copied into one arena
-/// ([`push`](Self::push)) or ranges of a shared text ([`push_range`](Self::push_range)).
+/// Collects symbols in any order for a [`SymbolTable`], copying names into one arena.
 #[derive(Debug, Default)]
 pub struct SymbolTableBuilder {
     entries: Vec<Entry>,
-    names: Names,
+    names: String,
 }
 
 impl SymbolTableBuilder {
@@ -115,49 +69,21 @@ impl SymbolTableBuilder {
     pub fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
         SymbolTableBuilder {
             entries: Vec::with_capacity(symbols),
-            names: Names::Own(String::with_capacity(name_bytes)),
-        }
-    }
-
-    /// An empty builder whose names are ranges of `text` (see [`push_range`](Self::push_range)).
-    pub fn over(text: SharedText, symbols: usize) -> Self {
-        SymbolTableBuilder {
-            entries: Vec::with_capacity(symbols),
-            names: Names::Shared(text),
+            names: String::with_capacity(name_bytes),
         }
     }
 
     /// Adds a symbol `[start, end)` (`end == start`: size unknown, fixed up like perf). A
-    /// name past the arena's 4 GiB is stored empty rather than wrapped. On a builder
-    /// [`over`](Self::over) a shared text, the name is stored empty.
+    /// name past the arena's 4 GiB is stored empty rather than wrapped.
     pub fn push(&mut self, name: &str, start: u64, end: u64, binding: Binding) {
-        let (name_at, name_len) = match &mut self.names {
-            Names::Own(arena) => match (
-                u32::try_from(arena.len()),
-                u32::try_from(arena.len() + name.len()),
-            ) {
-                (Ok(at), Ok(_)) => {
-                    arena.push_str(name);
-                    (at, name.len() as u32)
-                }
-                _ => (0, 0),
-            },
-            Names::Shared(_) => (0, 0),
-        };
-        self.entries.push(Entry {
-            start,
-            end,
-            name_at,
-            name_len,
-            binding,
-        });
-    }
-
-    /// Adds a symbol named by the bytes `at..at + len` of the shared text (see
-    /// [`push`](Self::push) for `start` and `end`); a range past 4 GiB is stored empty.
-    pub fn push_range(&mut self, at: usize, len: usize, start: u64, end: u64, binding: Binding) {
-        let (name_at, name_len) = match (u32::try_from(at), u32::try_from(at + len)) {
-            (Ok(a), Ok(_)) => (a, len as u32),
+        let (name_at, name_len) = match (
+            u32::try_from(self.names.len()),
+            u32::try_from(self.names.len() + name.len()),
+        ) {
+            (Ok(at), Ok(_)) => {
+                self.names.push_str(name);
+                (at, name.len() as u32)
+            }
             _ => (0, 0),
         };
         self.entries.push(Entry {
@@ -204,12 +130,13 @@ impl SymbolTableBuilder {
             }
         }
         // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start.
+        let name = |e: &Entry| names.get(e.name_at as usize..(e.name_at + e.name_len) as usize);
         let mut kept = 0usize;
         for i in 0..n {
             let e = entries[i];
             if kept > 0 && entries[kept - 1].start == e.start {
                 let cur = entries[kept - 1];
-                let (a, b) = (view(&cur, names.of(&cur)), view(&e, names.of(&e)));
+                let (a, b) = (view(&cur, name(&cur)), view(&e, name(&e)));
                 if !prefer_first(&a, &b) {
                     entries[kept - 1] = e;
                 }
@@ -224,9 +151,9 @@ impl SymbolTableBuilder {
     }
 }
 
-fn view<'a>(e: &Entry, name: &'a str) -> SymbolRef<'a> {
+fn view<'a>(e: &Entry, name: Option<&'a str>) -> SymbolRef<'a> {
     SymbolRef {
-        name,
+        name: name.unwrap_or(""),
         start: e.start,
         end: e.end,
         binding: e.binding,
@@ -292,7 +219,10 @@ impl SymbolTable {
     /// The symbol at an index.
     pub fn get(&self, index: u32) -> Option<SymbolRef<'_>> {
         let e = self.entries.get(index as usize)?;
-        Some(view(e, self.names.of(e)))
+        let name = self
+            .names
+            .get(e.name_at as usize..e.name_at as usize + e.name_len as usize);
+        Some(view(e, name))
     }
 
     /// Index of the symbol containing `addr`, if any: like perf, only the symbol with the
