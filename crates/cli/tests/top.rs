@@ -187,7 +187,8 @@ fn json_lines_one_object_per_refresh() {
                 "--",
             ])
             .arg(common::workload("shares"))
-            .arg("80"),
+            // ~1.5 s here (80 units ran 0.49 s on a fast CPU: one refresh only).
+            .arg("250"),
     );
     let text = String::from_utf8_lossy(&out.stdout);
     // shares prints its own line to the same stdout (the launched command's output is not
