@@ -118,6 +118,18 @@ fn prefetch_ahead(rest: &[u8]) {
     let _ = rest;
 }
 
+/// The (pid, tid) of a sample's TID field read as one u64 in the record's byte order `be`
+/// (pid then tid, each a u32).
+#[inline(always)]
+fn pid_tid(v: u64, be: bool) -> (i32, i32) {
+    let (lo, hi) = (v as u32 as i32, (v >> 32) as u32 as i32);
+    if be {
+        (hi, lo)
+    } else {
+        (lo, hi)
+    }
+}
+
 /// Caps on what a hostile file can make us allocate.
 const MAX_WARNINGS: usize = 200;
 /// Decompressed bytes allowed per input byte, in total (perf -z reaches ~5-30x), at least 256 MiB.
@@ -825,32 +837,19 @@ impl<'a, 'p> Reader<'a, 'p> {
 
     /// The share starts: the deferred samples still pending (newer than every flush so far)
     /// join the queue where a sequential read has them. The queue after a flush is in time
-    /// order with ties in file order, and so are the deferred samples once sorted by (time,
-    /// file offset): merging by that pair gives the order of one stable sort by time.
+    /// order with ties in file order (offsets in the mapped file, which a replaying part
+    /// reads), so ordering everything by (time, file offset) gives the order of one stable
+    /// sort by time of the file-ordered records.
     fn requeue_deferred(&mut self) {
         if self.replay_deferred.is_empty() {
             return;
         }
-        let mut deferred = std::mem::take(&mut self.replay_deferred);
-        deferred.sort_by_key(|r| (r.time, r.file_off));
         let head = self.head.min(self.queue.len());
-        let mut pending = self.queue.split_off(head);
-        // Anything framed since the last flush is sorted too (there is none at a round).
-        pending.sort_by_key(|r| r.time);
-        let mut merged = Vec::with_capacity(pending.len() + deferred.len());
-        let (mut a, mut b) = (
-            pending.into_iter().peekable(),
-            deferred.into_iter().peekable(),
-        );
-        loop {
-            let take_a = match (a.peek(), b.peek()) {
-                (Some(x), Some(y)) => (x.time, x.file_off) <= (y.time, y.file_off),
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            merged.extend(if take_a { a.next() } else { b.next() });
-        }
+        let mut merged = self.queue.split_off(head);
+        merged.append(&mut self.replay_deferred);
+        // The pending queue is one sorted run and the parked samples (in file order) nearly
+        // one: the stable sort finds the runs and merges them.
+        merged.sort_by_key(|r| (r.time, r.file_off));
         self.queue = merged;
         self.head = 0;
         self.sorted = self.queue.len();
@@ -873,12 +872,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             let Some(v) = u64_at(body, usize::from(sl.tid), self.be) else {
                 return false;
             };
-            // pid then tid, each a u32 in the record's byte order.
-            if self.be {
-                v as u32 as i32
-            } else {
-                (v >> 32) as u32 as i32
-            }
+            pid_tid(v, self.be).1
         };
         self.st.knows_thread(tid)
     }
@@ -1393,18 +1387,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         };
         let ip = field(sl.ip).unwrap_or(0);
-        let (pid, tid) = match field(sl.tid) {
-            Some(v) => {
-                // pid then tid, each a u32, in the record's byte order.
-                let (lo, hi) = (v as u32 as i32, (v >> 32) as u32 as i32);
-                if BE {
-                    (hi, lo)
-                } else {
-                    (lo, hi)
-                }
-            }
-            None => (-1, -1),
-        };
+        let (pid, tid) = field(sl.tid).map_or((-1, -1), |v| pid_tid(v, BE));
         let time = field(sl.time).unwrap_or(0);
         let cpu = match field(sl.cpu) {
             Some(v) if BE => (v >> 32) as u32,

@@ -129,7 +129,7 @@ fn memchr_newline(b: &[u8], from: usize) -> usize {
         .map_or(b.len(), |i| from + i)
 }
 
-/// Hex digit values by byte (`INVALID` for a byte that is not one).
+/// Hex digit values by byte (`HEX_INVALID` for a byte that is not one).
 const HEX_DIGIT: [u8; 256] = {
     let mut t = [HEX_INVALID; 256];
     let mut c = 0;

@@ -38,7 +38,7 @@ pub struct SymbolRef<'a> {
     pub binding: Binding,
 }
 
-/// A table entry: the name is a range of [`SymbolTable::names`]. Plain integers, so that a
+/// A table entry: the name is a range of the table's name arena. Plain integers, so that a
 /// table of 10^5 kernel symbols is one allocation for the entries and one for the names
 /// (a `String` per symbol made reading kallsyms mostly malloc and page faults).
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +48,24 @@ struct Entry {
     name_at: u32,
     name_len: u32,
     binding: Binding,
+}
+
+impl Entry {
+    /// The entry's name in `names`, its table's arena (empty if out of range).
+    fn name<'a>(&self, names: &'a str) -> &'a str {
+        let at = self.name_at as usize;
+        names.get(at..at + self.name_len as usize).unwrap_or("")
+    }
+
+    /// The entry as a [`SymbolRef`] with its name from `names`.
+    fn view<'a>(&self, names: &'a str) -> SymbolRef<'a> {
+        SymbolRef {
+            name: self.name(names),
+            start: self.start,
+            end: self.end,
+            binding: self.binding,
+        }
+    }
 }
 
 /// Symbols sorted by start address, without duplicates at the same start.
@@ -95,16 +113,6 @@ impl SymbolTableBuilder {
         });
     }
 
-    /// Symbols pushed so far.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether nothing was pushed.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Sorts the symbols and applies perf's fix-ups.
     ///
     /// Kernel and module symbols are kept in separate tables, so perf's kallsyms variant of
@@ -130,13 +138,12 @@ impl SymbolTableBuilder {
             }
         }
         // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start.
-        let name = |e: &Entry| names.get(e.name_at as usize..(e.name_at + e.name_len) as usize);
         let mut kept = 0usize;
         for i in 0..n {
             let e = entries[i];
             if kept > 0 && entries[kept - 1].start == e.start {
                 let cur = entries[kept - 1];
-                let (a, b) = (view(&cur, name(&cur)), view(&e, name(&e)));
+                let (a, b) = (cur.view(&names), e.view(&names));
                 if !prefer_first(&a, &b) {
                     entries[kept - 1] = e;
                 }
@@ -148,15 +155,6 @@ impl SymbolTableBuilder {
         entries.truncate(kept);
         entries.shrink_to_fit();
         SymbolTable { entries, names }
-    }
-}
-
-fn view<'a>(e: &Entry, name: Option<&'a str>) -> SymbolRef<'a> {
-    SymbolRef {
-        name: name.unwrap_or(""),
-        start: e.start,
-        end: e.end,
-        binding: e.binding,
     }
 }
 
@@ -218,11 +216,7 @@ impl SymbolTable {
 
     /// The symbol at an index.
     pub fn get(&self, index: u32) -> Option<SymbolRef<'_>> {
-        let e = self.entries.get(index as usize)?;
-        let name = self
-            .names
-            .get(e.name_at as usize..e.name_at as usize + e.name_len as usize);
-        Some(view(e, name))
+        Some(self.entries.get(index as usize)?.view(&self.names))
     }
 
     /// Index of the symbol containing `addr`, if any: like perf, only the symbol with the

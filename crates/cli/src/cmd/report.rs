@@ -194,7 +194,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         events: args.event.clone(),
         // Known once the file is read (whether it has call chains).
         children: false,
-        filters: filters.clone(),
+        filters,
         percent_limit: args.percent_limit,
         top: args.top,
         call_graph: match args.call_graph {
@@ -207,7 +207,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
     // and a flat report folds away what its keys do not show.
-    let mut agg = SampleAggregator::new(with_chains, &filters);
+    let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
     let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
     agg.finish();
