@@ -428,7 +428,28 @@ struct Agg {
     period: u64,
 }
 
+/// The sample fields a row's key texts read (comm, pid, tid, cpu, and the mode of the
+/// sampled IP).
+#[derive(Clone, Copy)]
+struct SampleKeys {
+    comm: StrId,
+    pid: i32,
+    tid: i32,
+    cpu: u32,
+    cpumode: CpuMode,
+}
+
 impl Agg {
+    fn sample_keys(&self) -> SampleKeys {
+        SampleKeys {
+            comm: self.comm,
+            pid: self.pid,
+            tid: self.tid,
+            cpu: self.cpu,
+            cpumode: self.cpumode,
+        }
+    }
+
     fn key(&self) -> AggKey {
         (
             self.event,
@@ -1196,72 +1217,6 @@ pub fn hotspots_aggregated(
         ..
     } = acc;
 
-    // 3. Rows: filter, sort, cut.
-    let dso_filter_ok = |l: &Loc| -> bool {
-        if f.dsos.is_empty() {
-            return true;
-        }
-        let Some(d) = l.dso().and_then(|d| profile.dsos.get(d as usize)) else {
-            return f.dsos.iter().any(|x| x == "[unknown]");
-        };
-        f.dsos.iter().any(|x| *x == d.short_name || *x == d.path)
-    };
-    let nrows = rep.len();
-    let loc_of_rep = |(si, fi): (u32, u32)| -> (&Agg, &Loc, Option<&Frame>) {
-        let s = &aggs[si as usize];
-        if fi == NONE {
-            (s, &locs[sample_loc[si as usize] as usize], None)
-        } else if fi == DESKID {
-            (s, &locs[deskid_loc[si as usize] as usize], None)
-        } else {
-            let fr = frames.get(fi as usize);
-            (s, &locs[frame_loc[fi as usize] as usize], fr)
-        }
-    };
-    let (v_sort, v_sort_samples) = if opts.children {
-        (V_CH_PERIOD, V_CH_SAMPLES)
-    } else {
-        (V_PERIOD, V_SAMPLES)
-    };
-    let val = |r: usize, c: usize, v: usize| acc_values[(r * ncol + c) * nv + v];
-    let sort_period = |r: usize| -> (u64, u64) { (val(r, 0, v_sort), val(r, 0, V_PERIOD)) };
-    let mut order: Vec<u32> = (0..nrows)
-        .filter(|&r| {
-            let (_, l, _) = loc_of_rep(rep[r]);
-            if !dso_filter_ok(l) {
-                return false;
-            }
-            // Rows without self period appear only in children mode (as in perf); rows
-            // that only get de-skidded samples appear too (with raw 0).
-            (0..ncol).any(|c| {
-                val(r, c, v_sort) > 0
-                    || val(r, c, v_sort_samples) > 0
-                    || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
-            })
-        })
-        .map(|r| r as u32)
-        .collect();
-    order.sort_by(|&a, &b| {
-        sort_period(b as usize)
-            .cmp(&sort_period(a as usize))
-            .then(a.cmp(&b))
-    });
-    let shown_before = order.len();
-    if opts.percent_limit > 0.0 {
-        order.retain(|&r| {
-            (0..ncol).any(|c| {
-                let r = r as usize;
-                pct(val(r, c, v_sort), totals[c].period) >= opts.percent_limit
-                    || (opts.deskid
-                        && pct(val(r, c, V_DS_PERIOD), totals[c].period) >= opts.percent_limit)
-            })
-        });
-    }
-    if let Some(top) = opts.top {
-        order.truncate(top);
-    }
-    let hidden_rows = shown_before - order.len();
-
     // The row index is needed again only for call graphs: free it before the rows exist
     // (peak memory with hundreds of thousands of rows).
     let row_index = if use_chains && opts.call_graph != CallGraphMode::None {
@@ -1270,41 +1225,42 @@ pub fn hotspots_aggregated(
         drop(row_index);
         RowIndex::new(0)
     };
-    let mut texts = TextCache::default();
-    let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
-    for &r in &order {
-        let (s, l, fr) = loc_of_rep(rep[r as usize]);
-        for c in columns.iter_mut() {
-            c.push(&texts.key_value(c.key, profile, symbolizer, &src_strs, s, l, fr));
-        }
-    }
-    drop(rep);
-    // With a cut (--top), keep the values of the shown rows only.
-    let (values, order_out) = if order.len() * 2 < nrows {
-        let mut v = Vec::with_capacity(order.len() * ncol * nv);
-        for &r in &order {
-            let r = r as usize;
-            v.extend_from_slice(&acc_values[r * ncol * nv..(r + 1) * ncol * nv]);
-        }
-        drop(acc_values);
-        (v, (0..order.len() as u32).collect())
-    } else {
-        (acc_values, order.clone())
-    };
-    let mut out = Hotspots {
-        events: totals,
-        keys: keys.clone(),
-        children: opts.children && has_callchains,
-        has_callchains,
-        deskid: opts.deskid,
-        hidden_rows,
-        strings: texts.strings,
-        columns,
-        values,
+    let rows = RowValues {
+        totals,
+        values: acc_values,
         nv,
-        order: order_out,
-        call_graphs: Vec::new(),
+        nrows: rep.len(),
     };
+    let rep_of = |r: u32| -> RowRep<'_> {
+        let (si, fi) = rep[r as usize];
+        let s = &aggs[si as usize];
+        let (loc, frame) = if fi == NONE {
+            (&locs[sample_loc[si as usize] as usize], None)
+        } else if fi == DESKID {
+            (&locs[deskid_loc[si as usize] as usize], None)
+        } else {
+            let fr = frames.get(fi as usize);
+            (
+                &locs[frame_loc[fi as usize] as usize],
+                fr.map(|f| (f.addr, f.cpumode)),
+            )
+        };
+        RowRep {
+            sample: s.sample_keys(),
+            loc,
+            frame,
+        }
+    };
+    let (mut out, order) = finish_rows(
+        profile,
+        symbolizer,
+        opts,
+        has_callchains,
+        &src_strs,
+        rows,
+        &rep_of,
+    );
+    drop(rep);
 
     // 4. Call graphs for the shown rows.
     if use_chains && opts.call_graph != CallGraphMode::None && !order.is_empty() {
@@ -1416,6 +1372,136 @@ pub fn hotspots_aggregated(
         }
     }
     Ok(out)
+}
+
+/// What a row shows, taken from its representative: the first sample and place (sampled
+/// IP, call-chain frame or de-skidded location) that made the row.
+struct RowRep<'a> {
+    sample: SampleKeys,
+    loc: &'a Loc,
+    /// The call-chain frame's runtime address and mode; `None` for the sampled IP.
+    frame: Option<(u64, CpuMode)>,
+}
+
+/// Rows as accumulated, in first-seen order, before filtering, sorting and naming.
+struct RowValues {
+    /// Per event (column): all its samples and period.
+    totals: Vec<EventTotals>,
+    /// `[(row * totals.len() + column) * nv + V_*]`.
+    values: Vec<u64>,
+    nv: usize,
+    nrows: usize,
+}
+
+/// Filters (DSO, empty rows, percent limit), sorts (sort value, ties in first-seen order),
+/// cuts (`top`) and names the rows. Returns the report without call graphs and the
+/// accumulated row behind each shown row.
+#[allow(clippy::too_many_arguments)]
+fn finish_rows<'l>(
+    profile: &Profile,
+    symbolizer: &Symbolizer,
+    opts: &HotspotOptions,
+    has_callchains: bool,
+    src_strs: &[String],
+    rows: RowValues,
+    rep_of: &dyn Fn(u32) -> RowRep<'l>,
+) -> (Hotspots, Vec<u32>) {
+    let RowValues {
+        totals,
+        values: acc_values,
+        nv,
+        nrows,
+    } = rows;
+    let ncol = totals.len();
+    let keys = &opts.keys;
+    let f = &opts.filters;
+    let dso_filter_ok = |l: &Loc| -> bool {
+        if f.dsos.is_empty() {
+            return true;
+        }
+        let Some(d) = l.dso().and_then(|d| profile.dsos.get(d as usize)) else {
+            return f.dsos.iter().any(|x| x == "[unknown]");
+        };
+        f.dsos.iter().any(|x| *x == d.short_name || *x == d.path)
+    };
+    let (v_sort, v_sort_samples) = if opts.children {
+        (V_CH_PERIOD, V_CH_SAMPLES)
+    } else {
+        (V_PERIOD, V_SAMPLES)
+    };
+    let val = |r: usize, c: usize, v: usize| acc_values[(r * ncol + c) * nv + v];
+    let sort_period = |r: usize| -> (u64, u64) { (val(r, 0, v_sort), val(r, 0, V_PERIOD)) };
+    let mut order: Vec<u32> = (0..nrows)
+        .filter(|&r| {
+            if !dso_filter_ok(rep_of(r as u32).loc) {
+                return false;
+            }
+            // Rows without self period appear only in children mode (as in perf); rows
+            // that only get de-skidded samples appear too (with raw 0).
+            (0..ncol).any(|c| {
+                val(r, c, v_sort) > 0
+                    || val(r, c, v_sort_samples) > 0
+                    || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
+            })
+        })
+        .map(|r| r as u32)
+        .collect();
+    order.sort_by(|&a, &b| {
+        sort_period(b as usize)
+            .cmp(&sort_period(a as usize))
+            .then(a.cmp(&b))
+    });
+    let shown_before = order.len();
+    if opts.percent_limit > 0.0 {
+        order.retain(|&r| {
+            (0..ncol).any(|c| {
+                let r = r as usize;
+                pct(val(r, c, v_sort), totals[c].period) >= opts.percent_limit
+                    || (opts.deskid
+                        && pct(val(r, c, V_DS_PERIOD), totals[c].period) >= opts.percent_limit)
+            })
+        });
+    }
+    if let Some(top) = opts.top {
+        order.truncate(top);
+    }
+    let hidden_rows = shown_before - order.len();
+
+    let mut texts = TextCache::default();
+    let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
+    for &r in &order {
+        let rep = rep_of(r);
+        for c in columns.iter_mut() {
+            c.push(&texts.key_value(c.key, profile, symbolizer, src_strs, &rep));
+        }
+    }
+    // With a cut (--top), keep the values of the shown rows only.
+    let (values, order_out) = if order.len() * 2 < nrows {
+        let mut v = Vec::with_capacity(order.len() * ncol * nv);
+        for &r in &order {
+            let r = r as usize;
+            v.extend_from_slice(&acc_values[r * ncol * nv..(r + 1) * ncol * nv]);
+        }
+        drop(acc_values);
+        (v, (0..order.len() as u32).collect())
+    } else {
+        (acc_values, order.clone())
+    };
+    let out = Hotspots {
+        events: totals,
+        keys: keys.clone(),
+        children: opts.children && has_callchains,
+        has_callchains,
+        deskid: opts.deskid,
+        hidden_rows,
+        strings: texts.strings,
+        columns,
+        values,
+        nv,
+        order: order_out,
+        call_graphs: Vec::new(),
+    };
+    (out, order)
 }
 
 /// A row representative that is an entry's de-skidded location (see `loc_of_rep`).
@@ -1618,17 +1704,15 @@ impl TextCache {
         i
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn key_value(
         &mut self,
         key: SortKey,
         profile: &Profile,
         symbolizer: &Symbolizer,
         src: &[String],
-        s: &Agg,
-        l: &Loc,
-        frame: Option<&Frame>,
+        rep: &RowRep<'_>,
     ) -> KeyValue {
+        let (s, l, frame) = (&rep.sample, rep.loc, rep.frame);
         let mut v = KeyValue {
             key,
             level: Level::None,
@@ -1658,7 +1742,7 @@ impl TextCache {
             }
             SortKey::Dso => v.text = self.dso(profile, l.dso()),
             SortKey::Sym => {
-                let mode = frame.map(|f| f.cpumode).unwrap_or(s.cpumode);
+                let mode = frame.map_or(s.cpumode, |f| f.1);
                 v.level = match mode {
                     CpuMode::Kernel | CpuMode::GuestKernel => Level::Kernel,
                     CpuMode::Hypervisor => Level::Hypervisor,
@@ -1682,7 +1766,7 @@ impl TextCache {
                     None => {
                         v.text = self.intern("[unknown]");
                         v.has_addr = true;
-                        v.value = frame.map(|f| f.addr).unwrap_or(l.file_offset);
+                        v.value = frame.map_or(l.file_offset, |f| f.0);
                     }
                 }
             }
