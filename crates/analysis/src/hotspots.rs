@@ -23,6 +23,8 @@ use culprit_symbols::{Query, Resolved, Symbolizer};
 use crate::fxhash::FxHashMap;
 use crate::{AnalysisError, SortKey};
 
+mod children;
+
 /// Which samples count.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
@@ -430,7 +432,7 @@ struct Agg {
 
 /// The sample fields a row's key texts read (comm, pid, tid, cpu, and the mode of the
 /// sampled IP).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 struct SampleKeys {
     comm: StrId,
     pid: i32,
@@ -512,6 +514,9 @@ pub struct SampleAggregator {
     keep: Option<KeptFields>,
     /// The entry the last sample folded into (a hint: checked by key before use).
     last: u32,
+    /// Children reports without call graphs keep samples as places instead (see
+    /// [`SampleAggregator::only_for`]).
+    children: Option<children::ChildrenSamples>,
 }
 
 /// The fields of a sample that a flat report reads: the others are folded away, so that
@@ -594,8 +599,16 @@ impl SampleAggregator {
     /// filters), so that samples differing elsewhere fold into one entry: the report is the
     /// same, from far fewer entries. Only for flat reports (no chains kept, no de-skid);
     /// otherwise every field is kept. Call before adding samples.
+    /// Reports that keep chains but draw no call graph (children reports) keep each sample's
+    /// places instead of interned chains: a lookup per frame instead of per frame, chain
+    /// and sample (see the `children` module).
     pub fn only_for(&mut self, opts: &HotspotOptions) {
-        if !self.with_chains && !opts.deskid && opts.call_graph == CallGraphMode::None {
+        if opts.deskid || opts.call_graph != CallGraphMode::None {
+            return;
+        }
+        if self.with_chains {
+            self.children = Some(children::ChildrenSamples::default());
+        } else {
             self.keep = Some(KeptFields::for_keys(&opts.keys, &opts.filters));
         }
     }
@@ -606,6 +619,9 @@ impl SampleAggregator {
     pub fn empty_like(&self) -> SampleAggregator {
         let mut a = SampleAggregator::new(self.with_chains, &self.filters);
         a.keep = self.keep;
+        if self.children.is_some() {
+            a.children = Some(children::ChildrenSamples::default());
+        }
         a
     }
 
@@ -617,6 +633,9 @@ impl SampleAggregator {
     /// Frees the lookup tables used while adding (call when all samples are in, before
     /// [`hotspots_aggregated`]); later [`add`](Self::add) calls still work but fold less.
     pub fn finish(&mut self) {
+        if let Some(c) = &mut self.children {
+            c.finish();
+        }
         self.index = FxHashMap::default();
         self.frame_ids = FxHashMap::default();
         self.chains = FxHashMap::default();
@@ -628,7 +647,7 @@ impl SampleAggregator {
 
     /// Distinct entries kept so far.
     pub fn distinct(&self) -> usize {
-        self.aggs.len()
+        self.children.as_ref().map_or(self.aggs.len(), |c| c.len())
     }
 
     /// Adds one sample; `profile` is the profile it belongs to (its call chain and strings
@@ -642,6 +661,10 @@ impl SampleAggregator {
         let keep = (f.pids.is_empty() || f.pids.contains(&s.pid))
             && (f.tids.is_empty() || f.tids.contains(&s.tid))
             && (f.comms.is_empty() || f.comms.iter().any(|c| c == profile.str(s.comm)));
+        if let Some(c) = &mut self.children {
+            c.add(profile, s, if keep { chain } else { &[] }, keep);
+            return;
+        }
         let (start, end) = if self.with_chains && keep && !chain.is_empty() {
             self.intern_chain(profile, s.pid, chain)
         } else {
@@ -676,6 +699,9 @@ impl SampleAggregator {
         // Only its entries, frames and chains are read: free its lookup tables first.
         later.finish();
         self.has_callchains |= later.has_callchains;
+        if let Some(c) = later.children.take() {
+            self.children.get_or_insert_with(Default::default).absorb(c);
+        }
         let mut chain: Vec<Frame> = Vec::new();
         for mut e in later.aggs {
             let (start, end) = if e.callchain.is_empty() {
@@ -852,27 +878,24 @@ impl Interner {
 }
 
 /// Which event columns a sample belongs to.
+/// The report's columns: the events asked for, or all events with samples (`counts`: any
+/// number that is 0 exactly for events without samples). Returns their totals (to fill)
+/// and each profile event's column (`NONE`: not shown).
 fn event_columns(
     profile: &Profile,
-    aggs: &[Agg],
+    counts: &[u64],
     wanted: &[String],
 ) -> Result<(Vec<EventTotals>, Vec<u32>), AnalysisError> {
     let mut col_of = vec![NONE; profile.events.len()];
     let mut totals = Vec::new();
     // Like perf, events without samples (e.g. the `dummy` tracking event of `-a`) get no
     // column unless asked for by name.
-    let mut counts = vec![0u64; profile.events.len()];
-    for s in aggs {
-        if let Some(c) = counts.get_mut(usize::from(s.event)) {
-            *c += 1;
-        }
-    }
     let any = counts.iter().any(|&c| c > 0);
     for (i, e) in profile.events.iter().enumerate() {
         if !wanted.is_empty() && !wanted.contains(&e.name) {
             continue;
         }
-        if wanted.is_empty() && any && counts[i] == 0 {
+        if wanted.is_empty() && any && counts.get(i).copied().unwrap_or(0) == 0 {
             continue;
         }
         col_of[i] = totals.len() as u32;
@@ -938,7 +961,16 @@ pub fn hotspots_aggregated(
             .get(s.callchain.start as usize..s.callchain.end as usize)
             .unwrap_or(&[])
     };
-    let (mut totals, col_of) = event_columns(profile, aggs, &opts.events)?;
+    if let Some(c) = &agg.children {
+        return children::report(c, profile, symbolizer, opts, agg.has_callchains, progress);
+    }
+    let mut counts = vec![0u64; profile.events.len()];
+    for s in aggs {
+        if let Some(c) = counts.get_mut(usize::from(s.event)) {
+            *c += 1;
+        }
+    }
+    let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let ncol = totals.len();
     let keys = &opts.keys;
     let need_src = keys
@@ -950,21 +982,8 @@ pub fn hotspots_aggregated(
         && agg.with_chains;
     let total_work = aggs.len() as u64 * 2;
 
-    // Canonical ids: equal comm strings and equal DSO short names group together.
-    let mut names = Interner::default();
-    let comm_id: Vec<u32> = profile.strings.iter().map(|s| names.id(s)).collect();
-    let unknown_dso = names.id("[unknown]");
-    let dso_name: Vec<u32> = profile
-        .dsos
-        .iter()
-        .map(|d| names.id(&d.short_name))
-        .collect();
-    let dso_anon: Vec<bool> = profile
-        .dsos
-        .iter()
-        .map(|d| d.kind == DsoKind::Anonymous)
-        .collect();
-    drop(names);
+    let kw = KeyWords::new(profile);
+    let dso_anon = &kw.dso_anon;
 
     // 1. Unique locations of sampled IPs (and chain frames when needed).
     let mut loc_ids: FxHashMap<Query, u32> = FxHashMap::default();
@@ -1037,107 +1056,24 @@ pub fn hotspots_aggregated(
     // other keys never load a symbol table (no kallsyms read for `--sort comm`/`srcline`).
     let need_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || (use_chains && opts.call_graph != CallGraphMode::None);
-    // DSOs are opened (and warned about) in DSO order, as one sorted batch would.
-    let dsos: std::collections::BTreeSet<DsoId> = if need_symbols {
-        queries.iter().filter_map(|q| q.dso).collect()
-    } else {
-        Default::default()
-    };
-    for d in dsos {
-        if !dso_anon.get(d as usize).copied().unwrap_or(true) {
-            symbolizer.resolve(
-                profile,
-                Query {
-                    dso: Some(d),
-                    file_offset: 0,
-                    pid: -1,
-                },
-            );
-        }
-    }
-    let mut locs: Vec<Loc> = Vec::with_capacity(queries.len());
-    // In chunks: the answers of one chunk at a time, not of all queries.
-    for chunk in queries.chunks(1 << 16) {
-        if !need_symbols {
-            locs.extend(chunk.iter().map(|q| Loc::new(q, &Resolved::default())));
-            continue;
-        }
-        let resolved = symbolizer.resolve_batch(profile, chunk);
-        locs.extend(chunk.iter().zip(&resolved).map(|(q, r)| Loc::new(q, r)));
-    }
-    let mut src = Interner::default();
-    for (q, l) in queries.iter().zip(locs.iter_mut()) {
-        let (mut srcline, mut srcfile) = (NONE, NONE);
-        if need_src {
-            // The line tables alone give the innermost position (the first frame of
-            // `source`), without parsing every unit's functions.
-            match symbolizer.source_line(profile, q.dso, q.file_offset) {
-                Some(f) if f.file.is_some() => {
-                    let file = basename(f.file.as_deref().unwrap_or(""));
-                    srcline = src.id(&format!("{file}:{}", f.line.unwrap_or(0)));
-                    srcfile = src.id(file);
-                }
-                _ => {}
-            }
-        }
-        l.srcline = srcline;
-        l.srcfile = srcfile;
-    }
-
+    let (locs, src_strs) = resolve_locations(
+        profile,
+        symbolizer,
+        &queries,
+        dso_anon,
+        need_symbols,
+        need_src,
+    );
     // Only `locs` is needed from here on.
     drop(queries);
-    let src_strs = std::mem::take(&mut src.strs);
-    drop(src);
 
     // 2. Aggregate.
-    let dso_key = |l: &Loc| -> u64 {
-        match l.dso() {
-            Some(d) => u64::from(dso_name.get(d as usize).copied().unwrap_or(unknown_dso)),
-            None => u64::from(unknown_dso),
-        }
-    };
-    // Key components of a location, a fixed number of words per key (see `key_words`);
-    // `raw_addr` is the runtime address (used for unresolved chain frames, as perf does),
-    // `None` for the sampled IP itself.
+    let dso_key = |l: &Loc| kw.dso_key(l);
     let build_key = |buf: &mut Vec<u64>, s: &Agg, l: &Loc, raw_addr: Option<u64>| {
         buf.clear();
-        for k in keys {
-            match k {
-                SortKey::Comm => buf.push(u64::from(
-                    comm_id.get(s.comm as usize).copied().unwrap_or(NONE),
-                )),
-                SortKey::Pid => buf.push(s.pid as u32 as u64),
-                SortKey::Tid => buf.push(s.tid as u32 as u64),
-                SortKey::Cpu => buf.push(u64::from(s.cpu)),
-                SortKey::Dso => buf.push(dso_key(l)),
-                SortKey::Sym => match l.symbol() {
-                    Some(id) => {
-                        buf.push(1 | dso_key(l) << 1);
-                        buf.push(u64::from(id.table) << 32 | u64::from(id.index));
-                    }
-                    None => {
-                        buf.push(0);
-                        buf.push(raw_addr.unwrap_or(l.file_offset));
-                    }
-                },
-                SortKey::Srcline => {
-                    buf.push(u64::from(l.srcline));
-                    if l.srcline == NONE {
-                        buf.push(dso_key(l));
-                        buf.push(l.file_offset);
-                    } else {
-                        buf.extend([0, 0]);
-                    }
-                }
-                SortKey::Srcfile => {
-                    buf.push(u64::from(l.srcfile));
-                    buf.push(if l.srcfile == NONE { dso_key(l) } else { 0 });
-                }
-                SortKey::Ip => {
-                    buf.push(dso_key(l));
-                    buf.push(l.svma().unwrap_or(l.file_offset));
-                }
-            }
+        let sk = s.sample_keys();
+        for &k in keys {
+            kw.push(buf, k, &sk, l, raw_addr);
         }
     };
 
@@ -1372,6 +1308,153 @@ pub fn hotspots_aggregated(
         }
     }
     Ok(out)
+}
+
+/// Canonical key words: equal comm strings and equal DSO short names group together.
+struct KeyWords {
+    comm_id: Vec<u32>,
+    dso_name: Vec<u32>,
+    unknown_dso: u32,
+    /// Per DSO: per-process (JIT) object, resolved per pid.
+    dso_anon: Vec<bool>,
+}
+
+impl KeyWords {
+    fn new(profile: &Profile) -> KeyWords {
+        let mut names = Interner::default();
+        let comm_id: Vec<u32> = profile.strings.iter().map(|s| names.id(s)).collect();
+        let unknown_dso = names.id("[unknown]");
+        let dso_name: Vec<u32> = profile
+            .dsos
+            .iter()
+            .map(|d| names.id(&d.short_name))
+            .collect();
+        let dso_anon: Vec<bool> = profile
+            .dsos
+            .iter()
+            .map(|d| d.kind == DsoKind::Anonymous)
+            .collect();
+        KeyWords {
+            comm_id,
+            dso_name,
+            unknown_dso,
+            dso_anon,
+        }
+    }
+
+    fn dso_key(&self, l: &Loc) -> u64 {
+        match l.dso() {
+            Some(d) => u64::from(
+                self.dso_name
+                    .get(d as usize)
+                    .copied()
+                    .unwrap_or(self.unknown_dso),
+            ),
+            None => u64::from(self.unknown_dso),
+        }
+    }
+
+    /// Pushes the words of key `k` (a fixed number, see `key_words`) of a row at `l` for a
+    /// sample with keys `s`. `raw_addr` is the runtime address (unresolved call-chain
+    /// frames are keyed by it, as perf does), `None` for the sampled IP itself.
+    fn push(&self, buf: &mut Vec<u64>, k: SortKey, s: &SampleKeys, l: &Loc, raw_addr: Option<u64>) {
+        match k {
+            SortKey::Comm => buf.push(u64::from(
+                self.comm_id.get(s.comm as usize).copied().unwrap_or(NONE),
+            )),
+            SortKey::Pid => buf.push(s.pid as u32 as u64),
+            SortKey::Tid => buf.push(s.tid as u32 as u64),
+            SortKey::Cpu => buf.push(u64::from(s.cpu)),
+            SortKey::Dso => buf.push(self.dso_key(l)),
+            SortKey::Sym => match l.symbol() {
+                Some(id) => {
+                    buf.push(1 | self.dso_key(l) << 1);
+                    buf.push(u64::from(id.table) << 32 | u64::from(id.index));
+                }
+                None => {
+                    buf.push(0);
+                    buf.push(raw_addr.unwrap_or(l.file_offset));
+                }
+            },
+            SortKey::Srcline => {
+                buf.push(u64::from(l.srcline));
+                if l.srcline == NONE {
+                    buf.push(self.dso_key(l));
+                    buf.push(l.file_offset);
+                } else {
+                    buf.extend([0, 0]);
+                }
+            }
+            SortKey::Srcfile => {
+                buf.push(u64::from(l.srcfile));
+                buf.push(if l.srcfile == NONE {
+                    self.dso_key(l)
+                } else {
+                    0
+                });
+            }
+            SortKey::Ip => {
+                buf.push(self.dso_key(l));
+                buf.push(l.svma().unwrap_or(l.file_offset));
+            }
+        }
+    }
+}
+
+/// Resolves `queries` (symbols only when `need_symbols`, source lines only when
+/// `need_src`); returns their locations and the source texts their ids name.
+fn resolve_locations(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    queries: &[Query],
+    dso_anon: &[bool],
+    need_symbols: bool,
+    need_src: bool,
+) -> (Vec<Loc>, Vec<String>) {
+    // DSOs are opened (and warned about) in DSO order, as one sorted batch would.
+    let dsos: std::collections::BTreeSet<DsoId> = if need_symbols {
+        queries.iter().filter_map(|q| q.dso).collect()
+    } else {
+        Default::default()
+    };
+    for d in dsos {
+        if !dso_anon.get(d as usize).copied().unwrap_or(true) {
+            symbolizer.resolve(
+                profile,
+                Query {
+                    dso: Some(d),
+                    file_offset: 0,
+                    pid: -1,
+                },
+            );
+        }
+    }
+    let mut locs: Vec<Loc> = Vec::with_capacity(queries.len());
+    // In chunks: the answers of one chunk at a time, not of all queries.
+    for chunk in queries.chunks(1 << 16) {
+        if !need_symbols {
+            locs.extend(chunk.iter().map(|q| Loc::new(q, &Resolved::default())));
+            continue;
+        }
+        let resolved = symbolizer.resolve_batch(profile, chunk);
+        locs.extend(chunk.iter().zip(&resolved).map(|(q, r)| Loc::new(q, r)));
+    }
+    let mut src = Interner::default();
+    if need_src {
+        for (q, l) in queries.iter().zip(locs.iter_mut()) {
+            // The line tables alone give the innermost position (the first frame of
+            // `source`), without parsing every unit's functions.
+            match symbolizer.source_line(profile, q.dso, q.file_offset) {
+                Some(f) if f.file.is_some() => {
+                    let file = basename(f.file.as_deref().unwrap_or(""));
+                    l.srcline = src.id(&format!("{file}:{}", f.line.unwrap_or(0)));
+                    l.srcfile = src.id(file);
+                }
+                _ => {}
+            }
+        }
+    }
+    (locs, src.strs)
 }
 
 /// What a row shows, taken from its representative: the first sample and place (sampled

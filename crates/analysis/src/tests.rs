@@ -554,3 +554,146 @@ fn test_flat_report_keeping_only_read_fields_equals_full_fold() {
         }
     }
 }
+
+#[test]
+fn test_children_report_from_places_equals_interned_chains() {
+    // Chains through known and unknown places, recursion (a row met twice in one chain),
+    // several processes, threads, cpus, comms, modes and events, repeats and ties.
+    let mut b = Builder::new(&["cpu-clock", "page-faults"]);
+    let chains: [&[u64]; 7] = [
+        &[0x1010, 0x2010, 0x3000],
+        &[0x1010, 0x1020, 0x3000],
+        &[0x2010, 0x9000, 0x3010],
+        &[0x9000, 0x9000, 0x9010],
+        &[0x3000],
+        &[0x1050, 0x2050, 0x1060, 0x3000],
+        &[0x9020, 0x2010],
+    ];
+    let variants: [(i32, i32, u32, u32, CpuMode); 5] = [
+        (PID, PID, 0, 0, CpuMode::User),
+        (PID, PID + 1, 1, 0, CpuMode::User),
+        (PID + 1, PID + 2, 0, 1, CpuMode::User),
+        (PID, PID, 1, 0, CpuMode::Kernel),
+        (PID + 1, PID + 1, 1, 1, CpuMode::User),
+    ];
+    for round in 0..3u64 {
+        for (i, chain) in chains.iter().enumerate() {
+            let (pid, tid, cpu, comm, mode) = variants[(i + round as usize) % variants.len()];
+            b.sample((i % 2) as u16, comm, 10 + (i as u64 % 3) * round, chain);
+            let s = b.p.samples.last_mut().unwrap();
+            (s.pid, s.tid, s.cpu, s.cpumode) = (pid, tid, cpu, mode);
+            if round == 1 {
+                // The same sample again, right after (folded into one entry).
+                let again = b.p.samples.last().unwrap().clone();
+                b.p.samples.push(again);
+            }
+        }
+    }
+    // An unresolved sampled IP whose file offset is not its address (rows of unresolved
+    // IPs show the offset, those of chain frames the address).
+    for s in b.p.samples.iter_mut().filter(|s| s.ip == 0x9020) {
+        s.location.file_offset = 0x9400;
+    }
+    // A sample without a chain.
+    b.sample(0, 0, 7, &[0x1010]);
+    let last = b.p.samples.len() - 1;
+    b.p.samples[last].callchain = 0..0;
+    let view = |h: &Hotspots| -> Vec<String> {
+        h.rows()
+            .map(|r| {
+                let keys: Vec<String> = r
+                    .keys()
+                    .map(|k| {
+                        format!(
+                            "{}/{:?}/{:?}/{:?}",
+                            r.text(&k),
+                            k.number(),
+                            k.tag(),
+                            k.addr()
+                        )
+                    })
+                    .collect();
+                let vals: Vec<u64> = (0..h.events.len())
+                    .flat_map(|e| {
+                        [
+                            r.samples(e),
+                            r.period(e),
+                            r.children_samples(e),
+                            r.children_period(e),
+                        ]
+                    })
+                    .collect();
+                format!("{keys:?} {vals:?}")
+            })
+            .collect()
+    };
+    let key_lists: Vec<Vec<SortKey>> = vec![
+        vec![SortKey::Comm, SortKey::Dso, SortKey::Sym],
+        vec![SortKey::Sym],
+        vec![SortKey::Sym, SortKey::Comm],
+        vec![SortKey::Pid, SortKey::Sym],
+        vec![SortKey::Tid, SortKey::Cpu],
+        vec![SortKey::Dso],
+        vec![SortKey::Ip, SortKey::Tid],
+        vec![SortKey::Srcline],
+        vec![SortKey::Cpu, SortKey::Srcfile, SortKey::Sym],
+    ];
+    let filter_sets = [
+        Filters::default(),
+        Filters {
+            pids: vec![PID + 1],
+            ..Filters::default()
+        },
+        Filters {
+            comms: vec!["prog".into()],
+            ..Filters::default()
+        },
+        Filters {
+            dsos: vec!["//anon".into()],
+            ..Filters::default()
+        },
+    ];
+    let mut s = symbolizer("places");
+    for keys in &key_lists {
+        for filters in &filter_sets {
+            for children in [true, false] {
+                for top in [None, Some(3)] {
+                    let opts = HotspotOptions {
+                        keys: keys.clone(),
+                        filters: filters.clone(),
+                        children,
+                        top,
+                        ..HotspotOptions::default()
+                    };
+                    let report = |places: bool, cut: usize, s: &mut Symbolizer| {
+                        let mut agg = hotspots::SampleAggregator::new(true, filters);
+                        if places {
+                            agg.only_for(&opts);
+                        }
+                        let mut second = agg.empty_like();
+                        for (i, smp) in b.p.samples.iter().enumerate() {
+                            if i < cut {
+                                agg.add(&b.p, smp);
+                            } else {
+                                second.add(&b.p, smp);
+                            }
+                        }
+                        agg.absorb(second, &b.p);
+                        agg.finish();
+                        let h = hotspots::hotspots_aggregated(&b.p, &agg, s, &opts, &mut |_, _| {});
+                        view(&h.unwrap())
+                    };
+                    let want = report(false, b.p.samples.len(), &mut s);
+                    assert!(!want.is_empty());
+                    for cut in [b.p.samples.len(), 0, 5, 17] {
+                        let got = report(true, cut, &mut s);
+                        assert_eq!(
+                            got, want,
+                            "keys {keys:?}, filters {filters:?}, children {children}, top {top:?}, cut {cut}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

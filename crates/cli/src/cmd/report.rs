@@ -487,16 +487,94 @@ fn key_header(k: SortKey) -> &'static str {
     }
 }
 
+/// What a cached cell shows (the cache key's other half).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Percent,
+    Deskid,
+    Count,
+    Ns,
+    Period,
+}
+
+/// Formatted cells by (kind, value), direct-mapped: a miss formats into the slot.
+struct CellCache {
+    slots: Vec<Option<(Cell, u64, String)>>,
+}
+
+impl CellCache {
+    const BITS: u32 = 10;
+
+    fn new() -> CellCache {
+        CellCache {
+            slots: vec![None; 1 << Self::BITS],
+        }
+    }
+
+    fn get(&mut self, kind: Cell, value: u64, format: impl FnOnce(&mut String)) -> &str {
+        let i = ((value ^ kind as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - Self::BITS))
+            as usize;
+        let Some(slot) = self.slots.get_mut(i) else {
+            return "";
+        };
+        match slot {
+            Some((k, v, _)) if *k == kind && *v == value => {}
+            _ => {
+                let mut text = match slot.take() {
+                    Some((_, _, t)) => t,
+                    None => String::new(),
+                };
+                text.clear();
+                format(&mut text);
+                *slot = Some((kind, value, text));
+            }
+        }
+        slot.as_ref().map_or("", |(_, _, t)| t.as_str())
+    }
+}
+
+/// Display width of a cell (characters; bytes for ASCII, the common case).
+fn text_width(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+/// Appends `v` as `{:#x}` does (`0x` and lowercase digits).
+fn push_hex(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 16];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        buf[i] = DIGITS[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push_str("0x");
+    for &b in &buf[i..] {
+        out.push(char::from(b));
+    }
+}
+
 /// A key's text as the text report shows it (tag and name, `[unknown]` with DSO+offset,
 /// DSO and address for `ip`), appended to `out`.
 fn key_text_into(out: &mut String, row: &Row, v: &culprit_analysis::KeyValue) {
-    use std::fmt::Write as _;
     match v.key {
         SortKey::Sym => {
             let tag = v.tag().unwrap_or("[.]");
             match v.addr() {
                 Some(a) => {
-                    let _ = write!(out, "{tag} [unknown] {}+{a:#x}", row.dso(v).unwrap_or("?"));
+                    out.push_str(tag);
+                    out.push_str(" [unknown] ");
+                    out.push_str(row.dso(v).unwrap_or("?"));
+                    out.push('+');
+                    push_hex(out, a);
                 }
                 None => {
                     out.push_str(tag);
@@ -622,55 +700,82 @@ fn write_text(
     // One set of cell buffers reused for every row (hundreds of thousands of rows: no
     // allocation per cell).
     use std::fmt::Write as _;
-    let fill_cells = |row: &Row, cells: &mut Vec<String>| {
+    // Most rows of a big report show the same few percentages and periods: each distinct
+    // value is formatted once per cache slot, not once per row and pass.
+    let mut cache = CellCache::new();
+    let mut fill_cells = |row: &Row, cells: &mut Vec<String>| {
         let mut k = 0;
-        let mut cell = |cells: &mut Vec<String>, f: &dyn Fn(&mut String)| {
+        let mut cell = |cells: &mut Vec<String>, text: &str| {
             if k == cells.len() {
                 cells.push(String::new());
             }
             if let Some(c) = cells.get_mut(k) {
                 c.clear();
-                f(c);
+                c.push_str(text);
             }
             k += 1;
         };
         for (i, &in_ns) in ns.iter().enumerate() {
             if r.children {
-                cell(cells, &|c| {
-                    let _ = write!(c, "{:.2}%", row.children_percent(i));
-                });
+                let p = row.children_percent(i);
+                cell(
+                    cells,
+                    cache.get(Cell::Percent, p.to_bits(), |c| {
+                        let _ = write!(c, "{p:.2}%");
+                    }),
+                );
             }
-            cell(cells, &|c| {
-                let _ = write!(c, "{:.2}%", row.percent(i));
-            });
+            let p = row.percent(i);
+            cell(
+                cells,
+                cache.get(Cell::Percent, p.to_bits(), |c| {
+                    let _ = write!(c, "{p:.2}%");
+                }),
+            );
             if r.deskid {
-                cell(cells, &|c| {
-                    let _ = write!(c, "~{:.2}%", row.deskid_percent(i));
-                });
+                let p = row.deskid_percent(i);
+                cell(
+                    cells,
+                    cache.get(Cell::Deskid, p.to_bits(), |c| {
+                        let _ = write!(c, "~{p:.2}%");
+                    }),
+                );
             }
-            cell(cells, &|c| {
-                let _ = write!(c, "{}", row.samples(i));
-            });
-            cell(cells, &|c| {
-                c.push_str(&if in_ns {
-                    human_ns(row.period(i))
-                } else {
-                    human_count(row.period(i))
-                })
-            });
+            let n = row.samples(i);
+            cell(
+                cells,
+                cache.get(Cell::Count, n, |c| {
+                    let _ = write!(c, "{n}");
+                }),
+            );
+            let v = row.period(i);
+            let kind = if in_ns { Cell::Ns } else { Cell::Period };
+            cell(
+                cells,
+                cache.get(kind, v, |c| {
+                    c.push_str(&if in_ns { human_ns(v) } else { human_count(v) })
+                }),
+            );
         }
         for key in row.keys() {
-            cell(cells, &|c| key_text_into(c, row, &key));
+            if k == cells.len() {
+                cells.push(String::new());
+            }
+            if let Some(c) = cells.get_mut(k) {
+                c.clear();
+                key_text_into(c, row, &key);
+            }
+            k += 1;
         }
         cells.truncate(k);
     };
     let mut cells: Vec<String> = Vec::new();
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut width: Vec<usize> = header.iter().map(|h| text_width(h)).collect();
     for row in r.rows() {
         fill_cells(&row, &mut cells);
         for (i, s) in cells.iter().enumerate() {
             if let Some(w) = width.get_mut(i) {
-                *w = (*w).max(s.chars().count());
+                *w = (*w).max(text_width(s));
             }
         }
     }
@@ -681,7 +786,7 @@ fn write_text(
                 .get(i)
                 .copied()
                 .unwrap_or(0)
-                .saturating_sub(s.chars().count());
+                .saturating_sub(text_width(s));
             if i < ncols_num {
                 line.extend(std::iter::repeat_n(' ', pad));
                 line.push_str(s);

@@ -1,0 +1,480 @@
+//! Children reports without call graphs (what `culprit report` shows by default for a `-g`
+//! file), computed from each sample's *places* instead of interned call chains.
+//!
+//! While reading, every sample becomes one entry: its sample keys and the places of its
+//! sampled IP and call-chain frames (a place is everything a row key and its text read
+//! from a frame). Without frame pointers most call chains are distinct, so interning them
+//! (and folding samples by chain) costs a hash lookup per frame, per chain and per sample
+//! and saves little; here a sample costs one lookup per frame. After reading, each place
+//! is resolved once and named by its row-key words, so accumulating the rows is array
+//! indexing. Rows come out in the order the interned-chain path makes them (first-seen
+//! order: the first sample that reaches a row, and in it, the first frame), so both paths
+//! give the same report.
+
+use std::hash::{Hash, Hasher};
+
+use culprit_decode::model::{CpuMode, DsoKind, EventId, Frame, Profile, Sample};
+use culprit_symbols::{Query, Resolved, Symbolizer};
+
+use super::{
+    event_columns, finish_rows, key_words, resolve_locations, HotspotOptions, Hotspots, KeyWords,
+    Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES, V_CH_PERIOD, V_CH_SAMPLES,
+    V_PERIOD, V_SAMPLES,
+};
+use crate::fxhash::FxHashMap;
+use crate::{AnalysisError, SortKey};
+
+/// Where a row can come from, with all that its key words and texts read: the location,
+/// the address an unresolved `sym` shows (the runtime address for call-chain frames, the
+/// file offset for the sampled IP, as perf), the mode (the `[k]`/`[.]` tag) and the pid
+/// for per-process (JIT) objects (-1 for all others, so that places dedup across processes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Place {
+    shown_addr: u64,
+    file_offset: u64,
+    /// DSO id (`NONE`: no mapping).
+    dso: u32,
+    pid: i32,
+    cpumode: CpuMode,
+}
+
+impl Hash for Place {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u64(crate::fxhash::hash_words6([
+            self.shown_addr,
+            self.file_offset,
+            u64::from(self.dso) | u64::from(self.pid as u32) << 32,
+            self.cpumode as u64,
+            0,
+            0,
+        ]));
+    }
+}
+
+/// Consecutive equal samples (same keys, event, filter outcome and places), folded.
+struct Entry {
+    period: u64,
+    /// Start of its places in [`ChildrenSamples::seq`] (they end where the next entry's
+    /// start).
+    start: u64,
+    /// Index in [`ChildrenSamples::sample_keys`].
+    keys: u32,
+    samples: u32,
+    event: EventId,
+    /// Passed the pid/tid/comm filters (else it only counts in the event totals).
+    kept: bool,
+}
+
+/// The samples of a children report, as places (see the module documentation).
+#[derive(Default)]
+pub(super) struct ChildrenSamples {
+    places: Vec<Place>,
+    place_ids: FxHashMap<Place, u32>,
+    sample_keys: Vec<SampleKeys>,
+    sample_key_ids: FxHashMap<SampleKeys, u32>,
+    /// The last sample keys seen and their id (consecutive samples share them).
+    last_keys: Option<(SampleKeys, u32)>,
+    entries: Vec<Entry>,
+    /// The places of every entry, back to back: the sampled IP, then the call chain
+    /// (only for kept samples).
+    seq: Vec<u32>,
+}
+
+impl ChildrenSamples {
+    /// Entries kept.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn place(&mut self, p: Place) -> u32 {
+        let next = self.places.len() as u32;
+        let id = *self.place_ids.entry(p).or_insert(next);
+        if id == next {
+            self.places.push(p);
+        }
+        id
+    }
+
+    fn keys(&mut self, k: SampleKeys) -> u32 {
+        match self.last_keys {
+            Some((last, id)) if last == k => id,
+            _ => {
+                let next = self.sample_keys.len() as u32;
+                let id = *self.sample_key_ids.entry(k).or_insert(next);
+                if id == next {
+                    self.sample_keys.push(k);
+                }
+                self.last_keys = Some((k, id));
+                id
+            }
+        }
+    }
+
+    /// Adds sample `s` with call chain `chain` (empty when not kept); `kept`: it passed
+    /// the pid/tid/comm filters.
+    pub(super) fn add(&mut self, profile: &Profile, s: &Sample, chain: &[Frame], kept: bool) {
+        let keys = self.keys(SampleKeys {
+            comm: s.comm,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            // Read only for a row without a frame; here every row has its place's mode.
+            cpumode: CpuMode::Unknown,
+        });
+        let start = self.seq.len();
+        let pid_of = |d: Option<u32>| match d.and_then(|d| profile.dsos.get(d as usize)) {
+            Some(d) if d.kind == DsoKind::Anonymous => s.pid,
+            _ => -1,
+        };
+        // The IP's place even for samples filtered out: its DSO is opened (and warned
+        // about) as in the interned-chain path.
+        let ip = self.place(Place {
+            shown_addr: s.location.file_offset,
+            file_offset: s.location.file_offset,
+            dso: s.location.dso.unwrap_or(NONE),
+            pid: pid_of(s.location.dso),
+            cpumode: s.cpumode,
+        });
+        self.seq.push(ip);
+        if kept {
+            for f in chain {
+                let p = self.place(Place {
+                    shown_addr: f.addr,
+                    file_offset: f.location.file_offset,
+                    dso: f.location.dso.unwrap_or(NONE),
+                    pid: pid_of(f.location.dso),
+                    cpumode: f.cpumode,
+                });
+                self.seq.push(p);
+            }
+        }
+        self.push_entry(keys, s.event, kept, s.period, 1, start);
+    }
+
+    /// Appends the entry whose places are `seq[start..]`, or folds it into the last entry
+    /// when that one is equal.
+    fn push_entry(
+        &mut self,
+        keys: u32,
+        event: EventId,
+        kept: bool,
+        period: u64,
+        samples: u32,
+        start: usize,
+    ) {
+        if let Some(last) = self.entries.last_mut() {
+            let same = last.keys == keys
+                && last.event == event
+                && last.kept == kept
+                && last.samples.checked_add(samples).is_some()
+                && self.seq.get(last.start as usize..start) == self.seq.get(start..);
+            if same {
+                last.samples += samples;
+                last.period = last.period.saturating_add(period);
+                self.seq.truncate(start);
+                return;
+            }
+        }
+        self.entries.push(Entry {
+            period,
+            start: start as u64,
+            keys,
+            samples,
+            event,
+            kept,
+        });
+    }
+
+    /// Appends the entries of `later` (samples that came after this one's), renumbering
+    /// its places and keys: the same as adding its samples here.
+    pub(super) fn absorb(&mut self, later: ChildrenSamples) {
+        let place_map: Vec<u32> = later.places.iter().map(|&p| self.place(p)).collect();
+        let keys_map: Vec<u32> = later.sample_keys.iter().map(|&k| self.keys(k)).collect();
+        let mut ends = later.entries.iter().skip(1).map(|e| e.start as usize);
+        for e in &later.entries {
+            let end = ends.next().unwrap_or(later.seq.len());
+            let start = self.seq.len();
+            let places = later.seq.get(e.start as usize..end).unwrap_or(&[]);
+            self.seq.extend(
+                places
+                    .iter()
+                    .map(|&p| place_map.get(p as usize).copied().unwrap_or(NONE)),
+            );
+            let keys = keys_map.get(e.keys as usize).copied().unwrap_or(NONE);
+            self.push_entry(keys, e.event, e.kept, e.period, e.samples, start);
+        }
+    }
+
+    /// Frees the lookup tables (all samples are in).
+    pub(super) fn finish(&mut self) {
+        self.place_ids = FxHashMap::default();
+        self.sample_key_ids = FxHashMap::default();
+        self.entries.shrink_to_fit();
+        self.seq.shrink_to_fit();
+    }
+
+    /// The entries with their places.
+    fn entries(&self) -> impl Iterator<Item = (&Entry, &[u32])> + '_ {
+        let mut ends = self.entries.iter().skip(1).map(|e| e.start as usize);
+        self.entries.iter().map(move |e| {
+            let end = ends.next().unwrap_or(self.seq.len());
+            (e, self.seq.get(e.start as usize..end).unwrap_or(&[]))
+        })
+    }
+}
+
+/// Whether key `k` is read from the sample (else from the place).
+fn is_sample_key(k: SortKey) -> bool {
+    matches!(
+        k,
+        SortKey::Comm | SortKey::Pid | SortKey::Tid | SortKey::Cpu
+    )
+}
+
+/// Rows by (sample part, place part) of their key: a dense table per sample part when
+/// that fits, else a map.
+struct RowTable {
+    parts: usize,
+    dense: Option<Vec<Vec<u32>>>,
+    sparse: FxHashMap<u64, u32>,
+}
+
+impl RowTable {
+    /// Dense tables up to this many cells (16 MB).
+    const DENSE_CELLS: usize = 1 << 22;
+
+    fn new(sample_parts: usize, place_parts: usize) -> RowTable {
+        let dense = sample_parts
+            .checked_mul(place_parts)
+            .is_some_and(|n| n <= Self::DENSE_CELLS)
+            .then(|| vec![Vec::new(); sample_parts]);
+        RowTable {
+            parts: place_parts,
+            dense,
+            sparse: FxHashMap::default(),
+        }
+    }
+
+    /// The row of (`sp`, `pp`), or `next` (which the caller then creates).
+    #[inline]
+    fn get_or_insert(&mut self, sp: u32, pp: u32, next: u32) -> u32 {
+        match &mut self.dense {
+            Some(tables) => {
+                let Some(t) = tables.get_mut(sp as usize) else {
+                    return next;
+                };
+                if t.is_empty() {
+                    *t = vec![NONE; self.parts];
+                }
+                match t.get_mut(pp as usize) {
+                    Some(r) if *r == NONE => {
+                        *r = next;
+                        next
+                    }
+                    Some(r) => *r,
+                    None => next,
+                }
+            }
+            None => *self
+                .sparse
+                .entry(u64::from(sp) << 32 | u64::from(pp))
+                .or_insert(next),
+        }
+    }
+}
+
+/// Interns each item's key words (made by `words`) to dense part ids.
+fn parts<T>(
+    items: impl Iterator<Item = T>,
+    width: usize,
+    mut words: impl FnMut(&mut Vec<u64>, &T),
+) -> Vec<u32> {
+    let mut index = RowIndex::new(width);
+    let mut buf = Vec::with_capacity(width);
+    let mut n = 0u32;
+    items
+        .map(|it| {
+            buf.clear();
+            words(&mut buf, &it);
+            let id = index.get_or_insert(&buf, n);
+            if id == n {
+                n += 1;
+            }
+            id
+        })
+        .collect()
+}
+
+/// The report of [`super::hotspots_aggregated`] for samples kept as places.
+pub(super) fn report(
+    cs: &ChildrenSamples,
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    opts: &HotspotOptions,
+    has_callchains: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Hotspots, AnalysisError> {
+    let mut counts = vec![0u64; profile.events.len()];
+    for e in &cs.entries {
+        if let Some(c) = counts.get_mut(usize::from(e.event)) {
+            *c += 1;
+        }
+    }
+    let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
+    let ncol = totals.len();
+    let keys = &opts.keys;
+    let kw = KeyWords::new(profile);
+    let queries: Vec<Query> = cs
+        .places
+        .iter()
+        .map(|p| Query {
+            dso: (p.dso != NONE).then_some(p.dso),
+            file_offset: p.file_offset,
+            pid: p.pid,
+        })
+        .collect();
+    let need_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip));
+    let need_src = keys
+        .iter()
+        .any(|k| matches!(k, SortKey::Srcline | SortKey::Srcfile));
+    let (locs, src_strs) = resolve_locations(
+        profile,
+        symbolizer,
+        &queries,
+        &kw.dso_anon,
+        need_symbols,
+        need_src,
+    );
+    drop(queries);
+
+    // Row keys split in two: the words read from the sample and those read from the place
+    // (a row is a pair of part ids, whatever the order of the keys).
+    let (sample_keys, place_keys): (Vec<SortKey>, Vec<SortKey>) =
+        keys.iter().partition(|&&k| is_sample_key(k));
+    let width = |ks: &[SortKey]| ks.iter().map(|&k| key_words(k)).sum::<usize>();
+    let unused = SampleKeys {
+        comm: 0,
+        pid: 0,
+        tid: 0,
+        cpu: 0,
+        cpumode: CpuMode::Unknown,
+    };
+    let place_part = parts(
+        cs.places.iter().zip(&locs),
+        width(&place_keys),
+        |buf, (p, l)| {
+            for &k in &place_keys {
+                kw.push(buf, k, &unused, l, Some(p.shown_addr));
+            }
+        },
+    );
+    let no_loc = Loc::new(
+        &Query {
+            dso: None,
+            file_offset: 0,
+            pid: -1,
+        },
+        &Resolved::default(),
+    );
+    let sample_part = parts(cs.sample_keys.iter(), width(&sample_keys), |buf, s| {
+        for &k in &sample_keys {
+            kw.push(buf, k, s, &no_loc, None);
+        }
+    });
+    let place_parts = place_part
+        .iter()
+        .map(|&p| p as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let sample_parts = sample_part
+        .iter()
+        .map(|&p| p as usize + 1)
+        .max()
+        .unwrap_or(0);
+
+    let nv = VALUES;
+    let mut table = RowTable::new(sample_parts, place_parts);
+    // Representative of each row: (sample keys, place).
+    let mut rep: Vec<(u32, u32)> = Vec::new();
+    let mut values: Vec<u64> = Vec::new();
+    let mut row = |keys: u32, place: u32, rep: &mut Vec<(u32, u32)>, values: &mut Vec<u64>| {
+        let sp = sample_part.get(keys as usize).copied().unwrap_or(0);
+        let pp = place_part.get(place as usize).copied().unwrap_or(0);
+        let next = rep.len() as u32;
+        let r = table.get_or_insert(sp, pp, next);
+        if r == next {
+            rep.push((keys, place));
+            values.extend(std::iter::repeat_n(0, ncol * nv));
+        }
+        r as usize
+    };
+    let at = |r: usize, col: usize, v: usize| (r * ncol + col) * nv + v;
+    let mut seen: Vec<usize> = Vec::with_capacity(128);
+    let total = cs.entries.len() as u64;
+    for (n, (e, places)) in cs.entries().enumerate() {
+        if n % 65536 == 0 {
+            progress(n as u64, total);
+        }
+        let Some(&col) = col_of.get(usize::from(e.event)) else {
+            continue;
+        };
+        if col == NONE {
+            continue;
+        }
+        let col = col as usize;
+        let samples = u64::from(e.samples);
+        totals[col].samples += samples;
+        totals[col].period += e.period;
+        if !e.kept {
+            continue;
+        }
+        let Some((&ip, chain)) = places.split_first() else {
+            continue;
+        };
+        let r = row(e.keys, ip, &mut rep, &mut values);
+        values[at(r, col, V_SAMPLES)] += samples;
+        values[at(r, col, V_PERIOD)] += e.period;
+        values[at(r, col, V_CH_SAMPLES)] += samples;
+        values[at(r, col, V_CH_PERIOD)] += e.period;
+        if opts.children {
+            seen.clear();
+            seen.push(r);
+            for &p in chain {
+                let r = row(e.keys, p, &mut rep, &mut values);
+                if seen.contains(&r) {
+                    continue;
+                }
+                seen.push(r);
+                values[at(r, col, V_CH_SAMPLES)] += samples;
+                values[at(r, col, V_CH_PERIOD)] += e.period;
+            }
+        }
+    }
+    progress(total, total);
+    drop(table);
+    let rows = RowValues {
+        totals,
+        values,
+        nv,
+        nrows: rep.len(),
+    };
+    let rep_of = |r: u32| -> RowRep<'_> {
+        let (keys, place) = rep[r as usize];
+        let p = &cs.places[place as usize];
+        RowRep {
+            sample: cs.sample_keys[keys as usize],
+            loc: &locs[place as usize],
+            frame: Some((p.shown_addr, p.cpumode)),
+        }
+    };
+    let (out, _) = finish_rows(
+        profile,
+        symbolizer,
+        opts,
+        has_callchains,
+        &src_strs,
+        rows,
+        &rep_of,
+    );
+    Ok(out)
+}
