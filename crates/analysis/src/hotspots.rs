@@ -625,6 +625,13 @@ impl SampleAggregator {
         a
     }
 
+    /// Whether samples are kept as places (a children report without call graphs, see
+    /// [`only_for`](Self::only_for)): then shares of a parallel read
+    /// [`absorb`](Self::absorb) cheaply, by renumbering places instead of re-interning chains.
+    pub fn keeps_places(&self) -> bool {
+        self.children.is_some()
+    }
+
     /// Whether any sample added had a call chain.
     pub fn has_callchains(&self) -> bool {
         self.has_callchains

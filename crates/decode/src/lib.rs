@@ -248,6 +248,43 @@ pub fn read_file_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     })
 }
 
+/// Whether reading `path` may unwind user stacks (see [`ReadOptions::unwinder`]): some
+/// event samples user registers and stack (`--call-graph dwarf`), or the file is in pipe
+/// mode (its events are known only while reading). [`read_file_parallel`] unwinds nothing,
+/// so such files are read sequentially when their call chains matter.
+pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
+    let io = |source| DecodeError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Ok(true);
+    }
+    // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    let data: &[u8] = &map;
+    let be = match data.get(..8) {
+        Some(m) if m == header::MAGIC_BE => true,
+        Some(m) if m == header::MAGIC_LE => false,
+        // Not a perf.data file: the read itself reports it.
+        _ => return Ok(true),
+    };
+    if cursor::u64_at(data, 8, be) == Some(16) {
+        return Ok(true);
+    }
+    let herr = |e: header::HeaderError| DecodeError::Header {
+        offset: e.offset,
+        what: e.what,
+    };
+    let h = header::parse_file_header(data, be).map_err(herr)?;
+    let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
+    let user_stack = reader::st::REGS_USER | reader::st::STACK_USER;
+    Ok(attrs
+        .iter()
+        .any(|a| a.sample_type & user_stack == user_stack))
+}
+
 /// [`read_file_parallel`] over bytes in memory (tests and the fuzz targets).
 pub fn read_bytes_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],

@@ -12,7 +12,7 @@ use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
 /// `PERF_SAMPLE_*` bits.
-mod st {
+pub(crate) mod st {
     pub const IP: u64 = 1 << 0;
     pub const TID: u64 = 1 << 1;
     pub const TIME: u64 = 1 << 2;

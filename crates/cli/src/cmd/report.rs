@@ -324,13 +324,18 @@ fn read_profile(
         );
     let unwind = chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
     let stdin = args.input.as_os_str() == "-";
-    if !stdin && !chains_used {
-        // A flat report of a regular file: read on every core. (Children and call-graph
-        // reports read sequentially: their time goes into chains and rows, not decoding,
-        // and one aggregator per thread would hold the chains of both halves.)
+    // A flat report, or a children report that keeps places, of a regular file: read on
+    // every core (unless user stacks are to be unwound: the parallel read does not unwind).
+    // Call-graph reports read sequentially: their time goes into interning chains, which
+    // the fold of the shares would do again.
+    let parallel = !stdin
+        && (!chains_used
+            || (agg.keeps_places()
+                && !(unwind && culprit_decode::file_may_unwind(&args.input).unwrap_or(true))));
+    if parallel {
         let threads = read_threads();
         if threads > 1 {
-            return read_profile_parallel(args, bar, agg, threads, true);
+            return read_profile_parallel(args, bar, agg, threads, !chains_used);
         }
     }
     let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
