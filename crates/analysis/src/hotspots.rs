@@ -1523,7 +1523,7 @@ fn finish_rows<'l>(
     let sort_period = |r: usize| -> (u64, u64) { (val(r, 0, v_sort), val(r, 0, V_PERIOD)) };
     let mut order: Vec<u32> = (0..nrows)
         .filter(|&r| {
-            if !dso_filter_ok(rep_of(r as u32).loc) {
+            if !f.dsos.is_empty() && !dso_filter_ok(rep_of(r as u32).loc) {
                 return false;
             }
             // Rows without self period appear only in children mode (as in perf); rows
@@ -1536,11 +1536,16 @@ fn finish_rows<'l>(
         })
         .map(|r| r as u32)
         .collect();
-    order.sort_by(|&a, &b| {
-        sort_period(b as usize)
-            .cmp(&sort_period(a as usize))
-            .then(a.cmp(&b))
-    });
+    // Biggest first, ties in first-seen order: sorted on packed keys (not through the
+    // values, a cache miss per comparison with hundreds of thousands of rows).
+    let mut keyed: Vec<(std::cmp::Reverse<(u64, u64)>, u32)> = order
+        .iter()
+        .map(|&r| (std::cmp::Reverse(sort_period(r as usize)), r))
+        .collect();
+    keyed.sort_unstable();
+    order.clear();
+    order.extend(keyed.iter().map(|&(_, r)| r));
+    drop(keyed);
     let shown_before = order.len();
     if opts.percent_limit > 0.0 {
         order.retain(|&r| {
@@ -1763,9 +1768,22 @@ struct TextCache {
     dso: FxHashMap<Option<DsoId>, u32>,
     sym: FxHashMap<culprit_symbols::SymbolId, u32>,
     src: FxHashMap<(u32, bool), u32>,
+    /// The id of `[unknown]`, once interned.
+    unknown: Option<u32>,
 }
 
 impl TextCache {
+    fn unknown(&mut self) -> u32 {
+        match self.unknown {
+            Some(i) => i,
+            None => {
+                let i = self.intern("[unknown]");
+                self.unknown = Some(i);
+                i
+            }
+        }
+    }
+
     fn intern(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.ids.get(s) {
             return i;
@@ -1854,7 +1872,7 @@ impl TextCache {
                         };
                     }
                     None => {
-                        v.text = self.intern("[unknown]");
+                        v.text = self.unknown();
                         v.has_addr = true;
                         v.value = frame.map_or(l.file_offset, |f| f.0);
                     }

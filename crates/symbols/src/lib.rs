@@ -391,11 +391,16 @@ impl Symbolizer {
     /// Resolves many addresses; the answers are in query order. Queries are processed sorted
     /// by DSO and offset, so each DSO is prepared once and its table walked in order.
     pub fn resolve_batch(&mut self, profile: &Profile, queries: &[Query]) -> Vec<Resolved> {
-        let mut order: Vec<u32> = (0..queries.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| queries[i as usize]);
+        // Sorted with the queries themselves (not indices into them: a cache miss per
+        // comparison for large batches).
+        let mut order: Vec<(Query, u32)> = queries
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| (q, i as u32))
+            .collect();
+        order.sort_unstable();
         let mut out = vec![Resolved::default(); queries.len()];
-        for i in order {
-            let q = queries[i as usize];
+        for (q, i) in order {
             out[i as usize] = self.resolve(profile, q);
         }
         out

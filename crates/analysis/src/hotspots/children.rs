@@ -54,15 +54,44 @@ impl Hash for Place {
 /// Consecutive equal samples (same keys, event, filter outcome and places), folded.
 struct Entry {
     period: u64,
-    /// Start of its places in [`ChildrenSamples::seq`] (they end where the next entry's
-    /// start).
+    /// Start of its places in its segment's `seq` (they end where the next entry's start).
     start: u64,
-    /// Index in [`ChildrenSamples::sample_keys`].
+    /// Sample keys (see [`Segment::keys_map`]).
     keys: u32,
     samples: u32,
     event: EventId,
     /// Passed the pid/tid/comm filters (else it only counts in the event totals).
     kept: bool,
+}
+
+/// Entries in reading order with their places. A parallel read's later shares are kept as
+/// their own segments (with their own numbering), so joining them copies nothing.
+#[derive(Default)]
+struct Segment {
+    entries: Vec<Entry>,
+    /// The places of every entry, back to back: the sampled IP, then the call chain
+    /// (only for kept samples).
+    seq: Vec<u32>,
+    /// Added to the place ids in `seq`.
+    place_base: u32,
+    /// The entries' sample-key ids -> ids in [`ChildrenSamples::sample_keys`] (`None`:
+    /// the same: a segment of samples added here).
+    keys_map: Option<Vec<u32>>,
+}
+
+impl Segment {
+    /// The entries with their sample keys and places (ids in [`ChildrenSamples::places`]).
+    fn entries(&self) -> impl Iterator<Item = (&Entry, u32, &[u32])> + '_ {
+        let mut ends = self.entries.iter().skip(1).map(|e| e.start as usize);
+        self.entries.iter().map(move |e| {
+            let end = ends.next().unwrap_or(self.seq.len());
+            let keys = match &self.keys_map {
+                Some(m) => m.get(e.keys as usize).copied().unwrap_or(NONE),
+                None => e.keys,
+            };
+            (e, keys, self.seq.get(e.start as usize..end).unwrap_or(&[]))
+        })
+    }
 }
 
 /// The samples of a children report, as places (see the module documentation).
@@ -74,16 +103,13 @@ pub(super) struct ChildrenSamples {
     sample_key_ids: FxHashMap<SampleKeys, u32>,
     /// The last sample keys seen and their id (consecutive samples share them).
     last_keys: Option<(SampleKeys, u32)>,
-    entries: Vec<Entry>,
-    /// The places of every entry, back to back: the sampled IP, then the call chain
-    /// (only for kept samples).
-    seq: Vec<u32>,
+    segments: Vec<Segment>,
 }
 
 impl ChildrenSamples {
     /// Entries kept.
     pub(super) fn len(&self) -> usize {
-        self.entries.len()
+        self.segments.iter().map(|s| s.entries.len()).sum()
     }
 
     fn place(&mut self, p: Place) -> u32 {
@@ -110,6 +136,17 @@ impl ChildrenSamples {
         }
     }
 
+    /// The segment samples added here go to (the last one, unless it was absorbed).
+    fn own_segment(&mut self) -> usize {
+        match self.segments.last() {
+            Some(s) if s.keys_map.is_none() => self.segments.len() - 1,
+            _ => {
+                self.segments.push(Segment::default());
+                self.segments.len() - 1
+            }
+        }
+    }
+
     /// Adds sample `s` with call chain `chain` (empty when not kept); `kept`: it passed
     /// the pid/tid/comm filters.
     pub(super) fn add(&mut self, profile: &Profile, s: &Sample, chain: &[Frame], kept: bool) {
@@ -121,7 +158,7 @@ impl ChildrenSamples {
             // Read only for a row without a frame; here every row has its place's mode.
             cpumode: CpuMode::Unknown,
         });
-        let start = self.seq.len();
+        let seg = self.own_segment();
         let pid_of = |d: Option<u32>| match d.and_then(|d| profile.dsos.get(d as usize)) {
             Some(d) if d.kind == DsoKind::Anonymous => s.pid,
             _ => -1,
@@ -135,7 +172,8 @@ impl ChildrenSamples {
             pid: pid_of(s.location.dso),
             cpumode: s.cpumode,
         });
-        self.seq.push(ip);
+        let start = self.segments[seg].seq.len();
+        self.segments[seg].seq.push(ip);
         if kept {
             for f in chain {
                 let p = self.place(Place {
@@ -145,63 +183,54 @@ impl ChildrenSamples {
                     pid: pid_of(f.location.dso),
                     cpumode: f.cpumode,
                 });
-                self.seq.push(p);
+                self.segments[seg].seq.push(p);
             }
         }
-        self.push_entry(keys, s.event, kept, s.period, 1, start);
-    }
-
-    /// Appends the entry whose places are `seq[start..]`, or folds it into the last entry
-    /// when that one is equal.
-    fn push_entry(
-        &mut self,
-        keys: u32,
-        event: EventId,
-        kept: bool,
-        period: u64,
-        samples: u32,
-        start: usize,
-    ) {
-        if let Some(last) = self.entries.last_mut() {
+        let seg = &mut self.segments[seg];
+        let (event, period) = (s.event, s.period);
+        if let Some(last) = seg.entries.last_mut() {
             let same = last.keys == keys
                 && last.event == event
                 && last.kept == kept
-                && last.samples.checked_add(samples).is_some()
-                && self.seq.get(last.start as usize..start) == self.seq.get(start..);
+                && last.samples < u32::MAX
+                && seg.seq.get(last.start as usize..start) == seg.seq.get(start..);
             if same {
-                last.samples += samples;
+                last.samples += 1;
                 last.period = last.period.saturating_add(period);
-                self.seq.truncate(start);
+                seg.seq.truncate(start);
                 return;
             }
         }
-        self.entries.push(Entry {
+        seg.entries.push(Entry {
             period,
             start: start as u64,
             keys,
-            samples,
+            samples: 1,
             event,
             kept,
         });
     }
 
-    /// Appends the entries of `later` (samples that came after this one's), renumbering
-    /// its places and keys: the same as adding its samples here.
+    /// Appends the samples of `later` (which came after this one's) as its own segments:
+    /// its places are appended (not merged: a place seen by both only resolves twice) and
+    /// its sample keys renumbered. The report is the same as from adding its samples here.
     pub(super) fn absorb(&mut self, later: ChildrenSamples) {
-        let place_map: Vec<u32> = later.places.iter().map(|&p| self.place(p)).collect();
+        let base = self.places.len() as u32;
+        self.places.extend_from_slice(&later.places);
         let keys_map: Vec<u32> = later.sample_keys.iter().map(|&k| self.keys(k)).collect();
-        let mut ends = later.entries.iter().skip(1).map(|e| e.start as usize);
-        for e in &later.entries {
-            let end = ends.next().unwrap_or(later.seq.len());
-            let start = self.seq.len();
-            let places = later.seq.get(e.start as usize..end).unwrap_or(&[]);
-            self.seq.extend(
-                places
+        for seg in later.segments {
+            let map = match &seg.keys_map {
+                None => keys_map.clone(),
+                Some(m) => m
                     .iter()
-                    .map(|&p| place_map.get(p as usize).copied().unwrap_or(NONE)),
-            );
-            let keys = keys_map.get(e.keys as usize).copied().unwrap_or(NONE);
-            self.push_entry(keys, e.event, e.kept, e.period, e.samples, start);
+                    .map(|&k| keys_map.get(k as usize).copied().unwrap_or(NONE))
+                    .collect(),
+            };
+            self.segments.push(Segment {
+                place_base: seg.place_base + base,
+                keys_map: Some(map),
+                ..seg
+            });
         }
     }
 
@@ -209,17 +238,10 @@ impl ChildrenSamples {
     pub(super) fn finish(&mut self) {
         self.place_ids = FxHashMap::default();
         self.sample_key_ids = FxHashMap::default();
-        self.entries.shrink_to_fit();
-        self.seq.shrink_to_fit();
-    }
-
-    /// The entries with their places.
-    fn entries(&self) -> impl Iterator<Item = (&Entry, &[u32])> + '_ {
-        let mut ends = self.entries.iter().skip(1).map(|e| e.start as usize);
-        self.entries.iter().map(move |e| {
-            let end = ends.next().unwrap_or(self.seq.len());
-            (e, self.seq.get(e.start as usize..end).unwrap_or(&[]))
-        })
+        for s in &mut self.segments {
+            s.entries.shrink_to_fit();
+            s.seq.shrink_to_fit();
+        }
     }
 }
 
@@ -315,7 +337,7 @@ pub(super) fn report(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Hotspots, AnalysisError> {
     let mut counts = vec![0u64; profile.events.len()];
-    for e in &cs.entries {
+    for e in cs.segments.iter().flat_map(|s| &s.entries) {
         if let Some(c) = counts.get_mut(usize::from(e.event)) {
             *c += 1;
         }
@@ -410,43 +432,48 @@ pub(super) fn report(
     };
     let at = |r: usize, col: usize, v: usize| (r * ncol + col) * nv + v;
     let mut seen: Vec<usize> = Vec::with_capacity(128);
-    let total = cs.entries.len() as u64;
-    for (n, (e, places)) in cs.entries().enumerate() {
-        if n % 65536 == 0 {
-            progress(n as u64, total);
-        }
-        let Some(&col) = col_of.get(usize::from(e.event)) else {
-            continue;
-        };
-        if col == NONE {
-            continue;
-        }
-        let col = col as usize;
-        let samples = u64::from(e.samples);
-        totals[col].samples += samples;
-        totals[col].period += e.period;
-        if !e.kept {
-            continue;
-        }
-        let Some((&ip, chain)) = places.split_first() else {
-            continue;
-        };
-        let r = row(e.keys, ip, &mut rep, &mut values);
-        values[at(r, col, V_SAMPLES)] += samples;
-        values[at(r, col, V_PERIOD)] += e.period;
-        values[at(r, col, V_CH_SAMPLES)] += samples;
-        values[at(r, col, V_CH_PERIOD)] += e.period;
-        if opts.children {
-            seen.clear();
-            seen.push(r);
-            for &p in chain {
-                let r = row(e.keys, p, &mut rep, &mut values);
-                if seen.contains(&r) {
-                    continue;
-                }
+    let total = cs.len() as u64;
+    let mut n = 0u64;
+    for seg in &cs.segments {
+        let base = seg.place_base;
+        for (e, keys, places) in seg.entries() {
+            if n.is_multiple_of(65536) {
+                progress(n, total);
+            }
+            n += 1;
+            let Some(&col) = col_of.get(usize::from(e.event)) else {
+                continue;
+            };
+            if col == NONE {
+                continue;
+            }
+            let col = col as usize;
+            let samples = u64::from(e.samples);
+            totals[col].samples += samples;
+            totals[col].period += e.period;
+            if !e.kept {
+                continue;
+            }
+            let Some((&ip, chain)) = places.split_first() else {
+                continue;
+            };
+            let r = row(keys, ip + base, &mut rep, &mut values);
+            values[at(r, col, V_SAMPLES)] += samples;
+            values[at(r, col, V_PERIOD)] += e.period;
+            values[at(r, col, V_CH_SAMPLES)] += samples;
+            values[at(r, col, V_CH_PERIOD)] += e.period;
+            if opts.children {
+                seen.clear();
                 seen.push(r);
-                values[at(r, col, V_CH_SAMPLES)] += samples;
-                values[at(r, col, V_CH_PERIOD)] += e.period;
+                for &p in chain {
+                    let r = row(keys, p + base, &mut rep, &mut values);
+                    if seen.contains(&r) {
+                        continue;
+                    }
+                    seen.push(r);
+                    values[at(r, col, V_CH_SAMPLES)] += samples;
+                    values[at(r, col, V_CH_PERIOD)] += e.period;
+                }
             }
         }
     }
