@@ -547,6 +547,43 @@ fn text_width(s: &str) -> usize {
     }
 }
 
+/// Appends `n` spaces.
+fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
+    }
+}
+
+/// Characters of `{:#x}` of `a`.
+fn hex_width(a: u64) -> usize {
+    2 + (64 - a.leading_zeros() as usize).div_ceil(4).max(1)
+}
+
+/// The display width of what [`key_text_into`] appends, without formatting it.
+fn key_text_width(row: &Row, v: &culprit_analysis::KeyValue) -> usize {
+    match v.key {
+        SortKey::Sym => {
+            let tag = v.tag().unwrap_or("[.]");
+            match v.addr() {
+                // "{tag} [unknown] {dso}+{addr:#x}"
+                Some(a) => {
+                    text_width(tag)
+                        + " [unknown] ".len()
+                        + text_width(row.dso(v).unwrap_or("?"))
+                        + 1
+                        + hex_width(a)
+                }
+                None => text_width(tag) + 1 + text_width(row.text(v)),
+            }
+        }
+        SortKey::Ip => text_width(row.dso(v).unwrap_or("?")) + 1 + text_width(row.text(v)),
+        _ => text_width(row.text(v)),
+    }
+}
+
 /// Appends `v` as `{:#x}` does (`0x` and lowercase digits).
 fn push_hex(out: &mut String, v: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -708,7 +745,8 @@ fn write_text(
     // Most rows of a big report show the same few percentages and periods: each distinct
     // value is formatted once per cache slot, not once per row and pass.
     let mut cache = CellCache::new();
-    let mut fill_cells = |row: &Row, cells: &mut Vec<String>| {
+    // `with_keys`: also the key cells (the width pass measures them without formatting).
+    let mut fill_cells = |row: &Row, cells: &mut Vec<String>, with_keys: bool| {
         let mut k = 0;
         let mut cell = |cells: &mut Vec<String>, text: &str| {
             if k == cells.len() {
@@ -762,7 +800,7 @@ fn write_text(
                 }),
             );
         }
-        for key in row.keys() {
+        for key in row.keys().filter(|_| with_keys) {
             if k == cells.len() {
                 cells.push(String::new());
             }
@@ -777,10 +815,15 @@ fn write_text(
     let mut cells: Vec<String> = Vec::new();
     let mut width: Vec<usize> = header.iter().map(|h| text_width(h)).collect();
     for row in r.rows() {
-        fill_cells(&row, &mut cells);
+        fill_cells(&row, &mut cells, false);
         for (i, s) in cells.iter().enumerate() {
             if let Some(w) = width.get_mut(i) {
                 *w = (*w).max(text_width(s));
+            }
+        }
+        for (i, key) in row.keys().enumerate() {
+            if let Some(w) = width.get_mut(ncols_num + i) {
+                *w = (*w).max(key_text_width(&row, &key));
             }
         }
     }
@@ -793,12 +836,12 @@ fn write_text(
                 .unwrap_or(0)
                 .saturating_sub(text_width(s));
             if i < ncols_num {
-                line.extend(std::iter::repeat_n(' ', pad));
+                push_spaces(line, pad);
                 line.push_str(s);
             } else {
                 line.push_str(s);
                 if !last {
-                    line.extend(std::iter::repeat_n(' ', pad));
+                    push_spaces(line, pad);
                 }
             }
             if !last {
@@ -810,7 +853,7 @@ fn write_text(
     fmt_line(&mut line, &header);
     writeln!(out, "# {line}")?;
     for row in r.rows() {
-        fill_cells(&row, &mut cells);
+        fill_cells(&row, &mut cells, true);
         line.clear();
         line.push_str("  ");
         fmt_line(&mut line, &cells);
@@ -1288,4 +1331,50 @@ fn write_csv(out: &mut dyn Write, r: &Hotspots) -> anyhow::Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_hand_formatting_equals_std() {
+        let mut values = vec![0u64, 1, 9, 15, 16, 255, 256, 0x7f5a_9d77_392b, u64::MAX];
+        values.extend((0..64).map(|b| 1u64 << b));
+        values.extend((1..64).map(|b| (1u64 << b) - 1));
+        for a in values {
+            let mut s = String::new();
+            push_hex(&mut s, a);
+            assert_eq!(s, format!("{a:#x}"));
+            assert_eq!(hex_width(a), s.len(), "{a:#x}");
+        }
+        for n in [0, 1, 63, 64, 65, 200] {
+            let mut s = String::from("x");
+            push_spaces(&mut s, n);
+            assert_eq!(s, format!("x{}", " ".repeat(n)));
+        }
+        assert_eq!(text_width("héllo"), 5);
+        assert_eq!(text_width("hello"), 5);
+    }
+
+    #[test]
+    fn test_cell_cache_returns_the_value_formatted_for_its_key() {
+        let mut cache = CellCache::new();
+        // More values than slots: every answer must still be the value's own text.
+        for round in 0..2 {
+            for v in 0..5000u64 {
+                let got = cache
+                    .get(Cell::Count, v, |c| c.push_str(&v.to_string()))
+                    .to_string();
+                assert_eq!(got, v.to_string(), "round {round}");
+                let p = v as f64 / 7.0;
+                let got = cache
+                    .get(Cell::Percent, p.to_bits(), |c| {
+                        c.push_str(&format!("{p:.2}%"))
+                    })
+                    .to_string();
+                assert_eq!(got, format!("{p:.2}%"));
+            }
+        }
+    }
 }
