@@ -393,9 +393,11 @@ impl Symbolizer {
     pub fn resolve_batch(&mut self, profile: &Profile, queries: &[Query]) -> Vec<Resolved> {
         // Sorted with the queries themselves (not indices into them: a cache miss per
         // comparison for large batches).
+        // Addresses in no mapping have no symbol: left out of the sort.
         let mut order: Vec<(Query, u32)> = queries
             .iter()
             .enumerate()
+            .filter(|(_, q)| q.dso.is_some())
             .map(|(i, &q)| (q, i as u32))
             .collect();
         order.sort_unstable();
