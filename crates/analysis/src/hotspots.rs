@@ -598,10 +598,10 @@ impl SampleAggregator {
     /// Keeps only what a report of `opts` reads from each sample (its sort keys and
     /// filters), so that samples differing elsewhere fold into one entry: the report is the
     /// same, from far fewer entries. Only for flat reports (no chains kept, no de-skid);
-    /// otherwise every field is kept. Call before adding samples.
-    /// Reports that keep chains but draw no call graph (children reports) keep each sample's
-    /// places instead of interned chains: a lookup per frame instead of per frame, chain
-    /// and sample (see the `children` module).
+    /// otherwise every field is kept. Reports that keep chains but draw no call graph
+    /// (children reports) keep each sample's places instead of interned chains: a lookup
+    /// per frame instead of per frame, chain and sample (see the `children` module). Call
+    /// before adding samples.
     pub fn only_for(&mut self, opts: &HotspotOptions) {
         if opts.deskid || opts.call_graph != CallGraphMode::None {
             return;
@@ -884,10 +884,20 @@ impl Interner {
     }
 }
 
-/// Which event columns a sample belongs to.
 /// The report's columns: the events asked for, or all events with samples (`counts`: any
 /// number that is 0 exactly for events without samples). Returns their totals (to fill)
 /// and each profile event's column (`NONE`: not shown).
+/// Entries per profile event (`events`: the event of each entry), for [`event_columns`].
+fn event_counts(profile: &Profile, events: impl Iterator<Item = EventId>) -> Vec<u64> {
+    let mut counts = vec![0u64; profile.events.len()];
+    for e in events {
+        if let Some(c) = counts.get_mut(usize::from(e)) {
+            *c += 1;
+        }
+    }
+    counts
+}
+
 fn event_columns(
     profile: &Profile,
     counts: &[u64],
@@ -961,6 +971,9 @@ pub fn hotspots_aggregated(
     opts: &HotspotOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Hotspots, AnalysisError> {
+    if let Some(c) = &agg.children {
+        return children::report(c, profile, symbolizer, opts, agg.has_callchains, progress);
+    }
     let aggs = &agg.aggs[..];
     let frames = &agg.frames[..];
     let chain_of = |s: &Agg| -> &[u32] {
@@ -968,15 +981,7 @@ pub fn hotspots_aggregated(
             .get(s.callchain.start as usize..s.callchain.end as usize)
             .unwrap_or(&[])
     };
-    if let Some(c) = &agg.children {
-        return children::report(c, profile, symbolizer, opts, agg.has_callchains, progress);
-    }
-    let mut counts = vec![0u64; profile.events.len()];
-    for s in aggs {
-        if let Some(c) = counts.get_mut(usize::from(s.event)) {
-            *c += 1;
-        }
-    }
+    let counts = event_counts(profile, aggs.iter().map(|s| s.event));
     let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let ncol = totals.len();
     let keys = &opts.keys;
@@ -1505,10 +1510,8 @@ fn finish_rows<'l>(
     let ncol = totals.len();
     let keys = &opts.keys;
     let f = &opts.filters;
+    // Only called with a DSO filter (the others keep every row).
     let dso_filter_ok = |l: &Loc| -> bool {
-        if f.dsos.is_empty() {
-            return true;
-        }
         let Some(d) = l.dso().and_then(|d| profile.dsos.get(d as usize)) else {
             return f.dsos.iter().any(|x| x == "[unknown]");
         };
@@ -1763,27 +1766,16 @@ fn frame_name(profile: &Profile, symbolizer: &Symbolizer, l: &Loc) -> String {
 #[derive(Default)]
 struct TextCache {
     strings: Vec<String>,
-    ids: HashMap<String, u32>,
+    /// Fx-hashed: a children report interns a text (often `[unknown]`) for each of
+    /// hundreds of thousands of rows.
+    ids: FxHashMap<String, u32>,
     comm: FxHashMap<StrId, u32>,
     dso: FxHashMap<Option<DsoId>, u32>,
     sym: FxHashMap<culprit_symbols::SymbolId, u32>,
     src: FxHashMap<(u32, bool), u32>,
-    /// The id of `[unknown]`, once interned.
-    unknown: Option<u32>,
 }
 
 impl TextCache {
-    fn unknown(&mut self) -> u32 {
-        match self.unknown {
-            Some(i) => i,
-            None => {
-                let i = self.intern("[unknown]");
-                self.unknown = Some(i);
-                i
-            }
-        }
-    }
-
     fn intern(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.ids.get(s) {
             return i;
@@ -1872,7 +1864,7 @@ impl TextCache {
                         };
                     }
                     None => {
-                        v.text = self.unknown();
+                        v.text = self.intern("[unknown]");
                         v.has_addr = true;
                         v.value = frame.map_or(l.file_offset, |f| f.0);
                     }

@@ -17,9 +17,9 @@ use culprit_decode::model::{CpuMode, DsoKind, EventId, Frame, Profile, Sample};
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
 use super::{
-    event_columns, finish_rows, key_words, resolve_locations, HotspotOptions, Hotspots, KeyWords,
-    Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES, V_CH_PERIOD, V_CH_SAMPLES,
-    V_PERIOD, V_SAMPLES,
+    event_columns, event_counts, finish_rows, key_words, resolve_locations, HotspotOptions,
+    Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES, V_CH_PERIOD,
+    V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
 };
 use crate::fxhash::FxHashMap;
 use crate::{AnalysisError, SortKey};
@@ -305,16 +305,17 @@ impl RowTable {
     }
 }
 
-/// Interns each item's key words (made by `words`) to dense part ids.
+/// Interns each item's key words (made by `words`) to dense part ids; returns the ids
+/// and how many distinct parts there are.
 fn parts<T>(
     items: impl Iterator<Item = T>,
     width: usize,
     mut words: impl FnMut(&mut Vec<u64>, &T),
-) -> Vec<u32> {
+) -> (Vec<u32>, usize) {
     let mut index = RowIndex::new(width);
     let mut buf = Vec::with_capacity(width);
     let mut n = 0u32;
-    items
+    let ids = items
         .map(|it| {
             buf.clear();
             words(&mut buf, &it);
@@ -324,7 +325,8 @@ fn parts<T>(
             }
             id
         })
-        .collect()
+        .collect();
+    (ids, n as usize)
 }
 
 /// The report of [`super::hotspots_aggregated`] for samples kept as places.
@@ -336,12 +338,10 @@ pub(super) fn report(
     has_callchains: bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Hotspots, AnalysisError> {
-    let mut counts = vec![0u64; profile.events.len()];
-    for e in cs.segments.iter().flat_map(|s| &s.entries) {
-        if let Some(c) = counts.get_mut(usize::from(e.event)) {
-            *c += 1;
-        }
-    }
+    let counts = event_counts(
+        profile,
+        cs.segments.iter().flat_map(|s| &s.entries).map(|e| e.event),
+    );
     let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let ncol = totals.len();
     let keys = &opts.keys;
@@ -381,7 +381,7 @@ pub(super) fn report(
         cpu: 0,
         cpumode: CpuMode::Unknown,
     };
-    let place_part = parts(
+    let (place_part, place_parts) = parts(
         cs.places.iter().zip(&locs),
         width(&place_keys),
         |buf, (p, l)| {
@@ -398,21 +398,12 @@ pub(super) fn report(
         },
         &Resolved::default(),
     );
-    let sample_part = parts(cs.sample_keys.iter(), width(&sample_keys), |buf, s| {
-        for &k in &sample_keys {
-            kw.push(buf, k, s, &no_loc, None);
-        }
-    });
-    let place_parts = place_part
-        .iter()
-        .map(|&p| p as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let sample_parts = sample_part
-        .iter()
-        .map(|&p| p as usize + 1)
-        .max()
-        .unwrap_or(0);
+    let (sample_part, sample_parts) =
+        parts(cs.sample_keys.iter(), width(&sample_keys), |buf, s| {
+            for &k in &sample_keys {
+                kw.push(buf, k, s, &no_loc, None);
+            }
+        });
 
     let nv = VALUES;
     let mut table = RowTable::new(sample_parts, place_parts);
