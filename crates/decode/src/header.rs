@@ -72,6 +72,31 @@ pub(crate) struct HeaderError {
     pub what: String,
 }
 
+impl From<HeaderError> for crate::DecodeError {
+    fn from(e: HeaderError) -> Self {
+        crate::DecodeError::Header {
+            offset: e.offset,
+            what: e.what,
+        }
+    }
+}
+
+/// The byte order of a perf.data image from its magic (`true`: big-endian).
+pub(crate) fn byte_order(data: &[u8]) -> Result<bool, crate::DecodeError> {
+    let Some(magic) = data.get(..8) else {
+        return Err(crate::DecodeError::TooShort(data.len() as u64));
+    };
+    if magic == MAGIC_LE {
+        Ok(false)
+    } else if magic == MAGIC_BE {
+        Ok(true)
+    } else {
+        let mut m = [0u8; 8];
+        m.copy_from_slice(magic);
+        Err(crate::DecodeError::BadMagic(m))
+    }
+}
+
 fn herr(offset: u64, what: impl Into<String>) -> HeaderError {
     HeaderError {
         offset,

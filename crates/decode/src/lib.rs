@@ -264,21 +264,15 @@ pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
     // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     let data: &[u8] = &map;
-    let be = match data.get(..8) {
-        Some(m) if m == header::MAGIC_BE => true,
-        Some(m) if m == header::MAGIC_LE => false,
-        // Not a perf.data file: the read itself reports it.
-        _ => return Ok(true),
+    // Not a perf.data file: the read itself reports it.
+    let Ok(be) = header::byte_order(data) else {
+        return Ok(true);
     };
     if cursor::u64_at(data, 8, be) == Some(16) {
         return Ok(true);
     }
-    let herr = |e: header::HeaderError| DecodeError::Header {
-        offset: e.offset,
-        what: e.what,
-    };
-    let h = header::parse_file_header(data, be).map_err(herr)?;
-    let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
+    let h = header::parse_file_header(data, be)?;
+    let attrs = header::parse_file_attrs(data, &h)?;
     let user_stack = reader::st::REGS_USER | reader::st::STACK_USER;
     Ok(attrs
         .iter()

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use crate::cursor::{c_string, u64_at, Cur};
-use crate::header::{self, flag, Attr, Features, HeaderError};
+use crate::header::{self, flag, Attr, Features};
 use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
 use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
@@ -2079,23 +2079,8 @@ pub(crate) fn read_share<'p>(
     skips: Skips,
     share: Share,
 ) -> Result<(Profile, ShareOutcome), DecodeError> {
-    let Some(magic) = data.get(..8) else {
-        return Err(DecodeError::TooShort(data.len() as u64));
-    };
-    let be = if magic == header::MAGIC_LE {
-        false
-    } else if magic == header::MAGIC_BE {
-        true
-    } else {
-        let mut m = [0u8; 8];
-        m.copy_from_slice(magic);
-        return Err(DecodeError::BadMagic(m));
-    };
+    let be = header::byte_order(data)?;
     let hsize = u64_at(data, 8, be).ok_or(DecodeError::TooShort(data.len() as u64))?;
-    let herr = |e: HeaderError| DecodeError::Header {
-        offset: e.offset,
-        what: e.what,
-    };
     let mut r = Reader::new(data, be, progress, release, sink);
     r.unwind = unwinder.map(crate::unwind::Hook::new);
     r.skip_chains = skips.chains;
@@ -2116,8 +2101,8 @@ pub(crate) fn read_share<'p>(
             });
         }
     } else {
-        let h = header::parse_file_header(data, be).map_err(herr)?;
-        let attrs = header::parse_file_attrs(data, &h).map_err(herr)?;
+        let h = header::parse_file_header(data, be)?;
+        let attrs = header::parse_file_attrs(data, &h)?;
         r.set_attrs(attrs);
         // With a zero data size perf never finished: no feature table was written.
         let (sections, table_complete) = if h.data.size == 0 {

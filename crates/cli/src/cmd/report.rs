@@ -538,6 +538,17 @@ impl CellCache {
     }
 }
 
+/// Cell `k` of a row's reused cell buffers, emptied (made when missing); `k` moves on.
+fn next_cell<'c>(cells: &'c mut Vec<String>, k: &mut usize) -> &'c mut String {
+    if *k == cells.len() {
+        cells.push(String::new());
+    }
+    let c = &mut cells[*k];
+    c.clear();
+    *k += 1;
+    c
+}
+
 /// Display width of a cell (characters; bytes for ASCII, the common case).
 fn text_width(s: &str) -> usize {
     if s.is_ascii() {
@@ -748,67 +759,37 @@ fn write_text(
     // `with_keys`: also the key cells (the width pass measures them without formatting).
     let mut fill_cells = |row: &Row, cells: &mut Vec<String>, with_keys: bool| {
         let mut k = 0;
-        let mut cell = |cells: &mut Vec<String>, text: &str| {
-            if k == cells.len() {
-                cells.push(String::new());
-            }
-            if let Some(c) = cells.get_mut(k) {
-                c.clear();
-                c.push_str(text);
-            }
-            k += 1;
-        };
         for (i, &in_ns) in ns.iter().enumerate() {
             if r.children {
                 let p = row.children_percent(i);
-                cell(
-                    cells,
-                    cache.get(Cell::Percent, p.to_bits(), |c| {
-                        let _ = write!(c, "{p:.2}%");
-                    }),
-                );
+                next_cell(cells, &mut k).push_str(cache.get(Cell::Percent, p.to_bits(), |c| {
+                    let _ = write!(c, "{p:.2}%");
+                }));
             }
             let p = row.percent(i);
-            cell(
-                cells,
-                cache.get(Cell::Percent, p.to_bits(), |c| {
-                    let _ = write!(c, "{p:.2}%");
-                }),
-            );
+            next_cell(cells, &mut k).push_str(cache.get(Cell::Percent, p.to_bits(), |c| {
+                let _ = write!(c, "{p:.2}%");
+            }));
             if r.deskid {
                 let p = row.deskid_percent(i);
-                cell(
-                    cells,
-                    cache.get(Cell::Deskid, p.to_bits(), |c| {
-                        let _ = write!(c, "~{p:.2}%");
-                    }),
-                );
+                next_cell(cells, &mut k).push_str(cache.get(Cell::Deskid, p.to_bits(), |c| {
+                    let _ = write!(c, "~{p:.2}%");
+                }));
             }
             let n = row.samples(i);
-            cell(
-                cells,
-                cache.get(Cell::Count, n, |c| {
-                    let _ = write!(c, "{n}");
-                }),
-            );
+            next_cell(cells, &mut k).push_str(cache.get(Cell::Count, n, |c| {
+                let _ = write!(c, "{n}");
+            }));
             let v = row.period(i);
             let kind = if in_ns { Cell::Ns } else { Cell::Period };
-            cell(
-                cells,
-                cache.get(kind, v, |c| {
-                    c.push_str(&if in_ns { human_ns(v) } else { human_count(v) })
-                }),
-            );
+            next_cell(cells, &mut k).push_str(cache.get(kind, v, |c| {
+                c.push_str(&if in_ns { human_ns(v) } else { human_count(v) })
+            }));
         }
-        for key in row.keys().filter(|_| with_keys) {
-            if k == cells.len() {
-                cells.push(String::new());
+        if with_keys {
+            for key in row.keys() {
+                key_text_into(next_cell(cells, &mut k), row, &key);
             }
-            if let Some(c) = cells.get_mut(k) {
-                c.clear();
-                key_text_into(c, row, &key);
-            }
-            k += 1;
         }
         cells.truncate(k);
     };
