@@ -26,6 +26,19 @@ pub fn hash_words6(w: [u64; 6]) -> u64 {
         ^ fold(w[4] ^ K[4], w[5] ^ K[5]).rotate_left(42)
 }
 
+/// [`hash_words6`] for four words; its low bits are as well mixed as its high ones (a
+/// table index).
+#[inline]
+pub fn hash_words4(w: [u64; 4]) -> u64 {
+    let fold = |a: u64, b: u64| {
+        let p = u128::from(a) * u128::from(b);
+        (p as u64) ^ ((p >> 64) as u64)
+    };
+    let h = fold(w[0] ^ 0x243f_6a88_85a3_08d3, w[1] ^ 0x1319_8a2e_0370_7344)
+        ^ fold(w[2] ^ 0xa409_3822_299f_31d0, w[3] ^ 0x082e_fa98_ec4e_6c89).rotate_left(29);
+    fold(h, 0x4528_21e6_38d0_1377)
+}
+
 /// Multiply-rotate hasher in the style of rustc's FxHasher.
 #[derive(Default, Clone, Copy)]
 pub struct FxHasher(u64);

@@ -514,9 +514,103 @@ pub struct SampleAggregator {
     keep: Option<KeptFields>,
     /// The entry the last sample folded into (a hint: checked by key before use).
     last: u32,
+    /// Flat reports (`keep` set): the entries' index by their packed key.
+    flat: FlatIndex,
     /// Children reports without call graphs keep samples as places instead (see
     /// [`SampleAggregator::only_for`]).
     children: Option<children::ChildrenSamples>,
+}
+
+/// The index of a flat report's entries (see [`SampleAggregator::only_for`]): their keys
+/// packed into four words ([`FlatIndex::key`]) in an open-addressed table. Written by hand
+/// because a flat report folds every sample through it: hashing the packed key once and
+/// comparing four words costs a fraction of a general map's generic key and hasher.
+#[derive(Default)]
+struct FlatIndex {
+    /// The packed key of each entry, in entry order.
+    keys: Vec<[u64; 4]>,
+    /// Entry number + 1 per slot (0: empty); a power of two long, at most half full.
+    slots: Vec<u32>,
+}
+
+/// Whether two packed keys are equal (word by word: the array comparison loaded the key
+/// just stored as wider vectors, which stalled on store forwarding).
+#[inline(always)]
+fn same_key(a: &[u64; 4], b: &[u64; 4]) -> bool {
+    ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == 0
+}
+
+impl FlatIndex {
+    /// An entry's key (what [`Agg::key`] holds once [`KeptFields::apply`] cleared the IP,
+    /// exactness and chain) in four words, one-to-one: the DSO's presence has its own bit.
+    #[inline(always)]
+    fn key(a: &Agg) -> [u64; 4] {
+        [
+            u64::from(a.event)
+                | (a.cpumode as u64) << 16
+                | u64::from(a.location.dso.is_some()) << 24
+                | u64::from(a.cpu) << 32,
+            u64::from(a.pid as u32) | u64::from(a.tid as u32) << 32,
+            u64::from(a.comm) | u64::from(a.location.dso.unwrap_or(0)) << 32,
+            a.location.file_offset,
+        ]
+    }
+
+    /// The entry with key `k`, or `None`.
+    #[inline(always)]
+    fn find(&self, k: &[u64; 4]) -> Result<u32, usize> {
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+        loop {
+            match self.slots.get(i) {
+                Some(&0) | None => return Err(i),
+                Some(&e) => {
+                    if self
+                        .keys
+                        .get(e as usize - 1)
+                        .is_some_and(|o| same_key(o, k))
+                    {
+                        return Ok(e - 1);
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Indexes `aggs` afresh (after [`SampleAggregator::finish`] freed the index).
+    #[cold]
+    fn reindex(&mut self, aggs: &[Agg]) {
+        self.keys = aggs.iter().map(FlatIndex::key).collect();
+        self.rehash();
+    }
+
+    /// Records entry `e` (the next one) with key `k`, whose free slot `find` returned.
+    #[inline]
+    fn insert(&mut self, k: [u64; 4], slot: usize) {
+        self.keys.push(k);
+        let e = self.keys.len() as u32;
+        let roomy = self.keys.len() * 2 <= self.slots.len();
+        match self.slots.get_mut(slot) {
+            Some(s) if roomy => *s = e,
+            _ => self.rehash(),
+        }
+    }
+
+    /// Doubles the table (at least 1024 slots) and indexes every key again.
+    #[cold]
+    fn rehash(&mut self) {
+        let len = (self.keys.len() * 4).next_power_of_two().max(1024);
+        self.slots = vec![0; len];
+        let mask = len - 1;
+        for (e, k) in self.keys.iter().enumerate() {
+            let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+            while self.slots[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = e as u32 + 1;
+        }
+    }
 }
 
 /// The fields of a sample that a flat report reads: the others are folded away, so that
@@ -555,6 +649,28 @@ impl KeptFields {
             cpu: has(SortKey::Cpu),
             location,
         }
+    }
+
+    /// [`FlatIndex::key`] of the entry `s` folds into (its [`apply`](Self::apply)ed
+    /// fields), read straight from the sample: building the entry first and packing it
+    /// stalled on reading back what was just stored.
+    #[inline(always)]
+    fn flat_key(&self, s: &Sample) -> [u64; 4] {
+        let pick = |keep: bool, v: u64| if keep { v } else { 0 };
+        let (dso, file_offset, cpumode) = if self.location {
+            (s.location.dso, s.location.file_offset, s.cpumode)
+        } else {
+            (None, 0, CpuMode::Unknown)
+        };
+        [
+            u64::from(s.event)
+                | (cpumode as u64) << 16
+                | u64::from(dso.is_some()) << 24
+                | pick(self.cpu, u64::from(s.cpu)) << 32,
+            pick(self.pid, u64::from(s.pid as u32)) | pick(self.tid, u64::from(s.tid as u32)) << 32,
+            pick(self.comm, u64::from(s.comm)) | u64::from(dso.unwrap_or(0)) << 32,
+            file_offset,
+        ]
     }
 
     fn apply(&self, a: &mut Agg) {
@@ -644,6 +760,7 @@ impl SampleAggregator {
             c.finish();
         }
         self.index = FxHashMap::default();
+        self.flat = FlatIndex::default();
         self.frame_ids = FxHashMap::default();
         self.chains = FxHashMap::default();
         self.scratch = Vec::new();
@@ -670,6 +787,11 @@ impl SampleAggregator {
             && (f.comms.is_empty() || f.comms.iter().any(|c| c == profile.str(s.comm)));
         if let Some(c) = &mut self.children {
             c.add(profile, s, if keep { chain } else { &[] }, keep);
+            return;
+        }
+        if let Some(k) = self.keep {
+            // Flat: no chains kept (the filters only decide that), one fold per sample.
+            self.add_flat(k, s);
             return;
         }
         let (start, end) = if self.with_chains && keep && !chain.is_empty() {
@@ -730,6 +852,10 @@ impl SampleAggregator {
     /// Adds `e`'s samples to the entry with its key, or appends it.
     #[inline]
     fn fold(&mut self, e: Agg) {
+        if self.keep.is_some() {
+            self.fold_flat_agg(e);
+            return;
+        }
         let key = e.key();
         // Consecutive samples often fold into one entry (always, for `--sort comm`): check
         // the last one before hashing. (A different entry with the same key, made by a hash
@@ -774,6 +900,80 @@ impl SampleAggregator {
                 self.index.entry(hash).or_insert(next);
                 self.aggs.push(e);
                 self.last = next;
+            }
+        }
+    }
+
+    /// [`add`](Self::add) for flat reports: `s` folds into the entry of its packed key.
+    #[inline]
+    fn add_flat(&mut self, keep: KeptFields, s: &Sample) {
+        let key = keep.flat_key(s);
+        self.fold_flat(key, s.period, || {
+            let mut a = Agg {
+                event: s.event,
+                cpumode: s.cpumode,
+                exact: s.exact_ip,
+                pid: s.pid,
+                tid: s.tid,
+                cpu: s.cpu,
+                comm: s.comm,
+                ip: s.ip,
+                location: s.location,
+                callchain: 0..0,
+                samples: 1,
+                period: s.period,
+            };
+            keep.apply(&mut a);
+            debug_assert!(FlatIndex::key(&a) == key);
+            a
+        });
+    }
+
+    /// [`fold`](Self::fold) for flat reports, through the packed-key index: `samples`
+    /// samples of summed `period` join the entry of `key`, or the new entry `make` returns.
+    #[inline(always)]
+    fn fold_flat_agg(&mut self, e: Agg) {
+        let (samples, period) = (e.samples, e.period);
+        let key = FlatIndex::key(&e);
+        self.fold_flat_n(key, samples, period, || e);
+    }
+
+    #[inline(always)]
+    fn fold_flat(&mut self, key: [u64; 4], period: u64, make: impl FnOnce() -> Agg) {
+        self.fold_flat_n(key, 1, period, make);
+    }
+
+    #[inline(always)]
+    fn fold_flat_n(
+        &mut self,
+        key: [u64; 4],
+        samples: u64,
+        period: u64,
+        make: impl FnOnce() -> Agg,
+    ) {
+        let last = self.last as usize;
+        if self.flat.keys.get(last).is_some_and(|k| same_key(k, &key)) {
+            if let Some(a) = self.aggs.get_mut(last) {
+                a.samples += samples;
+                a.period += period;
+                return;
+            }
+        }
+        if self.flat.keys.len() != self.aggs.len() {
+            self.flat.reindex(&self.aggs);
+        }
+        match self.flat.find(&key) {
+            Ok(i) => {
+                if let Some(a) = self.aggs.get_mut(i as usize) {
+                    a.samples += samples;
+                    a.period += period;
+                }
+                self.last = i;
+            }
+            Err(slot) => {
+                self.last = self.aggs.len() as u32;
+                self.flat.insert(key, slot);
+                self.aggs.push(make());
             }
         }
     }
@@ -1899,5 +2099,33 @@ impl TextCache {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod flat_index_tests {
+    use super::*;
+
+    #[test]
+    fn test_flat_index_finds_each_key_among_near_equal_ones() {
+        // Keys differing in one word only, enough to share probe runs and to rehash.
+        let keys: Vec<[u64; 4]> = (0..5000u64)
+            .map(|i| {
+                let mut k = [7, 9, 11, 13];
+                k[(i % 4) as usize] ^= i + 1;
+                k
+            })
+            .collect();
+        let mut index = FlatIndex::default();
+        for (n, k) in keys.iter().enumerate() {
+            match index.find(k) {
+                Ok(e) => panic!("key {n} found as entry {e} before it was added"),
+                Err(slot) => index.insert(*k, slot),
+            }
+        }
+        for (n, k) in keys.iter().enumerate() {
+            assert_eq!(index.find(k), Ok(n as u32), "key {n}");
+        }
+        assert_eq!(index.find(&[1, 2, 3, 4]).ok(), None);
     }
 }

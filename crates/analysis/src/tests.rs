@@ -543,6 +543,30 @@ fn test_flat_report_keeping_only_read_fields_equals_full_fold() {
             let (full, n_full) = report(false, &mut s);
             let (kept, n_kept) = report(true, &mut s);
             assert_eq!(kept, full, "keys {keys:?}, filters {filters:?}");
+            // Kept fields through a parallel read's join (absorb) and samples added after
+            // `finish` freed the index: the same report, the same entries.
+            let mut first = hotspots::SampleAggregator::new(false, filters);
+            first.only_for(&opts);
+            let mut later = first.empty_like();
+            let half = b.p.samples.len() / 2;
+            for smp in &b.p.samples[half..] {
+                later.add(&b.p, smp);
+            }
+            for (i, smp) in b.p.samples[..half].iter().enumerate() {
+                if i == half / 2 {
+                    first.finish();
+                }
+                first.add(&b.p, smp);
+            }
+            first.absorb(later, &b.p);
+            first.finish();
+            let h = hotspots::hotspots_aggregated(&b.p, &first, &mut s, &opts, &mut |_, _| {});
+            assert_eq!(
+                view(&h.unwrap()),
+                full,
+                "joined: keys {keys:?}, filters {filters:?}"
+            );
+            assert_eq!(first.distinct(), n_kept);
             assert!(n_kept <= n_full);
             if keys == &[SortKey::Comm]
                 && filters.pids.is_empty()
