@@ -1,7 +1,8 @@
 //! Stable-Rust mutation fuzzer for the perf.data reader (the fallback of `bench/fuzz.sh` when
 //! cargo-fuzz or a nightly toolchain is missing).
 //!
-//! Usage: `fuzz_mutate SECONDS CRASH_DIR SEED_FILE...`
+//! Usage: `fuzz_mutate SECONDS CRASH_DIR SEED_FILE...`, or `fuzz_mutate replay FILE...` to check
+//! saved inputs again.
 //!
 //! Mutates the seed files (bit flips, interesting integers at random and at header/record
 //! size positions, truncation, chunk deletion/duplication, splicing) and feeds each input to
@@ -144,6 +145,10 @@ fn check_parallel(data: &[u8]) {
                 .collect();
             culprit_decode::read_bytes_parallel(data, false, &mut sinks)
         };
+        if let Ok((_, used)) = &par {
+            shares.truncate(*used);
+        }
+        let par = par.map(|(p, _)| p);
         let got: Vec<String> = shares.into_iter().flatten().collect();
         match (&seq, &par) {
             (Ok(a), Ok(b)) => {
@@ -196,9 +201,18 @@ fn walk(data: &[u8]) -> u64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() < 4 {
-        eprintln!("usage: fuzz_mutate SECONDS CRASH_DIR SEED_FILE...");
+    if args.len() < 3 || (args.len() < 4 && args[1] != "replay") {
+        eprintln!("usage: fuzz_mutate SECONDS CRASH_DIR SEED_FILE... | fuzz_mutate replay FILE...");
         std::process::exit(2);
+    }
+    if args[1] == "replay" {
+        // `fuzz_mutate replay FILE...`: checks saved inputs again (parallel vs sequential).
+        for f in &args[2..] {
+            let data = std::fs::read(f).unwrap();
+            let r = catch_unwind(AssertUnwindSafe(|| check_parallel(&data)));
+            println!("{f}: {}", if r.is_ok() { "ok" } else { "FAIL" });
+        }
+        return;
     }
     let secs: u64 = args[1].parse().expect("SECONDS");
     let crash_dir = PathBuf::from(&args[2]);

@@ -184,7 +184,10 @@ fn check_parallel(path: &str, n: usize) {
     };
     let t_par = t.elapsed().as_secs_f64();
     let (a, b) = match (a, b) {
-        (Ok(a), Ok(b)) => (a, b),
+        (Ok(a), Ok((b, used))) => {
+            shares.truncate(used);
+            (a, b)
+        }
         (a, b) => {
             println!("errors: sequential {:?} parallel {:?}", a.err(), b.err());
             return;

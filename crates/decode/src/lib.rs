@@ -237,15 +237,24 @@ pub fn read_bytes_with(
 /// [`read_file_streaming`] returns: events with their totals, DSOs, strings, meta, losses,
 /// warnings and the stop point. Progress is reported by the last share, which passes over
 /// the whole file.
+///
+/// Returns the profile and how many sinks hold samples that count: the first `n`. (On two
+/// shares the second one skips most of the first share's records when they change no state,
+/// and the first share checks that afterwards; when they did, the first share reads on to
+/// the end and the second sink's samples must be dropped.)
 pub fn read_file_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     path: &Path,
     skip_callchains: bool,
     progress: &mut (dyn FnMut(u64, u64) + Send),
     sinks: &mut [S],
-) -> Result<Profile, DecodeError> {
-    with_file(path, &mut |data, release| {
-        read_parallel(data, release, skip_callchains, progress, sinks)
-    })
+) -> Result<(Profile, usize), DecodeError> {
+    let mut used = 0;
+    let profile = with_file(path, &mut |data, release| {
+        let (p, n) = read_parallel(data, release, skip_callchains, progress, sinks)?;
+        used = n;
+        Ok(p)
+    })?;
+    Ok((profile, used))
 }
 
 /// Whether reading `path` may unwind user stacks (see [`ReadOptions::unwinder`]): some
@@ -284,7 +293,7 @@ pub fn read_bytes_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
     skip_callchains: bool,
     sinks: &mut [S],
-) -> Result<Profile, DecodeError> {
+) -> Result<(Profile, usize), DecodeError> {
     read_parallel(data, &|_| {}, skip_callchains, &mut |_, _| {}, sinks)
 }
 
@@ -294,7 +303,14 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     skip_callchains: bool,
     progress: &mut (dyn FnMut(u64, u64) + Send),
     sinks: &mut [S],
-) -> Result<Profile, DecodeError> {
+) -> Result<(Profile, usize), DecodeError> {
+    let skips = reader::Skips {
+        chains: skip_callchains,
+        locations: false,
+    };
+    if let [first, second] = sinks {
+        return read_two(data, release, skips, progress, [first, second]);
+    }
     let count = sinks.len().max(1);
     let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
         std::thread::scope(|scope| {
@@ -320,11 +336,8 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
                         &mut keep,
                         Some(sink),
                         None,
-                        reader::Skips {
-                            chains: skip_callchains,
-                            locations: false,
-                        },
-                        share,
+                        skips,
+                        (share, reader::Jumping::No),
                     )
                 });
             }
@@ -350,7 +363,105 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     for r in results {
         parts.push(r?);
     }
-    Ok(reader::merge_shares(parts))
+    Ok((reader::merge_shares(parts), count))
+}
+
+/// [`read_parallel`] on two shares: the second part may jump over the middle of the first
+/// share (see `reader::JumpPlan`), which the first part confirms when it reaches the end of
+/// its share, or refutes and then reads the second share itself.
+fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
+    data: &[u8],
+    release: &(dyn Fn(usize) + Sync),
+    skips: reader::Skips,
+    progress: &mut (dyn FnMut(u64, u64) + Send),
+    [first, second]: [&mut S; 2],
+) -> Result<(Profile, usize), DecodeError> {
+    type PartResult = Result<(Profile, reader::ShareOutcome), DecodeError>;
+    let panicked = || DecodeError::Header {
+        offset: 0,
+        what: "a decoding thread panicked".into(),
+    };
+    let planned = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let planned = &planned;
+        let later = scope.spawn(move || {
+            let mut keep = |at: usize| release(at);
+            let sink: &mut OnSample<'_> = second;
+            reader::read_share(
+                data,
+                progress,
+                &mut keep,
+                Some(sink),
+                None,
+                skips,
+                (
+                    reader::Share { index: 1, count: 2 },
+                    reader::Jumping::Jump { made: planned },
+                ),
+            )
+        });
+        let mut later = Some(later);
+        // The second part's result, and the records its jump skipped (None: refuted).
+        let mut checked: Option<(PartResult, Option<u64>)> = None;
+        let mut at_end = |log: &reader::RoundLog| -> bool {
+            let r = later.take().map_or_else(
+                || Err(panicked()),
+                |h| h.join().unwrap_or_else(|_| Err(panicked())),
+            );
+            let skipped = match &r {
+                Ok((_, o)) => match o.jumped {
+                    Some(j) => log.confirms(&j).then(|| log.skipped(&j)),
+                    None => Some(0),
+                },
+                // Its error may come from bytes a jump misread.
+                Err(_) if planned.load(std::sync::atomic::Ordering::Acquire) => None,
+                Err(_) => Some(0),
+            };
+            let refuted = skipped.is_none();
+            checked = Some((r, skipped));
+            refuted
+        };
+        let mut keep = |at: usize| release(at);
+        let sink: &mut OnSample<'_> = first;
+        let head = reader::read_share(
+            data,
+            &mut |_, _| {},
+            &mut keep,
+            Some(sink),
+            None,
+            skips,
+            (
+                reader::Share { index: 0, count: 2 },
+                reader::Jumping::Log {
+                    at_end: &mut at_end,
+                },
+            ),
+        );
+        let (tail, skipped) = match checked.take() {
+            Some(c) => c,
+            None => {
+                // The first part never reached the end of its share (compressed data, damage,
+                // no round after it): a jump could have skipped what stopped it.
+                let r = later.take().map_or_else(
+                    || Err(panicked()),
+                    |h| h.join().unwrap_or_else(|_| Err(panicked())),
+                );
+                let skipped = (!planned.load(std::sync::atomic::Ordering::Acquire)).then_some(0);
+                (r, skipped)
+            }
+        };
+        let head = head?;
+        let Some(skipped) = skipped else {
+            // Refuted: the first part read everything.
+            return Ok((reader::merge_shares(vec![head]), 1));
+        };
+        let (mut p, outcome) = tail?;
+        p.meta.records += skipped;
+        if let Some(stop) = p.stopped.as_mut() {
+            stop.records_read += skipped;
+        }
+        Ok((reader::merge_shares(vec![head, (p, outcome)]), 2))
+    })
 }
 
 /// A reader over bytes, given a callback releasing processed input up to an offset (callable

@@ -437,6 +437,115 @@ pub(crate) struct Reader<'a, 'p> {
     pub(crate) skip_locations: bool,
     /// Parallel reads ([`read_part`]): this reader's share of the records.
     part: PartBounds,
+    /// A part that may skip the middle of the replay (see [`JumpPlan`]); taken when used.
+    jump_plan: Option<JumpPlan>,
+    /// The skip this part made.
+    jumped: Option<Jumped>,
+    /// The part before a jumping one: what lets the jump be checked (see [`RoundLog`]).
+    log: Option<RoundLog>,
+    /// Threads [`State`] had created for samples when the last sample was delivered.
+    sample_threads_seen: u64,
+    /// Where framing stopped at the end of a share (the record after its last round).
+    resume_at: usize,
+}
+
+/// A skip over the middle of a replay: the second of two parts replays the records from the
+/// start up to the first round ending at or after `after` (a sixteenth of the way to its
+/// share), then goes on at the round record `to` shortly before its share, as if the records
+/// in between changed no state (no MMAP, COMM or FORK, no sample of an unknown thread, no
+/// user record but rounds). That holds in most recordings (the state is set up at the start)
+/// and spares replaying most of the previous share; [`RoundLog::confirms`] checks it
+/// against the part before, which read those records, and a refuted jump is read again
+/// sequentially. Planned by [`Reader::plan_jump`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JumpPlan {
+    after: usize,
+    /// A FINISHED_ROUND record (by its bytes; the part before confirms it is one).
+    to: usize,
+    /// Newest time among the records of the round before `to` (which a sequential read's
+    /// flush limit at `to` includes).
+    warm_max: u64,
+}
+
+/// The skip a part made (see [`JumpPlan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Jumped {
+    /// Offset of the round record after which it skipped.
+    pub from: usize,
+    /// Offset of the round record it went on at.
+    pub to: usize,
+    /// Its newest time on reaching `to` (a sequential read's flush limit after `to`).
+    pub max_time: u64,
+}
+
+/// What the part before a jumping one saw from the jump's earliest start on: each round
+/// record (offset, newest time there, records framed through it) and the offsets of the
+/// records whose delivery changed state.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RoundLog {
+    from: usize,
+    rounds: Vec<(usize, u64, u64)>,
+    changes: Vec<usize>,
+    /// Too many changes to keep: no jump is confirmed.
+    overflow: bool,
+}
+
+/// Changes a [`RoundLog`] keeps (a recording with more changes than this in its first share
+/// has too many for a jump to hold anyway).
+const MAX_LOGGED_CHANGES: usize = 1 << 12;
+
+impl RoundLog {
+    fn change(&mut self, at: usize) {
+        if at < self.from {
+            return;
+        }
+        if self.changes.len() < MAX_LOGGED_CHANGES {
+            self.changes.push(at);
+        } else {
+            self.overflow = true;
+        }
+    }
+
+    /// Whether jump `j` skipped only records that change nothing, between two real rounds,
+    /// with the flush limit a sequential read has after `j.to`: then the jumping part read
+    /// exactly what it would have without the jump.
+    pub(crate) fn confirms(&self, j: &Jumped) -> bool {
+        let round = |at: usize| self.rounds.iter().find(|r| r.0 == at);
+        // The round the first part ended at must come after `to`: its flush delivers what
+        // was framed before `to`, which the jumping part never saw.
+        let share_end = self.rounds.last().map_or(0, |r| r.0);
+        match (round(j.from), round(j.to)) {
+            (Some(_), Some(&(_, max_time, _))) => {
+                !self.overflow
+                    && j.from < j.to
+                    && j.to < share_end
+                    && max_time == j.max_time
+                    && !self.changes.iter().any(|&c| c > j.from && c < j.to)
+            }
+            _ => false,
+        }
+    }
+
+    /// Records jump `j` did not frame (between its two rounds).
+    pub(crate) fn skipped(&self, j: &Jumped) -> u64 {
+        let count = |at: usize| self.rounds.iter().find(|r| r.0 == at).map_or(0, |r| r.2);
+        count(j.to).saturating_sub(count(j.from)).saturating_sub(1)
+    }
+}
+
+/// How a part of a two-part read takes part in a jump (see [`JumpPlan`]).
+pub(crate) enum Jumping<'h> {
+    /// Not at all (one part, or more than two).
+    No,
+    /// The second part: plans a jump and makes it if it can; `made` is set when it does.
+    Jump {
+        made: &'h std::sync::atomic::AtomicBool,
+    },
+    /// The first part: logs rounds and changes; at the end of its share `at_end` is told
+    /// the log and returns whether to read on to the end (the jump was refuted).
+    Log {
+        at_end: &'h mut dyn FnMut(&RoundLog) -> bool,
+    },
 }
 
 /// Which records a reader of a parallel read delivers. Every part frames the records from the
@@ -459,6 +568,8 @@ pub(crate) struct PartBounds {
     started: bool,
     /// Framing stopped at the end of the share.
     ended: bool,
+    /// One of several parts (its warning tail is merged by [`merge_shares`]).
+    shared: bool,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
@@ -517,6 +628,11 @@ impl<'a, 'p> Reader<'a, 'p> {
                 started: true,
                 ..PartBounds::default()
             },
+            jump_plan: None,
+            jumped: None,
+            log: None,
+            sample_threads_seen: 0,
+            resume_at: 0,
         }
     }
 
@@ -683,9 +799,37 @@ impl<'a, 'p> Reader<'a, 'p> {
                 );
             };
             let mut next = off + size;
+            if ty >= 64 && ty != rt::FINISHED_ROUND {
+                // User records (attrs, features, compressed data, AUX) are not state-free.
+                if let Some(log) = self.log.as_mut() {
+                    log.change(off);
+                }
+            }
             match ty {
                 rt::FINISHED_ROUND => {
                     self.finish_round();
+                    let records = self.p.meta.records + 1;
+                    if let Some(log) = self.log.as_mut().filter(|l| off >= l.from) {
+                        log.rounds.push((off, self.max_time, records));
+                    }
+                    if let Some(plan) = self
+                        .jump_plan
+                        .filter(|p| self.part.lite && next >= p.after && p.to > off)
+                    {
+                        // Deliver what the prefix left queued (a sequential read delivers it
+                        // in the round after this one, before anything at or after `to` is
+                        // framed), then go on at `to` with the newest time seen there.
+                        self.jump_plan = None;
+                        self.flush(None);
+                        self.replay_deferred.clear();
+                        self.max_time = self.max_time.max(plan.warm_max);
+                        self.jumped = Some(Jumped {
+                            from: off,
+                            to: plan.to,
+                            max_time: self.max_time,
+                        });
+                        next = plan.to;
+                    }
                     let at = usize::try_from(self.base)
                         .unwrap_or(usize::MAX)
                         .saturating_add(next);
@@ -697,6 +841,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                     if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
                         self.part.ended = true;
                         self.p.meta.records += 1;
+                        self.resume_at = next;
                         return Framed::Done;
                     }
                 }
@@ -782,6 +927,58 @@ impl<'a, 'p> Reader<'a, 'p> {
             off = next;
         }
         Framed::Done
+    }
+
+    /// Plans the jump of the second part of a two-part read whose share starts at the first
+    /// round at or after `from` (see [`JumpPlan`]): finds the two round records nearest
+    /// before `from` by their bytes (records are 8-byte aligned from the data start), past
+    /// `after`, and frames the records between them for their newest time. `None` when
+    /// there are no such rounds or the bytes between them do not frame as records.
+    fn plan_jump(&self, start: usize, end: usize, after: usize, from: usize) -> Option<JumpPlan> {
+        /// How far before its share a part looks for rounds (rounds are far shorter).
+        const MAX_SCAN: usize = 8 << 20;
+        let data = self.data.get(..end)?;
+        let is_round = |o: usize| {
+            data.get(o..)
+                .and_then(|h| record_header(h, self.be))
+                .is_some_and(|h| h == (rt::FINISHED_ROUND, 0, 8))
+        };
+        let lowest = after.max(from.saturating_sub(MAX_SCAN));
+        // Rounds ending before `from`: the first part's share ends at a later one, whose
+        // flush delivers everything framed before the round jumped to.
+        let mut o = start + from.checked_sub(start)?.checked_sub(1)? / 8 * 8;
+        let mut rounds = [0usize; 2];
+        let mut found = 0;
+        while found < 2 && o >= lowest + 8 {
+            o -= 8;
+            if is_round(o) {
+                rounds[found] = o;
+                found += 1;
+            }
+        }
+        let [to, before] = rounds;
+        if found < 2 || before <= after {
+            return None;
+        }
+        let mut warm_max = 0;
+        let mut at = before + 8;
+        while at < to {
+            let (ty, _, size) = record_header(data.get(at..)?, self.be)?;
+            let next = at
+                .checked_add(usize::from(size))
+                .filter(|&n| n <= to && size >= 8)?;
+            if ty < 64 {
+                if let (_, Some(t)) = self.attr_and_time(ty, data.get(at + 8..next)?) {
+                    warm_max = warm_max.max(t);
+                }
+            }
+            at = next;
+        }
+        (at == to).then_some(JumpPlan {
+            after,
+            to,
+            warm_max,
+        })
     }
 
     /// Queues the run of whole SAMPLE records starting at `off` (a mapped input with attrs);
@@ -1207,6 +1404,11 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Applies a queued record other than a sample.
     #[inline(never)]
     fn side_record(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
+        if matches!(ty, rt::MMAP | rt::MMAP2 | rt::COMM | rt::FORK) {
+            if let Some(log) = self.log.as_mut() {
+                log.change(usize::try_from(r.file_off).unwrap_or(usize::MAX));
+            }
+        }
         match ty {
             rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
             rt::COMM => self.comm(r, misc, body),
@@ -1433,6 +1635,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
         let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
+        if self.st.sample_threads != self.sample_threads_seen {
+            // This sample made its thread known: a change of state.
+            self.sample_threads_seen = self.st.sample_threads;
+            if let Some(log) = self.log.as_mut() {
+                log.change(usize::try_from(r.file_off).unwrap_or(usize::MAX));
+            }
+        }
         if self.part.lite {
             // Replay: the thread's comm is interned as in the part that delivers this.
             return Some(());
@@ -1636,7 +1845,9 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.features.event_desc = desc;
     }
 
-    fn finish(mut self, stopped: Option<ReadStop>) -> Profile {
+    /// Ends the read: delivers what is queued and completes the profile. A share of a
+    /// parallel read leaves its warning tail to [`merge_shares`] (in `outcome`).
+    fn finish(mut self, stopped: Option<ReadStop>, outcome: &mut ShareOutcome) -> Profile {
         self.flush(None);
         // Pipe mode: names and PMUs may have arrived after the first records.
         self.build_events();
@@ -1662,9 +1873,12 @@ impl<'a, 'p> Reader<'a, 'p> {
         let fw = std::mem::take(&mut self.features.warnings);
         if !self.part.ended {
             // Header warnings once, after the records' (the last share of a parallel read).
+            outcome.header_warnings = fw.len();
             self.p.warnings.extend(fw);
         }
-        if self.suppressed_warnings > 0 {
+        outcome.suppressed_warnings = self.suppressed_warnings;
+        outcome.shared = self.part.shared;
+        if self.suppressed_warnings > 0 && !self.part.shared {
             self.p.warnings.push(format!(
                 "{} more warnings not shown",
                 self.suppressed_warnings
@@ -1754,7 +1968,7 @@ impl Reader<'_, '_> {
         if self.p.events.is_empty() {
             self.build_events();
         }
-        self.finish(stopped)
+        self.finish(stopped, &mut ShareOutcome::default())
     }
 }
 
@@ -2043,7 +2257,16 @@ pub(crate) fn read<'p>(
     skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let whole = Share { index: 0, count: 1 };
-    read_share(data, progress, release, sink, unwinder, skips, whole).map(|(p, _)| p)
+    read_share(
+        data,
+        progress,
+        release,
+        sink,
+        unwinder,
+        skips,
+        (whole, Jumping::No),
+    )
+    .map(|(p, _)| p)
 }
 
 /// What a reader leaves out of samples (see [`crate::ReadOptions`]).
@@ -2063,10 +2286,18 @@ pub(crate) struct Share {
 }
 
 /// What a part of a parallel read did (see [`PartBounds`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ShareOutcome {
     /// The part reached its share (if not, it delivered nothing and its profile is not used).
     pub started: bool,
+    /// The skip it made before its share (see [`JumpPlan`]).
+    pub jumped: Option<Jumped>,
+    /// Warnings past the cap it did not keep.
+    pub suppressed_warnings: u64,
+    /// The header's warnings at the end of its profile's (after the records').
+    pub header_warnings: usize,
+    /// One of several parts: its profile has no "more warnings" line (see [`merge_shares`]).
+    pub shared: bool,
 }
 
 /// [`read`] of one share of the records (`Share { index: 0, count: 1 }`: all of them).
@@ -2077,7 +2308,7 @@ pub(crate) fn read_share<'p>(
     sink: Option<SampleSink<'p>>,
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
     skips: Skips,
-    share: Share,
+    (share, jumping): (Share, Jumping<'_>),
 ) -> Result<(Profile, ShareOutcome), DecodeError> {
     let be = header::byte_order(data)?;
     let hsize = u64_at(data, 8, be).ok_or(DecodeError::TooShort(data.len() as u64))?;
@@ -2090,7 +2321,8 @@ pub(crate) fn read_share<'p>(
         // Pipe mode: a 16-byte header, then records (attrs and features among them). Not
         // split: the first part reads it all.
         if share.index > 0 {
-            return Ok((Profile::default(), ShareOutcome { started: false }));
+            let outcome = ShareOutcome::default();
+            return Ok((Profile::default(), outcome));
         }
         r.p.meta.pipe_mode = true;
         stopped = r.frame(16, data.len(), true);
@@ -2154,6 +2386,7 @@ pub(crate) fn read_share<'p>(
                 .unwrap_or(usize::MAX)
                 .min(data.len())
         };
+        let mut at_end = None;
         if share.count > 1 {
             let at = |i: usize| start + (end.saturating_sub(start) / share.count).saturating_mul(i);
             r.part = PartBounds {
@@ -2162,19 +2395,50 @@ pub(crate) fn read_share<'p>(
                 lite: share.index > 0,
                 started: share.index == 0,
                 ended: false,
+                shared: true,
             };
+            // A jump's earliest start: a sixteenth of the way to the second share.
+            let after = start + at(1).saturating_sub(start) / 16;
+            match jumping {
+                Jumping::Jump { made } if share.index == 1 => {
+                    r.jump_plan = r.plan_jump(start, end, after, at(1));
+                    made.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
+                }
+                Jumping::Log { at_end: f } if share.index == 0 => {
+                    r.log = Some(RoundLog {
+                        from: after,
+                        ..RoundLog::default()
+                    });
+                    at_end = Some(f);
+                }
+                _ => {}
+            }
         }
-        let data_stop = r.frame(start, end, false);
+        let mut data_stop = r.frame(start, end, false);
+        if r.part.ended {
+            if let (Some(f), Some(log)) = (at_end, r.log.take()) {
+                if f(&log) {
+                    // The next part's jump was refuted: read its share too.
+                    r.part.ended = false;
+                    r.part.to = None;
+                    data_stop = r.frame(r.resume_at, end, false);
+                }
+            }
+        }
         if r.part.ended || !r.part.started {
             // The share ended at a round (what follows is the next part's), or never began
             // (this part's profile is dropped).
             let outcome = ShareOutcome {
                 started: r.part.started,
+                jumped: r.jumped,
+                ..ShareOutcome::default()
             };
             r.queue.clear();
             r.head = 0;
             r.sorted = 0;
-            return Ok((r.finish(data_stop), outcome));
+            let mut outcome = outcome;
+            let p = r.finish(data_stop, &mut outcome);
+            return Ok((p, outcome));
         }
         let data_stop = data_stop
             .or_else(|| {
@@ -2209,27 +2473,54 @@ pub(crate) fn read_share<'p>(
     if r.p.events.is_empty() {
         r.build_events();
     }
-    let outcome = ShareOutcome {
+    let mut outcome = ShareOutcome {
         started: r.part.started,
+        jumped: r.jumped,
+        ..ShareOutcome::default()
     };
-    Ok((r.finish(stopped), outcome))
+    let p = r.finish(stopped, &mut outcome);
+    Ok((p, outcome))
 }
 
 /// Combines the profiles of the parts of a parallel read into what a sequential read gives:
 /// the state (DSOs, strings, meta, stop) of the last part that reached its share, which
 /// replayed everything before it, with the counters every part delivered summed.
 pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
-    let used: Vec<Profile> = parts
-        .into_iter()
-        .take_while(|(_, o)| o.started)
-        .map(|(p, _)| p)
-        .collect();
-    let mut used = used.into_iter();
+    let mut used: Vec<(Profile, ShareOutcome)> =
+        parts.into_iter().take_while(|(_, o)| o.started).collect();
+    if let [(_, o)] = used.as_slice() {
+        if !o.shared {
+            // A read in one part: its profile is complete.
+            return used.pop().map(|(p, _)| p).unwrap_or_default();
+        }
+    }
+    // The records' warnings of every part in order, capped as one reader caps them; then
+    // the header's (the last part's) and the count of those not kept.
+    let mut warnings = Vec::new();
+    let mut suppressed = 0u64;
+    let mut header = Vec::new();
+    let last = used.len().saturating_sub(1);
+    let mut used = used.into_iter().enumerate().map(|(i, (mut p, o))| {
+        let records = p.warnings.len().saturating_sub(o.header_warnings);
+        let tail = p.warnings.split_off(records);
+        if i == last {
+            header = tail;
+        }
+        for w in p.warnings.drain(..) {
+            if warnings.len() < MAX_WARNINGS {
+                warnings.push(w);
+            } else {
+                suppressed += 1;
+            }
+        }
+        suppressed += o.suppressed_warnings;
+        p
+    });
     let Some(first) = used.next() else {
         return Profile::default();
     };
     let mut merged = first;
-    for p in used {
+    for p in used.by_ref() {
         let earlier = std::mem::replace(&mut merged, p);
         for (e, old) in merged.events.iter_mut().zip(&earlier.events) {
             e.samples += old.samples;
@@ -2244,12 +2535,13 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (a, b) => a.or(b),
         };
-        // Earlier parts' warnings first: each part warns only about what it delivered (and
-        // the last one about the header), so this is the sequential order.
-        let mut warnings = earlier.warnings;
-        warnings.append(&mut merged.warnings);
-        merged.warnings = warnings;
     }
+    drop(used);
+    warnings.append(&mut header);
+    if suppressed > 0 {
+        warnings.push(format!("{suppressed} more warnings not shown"));
+    }
+    merged.warnings = warnings;
     merged
 }
 

@@ -234,6 +234,8 @@ pub(crate) struct State {
     /// followed by an mmap would otherwise copy big map lists quadratically.
     pub(crate) map_budget: usize,
     threads: IntMap<i32, Thread>,
+    /// Threads that samples made known (their first sample came before any COMM or FORK).
+    pub(crate) sample_threads: u64,
     kernel: Maps,
     dso_index: HashMap<DsoKey, DsoId>,
     comm_index: HashMap<String, StrId>,
@@ -305,7 +307,11 @@ impl State {
                 return (c.comm, slot);
             }
         }
+        let known = self.threads.len();
         let comm = self.comm(p, tid);
+        if self.threads.len() != known {
+            self.sample_threads += 1;
+        }
         let maps = self.procs.get(&pid).cloned();
         if let Some(e) = self.thread_cache.get_mut(slot) {
             *e = Some(CachedThread {

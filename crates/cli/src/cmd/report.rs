@@ -385,7 +385,7 @@ fn read_profile_parallel(
 ) -> anyhow::Result<Profile> {
     let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
     let bar = bar.cloned();
-    let profile = {
+    let (profile, used) = {
         let mut sinks: Vec<_> = aggs
             .iter_mut()
             .map(|a| move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
@@ -403,7 +403,8 @@ fn read_profile_parallel(
         )
         .with_context(|| format!("cannot read {}", args.input.display()))?
     };
-    let mut aggs = aggs.into_iter();
+    // Only the first `used` shares' samples count (see read_file_parallel).
+    let mut aggs = aggs.into_iter().take(used);
     if let Some(first) = aggs.next() {
         *agg = first;
     }

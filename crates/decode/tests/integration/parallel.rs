@@ -26,13 +26,14 @@ fn sequential(path: &Path) -> (Vec<Value>, Value) {
 /// samples each share delivered.
 fn parallel(path: &Path, n: usize) -> ((Vec<Value>, Value), Vec<usize>) {
     let mut shares: Vec<Vec<Value>> = vec![Vec::new(); n];
-    let profile = {
+    let (profile, used) = {
         let mut sinks: Vec<_> = shares
             .iter_mut()
             .map(|v| move |p: &Profile, s: &Sample| v.push(sample_view(p, s)))
             .collect();
         read_file_parallel(path, false, &mut |_, _| {}, &mut sinks).expect("parallel read")
     };
+    shares.truncate(used);
     let sizes = shares.iter().map(Vec::len).collect();
     let samples = shares.into_iter().flatten().collect();
     ((samples, profile_view(&profile)), sizes)
@@ -155,4 +156,118 @@ fn test_parallel_read_equals_sequential_on_live_multiprocess_recording() {
         "expected warnings about malformed samples: {warnings}"
     );
     assert_parallel_is_sequential("live recording with malformed samples", &corrupt);
+}
+
+/// What a hand-built recording holds in one of its middle rounds (see [`jump_file`]).
+#[derive(Clone, Copy, Debug)]
+enum Middle {
+    Nothing,
+    /// A COMM and samples of a new thread.
+    NewThread,
+    /// Samples of a thread no record named (their comm is interned by the sample).
+    UnknownThread,
+    /// A new executable mapping, and samples in it.
+    Mmap,
+    /// A sample far newer than everything around it (the flush limits change).
+    LateTime,
+}
+
+/// A recording of process 100 (threads 100 and 101, set up before the first round) with
+/// 64 rounds of samples from two CPUs (each round two time-sorted runs that interleave),
+/// and `middle` in round `at`.
+fn jump_file(middle: Middle, at: usize) -> Vec<u8> {
+    use crate::synth::{comm, file, mmap2, sample_a, Data, ID_A, USER};
+    let mut d = Data::default();
+    d.rec_id(3, 0, comm(100, 100, "main"), 100, 1, ID_A);
+    d.rec_id(3, 0, comm(100, 101, "worker"), 100, 1, ID_A);
+    let app = mmap2(100, 0x40_0000, 0x1_0000, 0, 5, "/usr/bin/app");
+    d.rec_id(10, USER, app, 100, 2, ID_A);
+    d.round();
+    for round in 0..64u64 {
+        let base = 1000 + round * 100;
+        for cpu in 0..2u64 {
+            if round as usize == at && cpu == 1 {
+                match middle {
+                    Middle::Nothing | Middle::UnknownThread | Middle::LateTime => {}
+                    Middle::NewThread => {
+                        d.rec_id(3, 0, comm(100, 102, "late"), 100, base, ID_A);
+                    }
+                    Middle::Mmap => {
+                        let lib = mmap2(100, 0x60_0000, 0x1_0000, 0, 5, "/usr/lib/late.so");
+                        d.rec_id(10, USER, lib, 100, base, ID_A);
+                    }
+                }
+            }
+            for k in 0..24u64 {
+                let time = base + 2 * k + cpu;
+                let tid = 100 + ((k + cpu) % 2) as i32;
+                let ip = 0x40_0000 + ((round * 7 + k * 13) % 0x1000) * 4;
+                d.rec(9, USER, sample_a(ip, 100, tid, time, 10 + k, &[]));
+            }
+            if round as usize == at && cpu == 1 {
+                let (ip, tid, time) = match middle {
+                    Middle::Nothing => continue,
+                    Middle::NewThread => (0x40_0100, 102, base + 60),
+                    Middle::UnknownThread => (0x40_0100, 103, base + 60),
+                    Middle::Mmap => (0x60_0100, 100, base + 60),
+                    Middle::LateTime => (0x40_0100, 100, base + 5000),
+                };
+                d.rec(9, USER, sample_a(ip, 100, tid, time, 7, &[]));
+            }
+        }
+        d.round();
+    }
+    file(&d)
+}
+
+#[test]
+fn test_two_share_read_jumps_only_over_records_that_change_nothing() {
+    // The second of two shares skips most of the first share's records when they change no
+    // state; the first share checks that, and reads the second share itself if they did.
+    // Either way the samples and the profile are the sequential ones.
+    let dir = scratch("parallel-jump");
+    let cases = [
+        (Middle::Nothing, 20, true),
+        // Before the jump's start (a sixteenth of the way): replayed, so the jump holds.
+        (Middle::NewThread, 0, true),
+        (Middle::Mmap, 0, true),
+        // In the skipped middle: refuted.
+        (Middle::NewThread, 20, false),
+        (Middle::UnknownThread, 20, false),
+        (Middle::Mmap, 20, false),
+        (Middle::LateTime, 29, false),
+        // Late in the first share, after the rounds the jump lands on: replayed again.
+        (Middle::UnknownThread, 31, true),
+        (Middle::Mmap, 31, true),
+    ];
+    for (middle, at, holds) in cases {
+        let path = dir.join(format!("{middle:?}-{at}.data"));
+        std::fs::write(&path, jump_file(middle, at)).unwrap();
+        let name = format!("{middle:?} in round {at}");
+        assert_parallel_is_sequential(&name, &path);
+        let (_, sizes) = parallel(&path, 2);
+        let expect = if holds { 2 } else { 1 };
+        assert_eq!(sizes.len(), expect, "{name}: shares used {sizes:?}");
+        if holds {
+            assert!(
+                sizes.iter().all(|&n| n > 0),
+                "{name}: a share is empty: {sizes:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn test_parallel_read_equals_sequential_on_fuzz_findings() {
+    // Mutated recordings on which a parallel read once differed: a jump onto the round
+    // that ends the first share (whose flush the jumping part needed), and more malformed
+    // records than the warning cap (each part capped its own).
+    let dir = fixture("parallel-regressions");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).expect("parallel-regressions fixtures") {
+        let path = e.unwrap().path();
+        assert_parallel_is_sequential(&path.display().to_string(), &path);
+        n += 1;
+    }
+    assert!(n >= 3, "fixtures missing in {}", dir.display());
 }

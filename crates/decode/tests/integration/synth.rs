@@ -100,7 +100,7 @@ impl Data {
         self.rec(ty, misc, body);
     }
 
-    fn round(&mut self) {
+    pub(crate) fn round(&mut self) {
         self.rec(68, 0, Vec::new());
     }
 }
@@ -134,7 +134,7 @@ fn mmap1(pid: i32, start: u64, len: u64, pgoff: u64, path: &str) -> Vec<u8> {
     b
 }
 
-fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
+pub(crate) fn comm(pid: i32, tid: i32, name: &str) -> Vec<u8> {
     let mut b = u32s(&[pid as u32, tid as u32]);
     b.extend(cstr(name));
     b
