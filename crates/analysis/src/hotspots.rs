@@ -442,6 +442,24 @@ struct SampleKeys {
 }
 
 impl Agg {
+    /// The entry of one sample `s` with call chain `callchain`.
+    fn of_sample(s: &Sample, callchain: std::ops::Range<u32>) -> Agg {
+        Agg {
+            event: s.event,
+            cpumode: s.cpumode,
+            exact: s.exact_ip,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            comm: s.comm,
+            ip: s.ip,
+            location: s.location,
+            callchain,
+            samples: 1,
+            period: s.period,
+        }
+    }
+
     fn sample_keys(&self) -> SampleKeys {
         SampleKeys {
             comm: self.comm,
@@ -799,20 +817,7 @@ impl SampleAggregator {
         } else {
             (0, 0)
         };
-        let mut a = Agg {
-            event: s.event,
-            cpumode: s.cpumode,
-            exact: s.exact_ip,
-            pid: s.pid,
-            tid: s.tid,
-            cpu: s.cpu,
-            comm: s.comm,
-            ip: s.ip,
-            location: s.location,
-            callchain: start..end,
-            samples: 1,
-            period: s.period,
-        };
+        let mut a = Agg::of_sample(s, start..end);
         if let Some(k) = &self.keep {
             k.apply(&mut a);
         }
@@ -853,7 +858,8 @@ impl SampleAggregator {
     #[inline]
     fn fold(&mut self, e: Agg) {
         if self.keep.is_some() {
-            self.fold_flat_agg(e);
+            let (key, samples, period) = (FlatIndex::key(&e), e.samples, e.period);
+            self.fold_flat(key, samples, period, || e);
             return;
         }
         let key = e.key();
@@ -908,21 +914,8 @@ impl SampleAggregator {
     #[inline]
     fn add_flat(&mut self, keep: KeptFields, s: &Sample) {
         let key = keep.flat_key(s);
-        self.fold_flat(key, s.period, || {
-            let mut a = Agg {
-                event: s.event,
-                cpumode: s.cpumode,
-                exact: s.exact_ip,
-                pid: s.pid,
-                tid: s.tid,
-                cpu: s.cpu,
-                comm: s.comm,
-                ip: s.ip,
-                location: s.location,
-                callchain: 0..0,
-                samples: 1,
-                period: s.period,
-            };
+        self.fold_flat(key, 1, s.period, || {
+            let mut a = Agg::of_sample(s, 0..0);
             keep.apply(&mut a);
             debug_assert!(FlatIndex::key(&a) == key);
             a
@@ -932,25 +925,7 @@ impl SampleAggregator {
     /// [`fold`](Self::fold) for flat reports, through the packed-key index: `samples`
     /// samples of summed `period` join the entry of `key`, or the new entry `make` returns.
     #[inline(always)]
-    fn fold_flat_agg(&mut self, e: Agg) {
-        let (samples, period) = (e.samples, e.period);
-        let key = FlatIndex::key(&e);
-        self.fold_flat_n(key, samples, period, || e);
-    }
-
-    #[inline(always)]
-    fn fold_flat(&mut self, key: [u64; 4], period: u64, make: impl FnOnce() -> Agg) {
-        self.fold_flat_n(key, 1, period, make);
-    }
-
-    #[inline(always)]
-    fn fold_flat_n(
-        &mut self,
-        key: [u64; 4],
-        samples: u64,
-        period: u64,
-        make: impl FnOnce() -> Agg,
-    ) {
+    fn fold_flat(&mut self, key: [u64; 4], samples: u64, period: u64, make: impl FnOnce() -> Agg) {
         let last = self.last as usize;
         if self.flat.keys.get(last).is_some_and(|k| same_key(k, &key)) {
             if let Some(a) = self.aggs.get_mut(last) {
