@@ -558,19 +558,46 @@ fn same_key(a: &[u64; 4], b: &[u64; 4]) -> bool {
     ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3])) == 0
 }
 
+/// The fields of an entry a flat report's key holds (the others are cleared by
+/// [`KeptFields::apply`]).
+struct FlatFields {
+    event: EventId,
+    cpumode: CpuMode,
+    cpu: u32,
+    pid: i32,
+    tid: i32,
+    comm: StrId,
+    location: Location,
+}
+
 impl FlatIndex {
     /// An entry's key (what [`Agg::key`] holds once [`KeptFields::apply`] cleared the IP,
     /// exactness and chain) in four words, one-to-one: the DSO's presence has its own bit.
     #[inline(always)]
     fn key(a: &Agg) -> [u64; 4] {
+        FlatIndex::pack(FlatFields {
+            event: a.event,
+            cpumode: a.cpumode,
+            cpu: a.cpu,
+            pid: a.pid,
+            tid: a.tid,
+            comm: a.comm,
+            location: a.location,
+        })
+    }
+
+    /// The four words of a key: both ways of making one ([`FlatIndex::key`],
+    /// [`KeptFields::flat_key`]) pack through here.
+    #[inline(always)]
+    fn pack(f: FlatFields) -> [u64; 4] {
         [
-            u64::from(a.event)
-                | (a.cpumode as u64) << 16
-                | u64::from(a.location.dso.is_some()) << 24
-                | u64::from(a.cpu) << 32,
-            u64::from(a.pid as u32) | u64::from(a.tid as u32) << 32,
-            u64::from(a.comm) | u64::from(a.location.dso.unwrap_or(0)) << 32,
-            a.location.file_offset,
+            u64::from(f.event)
+                | (f.cpumode as u64) << 16
+                | u64::from(f.location.dso.is_some()) << 24
+                | u64::from(f.cpu) << 32,
+            u64::from(f.pid as u32) | u64::from(f.tid as u32) << 32,
+            u64::from(f.comm) | u64::from(f.location.dso.unwrap_or(0)) << 32,
+            f.location.file_offset,
         ]
     }
 
@@ -674,21 +701,27 @@ impl KeptFields {
     /// stalled on reading back what was just stored.
     #[inline(always)]
     fn flat_key(&self, s: &Sample) -> [u64; 4] {
-        let pick = |keep: bool, v: u64| if keep { v } else { 0 };
-        let (dso, file_offset, cpumode) = if self.location {
-            (s.location.dso, s.location.file_offset, s.cpumode)
-        } else {
-            (None, 0, CpuMode::Unknown)
-        };
-        [
-            u64::from(s.event)
-                | (cpumode as u64) << 16
-                | u64::from(dso.is_some()) << 24
-                | pick(self.cpu, u64::from(s.cpu)) << 32,
-            pick(self.pid, u64::from(s.pid as u32)) | pick(self.tid, u64::from(s.tid as u32)) << 32,
-            pick(self.comm, u64::from(s.comm)) | u64::from(dso.unwrap_or(0)) << 32,
-            file_offset,
-        ]
+        let pick = |keep: bool, v| if keep { v } else { 0 };
+        FlatIndex::pack(FlatFields {
+            event: s.event,
+            cpumode: if self.location {
+                s.cpumode
+            } else {
+                CpuMode::Unknown
+            },
+            cpu: pick(self.cpu, s.cpu),
+            pid: pick(self.pid, s.pid as u32) as i32,
+            tid: pick(self.tid, s.tid as u32) as i32,
+            comm: pick(self.comm, s.comm),
+            location: if self.location {
+                s.location
+            } else {
+                Location {
+                    dso: None,
+                    file_offset: 0,
+                }
+            },
+        })
     }
 
     fn apply(&self, a: &mut Agg) {
