@@ -350,12 +350,7 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
                 results.push(job());
             }
             for t in threads {
-                results.push(t.join().unwrap_or_else(|_| {
-                    Err(DecodeError::Header {
-                        offset: 0,
-                        what: "a decoding thread panicked".into(),
-                    })
-                }));
+                results.push(join_taken(&mut Some(t)));
             }
             results
         });
@@ -364,6 +359,20 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
         parts.push(r?);
     }
     Ok((reader::merge_shares(parts), count))
+}
+
+/// The result of the reading thread in `handle` (taken; a panic, or no thread, is an error).
+fn join_taken<T>(
+    handle: &mut Option<std::thread::ScopedJoinHandle<'_, Result<T, DecodeError>>>,
+) -> Result<T, DecodeError> {
+    let panicked = || DecodeError::Header {
+        offset: 0,
+        what: "a decoding thread panicked".into(),
+    };
+    handle.take().map_or_else(
+        || Err(panicked()),
+        |h| h.join().unwrap_or_else(|_| Err(panicked())),
+    )
 }
 
 /// [`read_parallel`] on two shares: the second part may jump over the middle of the first
@@ -377,10 +386,6 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
     [first, second]: [&mut S; 2],
 ) -> Result<(Profile, usize), DecodeError> {
     type PartResult = Result<(Profile, reader::ShareOutcome), DecodeError>;
-    let panicked = || DecodeError::Header {
-        offset: 0,
-        what: "a decoding thread panicked".into(),
-    };
     let planned = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let planned = &planned;
@@ -396,7 +401,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
                 skips,
                 (
                     reader::Share { index: 1, count: 2 },
-                    reader::Jumping::Jump { made: planned },
+                    reader::Jumping::Jump { planned },
                 ),
             )
         });
@@ -404,10 +409,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
         // The second part's result, and the records its jump skipped (None: refuted).
         let mut checked: Option<(PartResult, Option<u64>)> = None;
         let mut at_end = |log: &reader::RoundLog| -> bool {
-            let r = later.take().map_or_else(
-                || Err(panicked()),
-                |h| h.join().unwrap_or_else(|_| Err(panicked())),
-            );
+            let r = join_taken(&mut later);
             let skipped = match &r {
                 Ok((_, o)) => match o.jumped {
                     Some(j) => log.confirms(&j).then(|| log.skipped(&j)),
@@ -442,10 +444,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
             None => {
                 // The first part never reached the end of its share (compressed data, damage,
                 // no round after it): a jump could have skipped what stopped it.
-                let r = later.take().map_or_else(
-                    || Err(panicked()),
-                    |h| h.join().unwrap_or_else(|_| Err(panicked())),
-                );
+                let r = join_taken(&mut later);
                 let skipped = (!planned.load(std::sync::atomic::Ordering::Acquire)).then_some(0);
                 (r, skipped)
             }

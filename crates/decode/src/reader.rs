@@ -537,9 +537,10 @@ impl RoundLog {
 pub(crate) enum Jumping<'h> {
     /// Not at all (one part, or more than two).
     No,
-    /// The second part: plans a jump and makes it if it can; `made` is set when it does.
+    /// The second part: plans a jump and makes it if it can; `planned` is set when a jump
+    /// is planned (then an error of this part may come from bytes the jump misread).
     Jump {
-        made: &'h std::sync::atomic::AtomicBool,
+        planned: &'h std::sync::atomic::AtomicBool,
     },
     /// The first part: logs rounds and changes; at the end of its share `at_end` is told
     /// the log and returns whether to read on to the end (the jump was refuted).
@@ -2400,9 +2401,9 @@ pub(crate) fn read_share<'p>(
             // A jump's earliest start: a sixteenth of the way to the second share.
             let after = start + at(1).saturating_sub(start) / 16;
             match jumping {
-                Jumping::Jump { made } if share.index == 1 => {
+                Jumping::Jump { planned } if share.index == 1 => {
                     r.jump_plan = r.plan_jump(start, end, after, at(1));
-                    made.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
+                    planned.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
                 }
                 Jumping::Log { at_end: f } if share.index == 0 => {
                     r.log = Some(RoundLog {
