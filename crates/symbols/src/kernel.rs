@@ -28,39 +28,14 @@ pub fn parse_kallsyms(text: &str) -> Kallsyms {
 /// not UTF-8 is kept empty.
 ///
 /// Written for speed (~10^5 lines; generic splitting and a `String` per symbol made this
-/// 15 ms of a report's start): see [`kallsyms_line`]. (Parsing two halves on two threads
-/// was not faster on our 2-core VMs: the second thread started 2-3 ms late, and joining
-/// the halves cost 1 ms.)
+/// 15 ms of a report's start): see [`kallsyms_line`]. One thread: two halves on two
+/// threads were not faster on 2-core VMs (see docs/performance.md).
 pub fn parse_kallsyms_bytes(bytes: &[u8]) -> Kallsyms {
-    let all = parse_lines(bytes);
-    Kallsyms {
-        kernel: all.kernel.build(),
-        modules: all
-            .modules
-            .into_iter()
-            .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.build()))
-            .collect(),
-        all_zero: all.seen > 0 && all.nonzero == 0,
-    }
-}
-
-/// The symbols of kallsyms text, not yet sorted (see [`parse_lines`]).
-#[derive(Default)]
-struct KallsymsLines<'a> {
-    kernel: SymbolTableBuilder,
-    modules: HashMap<&'a [u8], SymbolTableBuilder>,
-    /// Lines read, and those with a nonzero address.
-    seen: u64,
-    nonzero: u64,
-}
-
-/// Reads every line of `bytes` into builders.
-fn parse_lines(bytes: &[u8]) -> KallsymsLines<'_> {
     // ~44 bytes a line, ~20 of them name.
-    let mut out = KallsymsLines {
-        kernel: SymbolTableBuilder::with_capacity(bytes.len() / 44, bytes.len() / 2),
-        ..KallsymsLines::default()
-    };
+    let mut kernel = SymbolTableBuilder::with_capacity(bytes.len() / 44, bytes.len() / 2);
+    let mut modules: HashMap<&[u8], SymbolTableBuilder> = HashMap::new();
+    let mut seen = 0u64;
+    let mut nonzero = 0u64;
     // Validated once as a whole (names are cut at ASCII white space, so each is valid when
     // the whole is): checking each name on its own was a fifth of the parse.
     let text = std::str::from_utf8(bytes).ok();
@@ -71,9 +46,9 @@ fn parse_lines(bytes: &[u8]) -> KallsymsLines<'_> {
         let Some((addr, t, name, module)) = fields else {
             continue;
         };
-        out.seen += 1;
+        seen += 1;
         if addr != 0 {
-            out.nonzero += 1;
+            nonzero += 1;
         }
         if !matches!(t.to_ascii_uppercase(), b'T' | b'W' | b'D' | b'B') {
             continue;
@@ -96,15 +71,22 @@ fn parse_lines(bytes: &[u8]) -> KallsymsLines<'_> {
             Some(m) if m.first() == Some(&b'[') => {
                 let m = m.strip_prefix(b"[").unwrap_or(m);
                 let m = m.strip_suffix(b"]").unwrap_or(m);
-                out.modules
+                modules
                     .entry(m)
                     .or_default()
                     .push(name, addr, addr, binding);
             }
-            _ => out.kernel.push(name, addr, addr, binding),
+            _ => kernel.push(name, addr, addr, binding),
         }
     }
-    out
+    Kallsyms {
+        kernel: kernel.build(),
+        modules: modules
+            .into_iter()
+            .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), v.build()))
+            .collect(),
+        all_zero: seen > 0 && nonzero == 0,
+    }
 }
 
 /// A kallsyms line's address, type letter, name (its byte range in the text) and the

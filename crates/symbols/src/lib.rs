@@ -265,8 +265,8 @@ fn read_kallsyms(path: &Path) -> std::io::Result<kernel::Kallsyms> {
 fn map_or_read(path: &Path) -> Option<KallsymsText> {
     let file = std::fs::File::open(path).ok()?;
     if file.metadata().ok()?.len() > 0 {
-        // SAFETY: a read-only private mapping, read as bytes only (names are checked as
-        // UTF-8 one at a time); perf writes its cache copies once.
+        // SAFETY: a read-only private mapping, read as bytes only (checked as UTF-8 before
+        // names are taken from it); perf writes its cache copies once.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
             return Some(KallsymsText::Mapped(map));
         }
