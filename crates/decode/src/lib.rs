@@ -273,13 +273,13 @@ pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
     // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     let data: &[u8] = &map;
+    if stream::is_pipe_header(data) {
+        return Ok(true);
+    }
     // Not a perf.data file: the read itself reports it.
     let Ok(be) = header::byte_order(data) else {
         return Ok(true);
     };
-    if cursor::u64_at(data, 8, be) == Some(16) {
-        return Ok(true);
-    }
     let h = header::parse_file_header(data, be)?;
     let attrs = header::parse_file_attrs(data, &h)?;
     let user_stack = reader::st::REGS_USER | reader::st::STACK_USER;

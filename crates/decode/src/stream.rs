@@ -159,19 +159,16 @@ impl StreamDecoder {
             let (head, rest) = input.split_at(take);
             self.buf.extend_from_slice(head);
             input = rest;
-            let Some(magic) = self.buf.get(..8) else {
+            if self.buf.len() < 8 {
                 return Ok(());
-            };
-            let be = if magic == header::MAGIC_LE {
-                false
-            } else if magic == header::MAGIC_BE {
-                true
-            } else {
-                let mut m = [0u8; 8];
-                m.copy_from_slice(magic);
-                self.rejected = Some((0, DecodeError::BadMagic(m).to_string()));
-                self.buf = Vec::new();
-                return Err(DecodeError::BadMagic(m));
+            }
+            let be = match header::byte_order(&self.buf) {
+                Ok(be) => be,
+                Err(e) => {
+                    self.rejected = Some((0, e.to_string()));
+                    self.buf = Vec::new();
+                    return Err(e);
+                }
             };
             let Some(size) = u64_at(&self.buf, 8, be) else {
                 return Ok(());
@@ -412,13 +409,8 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, DecodeError
 }
 
 /// Whether a 16-byte header starts a pipe-mode stream.
-fn is_pipe_header(head: &[u8]) -> bool {
-    let be = match head.get(..8) {
-        Some(m) if m == header::MAGIC_LE => false,
-        Some(m) if m == header::MAGIC_BE => true,
-        _ => return false,
-    };
-    u64_at(head, 8, be) == Some(PIPE_HEADER as u64)
+pub(crate) fn is_pipe_header(head: &[u8]) -> bool {
+    header::byte_order(head).is_ok_and(|be| u64_at(head, 8, be) == Some(PIPE_HEADER as u64))
 }
 
 /// Runs a pipe-mode stream from `input` through a [`StreamDecoder`]; `collect` keeps the
