@@ -495,7 +495,9 @@ pub(crate) struct RoundLog {
 const MAX_LOGGED_CHANGES: usize = 1 << 12;
 
 impl RoundLog {
-    fn change(&mut self, at: usize) {
+    /// Notes that the record at file offset `at` changed state.
+    fn change(&mut self, at: u64) {
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
         if at < self.from {
             return;
         }
@@ -803,7 +805,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             if ty >= 64 && ty != rt::FINISHED_ROUND {
                 // User records (attrs, features, compressed data, AUX) are not state-free.
                 if let Some(log) = self.log.as_mut() {
-                    log.change(off);
+                    log.change(off as u64);
                 }
             }
             match ty {
@@ -1407,7 +1409,7 @@ impl<'a, 'p> Reader<'a, 'p> {
     fn side_record(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
         if matches!(ty, rt::MMAP | rt::MMAP2 | rt::COMM | rt::FORK) {
             if let Some(log) = self.log.as_mut() {
-                log.change(usize::try_from(r.file_off).unwrap_or(usize::MAX));
+                log.change(r.file_off);
             }
         }
         match ty {
@@ -1640,7 +1642,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             // This sample made its thread known: a change of state.
             self.sample_threads_seen = self.st.sample_threads;
             if let Some(log) = self.log.as_mut() {
-                log.change(usize::try_from(r.file_off).unwrap_or(usize::MAX));
+                log.change(r.file_off);
             }
         }
         if self.part.lite {
@@ -1847,8 +1849,13 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     /// Ends the read: delivers what is queued and completes the profile. A share of a
-    /// parallel read leaves its warning tail to [`merge_shares`] (in `outcome`).
-    fn finish(mut self, stopped: Option<ReadStop>, outcome: &mut ShareOutcome) -> Profile {
+    /// parallel read leaves its warning tail to [`merge_shares`] (in the outcome).
+    fn finish(mut self, stopped: Option<ReadStop>) -> (Profile, ShareOutcome) {
+        let mut outcome = ShareOutcome {
+            started: self.part.started,
+            jumped: self.jumped,
+            ..ShareOutcome::default()
+        };
         self.flush(None);
         // Pipe mode: names and PMUs may have arrived after the first records.
         self.build_events();
@@ -1880,14 +1887,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         outcome.suppressed_warnings = self.suppressed_warnings;
         outcome.shared = self.part.shared;
         if self.suppressed_warnings > 0 && !self.part.shared {
-            self.p.warnings.push(format!(
-                "{} more warnings not shown",
-                self.suppressed_warnings
-            ));
+            self.p
+                .warnings
+                .push(more_warnings(self.suppressed_warnings));
         }
         self.p.stopped = stopped;
         (self.progress)(self.data.len() as u64, self.data.len() as u64);
-        self.p
+        (self.p, outcome)
     }
 }
 
@@ -1969,7 +1975,7 @@ impl Reader<'_, '_> {
         if self.p.events.is_empty() {
             self.build_events();
         }
-        self.finish(stopped, &mut ShareOutcome::default())
+        self.finish(stopped).0
     }
 }
 
@@ -2429,17 +2435,10 @@ pub(crate) fn read_share<'p>(
         if r.part.ended || !r.part.started {
             // The share ended at a round (what follows is the next part's), or never began
             // (this part's profile is dropped).
-            let outcome = ShareOutcome {
-                started: r.part.started,
-                jumped: r.jumped,
-                ..ShareOutcome::default()
-            };
             r.queue.clear();
             r.head = 0;
             r.sorted = 0;
-            let mut outcome = outcome;
-            let p = r.finish(data_stop, &mut outcome);
-            return Ok((p, outcome));
+            return Ok(r.finish(data_stop));
         }
         let data_stop = data_stop
             .or_else(|| {
@@ -2474,13 +2473,12 @@ pub(crate) fn read_share<'p>(
     if r.p.events.is_empty() {
         r.build_events();
     }
-    let mut outcome = ShareOutcome {
-        started: r.part.started,
-        jumped: r.jumped,
-        ..ShareOutcome::default()
-    };
-    let p = r.finish(stopped, &mut outcome);
-    Ok((p, outcome))
+    Ok(r.finish(stopped))
+}
+
+/// The line that ends a profile's warnings when `n` more were not kept.
+fn more_warnings(n: u64) -> String {
+    format!("{n} more warnings not shown")
 }
 
 /// Combines the profiles of the parts of a parallel read into what a sequential read gives:
@@ -2540,7 +2538,7 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
     drop(used);
     warnings.append(&mut header);
     if suppressed > 0 {
-        warnings.push(format!("{suppressed} more warnings not shown"));
+        warnings.push(more_warnings(suppressed));
     }
     merged.warnings = warnings;
     merged
