@@ -832,6 +832,12 @@ impl SampleAggregator {
         if !chain.is_empty() {
             self.has_callchains = true;
         }
+        if let Some(k) = self.keep {
+            // Flat: no chains kept (the filters only decide that, so they are not evaluated
+            // here: the rows apply them), one fold per sample.
+            self.add_flat(k, s);
+            return;
+        }
         let f = &self.filters;
         let keep = (f.pids.is_empty() || f.pids.contains(&s.pid))
             && (f.tids.is_empty() || f.tids.contains(&s.tid))
@@ -840,21 +846,12 @@ impl SampleAggregator {
             c.add(profile, s, if keep { chain } else { &[] }, keep);
             return;
         }
-        if let Some(k) = self.keep {
-            // Flat: no chains kept (the filters only decide that), one fold per sample.
-            self.add_flat(k, s);
-            return;
-        }
         let (start, end) = if self.with_chains && keep && !chain.is_empty() {
             self.intern_chain(profile, s.pid, chain)
         } else {
             (0, 0)
         };
-        let mut a = Agg::of_sample(s, start..end);
-        if let Some(k) = &self.keep {
-            k.apply(&mut a);
-        }
-        self.fold(a);
+        self.fold(Agg::of_sample(s, start..end));
     }
 
     /// Folds the entries of `later` in: an aggregator of samples that came after this one's
