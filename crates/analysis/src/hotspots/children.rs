@@ -113,23 +113,14 @@ impl ChildrenSamples {
     }
 
     fn place(&mut self, p: Place) -> u32 {
-        let next = self.places.len() as u32;
-        let id = *self.place_ids.entry(p).or_insert(next);
-        if id == next {
-            self.places.push(p);
-        }
-        id
+        intern(&mut self.place_ids, &mut self.places, p)
     }
 
     fn keys(&mut self, k: SampleKeys) -> u32 {
         match self.last_keys {
             Some((last, id)) if last == k => id,
             _ => {
-                let next = self.sample_keys.len() as u32;
-                let id = *self.sample_key_ids.entry(k).or_insert(next);
-                if id == next {
-                    self.sample_keys.push(k);
-                }
+                let id = intern(&mut self.sample_key_ids, &mut self.sample_keys, k);
                 self.last_keys = Some((k, id));
                 id
             }
@@ -243,6 +234,20 @@ impl ChildrenSamples {
             s.seq.shrink_to_fit();
         }
     }
+}
+
+/// The id of `v` in `list` (its index), appending it when new.
+fn intern<T: Copy + Eq + std::hash::Hash>(
+    ids: &mut FxHashMap<T, u32>,
+    list: &mut Vec<T>,
+    v: T,
+) -> u32 {
+    let next = list.len() as u32;
+    let id = *ids.entry(v).or_insert(next);
+    if id == next {
+        list.push(v);
+    }
+    id
 }
 
 /// Whether key `k` is read from the sample (else from the place).
