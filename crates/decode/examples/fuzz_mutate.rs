@@ -132,7 +132,8 @@ fn sample_text(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -
 fn check_parallel(data: &[u8]) {
     let mut want = Vec::new();
     let seq = culprit_decode::read_bytes_streaming(data, &mut |p, s| want.push(sample_text(p, s)));
-    for n in [2usize, 3] {
+    // Fixed splits: the same input reads the same way every time.
+    for (n, split) in [(2usize, 0.5), (2, 0.2), (3, 0.5)] {
         let mut shares: Vec<Vec<String>> = vec![Vec::new(); n];
         let par = {
             let mut sinks: Vec<_> = shares
@@ -143,7 +144,14 @@ fn check_parallel(data: &[u8]) {
                     }
                 })
                 .collect();
-            culprit_decode::read_bytes_parallel(data, false, &mut sinks)
+            culprit_decode::read_bytes_parallel(
+                data,
+                culprit_decode::ParallelOptions {
+                    split: culprit_decode::SplitRule::Fixed(split),
+                    ..Default::default()
+                },
+                &mut sinks,
+            )
         };
         if let Ok((_, used)) = &par {
             shares.truncate(*used);
@@ -154,7 +162,7 @@ fn check_parallel(data: &[u8]) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(
                     want, got,
-                    "parallel read ({n} shares) delivered other samples"
+                    "parallel read ({n} shares, split {split}) delivered other samples"
                 );
                 assert_eq!(
                     format!(
@@ -165,11 +173,13 @@ fn check_parallel(data: &[u8]) {
                         "{:?} {:?} {:?} {:?}",
                         b.events, b.dsos, b.stopped, b.warnings
                     ),
-                    "parallel read ({n} shares) gave another profile"
+                    "parallel read ({n} shares, split {split}) gave another profile"
                 );
             }
             (Err(_), Err(_)) => {}
-            _ => panic!("parallel read ({n} shares) and sequential read disagree on failing"),
+            _ => panic!(
+                "parallel read ({n} shares, split {split}) and sequential read disagree on failing"
+            ),
         }
     }
 }

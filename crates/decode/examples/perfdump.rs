@@ -180,7 +180,12 @@ fn check_parallel(path: &str, n: usize) {
                 }
             })
             .collect();
-        culprit_decode::read_file_parallel(path, false, &mut |_, _| {}, &mut sinks)
+        culprit_decode::read_file_parallel(
+            path,
+            culprit_decode::ParallelOptions::default(),
+            &mut |_, _| {},
+            &mut sinks,
+        )
     };
     let t_par = t.elapsed().as_secs_f64();
     let (a, b) = match (a, b) {

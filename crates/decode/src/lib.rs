@@ -244,17 +244,48 @@ pub fn read_bytes_with(
 /// the end and the second sink's samples must be dropped.)
 pub fn read_file_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     path: &Path,
-    skip_callchains: bool,
+    opts: ParallelOptions<'_>,
     progress: &mut (dyn FnMut(u64, u64) + Send),
     sinks: &mut [S],
 ) -> Result<(Profile, usize), DecodeError> {
     let mut used = 0;
+    let mut opts = Some(opts);
     let profile = with_file(path, &mut |data, release| {
-        let (p, n) = read_parallel(data, release, skip_callchains, progress, sinks)?;
+        let opts = opts.take().unwrap_or_default();
+        let (p, n) = read_parallel(data, release, opts, progress, sinks)?;
         used = n;
         Ok(p)
     })?;
     Ok((profile, used))
+}
+
+/// Options of [`read_file_parallel`].
+#[derive(Default)]
+pub struct ParallelOptions<'w> {
+    /// As [`ReadOptions::skip_callchains`].
+    pub skip_callchains: bool,
+    /// Where two shares meet.
+    pub split: SplitRule,
+    /// Work to do on a reading thread before it reads its share (such as loading the
+    /// kernel's symbols, which the caller needs after the read): it runs on the thread of
+    /// the second share, whose share is then sized to what is left, so that the work and
+    /// the reading share the cores evenly (a thread of its own would take a third of the
+    /// time of two cores from whichever share it lands next to).
+    pub side_work: Option<Box<dyn FnOnce() + Send + 'w>>,
+}
+
+/// Where the two shares of a two-share [`read_file_parallel`] meet (more shares are equal
+/// parts of the data). Either way a share ends at a FINISHED_ROUND record and the result
+/// is the same; only the time differs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum SplitRule {
+    /// Decided when the second thread is ready to read (after the side work, or late
+    /// because its core was slow to wake): halfway between the first thread's progress and
+    /// the end, so that both end together.
+    #[default]
+    Balanced,
+    /// At this fraction of the data section (0 to 1): the same split every time.
+    Fixed(f64),
 }
 
 /// Whether reading `path` may unwind user stacks (see [`ReadOptions::unwinder`]): some
@@ -291,29 +322,48 @@ pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
 /// [`read_file_parallel`] over bytes in memory (tests and the fuzz targets).
 pub fn read_bytes_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
-    skip_callchains: bool,
+    opts: ParallelOptions<'_>,
     sinks: &mut [S],
 ) -> Result<(Profile, usize), DecodeError> {
-    read_parallel(data, &|_| {}, skip_callchains, &mut |_, _| {}, sinks)
+    read_parallel(data, &|_| {}, opts, &mut |_, _| {}, sinks)
 }
 
 fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
     release: &(dyn Fn(usize) + Sync),
-    skip_callchains: bool,
+    opts: ParallelOptions<'_>,
     progress: &mut (dyn FnMut(u64, u64) + Send),
     sinks: &mut [S],
 ) -> Result<(Profile, usize), DecodeError> {
     let skips = reader::Skips {
-        chains: skip_callchains,
+        chains: opts.skip_callchains,
         locations: false,
     };
+    let mut side_work = opts.side_work;
     if let [first, second] = sinks {
-        return read_two(data, release, skips, progress, [first, second]);
+        let split = reader::SplitPoint::new(opts.split);
+        return read_two(
+            data,
+            release,
+            skips,
+            (&split, side_work),
+            progress,
+            [first, second],
+        );
+    }
+    if sinks.len() < 2 {
+        // No second thread: the work comes first.
+        if let Some(work) = side_work.take() {
+            work();
+        }
     }
     let count = sinks.len().max(1);
     let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
         std::thread::scope(|scope| {
+            // More than two shares: the work gets a thread of its own.
+            if let Some(work) = side_work.take() {
+                scope.spawn(work);
+            }
             let last = sinks.len().saturating_sub(1);
             let mut progress = Some(&mut *progress);
             let mut jobs = Vec::new();
@@ -382,6 +432,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],
     release: &(dyn Fn(usize) + Sync),
     skips: reader::Skips,
+    (split, side_work): (&reader::SplitPoint, Option<Box<dyn FnOnce() + Send + '_>>),
     progress: &mut (dyn FnMut(u64, u64) + Send),
     [first, second]: [&mut S; 2],
 ) -> Result<(Profile, usize), DecodeError> {
@@ -390,6 +441,9 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
     std::thread::scope(|scope| {
         let planned = &planned;
         let later = scope.spawn(move || {
+            if let Some(work) = side_work {
+                work();
+            }
             let mut keep = |at: usize| release(at);
             let sink: &mut OnSample<'_> = second;
             reader::read_share(
@@ -401,7 +455,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
                 skips,
                 (
                     reader::Share { index: 1, count: 2 },
-                    reader::Jumping::Jump { planned },
+                    reader::Jumping::Jump { planned, split },
                 ),
             )
         });
@@ -436,6 +490,7 @@ fn read_two<S: FnMut(&Profile, &model::Sample) + Send>(
                 reader::Share { index: 0, count: 2 },
                 reader::Jumping::Log {
                     at_end: &mut at_end,
+                    split,
                 },
             ),
         );

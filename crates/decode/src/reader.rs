@@ -447,6 +447,9 @@ pub(crate) struct Reader<'a, 'p> {
     sample_threads_seen: u64,
     /// Where framing stopped at the end of a share (the record after its last round).
     resume_at: usize,
+    /// The first of two parts, until the split is decided: where it publishes its progress
+    /// and learns the split, with the data's bounds.
+    split: Option<(&'p SplitPoint, usize, usize)>,
 }
 
 /// A skip over the middle of a replay: the second of two parts replays the records from the
@@ -540,15 +543,127 @@ pub(crate) enum Jumping<'h> {
     /// Not at all (one part, or more than two).
     No,
     /// The second part: plans a jump and makes it if it can; `planned` is set when a jump
-    /// is planned (then an error of this part may come from bytes the jump misread).
+    /// is planned (then an error of this part may come from bytes the jump misread). Its
+    /// share starts where `split` says.
     Jump {
         planned: &'h std::sync::atomic::AtomicBool,
+        split: &'h SplitPoint,
     },
     /// The first part: logs rounds and changes; at the end of its share `at_end` is told
-    /// the log and returns whether to read on to the end (the jump was refuted).
+    /// the log and returns whether to read on to the end (the jump was refuted). Its share
+    /// ends where `split` says.
     Log {
         at_end: &'h mut dyn FnMut(&RoundLog) -> bool,
+        split: &'h SplitPoint,
     },
+}
+
+/// Where the two shares of a two-part read meet (see [`crate::SplitRule`]): a fixed
+/// fraction of the data, or decided by the second part when it is ready to read (after
+/// its side work, or late because its core woke slowly), halfway between the first part's
+/// progress and the end, so that both end together. The first part publishes its progress
+/// at each round until a split is decided; a compare-and-swap on one word makes the split
+/// always lie ahead of the first part (the second part decides from the newest progress,
+/// or retries).
+#[derive(Debug)]
+pub(crate) struct SplitPoint {
+    rule: crate::SplitRule,
+    /// The first part's progress (offset after its last round), or [`SPLIT_DECIDED`] and
+    /// the split's offset, or [`SPLIT_CLOSED`].
+    state: std::sync::atomic::AtomicU64,
+}
+
+/// [`SplitPoint::state`] flag: the rest is the split's target offset.
+const SPLIT_DECIDED: u64 = 1 << 63;
+/// [`SplitPoint::state`]: the first part read to the end; there is no second share.
+const SPLIT_CLOSED: u64 = u64::MAX;
+
+impl SplitPoint {
+    pub(crate) fn new(rule: crate::SplitRule) -> Self {
+        SplitPoint {
+            rule,
+            state: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A fixed split's target offset in the data `[start, end)`.
+    fn fixed(&self, start: usize, end: usize) -> Option<usize> {
+        match self.rule {
+            crate::SplitRule::Balanced => None,
+            crate::SplitRule::Fixed(f) => {
+                let f = if f.is_finite() {
+                    f.clamp(0.0, 1.0)
+                } else {
+                    0.5
+                };
+                Some(start + (end.saturating_sub(start) as f64 * f) as usize)
+            }
+        }
+    }
+
+    /// The first part, after a round ending at `at` (data `[start, end)`): publishes its
+    /// progress, and returns the split's target once one is decided.
+    fn reached(&self, at: usize, start: usize, end: usize) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        if let Some(t) = self.fixed(start, end) {
+            return Some(t);
+        }
+        let at = (at as u64).min(SPLIT_DECIDED - 1);
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & SPLIT_DECIDED != 0 {
+                return (cur != SPLIT_CLOSED).then_some((cur & !SPLIT_DECIDED) as usize);
+            }
+            match self
+                .state
+                .compare_exchange_weak(cur, at, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return None,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// The first part read to the end with no split decided: none will be.
+    fn close(&self) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                (cur & SPLIT_DECIDED == 0).then_some(SPLIT_CLOSED)
+            });
+    }
+
+    /// The second part, ready to read (data `[start, end)`): the target offset its share
+    /// starts at, or `None` when less than `min_left` bytes are left after the first part's
+    /// progress (or it read to the end): the first part reads on alone.
+    fn decide(&self, start: usize, end: usize, min_left: usize) -> Option<usize> {
+        use std::sync::atomic::Ordering;
+        if let Some(t) = self.fixed(start, end) {
+            return Some(t);
+        }
+        let mut cur = self.state.load(Ordering::Acquire);
+        loop {
+            if cur & SPLIT_DECIDED != 0 {
+                return (cur != SPLIT_CLOSED).then_some((cur & !SPLIT_DECIDED) as usize);
+            }
+            let progress = usize::try_from(cur).unwrap_or(usize::MAX).max(start);
+            let left = end.saturating_sub(progress);
+            if left < min_left.max(2) {
+                return None;
+            }
+            let target = progress + left / 2;
+            match self.state.compare_exchange_weak(
+                cur,
+                target as u64 | SPLIT_DECIDED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(target),
+                Err(now) => cur = now,
+            }
+        }
+    }
 }
 
 /// Which records a reader of a parallel read delivers. Every part frames the records from the
@@ -636,6 +751,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             log: None,
             sample_threads_seen: 0,
             resume_at: 0,
+            split: None,
         }
     }
 
@@ -841,6 +957,12 @@ impl<'a, 'p> Reader<'a, 'p> {
                         self.requeue_deferred();
                         self.part.started = true;
                     }
+                    if let Some((split, start, end)) = self.split {
+                        if let Some(t) = split.reached(at, start, end) {
+                            self.part.to = Some(t);
+                            self.split = None;
+                        }
+                    }
                     if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
                         self.part.ended = true;
                         self.p.meta.records += 1;
@@ -855,6 +977,9 @@ impl<'a, 'p> Reader<'a, 'p> {
                 }
                 rt::COMPRESSED | rt::COMPRESSED2 => {
                     self.part.to = None;
+                    if let Some((split, ..)) = self.split.take() {
+                        split.close();
+                    }
                     self.p.meta.compressed = true;
                     let payload = if ty == rt::COMPRESSED {
                         Some(body)
@@ -2315,7 +2440,7 @@ pub(crate) fn read_share<'p>(
     sink: Option<SampleSink<'p>>,
     unwinder: Option<&'p mut dyn crate::unwind::UserStackUnwinder>,
     skips: Skips,
-    (share, jumping): (Share, Jumping<'_>),
+    (share, jumping): (Share, Jumping<'p>),
 ) -> Result<(Profile, ShareOutcome), DecodeError> {
     let be = header::byte_order(data)?;
     let hsize = u64_at(data, 8, be).ok_or(DecodeError::TooShort(data.len() as u64))?;
@@ -2407,11 +2532,20 @@ pub(crate) fn read_share<'p>(
             // A jump's earliest start: a sixteenth of the way to the second share.
             let after = start + at(1).saturating_sub(start) / 16;
             match jumping {
-                Jumping::Jump { planned } if share.index == 1 => {
-                    r.jump_plan = r.plan_jump(start, end, after, at(1));
+                Jumping::Jump { planned, split } if share.index == 1 => {
+                    // Too little left to be worth replaying the start and planning a jump
+                    // (an eighth of the data): the first part reads on alone.
+                    let min_left = end.saturating_sub(start) / 8;
+                    let Some(from) = split.decide(start, end, min_left) else {
+                        return Ok(r.finish(None));
+                    };
+                    r.part.from = Some(from);
+                    r.jump_plan = r.plan_jump(start, end, after, from);
                     planned.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
                 }
-                Jumping::Log { at_end: f } if share.index == 0 => {
+                Jumping::Log { at_end: f, split } if share.index == 0 => {
+                    r.part.to = None;
+                    r.split = Some((split, start, end));
                     r.log = Some(RoundLog {
                         from: after,
                         ..RoundLog::default()
@@ -2422,6 +2556,10 @@ pub(crate) fn read_share<'p>(
             }
         }
         let mut data_stop = r.frame(start, end, false);
+        if let Some((split, ..)) = r.split.take() {
+            // Read to the end (or stopped) before any split: a late second part has nothing.
+            split.close();
+        }
         if r.part.ended {
             if let (Some(f), Some(log)) = (at_end, r.log.take()) {
                 if f(&log) {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::table::{Binding, SymbolTable, SymbolTableBuilder};
+use crate::table::{Binding, SharedText, SymbolTable, SymbolTableBuilder};
 
 /// Parsed kallsyms: the kernel's table and one per module (by module name).
 #[derive(Debug, Default)]
@@ -23,22 +23,25 @@ pub fn parse_kallsyms(text: &str) -> Kallsyms {
     parse_kallsyms_bytes(text.as_bytes())
 }
 
-/// [`parse_kallsyms`] over bytes (a mapped file: it is not kept, the names are copied
-/// into each table's arena, so the file's pages need not stay resident). A name that is
-/// not UTF-8 is kept empty.
+/// [`parse_kallsyms`] over bytes (copied: see [`parse_kallsyms_text`] to share them). A
+/// name that is not UTF-8 is kept empty.
+pub fn parse_kallsyms_bytes(bytes: &[u8]) -> Kallsyms {
+    parse_kallsyms_text(std::sync::Arc::new(bytes.to_vec()))
+}
+
+/// [`parse_kallsyms`] over a shared text (such as a mapped file), which the tables keep:
+/// their names are ranges of it, not copies. A name that is not UTF-8 reads as empty.
 ///
 /// Written for speed (~10^5 lines; generic splitting and a `String` per symbol made this
 /// 15 ms of a report's start): see [`kallsyms_line`]. One thread: two halves on two
 /// threads were not faster on 2-core VMs (see docs/performance.md).
-pub fn parse_kallsyms_bytes(bytes: &[u8]) -> Kallsyms {
-    // ~44 bytes a line, ~20 of them name.
-    let mut kernel = SymbolTableBuilder::with_capacity(bytes.len() / 44, bytes.len() / 2);
+pub fn parse_kallsyms_text(text: SharedText) -> Kallsyms {
+    let bytes: &[u8] = (*text).as_ref();
+    // ~44 bytes a line.
+    let mut kernel = SymbolTableBuilder::over_text(text.clone(), bytes.len() / 44);
     let mut modules: HashMap<&[u8], SymbolTableBuilder> = HashMap::new();
     let mut seen = 0u64;
     let mut nonzero = 0u64;
-    // Validated once as a whole (names are cut at ASCII white space, so each is valid when
-    // the whole is): checking each name on its own was a fifth of the parse.
-    let text = std::str::from_utf8(bytes).ok();
     let mut pos = 0;
     while pos < bytes.len() {
         let (fields, next) = kallsyms_line(bytes, pos);
@@ -60,23 +63,16 @@ pub fn parse_kallsyms_bytes(bytes: &[u8]) -> Kallsyms {
         } else {
             Binding::Local
         };
-        let name = match text {
-            Some(t) => t.get(name).unwrap_or(""),
-            None => bytes
-                .get(name)
-                .and_then(|n| std::str::from_utf8(n).ok())
-                .unwrap_or(""),
-        };
         match module {
             Some(m) if m.first() == Some(&b'[') => {
                 let m = m.strip_prefix(b"[").unwrap_or(m);
                 let m = m.strip_suffix(b"]").unwrap_or(m);
                 modules
                     .entry(m)
-                    .or_default()
-                    .push(name, addr, addr, binding);
+                    .or_insert_with(|| SymbolTableBuilder::over_text(text.clone(), 0))
+                    .push_range(name, addr, addr, binding);
             }
-            _ => kernel.push(name, addr, addr, binding),
+            _ => kernel.push_range(name, addr, addr, binding),
         }
     }
     Kallsyms {
@@ -101,19 +97,23 @@ fn kallsyms_line(b: &[u8], pos: usize) -> (Option<LineFields<'_>>, usize) {
     if let Some(head) = b.get(pos..pos + 19) {
         if head[16] == b' ' && head[18] == b' ' && head[17] > b' ' {
             if let Some(addr) = parse_hex16(&head[..16]).or_else(|| parse_hex(&head[..16])) {
-                // The name runs to the first white space; a tab brings the module. Other
-                // white space in it (a space, CR, form feed) takes the general path.
+                // The name runs to the first white space or control byte: a newline ends
+                // the line, a tab brings the module. Others (a space, CR, form feed…) take
+                // the general path.
                 let name_at = pos + 19;
-                let rest = &b[name_at..];
-                let end = memchr::memchr2(b'\n', b'\t', rest).map_or(b.len(), |i| name_at + i);
-                let name = &b[name_at..end];
-                if !name.is_empty() && !has_space_cr_or_ff(name) {
-                    if end == b.len() || b[end] == b'\n' {
-                        return (Some((addr, head[17], name_at..end, None)), end + 1);
+                let end = name_end(b, name_at);
+                if end > name_at {
+                    match b.get(end) {
+                        None | Some(b'\n') => {
+                            return (Some((addr, head[17], name_at..end, None)), end + 1);
+                        }
+                        Some(b'\t') => {
+                            let line_end = memchr_newline(b, end);
+                            let module = fields(&b[end..line_end]).next();
+                            return (Some((addr, head[17], name_at..end, module)), line_end + 1);
+                        }
+                        Some(_) => {}
                     }
-                    let line_end = memchr_newline(b, end);
-                    let module = fields(&b[end..line_end]).next();
-                    return (Some((addr, head[17], name_at..end, module)), line_end + 1);
                 }
             }
         }
@@ -132,15 +132,28 @@ fn kallsyms_line(b: &[u8], pos: usize) -> (Option<LineFields<'_>>, usize) {
     (fields, line_end + 1)
 }
 
-/// Whether `name` holds white space other than tab and newline. Sixteen bytes at a time
-/// without stopping early, so that each step is one vector compare (names are ~20 bytes).
-fn has_space_cr_or_ff(name: &[u8]) -> bool {
-    let odd = |c: u8| u8::from(c == b' ') | u8::from(c == b'\r') | u8::from(c == 0x0c);
-    let chunks = name.chunks_exact(16);
-    let tail = chunks.remainder().iter().fold(0, |any, &c| any | odd(c));
-    chunks.fold(tail, |any, chunk| {
-        any | chunk.iter().fold(0, |any, &c| any | odd(c))
-    }) != 0
+/// The index of the first byte at or after `from` that is a space or below (white space
+/// and control bytes), or the length. Eight bytes at a time in a word: names are ~20
+/// bytes, too short for a vector search's setup (`memchr2` for the newline and tab was a
+/// tenth of the parse).
+fn name_end(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        // A high bit for each byte below 0x21 (the lowest such byte exactly: borrows only
+        // run toward higher bytes, which come later in the text).
+        let low = x.wrapping_sub(ONES * 0x21) & !x & HIGH;
+        if low != 0 {
+            return i + (low.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i).is_some_and(|&c| c > b' ') {
+        i += 1;
+    }
+    i
 }
 
 /// The fields of a line split on ASCII white space (as `str::split_ascii_whitespace`).
@@ -358,6 +371,12 @@ mod tests {
                    ffffffff81000090 t mod_fn\t[kvm]\n\
                    ffffffff810000a0 t mod_fn2\t[kvm] extra\n\
                    ffffffff810000b0 t after_tab\t\n\
+                   ffffffff810000b8 t ctl\x01byte\n\
+                   ffffffff810000b9 t vt\x0bname\n\
+                   ffffffff810000ba t ff\x0cname\n\
+                   ffffffff810000bb t eight888\n\
+                   ffffffff810000bc t sixteen_chars_xx\tmod\n\
+                   ffffffff810000bd t sixteen_chars_x\x02\n\
                    \n\
                    ffffffff810000c0 T no_newline";
         assert_eq!(fast_fields(odd), reference_fields(odd));
@@ -369,6 +388,10 @@ mod tests {
                 "cut {cut}"
             );
         }
+        // Names in UTF-8 (a word of them holds bytes above 0x7f).
+        let utf8 = "ffffffff81000000 t caf\u{e9}_na\u{ef}ve_\u{1f600}\n\
+                    ffffffff81000010 t \u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\t[m\u{e9}]\n";
+        assert_eq!(fast_fields(utf8), reference_fields(utf8));
         // And the running kernel's table, when it can be read.
         if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
             assert_eq!(fast_fields(&text), reference_fields(&text));

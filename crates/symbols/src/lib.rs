@@ -49,8 +49,8 @@ use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
 pub use demangle::demangle;
 pub use elf::Segment;
-pub use kernel::{parse_kallsyms, parse_kallsyms_bytes, Kallsyms};
-pub use table::{Binding, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
+pub use kernel::{parse_kallsyms, parse_kallsyms_bytes, parse_kallsyms_text, Kallsyms};
+pub use table::{Binding, SharedText, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
 
 /// Errors of this crate (most problems become warnings, see [`Symbolizer::warnings`]).
 #[derive(Debug, thiserror::Error)]
@@ -201,8 +201,34 @@ pub struct Symbolizer {
     jit: HashMap<i32, Option<u32>>,
     warnings: Vec<String>,
     warned: HashSet<String>,
-    /// [`Symbolizer::prefetch_kernel_symbols`]: `opts.kallsyms` read and parsed on a thread.
-    prefetched: Option<std::thread::JoinHandle<std::io::Result<kernel::Kallsyms>>>,
+    /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::kernel_symbols_job`]:
+    /// `opts.kallsyms` read and parsed elsewhere.
+    prefetched: Option<Prefetched>,
+}
+
+/// Kernel symbols read and parsed away from the symbolizer's thread.
+enum Prefetched {
+    /// On a thread of the symbolizer's own.
+    Thread(std::thread::JoinHandle<std::io::Result<kernel::Kallsyms>>),
+    /// By a [`KernelSymbolsJob`], wherever its caller ran it (empty if it did not run).
+    Job(Arc<std::sync::Mutex<Option<std::io::Result<kernel::Kallsyms>>>>),
+}
+
+/// Reads and parses the running kernel's symbols when run, for the [`Symbolizer`] that made
+/// it (see [`Symbolizer::kernel_symbols_job`]).
+pub struct KernelSymbolsJob {
+    opts: SymbolizerOptions,
+    slot: Arc<std::sync::Mutex<Option<std::io::Result<kernel::Kallsyms>>>>,
+}
+
+impl KernelSymbolsJob {
+    /// Reads and parses the symbols (the kernel's file, or perf's cached copy of it).
+    pub fn run(self) {
+        let parsed = read_running_kallsyms(&self.opts);
+        if let Ok(mut slot) = self.slot.lock() {
+            *slot = Some(parsed);
+        }
+    }
 }
 
 impl SymbolizerOptions {
@@ -257,11 +283,11 @@ fn read_running_kallsyms(opts: &SymbolizerOptions) -> std::io::Result<kernel::Ka
 
 /// Reads and parses a kallsyms file.
 fn read_kallsyms(path: &Path) -> std::io::Result<kernel::Kallsyms> {
-    std::fs::read(path).map(|text| kernel::parse_kallsyms_bytes(&text))
+    std::fs::read(path).map(|text| kernel::parse_kallsyms_text(Arc::new(text)))
 }
 
 /// A kallsyms file's bytes: mapped when it is a regular file (perf's cached copy: no copy
-/// into fresh memory; the mapping is dropped once parsed), else read.
+/// into fresh memory; the tables keep the mapping for their names), else read.
 fn map_or_read(path: &Path) -> Option<KallsymsText> {
     let file = std::fs::File::open(path).ok()?;
     if file.metadata().ok()?.len() > 0 {
@@ -290,6 +316,12 @@ impl std::ops::Deref for KallsymsText {
     }
 }
 
+impl AsRef<[u8]> for KallsymsText {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 /// perf's cached kallsyms of the running kernel, if it provably matches (see
 /// [`read_running_kallsyms`]).
 fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms> {
@@ -314,8 +346,7 @@ fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms>
     if kernel::text_address(&text)? != now {
         return None;
     }
-    let k = kernel::parse_kallsyms_bytes(&text);
-    drop(text);
+    let k = kernel::parse_kallsyms_text(Arc::new(text));
     // Pseudo-modules (ftrace trampolines `[__builtin__ftrace]`, BPF programs `[bpf]`) are
     // not loaded modules: /proc/kallsyms lists them too, and they change with time in both.
     let real_module = |m: &String| !(m.starts_with("__builtin") || m == "bpf");
@@ -363,7 +394,24 @@ impl Symbolizer {
         self.prefetched = std::thread::Builder::new()
             .name("culprit-kallsyms".into())
             .spawn(move || read_running_kallsyms(&opts))
-            .ok();
+            .ok()
+            .map(Prefetched::Thread);
+    }
+
+    /// Like [`Symbolizer::prefetch_kernel_symbols`], but the caller runs the returned job
+    /// where it has time (such as on a reading thread before its share of the file). The
+    /// first kernel lookup after the job ran uses its result; if it did not run, the
+    /// lookup reads the symbols itself. `None` when they are already loaded or coming.
+    pub fn kernel_symbols_job(&mut self) -> Option<KernelSymbolsJob> {
+        if self.kernel.is_some() || self.prefetched.is_some() {
+            return None;
+        }
+        let slot = Arc::new(std::sync::Mutex::new(None));
+        self.prefetched = Some(Prefetched::Job(Arc::clone(&slot)));
+        Some(KernelSymbolsJob {
+            opts: self.opts.clone(),
+            slot,
+        })
     }
 
     /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
@@ -516,12 +564,17 @@ impl Symbolizer {
         let mut result = (None, HashMap::new());
         let prefetched = self.prefetched.take();
         if let Some(path) = source {
-            let parsed = match prefetched {
-                Some(job) if path == self.opts.kallsyms => job
-                    .join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("the kallsyms thread panicked"))),
-                None if path == self.opts.kallsyms => read_running_kallsyms(&self.opts),
-                _ => read_kallsyms(&path),
+            let parsed = if path == self.opts.kallsyms {
+                let done = match prefetched {
+                    Some(Prefetched::Thread(thread)) => Some(thread.join().unwrap_or_else(|_| {
+                        Err(std::io::Error::other("the kallsyms thread panicked"))
+                    })),
+                    Some(Prefetched::Job(slot)) => slot.lock().ok().and_then(|mut s| s.take()),
+                    None => None,
+                };
+                done.unwrap_or_else(|| read_running_kallsyms(&self.opts))
+            } else {
+                read_kallsyms(&path)
             };
             match parsed {
                 Ok(k) => {

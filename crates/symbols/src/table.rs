@@ -40,30 +40,103 @@ pub struct SymbolRef<'a> {
 
 /// A table entry: the name is a range of the table's name arena. Plain integers, so that a
 /// table of 10^5 kernel symbols is one allocation for the entries and one for the names
-/// (a `String` per symbol made reading kallsyms mostly malloc and page faults).
+/// (a `String` per symbol made reading kallsyms mostly malloc and page faults), and 24
+/// bytes (the binding shares a word with the name's length): fresh pages cost.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     start: u64,
     end: u64,
     name_at: u32,
-    name_len: u32,
-    binding: Binding,
+    /// The name's length (up to [`MAX_NAME`]) times four, plus the binding (0 to 2).
+    len_binding: u32,
 }
 
+/// The longest name an entry holds (longer ones are stored empty).
+const MAX_NAME: usize = (u32::MAX >> 2) as usize;
+
 impl Entry {
+    fn new(start: u64, end: u64, name: Option<(u32, usize)>, binding: Binding) -> Entry {
+        let (name_at, len) = match name {
+            Some((at, len)) if len <= MAX_NAME => (at, len as u32),
+            _ => (0, 0),
+        };
+        let b = match binding {
+            Binding::Local => 0,
+            Binding::Global => 1,
+            Binding::Weak => 2,
+        };
+        Entry {
+            start,
+            end,
+            name_at,
+            len_binding: len << 2 | b,
+        }
+    }
+
+    fn binding(&self) -> Binding {
+        match self.len_binding & 3 {
+            0 => Binding::Local,
+            1 => Binding::Global,
+            _ => Binding::Weak,
+        }
+    }
+
     /// The entry's name in `names`, its table's arena (empty if out of range).
-    fn name<'a>(&self, names: &'a str) -> &'a str {
+    fn name<'a>(&self, names: &'a Names) -> &'a str {
         let at = self.name_at as usize;
-        names.get(at..at + self.name_len as usize).unwrap_or("")
+        names.get(at..at + (self.len_binding >> 2) as usize)
     }
 
     /// The entry as a [`SymbolRef`] with its name from `names`.
-    fn view<'a>(&self, names: &'a str) -> SymbolRef<'a> {
+    fn view<'a>(&self, names: &'a Names) -> SymbolRef<'a> {
         SymbolRef {
             name: self.name(names),
             start: self.start,
             end: self.end,
-            binding: self.binding,
+            binding: self.binding(),
+        }
+    }
+}
+
+/// Text that a table's names are byte ranges of (see [`SymbolTableBuilder::over_text`]).
+pub type SharedText = std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// Where a table's names live.
+#[derive(Clone)]
+enum Names {
+    /// Copied into one string.
+    Owned(String),
+    /// Ranges of a text the table shares (a kallsyms file: no copy of 10^5 names).
+    Shared(SharedText),
+}
+
+impl Names {
+    /// The name at `range` (empty if out of range or, in shared text, not UTF-8).
+    fn get(&self, range: std::ops::Range<usize>) -> &str {
+        match self {
+            Names::Owned(s) => s.get(range).unwrap_or(""),
+            // Checked on each use: shared text may be a mapped file, which another process
+            // could change after it was parsed. Names are short.
+            Names::Shared(t) => (**t)
+                .as_ref()
+                .get(range)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(""),
+        }
+    }
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names::Owned(String::new())
+    }
+}
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Names::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
+            Names::Shared(t) => write!(f, "Shared({} bytes)", (**t).as_ref().len()),
         }
     }
 }
@@ -72,14 +145,15 @@ impl Entry {
 #[derive(Debug, Default, Clone)]
 pub struct SymbolTable {
     entries: Vec<Entry>,
-    names: String,
+    names: Names,
 }
 
-/// Collects symbols in any order for a [`SymbolTable`], copying names into one arena.
+/// Collects symbols in any order for a [`SymbolTable`], copying names into one arena (or
+/// taking them as ranges of a shared text).
 #[derive(Debug, Default)]
 pub struct SymbolTableBuilder {
     entries: Vec<Entry>,
-    names: String,
+    names: Names,
 }
 
 impl SymbolTableBuilder {
@@ -87,30 +161,56 @@ impl SymbolTableBuilder {
     pub fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
         SymbolTableBuilder {
             entries: Vec::with_capacity(symbols),
-            names: String::with_capacity(name_bytes),
+            names: Names::Owned(String::with_capacity(name_bytes)),
+        }
+    }
+
+    /// An empty builder with room for about `symbols` symbols whose names are ranges of
+    /// `text` ([`SymbolTableBuilder::push_range`]): the table keeps the text instead of
+    /// copies of the names.
+    pub fn over_text(text: SharedText, symbols: usize) -> Self {
+        SymbolTableBuilder {
+            entries: Vec::with_capacity(symbols),
+            names: Names::Shared(text),
         }
     }
 
     /// Adds a symbol `[start, end)` (`end == start`: size unknown, fixed up like perf). A
-    /// name past the arena's 4 GiB is stored empty rather than wrapped.
+    /// name past the arena's 4 GiB, or added to a builder [`over_text`], is stored empty.
+    ///
+    /// [`over_text`]: SymbolTableBuilder::over_text
     pub fn push(&mut self, name: &str, start: u64, end: u64, binding: Binding) {
-        let (name_at, name_len) = match (
-            u32::try_from(self.names.len()),
-            u32::try_from(self.names.len() + name.len()),
-        ) {
-            (Ok(at), Ok(_)) => {
-                self.names.push_str(name);
-                (at, name.len() as u32)
-            }
-            _ => (0, 0),
+        let name = match &mut self.names {
+            Names::Owned(names) => match (
+                u32::try_from(names.len()),
+                u32::try_from(names.len() + name.len()),
+            ) {
+                (Ok(at), Ok(_)) => {
+                    names.push_str(name);
+                    Some((at, name.len()))
+                }
+                _ => None,
+            },
+            Names::Shared(_) => None,
         };
-        self.entries.push(Entry {
-            start,
-            end,
-            name_at,
-            name_len,
-            binding,
-        });
+        self.entries.push(Entry::new(start, end, name, binding));
+    }
+
+    /// Adds a symbol whose name is the byte range `name` of the builder's text (see
+    /// [`SymbolTableBuilder::over_text`]; in a builder that copies names, or past 4 GiB,
+    /// the name is stored empty).
+    pub fn push_range(
+        &mut self,
+        name: std::ops::Range<usize>,
+        start: u64,
+        end: u64,
+        binding: Binding,
+    ) {
+        let name = match (&self.names, u32::try_from(name.start)) {
+            (Names::Shared(_), Ok(at)) => Some((at, name.len())),
+            _ => None,
+        };
+        self.entries.push(Entry::new(start, end, name, binding));
     }
 
     /// Sorts the symbols and applies perf's fix-ups.

@@ -19,7 +19,7 @@ use culprit_analysis::{
 use culprit_decode::model::Profile;
 use culprit_decode::unwind::UserStackUnwinder;
 use culprit_symbols::unwind::DwarfUnwinder;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::{KernelSymbolsJob, Symbolizer, SymbolizerOptions};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -184,16 +184,18 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
     // Kernel symbols take the kernel a while to print: when the report shows symbols, read
-    // them on another thread while the file is read.
+    // them while the file is read (a parallel read runs the job on its second thread).
     let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || matches!(
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    if shows_symbols {
-        symbolizer.prefetch_kernel_symbols();
-    }
+    let kernel_job = if shows_symbols {
+        symbolizer.kernel_symbols_job()
+    } else {
+        None
+    };
     let mut opts = HotspotOptions {
         keys,
         events: args.event.clone(),
@@ -214,7 +216,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // and a flat report folds away what its keys do not show.
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
-    let profile = read_profile(&args, bar.as_ref(), &mut agg)?;
+    let profile = read_profile(&args, bar.as_ref(), &mut agg, kernel_job)?;
     agg.finish();
     let has_chains = agg.has_callchains();
     opts.children = if args.no_children {
@@ -314,10 +316,12 @@ fn read_threads() -> usize {
 }
 
 /// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
+/// `side_job` runs meanwhile (on a reading thread, or a thread of its own).
 fn read_profile(
     args: &ReportArgs,
     bar: Option<&indicatif::ProgressBar>,
     agg: &mut SampleAggregator,
+    side_job: Option<KernelSymbolsJob>,
 ) -> anyhow::Result<Profile> {
     // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
     // sampled registers and stack while reading. Only events with REGS_USER+STACK_USER are
@@ -340,9 +344,27 @@ fn read_profile(
     if parallel {
         let threads = read_threads();
         if threads > 1 {
-            return read_profile_parallel(args, bar, agg, threads, !chains_used);
+            return read_profile_parallel(args, bar, agg, threads, !chains_used, side_job);
         }
     }
+    // Joined when the read is over (the scope's end), before the symbols are used.
+    std::thread::scope(|scope| {
+        if let Some(job) = side_job {
+            scope.spawn(|| job.run());
+        }
+        read_profile_sequential(args, bar, agg, chains_used, unwind, stdin)
+    })
+}
+
+/// [`read_profile`] on this thread.
+fn read_profile_sequential(
+    args: &ReportArgs,
+    bar: Option<&indicatif::ProgressBar>,
+    agg: &mut SampleAggregator,
+    chains_used: bool,
+    unwind: bool,
+    stdin: bool,
+) -> anyhow::Result<Profile> {
     let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
     let mut unwinder = unwind.then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
     let opts = culprit_decode::ReadOptions {
@@ -387,6 +409,7 @@ fn read_profile_parallel(
     agg: &mut SampleAggregator,
     threads: usize,
     skip_callchains: bool,
+    side_job: Option<KernelSymbolsJob>,
 ) -> anyhow::Result<Profile> {
     let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
     let bar = bar.cloned();
@@ -395,9 +418,14 @@ fn read_profile_parallel(
             .iter_mut()
             .map(|a| move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
             .collect();
+        let opts = culprit_decode::ParallelOptions {
+            skip_callchains,
+            side_work: side_job.map(|job| Box::new(move || job.run()) as Box<_>),
+            ..Default::default()
+        };
         culprit_decode::read_file_parallel(
             &args.input,
-            skip_callchains,
+            opts,
             &mut |done, total| {
                 if let Some(b) = &bar {
                     b.set_length(total);

@@ -6,7 +6,9 @@
 use std::path::Path;
 
 use culprit_decode::model::Sample;
-use culprit_decode::{read_file_parallel, read_file_streaming, Profile};
+use culprit_decode::{
+    read_file_parallel, read_file_streaming, ParallelOptions, Profile, SplitRule,
+};
 use serde_json::Value;
 
 use crate::common::{fixture, pmu_lock, require_perf, scratch, workload};
@@ -22,16 +24,31 @@ fn sequential(path: &Path) -> (Vec<Value>, Value) {
     (samples, profile_view(&p))
 }
 
-/// Samples (share after share) and merged profile of a read on `n` shares; also how many
-/// samples each share delivered.
+/// Samples (share after share) and merged profile of a read on `n` shares split in the
+/// middle; also how many samples each share delivered.
 fn parallel(path: &Path, n: usize) -> ((Vec<Value>, Value), Vec<usize>) {
+    parallel_with(path, n, SplitRule::Fixed(0.5), None)
+}
+
+/// [`parallel`] with a split rule and side work.
+fn parallel_with(
+    path: &Path,
+    n: usize,
+    split: SplitRule,
+    side_work: Option<Box<dyn FnOnce() + Send>>,
+) -> ((Vec<Value>, Value), Vec<usize>) {
     let mut shares: Vec<Vec<Value>> = vec![Vec::new(); n];
     let (profile, used) = {
         let mut sinks: Vec<_> = shares
             .iter_mut()
             .map(|v| move |p: &Profile, s: &Sample| v.push(sample_view(p, s)))
             .collect();
-        read_file_parallel(path, false, &mut |_, _| {}, &mut sinks).expect("parallel read")
+        let opts = ParallelOptions {
+            skip_callchains: false,
+            split,
+            side_work,
+        };
+        read_file_parallel(path, opts, &mut |_, _| {}, &mut sinks).expect("parallel read")
     };
     shares.truncate(used);
     let sizes = shares.iter().map(Vec::len).collect();
@@ -39,22 +56,50 @@ fn parallel(path: &Path, n: usize) -> ((Vec<Value>, Value), Vec<usize>) {
     ((samples, profile_view(&profile)), sizes)
 }
 
+/// Reads `path` on 1 to 4 shares split in equal parts, on two shares split at several
+/// fractions, and on two shares split when the second thread is ready (after side work
+/// of several lengths): each time the samples and the profile are the sequential ones.
+/// Returns how many samples each share delivered, read after read.
 fn assert_parallel_is_sequential(name: &str, path: &Path) -> Vec<Vec<usize>> {
     let want = sequential(path);
     let mut splits = Vec::new();
-    for n in 1..=4 {
-        let (got, sizes) = parallel(path, n);
+    let mut check = |n: usize, how: String, (got, sizes): ((Vec<Value>, Value), Vec<usize>)| {
         assert_eq!(
             want.0.len(),
             got.0.len(),
-            "{name}, {n} shares {sizes:?}: sample count differs"
+            "{name}, {n} shares ({how}) {sizes:?}: sample count differs"
         );
         for (i, (a, b)) in want.0.iter().zip(&got.0).enumerate() {
-            assert_eq!(a, b, "{name}, {n} shares {sizes:?}: sample {i} differs");
+            assert_eq!(
+                a, b,
+                "{name}, {n} shares ({how}) {sizes:?}: sample {i} differs"
+            );
         }
-        assert_eq!(want.1, got.1, "{name}, {n} shares: profile differs");
+        assert_eq!(want.1, got.1, "{name}, {n} shares ({how}): profile differs");
         splits.push(sizes);
+    };
+    for n in 1..=4 {
+        check(n, "equal".into(), parallel(path, n));
     }
+    for f in [0.05, 0.3, 0.7, 0.95] {
+        let split = SplitRule::Fixed(f);
+        check(2, format!("at {f}"), parallel_with(path, 2, split, None));
+    }
+    for wait_us in [0u64, 200, 2000] {
+        let work: Box<dyn FnOnce() + Send> =
+            Box::new(move || std::thread::sleep(std::time::Duration::from_micros(wait_us)));
+        let how = format!("balanced, side work {wait_us} µs");
+        check(
+            2,
+            how,
+            parallel_with(path, 2, SplitRule::Balanced, Some(work)),
+        );
+    }
+    check(
+        2,
+        "balanced".into(),
+        parallel_with(path, 2, SplitRule::Balanced, None),
+    );
     splits
 }
 
@@ -255,6 +300,58 @@ fn test_two_share_read_jumps_only_over_records_that_change_nothing() {
             );
         }
     }
+}
+
+#[test]
+fn test_balanced_split_gives_the_second_share_half_of_what_is_left_after_side_work() {
+    // The second thread first does its side work (here: waits until the first share has
+    // delivered a third of the samples, which a slow sink makes take a while), then splits
+    // what the first has not read yet in two.
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+    let path = scratch("parallel-balanced").join("even.data");
+    std::fs::write(&path, jump_file(Middle::Nothing, 0)).unwrap();
+    let want = sequential(&path);
+    let total = want.0.len();
+    let delivered = AtomicUsize::new(0);
+    let mut shares: Vec<Vec<Value>> = vec![Vec::new(); 2];
+    let (profile, used) = {
+        let delivered = &delivered;
+        let mut sinks: Vec<_> = shares
+            .iter_mut()
+            .enumerate()
+            .map(|(i, v)| {
+                move |p: &Profile, s: &Sample| {
+                    if i == 0 {
+                        delivered.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                    v.push(sample_view(p, s))
+                }
+            })
+            .collect();
+        let work = Box::new(move || {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while delivered.load(Ordering::Relaxed) < total / 3 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        });
+        let opts = ParallelOptions {
+            side_work: Some(work),
+            ..Default::default()
+        };
+        read_file_parallel(&path, opts, &mut |_, _| {}, &mut sinks).expect("parallel read")
+    };
+    shares.truncate(used);
+    let sizes: Vec<usize> = shares.iter().map(Vec::len).collect();
+    assert_eq!(sizes.len(), 2, "the second share was not used: {sizes:?}");
+    assert!(
+        sizes[0] >= total / 3 && sizes[1] > 0 && sizes[1] < total - total / 3,
+        "{total} samples split as {sizes:?}"
+    );
+    let got: Vec<Value> = shares.into_iter().flatten().collect();
+    assert_eq!(want.0, got, "samples differ");
+    assert_eq!(want.1, profile_view(&profile), "profile differs");
 }
 
 #[test]
