@@ -543,12 +543,23 @@ pub struct SampleAggregator {
 /// packed into four words ([`FlatIndex::key`]) in an open-addressed table. Written by hand
 /// because a flat report folds every sample through it: hashing the packed key once and
 /// comparing four words costs a fraction of a general map's generic key and hasher.
+/// While it is live, the entries' counts are here, next to their keys (one line a sample
+/// touches instead of two): [`FlatIndex::sync`] copies them into the entries.
 #[derive(Default)]
 struct FlatIndex {
-    /// The packed key of each entry, in entry order.
-    keys: Vec<[u64; 4]>,
+    /// The packed key and counts of each entry, in entry order.
+    keys: Vec<FlatEntry>,
     /// Entry number + 1 per slot (0: empty); a power of two long, at most half full.
     slots: Vec<u32>,
+}
+
+/// An entry of a [`FlatIndex`]: its key and how many samples of what summed period it
+/// folded so far.
+#[derive(Clone, Copy)]
+struct FlatEntry {
+    key: [u64; 4],
+    samples: u64,
+    period: u64,
 }
 
 /// Whether two packed keys are equal (word by word: the array comparison loaded the key
@@ -613,7 +624,7 @@ impl FlatIndex {
                     if self
                         .keys
                         .get(e as usize - 1)
-                        .is_some_and(|o| same_key(o, k))
+                        .is_some_and(|o| same_key(&o.key, k))
                     {
                         return Ok(e - 1);
                     }
@@ -626,14 +637,41 @@ impl FlatIndex {
     /// Indexes `aggs` afresh (after [`SampleAggregator::finish`] freed the index).
     #[cold]
     fn reindex(&mut self, aggs: &[Agg]) {
-        self.keys = aggs.iter().map(FlatIndex::key).collect();
+        self.keys = aggs
+            .iter()
+            .map(|a| FlatEntry {
+                key: FlatIndex::key(a),
+                samples: a.samples,
+                period: a.period,
+            })
+            .collect();
         self.rehash();
     }
 
-    /// Records entry `e` (the next one) with key `k`, whose free slot `find` returned.
+    /// Whether the index holds the counts of `aggs` (see [`FlatIndex::sync`]).
+    fn live(&self, aggs: &[Agg]) -> bool {
+        !self.keys.is_empty() && self.keys.len() == aggs.len()
+    }
+
+    /// Copies the counts into `aggs` (the entries it indexes).
+    fn sync(&self, aggs: &mut [Agg]) {
+        if self.live(aggs) {
+            for (a, e) in aggs.iter_mut().zip(&self.keys) {
+                a.samples = e.samples;
+                a.period = e.period;
+            }
+        }
+    }
+
+    /// Records entry `e` (the next one) with key `k` and its first counts, whose free slot
+    /// `find` returned.
     #[inline]
-    fn insert(&mut self, k: [u64; 4], slot: usize) {
-        self.keys.push(k);
+    fn insert(&mut self, k: [u64; 4], samples: u64, period: u64, slot: usize) {
+        self.keys.push(FlatEntry {
+            key: k,
+            samples,
+            period,
+        });
         let e = self.keys.len() as u32;
         let roomy = self.keys.len() * 2 <= self.slots.len();
         match self.slots.get_mut(slot) {
@@ -649,7 +687,7 @@ impl FlatIndex {
         self.slots = vec![0; len];
         let mask = len - 1;
         for (e, k) in self.keys.iter().enumerate() {
-            let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+            let mut i = (crate::fxhash::hash_words4(k.key) as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -811,6 +849,7 @@ impl SampleAggregator {
             c.finish();
         }
         self.index = FxHashMap::default();
+        self.flat.sync(&mut self.aggs);
         self.flat = FlatIndex::default();
         self.frame_ids = FxHashMap::default();
         self.chains = FxHashMap::default();
@@ -957,10 +996,10 @@ impl SampleAggregator {
     #[inline(always)]
     fn fold_flat(&mut self, key: [u64; 4], samples: u64, period: u64, make: impl FnOnce() -> Agg) {
         let last = self.last as usize;
-        if self.flat.keys.get(last).is_some_and(|k| same_key(k, &key)) {
-            if let Some(a) = self.aggs.get_mut(last) {
-                a.samples += samples;
-                a.period += period;
+        if let Some(e) = self.flat.keys.get_mut(last) {
+            if same_key(&e.key, &key) {
+                e.samples += samples;
+                e.period += period;
                 return;
             }
         }
@@ -969,15 +1008,16 @@ impl SampleAggregator {
         }
         match self.flat.find(&key) {
             Ok(i) => {
-                if let Some(a) = self.aggs.get_mut(i as usize) {
-                    a.samples += samples;
-                    a.period += period;
+                if let Some(e) = self.flat.keys.get_mut(i as usize) {
+                    e.samples += samples;
+                    e.period += period;
                 }
                 self.last = i;
             }
             Err(slot) => {
                 self.last = self.aggs.len() as u32;
-                self.flat.insert(key, slot);
+                self.flat.insert(key, samples, period, slot);
+                // Its counts stay in the index until `finish`.
                 self.aggs.push(make());
             }
         }
@@ -1179,7 +1219,16 @@ pub fn hotspots_aggregated(
     if let Some(c) = &agg.children {
         return children::report(c, profile, symbolizer, opts, agg.has_callchains, progress);
     }
-    let aggs = &agg.aggs[..];
+    // Without `finish`, a flat index still holds the counts: read them from a copy.
+    let synced;
+    let aggs = if agg.flat.live(&agg.aggs) {
+        let mut copy = agg.aggs.clone();
+        agg.flat.sync(&mut copy);
+        synced = copy;
+        &synced[..]
+    } else {
+        &agg.aggs[..]
+    };
     let frames = &agg.frames[..];
     let chain_of = |s: &Agg| -> &[u32] {
         agg.chain_frames
@@ -2125,11 +2174,13 @@ mod flat_index_tests {
         for (n, k) in keys.iter().enumerate() {
             match index.find(k) {
                 Ok(e) => panic!("key {n} found as entry {e} before it was added"),
-                Err(slot) => index.insert(*k, slot),
+                Err(slot) => index.insert(*k, 1, n as u64, slot),
             }
         }
         for (n, k) in keys.iter().enumerate() {
             assert_eq!(index.find(k), Ok(n as u32), "key {n}");
+            // Its counts came along through the rehashes.
+            assert_eq!(index.keys[n].period, n as u64, "key {n}");
         }
         assert_eq!(index.find(&[1, 2, 3, 4]).ok(), None);
     }
