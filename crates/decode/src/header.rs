@@ -247,8 +247,9 @@ pub(crate) fn parse_file_attrs(data: &[u8], h: &FileHeader) -> Result<Vec<Attr>,
 #[derive(Debug, Default)]
 pub(crate) struct Features {
     pub meta: Meta,
-    /// (pid, path, build-id) from HEADER_BUILD_ID or pipe-mode HEADER_BUILD_ID records.
-    pub build_ids: Vec<(i32, String, Vec<u8>)>,
+    /// (pid, path, build-id, cpumode) from HEADER_BUILD_ID or pipe-mode HEADER_BUILD_ID
+    /// records.
+    pub build_ids: Vec<(i32, String, Vec<u8>, u16)>,
     /// EVENT_DESC: (name, ids) per event, in file order.
     pub event_desc: Vec<(String, Vec<u64>)>,
     pub warnings: Vec<String>,
@@ -384,7 +385,7 @@ pub(crate) fn parse_build_id_body(
     misc: u16,
     body: &[u8],
     big_endian: bool,
-) -> Option<(i32, String, Vec<u8>)> {
+) -> Option<(i32, String, Vec<u8>, u16)> {
     let mut c = Cur::new(body, big_endian);
     let pid = c.i32()?;
     let id = c.bytes(24)?;
@@ -400,7 +401,8 @@ pub(crate) fn parse_build_id_body(
         }
         n
     };
-    Some((pid, path, id.get(..len)?.to_vec()))
+    const CPUMODE_MASK: u16 = 7;
+    Some((pid, path, id.get(..len)?.to_vec(), misc & CPUMODE_MASK))
 }
 
 fn parse_event_desc(f: &mut Features, c: &mut Cur, big_endian: bool) -> Option<()> {
@@ -455,10 +457,10 @@ mod tests {
         body[4..24].copy_from_slice(&[0xab; 20]);
         body[24] = 8; // real size 8
         body.extend_from_slice(b"/bin/x\0\0");
-        let (_, path, id) = parse_build_id_body(1 << 15, &body, false).unwrap();
+        let (_, path, id, _) = parse_build_id_body(1 << 15, &body, false).unwrap();
         assert_eq!(path, "/bin/x");
         assert_eq!(id.len(), 8);
-        let (_, _, id) = parse_build_id_body(0, &body, false).unwrap();
+        let (_, _, id, _) = parse_build_id_body(0, &body, false).unwrap();
         assert_eq!(id.len(), 20);
     }
 }

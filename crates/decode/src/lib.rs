@@ -319,6 +319,50 @@ pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
         .any(|a| a.sample_type & user_stack == user_stack))
 }
 
+/// The user-space ELF files a file's header lists with their build-ids (HEADER_BUILD_ID:
+/// perf writes the DSOs that have samples), as (path, build-id), read from the header
+/// alone: a reader can start loading their symbols before the records are read. Not the
+/// kernel, its modules, the vDSO or JIT maps. Empty for pipe-mode files (their build-ids
+/// come as records) and files without the feature.
+pub fn file_elf_build_ids(path: &Path) -> Result<Vec<(String, Vec<u8>)>, DecodeError> {
+    let io = |source| DecodeError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    let data: &[u8] = &map;
+    if stream::is_pipe_header(data) {
+        return Ok(Vec::new());
+    }
+    let be = header::byte_order(data)?;
+    let h = header::parse_file_header(data, be)?;
+    let mut features = header::Features::default();
+    let (sections, _) = header::file_feature_sections(data, &h);
+    for (id, sec) in sections {
+        if id == header::feat::BUILD_ID {
+            if let Some(b) = sec.slice(data) {
+                header::parse_feature(&mut features, id, b, be);
+            }
+        }
+    }
+    const KERNEL: u16 = 1;
+    const GUEST_KERNEL: u16 = 4;
+    Ok(features
+        .build_ids
+        .into_iter()
+        .filter(|(_, path, _, mode)| {
+            !matches!(*mode, KERNEL | GUEST_KERNEL)
+                && state::classify(path, false).0 == model::DsoKind::Elf
+        })
+        .map(|(_, path, id, _)| (path, id))
+        .collect())
+}
+
 /// [`read_file_parallel`] over bytes in memory (tests and the fuzz targets).
 pub fn read_bytes_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
     data: &[u8],

@@ -1641,8 +1641,8 @@ impl<'a, 'p> Reader<'a, 'p> {
                         .features
                         .build_ids
                         .iter()
-                        .find(|(_, p, _)| *p == d.path)
-                        .map(|(_, _, id)| id.clone());
+                        .find(|(_, p, ..)| *p == d.path)
+                        .map(|(_, _, id, _)| id.clone());
                 }
             }
         }
@@ -1986,7 +1986,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.build_events();
         // Build-ids (HEADER_BUILD_ID) fill DSOs that MMAP2 did not give one, by path.
         let mut by_path: HashMap<&str, &Vec<u8>> = HashMap::new();
-        for (_, path, id) in &self.features.build_ids {
+        for (_, path, id, _) in &self.features.build_ids {
             by_path.insert(path.as_str(), id);
         }
         for d in &mut self.p.dsos {

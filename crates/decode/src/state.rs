@@ -441,7 +441,7 @@ impl State {
 }
 
 /// DSO kind, canonical path and perf's short name for a mapping's path.
-fn classify(path: &str, kernel: bool) -> (DsoKind, String, String) {
+pub(crate) fn classify(path: &str, kernel: bool) -> (DsoKind, String, String) {
     if path.starts_with("[kernel.kallsyms]") || path.starts_with("[guest.kernel.kallsyms") {
         let p = if path.starts_with("[kernel") {
             "[kernel.kallsyms]"

@@ -204,7 +204,14 @@ pub struct Symbolizer {
     /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::kernel_symbols_job`]:
     /// `opts.kallsyms` read and parsed elsewhere.
     prefetched: Option<Prefetched>,
+    /// [`Symbolizer::preload_elf`]: loaded ELF files by path and recorded build-id, with
+    /// their warnings not given yet.
+    preloaded: HashMap<(String, Option<Vec<u8>>), LoadedElf>,
 }
+
+/// A loaded ELF file's state and its warnings (keyed like [`Symbolizer::warn`]), not given
+/// yet.
+type LoadedElf = (DsoState, Vec<(String, String)>);
 
 /// Kernel symbols read and parsed away from the symbolizer's thread.
 enum Prefetched {
@@ -379,6 +386,7 @@ impl Symbolizer {
             warnings: Vec::new(),
             warned: HashSet::new(),
             prefetched: None,
+            preloaded: HashMap::new(),
         }
     }
 
@@ -518,6 +526,13 @@ impl Symbolizer {
             }
             DsoKind::Anonymous => DsoState::Jit,
             DsoKind::Elf => {
+                let key = (dso.path.clone(), dso.build_id.clone());
+                if let Some((state, warnings)) = self.preloaded.remove(&key) {
+                    for (key, msg) in warnings {
+                        self.warn(&key, msg);
+                    }
+                    return state;
+                }
                 let path = PathBuf::from(&dso.path);
                 self.prepare_elf(&dso.path, &path, dso.build_id.as_deref())
             }
@@ -679,6 +694,22 @@ impl Symbolizer {
 
     /// Opens an ELF DSO (`path` is where to read it, `name` how the profile names it).
     fn prepare_elf(&mut self, name: &str, path: &Path, recorded: Option<&[u8]>) -> DsoState {
+        let (state, warnings) = self.load_elf(name, path, recorded);
+        for (key, msg) in warnings {
+            self.warn(&key, msg);
+        }
+        state
+    }
+
+    /// Loads an ELF file's symbols for [`Symbolizer::prepare_elf`], returning the warnings
+    /// (keyed like [`Symbolizer::warn`]) instead of giving them.
+    fn load_elf(
+        &mut self,
+        name: &str,
+        path: &Path,
+        recorded: Option<&[u8]>,
+    ) -> LoadedElf {
+        let mut warnings = Vec::new();
         let mut path = path.to_path_buf();
         let mut data = elf::map_file(&path).ok();
         let mut facts = data.as_ref().map(|d| elf::read_elf(d, name, true));
@@ -701,29 +732,29 @@ impl Symbolizer {
                     Some(Ok(f)) => f.build_id.as_deref().map(hex).unwrap_or_default(),
                     _ => String::new(),
                 };
-                self.warn(
-                    name,
+                warnings.push((
+                    name.to_string(),
                     format!(
                         "{name}: build-id on disk ({actual}) differs from the recorded one ({}): \
                          its symbols are not shown",
                         recorded.map(hex).unwrap_or_default()
                     ),
-                );
-                return DsoState::Unknown;
+                ));
+                return (DsoState::Unknown, warnings);
             }
         }
         let facts = match facts {
             Some(Ok(f)) => f,
             Some(Err(e)) => {
-                self.warn(name, format!("{e}: its symbols are not shown"));
-                return DsoState::Unknown;
+                warnings.push((name.to_string(), format!("{e}: its symbols are not shown")));
+                return (DsoState::Unknown, warnings);
             }
             None => {
-                self.warn(
-                    name,
+                warnings.push((
+                    name.to_string(),
                     format!("{name}: file not found: its symbols are not shown"),
-                );
-                return DsoState::Unknown;
+                ));
+                return (DsoState::Unknown, warnings);
             }
         };
         drop(data);
@@ -761,18 +792,31 @@ impl Symbolizer {
         }
         let table = (!symbols.is_empty()).then(|| self.add_table(SymbolTable::new(symbols)));
         if table.is_none() {
-            self.warn(
-                name,
+            warnings.push((
+                name.to_string(),
                 format!("{name}: no symbols (stripped, no debug file found)"),
-            );
+            ));
         }
-        DsoState::Elf {
+        let state = DsoState::Elf {
             table,
             segments: facts.segments,
             path: path.clone(),
             dwarf_path,
             dwarf: DwarfState::NotTried,
             lines: LinesState::NotTried,
+        };
+        (state, warnings)
+    }
+
+    /// Loads the symbols of the ELF file at `path` whose recorded build-id is `build_id`
+    /// ahead of the lookups that need them (such as on a reading thread while the profile
+    /// is read: see `culprit_decode::file_build_ids`). Its warnings wait for the first
+    /// lookup in that file; a file no lookup comes to costs only the time.
+    pub fn preload_elf(&mut self, path: &str, build_id: Option<&[u8]>) {
+        let key = (path.to_string(), build_id.map(<[u8]>::to_vec));
+        if !self.preloaded.contains_key(&key) {
+            let loaded = self.load_elf(path, Path::new(path), build_id);
+            self.preloaded.insert(key, loaded);
         }
     }
 

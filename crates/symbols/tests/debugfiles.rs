@@ -212,3 +212,48 @@ fn test_build_id_mismatch_gives_a_warning_and_no_names() {
     );
     assert!(s.warnings()[0].contains("not found"), "{:?}", s.warnings());
 }
+
+#[test]
+fn test_preloaded_files_resolve_the_same_and_warn_only_when_used() {
+    let dir = common::scratch("symbols-preload");
+    let (full, id, svma, offset) = build(&dir);
+    let q = Query {
+        dso: Some(0),
+        file_offset: offset,
+        pid: 1,
+    };
+    let path = full.display().to_string();
+    // The recorded build-id: preloaded, then looked up, the name is the one a plain
+    // lookup gives.
+    let p = profile(&full, Some(id.clone()));
+    let mut plain = symbolizer(&dir);
+    let want = plain.resolve(&p, q);
+    let mut s = symbolizer(&dir);
+    s.preload_elf(&path, Some(&id));
+    let got = s.resolve(&p, q);
+    assert_eq!(got.svma, want.svma);
+    let name = |s: &Symbolizer, r: &culprit_symbols::Resolved| {
+        r.symbol
+            .and_then(|i| s.symbol(i))
+            .map(|x| (x.name.to_string(), x.start))
+    };
+    assert_eq!(name(&s, &got), Some(("heavy".to_string(), svma)));
+    assert_eq!(name(&s, &got), name(&plain, &want));
+    // Another recorded build-id: the preload gives no names, and its warning comes only
+    // with the first lookup in that file.
+    let other = vec![0xaa; 20];
+    let p = profile(&full, Some(other.clone()));
+    let mut s = symbolizer(&dir);
+    s.preload_elf(&path, Some(&other));
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    assert_eq!(s.resolve(&p, q).symbol, None);
+    assert_eq!(s.warnings().len(), 1, "{:?}", s.warnings());
+    assert!(s.warnings()[0].contains("differs from the recorded one"));
+    // A preload of a file the profile names with another build-id is not used.
+    let p = profile(&full, Some(id.clone()));
+    let mut s = symbolizer(&dir);
+    s.preload_elf(&path, Some(&other));
+    let r = s.resolve(&p, q);
+    assert_eq!(name(&s, &r), Some(("heavy".to_string(), svma)));
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+}

@@ -19,7 +19,7 @@ use culprit_analysis::{
 use culprit_decode::model::Profile;
 use culprit_decode::unwind::UserStackUnwinder;
 use culprit_symbols::unwind::DwarfUnwinder;
-use culprit_symbols::{KernelSymbolsJob, Symbolizer, SymbolizerOptions};
+use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -183,16 +183,32 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    // Kernel symbols take the kernel a while to print: when the report shows symbols, read
-    // them while the file is read (a parallel read runs the job on its second thread).
+    // When the report shows symbols, load them while the file is read (a parallel read
+    // runs this on its second thread before its share): the kernel's (which the kernel
+    // takes a while to print) and those of the files the header lists as sampled.
     let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || matches!(
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let kernel_job = if shows_symbols {
-        symbolizer.kernel_symbols_job()
+    let side_work = if shows_symbols {
+        let kernel_job = symbolizer.kernel_symbols_job();
+        let sampled = if args.input.as_os_str() == "-" {
+            Vec::new()
+        } else {
+            // An unreadable header is reported by the read itself.
+            culprit_decode::file_elf_build_ids(&args.input).unwrap_or_default()
+        };
+        let symbolizer = &mut symbolizer;
+        Some(Box::new(move || {
+            if let Some(job) = kernel_job {
+                job.run();
+            }
+            for (path, build_id) in &sampled {
+                symbolizer.preload_elf(path, Some(build_id));
+            }
+        }) as SideWork)
     } else {
         None
     };
@@ -216,7 +232,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // and a flat report folds away what its keys do not show.
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
-    let profile = read_profile(&args, bar.as_ref(), &mut agg, kernel_job)?;
+    let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
     agg.finish();
     let has_chains = agg.has_callchains();
     opts.children = if args.no_children {
@@ -315,13 +331,16 @@ fn read_threads() -> usize {
         .clamp(1, 64)
 }
 
+/// Work done while the file is read (see `culprit_decode::ParallelOptions::side_work`).
+type SideWork<'a> = Box<dyn FnOnce() + Send + 'a>;
+
 /// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
-/// `side_job` runs meanwhile (on a reading thread, or a thread of its own).
+/// `side_work` runs meanwhile (on a reading thread, or a thread of its own).
 fn read_profile(
     args: &ReportArgs,
     bar: Option<&indicatif::ProgressBar>,
     agg: &mut SampleAggregator,
-    side_job: Option<KernelSymbolsJob>,
+    side_work: Option<SideWork<'_>>,
 ) -> anyhow::Result<Profile> {
     // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
     // sampled registers and stack while reading. Only events with REGS_USER+STACK_USER are
@@ -344,13 +363,13 @@ fn read_profile(
     if parallel {
         let threads = read_threads();
         if threads > 1 {
-            return read_profile_parallel(args, bar, agg, threads, !chains_used, side_job);
+            return read_profile_parallel(args, bar, agg, threads, !chains_used, side_work);
         }
     }
     // Joined when the read is over (the scope's end), before the symbols are used.
     std::thread::scope(|scope| {
-        if let Some(job) = side_job {
-            scope.spawn(|| job.run());
+        if let Some(work) = side_work {
+            scope.spawn(work);
         }
         read_profile_sequential(args, bar, agg, chains_used, unwind, stdin)
     })
@@ -409,7 +428,7 @@ fn read_profile_parallel(
     agg: &mut SampleAggregator,
     threads: usize,
     skip_callchains: bool,
-    side_job: Option<KernelSymbolsJob>,
+    side_work: Option<SideWork<'_>>,
 ) -> anyhow::Result<Profile> {
     let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
     let bar = bar.cloned();
@@ -420,7 +439,7 @@ fn read_profile_parallel(
             .collect();
         let opts = culprit_decode::ParallelOptions {
             skip_callchains,
-            side_work: side_job.map(|job| Box::new(move || job.run()) as Box<_>),
+            side_work,
             ..Default::default()
         };
         culprit_decode::read_file_parallel(

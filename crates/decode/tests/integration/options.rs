@@ -96,3 +96,33 @@ fn test_skip_locations_leaves_chain_frames_unresolved_too() {
         assert!(frames > 0, "{name}: chains");
     }
 }
+
+#[test]
+fn test_file_elf_build_ids_are_the_sampled_elf_files_of_the_header() {
+    // What the header alone gives is what the full read gives the ELF DSOs by build-id;
+    // the kernel, modules and the vDSO are left out.
+    let mut listed = 0;
+    for name in [
+        "cpu-clock-g.data",
+        "system-wide-g.data",
+        "two-events.data",
+        "exec-g.data",
+        "dwarf.data",
+    ] {
+        let path = crate::common::fixture(name);
+        let ids = culprit_decode::file_elf_build_ids(&path).expect("header");
+        let profile = culprit_decode::read_file(&path).expect("read");
+        for (p, id) in &ids {
+            assert!(!p.starts_with('['), "{name}: {p} listed");
+            let dso = profile.dsos.iter().find(|d| &d.path == p);
+            let dso = dso.unwrap_or_else(|| panic!("{name}: {p} is no DSO of the profile"));
+            assert_eq!(dso.kind, culprit_decode::model::DsoKind::Elf, "{name}: {p}");
+            assert_eq!(dso.build_id.as_ref(), Some(id), "{name}: {p}");
+        }
+        listed += ids.len();
+    }
+    assert!(listed > 0, "no fixture lists a build-id");
+    // Pipe mode: nothing from the header.
+    let pipe = crate::common::fixture("pipe-g.data");
+    assert_eq!(culprit_decode::file_elf_build_ids(&pipe).unwrap(), vec![]);
+}
