@@ -703,12 +703,7 @@ impl Symbolizer {
 
     /// Loads an ELF file's symbols for [`Symbolizer::prepare_elf`], returning the warnings
     /// (keyed like [`Symbolizer::warn`]) instead of giving them.
-    fn load_elf(
-        &mut self,
-        name: &str,
-        path: &Path,
-        recorded: Option<&[u8]>,
-    ) -> LoadedElf {
+    fn load_elf(&mut self, name: &str, path: &Path, recorded: Option<&[u8]>) -> LoadedElf {
         let mut warnings = Vec::new();
         let mut path = path.to_path_buf();
         let mut data = elf::map_file(&path).ok();
