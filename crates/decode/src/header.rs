@@ -4,7 +4,7 @@
 //! `tools/perf/Documentation/perf.data-file-format.txt` and `include/uapi/linux/perf_event.h`.
 
 use crate::cursor::{c_string, Cur};
-use crate::model::Meta;
+use crate::model::{CpuMode, Meta};
 
 /// `PERFILE2` read as a little-endian u64.
 pub(crate) const MAGIC_LE: &[u8; 8] = b"PERFILE2";
@@ -249,7 +249,7 @@ pub(crate) struct Features {
     pub meta: Meta,
     /// (pid, path, build-id, cpumode) from HEADER_BUILD_ID or pipe-mode HEADER_BUILD_ID
     /// records.
-    pub build_ids: Vec<(i32, String, Vec<u8>, u16)>,
+    pub build_ids: Vec<(i32, String, Vec<u8>, CpuMode)>,
     /// EVENT_DESC: (name, ids) per event, in file order.
     pub event_desc: Vec<(String, Vec<u64>)>,
     pub warnings: Vec<String>,
@@ -385,7 +385,7 @@ pub(crate) fn parse_build_id_body(
     misc: u16,
     body: &[u8],
     big_endian: bool,
-) -> Option<(i32, String, Vec<u8>, u16)> {
+) -> Option<(i32, String, Vec<u8>, CpuMode)> {
     let mut c = Cur::new(body, big_endian);
     let pid = c.i32()?;
     let id = c.bytes(24)?;
@@ -401,8 +401,7 @@ pub(crate) fn parse_build_id_body(
         }
         n
     };
-    const CPUMODE_MASK: u16 = 7;
-    Some((pid, path, id.get(..len)?.to_vec(), misc & CPUMODE_MASK))
+    Some((pid, path, id.get(..len)?.to_vec(), CpuMode::from_misc(misc)))
 }
 
 fn parse_event_desc(f: &mut Features, c: &mut Cur, big_endian: bool) -> Option<()> {

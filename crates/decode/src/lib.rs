@@ -293,70 +293,65 @@ pub enum SplitRule {
 /// mode (its events are known only while reading). [`read_file_parallel`] unwinds nothing,
 /// so such files are read sequentially when their call chains matter.
 pub fn file_may_unwind(path: &Path) -> Result<bool, DecodeError> {
+    let user_stack = reader::st::REGS_USER | reader::st::STACK_USER;
+    let any_unwinds = with_file_header(path, |data, _, h| {
+        let attrs = header::parse_file_attrs(data, h)?;
+        Ok(attrs
+            .iter()
+            .any(|a| a.sample_type & user_stack == user_stack))
+    })?;
+    Ok(any_unwinds.unwrap_or(true))
+}
+
+/// Runs `f` over the bytes, byte order and header of the file-mode perf.data file `path`,
+/// mapped (the header questions asked before a read). `None` for a pipe or FIFO, a
+/// pipe-mode file, or bytes that are no perf.data file (the read itself reports that).
+fn with_file_header<T>(
+    path: &Path,
+    f: impl FnOnce(&[u8], bool, &header::FileHeader) -> Result<T, DecodeError>,
+) -> Result<Option<T>, DecodeError> {
     let io = |source| DecodeError::Io {
         path: path.to_path_buf(),
         source,
     };
     let file = std::fs::File::open(path).map_err(io)?;
     if !file.metadata().map_err(io)?.is_file() {
-        return Ok(true);
+        return Ok(None);
     }
     // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     let data: &[u8] = &map;
     if stream::is_pipe_header(data) {
-        return Ok(true);
+        return Ok(None);
     }
-    // Not a perf.data file: the read itself reports it.
     let Ok(be) = header::byte_order(data) else {
-        return Ok(true);
+        return Ok(None);
     };
     let h = header::parse_file_header(data, be)?;
-    let attrs = header::parse_file_attrs(data, &h)?;
-    let user_stack = reader::st::REGS_USER | reader::st::STACK_USER;
-    Ok(attrs
-        .iter()
-        .any(|a| a.sample_type & user_stack == user_stack))
+    f(data, be, &h).map(Some)
 }
 
 /// The user-space ELF files a file's header lists with their build-ids (HEADER_BUILD_ID:
 /// perf writes the DSOs that have samples), as (path, build-id), read from the header
 /// alone: a reader can start loading their symbols before the records are read. Not the
 /// kernel, its modules, the vDSO or JIT maps. Empty for pipe-mode files (their build-ids
-/// come as records) and files without the feature.
+/// come as records), files without the feature and bytes that are no perf.data file.
 pub fn file_elf_build_ids(path: &Path) -> Result<Vec<(String, Vec<u8>)>, DecodeError> {
-    let io = |source| DecodeError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    if !file.metadata().map_err(io)?.is_file() {
-        return Ok(Vec::new());
-    }
-    // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    let data: &[u8] = &map;
-    if stream::is_pipe_header(data) {
-        return Ok(Vec::new());
-    }
-    let be = header::byte_order(data)?;
-    let h = header::parse_file_header(data, be)?;
-    let mut features = header::Features::default();
-    let (sections, _) = header::file_feature_sections(data, &h);
-    for (id, sec) in sections {
-        if id == header::feat::BUILD_ID {
-            if let Some(b) = sec.slice(data) {
+    let features = with_file_header(path, |data, be, h| {
+        let mut features = header::Features::default();
+        let (sections, _) = header::file_feature_sections(data, h);
+        for (id, sec) in sections {
+            if let (header::feat::BUILD_ID, Some(b)) = (id, sec.slice(data)) {
                 header::parse_feature(&mut features, id, b, be);
             }
         }
-    }
-    const KERNEL: u16 = 1;
-    const GUEST_KERNEL: u16 = 4;
+        Ok(features)
+    })?;
     Ok(features
-        .build_ids
+        .map_or_else(Vec::new, |f| f.build_ids)
         .into_iter()
         .filter(|(_, path, _, mode)| {
-            !matches!(*mode, KERNEL | GUEST_KERNEL)
+            !matches!(mode, model::CpuMode::Kernel | model::CpuMode::GuestKernel)
                 && state::classify(path, false).0 == model::DsoKind::Elf
         })
         .map(|(_, path, id, _)| (path, id))
@@ -395,16 +390,10 @@ fn read_parallel<S: FnMut(&Profile, &model::Sample) + Send>(
             [first, second],
         );
     }
-    if sinks.len() < 2 {
-        // No second thread: the work comes first.
-        if let Some(work) = side_work.take() {
-            work();
-        }
-    }
     let count = sinks.len().max(1);
     let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
         std::thread::scope(|scope| {
-            // More than two shares: the work gets a thread of its own.
+            // Not two shares: the work gets a thread of its own.
             if let Some(work) = side_work.take() {
                 scope.spawn(work);
             }

@@ -1340,7 +1340,8 @@ impl<'a, 'p> Reader<'a, 'p> {
             let overlap = head + older.partition_point(|r| r.time <= first_new);
             if overlap < sorted {
                 if let Some(tail) = queue.get_mut(overlap..) {
-                    sort_runs_by_time(tail, &mut self.merge_scratch);
+                    // Two runs: the older records it overlaps, then the new ones.
+                    merge_adjacent(tail, sorted - overlap, &mut self.merge_scratch);
                 }
             }
         }

@@ -201,8 +201,8 @@ pub struct Symbolizer {
     jit: HashMap<i32, Option<u32>>,
     warnings: Vec<String>,
     warned: HashSet<String>,
-    /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::kernel_symbols_job`]:
-    /// `opts.kallsyms` read and parsed elsewhere.
+    /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::load_kernel_symbols`]:
+    /// `opts.kallsyms` read and parsed before the first kernel lookup.
     prefetched: Option<Prefetched>,
     /// [`Symbolizer::preload_elf`]: loaded ELF files by path and recorded build-id, with
     /// their warnings not given yet.
@@ -213,29 +213,12 @@ pub struct Symbolizer {
 /// yet.
 type LoadedElf = (DsoState, Vec<(String, String)>);
 
-/// Kernel symbols read and parsed away from the symbolizer's thread.
+/// Kernel symbols read and parsed before the first kernel lookup.
 enum Prefetched {
-    /// On a thread of the symbolizer's own.
+    /// Coming, on a thread of the symbolizer's own.
     Thread(std::thread::JoinHandle<std::io::Result<kernel::Kallsyms>>),
-    /// By a [`KernelSymbolsJob`], wherever its caller ran it (empty if it did not run).
-    Job(Arc<std::sync::Mutex<Option<std::io::Result<kernel::Kallsyms>>>>),
-}
-
-/// Reads and parses the running kernel's symbols when run, for the [`Symbolizer`] that made
-/// it (see [`Symbolizer::kernel_symbols_job`]).
-pub struct KernelSymbolsJob {
-    opts: SymbolizerOptions,
-    slot: Arc<std::sync::Mutex<Option<std::io::Result<kernel::Kallsyms>>>>,
-}
-
-impl KernelSymbolsJob {
-    /// Reads and parses the symbols (the kernel's file, or perf's cached copy of it).
-    pub fn run(self) {
-        let parsed = read_running_kallsyms(&self.opts);
-        if let Ok(mut slot) = self.slot.lock() {
-            *slot = Some(parsed);
-        }
-    }
+    /// Read.
+    Ready(std::io::Result<kernel::Kallsyms>),
 }
 
 impl SymbolizerOptions {
@@ -406,20 +389,14 @@ impl Symbolizer {
             .map(Prefetched::Thread);
     }
 
-    /// Like [`Symbolizer::prefetch_kernel_symbols`], but the caller runs the returned job
-    /// where it has time (such as on a reading thread before its share of the file). The
-    /// first kernel lookup after the job ran uses its result; if it did not run, the
-    /// lookup reads the symbols itself. `None` when they are already loaded or coming.
-    pub fn kernel_symbols_job(&mut self) -> Option<KernelSymbolsJob> {
-        if self.kernel.is_some() || self.prefetched.is_some() {
-            return None;
+    /// Reads and parses the kernel's symbols now, on the caller's thread (such as a reading
+    /// thread before its share of the file, see [`Symbolizer::preload_elf`]); the first
+    /// kernel lookup uses them when it reads that file. Nothing when they are already
+    /// loaded or coming.
+    pub fn load_kernel_symbols(&mut self) {
+        if self.kernel.is_none() && self.prefetched.is_none() {
+            self.prefetched = Some(Prefetched::Ready(read_running_kallsyms(&self.opts)));
         }
-        let slot = Arc::new(std::sync::Mutex::new(None));
-        self.prefetched = Some(Prefetched::Job(Arc::clone(&slot)));
-        Some(KernelSymbolsJob {
-            opts: self.opts.clone(),
-            slot,
-        })
     }
 
     /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
@@ -580,14 +557,13 @@ impl Symbolizer {
         let prefetched = self.prefetched.take();
         if let Some(path) = source {
             let parsed = if path == self.opts.kallsyms {
-                let done = match prefetched {
-                    Some(Prefetched::Thread(thread)) => Some(thread.join().unwrap_or_else(|_| {
+                match prefetched {
+                    Some(Prefetched::Thread(thread)) => thread.join().unwrap_or_else(|_| {
                         Err(std::io::Error::other("the kallsyms thread panicked"))
-                    })),
-                    Some(Prefetched::Job(slot)) => slot.lock().ok().and_then(|mut s| s.take()),
-                    None => None,
-                };
-                done.unwrap_or_else(|| read_running_kallsyms(&self.opts))
+                    }),
+                    Some(Prefetched::Ready(parsed)) => parsed,
+                    None => read_running_kallsyms(&self.opts),
+                }
             } else {
                 read_kallsyms(&path)
             };

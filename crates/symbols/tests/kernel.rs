@@ -67,8 +67,22 @@ impl Machine {
     }
 
     /// The name of kernel address `addr` in a profile recorded on this kernel; `prefetch`:
-    /// through [`Symbolizer::prefetch_kernel_symbols`].
+    /// through [`Symbolizer::prefetch_kernel_symbols`], and the same through
+    /// [`Symbolizer::load_kernel_symbols`].
     fn name(&self, addr: u64, prefetch: bool) -> Option<String> {
+        let name = self.name_with(
+            addr,
+            prefetch.then_some(Symbolizer::prefetch_kernel_symbols),
+        );
+        if prefetch {
+            let loaded = self.name_with(addr, Some(Symbolizer::load_kernel_symbols));
+            assert_eq!(name, loaded, "prefetched and loaded kernel symbols differ");
+        }
+        name
+    }
+
+    /// [`Machine::name`] with `early` called on the symbolizer before the lookup.
+    fn name_with(&self, addr: u64, early: Option<fn(&mut Symbolizer)>) -> Option<String> {
         let p = Profile {
             dsos: vec![Dso {
                 path: "[kernel.kallsyms]".into(),
@@ -80,8 +94,8 @@ impl Machine {
             ..Profile::default()
         };
         let mut s = Symbolizer::new(self.opts());
-        if prefetch {
-            s.prefetch_kernel_symbols();
+        if let Some(early) = early {
+            early(&mut s);
         }
         let r = s.resolve(
             &p,

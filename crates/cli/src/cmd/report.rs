@@ -193,7 +193,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
     let side_work = if shows_symbols {
-        let kernel_job = symbolizer.kernel_symbols_job();
         let sampled = if args.input.as_os_str() == "-" {
             Vec::new()
         } else {
@@ -202,9 +201,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         };
         let symbolizer = &mut symbolizer;
         Some(Box::new(move || {
-            if let Some(job) = kernel_job {
-                job.run();
-            }
+            symbolizer.load_kernel_symbols();
             for (path, build_id) in &sampled {
                 symbolizer.preload_elf(path, Some(build_id));
             }
