@@ -565,7 +565,8 @@ fn test_report_json_schema_and_keys() {
         );
         // Plain names, without perf's `[.] ` mode column. The fixture's binary is looked up
         // at the path it was recorded from, which a fresh machine may not have: then its
-        // addresses are `[unknown]` (names of a live recording: the tests that record).
+        // addresses are `[unknown]` (resolved names are checked on a live recording by
+        // test_report_matches_perf_cpu_clock_callchains).
         let sym = k["sym"].as_str().unwrap();
         assert!(
             sym == "[unknown]" || !sym.starts_with('['),
