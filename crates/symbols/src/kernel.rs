@@ -18,6 +18,22 @@ pub struct Kallsyms {
     pub all_zero: bool,
 }
 
+impl Kallsyms {
+    /// The tables with their names copied out of the text they were parsed from (see
+    /// [`SymbolTable::with_own_names`]), which is then freed.
+    pub fn with_own_names(self) -> Kallsyms {
+        Kallsyms {
+            kernel: self.kernel.with_own_names(),
+            modules: self
+                .modules
+                .into_iter()
+                .map(|(m, t)| (m, t.with_own_names()))
+                .collect(),
+            all_zero: self.all_zero,
+        }
+    }
+}
+
 /// Parses kallsyms text. Keeps the symbol types perf keeps (text, weak, data, bss).
 pub fn parse_kallsyms(text: &str) -> Kallsyms {
     parse_kallsyms_bytes(text.as_bytes())
@@ -478,6 +494,36 @@ mod tests {
         assert_eq!(name(t, 0xffffffff81000210), "after");
         assert_eq!(name(&k.modules["kvm"], 0xffffffffc0000000), "m_fn");
         assert_eq!(text_address(&text), Some(0xffffffff81000000));
+    }
+
+    #[test]
+    fn test_own_names_keep_every_symbol() {
+        // Duplicates at one start (fixed up when built), a weak symbol, a name that is not
+        // UTF-8, modules; this machine's table too when it can be read.
+        let mut text = b"ffffffff81000000 T _text\nffffffff81000000 t _stext\n".to_vec();
+        text.extend_from_slice(b"ffffffff81000100 W weak_fn\nffffffff81000200 t ");
+        text.extend_from_slice(&[0xff, 0xfe]);
+        text.extend_from_slice(b"\nffffffffc0000000 t m_fn\t[kvm]\nffffffffc0000100 t n\t[kvm]\n");
+        let mut texts = vec![text];
+        texts.extend(std::fs::read("/proc/kallsyms").ok());
+        let all = |t: &SymbolTable| {
+            (0..t.len() as u32)
+                .map(|i| {
+                    let s = t.get(i).unwrap();
+                    (s.name.to_string(), s.start, s.end, s.binding)
+                })
+                .collect::<Vec<_>>()
+        };
+        for text in texts {
+            let shared = parse_kallsyms_bytes(&text);
+            let own = parse_kallsyms_bytes(&text).with_own_names();
+            assert_eq!(all(&own.kernel), all(&shared.kernel));
+            assert_eq!(own.modules.len(), shared.modules.len());
+            for (m, t) in &shared.modules {
+                assert_eq!(all(&own.modules[m]), all(t), "module {m}");
+            }
+            assert_eq!(own.all_zero, shared.all_zero);
+        }
     }
 
     #[test]

@@ -307,6 +307,24 @@ impl SymbolTable {
         b.build()
     }
 
+    /// The table with its names copied into an arena of its own, so that it no longer holds
+    /// the text it shares (a kallsyms file read into memory is twice its names).
+    pub fn with_own_names(self) -> SymbolTable {
+        if matches!(self.names, Names::Owned(_)) {
+            return self;
+        }
+        let bytes = self.entries.iter().map(|e| e.name(&self.names).len()).sum();
+        let mut b = SymbolTableBuilder::with_capacity(self.entries.len(), bytes);
+        for e in &self.entries {
+            b.push(e.name(&self.names), e.start, e.end, e.binding());
+        }
+        // In the same order: the table was sorted and fixed up when it was built.
+        SymbolTable {
+            entries: b.entries,
+            names: b.names,
+        }
+    }
+
     /// Number of symbols.
     pub fn len(&self) -> usize {
         self.entries.len()
