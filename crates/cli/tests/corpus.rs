@@ -567,7 +567,7 @@ fn check_file(file: &Path, scratch: &Path) -> (Vec<String>, Vec<String>) {
     let foreign = foreign_kernel(&json);
     // Compares one mode: at `keys`, leaving kernel/vDSO rows of a foreign kernel to the
     // comparison at `coarse` (the same keys without sym).
-    let mut compare_mode = |keys: &[&str],
+    let compare_mode = |keys: &[&str],
                             coarse: &[&str],
                             children: bool,
                             perf: Table,
