@@ -25,6 +25,17 @@ use crate::{AnalysisError, SortKey};
 
 mod children;
 
+/// perf's default `--max-stack` (the kernel's `perf_event_max_stack`, 127): `perf report
+/// --children` walks a chain from its outermost caller (caller order) and stops after this
+/// many frames, so a longer chain (a corrupt or runaway one) loses its innermost frames.
+pub const PERF_MAX_STACK: usize = 127;
+
+/// The frames of a call chain (callee first) that `perf report --children` accumulates:
+/// the outermost [`PERF_MAX_STACK`].
+pub fn children_window<T>(chain: &[T]) -> &[T] {
+    &chain[chain.len().saturating_sub(PERF_MAX_STACK)..]
+}
+
 /// Which samples count.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {
@@ -1395,7 +1406,7 @@ pub fn hotspots_aggregated(
         if use_chains && opts.children {
             seen.clear();
             seen.push(r);
-            for &fi in chain_of(s) {
+            for &fi in children_window(chain_of(s)) {
                 let Some(fr) = frames.get(fi as usize) else {
                     continue;
                 };
@@ -1501,7 +1512,8 @@ pub fn hotspots_aggregated(
                 }
             }
             if opts.children {
-                for (p, &fi) in chain.iter().enumerate() {
+                let skipped = chain.len() - children_window(chain).len();
+                for (p, &fi) in chain.iter().enumerate().skip(skipped) {
                     let Some(fr) = frames.get(fi as usize) else {
                         continue;
                     };

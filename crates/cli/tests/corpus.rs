@@ -568,12 +568,12 @@ fn check_file(file: &Path, scratch: &Path) -> (Vec<String>, Vec<String>) {
     // Compares one mode: at `keys`, leaving kernel/vDSO rows of a foreign kernel to the
     // comparison at `coarse` (the same keys without sym).
     let compare_mode = |keys: &[&str],
-                            coarse: &[&str],
-                            children: bool,
-                            perf: Table,
-                            ours: Table,
-                            problems: &mut Vec<String>,
-                            notes: &mut Vec<String>| {
+                        coarse: &[&str],
+                        children: bool,
+                        perf: Table,
+                        ours: Table,
+                        problems: &mut Vec<String>,
+                        notes: &mut Vec<String>| {
         let what = format!(
             "{name}{} --sort {}",
             if children { " --children" } else { "" },

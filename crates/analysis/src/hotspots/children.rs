@@ -461,7 +461,7 @@ pub(super) fn report(
             if opts.children {
                 seen.clear();
                 seen.push(r);
-                for &p in chain {
+                for &p in super::children_window(chain) {
                     let r = row(keys, p + base, &mut rep, &mut values);
                     if seen.contains(&r) {
                         continue;
