@@ -58,13 +58,13 @@ impl ScriptError {
         let line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
         let line = src[..start].matches('\n').count() + 1;
         let column = src[line_start..start].chars().count() + 1;
-        let text = &src[line_start..line_end];
         let width = src
             .get(start..span.end.min(line_end).max(start))
             .map_or(1, |s| s.chars().count().max(1));
+        let (text, caret_at, width) = excerpt(&src[line_start..line_end], column - 1, width);
         let rendered = format!(
             "{line}:{column}: {kind}: {message}\n  {text}\n  {}{}",
-            " ".repeat(column - 1),
+            " ".repeat(caret_at),
             "^".repeat(width)
         );
         ScriptError::At {
@@ -75,6 +75,32 @@ impl ScriptError {
             rendered,
         }
     }
+}
+
+/// How many characters of a long source line are shown on each side of the error.
+const EXCERPT_SIDE: usize = 40;
+
+/// The part of a source line shown under an error: the whole line when short, else a window
+/// around the error's column (`…` marks the cuts), so that a generated 20 KB line does not
+/// flood the terminal. Returns the text, the caret's column in it and the caret's width.
+fn excerpt(line: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= 2 * EXCERPT_SIDE + 20 {
+        return (line.to_string(), column, width);
+    }
+    let from = column.saturating_sub(EXCERPT_SIDE);
+    let to = (column + width.min(EXCERPT_SIDE) + EXCERPT_SIDE).min(chars.len());
+    let mut text = String::new();
+    let mut caret_at = column - from;
+    if from > 0 {
+        text.push('…');
+        caret_at += 1;
+    }
+    text.extend(&chars[from..to]);
+    if to < chars.len() {
+        text.push('…');
+    }
+    (text, caret_at, width.min(to.saturating_sub(column)).max(1))
 }
 
 /// The names among `candidates` closest to `name` (edit distance), best first, for "did you
@@ -144,6 +170,20 @@ mod tests {
             e.to_string(),
             "2:5: syntax error: oops\n  { x = ; }\n      ^"
         );
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_error() {
+        let src = format!("BEGIN {{ x = {}; }}", vec!["1"; 500].join("+"));
+        let at = src.find(";").unwrap();
+        let e = ScriptError::at(&src, Span::new(at, at + 1), "syntax error", "oops");
+        let shown = e.to_string();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(lines[1].chars().count() < 2 * EXCERPT_SIDE + 10, "{shown}");
+        assert!(lines[1].starts_with("  …+1+1"), "{shown}");
+        let caret = lines[2].find('^').unwrap();
+        assert_eq!(lines[1].chars().nth(caret), Some(';'), "{shown}");
+        assert!(lines[0].starts_with(&format!("1:{}:", at + 1)), "{shown}");
     }
 
     #[test]

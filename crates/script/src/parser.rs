@@ -12,6 +12,7 @@ pub fn parse(src: &str) -> Result<Program, ScriptError> {
         peeked: None,
         in_predicate: false,
         depth: 0,
+        height: 0,
         stmt_depth: 0,
     };
     p.program()
@@ -23,14 +24,54 @@ struct Parser<'s> {
     peeked: Option<(Tok, Span)>,
     /// Parsing a predicate: a `/` followed by `{` closes it instead of dividing.
     in_predicate: bool,
-    /// Nesting depth, bounded so that hostile input cannot overflow the stack.
+    /// Expression recursion depth of the parser, bounded by [`MAX_DEPTH`] so that hostile
+    /// input cannot overflow the stack.
     depth: u32,
+    /// Height of the expression tree being built (see [`MAX_NESTING`]).
+    height: u32,
     /// Statement nesting depth (`if` inside `if`), bounded likewise.
     stmt_depth: u32,
 }
 
+/// How deeply the parser may recurse into an expression (parentheses, unary operators,
+/// right operands).
 const MAX_DEPTH: u32 = 200;
+/// How high an expression tree may grow: its height is checked once the whole expression
+/// is parsed. The compiler and the tree's drop walk it recursively; 250 levels leave room in
+/// a debug build on a 2 MiB thread stack (about 390 overflowed it).
+const MAX_HEIGHT: u32 = 250;
+/// A bound on the height while an expression is built (parentheses, operands and each
+/// operator of a chain count one: `1+1+…+1` nests its left side one level per operator):
+/// a tree grows to at most twice this before [`MAX_HEIGHT`] is checked, so that a
+/// 20,000-term chain is refused early and dropped without deep recursion.
+const MAX_NESTING: u32 = 2 * MAX_HEIGHT;
 const MAX_STMT_DEPTH: u32 = 32;
+
+/// The message for an expression taller than [`MAX_HEIGHT`].
+fn too_deep() -> String {
+    format!(
+        "expression nested too deeply (more than {MAX_HEIGHT} levels of parentheses, operators and operands): split it with variables"
+    )
+}
+
+/// The height of an expression tree, walked without recursion.
+fn tree_height(e: &Expr) -> u32 {
+    let mut max = 0;
+    let mut todo = vec![(e, 1u32)];
+    while let Some((e, h)) = todo.pop() {
+        max = max.max(h);
+        match &e.kind {
+            ExprKind::Unary(_, a) => todo.push((a, h + 1)),
+            ExprKind::Binary(_, a, b) => todo.extend([(&**a, h + 1), (&**b, h + 1)]),
+            ExprKind::Ternary(a, b, c) => {
+                todo.extend([(&**a, h + 1), (&**b, h + 1), (&**c, h + 1)])
+            }
+            ExprKind::Call(_, args) => todo.extend(args.iter().map(|a| (a, h + 1))),
+            _ => {}
+        }
+    }
+    max
+}
 
 /// Binding powers: (left, right) for infix operators.
 fn infix_bp(op: &str) -> Option<(u8, u8)> {
@@ -520,14 +561,40 @@ impl<'s> Parser<'s> {
     }
 
     fn expr(&mut self, min_bp: u8) -> Result<Expr, ScriptError> {
+        let (depth, height) = (self.depth, self.height);
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             let span = self.peek()?.1;
             return Err(self.err(span, "expression nested too deeply"));
         }
+        self.nest()?;
         let r = self.expr_inner(min_bp);
-        self.depth -= 1;
+        (self.depth, self.height) = (depth, height);
+        if depth == 0 {
+            return self.check_height(r);
+        }
         r
+    }
+
+    /// Refuses a whole expression taller than [`MAX_HEIGHT`] (out of line: `expr` recurses,
+    /// so its frame stays small).
+    #[inline(never)]
+    fn check_height(&self, r: Result<Expr, ScriptError>) -> Result<Expr, ScriptError> {
+        let e = r?;
+        if tree_height(&e) > MAX_HEIGHT {
+            return Err(self.err(e.span, too_deep()));
+        }
+        Ok(e)
+    }
+
+    /// One more level of expression tree height, refused past [`MAX_NESTING`].
+    fn nest(&mut self) -> Result<(), ScriptError> {
+        self.height += 1;
+        if self.height > MAX_NESTING {
+            let span = self.peek()?.1;
+            return Err(self.err(span, too_deep()));
+        }
+        Ok(())
     }
 
     fn expr_inner(&mut self, min_bp: u8) -> Result<Expr, ScriptError> {
@@ -542,6 +609,8 @@ impl<'s> Parser<'s> {
             if op == "/" && self.in_predicate && self.lex.peek_char() == Some('{') {
                 break;
             }
+            // Each operator of a chain nests the tree one level deeper on its left.
+            self.nest()?;
             self.next()?;
             if op == "?" {
                 let then = self.expr(0)?;

@@ -200,3 +200,38 @@ fn period_suffix_notes_and_absent_events() {
     let prog = compile("pmc:::*-clock { @ = count(); }", &Options::default()).unwrap();
     assert!(prog.runner(&p.events, "x").is_ok());
 }
+
+/// Generated programs with long operator chains (`1+1+…`, `a && b && …`, a 20,000-term `||`
+/// predicate): the longest a program may have compiles and runs, even on a test thread's
+/// small stack; longer ones are a syntax error at line:column, never a stack overflow.
+#[test]
+fn long_operator_chains_run_or_fail_cleanly() {
+    let sum = vec!["1"; 240].join("+");
+    let (out, ..) = run(&format!("END {{ printf(\"%d\\n\", {sum}); }}"));
+    assert_eq!(out, "240\n");
+    let and = vec!["1"; 240].join(" && ");
+    let (out, ..) = run(&format!("END {{ printf(\"%d\\n\", {and}); }}"));
+    assert_eq!(out, "1\n");
+    for (op, n) in [
+        ("+", 260),
+        ("+", 9000),
+        ("*", 9000),
+        ("&&", 9000),
+        ("||", 20000),
+    ] {
+        let chain = vec!["pid == 1"; n].join(&format!(" {op} "));
+        let src = format!("pmc:::cpu-clock /{chain}/ {{ @ = count(); }}");
+        let err = compile(&src, &Options::default())
+            .err()
+            .unwrap_or_else(|| panic!("a {n}-term {op} chain compiled"))
+            .to_string();
+        assert!(
+            err.starts_with("1:") && err.contains("nested too deeply"),
+            "{op}: {err}"
+        );
+        assert!(
+            err.len() < 600,
+            "the error quotes a window, not the line: {err}"
+        );
+    }
+}
