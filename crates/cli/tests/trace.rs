@@ -800,3 +800,31 @@ fn piped_stream_is_traced_while_it_is_recorded() {
         "the first line came after the recording ended: {lines:?} vs {rec_end:.3}s"
     );
 }
+
+/// `exit(N)` outside 0..255 exits 255 with a warning: never 0 (success) for exit(-1) or
+/// exit(256), as a plain truncation or clamp to the byte would give.
+#[test]
+fn exit_status_outside_a_byte_is_255_with_a_warning() {
+    let file = fixture("cpu-clock-g.data");
+    for (v, status, warned) in [
+        (-1, 255, true),
+        (256, 255, true),
+        (255, 255, false),
+        (0, 0, false),
+    ] {
+        let out = common::culprit()
+            .args([
+                "trace",
+                "-q",
+                "-e",
+                &format!("BEGIN {{ exit({v}); }}"),
+                "-i",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "exit({v}): {err}");
+        assert_eq!(err.contains("outside 0..255"), warned, "exit({v}): {err}");
+    }
+}

@@ -141,11 +141,14 @@ impl Func {
 /// One key's accumulator.
 #[derive(Debug, Clone, Default)]
 pub struct Acc {
-    /// count, sum, min or max; the sum for avg/stddev.
+    /// count, min or max.
     pub a: i64,
+    /// The sum for sum, avg and stddev: 128 bits, so that no realistic run wraps (2^64
+    /// values of i64::MAX). Printed saturated to 64 bits, with a note.
+    pub sum: i128,
     /// The count for avg/stddev.
     pub n: i64,
-    /// Sum of squares for stddev.
+    /// Sum of squares for stddev (saturating).
     pub sq: i128,
     /// Histogram buckets (quantize, lquantize).
     pub buckets: Option<Box<[i64]>>,
@@ -160,17 +163,17 @@ impl Acc {
         match func {
             Func::Offenders { .. } => {}
             Func::Count => self.a += 1,
-            Func::Sum => self.a = self.a.wrapping_add(v),
+            Func::Sum => self.sum += i128::from(v),
             Func::Avg => {
-                self.a = self.a.wrapping_add(v);
+                self.sum += i128::from(v);
                 self.n += 1;
             }
             Func::Min => self.a = self.a.min(v),
             Func::Max => self.a = self.a.max(v),
             Func::Stddev => {
-                self.a = self.a.wrapping_add(v);
+                self.sum += i128::from(v);
                 self.n += 1;
-                self.sq = self.sq.wrapping_add(i128::from(v) * i128::from(v));
+                self.sq = self.sq.saturating_add(i128::from(v) * i128::from(v));
             }
             Func::Quantize => {
                 if let Some(b) = self.buckets.as_mut() {
@@ -272,6 +275,11 @@ pub struct Agg {
     pub printed: bool,
     /// normalize() factor.
     pub norm: i64,
+}
+
+/// A 128-bit sum as the i64 DTrace prints: saturated at the ends of the range.
+fn saturate(v: i128) -> i64 {
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// Cap on distinct dropped keys remembered, so that counting them stays bounded too.
@@ -380,12 +388,14 @@ impl Agg {
     pub fn value(&self, acc: &Acc) -> i64 {
         let v = match self.func {
             Func::Offenders { .. } => acc.det.as_ref().map_or(0, |d| d.det.confirmations() as i64),
-            Func::Count | Func::Sum | Func::Min | Func::Max => acc.a,
+            Func::Count | Func::Min | Func::Max => acc.a,
+            Func::Sum => saturate(acc.sum),
             Func::Avg => {
                 if acc.n == 0 {
                     0
                 } else {
-                    acc.a / acc.n
+                    // The mean of i64 values is an i64.
+                    saturate(acc.sum / i128::from(acc.n))
                 }
             }
             Func::Stddev => {
@@ -393,7 +403,7 @@ impl Agg {
                     0
                 } else {
                     let n = acc.n as f64;
-                    let mean = acc.a as f64 / n;
+                    let mean = acc.sum as f64 / n;
                     let var = (acc.sq as f64 / n - mean * mean).max(0.0);
                     var.sqrt() as i64
                 }
@@ -471,6 +481,7 @@ impl Agg {
                 _ => 0,
             };
             acc.n = 0;
+            acc.sum = 0;
             acc.sq = 0;
             if let Some(b) = acc.buckets.as_mut() {
                 b.iter_mut().for_each(|x| *x = 0);
@@ -485,9 +496,9 @@ impl Agg {
     pub fn value_f64(&self, acc: &Acc) -> f64 {
         let n = acc.n as f64;
         let v = match self.func {
-            Func::Avg if acc.n > 0 => acc.a as f64 / n,
+            Func::Avg if acc.n > 0 => acc.sum as f64 / n,
             Func::Stddev if acc.n > 0 => {
-                let mean = acc.a as f64 / n;
+                let mean = acc.sum as f64 / n;
                 (acc.sq as f64 / n - mean * mean).max(0.0).sqrt()
             }
             _ => self.value(acc) as f64,
@@ -539,6 +550,26 @@ impl Agg {
         } else {
             self.histogram(out, acc);
         }
+    }
+
+    /// A note when some key's value does not fit the 64 bits it is printed in (a sum past
+    /// i64, or a stddev whose sum of squares saturated): the printed values are saturated.
+    pub fn saturated_note(&self) -> Option<String> {
+        let over = |a: &Acc| match self.func {
+            Func::Sum => saturate(a.sum) as i128 != a.sum,
+            Func::Stddev => a.sq == i128::MAX,
+            _ => false,
+        };
+        let n = self.map.values().filter(|a| over(a)).count();
+        (n > 0).then(|| {
+            format!(
+                "@{}: {n} {} exceeded 64 bits: printed saturated ({} to {})",
+                self.name,
+                if n == 1 { "value" } else { "values" },
+                i64::MIN,
+                i64::MAX
+            )
+        })
     }
 
     /// The limit note, if the key limit dropped anything.

@@ -783,6 +783,9 @@ impl Runner<'_> {
             if let Some(n) = a.dropped_note() {
                 self.notes.push(n);
             }
+            if let Some(n) = a.saturated_note() {
+                self.notes.push(n);
+            }
         }
         if self.rt.self_dropped > 0 {
             self.notes.push(format!(

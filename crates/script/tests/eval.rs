@@ -235,3 +235,29 @@ fn long_operator_chains_run_or_fail_cleanly() {
         );
     }
 }
+
+/// sum, avg and stddev accumulate in 128 bits: the mean of huge values is exact, and a sum
+/// past 64 bits prints saturated with a note instead of wrapping to a wrong number.
+#[test]
+fn sums_widen_and_saturate_with_a_note() {
+    let (out, aggs, notes, _) = run(
+        "END { @s = sum(9223372036854775807); @s = sum(9223372036854775807);
+           @a = avg(9223372036854775807); @a = avg(9223372036854775807);
+           @n = sum(-9223372036854775807); @n = sum(-9223372036854775807);
+           @d = stddev(4611686018427387904); @d = stddev(4611686018427387904);
+           printa(\"%@d %@d %@d %@d\\n\", @s, @a, @n, @d); }",
+    );
+    assert_eq!(
+        out, "9223372036854775807 9223372036854775807 -9223372036854775808 0\n",
+        "{aggs}"
+    );
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("@s: 1 value exceeded 64 bits"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].starts_with("@n: 1 value exceeded 64 bits"),
+        "{notes:?}"
+    );
+}

@@ -135,7 +135,13 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     };
     sink.finish(&outcome, &input, live)?;
     Ok(match outcome.exit {
-        Some(v) => ExitCode::from(v.clamp(0, 255) as u8),
+        Some(v) => ExitCode::from(u8::try_from(v).unwrap_or_else(|_| {
+            // A status the shell cannot see: never turn it into 0 (success).
+            eprintln!(
+                "culprit: warning: exit({v}) is outside 0..255, which is all a process can return: exiting with 255"
+            );
+            255
+        })),
         None => ExitCode::SUCCESS,
     })
 }
