@@ -524,7 +524,9 @@ impl Program {
                     )));
                 }
                 for &i in &matched {
-                    if !dispatch[i].iter().any(|d| d.0 == ci) {
+                    // Clauses come in order: one already queued for this event is last (a
+                    // scan of the whole list made 50,000 clauses quadratic).
+                    if dispatch[i].last().is_none_or(|d| d.0 != ci) {
                         dispatch[i].push((ci, pi));
                     }
                     if let Some((v, freq)) = want {
