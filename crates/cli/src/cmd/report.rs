@@ -539,6 +539,11 @@ fn key_header(k: SortKey) -> &'static str {
         SortKey::Srcfile => "Source File",
         SortKey::Ip => "Address",
         SortKey::Cpu => "CPU",
+        SortKey::Mem => "Memory access",
+        SortKey::Snoop => "Snoop",
+        SortKey::Tlb => "TLB access",
+        SortKey::Locked => "Locked",
+        SortKey::Blocked => "Blocked",
     }
 }
 
@@ -748,6 +753,13 @@ fn write_text(
             "self only"
         }
     )?;
+    if r.keys.iter().any(|k| k.is_memory()) {
+        writeln!(
+            out,
+            "# Memory mode (as perf --mem-mode): a sample counts its PERF_SAMPLE_WEIGHT (1 \
+             without one); event count and periods are total weights"
+        )?;
+    }
     if r.deskid {
         for e in &r.events {
             use culprit_analysis::skid::{self, EventClass};
@@ -1285,6 +1297,10 @@ fn to_json<'a>(
     top.insert("warnings".into(), Value::from(warnings.to_vec()));
     if r.deskid {
         top.insert("deskid_is_estimate".into(), Value::Bool(true));
+    }
+    if r.keys.iter().any(|k| k.is_memory()) {
+        // Periods are weights (perf's --mem-mode).
+        top.insert("mem_mode".into(), Value::Bool(true));
     }
     JsonReport {
         top,
