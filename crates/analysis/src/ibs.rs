@@ -14,6 +14,9 @@
 //!   the ops where the value is meaningful (DC-miss latency over missing loads).
 //! - Data sources come from the kernel's IBS → `perf_mem_data_src` mapping
 //!   ([`culprit_decode::ibs::op_data_src`]), so they follow the family's DataSrc table.
+//! - Without IBS op samples, the data-centric tables come from PEBS memory samples (data
+//!   address with DATA_SRC / WEIGHT): a miss is an access served beyond the L1 by its
+//!   data_src, latencies are weights; fields one source lacks are `None`, not 0.
 
 use std::collections::HashMap;
 

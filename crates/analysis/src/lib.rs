@@ -26,7 +26,7 @@ pub use hotspots::{
 #[non_exhaustive]
 pub enum AnalysisError {
     /// A sort key name that culprit does not know.
-    #[error("unknown sort key '{0}' (known: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu)")]
+    #[error("unknown sort key '{0}' (known: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu, mem, snoop, tlb, locked, blocked)")]
     UnknownSortKey(String),
     /// `-e` named no event of the file.
     #[error("no event '{wanted}' in the file (events: {})", available.join(", "))]
@@ -120,7 +120,8 @@ impl SortKey {
                 "mem" => Ok(SortKey::Mem),
                 "snoop" => Ok(SortKey::Snoop),
                 "tlb" => Ok(SortKey::Tlb),
-                "locked" => Ok(SortKey::Locked),
+                // perf takes any prefix of a key name; `lock` is the one in common use.
+                "locked" | "lock" => Ok(SortKey::Locked),
                 "blocked" => Ok(SortKey::Blocked),
                 other => Err(AnalysisError::UnknownSortKey(other.to_string())),
             })

@@ -120,6 +120,20 @@ fn test_report_memory_keys_match_perf_mem_mode_on_real_pebs_file() {
     ] {
         compare_mem_sort(&f, sort);
     }
+    // perf takes `lock` for `locked` (a prefix): so does culprit.
+    let lock: Value = serde_json::from_slice(
+        &common::run_ok(common::culprit().arg("report").arg("-i").arg(&f).args([
+            "--format",
+            "json",
+            "--no-children",
+            "--sort",
+            "lock",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(lock["sort"], serde_json::json!(["locked"]));
+    assert_eq!(lock["rows"][1]["keys"]["locked"], "Yes");
     // `perf mem report` is `perf report --mem-mode`: same rows (it adds a Samples column).
     let sort = "mem,snoop,tlb,locked,blocked";
     let out = common::run_ok(

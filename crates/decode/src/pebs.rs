@@ -632,6 +632,14 @@ mod tests {
             ("N/A".into(), "N/A".into(), "N/A".into(), "No")
         );
         assert_eq!(text::lvl(mem::NA), "N/A");
+        // perf 6.1 (Debian build) names CXL and I/O levels, not uncached ones.
+        let cxl = (1 << mem::HOPS_SHIFT)
+            | (mem::LVLNUM_CXL << mem::LVLNUM_SHIFT)
+            | ((mem::LVL_L3 | mem::LVL_MISS) << mem::LVL_SHIFT);
+        assert_eq!(text::lvl(cxl), "core, same node CXL miss");
+        let unc = (mem::LVLNUM_UNC << mem::LVLNUM_SHIFT)
+            | ((mem::LVL_UNC | mem::LVL_HIT) << mem::LVL_SHIFT);
+        assert_eq!(text::lvl(unc), "Uncached or L8 hit");
         assert_eq!(text::locked(mem::NA), "N/A");
     }
 }

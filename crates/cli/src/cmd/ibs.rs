@@ -1,9 +1,10 @@
 //! `culprit ibs`: AMD IBS reports from a perf.data file — fetch table, op table (per
-//! instruction, source line or function, and per function) and data-centric tables.
+//! instruction, source line or function, and per function) and data-centric tables (these
+//! also from Intel PEBS memory samples when the file has no IBS).
 //!
 //! The JSON schema is documented in docs/ibs.md. Exit status: 0 on success; 1 when the input
 //! is truncated or corrupt (the report of what was read is still printed); 2 when nothing could
-//! be read, an argument is wrong, or the file has no IBS samples.
+//! be read, an argument is wrong, or the file has neither IBS nor PEBS memory samples.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

@@ -60,7 +60,8 @@ pub struct ReportArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
-    /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu.
+    /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
+    /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     #[arg(
         short = 's',
         long = "sort",
