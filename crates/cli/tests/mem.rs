@@ -546,8 +546,9 @@ fn crafted_samples() -> Vec<(&'static str, u64, u64, u64, u64)> {
 }
 
 /// Writes a PEBS load-latency style perf.data (IDENTIFIER, IP, TID, TIME, ADDR, CPU,
-/// PERIOD, WEIGHT_STRUCT, DATA_SRC) of [`crafted_samples`], one process per comm.
-fn write_crafted_pebs(path: &Path) {
+/// PERIOD, WEIGHT_STRUCT, DATA_SRC) of [`crafted_samples`], one process per comm; the
+/// samples `rounds` times over, each time followed by a FINISHED_ROUND record.
+fn write_crafted_pebs(path: &Path, rounds: u64) {
     use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
@@ -597,7 +598,8 @@ fn write_crafted_pebs(path: &Path) {
         };
         records::push_comm(&mut buf, &attr, pid, pid, c.as_bytes(), true, &sid);
     }
-    for (i, &(comm, addr, var1, var2, ds)) in samples.iter().enumerate() {
+    let n = samples.len() as u64;
+    for (i, &(comm, addr, var1, var2, ds)) in (0..rounds).flat_map(|_| samples.iter()).enumerate() {
         let pid = pid_of(comm);
         let mut body = Vec::new();
         for v in [9u64, 0x40_1000 + 16 * i as u64] {
@@ -613,6 +615,12 @@ fn write_crafted_pebs(path: &Path) {
         buf.extend_from_slice(&(2u16 | (1 << 14)).to_le_bytes());
         buf.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
         buf.extend_from_slice(&body);
+        if (i as u64 + 1) % n == 0 {
+            // PERF_RECORD_FINISHED_ROUND: where a parallel read may split.
+            buf.extend_from_slice(&68u32.to_le_bytes());
+            buf.extend_from_slice(&0u16.to_le_bytes());
+            buf.extend_from_slice(&8u16.to_le_bytes());
+        }
     }
     w.write_data(&buf).unwrap();
     w.finish(&Features {
@@ -628,7 +636,7 @@ fn write_crafted_pebs(path: &Path) {
 fn test_report_memory_keys_match_perf_on_crafted_data_src_variants() {
     let dir = common::scratch("mem-crafted-report");
     let f = dir.join("pebs.data");
-    write_crafted_pebs(&f);
+    write_crafted_pebs(&f, 1);
     for sort in [
         "mem",
         "snoop",
@@ -646,7 +654,7 @@ fn test_report_memory_keys_match_perf_on_crafted_data_src_variants() {
 fn test_ibs_data_from_crafted_pebs_file() {
     let dir = common::scratch("mem-crafted-ibs");
     let f = dir.join("pebs.data");
-    write_crafted_pebs(&f);
+    write_crafted_pebs(&f, 1);
     let j = ibs_data_json(&f, &[]);
     let d = &j["data"];
     assert_eq!(d["source"], "pebs");
@@ -704,4 +712,33 @@ fn test_ibs_data_from_crafted_pebs_file() {
         .unwrap()
         .iter()
         .any(|r| r["key"] == "0x7f0000005000"));
+}
+
+/// Memory keys through the parallel read (shares folded together) give what one pass over
+/// stdin gives.
+#[test]
+fn test_memory_report_parallel_read_equals_stdin_read() {
+    let dir = common::scratch("mem-crafted-parallel");
+    let f = dir.join("pebs.data");
+    write_crafted_pebs(&f, 3000);
+    for sort in ["mem,snoop,tlb,locked,blocked", "comm,mem", "snoop,comm"] {
+        let run = |input: &str, stdin: Option<&Path>| {
+            let mut c = common::culprit();
+            c.args(["report", "--no-children", "--sort", sort, "-i", input])
+                .env("CULPRIT_READ_THREADS", "4");
+            if let Some(p) = stdin {
+                c.stdin(std::fs::File::open(p).unwrap());
+            }
+            String::from_utf8_lossy(&common::run_ok(&mut c).stdout).into_owned()
+        };
+        let path = f.display().to_string();
+        let from_file = run(&path, None).replace(&path, "-");
+        let from_stdin = run("-", Some(&f));
+        assert_eq!(from_file, from_stdin, "--sort {sort}");
+        // 3000 rounds of the 11 samples, weighted: 4632 a round.
+        assert!(
+            from_file.contains("33000 samples, event count 4632000"),
+            "{from_file}"
+        );
+    }
 }
