@@ -79,27 +79,36 @@ fn assert_same_rows(what: &str, perf: &BTreeMap<String, f64>, ours: &BTreeMap<St
     assert!(problems.is_empty(), "{what}:\n{}", problems.join("\n"));
 }
 
-/// `perf report --mem-mode --sort SORT` (perf refuses memory keys without it) against
-/// `culprit report --sort SORT`.
+/// `perf report --mem-mode --no-children --sort SORT` (perf refuses memory keys without
+/// --mem-mode) against `culprit report --no-children --sort SORT`.
 fn compare_mem_sort(file: &Path, sort: &str) {
+    compare_mem_sort_mode(file, sort, &["--no-children"]);
+}
+
+/// [`compare_mem_sort`] with other flags.
+/// `mode`: flags given to both (`--no-children`, or none: each one's default).
+fn compare_mem_sort_mode(file: &Path, sort: &str, mode: &[&str]) {
     let keys: Vec<&str> = sort.split(',').collect();
     let out = common::run_ok(
         Command::new("perf")
             .arg("report")
             .arg("-i")
             .arg(file)
-            .args(["--stdio", "--no-children", "--mem-mode", "--sort", sort]),
+            .args(["--stdio", "-g", "none", "--mem-mode", "--sort", sort])
+            .args(mode),
     );
     let perf = parse_perf(&String::from_utf8_lossy(&out.stdout), keys.len());
-    let out = common::run_ok(common::culprit().arg("report").arg("-i").arg(file).args([
-        "--format",
-        "json",
-        "--no-children",
-        "--sort",
-        sort,
-    ]));
+    let out = common::run_ok(
+        common::culprit()
+            .arg("report")
+            .arg("-i")
+            .arg(file)
+            .args(["--format", "json", "--sort", sort])
+            .args(mode),
+    );
     let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["mem_mode"], true);
+    assert_eq!(json["children"], false);
     assert_same_rows(
         &format!("{} --sort {sort}", file.display()),
         &perf,
@@ -547,8 +556,9 @@ fn crafted_samples() -> Vec<(&'static str, u64, u64, u64, u64)> {
 
 /// Writes a PEBS load-latency style perf.data (IDENTIFIER, IP, TID, TIME, ADDR, CPU,
 /// PERIOD, WEIGHT_STRUCT, DATA_SRC) of [`crafted_samples`], one process per comm; the
-/// samples `rounds` times over, each time followed by a FINISHED_ROUND record.
-fn write_crafted_pebs(path: &Path, rounds: u64) {
+/// samples `rounds` times over, each time followed by a FINISHED_ROUND record. With
+/// `chains`, each sample has a user call chain (its IP, then one of three callers).
+fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
     use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
@@ -567,7 +577,8 @@ fn write_crafted_pebs(path: &Path, rounds: u64) {
             | sample::CPU
             | sample::PERIOD
             | WEIGHT_STRUCT
-            | DATA_SRC,
+            | DATA_SRC
+            | if chains { sample::CALLCHAIN } else { 0 },
         flags: flag::SAMPLE_ID_ALL | flag::COMM | (2 << flag::PRECISE_IP_SHIFT),
         ..Attr::default()
     };
@@ -602,13 +613,23 @@ fn write_crafted_pebs(path: &Path, rounds: u64) {
     for (i, &(comm, addr, var1, var2, ds)) in (0..rounds).flat_map(|_| samples.iter()).enumerate() {
         let pid = pid_of(comm);
         let mut body = Vec::new();
-        for v in [9u64, 0x40_1000 + 16 * i as u64] {
+        let ip = 0x40_1000 + 16 * (i as u64 % n);
+        for v in [9u64, ip] {
             body.extend_from_slice(&v.to_le_bytes());
         }
         body.extend_from_slice(&pid.to_le_bytes());
         body.extend_from_slice(&pid.to_le_bytes());
         let cpu = (i % 2) as u64;
-        for v in [1_000 + i as u64, addr, cpu, 1000, var1 | var2 << 32, ds] {
+        for v in [1_000 + i as u64, addr, cpu, 1000] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        if chains {
+            let caller = 0x40_2000 + 0x100 * (i as u64 % 3);
+            for v in [3u64, 0xffff_ffff_ffff_fe00, ip, caller] {
+                body.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for v in [var1 | var2 << 32, ds] {
             body.extend_from_slice(&v.to_le_bytes());
         }
         buf.extend_from_slice(&9u32.to_le_bytes());
@@ -636,7 +657,7 @@ fn write_crafted_pebs(path: &Path, rounds: u64) {
 fn test_report_memory_keys_match_perf_on_crafted_data_src_variants() {
     let dir = common::scratch("mem-crafted-report");
     let f = dir.join("pebs.data");
-    write_crafted_pebs(&f, 1);
+    write_crafted_pebs(&f, 1, false);
     for sort in [
         "mem",
         "snoop",
@@ -654,7 +675,7 @@ fn test_report_memory_keys_match_perf_on_crafted_data_src_variants() {
 fn test_ibs_data_from_crafted_pebs_file() {
     let dir = common::scratch("mem-crafted-ibs");
     let f = dir.join("pebs.data");
-    write_crafted_pebs(&f, 1);
+    write_crafted_pebs(&f, 1, false);
     let j = ibs_data_json(&f, &[]);
     let d = &j["data"];
     assert_eq!(d["source"], "pebs");
@@ -720,7 +741,7 @@ fn test_ibs_data_from_crafted_pebs_file() {
 fn test_memory_report_parallel_read_equals_stdin_read() {
     let dir = common::scratch("mem-crafted-parallel");
     let f = dir.join("pebs.data");
-    write_crafted_pebs(&f, 3000);
+    write_crafted_pebs(&f, 3000, false);
     for sort in ["mem,snoop,tlb,locked,blocked", "comm,mem", "snoop,comm"] {
         let run = |input: &str, stdin: Option<&Path>| {
             let mut c = common::culprit();
@@ -741,4 +762,15 @@ fn test_memory_report_parallel_read_equals_stdin_read() {
             "{from_file}"
         );
     }
+}
+
+/// perf's memory mode adds a sample to its own row only: with call chains, memory-key
+/// reports have no children, in perf and in culprit.
+#[test]
+fn test_memory_keys_with_call_chains_are_self_only_like_perf() {
+    let dir = common::scratch("mem-crafted-chains");
+    let f = dir.join("pebs.data");
+    write_crafted_pebs(&f, 2, true);
+    compare_mem_sort_mode(&f, "comm,mem", &[]);
+    compare_mem_sort_mode(&f, "mem,tlb", &["--children"]);
 }

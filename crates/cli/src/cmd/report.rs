@@ -178,8 +178,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         comms: args.comm.clone(),
         dsos: args.dso.clone(),
     };
+    // perf's memory mode (a memory key) adds each sample to its own row only: no children.
+    let mem_mode = keys.iter().any(|k| k.is_memory());
     // Chains are needed for children (the default when the file has them) and call graphs.
-    let with_chains = !args.no_children
+    let with_chains = (!args.no_children && !mem_mode)
         || matches!(
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
@@ -233,7 +235,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
     agg.finish();
     let has_chains = agg.has_callchains();
-    opts.children = if args.no_children {
+    opts.children = if args.no_children || mem_mode {
         false
     } else {
         args.children || has_chains
