@@ -636,7 +636,7 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
         buf.extend_from_slice(&(2u16 | (1 << 14)).to_le_bytes());
         buf.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
         buf.extend_from_slice(&body);
-        if (i as u64 + 1) % n == 0 {
+        if (i as u64 + 1).is_multiple_of(n) {
             // PERF_RECORD_FINISHED_ROUND: where a parallel read may split.
             buf.extend_from_slice(&68u32.to_le_bytes());
             buf.extend_from_slice(&0u16.to_le_bytes());
