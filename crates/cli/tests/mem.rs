@@ -774,3 +774,19 @@ fn test_memory_keys_with_call_chains_are_self_only_like_perf() {
     compare_mem_sort_mode(&f, "comm,mem", &[]);
     compare_mem_sort_mode(&f, "mem,tlb", &["--children"]);
 }
+
+/// As perf ("Selected --mem-mode but no mem data"), memory keys on a file without
+/// PERF_SAMPLE_DATA_SRC are an error that says how to record one.
+#[test]
+fn test_memory_keys_on_a_file_without_data_src_fail_with_the_reason() {
+    let f = common::repo_root().join("crates/decode/tests/fixtures/cpu-clock-c.data");
+    let out = common::culprit()
+        .args(["report", "--sort", "mem", "-i"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("PERF_SAMPLE_DATA_SRC"), "{err}");
+    assert!(err.contains("perf mem record"), "{err}");
+}

@@ -233,6 +233,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
     let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
+    const SAMPLE_DATA_SRC: u64 = 1 << 15;
+    if mem_mode
+        && !profile
+            .events
+            .iter()
+            .any(|e| e.sample_type & SAMPLE_DATA_SRC != 0)
+    {
+        // As perf --mem-mode: every row would be N/A.
+        anyhow::bail!(
+            "--sort {}: memory keys read PERF_SAMPLE_DATA_SRC, which no event of {} recorded \
+             (record with `perf mem record` or `perf record -d`)",
+            args.sort,
+            args.input.display()
+        );
+    }
     agg.finish();
     let has_chains = agg.has_callchains();
     opts.children = if args.no_children || mem_mode {
