@@ -893,15 +893,16 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
     out
 }
 
-/// Whether the profile has IBS op samples (then the data-centric tables come from them).
-fn has_ibs_ops(profile: &Profile) -> bool {
+/// Whether the profile has IBS samples (then the data-centric tables come from its op
+/// samples, even when there are none: a fetch-only file has no data accesses).
+fn has_ibs(profile: &Profile) -> bool {
     profile.samples.iter().any(|s| {
         profile
             .events
             .get(s.event as usize)
             .and_then(|e| e.pmu.as_deref())
             .and_then(IbsKind::from_pmu)
-            == Some(IbsKind::Op)
+            .is_some()
     })
 }
 
@@ -920,13 +921,14 @@ fn add_opt(total: &mut Option<u64>, v: Option<u64>, first: bool) {
 }
 
 /// Builds the data-centric report (`top`: rows per table, default 10 like the DTrace script)
-/// from the file's IBS op samples, or, without any, from its PEBS memory samples.
+/// from the file's IBS op samples, or, in a file without IBS samples, from its PEBS memory
+/// samples.
 pub fn data_report(
     profile: &Profile,
     symbolizer: &mut Symbolizer,
     opts: &IbsOptions,
 ) -> DataReport {
-    let (source, list) = if has_ibs_ops(profile) {
+    let (source, list) = if has_ibs(profile) {
         (PreciseSource::Ibs, ibs_accesses(profile))
     } else {
         (PreciseSource::Pebs, pebs_accesses(profile))
