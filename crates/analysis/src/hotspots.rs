@@ -818,7 +818,8 @@ impl SampleAggregator {
     /// otherwise every field is kept. Reports that keep chains but draw no call graph
     /// (children reports) keep each sample's places instead of interned chains: a lookup
     /// per frame instead of per frame, chain and sample (see the `children` module). Call
-    /// before adding samples.
+    /// before adding samples. Reports with memory sort keys need it: it makes entries keep
+    /// each sample's data_src and weigh samples by their weight (perf's memory mode).
     pub fn only_for(&mut self, opts: &HotspotOptions) {
         if opts.keys.iter().any(|k| k.is_memory()) {
             // Memory keys read data_src, which the packed flat keys and the places do not
