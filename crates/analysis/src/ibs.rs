@@ -800,7 +800,11 @@ struct Access<'p> {
 /// Whether a decoded data source says where a miss was served (local or remote).
 fn served(ds: Option<MemDataSrc>, miss: bool) -> (bool, bool) {
     match ds {
-        Some(ds) if miss && !matches!(ds.level, MemLevel::Na | MemLevel::Uncached) => {
+        // A miss whose level says nothing beyond the L1 (a PEBS store's "L1 miss") was
+        // served from an unknown place.
+        Some(ds)
+            if miss && !matches!(ds.level, MemLevel::Na | MemLevel::Uncached | MemLevel::L1) =>
+        {
             (!ds.remote, ds.remote)
         }
         _ => (false, false),
@@ -866,7 +870,13 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
         if matches!(op, MemOp::Exec) {
             continue;
         }
-        let miss = p.data_src.is_some_and(|d| d.l1_miss());
+        // Served beyond the L1, or an L1 access with the MISS bit (PEBS stores only say
+        // "L1 hit" / "L1 miss").
+        let miss = p.data_src.is_some_and(|d| {
+            d.l1_miss()
+                || (d.level == MemLevel::L1
+                    && (d.value >> ibs::mem::LVL_SHIFT) & ibs::mem::LVL_MISS != 0)
+        });
         let (local, remote) = served(p.data_src, miss);
         // A recorded weight of 0 is "no latency measured", not a latency of 0; the field's
         // presence decides whether the column exists.

@@ -551,6 +551,26 @@ fn crafted_samples() -> Vec<(&'static str, u64, u64, u64, u64)> {
                 0,
             ),
         ),
+        // A store that missed the L1, as Intel's precise store events say it: "L1 miss",
+        // no latency (weight 0: counts 1 in memory mode).
+        (
+            "epsilon",
+            0x7f00_0000_a000,
+            0,
+            0,
+            data_src(
+                STORE,
+                LVL_L1 | LVL_MISS,
+                SNP_NA,
+                LOCK_NA,
+                TLB_NA,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ),
+        ),
     ]
 }
 
@@ -679,9 +699,10 @@ fn test_ibs_data_from_crafted_pebs_file() {
     let j = ibs_data_json(&f, &[]);
     let d = &j["data"];
     assert_eq!(d["source"], "pebs");
-    assert_eq!(d["accesses"], 11);
-    // Served beyond the L1: all but the L1 store and the sample without a data source.
-    assert_eq!(d["dc_miss"], 9);
+    assert_eq!(d["accesses"], 12);
+    // Served beyond the L1 or missing it: all but the L1 store and the sample without a
+    // data source.
+    assert_eq!(d["dc_miss"], 10);
     // The line of the three remote accesses (300 + 500 + 90 cycles).
     let top = &d["lines"]["by_misses"][0];
     assert_eq!(top["key"], "0x7f0000001000");
@@ -727,6 +748,23 @@ fn test_ibs_data_from_crafted_pebs_file() {
         (unc["local"].as_u64(), unc["remote"].as_u64()),
         (Some(0), Some(0))
     );
+    // The store's L1 miss is a miss of unknown source and no latency.
+    let st = d["comms"]["by_misses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "epsilon")
+        .expect("epsilon row")
+        .clone();
+    assert_eq!(
+        (
+            st["dc_miss"].as_u64(),
+            st["miss_lat_total"].as_u64(),
+            st["local"].as_u64(),
+            st["remote"].as_u64()
+        ),
+        (Some(1), Some(0), Some(0), Some(0))
+    );
     // The sample without data source is no miss: its address is in no table.
     assert!(!d["addresses"]["by_misses"]
         .as_array()
@@ -756,9 +794,9 @@ fn test_memory_report_parallel_read_equals_stdin_read() {
         let from_file = run(&path, None).replace(&path, "-");
         let from_stdin = run("-", Some(&f));
         assert_eq!(from_file, from_stdin, "--sort {sort}");
-        // 3000 rounds of the 11 samples, weighted: 4632 a round.
+        // 3000 rounds of the 12 samples, weighted: 1545 a round (weights 0 count 1).
         assert!(
-            from_file.contains("33000 samples, event count 4632000"),
+            from_file.contains("36000 samples, event count 4635000"),
             "{from_file}"
         );
     }
