@@ -312,6 +312,23 @@ pub struct DataReport {
     pub comms: DataTable,
     /// Per CPU (its "dcache misses per core").
     pub cpus: DataTable,
+    /// 4 KiB physical pages, when the samples carry physical addresses (PEBS
+    /// PERF_SAMPLE_PHYS_ADDR); `None` otherwise, and for IBS.
+    pub phys_pages: Option<DataTable>,
+    /// Accesses and misses per data page size, when the samples carry it (PEBS
+    /// PERF_SAMPLE_DATA_PAGE_SIZE); `None` otherwise, and for IBS.
+    pub page_sizes: Option<Vec<PageSizeRow>>,
+}
+
+/// Accesses of one data page size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageSizeRow {
+    /// Page size in bytes.
+    pub size: u64,
+    /// Memory ops in pages of this size.
+    pub accesses: u64,
+    /// Of which DC misses.
+    pub dc_miss: u64,
 }
 
 /// Decoded IBS samples of a profile, with the context used.
@@ -795,6 +812,10 @@ struct Access<'p> {
     remote: bool,
     lat: Option<u64>,
     ins_lat: Option<u64>,
+    /// Physical data address (PEBS PERF_SAMPLE_PHYS_ADDR).
+    phys: Option<u64>,
+    /// Data page size in bytes (PEBS PERF_SAMPLE_DATA_PAGE_SIZE).
+    page_size: Option<u64>,
 }
 
 /// Whether a decoded data source says where a miss was served (local or remote).
@@ -839,6 +860,10 @@ fn ibs_accesses(profile: &Profile) -> Vec<Access<'_>> {
             remote,
             lat: None,
             ins_lat: None,
+            // The IBS physical address and page size stay in the op table and `script`:
+            // the IBS data tables are kept as they were.
+            phys: None,
+            page_size: None,
         });
     }
     out
@@ -891,6 +916,8 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
             remote,
             lat: weight,
             ins_lat,
+            phys: p.phys_addr,
+            page_size: p.data_page_size,
         });
     }
     // CPUs before Sapphire Rapids record no instruction latency and write 0 in var2: a
@@ -946,22 +973,37 @@ pub fn data_report(
     let mut r = Resolver::new(profile, symbolizer);
     type Acc = HashMap<String, DataRow>;
     let (mut addrs, mut lines, mut pages, mut syms): (Acc, Acc, Acc, Acc) = Default::default();
-    let (mut comms, mut cpus): (Acc, Acc) = Default::default();
+    let (mut comms, mut cpus, mut phys): (Acc, Acc, Acc) = Default::default();
     let (mut accesses, mut misses) = (0, 0);
+    let mut sizes: std::collections::BTreeMap<u64, PageSizeRow> = Default::default();
+    let any_phys = list.iter().any(|a| a.phys.is_some());
     for a in &list {
         let s = a.sample;
         let addr = a.addr;
         accesses += 1;
         misses += u64::from(a.miss);
+        if let Some(size) = a.page_size {
+            let row = sizes.entry(size).or_insert(PageSizeRow {
+                size,
+                accesses: 0,
+                dc_miss: 0,
+            });
+            row.accesses += 1;
+            row.dc_miss += u64::from(a.miss);
+        }
         let sym = data_symbol(&mut r, s, addr);
-        for (acc, key) in [
+        let mut keyed = vec![
             (&mut addrs, format!("{addr:#x}")),
             (&mut lines, format!("{:#x}", addr & !63)),
             (&mut pages, format!("{:#x}", addr & !4095)),
             (&mut syms, sym),
             (&mut comms, profile.str(s.comm).to_string()),
             (&mut cpus, s.cpu.to_string()),
-        ] {
+        ];
+        if let Some(p) = a.phys {
+            keyed.push((&mut phys, format!("{:#x}", p & !4095)));
+        }
+        for (acc, key) in keyed {
             let mut first = false;
             let row = acc.entry(key.clone()).or_insert_with(|| {
                 first = true;
@@ -1019,6 +1061,8 @@ pub fn data_report(
         symbols: table(syms),
         comms: table(comms),
         cpus: table(cpus),
+        phys_pages: any_phys.then(|| table(phys)),
+        page_sizes: (!sizes.is_empty()).then(|| sizes.into_values().collect()),
     }
 }
 

@@ -245,6 +245,11 @@ fn test_ibs_data_from_real_pebs_file_agrees_with_perf_script() {
     let j = ibs_data_json(&f, &["--top", "100"]);
     let d = &j["data"];
     assert_eq!(d["source"], "pebs");
+    // Not recorded in this file: absent, not empty.
+    assert!(
+        d["phys_pages"].is_null() && d["page_sizes"].is_null(),
+        "{d}"
+    );
     assert_eq!(
         d["accesses"].as_u64(),
         Some(acc.iter().filter(|a| a.addr != 0).count() as u64)
@@ -575,7 +580,7 @@ fn crafted_samples() -> Vec<(&'static str, u64, u64, u64, u64)> {
 }
 
 /// Writes a PEBS load-latency style perf.data (IDENTIFIER, IP, TID, TIME, ADDR, CPU,
-/// PERIOD, WEIGHT_STRUCT, DATA_SRC) of [`crafted_samples`], one process per comm; the
+/// PERIOD, WEIGHT_STRUCT, DATA_SRC, PHYS_ADDR, DATA_PAGE_SIZE) of [`crafted_samples`], one process per comm; the
 /// samples `rounds` times over, each time followed by a FINISHED_ROUND record. With
 /// `chains`, each sample has a user call chain (its IP, then one of three callers).
 fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
@@ -583,6 +588,8 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
     const DATA_SRC: u64 = 1 << 15;
+    const PHYS_ADDR: u64 = 1 << 19;
+    const DATA_PAGE_SIZE: u64 = 1 << 22;
     const WEIGHT_STRUCT: u64 = 1 << 24;
     let attr = Attr {
         attr_type: 4,
@@ -598,6 +605,8 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
             | sample::PERIOD
             | WEIGHT_STRUCT
             | DATA_SRC
+            | PHYS_ADDR
+            | DATA_PAGE_SIZE
             | if chains { sample::CALLCHAIN } else { 0 },
         flags: flag::SAMPLE_ID_ALL | flag::COMM | (2 << flag::PRECISE_IP_SHIFT),
         ..Attr::default()
@@ -649,7 +658,19 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
                 body.extend_from_slice(&v.to_le_bytes());
             }
         }
-        for v in [var1 | var2 << 32, ds] {
+        // Physical address: the virtual one moved to 4 GiB (none for the sample without
+        // data source); the remote accesses' line is in a 2 MiB page.
+        let phys = if ds == 0 {
+            0
+        } else {
+            addr - 0x7f00_0000_0000 + (1 << 32)
+        };
+        let page = if addr & !0xfff == 0x7f00_0000_1000 {
+            2 << 20
+        } else {
+            4096
+        };
+        for v in [var1 | var2 << 32, ds, phys, page] {
             body.extend_from_slice(&v.to_le_bytes());
         }
         buf.extend_from_slice(&9u32.to_le_bytes());
@@ -764,6 +785,19 @@ fn test_ibs_data_from_crafted_pebs_file() {
             st["remote"].as_u64()
         ),
         (Some(1), Some(0), Some(0), Some(0))
+    );
+    // Physical pages and page sizes (PHYS_ADDR, DATA_PAGE_SIZE).
+    let top = &d["phys_pages"]["by_misses"][0];
+    assert_eq!(
+        (top["key"].as_str(), top["dc_miss"].as_u64()),
+        (Some("0x100001000"), Some(3))
+    );
+    assert_eq!(
+        d["page_sizes"],
+        serde_json::json!([
+            {"size": 4096, "accesses": 9, "dc_miss": 7},
+            {"size": 2097152, "accesses": 3, "dc_miss": 3}
+        ])
     );
     // The sample without data source is no miss: its address is in no table.
     assert!(!d["addresses"]["by_misses"]

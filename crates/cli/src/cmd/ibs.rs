@@ -366,7 +366,7 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
         d.accesses,
         d.dc_miss
     )?;
-    let tables: [(&str, &DataTable); 6] = [
+    let mut tables: Vec<(&str, &DataTable)> = vec![
         ("VA", &d.addresses),
         ("cache line", &d.lines),
         ("page", &d.pages),
@@ -374,6 +374,9 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
         ("command", &d.comms),
         ("CPU", &d.cpus),
     ];
+    if let Some(t) = &d.phys_pages {
+        tables.push(("physical page", t));
+    }
     for (what, t) in tables {
         for (by, rows) in [
             ("DC misses", &t.by_misses),
@@ -396,6 +399,16 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
             for r in rows.iter() {
                 print_data_row(out, r, pebs)?;
             }
+        }
+    }
+    if let Some(sizes) = &d.page_sizes {
+        writeln!(
+            out,
+            "\n## Data page sizes\n{:>8} {:>8}  {}",
+            "Access", "DCmiss", "size"
+        )?;
+        for p in sizes {
+            writeln!(out, "{:>8} {:>8}  {}", p.accesses, p.dc_miss, p.size)?;
         }
     }
     Ok(())
