@@ -404,8 +404,8 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
     if let Some(sizes) = &d.page_sizes {
         writeln!(
             out,
-            "\n## Data page sizes\n{:>8} {:>8}  {}",
-            "Access", "DCmiss", "size"
+            "\n## Data page sizes\n{:>8} {:>8}  size",
+            "Access", "DCmiss"
         )?;
         for p in sizes {
             writeln!(out, "{:>8} {:>8}  {}", p.accesses, p.dc_miss, p.size)?;
