@@ -15,9 +15,11 @@
 
 use std::collections::HashMap;
 
+use culprit_decode::ibs::mem;
 use culprit_decode::model::{
     CpuMode, DsoId, DsoKind, EventId, Frame, Location, Profile, Sample, StrId,
 };
+use culprit_decode::pebs::text as mem_text;
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
 use crate::fxhash::FxHashMap;
@@ -215,7 +217,7 @@ impl KeyColumn {
         !matches!(
             self.key,
             SortKey::Comm | SortKey::Dso | SortKey::Srcline | SortKey::Srcfile
-        )
+        ) && !self.key.is_memory()
     }
 
     fn push(&mut self, v: &KeyValue) {
@@ -439,6 +441,8 @@ struct Agg {
     samples: u64,
     /// Their summed period.
     period: u64,
+    /// PERF_SAMPLE_DATA_SRC, kept only for memory sort keys (else 0).
+    data_src: u64,
 }
 
 /// The sample fields a row's key texts read (comm, pid, tid, cpu, and the mode of the
@@ -450,6 +454,8 @@ struct SampleKeys {
     tid: i32,
     cpu: u32,
     cpumode: CpuMode,
+    /// PERF_SAMPLE_DATA_SRC (memory keys only, else 0).
+    data_src: u64,
 }
 
 impl Agg {
@@ -468,6 +474,7 @@ impl Agg {
             callchain,
             samples: 1,
             period: s.period,
+            data_src: 0,
         }
     }
 
@@ -478,6 +485,7 @@ impl Agg {
             tid: self.tid,
             cpu: self.cpu,
             cpumode: self.cpumode,
+            data_src: self.data_src,
         }
     }
 
@@ -494,12 +502,13 @@ impl Agg {
             self.location.dso,
             self.location.file_offset,
             self.callchain.start,
-            self.callchain.end,
+            (self.callchain.end, self.data_src),
         )
     }
 }
 
-/// (event, cpumode, exact, pid, tid, cpu, comm, ip, dso, file offset, chain start, chain end).
+/// (event, cpumode, exact, pid, tid, cpu, comm, ip, dso, file offset, chain start, chain end,
+/// data_src).
 type AggKey = (
     EventId,
     CpuMode,
@@ -512,7 +521,7 @@ type AggKey = (
     Option<DsoId>,
     u64,
     u32,
-    u32,
+    (u32, u64),
 );
 
 /// Folds samples as they are read (see [`culprit_decode::read_file_streaming`]) into the
@@ -548,6 +557,9 @@ pub struct SampleAggregator {
     /// Children reports without call graphs keep samples as places instead (see
     /// [`SampleAggregator::only_for`]).
     children: Option<children::ChildrenSamples>,
+    /// perf's `--mem-mode` (a memory sort key): entries keep the sample's data_src and a
+    /// sample weighs its PERF_SAMPLE_WEIGHT (1 when 0) instead of its period.
+    mem_mode: bool,
 }
 
 /// The index of a flat report's entries (see [`SampleAggregator::only_for`]): their keys
@@ -817,8 +829,15 @@ impl SampleAggregator {
     /// otherwise every field is kept. Reports that keep chains but draw no call graph
     /// (children reports) keep each sample's places instead of interned chains: a lookup
     /// per frame instead of per frame, chain and sample (see the `children` module). Call
-    /// before adding samples.
+    /// before adding samples. Reports with memory sort keys need it: it makes entries keep
+    /// each sample's data_src and weigh samples by their weight (perf's memory mode).
     pub fn only_for(&mut self, opts: &HotspotOptions) {
+        if opts.keys.iter().any(|k| k.is_memory()) {
+            // Memory keys read data_src, which the packed flat keys and the places do not
+            // hold: every field is kept.
+            self.mem_mode = true;
+            return;
+        }
         if opts.deskid || opts.call_graph != CallGraphMode::None {
             return;
         }
@@ -835,6 +854,7 @@ impl SampleAggregator {
     pub fn empty_like(&self) -> SampleAggregator {
         let mut a = SampleAggregator::new(self.with_chains, &self.filters);
         a.keep = self.keep;
+        a.mem_mode = self.mem_mode;
         if self.children.is_some() {
             a.children = Some(children::ChildrenSamples::default());
         }
@@ -901,7 +921,13 @@ impl SampleAggregator {
         } else {
             (0, 0)
         };
-        self.fold(Agg::of_sample(s, start..end));
+        let mut e = Agg::of_sample(s, start..end);
+        if self.mem_mode {
+            // As perf's memory mode: the cost of a sample is its weight, 1 without one.
+            e.data_src = s.data_src.unwrap_or(0);
+            e.period = s.weight.filter(|&w| w != 0).unwrap_or(1);
+        }
+        self.fold(e);
     }
 
     /// Folds the entries of `later` in: an aggregator of samples that came after this one's
@@ -963,7 +989,7 @@ impl SampleAggregator {
                     | u64::from(e.cpu) << 32,
                 u64::from(e.pid as u32) | u64::from(e.tid as u32) << 32,
                 u64::from(e.comm) | u64::from(e.location.dso.unwrap_or(NONE)) << 32,
-                e.ip,
+                e.ip ^ e.data_src.rotate_left(29),
                 e.location.file_offset,
                 u64::from(e.callchain.start) | u64::from(e.callchain.end) << 32,
             ];
@@ -1675,8 +1701,20 @@ impl KeyWords {
                 buf.push(self.dso_key(l));
                 buf.push(l.svma().unwrap_or(l.file_offset));
             }
+            // perf compares one field of data_src per key (sort__lvl_cmp & co.): rows with
+            // the same field are one row, titled by its first sample.
+            SortKey::Mem => buf.push(mem_field(s.data_src, mem::LVL_SHIFT, 14)),
+            SortKey::Snoop => buf.push(mem_field(s.data_src, mem::SNOOP_SHIFT, 5)),
+            SortKey::Tlb => buf.push(mem_field(s.data_src, mem::TLB_SHIFT, 7)),
+            SortKey::Locked => buf.push(mem_field(s.data_src, mem::LOCK_SHIFT, 2)),
+            SortKey::Blocked => buf.push(mem_field(s.data_src, mem::BLK_SHIFT, 3)),
         }
     }
+}
+
+/// A bit field of a `perf_mem_data_src` value.
+fn mem_field(data_src: u64, shift: u32, width: u32) -> u64 {
+    (data_src >> shift) & ((1u64 << width) - 1)
 }
 
 /// Resolves `queries` (symbols only when `need_symbols`, source lines only when
@@ -1875,6 +1913,7 @@ const DESKID: u32 = u32::MAX - 1;
 fn key_words(k: SortKey) -> usize {
     match k {
         SortKey::Comm | SortKey::Pid | SortKey::Tid | SortKey::Cpu | SortKey::Dso => 1,
+        SortKey::Mem | SortKey::Snoop | SortKey::Tlb | SortKey::Locked | SortKey::Blocked => 1,
         SortKey::Sym | SortKey::Srcfile | SortKey::Ip => 2,
         SortKey::Srcline => 3,
     }
@@ -2163,6 +2202,11 @@ impl TextCache {
                 v.value = addr;
                 v.text = self.intern(&format!("{addr:#x}"));
             }
+            SortKey::Mem => v.text = self.intern(&mem_text::lvl(s.data_src)),
+            SortKey::Snoop => v.text = self.intern(&mem_text::snoop(s.data_src)),
+            SortKey::Tlb => v.text = self.intern(&mem_text::tlb(s.data_src)),
+            SortKey::Locked => v.text = self.intern(mem_text::locked(s.data_src)),
+            SortKey::Blocked => v.text = self.intern(mem_text::blocked(s.data_src)),
         }
         v
     }

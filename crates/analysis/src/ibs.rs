@@ -14,12 +14,15 @@
 //!   the ops where the value is meaningful (DC-miss latency over missing loads).
 //! - Data sources come from the kernel's IBS → `perf_mem_data_src` mapping
 //!   ([`culprit_decode::ibs::op_data_src`]), so they follow the family's DataSrc table.
+//! - Without IBS op samples, the data-centric tables come from PEBS memory samples (data
+//!   address with DATA_SRC / WEIGHT): a miss is an access served beyond the L1 by its
+//!   data_src, latencies are weights; fields one source lacks are `None`, not 0.
 
 use std::collections::HashMap;
 
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample, PageSize};
 use culprit_decode::model::{DsoId, Location, Profile, Sample};
-use culprit_decode::pebs::{MemDataSrc, MemLevel};
+use culprit_decode::pebs::{self, MemDataSrc, MemLevel, MemOp, PreciseSource};
 use culprit_symbols::disasm::{disassemble, Syntax};
 use culprit_symbols::{Query, Symbolizer};
 use serde::Serialize;
@@ -260,14 +263,21 @@ pub struct DataRow {
     pub key: String,
     /// Memory ops with this key (loads and stores with a valid linear address).
     pub accesses: u64,
-    /// DC misses.
+    /// DC misses (PEBS: accesses whose data_src level is beyond the L1).
     pub dc_miss: u64,
-    /// Sum of DC-miss latencies of missing loads.
-    pub miss_lat_total: u64,
+    /// Sum of DC-miss latencies of missing loads (PEBS: their weight); `None` when the
+    /// samples carry no latency (PEBS without PERF_SAMPLE_WEIGHT).
+    pub miss_lat_total: Option<u64>,
     /// Misses served locally (cache or DRAM of this node).
     pub local: u64,
     /// Misses served remotely (other node or socket).
     pub remote: u64,
+    /// Sum of the load latencies of every access, hits included (PEBS weight / var1);
+    /// `None` for IBS, which measures the latency of misses only.
+    pub lat_total: Option<u64>,
+    /// Sum of the instruction latencies (PEBS WEIGHT_STRUCT var2); `None` without it
+    /// (IBS, PEBS with a plain PERF_SAMPLE_WEIGHT).
+    pub ins_lat_total: Option<u64>,
 }
 
 /// One data-centric table, ranked two ways.
@@ -282,6 +292,9 @@ pub struct DataTable {
 /// `culprit ibs --data`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DataReport {
+    /// Where the samples came from: IBS op samples, or PEBS-style samples
+    /// (PERF_SAMPLE_ADDR with DATA_SRC / WEIGHT) when the file has no IBS op sample.
+    pub source: PreciseSource,
     /// Memory op samples with a valid data linear address.
     pub accesses: u64,
     /// Of which DC misses.
@@ -299,6 +312,23 @@ pub struct DataReport {
     pub comms: DataTable,
     /// Per CPU (its "dcache misses per core").
     pub cpus: DataTable,
+    /// 4 KiB physical pages, when the samples carry physical addresses (PEBS
+    /// PERF_SAMPLE_PHYS_ADDR); `None` otherwise, and for IBS.
+    pub phys_pages: Option<DataTable>,
+    /// Accesses and misses per data page size, when the samples carry it (PEBS
+    /// PERF_SAMPLE_DATA_PAGE_SIZE); `None` otherwise, and for IBS.
+    pub page_sizes: Option<Vec<PageSizeRow>>,
+}
+
+/// Accesses of one data page size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageSizeRow {
+    /// Page size in bytes.
+    pub size: u64,
+    /// Memory ops in pages of this size.
+    pub accesses: u64,
+    /// Of which DC misses.
+    pub dc_miss: u64,
 }
 
 /// Decoded IBS samples of a profile, with the context used.
@@ -771,18 +801,41 @@ pub fn op_report(profile: &Profile, symbolizer: &mut Symbolizer, opts: &IbsOptio
     }
 }
 
-/// Builds the data-centric report (`top`: rows per table, default 10 like the DTrace script).
-pub fn data_report(
-    profile: &Profile,
-    symbolizer: &mut Symbolizer,
-    opts: &IbsOptions,
-) -> DataReport {
+/// One memory access of the data-centric tables, from either source.
+struct Access<'p> {
+    sample: &'p Sample,
+    addr: u64,
+    miss: bool,
+    /// Latency counted in `miss_lat_total` (of a missing load).
+    miss_lat: Option<u64>,
+    local: bool,
+    remote: bool,
+    lat: Option<u64>,
+    ins_lat: Option<u64>,
+    /// Physical data address (PEBS PERF_SAMPLE_PHYS_ADDR).
+    phys: Option<u64>,
+    /// Data page size in bytes (PEBS PERF_SAMPLE_DATA_PAGE_SIZE).
+    page_size: Option<u64>,
+}
+
+/// Whether a decoded data source says where a miss was served (local or remote).
+fn served(ds: Option<MemDataSrc>, miss: bool) -> (bool, bool) {
+    match ds {
+        // A miss whose level says nothing beyond the L1 (a PEBS store's "L1 miss") was
+        // served from an unknown place.
+        Some(ds)
+            if miss && !matches!(ds.level, MemLevel::Na | MemLevel::Uncached | MemLevel::L1) =>
+        {
+            (!ds.remote, ds.remote)
+        }
+        _ => (false, false),
+    }
+}
+
+/// The accesses of IBS op samples: loads and stores with a valid linear address.
+fn ibs_accesses(profile: &Profile) -> Vec<Access<'_>> {
     let d = decode_all(profile, IbsKind::Op);
-    let mut r = Resolver::new(profile, symbolizer);
-    type Acc = HashMap<String, DataRow>;
-    let (mut addrs, mut lines, mut pages, mut syms): (Acc, Acc, Acc, Acc) = Default::default();
-    let (mut comms, mut cpus): (Acc, Acc) = Default::default();
-    let (mut accesses, mut misses) = (0, 0);
+    let mut out = Vec::new();
     for (s, dec) in &d.items {
         let IbsSample::Op(op) = dec else { continue };
         let (Some(d3), Some(addr)) = (op.data3, op.dc_lin_addr) else {
@@ -791,42 +844,187 @@ pub fn data_report(
         if !(d3.ld_op || d3.st_op) {
             continue;
         }
-        accesses += 1;
         let miss = d3.dc_miss;
-        misses += u64::from(miss);
         let lat = if d3.ld_op && miss {
             u64::from(d3.dc_miss_lat)
         } else {
             0
         };
-        let (local, remote) = match ibs::op_data_src(op, &d.ctx).map(MemDataSrc::decode) {
-            Some(ds) if miss && !matches!(ds.level, MemLevel::Na | MemLevel::Uncached) => {
-                (u64::from(!ds.remote), u64::from(ds.remote))
-            }
-            _ => (0, 0),
+        let (local, remote) = served(ibs::op_data_src(op, &d.ctx).map(MemDataSrc::decode), miss);
+        out.push(Access {
+            sample: s,
+            addr,
+            miss,
+            miss_lat: Some(lat),
+            local,
+            remote,
+            lat: None,
+            ins_lat: None,
+            // The IBS physical address and page size stay in the op table and `script`:
+            // the IBS data tables are kept as they were.
+            phys: None,
+            page_size: None,
+        });
+    }
+    out
+}
+
+/// The accesses of PEBS-style samples (any non-IBS event's samples with a data address):
+/// a miss is an access served beyond the L1 by its data_src; latencies are absent when the
+/// event did not record PERF_SAMPLE_WEIGHT(_STRUCT).
+fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
+    let mut out = Vec::new();
+    for s in &profile.samples {
+        let is_ibs = profile
+            .events
+            .get(s.event as usize)
+            .and_then(|e| e.pmu.as_deref())
+            .and_then(IbsKind::from_pmu)
+            .is_some();
+        if is_ibs {
+            continue;
+        }
+        if s.data_src.is_none() && s.weight.is_none() {
+            continue;
+        }
+        let Some(p) = pebs::from_pebs(s) else {
+            continue;
         };
+        let Some(addr) = p.addr else { continue };
+        let op = p.data_src.map_or(MemOp::Na, |d| d.op);
+        if matches!(op, MemOp::Exec) {
+            continue;
+        }
+        // Served beyond the L1, or an L1 access with the MISS bit (PEBS stores only say
+        // "L1 hit" / "L1 miss").
+        let miss = p.data_src.is_some_and(|d| {
+            d.l1_miss()
+                || (d.level == MemLevel::L1
+                    && (d.value >> ibs::mem::LVL_SHIFT) & ibs::mem::LVL_MISS != 0)
+        });
+        let (local, remote) = served(p.data_src, miss);
+        // A recorded weight of 0 is "no latency measured", not a latency of 0; the field's
+        // presence decides whether the column exists.
+        let weight = s.weight;
+        let ins_lat = s.weight_struct.map(|w| (w >> 32) & 0xffff);
+        out.push(Access {
+            sample: s,
+            addr,
+            miss,
+            miss_lat: weight.map(|w| if miss && op != MemOp::Store { w } else { 0 }),
+            local,
+            remote,
+            lat: weight,
+            ins_lat,
+            phys: p.phys_addr,
+            page_size: p.data_page_size,
+        });
+    }
+    // CPUs before Sapphire Rapids record no instruction latency and write 0 in var2: a
+    // file where it is never set has none, which is not a latency of 0.
+    if !out.iter().any(|a| a.ins_lat.is_some_and(|l| l > 0)) {
+        for a in &mut out {
+            a.ins_lat = None;
+        }
+    }
+    out
+}
+
+/// Whether the profile has IBS samples (then the data-centric tables come from its op
+/// samples, even when there are none: a fetch-only file has no data accesses).
+fn has_ibs(profile: &Profile) -> bool {
+    profile.samples.iter().any(|s| {
+        profile
+            .events
+            .get(s.event as usize)
+            .and_then(|e| e.pmu.as_deref())
+            .and_then(IbsKind::from_pmu)
+            .is_some()
+    })
+}
+
+/// Whether the profile has PEBS-style memory samples (a data address, and DATA_SRC or
+/// WEIGHT) outside the IBS PMUs: `culprit ibs --data` can report on them.
+pub fn has_pebs_memory_samples(profile: &Profile) -> bool {
+    !pebs_accesses(profile).is_empty()
+}
+
+fn add_opt(total: &mut Option<u64>, v: Option<u64>, first: bool) {
+    *total = match (first, *total, v) {
+        (true, _, v) => v,
+        (false, Some(t), Some(v)) => Some(t + v),
+        (false, t, _) => t,
+    };
+}
+
+/// Builds the data-centric report (`top`: rows per table, default 10 like the DTrace script)
+/// from the file's IBS op samples, or, in a file without IBS samples, from its PEBS memory
+/// samples.
+pub fn data_report(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    opts: &IbsOptions,
+) -> DataReport {
+    let (source, list) = if has_ibs(profile) {
+        (PreciseSource::Ibs, ibs_accesses(profile))
+    } else {
+        (PreciseSource::Pebs, pebs_accesses(profile))
+    };
+    let mut r = Resolver::new(profile, symbolizer);
+    type Acc = HashMap<String, DataRow>;
+    let (mut addrs, mut lines, mut pages, mut syms): (Acc, Acc, Acc, Acc) = Default::default();
+    let (mut comms, mut cpus, mut phys): (Acc, Acc, Acc) = Default::default();
+    let (mut accesses, mut misses) = (0, 0);
+    let mut sizes: std::collections::BTreeMap<u64, PageSizeRow> = Default::default();
+    let any_phys = list.iter().any(|a| a.phys.is_some());
+    for a in &list {
+        let s = a.sample;
+        let addr = a.addr;
+        accesses += 1;
+        misses += u64::from(a.miss);
+        if let Some(size) = a.page_size {
+            let row = sizes.entry(size).or_insert(PageSizeRow {
+                size,
+                accesses: 0,
+                dc_miss: 0,
+            });
+            row.accesses += 1;
+            row.dc_miss += u64::from(a.miss);
+        }
         let sym = data_symbol(&mut r, s, addr);
-        for (acc, key) in [
+        let mut keyed = vec![
             (&mut addrs, format!("{addr:#x}")),
             (&mut lines, format!("{:#x}", addr & !63)),
             (&mut pages, format!("{:#x}", addr & !4095)),
             (&mut syms, sym),
             (&mut comms, profile.str(s.comm).to_string()),
             (&mut cpus, s.cpu.to_string()),
-        ] {
-            let row = acc.entry(key.clone()).or_insert_with(|| DataRow {
-                key,
-                accesses: 0,
-                dc_miss: 0,
-                miss_lat_total: 0,
-                local: 0,
-                remote: 0,
+        ];
+        if let Some(p) = a.phys {
+            keyed.push((&mut phys, format!("{:#x}", p & !4095)));
+        }
+        for (acc, key) in keyed {
+            let mut first = false;
+            let row = acc.entry(key.clone()).or_insert_with(|| {
+                first = true;
+                DataRow {
+                    key,
+                    accesses: 0,
+                    dc_miss: 0,
+                    miss_lat_total: None,
+                    local: 0,
+                    remote: 0,
+                    lat_total: None,
+                    ins_lat_total: None,
+                }
             });
             row.accesses += 1;
-            row.dc_miss += u64::from(miss);
-            row.miss_lat_total += lat;
-            row.local += local;
-            row.remote += remote;
+            row.dc_miss += u64::from(a.miss);
+            add_opt(&mut row.miss_lat_total, a.miss_lat, first);
+            row.local += u64::from(a.local);
+            row.remote += u64::from(a.remote);
+            add_opt(&mut row.lat_total, a.lat, first);
+            add_opt(&mut row.ins_lat_total, a.ins_lat, first);
         }
     }
     let top = opts.top.unwrap_or(10);
@@ -854,6 +1052,7 @@ pub fn data_report(
         }
     };
     DataReport {
+        source,
         accesses,
         dc_miss: misses,
         addresses: table(addrs),
@@ -862,6 +1061,8 @@ pub fn data_report(
         symbols: table(syms),
         comms: table(comms),
         cpus: table(cpus),
+        phys_pages: any_phys.then(|| table(phys)),
+        page_sizes: (!sizes.is_empty()).then(|| sizes.into_values().collect()),
     }
 }
 

@@ -26,7 +26,7 @@ pub use hotspots::{
 #[non_exhaustive]
 pub enum AnalysisError {
     /// A sort key name that culprit does not know.
-    #[error("unknown sort key '{0}' (known: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu)")]
+    #[error("unknown sort key '{0}' (known: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu, mem, snoop, tlb, locked, blocked)")]
     UnknownSortKey(String),
     /// `-e` named no event of the file.
     #[error("no event '{wanted}' in the file (events: {})", available.join(", "))]
@@ -59,6 +59,18 @@ pub enum SortKey {
     Ip,
     /// CPU number.
     Cpu,
+    /// Memory access level from PERF_SAMPLE_DATA_SRC (perf's `mem`, "Memory access").
+    /// Memory keys put the report in perf's `--mem-mode`: each sample weighs its
+    /// PERF_SAMPLE_WEIGHT (1 when 0) instead of its period.
+    Mem,
+    /// Snoop result (perf's `snoop`).
+    Snoop,
+    /// Data TLB access (perf's `tlb`, "TLB access").
+    Tlb,
+    /// Locked access (perf's `locked`).
+    Locked,
+    /// Blocked access (perf's `blocked`).
+    Blocked,
 }
 
 impl SortKey {
@@ -74,7 +86,20 @@ impl SortKey {
             SortKey::Srcfile => "srcfile",
             SortKey::Ip => "ip",
             SortKey::Cpu => "cpu",
+            SortKey::Mem => "mem",
+            SortKey::Snoop => "snoop",
+            SortKey::Tlb => "tlb",
+            SortKey::Locked => "locked",
+            SortKey::Blocked => "blocked",
         }
+    }
+
+    /// Whether the key reads PERF_SAMPLE_DATA_SRC (perf's memory-mode keys).
+    pub fn is_memory(self) -> bool {
+        matches!(
+            self,
+            SortKey::Mem | SortKey::Snoop | SortKey::Tlb | SortKey::Locked | SortKey::Blocked
+        )
     }
 
     /// Parses a comma-separated key list (`comm,dso,sym`); perf's `symbol` spelling works too.
@@ -92,6 +117,12 @@ impl SortKey {
                 "srcfile" => Ok(SortKey::Srcfile),
                 "ip" => Ok(SortKey::Ip),
                 "cpu" => Ok(SortKey::Cpu),
+                "mem" => Ok(SortKey::Mem),
+                "snoop" => Ok(SortKey::Snoop),
+                "tlb" => Ok(SortKey::Tlb),
+                // perf takes any prefix of a key name; `lock` is the one in common use.
+                "locked" | "lock" => Ok(SortKey::Locked),
+                "blocked" => Ok(SortKey::Blocked),
                 other => Err(AnalysisError::UnknownSortKey(other.to_string())),
             })
             .collect()

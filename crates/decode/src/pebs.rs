@@ -333,6 +333,210 @@ pub fn from_ibs_op(op: &IbsOp, ctx: &IbsContext, ip: u64) -> PreciseSample {
     }
 }
 
+/// perf 6.1's texts of the `perf_mem_data_src` fields, as `perf report --mem-mode` and
+/// `perf script` print them (tools/perf/util/mem-events.c: `perf_mem__lvl_scnprintf` and
+/// its siblings), so that culprit's memory sort keys read exactly like perf's.
+pub mod text {
+    use crate::ibs::mem;
+
+    fn field(value: u64, shift: u32, width: u32) -> u64 {
+        (value >> shift) & ((1u64 << width) - 1)
+    }
+
+    /// Names of the mem_lvl bits, lowest bit first.
+    const LVL: [&str; 14] = [
+        "N/A",
+        "HIT",
+        "MISS",
+        "L1",
+        "LFB/MAB",
+        "L2",
+        "L3",
+        "Local RAM",
+        "Remote RAM (1 hop)",
+        "Remote RAM (2 hops)",
+        "Remote Cache (1 hop)",
+        "Remote Cache (2 hops)",
+        "I/O",
+        "Uncached",
+    ];
+
+    /// Names of mem_hops values (perf prefixes "Remote " from mem_remote).
+    const HOPS: [&str; 5] = [
+        "N/A",
+        "core, same node",
+        "node, same socket",
+        "socket, same board",
+        "board",
+    ];
+
+    /// Names of the mem_snoop bits, then of the mem_snoopx bits.
+    const SNOOP: [&str; 5] = ["N/A", "None", "Hit", "Miss", "HitM"];
+    const SNOOPX: [&str; 2] = ["Fwd", "Peer"];
+
+    /// Names of the mem_dtlb bits.
+    const TLB: [&str; 7] = ["N/A", "HIT", "MISS", "L1", "L2", "Walker", "Fault"];
+
+    /// The names of the bits set in `m` (from bit 0, at most `names.len()` bits), joined by
+    /// " or ".
+    fn bit_names(out: &mut String, mut m: u64, names: &[&str]) {
+        for name in names {
+            if m == 0 {
+                break;
+            }
+            if m & 1 != 0 {
+                if !out.is_empty() {
+                    out.push_str(" or ");
+                }
+                out.push_str(name);
+            }
+            m >>= 1;
+        }
+    }
+
+    /// perf 6.1's name of a mem_lvl_num value (the Debian 6.1 build, checked against it:
+    /// CXL and I/O have names, uncached and L4 do not), else `L<n>`.
+    fn lvl_num_name(n: u64) -> String {
+        match n {
+            mem::LVLNUM_CXL => "CXL".to_string(),
+            mem::LVLNUM_IO => "I/O".to_string(),
+            mem::LVLNUM_ANY_CACHE => "Any cache".to_string(),
+            mem::LVLNUM_LFB => "LFB/MAB".to_string(),
+            mem::LVLNUM_RAM => "RAM".to_string(),
+            mem::LVLNUM_PMEM => "PMEM".to_string(),
+            mem::LVLNUM_NA => "N/A".to_string(),
+            n => format!("L{n}"),
+        }
+    }
+
+    /// The memory access level (`mem` sort key, perf's "Memory access" column): the mem_lvl
+    /// bits joined by " or " (or, when mem_hops is set, "Remote " and the hops), then the
+    /// mem_lvl_num level, then " hit" / " miss". E.g. "L1 or L1 hit", "LFB/MAB or LFB/MAB
+    /// hit", "Local RAM or RAM hit", "Remote node, same socket RAM hit", "N/A".
+    pub fn lvl(value: u64) -> String {
+        let mut m = field(value, mem::LVL_SHIFT, 14);
+        let hit = m & mem::LVL_HIT != 0;
+        let miss = m & mem::LVL_MISS != 0;
+        m &= !(mem::LVL_HIT | mem::LVL_MISS);
+        let mut out = String::new();
+        if field(value, mem::REMOTE_SHIFT, 1) != 0 {
+            out.push_str("Remote ");
+        }
+        let hops = field(value, mem::HOPS_SHIFT, 3) as usize;
+        // perf counts the names printed so far, not the text: "Remote " and the hops are
+        // not followed by " or ".
+        let mut printed = 0;
+        if hops != 0 {
+            // perf 6.1 indexes its table without a bound check; values past it are shown
+            // as N/A here.
+            out.push_str(HOPS.get(hops).copied().unwrap_or("N/A"));
+            out.push(' ');
+        } else {
+            let mut names = String::new();
+            bit_names(&mut names, m, &LVL);
+            if !names.is_empty() {
+                printed = 1;
+            }
+            out.push_str(&names);
+        }
+        let num = field(value, mem::LVLNUM_SHIFT, 4);
+        if num != 0 {
+            if printed > 0 {
+                out.push_str(" or ");
+            }
+            out.push_str(&lvl_num_name(num));
+        }
+        if out.is_empty() {
+            out.push_str("N/A");
+        }
+        if hit {
+            out.push_str(" hit");
+        }
+        if miss {
+            out.push_str(" miss");
+        }
+        out
+    }
+
+    /// The snoop result (`snoop` sort key): mem_snoop bits, then mem_snoopx bits ("Fwd",
+    /// "Peer"), joined by " or "; "N/A" when none.
+    pub fn snoop(value: u64) -> String {
+        let mut out = String::new();
+        bit_names(&mut out, field(value, mem::SNOOP_SHIFT, 5), &SNOOP);
+        bit_names(&mut out, field(value, mem::SNOOPX_SHIFT, 2), &SNOOPX);
+        if out.is_empty() {
+            out.push_str("N/A");
+        }
+        out
+    }
+
+    /// The data TLB access (`tlb` sort key, perf's "TLB access"): e.g. "L1 or L2 hit",
+    /// "L2 miss", "Walker hit", "N/A".
+    pub fn tlb(value: u64) -> String {
+        let mut m = field(value, mem::TLB_SHIFT, 7);
+        let hit = m & mem::TLB_HIT != 0;
+        let miss = m & mem::TLB_MISS != 0;
+        m &= !(mem::TLB_HIT | mem::TLB_MISS);
+        let mut out = String::new();
+        bit_names(&mut out, m, &TLB);
+        if out.is_empty() {
+            out.push_str("N/A");
+        }
+        if hit {
+            out.push_str(" hit");
+        }
+        if miss {
+            out.push_str(" miss");
+        }
+        out
+    }
+
+    /// Locked access (`locked` sort key): "N/A", "Yes" or "No" (a value of 0 is "No").
+    pub fn locked(value: u64) -> &'static str {
+        let m = field(value, mem::LOCK_SHIFT, 2);
+        if m & mem::LOCK_NA != 0 {
+            "N/A"
+        } else if m & mem::LOCK_LOCKED != 0 {
+            "Yes"
+        } else {
+            "No"
+        }
+    }
+
+    /// Blocked access (`blocked` sort key): "N/A" (also for 0), else "Data", "Addr" or
+    /// "Data Addr". perf prints each with a leading space (" N/A"); culprit drops it.
+    pub fn blocked(value: u64) -> &'static str {
+        let m = field(value, mem::BLK_SHIFT, 3);
+        if m == 0 || m & 1 != 0 {
+            return "N/A";
+        }
+        match (m & 2 != 0, m & 4 != 0) {
+            (true, true) => "Data Addr",
+            (true, false) => "Data",
+            (false, true) => "Addr",
+            (false, false) => "N/A",
+        }
+    }
+
+    /// The memory operation: "N/A", "LOAD", "STORE", "PFETCH", "EXEC", else "No".
+    pub fn op(value: u64) -> &'static str {
+        let m = field(value, mem::OP_SHIFT, 5);
+        if m & mem::OP_NA != 0 {
+            "N/A"
+        } else if m & mem::OP_LOAD != 0 {
+            "LOAD"
+        } else if m & mem::OP_STORE != 0 {
+            "STORE"
+        } else if m & mem::OP_PFETCH != 0 {
+            "PFETCH"
+        } else if m & mem::OP_EXEC != 0 {
+            "EXEC"
+        } else {
+            "No"
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,5 +584,62 @@ mod tests {
         assert_eq!(d.snoop, Snoop::Na);
         assert_eq!(d.tlb, Tlb::Na);
         assert!(!d.l1_miss());
+    }
+
+    #[test]
+    fn test_perf_texts_of_the_weight_struct_fixture_values() {
+        // data_src values of the google-perf_data_converter weight_struct file, with the
+        // texts `perf script` 6.1 prints for them.
+        let cases = [
+            (
+                0x11868100242u64,
+                "LFB/MAB or LFB/MAB hit",
+                "None",
+                "L1 or L2 hit",
+                "No",
+            ),
+            (0x1026a100142, "L1 or L1 hit", "None", "L1 or L2 hit", "Yes"),
+            (0x10468100442, "L2 or L2 hit", "None", "L1 or L2 hit", "No"),
+            (0x10650100842, "L3 or L3 hit", "None", "L2 miss", "No"),
+        ];
+        for (v, lvl, snoop, tlb, lock) in cases {
+            assert_eq!(text::lvl(v), lvl, "{v:#x}");
+            assert_eq!(text::snoop(v), snoop, "{v:#x}");
+            assert_eq!(text::tlb(v), tlb, "{v:#x}");
+            assert_eq!(text::locked(v), lock, "{v:#x}");
+            assert_eq!(text::blocked(v), "N/A", "{v:#x}");
+            assert_eq!(text::op(v), "LOAD", "{v:#x}");
+        }
+    }
+
+    #[test]
+    fn test_perf_texts_of_remote_hops_snoopx_blocked_and_empty_values() {
+        let remote_ram = (1u64 << mem::REMOTE_SHIFT)
+            | (2 << mem::HOPS_SHIFT)
+            | (mem::LVLNUM_RAM << mem::LVLNUM_SHIFT)
+            | ((mem::LVL_REM_RAM1 | mem::LVL_HIT) << mem::LVL_SHIFT);
+        assert_eq!(text::lvl(remote_ram), "Remote node, same socket RAM hit");
+        let fwd = (mem::SNOOP_HIT << mem::SNOOP_SHIFT) | (1 << mem::SNOOPX_SHIFT);
+        assert_eq!(text::snoop(fwd), "Hit or Fwd");
+        assert_eq!(text::snoop(2 << mem::SNOOPX_SHIFT), "Peer");
+        assert_eq!(text::blocked(6 << mem::BLK_SHIFT), "Data Addr");
+        assert_eq!(text::blocked(4 << mem::BLK_SHIFT), "Addr");
+        let walker = (mem::TLB_WK | mem::TLB_HIT) << mem::TLB_SHIFT;
+        assert_eq!(text::tlb(walker), "Walker hit");
+        // Nothing set: N/A everywhere but the lock ("No").
+        assert_eq!(
+            (text::lvl(0), text::snoop(0), text::tlb(0), text::locked(0)),
+            ("N/A".into(), "N/A".into(), "N/A".into(), "No")
+        );
+        assert_eq!(text::lvl(mem::NA), "N/A");
+        // perf 6.1 (Debian build) names CXL and I/O levels, not uncached ones.
+        let cxl = (1 << mem::HOPS_SHIFT)
+            | (mem::LVLNUM_CXL << mem::LVLNUM_SHIFT)
+            | ((mem::LVL_L3 | mem::LVL_MISS) << mem::LVL_SHIFT);
+        assert_eq!(text::lvl(cxl), "core, same node CXL miss");
+        let unc = (mem::LVLNUM_UNC << mem::LVLNUM_SHIFT)
+            | ((mem::LVL_UNC | mem::LVL_HIT) << mem::LVL_SHIFT);
+        assert_eq!(text::lvl(unc), "Uncached or L8 hit");
+        assert_eq!(text::locked(mem::NA), "N/A");
     }
 }

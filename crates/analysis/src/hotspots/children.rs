@@ -148,6 +148,8 @@ impl ChildrenSamples {
             cpu: s.cpu,
             // Read only for a row without a frame; here every row has its place's mode.
             cpumode: CpuMode::Unknown,
+            // Memory keys never take this path (see `SampleAggregator::only_for`).
+            data_src: 0,
         });
         let seg = self.own_segment();
         let pid_of = |d: Option<u32>| match d.and_then(|d| profile.dsos.get(d as usize)) {
@@ -385,6 +387,7 @@ pub(super) fn report(
         tid: 0,
         cpu: 0,
         cpumode: CpuMode::Unknown,
+        data_src: 0,
     };
     let (place_part, place_parts) = parts(
         cs.places.iter().zip(&locs),

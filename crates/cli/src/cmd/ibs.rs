@@ -1,9 +1,10 @@
 //! `culprit ibs`: AMD IBS reports from a perf.data file — fetch table, op table (per
-//! instruction, source line or function, and per function) and data-centric tables.
+//! instruction, source line or function, and per function) and data-centric tables (these
+//! also from Intel PEBS memory samples when the file has no IBS).
 //!
 //! The JSON schema is documented in docs/ibs.md. Exit status: 0 on success; 1 when the input
 //! is truncated or corrupt (the report of what was read is still printed); 2 when nothing could
-//! be read, an argument is wrong, or the file has no IBS samples.
+//! be read, an argument is wrong, or the file has neither IBS nor PEBS memory samples.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -12,11 +13,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::ValueEnum;
 use culprit_analysis::ibs::{
-    data_report, fetch_report, op_report, DataReport, DataRow, DataTable, FetchReport, IbsOptions,
-    IbsSort, OpReport,
+    data_report, fetch_report, has_pebs_memory_samples, op_report, DataReport, DataRow, DataTable,
+    FetchReport, IbsOptions, IbsSort, OpReport,
 };
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::Profile;
+use culprit_decode::pebs::PreciseSource;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde_json::{json, Map, Value};
 
@@ -85,7 +87,17 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
             .any(|e| e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k))
     };
     let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
-    if !has_fetch && !has_op {
+    // Without IBS, PEBS memory samples (PERF_SAMPLE_ADDR with DATA_SRC / WEIGHT, as `perf mem
+    // record` writes) feed the data-centric tables.
+    let pebs_only = !has_fetch && !has_op && has_pebs_memory_samples(&profile);
+    if pebs_only && (args.fetch || args.op) {
+        anyhow::bail!(
+            "{} has no IBS samples, only PEBS memory samples: the fetch and op tables need \
+             IBS; `culprit ibs --data` gives the data-centric tables of the PEBS samples",
+            args.input.display()
+        );
+    }
+    if !has_fetch && !has_op && !pebs_only {
         if let Some(stop) = &profile.stopped {
             anyhow::bail!(
                 "{} is truncated or corrupt (reading stopped at offset {}: {}), and the \
@@ -98,15 +110,16 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         }
         anyhow::bail!(
             "{} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
-             HEADER_PMU_MAPPINGS with samples); record them on an AMD CPU with \
-             `culprit record --ibs op` or `perf record -e ibs_op//`",
+             HEADER_PMU_MAPPINGS with samples) and no PEBS memory samples (data address with \
+             data_src or weight); record them on an AMD CPU with `culprit record --ibs op` \
+             or `perf record -e ibs_op//`, or on Intel with `perf mem record`",
             args.input.display()
         );
     }
     let none = !(args.fetch || args.op || args.data);
     let want_fetch = args.fetch || (none && has_fetch);
     let want_op = args.op || (none && has_op);
-    let want_data = args.data || (none && has_op);
+    let want_data = args.data || (none && (has_op || pebs_only));
     let opts = IbsOptions {
         sort,
         include_killed: args.include_killed,
@@ -128,12 +141,12 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
             m.insert("data".into(), serde_json::to_value(&data)?);
             m.insert(
                 "notes".into(),
-                json!(notes(&profile, fetch.as_ref(), op.as_ref())),
+                json!(notes(&profile, fetch.as_ref(), op.as_ref(), pebs_only)),
             );
             writeln!(out, "{}", Value::Object(m))?;
         }
         IbsFormat::Text => {
-            for n in notes(&profile, fetch.as_ref(), op.as_ref()) {
+            for n in notes(&profile, fetch.as_ref(), op.as_ref(), pebs_only) {
                 writeln!(out, "# {n}")?;
             }
             if let Some(f) = &fetch {
@@ -161,8 +174,22 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn notes(profile: &Profile, fetch: Option<&FetchReport>, op: Option<&OpReport>) -> Vec<String> {
+fn notes(
+    profile: &Profile,
+    fetch: Option<&FetchReport>,
+    op: Option<&OpReport>,
+    pebs_only: bool,
+) -> Vec<String> {
     let mut n = Vec::new();
+    if pebs_only {
+        n.push(
+            "no IBS samples: data-centric tables from PEBS memory samples (PERF_SAMPLE_ADDR, \
+             DATA_SRC, WEIGHT); a DC miss is an access its data_src says was served beyond \
+             the L1 (LFB included), MissLat is the weight of missing loads"
+                .to_string(),
+        );
+        return n;
+    }
     match culprit_decode::ibs::IbsContext::from_meta(&profile.meta) {
         Some(c) => n.push(format!(
             "CPU family {:#x} model {:#x}{}{}",
@@ -331,12 +358,15 @@ fn print_op(out: &mut dyn Write, o: &OpReport) -> std::io::Result<()> {
 }
 
 fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
+    let pebs = d.source == PreciseSource::Pebs;
     writeln!(
         out,
-        "\n# IBS data-centric: {} memory ops with a data address, {} DC misses",
-        d.accesses, d.dc_miss
+        "\n# {} data-centric: {} memory ops with a data address, {} DC misses",
+        if pebs { "PEBS" } else { "IBS" },
+        d.accesses,
+        d.dc_miss
     )?;
-    let tables: [(&str, &DataTable); 6] = [
+    let mut tables: Vec<(&str, &DataTable)> = vec![
         ("VA", &d.addresses),
         ("cache line", &d.lines),
         ("page", &d.pages),
@@ -344,29 +374,74 @@ fn print_data(out: &mut dyn Write, d: &DataReport) -> std::io::Result<()> {
         ("command", &d.comms),
         ("CPU", &d.cpus),
     ];
+    if let Some(t) = &d.phys_pages {
+        tables.push(("physical page", t));
+    }
     for (what, t) in tables {
         for (by, rows) in [
             ("DC misses", &t.by_misses),
             ("total miss latency", &t.by_latency),
         ] {
             writeln!(out, "\n## Top {} {what}s by {by}", rows.len())?;
-            writeln!(
-                out,
-                "{:>8} {:>10} {:>8} {:>7} {:>7}  {}",
-                "DCmiss", "MissLat", "Access", "Local", "Remote", what
-            )?;
-            for r in rows.iter() {
-                print_data_row(out, r)?;
+            if pebs {
+                writeln!(
+                    out,
+                    "{:>8} {:>10} {:>8} {:>7} {:>7} {:>10} {:>10}  {}",
+                    "DCmiss", "MissLat", "Access", "Local", "Remote", "Lat", "InsLat", what
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "{:>8} {:>10} {:>8} {:>7} {:>7}  {}",
+                    "DCmiss", "MissLat", "Access", "Local", "Remote", what
+                )?;
             }
+            for r in rows.iter() {
+                print_data_row(out, r, pebs)?;
+            }
+        }
+    }
+    if let Some(sizes) = &d.page_sizes {
+        writeln!(
+            out,
+            "\n## Data page sizes\n{:>8} {:>8}  size",
+            "Access", "DCmiss"
+        )?;
+        for p in sizes {
+            writeln!(out, "{:>8} {:>8}  {}", p.accesses, p.dc_miss, p.size)?;
         }
     }
     Ok(())
 }
 
-fn print_data_row(out: &mut dyn Write, r: &DataRow) -> std::io::Result<()> {
+/// An optional total as printed: absent values are `-`, never 0.
+fn opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn print_data_row(out: &mut dyn Write, r: &DataRow, pebs: bool) -> std::io::Result<()> {
+    if pebs {
+        return writeln!(
+            out,
+            "{:>8} {:>10} {:>8} {:>7} {:>7} {:>10} {:>10}  {}",
+            r.dc_miss,
+            opt(r.miss_lat_total),
+            r.accesses,
+            r.local,
+            r.remote,
+            opt(r.lat_total),
+            opt(r.ins_lat_total),
+            r.key
+        );
+    }
     writeln!(
         out,
         "{:>8} {:>10} {:>8} {:>7} {:>7}  {}",
-        r.dc_miss, r.miss_lat_total, r.accesses, r.local, r.remote, r.key
+        r.dc_miss,
+        opt(r.miss_lat_total),
+        r.accesses,
+        r.local,
+        r.remote,
+        r.key
     )
 }

@@ -60,7 +60,8 @@ pub struct ReportArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
-    /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu.
+    /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
+    /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     #[arg(
         short = 's',
         long = "sort",
@@ -177,8 +178,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         comms: args.comm.clone(),
         dsos: args.dso.clone(),
     };
+    // perf's memory mode (a memory key) adds each sample to its own row only: no children.
+    let mem_mode = keys.iter().any(|k| k.is_memory());
     // Chains are needed for children (the default when the file has them) and call graphs.
-    let with_chains = !args.no_children
+    let with_chains = (!args.no_children && !mem_mode)
         || matches!(
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
@@ -230,9 +233,24 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
     let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
+    const SAMPLE_DATA_SRC: u64 = 1 << 15;
+    if mem_mode
+        && !profile
+            .events
+            .iter()
+            .any(|e| e.sample_type & SAMPLE_DATA_SRC != 0)
+    {
+        // As perf --mem-mode: every row would be N/A.
+        anyhow::bail!(
+            "--sort {}: memory keys read PERF_SAMPLE_DATA_SRC, which no event of {} recorded \
+             (record with `perf mem record` or `perf record -d`)",
+            args.sort,
+            args.input.display()
+        );
+    }
     agg.finish();
     let has_chains = agg.has_callchains();
-    opts.children = if args.no_children {
+    opts.children = if args.no_children || mem_mode {
         false
     } else {
         args.children || has_chains
@@ -539,6 +557,11 @@ fn key_header(k: SortKey) -> &'static str {
         SortKey::Srcfile => "Source File",
         SortKey::Ip => "Address",
         SortKey::Cpu => "CPU",
+        SortKey::Mem => "Memory access",
+        SortKey::Snoop => "Snoop",
+        SortKey::Tlb => "TLB access",
+        SortKey::Locked => "Locked",
+        SortKey::Blocked => "Blocked",
     }
 }
 
@@ -748,6 +771,13 @@ fn write_text(
             "self only"
         }
     )?;
+    if r.keys.iter().any(|k| k.is_memory()) {
+        writeln!(
+            out,
+            "# Memory mode (as perf --mem-mode): a sample counts its PERF_SAMPLE_WEIGHT (1 \
+             without one); event count and periods are total weights"
+        )?;
+    }
     if r.deskid {
         for e in &r.events {
             use culprit_analysis::skid::{self, EventClass};
@@ -1285,6 +1315,10 @@ fn to_json<'a>(
     top.insert("warnings".into(), Value::from(warnings.to_vec()));
     if r.deskid {
         top.insert("deskid_is_estimate".into(), Value::Bool(true));
+    }
+    if r.keys.iter().any(|k| k.is_memory()) {
+        // Periods are weights (perf's --mem-mode).
+        top.insert("mem_mode".into(), Value::Bool(true));
     }
     JsonReport {
         top,
