@@ -372,7 +372,9 @@ fn test_corrupt_zero_size_record_reports_what_came_before_and_fails() {
     // printed: perf 6.1 prints no report at all ("bad event header size").
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("byte offset 49104") && stderr.contains("corrupt record: size 0"),
+        stderr.contains("byte offset 49104")
+            && stderr.contains("corrupt record: size 0")
+            && stderr.contains("570 records (0 samples) read before it"),
         "{stderr}"
     );
     let json = json.expect("the report is printed");
