@@ -1108,7 +1108,10 @@ impl<'a, 'p> Reader<'a, 'p> {
                 rt::HEADER_TRACING_DATA => {
                     // The tracing data follows the record: u32 size (already padded to 8
                     // bytes by perf), then the data. Kept whole until it is all there.
-                    let size = Cur::new(body, self.be).u32().map(|n| n as usize);
+                    let size = Cur::new(body, self.be)
+                        .u32()
+                        .map(|n| n as usize)
+                        .filter(|&n| n <= MAX_TRACING_DATA);
                     let data_end = size.and_then(|n| next.checked_add(n));
                     match data_end.filter(|&e| e <= end) {
                         Some(e) => {
@@ -1119,7 +1122,15 @@ impl<'a, 'p> Reader<'a, 'p> {
                         }
                         None if !eof && size.is_some() => return Framed::More(off),
                         None => {
-                            return stop(Some(ty), "TRACING_DATA extends past the end".into(), n)
+                            let why = match size {
+                                Some(_) => "TRACING_DATA extends past the end".into(),
+                                None => format!(
+                                    "TRACING_DATA record without a plausible size (at most {} \
+                                     MiB)",
+                                    MAX_TRACING_DATA >> 20
+                                ),
+                            };
+                            return stop(Some(ty), why, n);
                         }
                     }
                 }
@@ -2226,8 +2237,10 @@ impl Reader<'_, '_> {
     }
 }
 
-/// The whole record (header included) starting at `off`, if it fits.
-#[inline(always)]
+/// Largest tracing data read (a stream buffers it whole): perf's is a few MiB at most (the
+/// event formats, with kallsyms in old versions).
+const MAX_TRACING_DATA: usize = 256 << 20;
+
 /// Whether the rest of a pipe-mode input is text perf record printed (`[ perf record: Woken
 /// up 1 times to write data ]`...): what a `perf record -o - ... > F 2>&1` leaves at the end.
 fn is_perf_message(rest: &[u8]) -> bool {
@@ -2237,6 +2250,8 @@ fn is_perf_message(rest: &[u8]) -> bool {
             .all(|&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
 }
 
+/// The whole record (header included) starting at `off`, if it fits.
+#[inline(always)]
 fn record_at(buf: &[u8], off: usize, be: bool) -> Option<&[u8]> {
     let (_, _, size) = record_header(buf.get(off..)?, be)?;
     buf.get(off..off.checked_add(usize::from(size))?)

@@ -638,6 +638,13 @@ mod tests {
         let p = crate::read_bytes(cut).unwrap();
         let s = p.stopped.expect("stop");
         assert_eq!((s.offset, s.record_type), (160, Some(66)));
+        // A lying size: a stop, not a stream buffered without bound.
+        let mut huge = data.clone();
+        huge[168..172].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut d = StreamDecoder::new();
+        d.push(&huge, &mut |_, _| {}).unwrap();
+        let s = d.profile().stopped.clone().expect("stop at once");
+        assert!(s.reason.contains("plausible size"), "{}", s.reason);
         // Damaged tracing data: a warning, the event keeps its numeric name.
         let mut bad = data.clone();
         bad[160 + 16] = b'X';
