@@ -12,9 +12,12 @@ pub(crate) const MAGIC_LE: &[u8; 8] = b"PERFILE2";
 pub(crate) const MAGIC_BE: &[u8; 8] = b"2ELIFREP";
 /// Size of `struct perf_file_header` (magic, size, attr_size, 3 sections, 4 feature words).
 pub(crate) const FILE_HEADER_SIZE: usize = 104;
+/// The same header without its feature bits, as perf wrote it before features existed.
+const FILE_HEADER_SIZE_NO_FEATURES: usize = 72;
 
 /// Feature bit numbers (`HEADER_*` in tools/perf/util/header.h).
 pub(crate) mod feat {
+    pub const TRACING_DATA: u32 = 1;
     pub const BUILD_ID: u32 = 2;
     pub const HOSTNAME: u32 = 3;
     pub const OSRELEASE: u32 = 4;
@@ -81,7 +84,19 @@ impl From<HeaderError> for crate::DecodeError {
     }
 }
 
+/// The legacy (version 1) magic: the byte order is not in it but in the sizes after it.
+pub(crate) const MAGIC_V1: &[u8; 8] = b"PERFFILE";
+
+/// `perf_event_attr` sizes perf accepts in a version-1 file (PERF_ATTR_SIZE_VER0..VER4):
+/// its `attr_size` is one of them plus the 16-byte ids section.
+const V1_ATTR_SIZES: [u64; 5] = [64, 72, 80, 96, 104];
+
 /// The byte order of a perf.data image from its magic (`true`: big-endian).
+///
+/// `PERFILE2` (or its byte-swapped `2ELIFREP`) says it. The legacy `PERFFILE` magic does not:
+/// as perf does (header.c `check_magic_endian`), a pipe is recognized by its header size of
+/// 16 read in either order, a file by an `attr_size` that is one of perf's attr ABI sizes plus
+/// 16 in either order.
 pub(crate) fn byte_order(data: &[u8]) -> Result<bool, crate::DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(crate::DecodeError::TooShort(data.len() as u64));
@@ -90,11 +105,35 @@ pub(crate) fn byte_order(data: &[u8]) -> Result<bool, crate::DecodeError> {
         Ok(false)
     } else if magic == MAGIC_BE {
         Ok(true)
+    } else if magic == MAGIC_V1 {
+        v1_byte_order(data)
     } else {
         let mut m = [0u8; 8];
         m.copy_from_slice(magic);
         Err(crate::DecodeError::BadMagic(m))
     }
+}
+
+/// [`byte_order`] of a `PERFFILE` (version 1) header.
+fn v1_byte_order(data: &[u8]) -> Result<bool, crate::DecodeError> {
+    let too_short = || crate::DecodeError::TooShort(data.len() as u64);
+    let orders = [false, true];
+    let size_in = |off: usize, be: bool| crate::cursor::u64_at(data, off, be);
+    if let Some(be) = orders.into_iter().find(|&be| size_in(8, be) == Some(16)) {
+        return Ok(be);
+    }
+    size_in(16, false).ok_or_else(too_short)?;
+    orders
+        .into_iter()
+        .find(|&be| size_in(16, be).is_some_and(|a| V1_ATTR_SIZES.iter().any(|s| s + 16 == a)))
+        .ok_or_else(|| crate::DecodeError::Header {
+            offset: 16,
+            what: format!(
+                "legacy PERFFILE header whose attr_size ({:#x}) is none of perf's attr sizes \
+                 plus 16 in either byte order: its byte order is unknown",
+                size_in(16, false).unwrap_or(0)
+            ),
+        })
 }
 
 fn herr(offset: u64, what: impl Into<String>) -> HeaderError {
@@ -111,7 +150,9 @@ pub(crate) fn parse_file_header(data: &[u8], big_endian: bool) -> Result<FileHea
         .ok_or_else(|| herr(0, "file shorter than the magic"))?;
     let short = || herr(data.len() as u64, "file header truncated");
     let size = c.u64().ok_or_else(short)?;
-    if size < FILE_HEADER_SIZE as u64 {
+    // perf's previous header ended before the feature bits (72 bytes): no features then.
+    let has_features = size != FILE_HEADER_SIZE_NO_FEATURES as u64;
+    if size < FILE_HEADER_SIZE as u64 && has_features {
         return Err(herr(
             8,
             format!("header size {size} is smaller than the {FILE_HEADER_SIZE} bytes of a perf.data header (pipe-mode size is 16)"),
@@ -122,8 +163,10 @@ pub(crate) fn parse_file_header(data: &[u8], big_endian: bool) -> Result<FileHea
     let data_sec = Section::read(&mut c).ok_or_else(short)?;
     let _event_types = Section::read(&mut c).ok_or_else(short)?;
     let mut features = [0u64; 4];
-    for f in &mut features {
-        *f = c.u64().ok_or_else(short)?;
+    if has_features {
+        for f in &mut features {
+            *f = c.u64().ok_or_else(short)?;
+        }
     }
     Ok(FileHeader {
         big_endian,
@@ -168,7 +211,11 @@ const ATTR_SIZE_VER0: usize = 64;
 pub(crate) fn parse_attr(b: &[u8], big_endian: bool) -> Option<(Attr, usize)> {
     let mut c = Cur::new(b, big_endian);
     let type_ = c.u32()?;
-    let size = c.u32()? as usize;
+    // Size 0: written by perf before attrs had sizes; perf reads it as the first ABI's.
+    let size = match c.u32()? as usize {
+        0 => ATTR_SIZE_VER0,
+        n => n,
+    };
     if size < ATTR_SIZE_VER0 {
         return None;
     }
@@ -252,6 +299,9 @@ pub(crate) struct Features {
     pub build_ids: Vec<(i32, String, Vec<u8>, CpuMode)>,
     /// EVENT_DESC: (name, ids) per event, in file order.
     pub event_desc: Vec<(String, Vec<u64>)>,
+    /// Tracepoint formats from the tracing data (HEADER_TRACING_DATA, or the pipe-mode
+    /// TRACING_DATA record).
+    pub tracepoints: Vec<crate::tracepoint::TracepointFormat>,
     pub warnings: Vec<String>,
 }
 
@@ -371,11 +421,32 @@ pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: boo
             f.meta.compressed = true;
             Some(())
         }
+        feat::TRACING_DATA => {
+            add_tracing_data(f, b);
+            Some(())
+        }
         _ => Some(()),
     };
     if ok.is_none() {
         f.warnings
             .push(format!("feature section {id} is malformed; ignored"));
+    }
+}
+
+/// The warning for a recording with AUX area trace data (its AUXTRACE_INFO record, in file
+/// and pipe mode), given once.
+pub(crate) const AUX_NOT_DECODED: &str = "the recording holds AUX area trace data (Intel PT, \
+    CoreSight, ARM SPE, ...), which culprit does not decode: the events perf synthesizes from \
+    it (instructions, branches, cbr, psb, ...) are not shown; the sampled events are";
+
+/// Parses tracing data into `f.tracepoints`; damage is a warning (the events keep their
+/// numeric names).
+pub(crate) fn add_tracing_data(f: &mut Features, b: &[u8]) {
+    match crate::tracepoint::parse(b) {
+        Ok((formats, _)) => f.tracepoints.extend(formats),
+        Err(e) => f
+            .warnings
+            .push(format!("{e}: tracepoint events are not named from it")),
     }
 }
 
@@ -448,6 +519,42 @@ mod tests {
         b[80] = 0xff; // sample_regs_user lies beyond the declared 64 bytes
         let (a, _) = parse_attr(&b, false).unwrap();
         assert_eq!(a.sample_regs_user, 0);
+    }
+
+    #[test]
+    fn test_legacy_magic_byte_order_from_attr_size() {
+        let mut h = b"PERFFILE".to_vec();
+        h.extend_from_slice(&104u64.to_le_bytes());
+        h.extend_from_slice(&96u64.to_le_bytes()); // PERF_ATTR_SIZE_VER2 + 16
+        assert!(!byte_order(&h).unwrap());
+        h[16..24].copy_from_slice(&120u64.to_be_bytes()); // VER4 + 16, swapped
+        assert!(byte_order(&h).unwrap());
+        h[16..24].copy_from_slice(&144u64.to_le_bytes()); // not a v1 size
+        let e = byte_order(&h).unwrap_err().to_string();
+        assert!(e.contains("byte order"), "{e}");
+        assert!(byte_order(&h[..12]).is_err());
+    }
+
+    #[test]
+    fn test_header_without_feature_bits() {
+        let mut h = b"PERFFILE".to_vec();
+        for v in [72u64, 96, 72, 96, 168, 40, 0, 0, 0xffff, 0xffff] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        let fh = parse_file_header(&h, false).unwrap();
+        assert_eq!(
+            (fh.attr_size, fh.data.offset, fh.features),
+            (96, 168, [0; 4])
+        );
+        h[8..16].copy_from_slice(&80u64.to_le_bytes());
+        assert!(parse_file_header(&h, false).is_err());
+    }
+
+    #[test]
+    fn test_attr_size_zero_is_the_first_abi() {
+        let b = vec![0u8; 64];
+        let (_, size) = parse_attr(&b, false).unwrap();
+        assert_eq!(size, 64);
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod pebs;
 mod reader;
 mod state;
 mod stream;
+pub mod tracepoint;
 pub mod unwind;
 
 use std::io::Read;

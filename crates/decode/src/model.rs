@@ -300,6 +300,10 @@ pub struct Meta {
     pub file_size: u64,
     /// Records read (including records inside compressed records).
     pub records: u64,
+    /// Tracepoint formats from the tracing data (HEADER_TRACING_DATA in file mode, the
+    /// TRACING_DATA record in pipe mode): id, `system:name`, fields of the raw record.
+    #[serde(skip)]
+    pub tracepoints: Vec<crate::tracepoint::TracepointFormat>,
 }
 
 /// A whole perf.data file in memory: events, samples, DSOs, and what went wrong reading it.

@@ -76,8 +76,10 @@ mod rt {
     pub const MMAP2: u32 = 10;
     pub const LOST_SAMPLES: u32 = 13;
     pub const HEADER_ATTR: u32 = 64;
+    pub const HEADER_TRACING_DATA: u32 = 66;
     pub const HEADER_BUILD_ID: u32 = 67;
     pub const FINISHED_ROUND: u32 = 68;
+    pub const AUXTRACE_INFO: u32 = 70;
     pub const AUXTRACE: u32 = 71;
     pub const EVENT_UPDATE: u32 = 78;
     pub const HEADER_FEATURE: u32 = 80;
@@ -960,6 +962,17 @@ impl<'a, 'p> Reader<'a, 'p> {
                 })
             };
             let n = self.p.meta.records;
+            if eof && pipe {
+                if let Some(text) = data.get(off..end).filter(|t| is_perf_message(t)) {
+                    self.warn(format!(
+                        "the stream ends with {} bytes of perf record's own messages ({:?}): \
+                         its stderr was written into the output; ignored",
+                        text.len(),
+                        String::from_utf8_lossy(text).lines().next().unwrap_or("")
+                    ));
+                    return Framed::Done;
+                }
+            }
             let Some(hdr) = data.get(off..end).filter(|h| h.len() >= 8) else {
                 if !eof {
                     return Framed::More(off);
@@ -1091,6 +1104,40 @@ impl<'a, 'p> Reader<'a, 'p> {
                         }
                         _ => return stop(Some(ty), "AUXTRACE data extends past the end".into(), n),
                     }
+                }
+                rt::HEADER_TRACING_DATA => {
+                    // The tracing data follows the record: u32 size (already padded to 8
+                    // bytes by perf), then the data. Kept whole until it is all there.
+                    let size = Cur::new(body, self.be)
+                        .u32()
+                        .map(|n| n as usize)
+                        .filter(|&n| n <= MAX_TRACING_DATA);
+                    let data_end = size.and_then(|n| next.checked_add(n));
+                    match data_end.filter(|&e| e <= end) {
+                        Some(e) => {
+                            let tracing = data.get(next..e).unwrap_or(&[]);
+                            header::add_tracing_data(&mut self.features, tracing);
+                            next = e;
+                            self.build_events();
+                        }
+                        None if !eof && size.is_some() => return Framed::More(off),
+                        None => {
+                            let why = match size {
+                                Some(_) => "TRACING_DATA extends past the end".into(),
+                                None => format!(
+                                    "TRACING_DATA record without a plausible size (at most {} \
+                                     MiB)",
+                                    MAX_TRACING_DATA >> 20
+                                ),
+                            };
+                            return stop(Some(ty), why, n);
+                        }
+                    }
+                }
+                rt::AUXTRACE_INFO
+                    if !self.p.warnings.iter().any(|w| w == header::AUX_NOT_DECODED) =>
+                {
+                    self.warn(header::AUX_NOT_DECODED.into());
                 }
                 rt::HEADER_ATTR => self.pipe_attr(body, abs),
                 rt::HEADER_FEATURE => {
@@ -2006,11 +2053,19 @@ impl<'a, 'p> Reader<'a, 'p> {
             let by_pos = same_count
                 .then(|| desc.get(i).map(|(n, _)| n.clone()))
                 .flatten();
+            // Tracepoints are named `system:name` from the tracing data's formats.
+            let by_tracepoint = || {
+                (a.type_ == 2)
+                    .then(|| self.features.tracepoints.iter().find(|t| t.id == a.config))
+                    .flatten()
+                    .map(|t| t.full_name())
+            };
             let name = a
                 .name
                 .clone()
                 .or(by_id)
                 .or(by_pos)
+                .or_else(by_tracepoint)
                 .unwrap_or_else(|| crate::names::event_name(a, &pmus));
             let e = EventInfo {
                 name,
@@ -2079,6 +2134,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         meta.compressed |= self.p.meta.compressed;
         meta.file_size = self.p.meta.file_size;
         meta.records = self.p.meta.records;
+        meta.tracepoints = std::mem::take(&mut self.features.tracepoints);
         self.p.meta = meta;
         let fw = std::mem::take(&mut self.features.warnings);
         if !self.part.ended {
@@ -2179,6 +2235,19 @@ impl Reader<'_, '_> {
         }
         self.finish(stopped).0
     }
+}
+
+/// Largest tracing data read (a stream buffers it whole): perf's is a few MiB at most (the
+/// event formats, with kallsyms in old versions).
+const MAX_TRACING_DATA: usize = 256 << 20;
+
+/// Whether the rest of a pipe-mode input is text perf record printed (`[ perf record: Woken
+/// up 1 times to write data ]`...): what a `perf record -o - ... > F 2>&1` leaves at the end.
+fn is_perf_message(rest: &[u8]) -> bool {
+    rest.starts_with(b"[ perf record:")
+        && rest
+            .iter()
+            .all(|&b| b.is_ascii_graphic() || b.is_ascii_whitespace())
 }
 
 /// The whole record (header included) starting at `off`, if it fits.

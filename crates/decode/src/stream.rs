@@ -159,7 +159,9 @@ impl StreamDecoder {
             let (head, rest) = input.split_at(take);
             self.buf.extend_from_slice(head);
             input = rest;
-            if self.buf.len() < 8 {
+            // A legacy `PERFFILE` magic needs the header size for its byte order.
+            let legacy = self.buf.starts_with(header::MAGIC_V1);
+            if self.buf.len() < 8 || (legacy && self.buf.len() < PIPE_HEADER) {
                 return Ok(());
             }
             let be = match header::byte_order(&self.buf) {
@@ -579,6 +581,120 @@ mod tests {
             .filter(|w| w.contains("without a FINISHED_ROUND"))
             .count();
         assert_eq!(warned, 1, "{:?}", p.warnings);
+    }
+
+    /// [`synthetic`] whose attr is tracepoint 316 (sched_switch in the tracing data), with a
+    /// TRACING_DATA record (16 bytes, then the data padded to 8 bytes) after the attr.
+    fn with_tracing_data(times: &[u64]) -> Vec<u8> {
+        let mut out = synthetic(IP_TID_PERIOD, times);
+        out[24..28].copy_from_slice(&2u32.to_le_bytes());
+        out[32..40].copy_from_slice(&316u64.to_le_bytes());
+        let mut data = crate::tracepoint::tests::tracing_data(
+            &[
+                crate::tracepoint::tests::SCHED,
+                crate::tracepoint::tests::PROBES,
+            ],
+            false,
+        );
+        data.resize(data.len().next_multiple_of(8), 0);
+        let mut rec = 66u32.to_le_bytes().to_vec();
+        rec.extend_from_slice(&[0, 0, 16, 0]);
+        rec.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        rec.extend_from_slice(&[0; 4]);
+        rec.extend_from_slice(&data);
+        let attr_end = 16 + 8 + 128 + 8;
+        out.splice(attr_end..attr_end, rec);
+        out
+    }
+
+    #[test]
+    fn test_tracing_data_record_is_skipped_and_names_the_tracepoint() {
+        let data = with_tracing_data(&[0; 5]);
+        let whole = crate::read_bytes(&data).unwrap();
+        assert!(whole.stopped.is_none(), "{:?}", whole.stopped);
+        assert_eq!(whole.events[0].name, "sched:sched_switch");
+        assert_eq!(whole.events[0].samples, 5);
+        let names: Vec<String> = whole
+            .meta
+            .tracepoints
+            .iter()
+            .map(|t| t.full_name())
+            .collect();
+        assert_eq!(names, ["sched:sched_switch", "probe_x:main"]);
+        assert_eq!(whole.meta.tracepoints[0].fields.len(), 3);
+        // In chunks smaller than the tracing data: it waits until it is whole.
+        for chunk in [1, 7, 100] {
+            let mut d = StreamDecoder::new();
+            let mut n = 0;
+            for c in data.chunks(chunk) {
+                d.push(c, &mut |_, _| n += 1).unwrap();
+            }
+            let p = d.finish(&mut |_, _| n += 1);
+            assert!(p.stopped.is_none(), "chunk {chunk}: {:?}", p.stopped);
+            assert_eq!((p.events[0].name.as_str(), n), ("sched:sched_switch", 5));
+        }
+        // Cut inside the tracing data: a stop at the record, not a misread.
+        let cut = &data[..16 + 144 + 40];
+        let p = crate::read_bytes(cut).unwrap();
+        let s = p.stopped.expect("stop");
+        assert_eq!((s.offset, s.record_type), (160, Some(66)));
+        // A lying size: a stop, not a stream buffered without bound.
+        let mut huge = data.clone();
+        huge[168..172].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut d = StreamDecoder::new();
+        d.push(&huge, &mut |_, _| {}).unwrap();
+        let s = d.profile().stopped.clone().expect("stop at once");
+        assert!(s.reason.contains("plausible size"), "{}", s.reason);
+        // Damaged tracing data: a warning, the event keeps its numeric name.
+        let mut bad = data.clone();
+        bad[160 + 16] = b'X';
+        let p = crate::read_bytes(&bad).unwrap();
+        assert!(p.stopped.is_none());
+        assert!(p.events[0].name.starts_with("tracepoint:0x13c"));
+        assert!(
+            p.warnings.iter().any(|w| w.contains("magic")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn test_perf_messages_at_the_end_are_a_warning() {
+        let mut data = synthetic(IP_TID_PERIOD, &[0; 3]);
+        let clean = data.len();
+        data.extend_from_slice(
+            b"[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured ]\n",
+        );
+        for p in [
+            crate::read_bytes(&data).unwrap(),
+            read_reader_collect(&data[..]).unwrap(),
+        ] {
+            assert!(p.stopped.is_none(), "{:?}", p.stopped);
+            assert_eq!(p.samples.len(), 3);
+            assert!(p.warnings.iter().any(|w| w.contains("own messages")));
+        }
+        // Other trailing bytes stay damage.
+        data.truncate(clean);
+        data.extend_from_slice(b"[ perf recorx\0\0\0\0");
+        assert!(crate::read_bytes(&data).unwrap().stopped.is_some());
+    }
+
+    #[test]
+    fn test_legacy_magic_pipe_both_byte_orders() {
+        let mut data = synthetic(IP_TID_PERIOD, &[0; 4]);
+        data[..8].copy_from_slice(b"PERFFILE");
+        let p = crate::read_bytes(&data).unwrap();
+        assert_eq!(p.samples.len(), 4);
+        let mut d = StreamDecoder::new();
+        let mut n = 0;
+        for c in data.chunks(3) {
+            d.push(c, &mut |_, _| n += 1).unwrap();
+        }
+        d.finish(&mut |_, _| n += 1);
+        assert_eq!(n, 4);
+        assert!(!header::byte_order(&data).unwrap());
+        data[8..16].copy_from_slice(&16u64.to_be_bytes());
+        assert!(header::byte_order(&data).unwrap());
     }
 
     #[test]

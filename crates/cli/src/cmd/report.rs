@@ -308,7 +308,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report covers the \
-             {} records read before it",
+             {} records ({} samples) read before it",
             args.input.display(),
             stop.offset,
             match stop.record_type {
@@ -316,7 +316,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 None => "record header unreadable".to_string(),
             },
             stop.reason,
-            stop.records_read
+            stop.records_read,
+            profile.events.iter().map(|e| e.samples).sum::<u64>()
         );
         return Ok(ExitCode::from(1));
     }
@@ -505,6 +506,11 @@ fn record_name(t: u32) -> &'static str {
         19 => "CGROUP",
         20 => "TEXT_POKE",
         21 => "AUX_OUTPUT_HW_ID",
+        66 => "HEADER_TRACING_DATA",
+        70 => "AUXTRACE_INFO",
+        71 => "AUXTRACE",
+        81 => "COMPRESSED",
+        83 => "COMPRESSED2",
         64..=100 => "perf user record",
         _ => "unknown",
     }

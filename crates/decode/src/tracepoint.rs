@@ -1,0 +1,306 @@
+//! perf's tracing data: the ftrace event formats `perf record` saves for tracepoint and
+//! probe events (the HEADER_TRACING_DATA feature section in file mode, the payload of a
+//! PERF_RECORD_HEADER_TRACING_DATA record in pipe mode). Layout as read by perf's
+//! `tools/perf/util/trace-event-read.c`:
+//!
+//! magic `"\x17\x08\x44tracing"`, a NUL-terminated version (`"0.6"`), one byte big-endian
+//! flag, one byte long size, u32 page size, `"header_page\0"` + u64 size + text,
+//! `"header_event\0"` + u64 size + text, u32 count of ftrace format files (each u64 size +
+//! text), u32 count of systems (each a NUL-terminated name, u32 count of event format files,
+//! each u64 size + text), u32 size + kallsyms text, u32 size + printk formats, and from
+//! version 0.6 u64 size + saved command lines. Integers are in the tracing data's own byte
+//! order.
+//!
+//! An event format text holds `name: sched_switch`, `ID: 316` and one
+//! `field:TYPE NAME; offset:N; size:N; signed:N;` line per field: the ID is the
+//! tracepoint's `perf_event_attr.config`, so it names the event `system:name` as perf does.
+
+use serde::Serialize;
+
+use crate::cursor::Cur;
+
+/// The magic at the start of the tracing data.
+const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
+
+/// One field of a tracepoint's raw record (`PERF_SAMPLE_RAW` payload).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TracepointField {
+    /// Field name (`prev_comm`).
+    pub name: String,
+    /// C type as the format spells it, array bounds included (`char[16]`, `__data_loc
+    /// char[]`, `pid_t`).
+    pub type_name: String,
+    /// Byte offset in the raw record.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+    /// Whether the field is signed.
+    pub signed: bool,
+}
+
+/// A tracepoint's format from the tracing data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TracepointFormat {
+    /// The tracepoint id (`perf_event_attr.config` of its events).
+    pub id: u64,
+    /// System (`sched`, `probe_myprog`, `ftrace`).
+    pub system: String,
+    /// Event name (`sched_switch`, `main`).
+    pub name: String,
+    /// The fields, common ones (`common_type`, `common_pid`, ...) first.
+    pub fields: Vec<TracepointField>,
+}
+
+impl TracepointFormat {
+    /// perf's name for the event: `system:name`.
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.system, self.name)
+    }
+}
+
+/// A NUL-terminated string.
+fn c_str<'a>(c: &mut Cur<'a>) -> Option<&'a [u8]> {
+    let mut n = 0;
+    loop {
+        let mut probe = *c;
+        probe.skip(n)?;
+        if probe.bytes(1)? == [0] {
+            break;
+        }
+        n += 1;
+    }
+    let s = c.bytes(n)?;
+    c.skip(1)?;
+    Some(s)
+}
+
+/// A u64-sized blob.
+fn blob8<'a>(c: &mut Cur<'a>) -> Option<&'a [u8]> {
+    let n = usize::try_from(c.u64()?).ok()?;
+    c.bytes(n)
+}
+
+/// Parses tracing data. Returns the formats found and the bytes the tracing data used.
+/// Damage is an `Err` saying where; formats are only returned for a complete parse of the
+/// event files (the trailing kallsyms/printk/cmdline parts may be absent).
+pub(crate) fn parse(b: &[u8]) -> Result<(Vec<TracepointFormat>, usize), String> {
+    if b.get(..MAGIC.len()) != Some(MAGIC.as_slice()) {
+        return Err("tracing data without its magic".into());
+    }
+    // The byte-order flag comes after the version string: find it first.
+    let mut c = Cur::new(b, false);
+    c.skip(MAGIC.len()).ok_or("tracing data truncated")?;
+    let version = c_str(&mut c).ok_or("tracing data: unterminated version")?;
+    let version = String::from_utf8_lossy(version).into_owned();
+    let flags = c.bytes(2).ok_or("tracing data truncated")?;
+    let big_endian = flags.first() == Some(&1);
+    let pos = c.pos();
+    let mut c = Cur::new(b, big_endian);
+    c.skip(pos).ok_or("tracing data truncated")?;
+    let short = |what: &str| format!("tracing data truncated in {what}");
+    let _page_size = c.u32().ok_or_else(|| short("the page size"))?;
+    for label in [&b"header_page\0"[..], &b"header_event\0"[..]] {
+        let got = c
+            .bytes(label.len())
+            .ok_or_else(|| short("the header files"))?;
+        if got != label {
+            return Err(format!(
+                "tracing data: {} expected",
+                String::from_utf8_lossy(&label[..label.len() - 1])
+            ));
+        }
+        blob8(&mut c).ok_or_else(|| short("the header files"))?;
+    }
+    let mut formats = Vec::new();
+    let ftrace = c.u32().ok_or_else(|| short("the ftrace formats"))?;
+    for _ in 0..ftrace {
+        let text = blob8(&mut c).ok_or_else(|| short("the ftrace formats"))?;
+        formats.extend(parse_format("ftrace", text));
+    }
+    let systems = c.u32().ok_or_else(|| short("the event formats"))?;
+    for _ in 0..systems {
+        let system = c_str(&mut c).ok_or_else(|| short("a system name"))?;
+        let system = String::from_utf8_lossy(system).into_owned();
+        let n = c.u32().ok_or_else(|| short("the event formats"))?;
+        for _ in 0..n {
+            let text = blob8(&mut c).ok_or_else(|| short("the event formats"))?;
+            formats.extend(parse_format(&system, text));
+        }
+    }
+    // kallsyms and printk formats (u32 sizes), then the saved command lines from 0.6 on.
+    let tail = (|| {
+        for _ in 0..2 {
+            let n = c.u32()? as usize;
+            c.skip(n)?;
+        }
+        if version_at_least_0_6(&version) {
+            blob8(&mut c)?;
+        }
+        Some(())
+    })();
+    if tail.is_none() {
+        return Err(short("the kallsyms, printk formats or command lines"));
+    }
+    Ok((formats, c.pos()))
+}
+
+fn version_at_least_0_6(v: &str) -> bool {
+    let mut parts = v.split('.').map(|p| p.trim().parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= (0, 6)
+}
+
+/// One event format file: its `name:`, `ID:` and `field:` lines.
+fn parse_format(system: &str, text: &[u8]) -> Option<TracepointFormat> {
+    let text = String::from_utf8_lossy(text);
+    let mut name = None;
+    let mut id = None;
+    let mut fields = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(v) = line.strip_prefix("name:") {
+            name = Some(v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("ID:") {
+            id = v.trim().parse::<u64>().ok();
+        } else if let Some(v) = line.strip_prefix("field:") {
+            if let Some(f) = parse_field(v) {
+                fields.push(f);
+            }
+        }
+    }
+    Some(TracepointFormat {
+        id: id?,
+        system: system.to_string(),
+        name: name?,
+        fields,
+    })
+}
+
+/// `unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;` (after `field:`).
+fn parse_field(line: &str) -> Option<TracepointField> {
+    let mut parts = line.split(';').map(str::trim);
+    let decl = parts.next()?;
+    let mut offset = None;
+    let mut size = None;
+    let mut signed = false;
+    for p in parts {
+        if let Some((k, v)) = p.split_once(':') {
+            let v = v.trim().parse::<u32>().ok();
+            match k.trim() {
+                "offset" => offset = v,
+                "size" => size = v,
+                "signed" => signed = v == Some(1),
+                _ => {}
+            }
+        }
+    }
+    // The name is the declaration's last word, array bounds moved to the type.
+    let (ty, word) = decl.rsplit_once(char::is_whitespace)?;
+    let (field, bounds) = match word.find('[') {
+        Some(i) => word.split_at(i),
+        None => (word, ""),
+    };
+    Some(TracepointField {
+        name: field.to_string(),
+        type_name: format!("{}{bounds}", ty.trim()),
+        offset: offset?,
+        size: size?,
+        signed,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    const SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+        \nprint fmt: \"prev_comm=%s\", REC->prev_comm\n";
+    const PROBE: &str = "name: main\nID: 1329\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n";
+
+    /// Tracing data as perf writes it, with the given (system, formats) and byte order.
+    pub(crate) fn tracing_data(systems: &[(&str, &[&str])], be: bool) -> Vec<u8> {
+        let u32b = |v: u32| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+        let u64b = |v: u64| if be { v.to_be_bytes() } else { v.to_le_bytes() };
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(b"0.6\0");
+        out.push(u8::from(be));
+        out.push(8);
+        out.extend_from_slice(&u32b(4096));
+        for (label, text) in [("header_page", "page"), ("header_event", "event")] {
+            out.extend_from_slice(label.as_bytes());
+            out.push(0);
+            out.extend_from_slice(&u64b(text.len() as u64));
+            out.extend_from_slice(text.as_bytes());
+        }
+        out.extend_from_slice(&u32b(0)); // no ftrace formats
+        out.extend_from_slice(&u32b(systems.len() as u32));
+        for (sys, formats) in systems {
+            out.extend_from_slice(sys.as_bytes());
+            out.push(0);
+            out.extend_from_slice(&u32b(formats.len() as u32));
+            for f in *formats {
+                out.extend_from_slice(&u64b(f.len() as u64));
+                out.extend_from_slice(f.as_bytes());
+            }
+        }
+        out.extend_from_slice(&u32b(3));
+        out.extend_from_slice(b"k\n\0");
+        out.extend_from_slice(&u32b(0));
+        out.extend_from_slice(&u64b(5));
+        out.extend_from_slice(b"1 a\n\0");
+        out
+    }
+
+    pub(crate) const SCHED: (&str, &[&str]) = ("sched", &[SWITCH]);
+    pub(crate) const PROBES: (&str, &[&str]) = ("probe_x", &[PROBE]);
+
+    #[test]
+    fn test_parse_names_ids_and_fields_both_byte_orders() {
+        for be in [false, true] {
+            let b = tracing_data(&[SCHED, PROBES], be);
+            let (formats, used) = parse(&b).unwrap();
+            assert_eq!(used, b.len());
+            let names: Vec<(u64, String)> = formats.iter().map(|f| (f.id, f.full_name())).collect();
+            assert_eq!(
+                names,
+                [
+                    (316, "sched:sched_switch".to_string()),
+                    (1329, "probe_x:main".to_string())
+                ]
+            );
+            let comm = &formats[0].fields[1];
+            assert_eq!(
+                (
+                    comm.name.as_str(),
+                    comm.type_name.as_str(),
+                    comm.offset,
+                    comm.size
+                ),
+                ("prev_comm", "char[16]", 8, 16)
+            );
+            assert!(formats[0].fields[2].signed && !formats[0].fields[0].signed);
+        }
+    }
+
+    #[test]
+    fn test_parse_rejects_damage_without_panicking() {
+        let b = tracing_data(&[SCHED], false);
+        for n in 0..b.len() {
+            assert!(parse(&b[..n]).is_err(), "cut at {n}");
+        }
+        let mut bad = b.clone();
+        bad[0] = 0;
+        assert!(parse(&bad).unwrap_err().contains("magic"));
+        // A lying format size.
+        let at = b.windows(6).position(|w| w == b"sched\0").unwrap() + 10;
+        let mut lying = b;
+        lying[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse(&lying).is_err());
+    }
+}
