@@ -132,9 +132,24 @@ pub fn perf_script(path: &Path) -> Vec<PerfSample> {
 fn parse_addr_dso(s: &str) -> Option<(u64, String)> {
     let s = s.trim();
     let (addr, rest) = s.split_once(char::is_whitespace)?;
-    // perf sometimes prints a symbol between address and DSO; the DSO is the last "(...)".
+    // perf sometimes prints a symbol between address and DSO; the DSO is the last "(...)",
+    // which may hold parentheses itself (`(/memfd:sealed-x (deleted))`): find its opening
+    // one by nesting depth.
     let rest = rest.trim().strip_suffix(')')?;
-    let dso = &rest[rest.rfind('(')? + 1..];
+    let mut depth = 0usize;
+    let open = rest.char_indices().rev().find_map(|(i, c)| match c {
+        ')' => {
+            depth += 1;
+            None
+        }
+        '(' if depth == 0 => Some(i),
+        '(' => {
+            depth -= 1;
+            None
+        }
+        _ => None,
+    })?;
+    let dso = &rest[open + 1..];
     Some((u64::from_str_radix(addr, 16).ok()?, dso.to_string()))
 }
 
@@ -274,4 +289,18 @@ pub fn assert_matches_perf(p: &Profile, perf: &[PerfSample], what: &str) {
             assert_eq!(ours, theirs, "{}", ctx());
         }
     }
+}
+
+/// The DSO of a `perf script` line is its last parenthesized group, parentheses inside it
+/// included (a deleted memfd mapping of a system-wide recording broke the parse).
+#[test]
+fn perf_script_dso_with_parentheses() {
+    assert_eq!(
+        parse_addr_dso("7f00 (/memfd:sealed-1 (deleted))"),
+        Some((0x7f00, "/memfd:sealed-1 (deleted)".to_string()))
+    );
+    assert_eq!(
+        parse_addr_dso("ffff81 foo (bar) ([kernel.kallsyms])"),
+        Some((0xffff81, "[kernel.kallsyms]".to_string()))
+    );
 }
