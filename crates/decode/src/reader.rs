@@ -90,6 +90,22 @@ const MISC_MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
 const MISC_EXACT_IP_OR_MMAP_BUILD_ID: u16 = 1 << 14;
 /// `PROT_EXEC` in MMAP2's prot.
 const PROT_EXEC: u32 = 4;
+/// Whether an MMAP/MMAP2 record maps code, as perf decides: kernel maps (the kernel image,
+/// modules, trampolines) always do, whatever their protection (perf 6.16 and later write
+/// the kernel's MMAP2 with prot 0, `---p`); a process's map does unless it is flagged
+/// `PERF_RECORD_MISC_MMAP_DATA` (what the kernel and perf's synthesis set for every
+/// mapping without `VM_EXEC`) or states a protection without `PROT_EXEC` (writers that
+/// list data maps without the flag). A prot of 0 states nothing and counts as code.
+fn holds_code(kernel: bool, misc: u16, prot: Option<u32>) -> bool {
+    if kernel {
+        return true;
+    }
+    if misc & MISC_MMAP_DATA_OR_COMM_EXEC != 0 {
+        return false;
+    }
+    !matches!(prot, Some(p) if p != 0 && p & PROT_EXEC == 0)
+}
+
 /// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
 const BRANCH_HW_INDEX: u64 = 1 << 17;
 const BRANCH_COUNTERS: u64 = 1 << 19;
@@ -1689,7 +1705,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let len = c.u64()?;
         let pgoff = c.u64()?;
         let mut build_id = None;
-        let mut exec = misc & MISC_MMAP_DATA_OR_COMM_EXEC == 0;
+        let mut prot = None;
         if ty == rt::MMAP2 {
             let ids = c.bytes(24)?;
             if misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0 {
@@ -1697,17 +1713,15 @@ impl<'a, 'p> Reader<'a, 'p> {
                 let n = usize::from(*ids.first()?).min(20);
                 build_id = ids.get(4..4 + n);
             }
-            let prot = c.u32()?;
+            prot = Some(c.u32()?);
             let _flags = c.u32()?;
-            exec = prot & PROT_EXEC != 0;
         }
-        if !exec {
-            // Data mappings never hold code addresses (perf ignores them for IPs too).
+        let mode = CpuMode::from_misc(misc);
+        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        if !holds_code(kernel, misc, prot) {
             return Some(());
         }
         let path = c_string(body.get(c.pos()..)?);
-        let mode = CpuMode::from_misc(misc);
-        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
         let before = self.p.dsos.len();
         let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
         if self.p.dsos.len() > before {
