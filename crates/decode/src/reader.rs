@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features};
-use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
+use crate::model::{CpuMode, Dso, DsoKind, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
 use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
@@ -90,6 +90,29 @@ const MISC_MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
 const MISC_EXACT_IP_OR_MMAP_BUILD_ID: u16 = 1 << 14;
 /// `PROT_EXEC` in MMAP2's prot.
 const PROT_EXEC: u32 = 4;
+/// The kernel DSO as perf names it from the build-id table (HEADER_BUILD_ID): when the
+/// table's kernel image is a file (`perf record` given a vmlinux, or `perf buildid-cache`),
+/// not `[kernel.kallsyms]`, the kernel DSO takes that entry's build-id, and is shown as
+/// `[kernel.vmlinux]` when the file's name says vmlinux (perf's
+/// machine__process_kernel_mmap_event).
+fn kernel_image_from_build_ids(build_ids: &[(i32, String, Vec<u8>, CpuMode)], d: &mut Dso) {
+    if d.kind != DsoKind::Kernel || d.path != "[kernel.kallsyms]" {
+        return;
+    }
+    let image = build_ids.iter().find(|(_, p, _, mode)| {
+        *mode == CpuMode::Kernel && !p.starts_with('[') && !p.contains(".ko")
+    });
+    let Some((_, path, id, _)) = image else {
+        return;
+    };
+    if d.build_id.is_none() {
+        d.build_id = Some(id.clone());
+    }
+    if path.contains("vmlinux") {
+        d.short_name = "[kernel.vmlinux]".to_string();
+    }
+}
+
 /// Whether an MMAP/MMAP2 record maps code, as perf decides: kernel maps (the kernel image,
 /// modules, trampolines) always do, whatever their protection (perf 6.16 and later write
 /// the kernel's MMAP2 with prot 0, `---p`); a process's map does unless it is flagged
@@ -1735,6 +1758,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                         .find(|(_, p, ..)| *p == d.path)
                         .map(|(_, _, id, _)| id.clone());
                 }
+                kernel_image_from_build_ids(&self.features.build_ids, d);
             }
         }
         let identity = matches!(
@@ -2086,6 +2110,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                     d.build_id = Some((*id).clone());
                 }
             }
+            kernel_image_from_build_ids(&self.features.build_ids, d);
         }
         let mut meta = std::mem::take(&mut self.features.meta);
         meta.time_range = self.p.meta.time_range;

@@ -98,3 +98,59 @@ fn test_kernel_mmap2_without_prot_exec_still_maps_the_kernel() {
         ]
     );
 }
+
+/// A build-id table whose kernel image is a vmlinux file names the kernel DSO
+/// `[kernel.vmlinux]` with that file's build-id, as perf prints it (real files of
+/// google/autofdo: `perf record` with and without a vmlinux).
+#[test]
+fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
+    let kernel_dso = |name: &str| {
+        let p = culprit_decode::read_file(&crate::common::fixture(&format!(
+            "real-perf-data/google-autofdo/{name}"
+        )))
+        .unwrap();
+        let d = p.dsos.iter().find(|d| d.kind == DsoKind::Kernel).unwrap();
+        let hex: String = d
+            .build_id
+            .iter()
+            .flatten()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        (d.short_name.clone(), hex)
+    };
+    assert_eq!(
+        kernel_dso("perf-vmlinux.data"),
+        (
+            "[kernel.vmlinux]".to_string(),
+            "948da3c05fff6a515eab7b9dd416e30564b2ccf2".to_string()
+        )
+    );
+    assert_eq!(
+        kernel_dso("perf-kernel.data"),
+        (
+            "[kernel.kallsyms]".to_string(),
+            "d4eba24dde8ec63cbdf519e6b4008c4ecdcf1f49".to_string()
+        )
+    );
+}
+
+/// Code in anonymous memory is shown as perf shows it: `[JIT] tid PID`, after the process's
+/// perf map (real file: perf 6.1 reports chrome's `//anon` code as `[JIT] tid 2046`).
+#[test]
+fn test_anonymous_code_is_named_jit_tid_like_perf() {
+    let p = culprit_decode::read_file(&crate::common::fixture(
+        "real-perf-data/google-perf_data_converter/perf.data.forkexit-3.4",
+    ))
+    .unwrap();
+    let jit: Vec<_> = p
+        .samples
+        .iter()
+        .filter_map(|s| p.dso(&s.location))
+        .filter(|d| d.kind == DsoKind::Anonymous)
+        .map(|d| (d.path.as_str(), d.short_name.as_str(), d.pid))
+        .collect();
+    assert!(!jit.is_empty());
+    for d in jit {
+        assert_eq!(d, ("//anon", "[JIT] tid 2046", Some(2046)));
+    }
+}
