@@ -261,3 +261,43 @@ fn test_jit_code_is_named_like_perf_and_annotates_without_code() {
     );
     assert!(text.contains("(code not available)"), "{text}");
 }
+
+/// The live views (`top`, live `trace`) name `[vdso]` functions as `report` does (this
+/// process's vDSO is the one every process maps): a program spinning on clock_gettime.
+#[test]
+fn test_live_views_name_vdso_functions() {
+    let dir = scratch("cli-kernel-vdso");
+    let src = dir.join("vd.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <time.h>\nint main(void) { struct timespec t; long n = 0; \
+         time_t end = time(0) + 1; while (time(0) < end) for (int i = 0; i < 1000; i++) { \
+         clock_gettime(CLOCK_MONOTONIC, &t); n += t.tv_nsec & 1; } printf(\"%ld\\n\", n); \
+         return 0; }\n",
+    )
+    .unwrap();
+    let bin = dir.join("vd");
+    run_ok(Command::new("cc").args(["-O1", "-o"]).arg(&bin).arg(&src));
+    let _lock = pmu_lock();
+    let out = run_ok(
+        culprit()
+            .args([
+                "trace",
+                "-e",
+                "profile:::hz-1000 { @[mod, sym] = count(); }",
+                "--",
+            ])
+            .arg(&bin),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let vdso: Vec<&str> = text.lines().filter(|l| l.contains("[vdso]")).collect();
+    assert!(!vdso.is_empty(), "{text}");
+    assert!(vdso.iter().any(|l| l.contains("clock_gettime")), "{text}");
+    let out = run_ok(culprit().args(["top", "--stdio", "--"]).arg(&bin));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("[vdso]") && l.contains("clock_gettime")),
+        "{text}"
+    );
+}

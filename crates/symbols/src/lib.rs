@@ -387,6 +387,24 @@ fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms>
     (!k.modules.keys().any(real_module) && !k.all_zero).then_some(k)
 }
 
+/// A copy of this process's vDSO image (its `[vdso]` mapping in /proc/self/maps).
+fn own_vdso_image() -> Option<Vec<u8>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.trim_end().ends_with("[vdso]"))?;
+    let range = line.split_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    let len = end.checked_sub(start)?;
+    if len == 0 || len > 1 << 20 {
+        return None;
+    }
+    // SAFETY: /proc/self/maps says [start, end) is mapped readable in this process for its
+    // whole lifetime (the vDSO is never unmapped), so the slice is valid while copied.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    Some(image.to_vec())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -551,6 +569,12 @@ impl Symbolizer {
                 });
                 match cached {
                     Some(p) => self.prepare_elf(&dso.path, p.as_path(), None),
+                    // A live view of this machine: every process maps the same vDSO as this
+                    // one, so this process's copy names its functions (as `report` does with
+                    // perf's cached copy).
+                    None if self.opts.kernel_symbols == KernelSymbols::Running => {
+                        self.prepare_own_vdso(&dso.path)
+                    }
                     None => DsoState::Unknown,
                 }
             }
@@ -658,6 +682,21 @@ impl Symbolizer {
         }
         self.kernel = Some(result.clone());
         result
+    }
+
+    /// The vDSO's symbols from this process's own vDSO mapping (the kernel maps the same
+    /// image in every process), through a temporary copy of it that is removed once read.
+    fn prepare_own_vdso(&mut self, name: &str) -> DsoState {
+        let Some(image) = own_vdso_image() else {
+            return DsoState::Unknown;
+        };
+        let copy = std::env::temp_dir().join(format!("culprit-vdso-{}.so", std::process::id()));
+        if std::fs::write(&copy, &image).is_err() {
+            return DsoState::Unknown;
+        }
+        let state = self.prepare_elf(name, &copy, None);
+        let _ = std::fs::remove_file(&copy);
+        state
     }
 
     /// The kallsyms file of the recorded kernel ([`KernelSymbols::Recorded`]), or why there
