@@ -206,9 +206,13 @@ pub fn annotate(
             continue;
         };
         let Some(svma) = r.svma.or_else(|| {
-            // Kernel and modules: the address is the SVMA.
+            // Kernel, modules and JIT code (named by a perf map): the address is the SVMA.
             let k = profile.dsos.get(dso as usize)?.kind;
-            matches!(k, DsoKind::Kernel | DsoKind::KernelModule).then_some(s.location.file_offset)
+            matches!(
+                k,
+                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
+            )
+            .then_some(s.location.file_offset)
         }) else {
             continue;
         };

@@ -24,6 +24,7 @@ fn symbolizer(tag: &str) -> Symbolizer {
         modules: dir.join("no-modules"),
         buildid_cache: None,
         debug_root: dir,
+        ..SymbolizerOptions::default()
     })
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features};
-use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
+use crate::model::{CpuMode, Dso, DsoKind, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
 use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
@@ -92,6 +92,45 @@ const MISC_MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
 const MISC_EXACT_IP_OR_MMAP_BUILD_ID: u16 = 1 << 14;
 /// `PROT_EXEC` in MMAP2's prot.
 const PROT_EXEC: u32 = 4;
+/// The kernel DSO as perf names it from the build-id table (HEADER_BUILD_ID): when the
+/// table's kernel image is a file (`perf record` given a vmlinux, or `perf buildid-cache`),
+/// not `[kernel.kallsyms]`, the kernel DSO takes that entry's build-id, and is shown as
+/// `[kernel.vmlinux]` when the file's name says vmlinux (perf's
+/// machine__process_kernel_mmap_event).
+fn kernel_image_from_build_ids(build_ids: &[(i32, String, Vec<u8>, CpuMode)], d: &mut Dso) {
+    if d.kind != DsoKind::Kernel || d.path != "[kernel.kallsyms]" {
+        return;
+    }
+    let image = build_ids.iter().find(|(_, p, _, mode)| {
+        *mode == CpuMode::Kernel && !p.starts_with('[') && !p.contains(".ko")
+    });
+    let Some((_, path, id, _)) = image else {
+        return;
+    };
+    if d.build_id.is_none() {
+        d.build_id = Some(id.clone());
+    }
+    if path.contains("vmlinux") {
+        d.short_name = "[kernel.vmlinux]".to_string();
+    }
+}
+
+/// Whether an MMAP/MMAP2 record maps code, as perf decides: kernel maps (the kernel image,
+/// modules, trampolines) always do, whatever their protection (perf 6.16 and later write
+/// the kernel's MMAP2 with prot 0, `---p`); a process's map does unless it is flagged
+/// `PERF_RECORD_MISC_MMAP_DATA` (what the kernel and perf's synthesis set for every
+/// mapping without `VM_EXEC`) or states a protection without `PROT_EXEC` (writers that
+/// list data maps without the flag). A prot of 0 states nothing and counts as code.
+fn holds_code(kernel: bool, misc: u16, prot: Option<u32>) -> bool {
+    if kernel {
+        return true;
+    }
+    if misc & MISC_MMAP_DATA_OR_COMM_EXEC != 0 {
+        return false;
+    }
+    !matches!(prot, Some(p) if p != 0 && p & PROT_EXEC == 0)
+}
+
 /// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
 const BRANCH_HW_INDEX: u64 = 1 << 17;
 const BRANCH_COUNTERS: u64 = 1 << 19;
@@ -1736,7 +1775,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let len = c.u64()?;
         let pgoff = c.u64()?;
         let mut build_id = None;
-        let mut exec = misc & MISC_MMAP_DATA_OR_COMM_EXEC == 0;
+        let mut prot = None;
         if ty == rt::MMAP2 {
             let ids = c.bytes(24)?;
             if misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0 {
@@ -1744,17 +1783,15 @@ impl<'a, 'p> Reader<'a, 'p> {
                 let n = usize::from(*ids.first()?).min(20);
                 build_id = ids.get(4..4 + n);
             }
-            let prot = c.u32()?;
+            prot = Some(c.u32()?);
             let _flags = c.u32()?;
-            exec = prot & PROT_EXEC != 0;
         }
-        if !exec {
-            // Data mappings never hold code addresses (perf ignores them for IPs too).
+        let mode = CpuMode::from_misc(misc);
+        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        if !holds_code(kernel, misc, prot) {
             return Some(());
         }
         let path = c_string(body.get(c.pos()..)?);
-        let mode = CpuMode::from_misc(misc);
-        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
         let before = self.p.dsos.len();
         let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
         if self.p.dsos.len() > before {
@@ -1768,6 +1805,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                         .find(|(_, p, ..)| *p == d.path)
                         .map(|(_, _, id, _)| id.clone());
                 }
+                kernel_image_from_build_ids(&self.features.build_ids, d);
             }
         }
         let identity = matches!(
@@ -2127,6 +2165,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                     d.build_id = Some((*id).clone());
                 }
             }
+            kernel_image_from_build_ids(&self.features.build_ids, d);
         }
         let mut meta = std::mem::take(&mut self.features.meta);
         meta.time_range = self.p.meta.time_range;

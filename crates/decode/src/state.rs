@@ -370,8 +370,15 @@ impl State {
         build_id: Option<&[u8]>,
         pid: i32,
     ) -> (DsoId, DsoKind) {
-        let (kind, path, short) = classify(path, kernel);
+        let (kind, path, mut short) = classify(path, kernel);
         let owner = (kind == DsoKind::Anonymous).then_some(pid);
+        if kind == DsoKind::Anonymous {
+            // perf's map__new names code in anonymous memory after the process's perf map
+            // (/tmp/perf-PID.map, whether or not it exists), shown as `[JIT] tid PID`.
+            if let Some(map_pid) = perf_jit_map(&path, pid) {
+                short = format!("[JIT] tid {map_pid}");
+            }
+        }
         let key = DsoKey {
             path,
             build_id: build_id.map(<[u8]>::to_vec),
@@ -438,6 +445,26 @@ impl State {
     pub(crate) fn user_maps(&self, pid: i32) -> Option<&Maps> {
         self.procs.get(&pid).map(|m| &**m)
     }
+}
+
+/// Whether perf names a code mapping of this path after the process's perf map
+/// (`/tmp/perf-PID.map`): anonymous memory (`//anon`, `/dev/zero`, `/anon_hugepage`), memory
+/// without a file (`[stack…`, `/SYSV…`, `[heap]`), and the perf map itself.
+/// Returns the pid of that perf map: the mapping's `pid`, or the one the map's name gives.
+fn perf_jit_map(path: &str, pid: i32) -> Option<i32> {
+    if let Some(n) = path
+        .strip_prefix("/tmp/perf-")
+        .and_then(|r| r.strip_suffix(".map"))
+    {
+        return n.parse().ok();
+    }
+    let anon = path == "//anon"
+        || path.starts_with("/dev/zero")
+        || path.starts_with("/anon_hugepage")
+        || path.starts_with("[stack")
+        || path.starts_with("/SYSV")
+        || path == "[heap]";
+    anon.then_some(pid)
 }
 
 /// DSO kind, canonical path and perf's short name for a mapping's path.

@@ -4,7 +4,7 @@
 /// Demangles a symbol name, or returns it unchanged.
 pub fn demangle(name: &str) -> String {
     // rustc-demangle also accepts plain C++ `_ZN…E` names: only trust it for real Rust ones.
-    if name.starts_with("_R") || is_rust_legacy(name) {
+    if name.starts_with("_R") || is_rust_legacy(without_llvm_suffix(name)) {
         if let Ok(d) = rustc_demangle::try_demangle(name) {
             // `{:#}` drops the `::h0123…` hash, as perf's rust_demangle_sym does.
             return format!("{d:#}");
@@ -19,6 +19,16 @@ pub fn demangle(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// The name without the `.llvm.NNNN` suffix LLVM gives local symbols it promotes to global
+/// (ThinLTO): `_ZN…17h0123456789abcdefE.llvm.1234567890`. rustc-demangle drops the suffix
+/// (like rustfilt), but the hash test must see the name's end.
+fn without_llvm_suffix(name: &str) -> &str {
+    match name.find(".llvm.") {
+        Some(i) => &name[..i],
+        None => name,
+    }
 }
 
 /// Legacy Rust symbols end in a 16-hex-digit hash path component: `17h0123456789abcdefE`.
@@ -42,6 +52,18 @@ mod tests {
         assert_eq!(
             demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
             "core::fmt::write"
+        );
+    }
+
+    #[test]
+    fn test_demangle_rust_legacy_with_llvm_suffix() {
+        assert_eq!(
+            demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE.llvm.1234567890"),
+            "core::ptr::drop_in_place"
+        );
+        assert_eq!(
+            demangle("_ZN6unwind5frame8frame_in17h3d21f3863d0e41ceE.llvm.16285473514433299877"),
+            "unwind::frame::frame_in"
         );
     }
 

@@ -91,6 +91,30 @@ pub struct SymbolizerOptions {
     pub modules: PathBuf,
     /// Directory of JIT maps (`/tmp`, files `perf-PID.map`).
     pub perf_map_dir: PathBuf,
+    /// This machine's kernel release (`/proc/sys/kernel/osrelease`), compared with the
+    /// recorded one (HEADER_OSRELEASE) when the file records no kernel build-id.
+    pub os_release: PathBuf,
+    /// Which kernel's symbols name kernel addresses.
+    pub kernel_symbols: KernelSymbols,
+}
+
+/// Where the names of kernel addresses come from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KernelSymbols {
+    /// The recorded kernel's, never another's: this machine's kallsyms when the profile
+    /// shows it was recorded on this kernel (the same build-id; without a recorded build-id,
+    /// the same release), else perf's cached kallsyms of the recorded build-id
+    /// (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), else none (with one warning saying why).
+    /// For perf.data files.
+    #[default]
+    Recorded,
+    /// This machine's running kernel's, unchecked: for live views of this machine.
+    Running,
+    /// A kallsyms file given by the user (`--kallsyms FILE`), unchecked.
+    Kallsyms(PathBuf),
+    /// The symbols of a kernel ELF image given by the user (`--vmlinux FILE`), at the
+    /// addresses it was linked at.
+    Vmlinux(PathBuf),
 }
 
 impl Default for SymbolizerOptions {
@@ -102,6 +126,8 @@ impl Default for SymbolizerOptions {
             kernel_notes: PathBuf::from("/sys/kernel/notes"),
             modules: PathBuf::from("/proc/modules"),
             perf_map_dir: PathBuf::from("/tmp"),
+            os_release: PathBuf::from("/proc/sys/kernel/osrelease"),
+            kernel_symbols: KernelSymbols::Recorded,
         }
     }
 }
@@ -361,6 +387,24 @@ fn cached_running_kallsyms(opts: &SymbolizerOptions) -> Option<kernel::Kallsyms>
     (!k.modules.keys().any(real_module) && !k.all_zero).then_some(k)
 }
 
+/// A copy of this process's vDSO image (its `[vdso]` mapping in /proc/self/maps).
+fn own_vdso_image() -> Option<Vec<u8>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.trim_end().ends_with("[vdso]"))?;
+    let range = line.split_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    let len = end.checked_sub(start)?;
+    if len == 0 || len > 1 << 20 {
+        return None;
+    }
+    // SAFETY: /proc/self/maps says [start, end) is mapped readable in this process for its
+    // whole lifetime (the vDSO is never unmapped), so the slice is valid while copied.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, len) };
+    Some(image.to_vec())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -396,7 +440,7 @@ impl Symbolizer {
     /// reading the perf.data file. The first kernel lookup uses the result when it reads
     /// that file; otherwise (another kernel, nothing in the kernel) it is dropped.
     pub fn prefetch_kernel_symbols(&mut self) {
-        if self.kernel.is_some() || self.prefetched.is_some() {
+        if self.kernel.is_some() || self.prefetched.is_some() || !self.may_read_running_kernel() {
             return;
         }
         let opts = self.opts.clone();
@@ -412,9 +456,18 @@ impl Symbolizer {
     /// kernel lookup uses them when it reads that file. Nothing when they are already
     /// loaded or coming.
     pub fn load_kernel_symbols(&mut self) {
-        if self.kernel.is_none() && self.prefetched.is_none() {
+        if self.kernel.is_none() && self.prefetched.is_none() && self.may_read_running_kernel() {
             self.prefetched = Some(Prefetched::Ready(read_running_kallsyms(&self.opts)));
         }
+    }
+
+    /// Whether kernel symbols may come from this machine's kallsyms (not when the user gave
+    /// the kernel's symbols).
+    fn may_read_running_kernel(&self) -> bool {
+        matches!(
+            self.opts.kernel_symbols,
+            KernelSymbols::Recorded | KernelSymbols::Running
+        )
     }
 
     /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
@@ -516,6 +569,12 @@ impl Symbolizer {
                 });
                 match cached {
                     Some(p) => self.prepare_elf(&dso.path, p.as_path(), None),
+                    // A live view of this machine: every process maps the same vDSO as this
+                    // one, so this process's copy names its functions (as `report` does with
+                    // perf's cached copy).
+                    None if self.opts.kernel_symbols == KernelSymbols::Running => {
+                        self.prepare_own_vdso(&dso.path)
+                    }
                     None => DsoState::Unknown,
                 }
             }
@@ -551,26 +610,32 @@ impl Symbolizer {
                 .find(|d| d.kind == DsoKind::Kernel)
                 .and_then(|d| d.build_id.clone())
         });
-        let running = std::fs::read(&self.opts.kernel_notes)
-            .ok()
-            .and_then(|n| kernel::build_id_from_notes(&n));
-        let mut source = Some(self.opts.kallsyms.clone());
-        if let (Some(rec), Some(run)) = (&recorded, &running) {
-            if !same_build_id(rec, run) {
-                source = self.opts.cached_kallsyms(rec);
-                if source.is_none() {
+        let source = match self.opts.kernel_symbols.clone() {
+            KernelSymbols::Running => Some(self.opts.kallsyms.clone()),
+            KernelSymbols::Kallsyms(path) => Some(path),
+            KernelSymbols::Vmlinux(path) => {
+                let result = (
+                    self.vmlinux_table(&path, recorded.as_deref()),
+                    HashMap::new(),
+                );
+                self.prefetched = None;
+                self.kernel = Some(result.clone());
+                return result;
+            }
+            KernelSymbols::Recorded => {
+                let source = self.recorded_kallsyms(profile, recorded.as_deref());
+                if let Err(why) = &source {
                     self.warn(
                         "kernel-build-id",
                         format!(
-                            "the running kernel (build-id {}) is not the one recorded ({}) and \
-                             perf's cache has no copy of its kallsyms: kernel symbols unknown",
-                            hex(run),
-                            hex(rec)
+                            "{why}: kernel symbols unknown (give the recorded kernel's \
+                             symbols with --kallsyms FILE or --vmlinux FILE)"
                         ),
                     );
                 }
+                source.ok()
             }
-        }
+        };
         let mut result = (None, HashMap::new());
         let prefetched = self.prefetched.take();
         if let Some(path) = source {
@@ -617,6 +682,125 @@ impl Symbolizer {
         }
         self.kernel = Some(result.clone());
         result
+    }
+
+    /// The vDSO's symbols from this process's own vDSO mapping (the kernel maps the same
+    /// image in every process), through a temporary copy of it that is removed once read.
+    fn prepare_own_vdso(&mut self, name: &str) -> DsoState {
+        let Some(image) = own_vdso_image() else {
+            return DsoState::Unknown;
+        };
+        let copy = std::env::temp_dir().join(format!("culprit-vdso-{}.so", std::process::id()));
+        if std::fs::write(&copy, &image).is_err() {
+            return DsoState::Unknown;
+        }
+        let state = self.prepare_elf(name, &copy, None);
+        let _ = std::fs::remove_file(&copy);
+        state
+    }
+
+    /// The kallsyms file of the recorded kernel ([`KernelSymbols::Recorded`]), or why there
+    /// is none: this machine's when the profile shows it was recorded on this kernel (the
+    /// same build-id; without a recorded build-id, the same release), else perf's cached
+    /// copy of the recorded build-id's.
+    fn recorded_kallsyms(
+        &self,
+        profile: &Profile,
+        recorded: Option<&[u8]>,
+    ) -> Result<PathBuf, String> {
+        let running = std::fs::read(&self.opts.kernel_notes)
+            .ok()
+            .and_then(|n| kernel::build_id_from_notes(&n));
+        if let Some(rec) = recorded {
+            if running
+                .as_deref()
+                .is_some_and(|run| same_build_id(rec, run))
+            {
+                return Ok(self.opts.kallsyms.clone());
+            }
+            if let Some(cached) = self.opts.cached_kallsyms(rec) {
+                return Ok(cached);
+            }
+            return Err(match running {
+                Some(run) => format!(
+                    "the running kernel (build-id {}) is not the one recorded ({}) and perf's \
+                     cache has no copy of its kallsyms",
+                    hex(&run),
+                    hex(rec)
+                ),
+                None => format!(
+                    "this machine's kernel build-id is unknown ({} unreadable), so it cannot \
+                     be checked against the recorded one ({}), and perf's cache has no copy \
+                     of that kernel's kallsyms",
+                    self.opts.kernel_notes.display(),
+                    hex(rec)
+                ),
+            });
+        }
+        let host = std::fs::read_to_string(&self.opts.os_release)
+            .ok()
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty());
+        let file = profile
+            .meta
+            .os_release
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty());
+        match (file, host) {
+            (Some(f), Some(h)) if f == h => Ok(self.opts.kallsyms.clone()),
+            (Some(f), Some(h)) => Err(format!(
+                "the file records no kernel build-id and was recorded on kernel {f}, this \
+                 machine runs {h}"
+            )),
+            (Some(f), None) => Err(format!(
+                "the file records no kernel build-id and was recorded on kernel {f}; this \
+                 machine's release is unknown ({} unreadable)",
+                self.opts.os_release.display()
+            )),
+            (None, _) => Err(
+                "the file records neither the kernel's build-id nor its release, so this \
+                 machine's kernel cannot be shown to be the recorded one"
+                    .to_string(),
+            ),
+        }
+    }
+
+    /// The kernel table from a kernel ELF image (`--vmlinux`), with a warning when it
+    /// cannot be read or its build-id is not the recorded one (its names are still used: the
+    /// user chose the file).
+    fn vmlinux_table(&mut self, path: &Path, recorded: Option<&[u8]>) -> Option<u32> {
+        let name = path.display().to_string();
+        let facts = elf::map_file(path).and_then(|data| elf::read_elf(&data, &name, true));
+        match facts {
+            Ok(f) => {
+                if let (Some(rec), Some(b)) = (recorded, f.build_id.as_deref()) {
+                    if !same_build_id(rec, b) {
+                        self.warn(
+                            "vmlinux-build-id",
+                            format!(
+                                "{name}: build-id {} is not the recorded kernel's ({}): its \
+                                 names may be wrong",
+                                hex(b),
+                                hex(rec)
+                            ),
+                        );
+                    }
+                }
+                if f.symbols.is_empty() {
+                    self.warn(
+                        "vmlinux",
+                        format!("{name}: no symbols: kernel symbols unknown"),
+                    );
+                    return None;
+                }
+                Some(self.add_table(SymbolTable::new(f.symbols)))
+            }
+            Err(e) => {
+                self.warn("vmlinux", format!("{e}: kernel symbols unknown"));
+                None
+            }
+        }
     }
 
     fn jit_table(&mut self, profile: &Profile, dso: DsoId, pid: i32) -> Option<u32> {

@@ -75,6 +75,7 @@ fn symbolizer(debug_root: &Path) -> Symbolizer {
         kernel_notes: debug_root.join("none"),
         modules: debug_root.join("none"),
         perf_map_dir: debug_root.join("none"),
+        ..SymbolizerOptions::default()
     })
 }
 

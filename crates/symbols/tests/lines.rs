@@ -34,6 +34,7 @@ fn symbolizer() -> Symbolizer {
         kernel_notes: none.to_path_buf(),
         modules: none.to_path_buf(),
         perf_map_dir: none.to_path_buf(),
+        ..SymbolizerOptions::default()
     })
 }
 

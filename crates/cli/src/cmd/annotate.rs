@@ -48,6 +48,9 @@ pub struct AnnotateArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: super::KernelSymbolArgs,
     /// Function to annotate (name as `culprit report` shows it); default: the hottest.
     #[arg(value_name = "SYMBOL", conflicts_with = "addr")]
     pub symbol: Option<String>,
@@ -137,7 +140,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         },
         deskid: args.deskid,
     };
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = Symbolizer::new(args.kernel.options());
     let ann = annotate(&profile, &mut symbolizer, &opts)?;
     for w in profile.warnings.iter().chain(symbolizer.warnings()) {
         eprintln!("culprit: warning: {w}");

@@ -19,7 +19,7 @@ use culprit_analysis::ibs::{
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::Profile;
 use culprit_decode::pebs::PreciseSource;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::Symbolizer;
 use serde_json::{json, Map, Value};
 
 /// Output format.
@@ -46,6 +46,9 @@ pub struct IbsArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: super::KernelSymbolArgs,
     /// Fetch report (ibs_fetch samples).
     #[arg(long)]
     pub fetch: bool,
@@ -125,7 +128,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         include_killed: args.include_killed,
         top: args.top,
     };
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = Symbolizer::new(args.kernel.options());
     let fetch = want_fetch.then(|| fetch_report(&profile, &mut symbolizer, &opts));
     let op = want_op.then(|| op_report(&profile, &mut symbolizer, &opts));
     let data = want_data.then(|| data_report(&profile, &mut symbolizer, &opts));

@@ -60,6 +60,9 @@ pub struct ReportArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: super::KernelSymbolArgs,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     #[arg(
@@ -153,6 +156,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             },
             exact: args.exact,
             json: args.format == ReportFormat::Json,
+            kernel: &args.kernel,
         });
     }
     // The report's big buffers live in phases (aggregation tables, symbolization, rows):
@@ -189,7 +193,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // When the report shows symbols, load them while the file is read (a parallel read
     // runs this on its second thread before its share): the kernel's (which the kernel
     // takes a while to print) and those of the files the header lists as sampled.
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = Symbolizer::new(args.kernel.options());
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || matches!(
             args.call_graph,

@@ -15,7 +15,7 @@ use clap::ValueEnum;
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample};
 use culprit_decode::model::{Profile, Sample};
 use culprit_decode::pebs::{self, PreciseSample};
-use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
+use culprit_symbols::{Query, Symbolizer};
 use serde_json::{json, Map, Value};
 
 /// Output format.
@@ -42,6 +42,9 @@ pub struct ScriptArgs {
         default_value = "perf.data"
     )]
     pub input: PathBuf,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: super::KernelSymbolArgs,
     /// Output format: text or json (see docs/script.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ScriptFormat::Text)]
     pub format: ScriptFormat,
@@ -56,7 +59,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         culprit_decode::read_file(&args.input)
             .with_context(|| format!("cannot read {}", args.input.display()))?
     };
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = Symbolizer::new(args.kernel.options());
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     write_script(&profile, &mut symbolizer, args.format, &mut out)?;

@@ -23,7 +23,7 @@ use culprit_analysis::offenders::{self, Config, Detectors, Observation, Offender
 use culprit_collect::events::{self, SampleRate};
 use culprit_collect::record::{CallGraph, RecordOptions, Target};
 use culprit_decode::model::{DsoId, EventId, Location, Profile, Sample};
-use culprit_symbols::{Query, Symbolizer, SymbolizerOptions};
+use culprit_symbols::{KernelSymbols, Query, Symbolizer, SymbolizerOptions};
 use serde_json::{json, Value};
 
 /// What `--t1`/`--t2` count.
@@ -222,6 +222,8 @@ pub struct OffendersReport<'a> {
     pub exact: bool,
     /// JSON instead of text.
     pub json: bool,
+    /// `--kallsyms` / `--vmlinux`.
+    pub kernel: &'a super::KernelSymbolArgs,
 }
 
 /// Histogram key: (DSO, file offset).
@@ -275,7 +277,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
             bail!("no event '{w}' in the file (events: {})", names.join(", "));
         }
     }
-    let mut sym = Symbolizer::new(SymbolizerOptions::default());
+    let mut sym = Symbolizer::new(o.kernel.options());
     let (t0, t_end) = profile.meta.time_range.unwrap_or((0, 0));
     let span = t_end.saturating_sub(t0).max(1) as f64;
     let mut events_json = Vec::new();
@@ -938,7 +940,11 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let mut state = Live {
         table: FuncTable::new(),
         dets,
-        sym: Symbolizer::new(SymbolizerOptions::default()),
+        // The live view names this machine's kernel.
+        sym: Symbolizer::new(SymbolizerOptions {
+            kernel_symbols: KernelSymbols::Running,
+            ..SymbolizerOptions::default()
+        }),
         started: Instant::now(),
         lost: 0,
     };

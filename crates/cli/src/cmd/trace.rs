@@ -20,7 +20,7 @@ use culprit_collect::record::{self, CallGraph, RecordOptions, Target};
 use culprit_decode::model::{Profile, Sample};
 use culprit_script::probe::Probe;
 use culprit_script::{Options, Program, Runner, SymbolSource};
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::{KernelSymbols, Symbolizer};
 
 use crate::live;
 
@@ -55,6 +55,9 @@ pub struct TraceArgs {
     /// Run over the samples of this perf.data file (`-` reads a pipe-mode stream from stdin).
     #[arg(short = 'i', long = "input", value_name = "PERF.DATA", conflicts_with_all = ["pid", "all_cpus"])]
     pub input: Option<PathBuf>,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: super::KernelSymbolArgs,
     /// Live: attach to running process(es) (comma-separated) until Ctrl-C or they exit.
     #[arg(
         short = 'p',
@@ -107,7 +110,13 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Err(e) => bail!("{name}:{e}"),
     };
     let mut sink = Sink::new(args.format);
-    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
+    // user gave the kernel's symbols).
+    let mut sym_opts = args.kernel.options();
+    if args.input.is_none() && sym_opts.kernel_symbols == KernelSymbols::Recorded {
+        sym_opts.kernel_symbols = KernelSymbols::Running;
+    }
+    let mut syms = Symbolizer::new(sym_opts);
     // A program that names functions or modules (`sym`, `mod`, `%a`, offenders) will need
     // the kernel's symbols, which take the kernel a while to print: start on another thread.
     // (A false positive only costs that thread's work.)

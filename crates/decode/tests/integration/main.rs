@@ -4,6 +4,7 @@
 mod common;
 mod fixtures;
 mod ibs;
+mod kernel_maps;
 mod live;
 mod options;
 mod oracle;
