@@ -11,6 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use common::perf_record;
+
 /// Percentages per event, per displayed key (keys joined with a tab): (children, self).
 type Table = BTreeMap<String, BTreeMap<String, (f64, f64)>>;
 
@@ -316,23 +318,6 @@ fn compare_all_modes(file: &Path) {
             compare_with_perf(file, sort, children);
         }
     }
-}
-
-/// `perf record` into a scratch dir; returns the file.
-fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
-    let dir = common::scratch(test);
-    let file = dir.join("perf.data");
-    common::run_ok(
-        Command::new("perf")
-            .arg("record")
-            .arg("-q")
-            .arg("-o")
-            .arg(&file)
-            .args(args)
-            .arg("--")
-            .args(cmd),
-    );
-    file
 }
 
 #[test]

@@ -281,3 +281,20 @@ pub fn objdump_function(bin: &Path, func: &str) -> Vec<ObjdumpInsn> {
     assert!(!lines.is_empty(), "objdump shows no {func}");
     lines
 }
+
+/// `perf record` into a scratch dir; returns the file.
+pub fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
+    let dir = scratch(test);
+    let file = dir.join("perf.data");
+    run_ok(
+        Command::new("perf")
+            .arg("record")
+            .arg("-q")
+            .arg("-o")
+            .arg(&file)
+            .args(args)
+            .arg("--")
+            .args(cmd),
+    );
+    file
+}
