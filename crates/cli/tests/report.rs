@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use common::perf_record;
+use common::{assert_event_totals_match, perf_record};
 
 /// Percentages per event, per displayed key (keys joined with a tab): (children, self).
 type Table = BTreeMap<String, BTreeMap<String, (f64, f64)>>;
@@ -968,68 +968,6 @@ fn test_report_parallel_read_equals_sequential_read() {
             "{mode:?}: file (parallel) and stdin (sequential) reports differ"
         );
     }
-}
-
-/// perf's totals per event section: (samples, event count), from `perf report --stdio
-/// --no-group` output.
-fn perf_event_totals(text: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut out = BTreeMap::new();
-    let mut current: Option<(String, u64)> = None;
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("# Samples: ") {
-            let n = rest.split_whitespace().next().unwrap_or("");
-            // perf abbreviates large counts (`12K`); the tests here stay below that.
-            let n: u64 = n
-                .parse()
-                .unwrap_or_else(|_| panic!("sample count in {line}"));
-            let name = rest.split('\'').nth(1).unwrap_or("").to_string();
-            current = Some((name, n));
-        } else if let Some(rest) = line.strip_prefix("# Event count (approx.): ") {
-            if let Some((name, n)) = current.take() {
-                out.insert(name, (n, rest.trim().parse().unwrap_or(0)));
-            }
-        }
-    }
-    out
-}
-
-/// culprit's totals per event with samples: (samples, period).
-fn culprit_event_totals(json: &Value) -> BTreeMap<String, (u64, u64)> {
-    json["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| e["samples"].as_u64() > Some(0))
-        .map(|e| {
-            let name = e["name"].as_str().unwrap_or("").to_string();
-            let totals = (
-                e["samples"].as_u64().unwrap(),
-                e["period"].as_u64().unwrap(),
-            );
-            (name, totals)
-        })
-        .collect()
-}
-
-/// Asserts that culprit and `perf report --no-group` count the same samples and period per
-/// event in `file`.
-fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
-    let out = common::run_ok(
-        Command::new("perf")
-            .arg("report")
-            .arg("-i")
-            .arg(file)
-            .args(["--stdio", "--no-group", "--no-children", "--sort", "comm"]),
-    );
-    let perf = perf_event_totals(&String::from_utf8_lossy(&out.stdout));
-    let ours = culprit_event_totals(&culprit_json(file, &["--no-children"]));
-    assert_eq!(
-        perf,
-        ours,
-        "{}: samples and periods per event",
-        file.display()
-    );
-    ours
 }
 
 #[test]
