@@ -494,11 +494,11 @@ fn test_read_bytes_synthetic_every_truncation() {
     }
 }
 
-/// A sample of attr B (a PERF_SAMPLE_READ group) of thread 100 at `time` reading `group`
-/// (value, id) pairs; every other field empty.
-pub(crate) fn sample_b_read(time: u64, group: &[(u64, u64)]) -> Vec<u8> {
+/// A sample of attr B (a PERF_SAMPLE_READ group) of thread `tid` of process 100 at `time`
+/// reading `group` (value, id) pairs; every other field empty.
+pub(crate) fn sample_b_read(tid: i32, time: u64, group: &[(u64, u64)]) -> Vec<u8> {
     let mut b = u64s(&[ID_B, 0x40_0060]);
-    b.extend(u32s(&[100, 100]));
+    b.extend(u32s(&[100, tid as u32]));
     b.extend(u64s(&[time, 0])); // time, addr
     b.extend(u32s(&[0, 0])); // cpu
     b.extend(u64s(&[group.len() as u64]));
@@ -511,16 +511,26 @@ pub(crate) fn sample_b_read(time: u64, group: &[(u64, u64)]) -> Vec<u8> {
     b
 }
 
-/// A process with an executable mapping and leader samples of attr B reading a group of
-/// both attrs.
+/// A process with an executable mapping and leader samples of attr B (of thread 100)
+/// reading a group of both attrs.
 pub(crate) fn read_group_file(samples: &[(u64, Vec<(u64, u64)>)], rounds_every: usize) -> Vec<u8> {
+    let samples: Vec<(i32, u64, Vec<(u64, u64)>)> =
+        samples.iter().map(|(t, g)| (100, *t, g.clone())).collect();
+    read_group_file_threads(&samples, rounds_every)
+}
+
+/// [`read_group_file`] with each sample's thread.
+pub(crate) fn read_group_file_threads(
+    samples: &[(i32, u64, Vec<(u64, u64)>)],
+    rounds_every: usize,
+) -> Vec<u8> {
     let mut d = Data::default();
     d.rec_id(3, 0, comm(100, 100, "main"), 100, 1, ID_A);
     let app = mmap2(100, 0x40_0000, 0x1_0000, 0, 5, "/usr/bin/app");
     d.rec_id(10, USER, app, 100, 2, ID_A);
     d.round();
-    for (i, (time, group)) in samples.iter().enumerate() {
-        d.rec(9, USER, sample_b_read(*time, group));
+    for (i, (tid, time, group)) in samples.iter().enumerate() {
+        d.rec(9, USER, sample_b_read(*tid, *time, group));
         if (i + 1) % rounds_every == 0 {
             d.round();
         }
@@ -570,4 +580,39 @@ fn test_read_group_samples_become_member_samples_weighted_by_deltas() {
     );
     assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
     assert!(p.warnings[0].contains("unknown id"), "{:?}", p.warnings);
+}
+
+#[test]
+fn test_read_group_of_inherited_counters_takes_deltas_per_thread() {
+    // Inherited counters with PERF_SAMPLE_READ (kernel 6.11+) are read per thread under the
+    // parent's id: perf (6.12+) keeps the last value per (id, thread).
+    let samples = [
+        (100, 10, vec![(100, ID_B), (5, ID_A)]),
+        (101, 20, vec![(30, ID_B), (1, ID_A)]),
+        (100, 30, vec![(160, ID_B), (5, ID_A)]),
+        (101, 40, vec![(70, ID_B), (4, ID_A)]),
+    ];
+    let plain = read_group_file_threads(&samples, 2);
+    let periods = |data: &[u8]| -> Vec<(u16, u64)> {
+        read_bytes(data)
+            .unwrap()
+            .samples
+            .iter()
+            .map(|s| (s.event, s.period))
+            .collect()
+    };
+    // Not inherited: one counter per id, whatever thread reads it (perf 6.1's rule), so the
+    // deltas wrap where another thread's smaller value follows (as perf computes them).
+    let flat = periods(&plain);
+    assert_eq!(flat[0], (1, 100));
+    assert_eq!(flat[2], (1, 30u64.wrapping_sub(100)));
+    // The same file with attr B inherited: deltas per thread.
+    let mut inherited = plain.clone();
+    let flags_at = 104 + 144 + 40;
+    let flags = u64::from_le_bytes(inherited[flags_at..flags_at + 8].try_into().unwrap());
+    inherited[flags_at..flags_at + 8].copy_from_slice(&(flags | 2).to_le_bytes());
+    assert_eq!(
+        periods(&inherited),
+        [(1, 100), (0, 5), (1, 30), (0, 1), (1, 60), (1, 40), (0, 3)]
+    );
 }
