@@ -511,19 +511,18 @@ pub(crate) fn sample_b_read(tid: i32, time: u64, group: &[(u64, u64)]) -> Vec<u8
     b
 }
 
+/// A leader sample of [`read_group_file_threads`]: thread, time, (value, id) of each member.
+pub(crate) type ReadSample = (i32, u64, Vec<(u64, u64)>);
+
 /// A process with an executable mapping and leader samples of attr B (of thread 100)
 /// reading a group of both attrs.
 pub(crate) fn read_group_file(samples: &[(u64, Vec<(u64, u64)>)], rounds_every: usize) -> Vec<u8> {
-    let samples: Vec<(i32, u64, Vec<(u64, u64)>)> =
-        samples.iter().map(|(t, g)| (100, *t, g.clone())).collect();
+    let samples: Vec<ReadSample> = samples.iter().map(|(t, g)| (100, *t, g.clone())).collect();
     read_group_file_threads(&samples, rounds_every)
 }
 
 /// [`read_group_file`] with each sample's thread.
-pub(crate) fn read_group_file_threads(
-    samples: &[(i32, u64, Vec<(u64, u64)>)],
-    rounds_every: usize,
-) -> Vec<u8> {
+pub(crate) fn read_group_file_threads(samples: &[ReadSample], rounds_every: usize) -> Vec<u8> {
     let mut d = Data::default();
     d.rec_id(3, 0, comm(100, 100, "main"), 100, 1, ID_A);
     let app = mmap2(100, 0x40_0000, 0x1_0000, 0, 5, "/usr/bin/app");
