@@ -11,6 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use common::{assert_event_totals_match, perf_record};
+
 /// Percentages per event, per displayed key (keys joined with a tab): (children, self).
 type Table = BTreeMap<String, BTreeMap<String, (f64, f64)>>;
 
@@ -57,8 +59,13 @@ fn parse_perf(text: &str, keys: &[&str], children: bool) -> Table {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# Samples: ") {
-            if let Some(i) = rest.find("of event '") {
-                event = rest[i + 10..].trim_end_matches('\'').to_string();
+            // A group leader's section says "of events" (its members follow as their own).
+            let start = rest
+                .find("of event '")
+                .map(|i| i + 10)
+                .or_else(|| rest.find("of events '").map(|i| i + 11));
+            if let Some(i) = start {
+                event = rest[i..].trim_end_matches('\'').to_string();
                 spans.clear();
             }
             continue;
@@ -276,7 +283,8 @@ fn compare_with_perf_filtered(file: &Path, sort: &str, children: bool, filter: &
             .arg("report")
             .arg("-i")
             .arg(file)
-            .args(["--stdio", "-g", "none", "--sort", sort, mode])
+            // Files with groups: one section per event, as culprit shows them.
+            .args(["--stdio", "--no-group", "-g", "none", "--sort", sort, mode])
             .args(filter),
     );
     // perf elides the column of a key filtered to one value (`--comm X` hides Command).
@@ -326,23 +334,6 @@ fn compare_all_modes(file: &Path) {
             compare_with_perf(file, sort, children);
         }
     }
-}
-
-/// `perf record` into a scratch dir; returns the file.
-fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
-    let dir = common::scratch(test);
-    let file = dir.join("perf.data");
-    common::run_ok(
-        Command::new("perf")
-            .arg("record")
-            .arg("-q")
-            .arg("-o")
-            .arg(&file)
-            .args(args)
-            .arg("--")
-            .args(cmd),
-    );
-    file
 }
 
 #[test]
@@ -992,5 +983,90 @@ fn test_report_parallel_read_equals_sequential_read() {
             a, b,
             "{mode:?}: file (parallel) and stdin (sequential) reports differ"
         );
+    }
+}
+
+#[test]
+fn test_report_matches_perf_leader_sampling() {
+    if !common::require_perf("test_report_matches_perf_leader_sampling") {
+        return;
+    }
+    // Leader sampling: the leader's samples read the group, and every member becomes a
+    // sample of its own event weighted by how far its counter moved (perf's
+    // deliver_sample_group). Software events group and leader-sample without a PMU.
+    let shares = common::workload("shares");
+    let script = format!(
+        "for i in $(seq 1 60); do ls /usr/bin > /dev/null; done; {} 2 > /dev/null",
+        shares.display()
+    );
+    let cmd = ["sh", "-c", script.as_str()];
+    let dir = common::scratch("report-leader-sampling");
+    let pipe = dir.join("pipe.data");
+    let files = {
+        let _lock = common::pmu_lock();
+        let two = perf_record(
+            "report-leader-2",
+            &["-e", "{cpu-clock,page-faults}:S"],
+            &cmd,
+        );
+        let three = perf_record(
+            "report-leader-3",
+            &["-e", "{task-clock,context-switches,page-faults}:S"],
+            &cmd,
+        );
+        let chains = perf_record(
+            "report-leader-fp",
+            &["--call-graph", "fp", "-e", "{cpu-clock,page-faults}:S"],
+            &cmd,
+        );
+        let out = std::fs::File::create(&pipe).unwrap();
+        common::run_ok(
+            Command::new("perf")
+                .args([
+                    "record",
+                    "-q",
+                    "-e",
+                    "{cpu-clock,page-faults}:S",
+                    "-o",
+                    "-",
+                    "--",
+                ])
+                .args(cmd)
+                .stdout(out),
+        );
+        [two, three, chains, pipe]
+    };
+    for file in &files {
+        let totals = assert_event_totals_match(file);
+        // Every member has samples of its own (page faults happen in every run of ls).
+        assert!(
+            totals.contains_key("page-faults") && totals.len() >= 2,
+            "{}: {totals:?}",
+            file.display()
+        );
+        for sort in ["comm,dso,sym", "dso"] {
+            compare_with_perf(file, sort, false);
+        }
+    }
+    compare_all_modes(&files[2]);
+}
+
+#[test]
+fn test_report_group_corpus_files_match_perf() {
+    if !common::require_perf("test_report_group_corpus_files_match_perf") {
+        return;
+    }
+    // Groups recorded by others (no leader sampling): each member samples on its own, and
+    // perf shows group columns unless told --no-group.
+    for name in [
+        "perf.data.group_desc-4.14",
+        "perf.data.lost_samples-4.4",
+        "perf.data.piped.header_feautres_group_desc-6.8",
+        "perf.data.piped.lost_samples-4.4",
+    ] {
+        let file = decode_fixture("real-perf-data/google-perf_data_converter").join(name);
+        let totals = assert_event_totals_match(&file);
+        assert!(totals.len() >= 2, "{name}: {totals:?}");
+        compare_with_perf(&file, "comm,dso", false);
     }
 }

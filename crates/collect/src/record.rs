@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 use crate::error::RecordError;
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
-use crate::perfdata::attr::{flag, sample, FORMAT_ID};
+use crate::perfdata::attr::{flag, sample, FORMAT_GROUP, FORMAT_ID};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
-use crate::perfdata::{Attr, BuildIdEntry, FileAttr, PerfDataWriter};
+use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
 use crate::procfs;
 use crate::ring::{self, Ring};
 
@@ -171,6 +171,9 @@ pub struct EventSummary {
     pub throttled: u64,
     /// The sampling setting used (after lowering to the kernel's maximum).
     pub rate: SampleRate,
+    /// A member of a leader-sampled group (`{…}:S`): it does not sample, the leader's
+    /// samples read its count (readers make samples of it from those).
+    pub read_by_leader: bool,
 }
 
 /// What a recording produced.
@@ -247,19 +250,39 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
             flags |= flag::MMAP_DATA;
         }
     }
-    let period = match rate {
+    let mut period = match rate {
         SampleRate::Period(p) => p,
         SampleRate::Frequency(f) => {
             flags |= flag::FREQ;
             f
         }
     };
+    let mut read_format = FORMAT_ID;
+    if let Some(g) = spec.group {
+        if !g.leader {
+            // As perf: members are enabled with their leader.
+            flags &= !(flag::DISABLED | flag::ENABLE_ON_EXEC);
+        }
+        if g.leader_sampling {
+            // As perf: every event of the group reads the whole group by id, and counters
+            // are not inherited (kernels before 6.11 refuse inherited PERF_SAMPLE_READ, and
+            // perf before 6.12 takes deltas per id, not per thread).
+            st |= sample::READ;
+            read_format |= FORMAT_GROUP;
+            flags &= !flag::INHERIT;
+            if !g.leader {
+                // Members do not sample: the leader's samples read them.
+                period = 0;
+                flags &= !flag::FREQ;
+            }
+        }
+    }
     Attr {
         attr_type: spec.attr_type,
         config: spec.config,
         sample_period_or_freq: period,
         sample_type: st,
-        read_format: FORMAT_ID,
+        read_format,
         flags,
         config1: spec.config1,
         config2: spec.config2,
@@ -267,6 +290,63 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         sample_stack_user: stack,
         ..Attr::default()
     }
+}
+
+/// HEADER_GROUP_DESC of the events: every group of more than one event.
+fn group_desc(specs: &[EventSpec]) -> Vec<GroupDesc> {
+    let mut out: Vec<GroupDesc> = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        match s.group {
+            Some(g) if g.leader => out.push(GroupDesc {
+                leader: i as u32,
+                members: 1,
+            }),
+            Some(_) => {
+                if let Some(last) = out.last_mut() {
+                    last.members += 1;
+                }
+            }
+            None => {}
+        }
+    }
+    out.retain(|g| g.members > 1);
+    out
+}
+
+/// Refuses event groups that cannot be recorded as written.
+/// `per_task`: the events follow tasks (not whole CPUs), so not inheriting them matters.
+fn check_groups(
+    specs: &[EventSpec],
+    per_task: bool,
+    warn: &mut dyn FnMut(String),
+) -> Result<(), RecordError> {
+    let mut leader_sampled = false;
+    for (i, s) in specs.iter().enumerate() {
+        let Some(g) = s.group else { continue };
+        let follows_group = i > 0 && specs[i - 1].group.is_some();
+        if !g.leader && !follows_group {
+            return Err(RecordError::Invalid(format!(
+                "event '{}' is a group member without a leader before it",
+                s.name
+            )));
+        }
+        if g.leader_sampling && !g.leader && s.rate.is_some() {
+            return Err(RecordError::Invalid(format!(
+                "event '{}': a member of a leader-sampled group (`{{…}}:S`) does not sample, \
+                 so its period/freq term means nothing; set the rate on the leader",
+                s.name
+            )));
+        }
+        leader_sampled |= g.leader_sampling;
+    }
+    if leader_sampled && per_task {
+        warn(
+            "leader sampling (`{…}:S`): the group's counters are not inherited, so child \
+             processes and new threads are not recorded (as perf)"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Explains a perf_event_open errno for one event.
@@ -696,6 +776,8 @@ fn record_into(
         }
     }
 
+    check_groups(&specs, !matches!(opts.target, Target::System(_)), warn)?;
+
     // 2. The target's tasks.
     let mut child: Option<PendingChild> = None;
     let (tasks, target_pids): (Vec<i32>, Vec<i32>) = match &opts.target {
@@ -739,9 +821,22 @@ fn record_into(
     let mut kernel_excluded_warned = false;
     for &cpu in &cpus {
         let mut ring_fd: Option<usize> = None;
+        // The fd (index in `fds`) of the current group's leader, per task.
+        let mut leaders: HashMap<i32, usize> = HashMap::new();
         for (ei, spec) in specs.iter().enumerate() {
+            let member = spec.group.is_some_and(|g| !g.leader);
+            if !member {
+                leaders.clear();
+            }
             for &task in &tasks {
-                let fd = match ring::perf_event_open(&attrs[ei], task, cpu as i32) {
+                let leader = match (member, leaders.get(&task)) {
+                    (true, Some(&i)) => Some(&fds[i].fd),
+                    // The leader's thread exited before it was opened: so has this one.
+                    (true, None) => continue,
+                    (false, _) => None,
+                };
+                let opened = ring::perf_event_open_in_group(&attrs[ei], task, cpu as i32, leader);
+                let fd = match opened {
                     Ok(fd) => fd,
                     Err(e)
                         if (e == libc::EACCES || e == libc::EPERM)
@@ -750,7 +845,7 @@ fn record_into(
                         // As perf: without the right to sample the kernel, retry user-only.
                         let mut a = attrs[ei];
                         a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
-                        match ring::perf_event_open(&a, task, cpu as i32) {
+                        match ring::perf_event_open_in_group(&a, task, cpu as i32, leader) {
                             Ok(fd) => {
                                 if !kernel_excluded_warned {
                                     warn(format!(
@@ -803,6 +898,9 @@ fn record_into(
                         })?;
                     }
                 }
+                if spec.group.is_some_and(|g| g.leader) {
+                    leaders.insert(task, fds.len());
+                }
                 fds.push(OpenFd { fd });
             }
         }
@@ -830,6 +928,7 @@ fn record_into(
             let mut features = procfs::host_features();
             features.version = Some(opts.tool_version.clone());
             features.cmdline = opts.cmdline.clone();
+            features.group_desc = group_desc(&specs);
             Writer::Pipe(PipeWriter::new(w, &file_attrs, &features).map_err(write_err)?)
         }
     };
@@ -963,6 +1062,7 @@ fn record_into(
             features.cmdline = opts.cmdline.clone();
             features.build_ids = tracker.build_ids();
             features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
+            features.group_desc = group_desc(&specs);
             let mut out = writer.finish(&features).map_err(write_err)?;
             use std::io::Seek;
             out.flush().map_err(write_err)?;
@@ -980,6 +1080,7 @@ fn record_into(
             lost: tracker.lost[i],
             throttled: tracker.throttled[i],
             rate: rates[i],
+            read_by_leader: s.group.is_some_and(|g| g.leader_sampling && !g.leader),
         })
         .collect();
     Ok(RecordSummary {

@@ -30,6 +30,18 @@ struct AttrBuf([u8; crate::perfdata::ATTR_SIZE]);
 /// Opens one event. `pid`: task (or -1 for all tasks of `cpu`); `cpu`: CPU (or -1).
 /// Returns the errno on failure.
 pub fn perf_event_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> {
+    perf_event_open_in_group(attr, pid, cpu, None)
+}
+
+/// [`perf_event_open`] as a member of the group led by `leader` (its `group_fd`).
+pub fn perf_event_open_in_group(
+    attr: &Attr,
+    pid: i32,
+    cpu: i32,
+    leader: Option<&OwnedFd>,
+) -> Result<OwnedFd, i32> {
+    use std::os::fd::AsRawFd;
+    let group_fd = leader.map_or(-1, |f| f.as_raw_fd());
     let buf = AttrBuf(attr.to_bytes());
     // SAFETY: buf is a valid, 8-aligned perf_event_attr of the size its `size` field states,
     // alive for the duration of the call.
@@ -39,7 +51,7 @@ pub fn perf_event_open(attr: &Attr, pid: i32, cpu: i32) -> Result<OwnedFd, i32> 
             buf.0.as_ptr(),
             pid as libc::c_long,
             cpu as libc::c_long,
-            -1 as libc::c_long,
+            group_fd as libc::c_long,
             FLAG_FD_CLOEXEC,
         )
     };

@@ -199,6 +199,7 @@ pub(crate) struct Attr {
 
 /// `perf_event_attr` flag bits used here.
 pub(crate) mod flag {
+    pub const INHERIT: u64 = 1 << 1;
     pub const FREQ: u64 = 1 << 10;
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
 }

@@ -240,6 +240,8 @@ struct FixedFields {
     /// The attr records nothing but the fixed fields and a call chain (no READ, nothing
     /// after CALLCHAIN).
     plain: bool,
+    /// The attr records PERF_SAMPLE_READ.
+    read: bool,
     identifier: u8,
     ip: u8,
     tid: u8,
@@ -279,6 +281,7 @@ impl FixedFields {
         FixedFields {
             fixed_len: usize::from(off),
             plain: a.sample_type & (st::READ | st::AFTER_CHAIN) == 0,
+            read: a.sample_type & st::READ != 0,
             identifier,
             ip,
             tid,
@@ -561,6 +564,13 @@ pub(crate) struct Reader<'a, 'p> {
     log: Option<RoundLog>,
     /// Threads [`State`] had created for samples when the last sample was delivered.
     sample_threads_seen: u64,
+    /// PERF_SAMPLE_READ: the last value read per sample id (see [`Reader::read_members`]).
+    /// State a replaying part rebuilds, so READ samples are never skipped in a replay.
+    read_last: IntMap<u64, u64>,
+    /// The same per (id, thread), for inherited counters read per thread.
+    read_last_per_thread: HashMap<(u64, i32), u64>,
+    /// Scratch: the (event, period, id) of the samples one READ sample becomes.
+    read_members: Vec<(u16, u64, Option<u64>)>,
     /// Where framing stopped at the end of a share (the record after its last round).
     resume_at: usize,
     /// The first of two parts, until the split is decided: where it publishes its progress
@@ -867,6 +877,9 @@ impl<'a, 'p> Reader<'a, 'p> {
             jumped: None,
             log: None,
             sample_threads_seen: 0,
+            read_last: IntMap::default(),
+            read_last_per_thread: HashMap::new(),
+            read_members: Vec::new(),
             resume_at: 0,
             split: None,
         }
@@ -1353,6 +1366,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         let Some(sl) = self.sample_layouts.get(usize::from(attr)) else {
             return false;
         };
+        if sl.read {
+            // Its read values are state for the samples after it (see `read_last`).
+            return false;
+        }
         let tid = if sl.tid == FixedFields::ABSENT {
             -1
         } else {
@@ -1921,6 +1938,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else {
             None
         };
+        let regs_mask = a.sample_regs_user;
 
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
@@ -1932,8 +1950,22 @@ impl<'a, 'p> Reader<'a, 'p> {
                 log.change(r.file_off);
             }
         }
+        if let Some(vals) = read.as_deref() {
+            // perf delivers a READ sample as one sample per value read, weighted by how much
+            // the counter moved since the last sample of its id.
+            self.read_members(r.attr, tid, vals);
+            if let Some(log) = self.log.as_mut() {
+                // The last values are state: a part that jumped over this would lack them.
+                log.change(r.file_off);
+            }
+        }
         if self.part.lite {
-            // Replay: the thread's comm is interned as in the part that delivers this.
+            // Replay: the thread's comm is interned (and the read values noted) as in the
+            // part that delivers this.
+            return Some(());
+        }
+        if read.is_some() && self.read_members.is_empty() {
+            // Every counter of the group stood still: perf delivers nothing.
             return Some(());
         }
         let (user, location) = if self.skip_locations {
@@ -1964,7 +1996,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 // and stack, with the mappings of this moment, after the kernel part.
                 if t & st::REGS_USER != 0 && t & st::STACK_USER != 0 {
                     let id = (pid, tid);
-                    let mask = a.sample_regs_user;
+                    let mask = regs_mask;
                     let (regs, stack) = (tl.regs, tl.stack);
                     hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
                 }
@@ -1979,6 +2011,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         // after every streamed sample, so they stay the scratch sample's empty 0..0.
         let same_ranges = PLAIN && self.sink.is_some();
         debug_assert!(!same_ranges || lens.raw + lens.regs + lens.stacks + lens.read == 0);
+        let has_read = read.is_some();
         let ranges = if has_side {
             Some(self.store_side::<BE>(lens, tail.as_ref(), read)?)
         } else if same_ranges {
@@ -1987,9 +2020,11 @@ impl<'a, 'p> Reader<'a, 'p> {
             Some(lens.empty()?)
         };
 
-        if let Some(e) = self.p.events.get_mut(r.attr as usize) {
-            e.samples += 1;
-            e.period = e.period.saturating_add(period);
+        if !has_read {
+            if let Some(e) = self.p.events.get_mut(r.attr as usize) {
+                e.samples += 1;
+                e.period = e.period.saturating_add(period);
+            }
         }
         if t & st::TIME != 0 {
             // Samples come (mostly) in time order: usually one compare and one store.
@@ -2036,6 +2071,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else if let Some(tl) = &tail {
             sample.branch_count = tl.branch_count;
         }
+        if has_read {
+            self.deliver_members(r.attr, f0, has_side.then_some(lens));
+            return Some(());
+        }
         match self.sink.as_mut() {
             Some(sink) => {
                 // Streaming: the sample and its side data live only for the call.
@@ -2048,6 +2087,91 @@ impl<'a, 'p> Reader<'a, 'p> {
             None => self.p.samples.push(sample.clone()),
         }
         Some(())
+    }
+
+    /// PERF_SAMPLE_READ (perf's `deliver_sample_value`): fills `read_members` with the
+    /// samples the values of a sample of `attr` become: one per value whose id names an event,
+    /// with the period the counter moved since the last value of that id (per thread too for
+    /// inherited counters, which the kernel reads per thread), and none for a counter that
+    /// did not move. Updates the last values. A single value without an id is the sample's
+    /// own event's.
+    #[cold]
+    #[inline(never)]
+    fn read_members(&mut self, attr: u16, tid: i32, vals: &[ReadValue]) {
+        self.read_members.clear();
+        let Some(a) = self.attrs.get(usize::from(attr)) else {
+            return;
+        };
+        // perf_evsel__attr_has_per_thread_sample_period (perf >= 6.12).
+        let per_thread = a.flags & flag::INHERIT != 0 && a.sample_type & st::TID != 0;
+        let single = a.read_format & rf::GROUP == 0;
+        for v in vals {
+            let (member, key) = match v.id {
+                Some(id) => match self.id_to_attr.get(&id) {
+                    Some(&m) => (m, id),
+                    None => {
+                        self.warn(format!(
+                            "PERF_SAMPLE_READ value of unknown id {id}; dropped as perf does"
+                        ));
+                        continue;
+                    }
+                },
+                None if single => (attr, u64::MAX),
+                None => {
+                    self.warn(
+                        "PERF_SAMPLE_READ group value without an id (no PERF_FORMAT_ID); dropped"
+                            .into(),
+                    );
+                    continue;
+                }
+            };
+            let last = if per_thread {
+                self.read_last_per_thread.insert((key, tid), v.value)
+            } else {
+                self.read_last.insert(key, v.value)
+            };
+            let period = v.value.wrapping_sub(last.unwrap_or(0));
+            if period != 0 {
+                self.read_members.push((member, period, v.id));
+            }
+        }
+    }
+
+    /// Hands out the samples a READ sample became ([`Reader::read_members`]): the decoded
+    /// sample (in `scratch[attr]`) once per member, under the member's event with its period
+    /// and id. They share the call chain and side data (the raw read values among them).
+    #[cold]
+    #[inline(never)]
+    fn deliver_members(&mut self, attr: u16, f0: usize, side: Option<SideLens>) {
+        let members = std::mem::take(&mut self.read_members);
+        let Some(sample) = self.scratch.get_mut(usize::from(attr)) else {
+            self.read_members = members;
+            return;
+        };
+        let own_id = sample.id;
+        for &(event, period, id) in &members {
+            if let Some(e) = self.p.events.get_mut(usize::from(event)) {
+                e.samples += 1;
+                e.period = e.period.saturating_add(period);
+            }
+            sample.event = event;
+            sample.period = period;
+            sample.id = id.or(own_id);
+            match self.sink.as_mut() {
+                Some(sink) => sink(&self.p, sample),
+                None => self.p.samples.push(sample.clone()),
+            }
+        }
+        sample.event = attr;
+        sample.id = own_id;
+        if self.sink.is_some() {
+            // Streaming: the sample and its side data live only for the calls.
+            self.p.frames.truncate(f0);
+            if let Some(lens) = side {
+                lens.truncate(&mut self.p);
+            }
+        }
+        self.read_members = members;
     }
 
     /// Copies a sample's side data into the profile; returns its ranges there.

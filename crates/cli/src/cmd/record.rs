@@ -363,7 +363,11 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
             "[ culprit record: {:>8} samples  {}  ({}){} ]",
             e.samples,
             e.name,
-            rate_text(e.rate),
+            if e.read_by_leader {
+                "read by the group leader's samples".to_string()
+            } else {
+                rate_text(e.rate)
+            },
             if e.lost > 0 {
                 format!(", {} lost", e.lost)
             } else {
@@ -395,7 +399,12 @@ fn print_warnings(s: &RecordSummary) {
         );
     }
     let any = s.events.iter().any(|e| e.samples > 0);
-    for e in s.events.iter().filter(|e| e.samples == 0 && any) {
+    // A leader-sampled member never samples itself.
+    for e in s
+        .events
+        .iter()
+        .filter(|e| e.samples == 0 && any && !e.read_by_leader)
+    {
         eprintln!(
             "culprit: warning: event '{}' recorded no samples while others did: it did not occur, or \
              its counter was never scheduled (keep hardware events to 5 or fewer)",

@@ -2,6 +2,7 @@
 //! demand, the PMU gate and the cross-process PMU lock.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -280,4 +281,89 @@ pub fn objdump_function(bin: &Path, func: &str) -> Vec<ObjdumpInsn> {
     }
     assert!(!lines.is_empty(), "objdump shows no {func}");
     lines
+}
+
+/// `perf record` into a scratch dir; returns the file.
+pub fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
+    let dir = scratch(test);
+    let file = dir.join("perf.data");
+    run_ok(
+        Command::new("perf")
+            .arg("record")
+            .arg("-q")
+            .arg("-o")
+            .arg(&file)
+            .args(args)
+            .arg("--")
+            .args(cmd),
+    );
+    file
+}
+
+/// perf's totals per event section: (samples, event count), from `perf report --stdio
+/// --no-group` output.
+pub fn perf_event_totals(text: &str) -> BTreeMap<String, (u64, u64)> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<(String, u64)> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# Samples: ") {
+            let n = rest.split_whitespace().next().unwrap_or("");
+            // perf abbreviates large counts (`12K`); the tests here stay below that.
+            let n: u64 = n
+                .parse()
+                .unwrap_or_else(|_| panic!("sample count in {line}"));
+            let name = rest.split('\'').nth(1).unwrap_or("").to_string();
+            current = Some((name, n));
+        } else if let Some(rest) = line.strip_prefix("# Event count (approx.): ") {
+            if let Some((name, n)) = current.take() {
+                out.insert(name, (n, rest.trim().parse().unwrap_or(0)));
+            }
+        }
+    }
+    out
+}
+
+/// culprit's totals per event with samples: (samples, period).
+pub fn culprit_event_totals(json: &serde_json::Value) -> BTreeMap<String, (u64, u64)> {
+    json["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["samples"].as_u64() > Some(0))
+        .map(|e| {
+            let name = e["name"].as_str().unwrap_or("").to_string();
+            let totals = (
+                e["samples"].as_u64().unwrap(),
+                e["period"].as_u64().unwrap(),
+            );
+            (name, totals)
+        })
+        .collect()
+}
+
+/// Asserts that culprit and `perf report --no-group` count the same samples and period per
+/// event in `file`.
+pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
+    let out = run_ok(
+        Command::new("perf")
+            .arg("report")
+            .arg("-i")
+            .arg(file)
+            .args(["--stdio", "--no-group", "--no-children", "--sort", "comm"]),
+    );
+    let perf = perf_event_totals(&String::from_utf8_lossy(&out.stdout));
+    let out = run_ok(culprit().arg("report").arg("-i").arg(file).args([
+        "--format",
+        "json",
+        "--no-children",
+    ]));
+    let json = serde_json::from_slice(&out.stdout).expect("culprit report --format json");
+    let ours = culprit_event_totals(&json);
+    assert_eq!(
+        perf,
+        ours,
+        "{}: samples and periods per event",
+        file.display()
+    );
+    ours
 }

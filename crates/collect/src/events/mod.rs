@@ -56,6 +56,20 @@ pub struct EventSpec {
     pub exclude_hv: bool,
     /// `precise_ip` from `:p`/`:pp`/`:ppp` (0..=3).
     pub precise_ip: u8,
+    /// Membership of an event group (`{a,b}`, `{a,b}:S`); `None` outside a group. A group's
+    /// members follow its leader in the list.
+    pub group: Option<EventGroup>,
+}
+
+/// An event's place in an event group (`perf record -e '{a,b}'`): its events are scheduled
+/// on the PMU together (opened with the leader's fd as group_fd).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EventGroup {
+    /// The group's first event.
+    pub leader: bool,
+    /// `:S` (leader sampling): only the leader samples, and each of its samples reads every
+    /// member's count (PERF_SAMPLE_READ of the group); members do not sample.
+    pub leader_sampling: bool,
 }
 
 impl EventSpec {
@@ -73,6 +87,7 @@ impl EventSpec {
             exclude_kernel: false,
             exclude_hv: false,
             precise_ip: 0,
+            group: None,
         }
     }
 }

@@ -664,10 +664,11 @@ fn test_parse_event_list() {
         p.parse_event_list("cycles,"),
         Err(EventError::Empty { .. })
     ));
-    assert!(matches!(
-        p.parse_event_list("{cycles,instructions}"),
-        Err(EventError::Unsupported { .. })
-    ));
+    // Groups parse (test_parse_event_list_groups).
+    assert_eq!(
+        p.parse_event_list("{cycles,instructions}").unwrap().len(),
+        2
+    );
     // The first bad event is reported.
     assert!(matches!(
         p.parse_event_list("cycles,nope,cycels"),
@@ -927,4 +928,72 @@ fn test_parse_event_list_random_input_never_panics() {
     }
     // Most mutations break the event; some survive. Both outcomes were exercised.
     assert!(errors > 400 && errors < 2000, "{errors}");
+}
+
+#[test]
+fn test_parse_event_list_groups() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let group = |l: &str| -> Vec<(String, Option<EventGroup>)> {
+        p.parse_event_list(l)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.group))
+            .collect()
+    };
+    let leader = |s| {
+        Some(EventGroup {
+            leader: true,
+            leader_sampling: s,
+        })
+    };
+    let member = |s| {
+        Some(EventGroup {
+            leader: false,
+            leader_sampling: s,
+        })
+    };
+    // Groups among plain events; commas inside `/…/` and inside braces.
+    assert_eq!(
+        group("cpu-clock,{cycles,cpu/event=0x76,umask=0/},page-faults"),
+        [
+            ("cpu-clock".to_string(), None),
+            ("cycles".to_string(), leader(false)),
+            ("cpu/event=0x76,umask=0/".to_string(), member(false)),
+            ("page-faults".to_string(), None),
+        ]
+    );
+    // `:S` is leader sampling; the other modifiers apply to every member, as perf names them.
+    assert_eq!(
+        group("{cycles,instructions:k}:Su"),
+        [
+            ("cycles:u".to_string(), leader(true)),
+            ("instructions:ku".to_string(), member(true)),
+        ]
+    );
+    let e = p.parse_event_list("{cycles,instructions}:u").unwrap();
+    assert!(e.iter().all(|e| e.exclude_kernel && !e.exclude_user));
+    // What does not parse, with the reason.
+    for (bad, why) in [
+        ("{cycles,instructions", "without a closing"),
+        ("cycles}", "without an opening"),
+        ("{cycles,{instructions}}", "do not nest"),
+        ("x{cycles}", "must start an item"),
+        ("{cycles}x", "only `:modifiers`"),
+    ] {
+        let err = p.parse_event_list(bad).unwrap_err().to_string();
+        assert!(err.contains(why), "{bad}: {err}");
+    }
+    assert!(matches!(
+        p.parse_event_list("{}"),
+        Err(EventError::Empty { .. })
+    ));
+    let err = p
+        .parse_event_list("{cycles,ibs_op//}")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("IBS events cannot be in an event group"),
+        "{err}"
+    );
 }

@@ -82,6 +82,8 @@ pub mod flag {
 
 /// `read_format` bit PERF_FORMAT_ID.
 pub const FORMAT_ID: u64 = 1 << 2;
+/// `read_format` bit PERF_FORMAT_GROUP: a read returns every member of the group.
+pub const FORMAT_GROUP: u64 = 1 << 3;
 
 /// The fields of `perf_event_attr` culprit sets; everything else is zero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

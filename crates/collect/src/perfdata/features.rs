@@ -31,6 +31,8 @@ pub mod bit {
     pub const CPU_TOPOLOGY: u32 = 13;
     /// HEADER_PMU_MAPPINGS.
     pub const PMU_MAPPINGS: u32 = 16;
+    /// HEADER_GROUP_DESC.
+    pub const GROUP_DESC: u32 = 17;
     /// HEADER_SAMPLE_TIME.
     pub const SAMPLE_TIME: u32 = 21;
     /// HEADER_CPU_PMU_CAPS.
@@ -104,6 +106,17 @@ pub struct Features {
     pub cpu_pmu_caps: Option<Vec<(String, String)>>,
     /// HEADER_PMU_CAPS: other PMUs' caps (pmu name, caps).
     pub pmu_caps: Vec<(String, Vec<(String, String)>)>,
+    /// HEADER_GROUP_DESC: the event groups of more than one event.
+    pub group_desc: Vec<GroupDesc>,
+}
+
+/// One event group of HEADER_GROUP_DESC: its events are the attrs `leader..leader + members`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDesc {
+    /// Index of the leader's attr.
+    pub leader: u32,
+    /// Events in the group, the leader included.
+    pub members: u32,
 }
 
 /// `perf_header_string`: u32 length (NUL included, padded to [`NAME_ALIGN`]) then the bytes.
@@ -214,6 +227,16 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             push_string(&mut v, name);
         }
         out.push((bit::PMU_MAPPINGS, v));
+    }
+    if !f.group_desc.is_empty() {
+        let mut v = (f.group_desc.len() as u32).to_le_bytes().to_vec();
+        for g in &f.group_desc {
+            // perf writes the group's name, or this for a group without one.
+            push_string(&mut v, "{anon_group}");
+            v.extend_from_slice(&g.leader.to_le_bytes());
+            v.extend_from_slice(&g.members.to_le_bytes());
+        }
+        out.push((bit::GROUP_DESC, v));
     }
     if let Some((first, last)) = f.sample_time {
         let mut v = first.to_le_bytes().to_vec();

@@ -25,7 +25,7 @@ pub mod records;
 use std::io::{self, Seek, SeekFrom, Write};
 
 pub use attr::{Attr, ATTR_SIZE};
-pub use features::{BuildIdEntry, CpuTopology, Features};
+pub use features::{BuildIdEntry, CpuTopology, Features, GroupDesc};
 
 /// Size of the perf.data file header.
 pub const FILE_HEADER_SIZE: u64 = 104;

@@ -368,3 +368,30 @@ fn test_parallel_read_equals_sequential_on_fuzz_findings() {
     }
     assert!(n >= 3, "fixtures missing in {}", dir.display());
 }
+
+#[test]
+fn test_parallel_read_equals_sequential_on_read_group_samples() {
+    // Leader samples (PERF_SAMPLE_READ groups) all along the file: each share's periods are
+    // deltas from the values of samples in earlier shares, which its replay must note.
+    use crate::synth::{read_group_file, ID_A, ID_B};
+    let mut samples = Vec::new();
+    let (mut a, mut b) = (0u64, 0u64);
+    for i in 0..6000u64 {
+        b += 1000 + i % 7;
+        // Some samples where the member did not move (no sample for it).
+        a += i % 3;
+        samples.push((100 + i, vec![(b, ID_B), (a, ID_A)]));
+    }
+    let path = scratch("parallel-read-group").join("read-group.data");
+    std::fs::write(&path, read_group_file(&samples, 40)).unwrap();
+    let splits = assert_parallel_is_sequential("read groups", &path);
+    assert!(
+        splits
+            .iter()
+            .any(|s| s.iter().filter(|&&n| n > 0).count() > 1),
+        "no split divided the samples: {splits:?}"
+    );
+    let (got, _) = sequential(&path);
+    // 6000 leader samples; the member moved in two of three.
+    assert_eq!(got.len(), 6000 + 4000);
+}

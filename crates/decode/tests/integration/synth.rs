@@ -29,7 +29,7 @@ const RF_ID: u64 = 1 << 2;
 const RF_GROUP: u64 = 1 << 3;
 
 pub(crate) const ID_A: u64 = 11;
-const ID_B: u64 = 22;
+pub(crate) const ID_B: u64 = 22;
 const TYPE_A: u64 = IDENTIFIER | IP | TID | TIME | CPU | PERIOD | CALLCHAIN;
 const TYPE_B: u64 = IDENTIFIER
     | IP
@@ -385,7 +385,8 @@ fn test_read_bytes_synthetic_state_and_fields() {
     assert!(p.stopped.is_none(), "{:?}", p.stopped);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     let times: Vec<u64> = p.samples.iter().map(|s| s.time).collect();
-    assert_eq!(times, [10, 11, 12, 13, 21, 32, 33, 36, 37, 38, 50]);
+    // t=38 twice: attr B's sample reads a group, delivered once per member (as perf does).
+    assert_eq!(times, [10, 11, 12, 13, 21, 32, 33, 36, 37, 38, 38, 50]);
     let by_time = |t: u64| p.samples.iter().position(|s| s.time == t).unwrap();
 
     // t=10: app at file offset 0x10 + pgoff 0x1000; caller in the build-id lib.
@@ -444,10 +445,17 @@ fn test_read_bytes_synthetic_state_and_fields() {
     assert_eq!(p.str(p.samples[by_time(37)].comm), ":777");
     assert!(p.callchain(&p.samples[by_time(37)]).is_empty());
 
-    // t=38: attr B's fields.
-    let s = &p.samples[by_time(38)];
+    // t=38: attr B's fields, in the samples of both group members: each member's period is
+    // its read value (the first read of its id), and the raw read values stay.
+    let members: Vec<(u16, u64, Option<u64>)> = p
+        .samples
+        .iter()
+        .filter(|s| s.time == 38)
+        .map(|s| (s.event, s.period, s.id))
+        .collect();
+    assert_eq!(members, [(0, 500, Some(ID_A)), (1, 600, Some(ID_B))]);
+    let s = &p.samples[by_time(38) + 1];
     assert_eq!(p.events[s.event as usize].name, "r1c2");
-    assert_eq!(s.period, 1000, "fixed period of an attr without PERIOD");
     assert!(s.exact_ip);
     assert_eq!(s.addr, Some(0xdead_beef));
     assert_eq!(s.weight, Some(0x64));
@@ -464,9 +472,9 @@ fn test_read_bytes_synthetic_state_and_fields() {
 
     // Totals, losses, throttles.
     assert_eq!(p.events[0].name, "task-clock");
-    assert_eq!(p.events[0].samples, 10);
-    assert_eq!(p.events[0].period, 40_000);
-    assert_eq!(p.events[1].samples, 1);
+    assert_eq!(p.events[0].samples, 11);
+    assert_eq!(p.events[0].period, 40_500);
+    assert_eq!((p.events[1].samples, p.events[1].period), (1, 600));
     assert_eq!((p.events[0].lost, p.events[1].lost, p.lost), (3, 5, 8));
     assert_eq!((p.lost_samples, p.lost_events), (3, 5));
     assert_eq!(p.throttles, 2);
@@ -484,4 +492,126 @@ fn test_read_bytes_synthetic_every_truncation() {
             assert!(p.stopped.is_some(), "cut {cut}: no stop");
         }
     }
+}
+
+/// A sample of attr B (a PERF_SAMPLE_READ group) of thread `tid` of process 100 at `time`
+/// reading `group` (value, id) pairs; every other field empty.
+pub(crate) fn sample_b_read(tid: i32, time: u64, group: &[(u64, u64)]) -> Vec<u8> {
+    let mut b = u64s(&[ID_B, 0x40_0060]);
+    b.extend(u32s(&[100, tid as u32]));
+    b.extend(u64s(&[time, 0])); // time, addr
+    b.extend(u32s(&[0, 0])); // cpu
+    b.extend(u64s(&[group.len() as u64]));
+    for &(value, id) in group {
+        b.extend(u64s(&[value, id]));
+    }
+    b.extend(u64s(&[0])); // callchain nr
+    b.extend(u32s(&[4, 0])); // RAW size, payload
+    b.extend(u64s(&[0, 0, 0, 0])); // branch nr, weight struct, data_src, phys_addr
+    b
+}
+
+/// A leader sample of [`read_group_file_threads`]: thread, time, (value, id) of each member.
+pub(crate) type ReadSample = (i32, u64, Vec<(u64, u64)>);
+
+/// A process with an executable mapping and leader samples of attr B (of thread 100)
+/// reading a group of both attrs.
+pub(crate) fn read_group_file(samples: &[(u64, Vec<(u64, u64)>)], rounds_every: usize) -> Vec<u8> {
+    let samples: Vec<ReadSample> = samples.iter().map(|(t, g)| (100, *t, g.clone())).collect();
+    read_group_file_threads(&samples, rounds_every)
+}
+
+/// [`read_group_file`] with each sample's thread.
+pub(crate) fn read_group_file_threads(samples: &[ReadSample], rounds_every: usize) -> Vec<u8> {
+    let mut d = Data::default();
+    d.rec_id(3, 0, comm(100, 100, "main"), 100, 1, ID_A);
+    let app = mmap2(100, 0x40_0000, 0x1_0000, 0, 5, "/usr/bin/app");
+    d.rec_id(10, USER, app, 100, 2, ID_A);
+    d.round();
+    for (i, (tid, time, group)) in samples.iter().enumerate() {
+        d.rec(9, USER, sample_b_read(*tid, *time, group));
+        if (i + 1) % rounds_every == 0 {
+            d.round();
+        }
+    }
+    d.round();
+    file(&d)
+}
+
+#[test]
+fn test_read_group_samples_become_member_samples_weighted_by_deltas() {
+    // perf's deliver_sample_value: one sample per value, period = value - the last value of
+    // that id, none when the counter did not move, none for an id of no event.
+    let data = read_group_file(
+        &[
+            (10, vec![(100, ID_B), (7, ID_A)]),
+            (20, vec![(250, ID_B), (7, ID_A)]),
+            (30, vec![(250, ID_B), (9, ID_A), (40, 0xdead)]),
+            (40, vec![(400, ID_B), (12, ID_A)]),
+        ],
+        2,
+    );
+    let p = read_bytes(&data).unwrap();
+    let got: Vec<(u64, u16, u64, Option<u64>)> = p
+        .samples
+        .iter()
+        .map(|s| (s.time, s.event, s.period, s.id))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (10, 1, 100, Some(ID_B)),
+            (10, 0, 7, Some(ID_A)),
+            (20, 1, 150, Some(ID_B)),
+            (30, 0, 2, Some(ID_A)),
+            (40, 1, 150, Some(ID_B)),
+            (40, 0, 3, Some(ID_A)),
+        ]
+    );
+    assert_eq!((p.events[0].samples, p.events[0].period), (3, 12));
+    assert_eq!((p.events[1].samples, p.events[1].period), (3, 400));
+    // The raw values stay with every sample they became.
+    let s = &p.samples[3];
+    let raw: Vec<(u64, Option<u64>)> = p.read_values(s).iter().map(|v| (v.value, v.id)).collect();
+    assert_eq!(
+        raw,
+        [(250, Some(ID_B)), (9, Some(ID_A)), (40, Some(0xdead))]
+    );
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert!(p.warnings[0].contains("unknown id"), "{:?}", p.warnings);
+}
+
+#[test]
+fn test_read_group_of_inherited_counters_takes_deltas_per_thread() {
+    // Inherited counters with PERF_SAMPLE_READ (kernel 6.11+) are read per thread under the
+    // parent's id: perf (6.12+) keeps the last value per (id, thread).
+    let samples = [
+        (100, 10, vec![(100, ID_B), (5, ID_A)]),
+        (101, 20, vec![(30, ID_B), (1, ID_A)]),
+        (100, 30, vec![(160, ID_B), (5, ID_A)]),
+        (101, 40, vec![(70, ID_B), (4, ID_A)]),
+    ];
+    let plain = read_group_file_threads(&samples, 2);
+    let periods = |data: &[u8]| -> Vec<(u16, u64)> {
+        read_bytes(data)
+            .unwrap()
+            .samples
+            .iter()
+            .map(|s| (s.event, s.period))
+            .collect()
+    };
+    // Not inherited: one counter per id, whatever thread reads it (perf 6.1's rule), so the
+    // deltas wrap where another thread's smaller value follows (as perf computes them).
+    let flat = periods(&plain);
+    assert_eq!(flat[0], (1, 100));
+    assert_eq!(flat[2], (1, 30u64.wrapping_sub(100)));
+    // The same file with attr B inherited: deltas per thread.
+    let mut inherited = plain.clone();
+    let flags_at = 104 + 144 + 40;
+    let flags = u64::from_le_bytes(inherited[flags_at..flags_at + 8].try_into().unwrap());
+    inherited[flags_at..flags_at + 8].copy_from_slice(&(flags | 2).to_le_bytes());
+    assert_eq!(
+        periods(&inherited),
+        [(1, 100), (0, 5), (1, 30), (0, 1), (1, 60), (1, 40), (0, 3)]
+    );
 }
