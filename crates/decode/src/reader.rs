@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features};
-use crate::model::{CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
+use crate::model::{BranchEntry, CpuMode, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
 use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
@@ -93,6 +93,11 @@ const PROT_EXEC: u32 = 4;
 /// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
 const BRANCH_HW_INDEX: u64 = 1 << 17;
 const BRANCH_COUNTERS: u64 = 1 << 19;
+/// `PERF_SAMPLE_BRANCH_CALL_STACK`: the branch stack is the LBR call stack
+/// (`--call-graph lbr`), which gives the user part of the call chain.
+const BRANCH_CALL_STACK: u64 = 1 << 11;
+/// `PERF_CONTEXT_USER`: the call-chain marker before the user part.
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 /// Call-chain context markers (`enum perf_callchain_context`), as u64.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
@@ -1863,14 +1868,40 @@ impl<'a, 'p> Reader<'a, 'p> {
             (user, self.st.resolve(user, cpumode, ip))
         };
         let f0 = self.p.frames.len();
+        let b0 = self.p.branches.len();
+        if let Some(tl) = tail.as_ref().filter(|tl| !tl.branches.is_empty()) {
+            push_branches::<BE>(
+                &self.st,
+                &mut self.p.branches,
+                tl.branches,
+                user,
+                self.skip_locations,
+            );
+        }
+        // `--call-graph lbr`: the user part of the chain comes from the LBR call stack (as
+        // perf's resolve_lbr_callchain_sample), when the chain has a user part at all.
+        let lbr_user = (a.branch_sample_type & BRANCH_CALL_STACK != 0 && t & st::BRANCH_STACK != 0)
+            .then(|| user_context_start::<BE>(chain))
+            .flatten();
         if !chain.is_empty() {
             push_chain::<BE>(
                 &self.st,
                 &mut self.p.frames,
-                chain,
+                chain
+                    .get(..lbr_user.unwrap_or(chain.len()))
+                    .unwrap_or(chain),
                 user,
                 self.skip_locations,
                 (cpumode, ip, location),
+            );
+        }
+        if lbr_user.is_some() {
+            push_lbr_user_chain(
+                &self.st,
+                &mut self.p.frames,
+                self.p.branches.get(b0..).unwrap_or(&[]),
+                user,
+                self.skip_locations,
             );
         }
         if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
@@ -1886,6 +1917,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         let callchain = range32(f0, self.p.frames.len())?;
+        let branches = range32(b0, self.p.branches.len())?;
         // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
         let lens = SideLens::of(&self.p);
         let has_side =
@@ -1929,6 +1961,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         sample.comm = comm;
         sample.location = location;
         sample.callchain = callchain;
+        sample.branches = branches;
         if let Some(ranges) = ranges {
             sample.raw = ranges.raw;
             sample.read = ranges.read;
@@ -1941,6 +1974,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             sample.id = field(sl.id).or(field(sl.identifier));
             let tl = tail.unwrap_or_default();
             sample.branch_count = tl.branch_count;
+            sample.branch_hw_index = tl.hw_index;
             sample.weight = tl.weight;
             sample.data_src = tl.data_src;
             sample.phys_addr = tl.phys_addr;
@@ -1950,12 +1984,14 @@ impl<'a, 'p> Reader<'a, 'p> {
             sample.code_page_size = tl.code_page_size;
         } else if let Some(tl) = &tail {
             sample.branch_count = tl.branch_count;
+            sample.branch_hw_index = tl.hw_index;
         }
         match self.sink.as_mut() {
             Some(sink) => {
                 // Streaming: the sample and its side data live only for the call.
                 sink(&self.p, sample);
                 self.p.frames.truncate(f0);
+                self.p.branches.truncate(b0);
                 if has_side {
                     lens.truncate(&mut self.p);
                 }
@@ -2251,12 +2287,98 @@ fn push_chain<const BE: bool>(
     }
 }
 
+/// Decodes a sample's branch-stack entries (`entries`: 24 bytes each) onto `branches`,
+/// each end resolved as perf's thread__find_cpumode_addr_location does: in the process's
+/// maps, else in the kernel's (`unresolved`: nowhere).
+fn push_branches<const BE: bool>(
+    st: &State,
+    branches: &mut Vec<BranchEntry>,
+    entries: &[u8],
+    user: Option<&crate::state::Maps>,
+    unresolved: bool,
+) {
+    let find = |addr: u64| -> (crate::model::Location, CpuMode) {
+        let nowhere = crate::model::Location {
+            dso: None,
+            file_offset: addr,
+        };
+        if unresolved {
+            return (nowhere, CpuMode::Unknown);
+        }
+        for mode in [CpuMode::User, CpuMode::Kernel] {
+            let loc = st.resolve(user, mode, addr);
+            if loc.dso.is_some() {
+                return (loc, mode);
+            }
+        }
+        (nowhere, CpuMode::Unknown)
+    };
+    branches.reserve(entries.len() / 24);
+    for e in entries.chunks_exact(24) {
+        let (from, to) = (le_or_be::<BE>(e, 0), le_or_be::<BE>(e, 8));
+        let (from_location, from_cpumode) = find(from);
+        let (to_location, to_cpumode) = find(to);
+        branches.push(BranchEntry {
+            from,
+            to,
+            flags: BranchEntry::flags_from_file(le_or_be::<BE>(e, 16), BE),
+            from_location,
+            from_cpumode,
+            to_location,
+            to_cpumode,
+        });
+    }
+}
+
+/// Index (in entries) of the `PERF_CONTEXT_USER` marker of a call chain, if it has one.
+fn user_context_start<const BE: bool>(chain: &[u8]) -> Option<usize> {
+    chain
+        .chunks_exact(8)
+        .position(|w| le_or_be::<BE>(w, 0) == PERF_CONTEXT_USER)
+        .map(|i| i * 8)
+}
+
+/// The user part of an LBR call chain (perf's lbr_callchain_add_lbr_ip, callee order): the
+/// target of the most recent call (the current function), then the call sites of the
+/// call stack's entries, innermost first, all resolved in user mode.
+fn push_lbr_user_chain(
+    st: &State,
+    frames: &mut Vec<Frame>,
+    stack: &[BranchEntry],
+    user: Option<&crate::state::Maps>,
+    unresolved: bool,
+) {
+    let Some(first) = stack.first() else {
+        return;
+    };
+    let addrs = std::iter::once(first.to).chain(stack.iter().map(|e| e.from));
+    for addr in addrs {
+        let location = if unresolved {
+            crate::model::Location {
+                dso: None,
+                file_offset: addr,
+            }
+        } else {
+            st.resolve(user, CpuMode::User, addr)
+        };
+        frames.push(Frame {
+            addr,
+            cpumode: CpuMode::User,
+            location,
+        });
+    }
+}
+
 /// The fields of a SAMPLE record after its call chain (RAW .. AUX): rare outside precise
 /// and DWARF recordings.
 #[derive(Debug, Default, Clone, Copy)]
 struct SampleTail<'b> {
     raw: &'b [u8],
     branch_count: u32,
+    /// The branch entries' bytes (24 per entry).
+    branches: &'b [u8],
+    /// PERF_SAMPLE_BRANCH_HW_INDEX, when the attr records it.
+    hw_index: Option<u64>,
     regs: &'b [u8],
     stack: &'b [u8],
     weight: Option<u64>,
@@ -2288,10 +2410,10 @@ fn sample_tail<'b, const BE: bool>(a: &Attr, body: &'b [u8], pos: usize) -> Opti
     if has(st::BRANCH_STACK) {
         let nr = c.u64()?;
         if a.branch_sample_type & BRANCH_HW_INDEX != 0 {
-            c.u64()?;
+            tl.hw_index = Some(c.u64()?);
         }
         let nr_us = usize::try_from(nr).ok()?;
-        c.skip(nr_us.checked_mul(24)?)?;
+        tl.branches = c.bytes(nr_us.checked_mul(24)?)?;
         if a.branch_sample_type & BRANCH_COUNTERS != 0 {
             c.skip(nr_us.checked_mul(8)?)?;
         }
