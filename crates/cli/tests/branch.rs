@@ -369,3 +369,406 @@ fn test_report_branch_matches_perf_branch_stack() {
         }
     }
 }
+
+/// `PERF_SAMPLE_BRANCH_*` bits of a `--call-graph lbr` attr: USER | CALL_STACK | NO_FLAGS |
+/// NO_CYCLES | HW_INDEX.
+const LBR_BRANCH_SAMPLE_TYPE: u64 = 1 | 1 << 11 | 1 << 14 | 1 << 15 | 1 << 17;
+const PERF_CONTEXT_KERNEL: u64 = -128i64 as u64;
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
+
+/// One crafted sample: mode, IP, kernel call chain, and LBR call stack (from, to).
+struct LbrSample {
+    misc: u16,
+    ip: u64,
+    chain: Vec<u64>,
+    stack: Vec<(u64, u64)>,
+    count: usize,
+}
+
+/// Writes a `perf record --call-graph lbr`-shaped file: process 100 runs `bin` at `base`,
+/// samples with CALLCHAIN and an LBR call stack (HW_INDEX), as perf 6.1 writes them.
+fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
+    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
+    let st = attr::sample::IDENTIFIER
+        | attr::sample::IP
+        | attr::sample::TID
+        | attr::sample::TIME
+        | attr::sample::PERIOD
+        | attr::sample::CALLCHAIN
+        | attr::sample::BRANCH_STACK;
+    let a0 = Attr {
+        attr_type: 0,
+        config: 0,
+        sample_period_or_freq: 100003,
+        sample_type: st,
+        flags: attr::flag::SAMPLE_ID_ALL | attr::flag::MMAP | attr::flag::COMM | attr::flag::MMAP2,
+        ..Attr::default()
+    };
+    let attrs = vec![FileAttr {
+        attr: a0,
+        name: "cycles".to_string(),
+        ids: vec![1],
+    }];
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = PerfDataWriter::new(file, attrs).unwrap();
+    let mut buf = Vec::new();
+    let sid = SampleId {
+        pid: 100,
+        tid: 100,
+        time: 1,
+        id: 1,
+        cpu: 0,
+    };
+    records::push_comm(&mut buf, &a0, 100, 100, b"calltree", true, &sid);
+    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
+    let name = bin.display().to_string();
+    records::push_mmap2(
+        &mut buf,
+        &a0,
+        &MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: base,
+            len,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: name.as_bytes(),
+            misc: records::MISC_USER,
+        },
+        &sid,
+    );
+    let mut time = 10u64;
+    for s in samples {
+        for _ in 0..s.count {
+            let mut body: Vec<u64> = vec![1, s.ip, 100 | 100 << 32, time, 100003];
+            body.push(s.chain.len() as u64);
+            body.extend(&s.chain);
+            body.push(s.stack.len() as u64);
+            body.push(0); // hw_idx
+            for &(from, to) in &s.stack {
+                body.extend([from, to, 0]);
+            }
+            let size = 8 + body.len() * 8;
+            buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+            buf.extend_from_slice(&s.misc.to_le_bytes());
+            buf.extend_from_slice(&(size as u16).to_le_bytes());
+            for v in body {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+            time += 1;
+        }
+    }
+    w.write_data(&buf).unwrap();
+    w.finish(&Features::default()).unwrap();
+    // culprit's writer has no branch_sample_type: set it in the attr (offset 72), found
+    // through the header's attrs section (offset at byte 24).
+    let mut bytes = std::fs::read(path).unwrap();
+    let attrs_at = u64::from_le_bytes(bytes[24..32].try_into().unwrap()) as usize;
+    bytes[attrs_at + 72..attrs_at + 80].copy_from_slice(&LBR_BRANCH_SAMPLE_TYPE.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The address of the first `call` to `callee` in `func` (objdump's view).
+fn call_site(bin: &Path, func: &str, callee: &str) -> u64 {
+    common::objdump_function(bin, func)
+        .iter()
+        .find(|i| i.mnem.starts_with("call") && i.ops.contains(&format!("<{callee}>")))
+        .unwrap_or_else(|| panic!("no call to {callee} in {func}"))
+        .addr
+}
+
+fn symbol_addr(bin: &Path, name: &str) -> u64 {
+    let out = common::run_ok(Command::new("nm").arg(bin));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some(name))
+        .unwrap_or_else(|| panic!("nm shows no {name}"));
+    u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+}
+
+/// `perf report --stdio --no-branch-stack -g none --sort sym` (children and self) →
+/// symbol → (children %, self %).
+fn perf_children_by_sym(file: &Path) -> BTreeMap<String, (f64, f64)> {
+    let out = common::run_ok(
+        Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-branch-stack",
+                "--children",
+                "-g",
+                "none",
+            ])
+            .args(["--sort", "sym", "-t", "|", "--kallsyms"])
+            .arg(empty_kallsyms())
+            .arg("-i")
+            .arg(file),
+    );
+    let mut m = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let c: Vec<&str> = line.split('|').collect();
+        let pct = |s: &str| s.trim().trim_end_matches('%').parse::<f64>().unwrap();
+        let e = m
+            .entry(untagged(&normalize_sym(c[2])))
+            .or_insert((0.0, 0.0));
+        e.0 += pct(c[0]);
+        e.1 += pct(c[1]);
+    }
+    m
+}
+
+fn culprit_children_by_sym(file: &Path) -> BTreeMap<String, (f64, f64)> {
+    let out = common::run_ok(
+        common::culprit()
+            .args([
+                "report",
+                "--children",
+                "--sort",
+                "sym",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(file),
+    );
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut m = BTreeMap::new();
+    for row in j["rows"].as_array().unwrap() {
+        let k = &row["keys"];
+        let name = match k["sym_addr"].as_str() {
+            // perf keys unresolved chain entries by runtime address, and shows the address.
+            Some(a) => a.to_string(),
+            None => k["sym"].as_str().unwrap().to_string(),
+        };
+        let e = m.entry(name).or_insert((0.0, 0.0));
+        e.0 += row["children_percent"]["cycles"].as_f64().unwrap();
+        e.1 += row["percent"]["cycles"].as_f64().unwrap();
+    }
+    m
+}
+
+/// A sym cell without its privilege tag: perf tags an unresolved call-chain entry `[.]`
+/// whatever its mode (as the hotspot comparisons in report.rs, tags are not compared).
+fn untagged(cell: &str) -> String {
+    match cell.split_once("] ") {
+        Some((t, rest)) if t.starts_with('[') => rest.to_string(),
+        _ => cell.to_string(),
+    }
+}
+
+#[test]
+fn test_lbr_call_graph_children_match_perf() {
+    if !common::require_perf("test_lbr_call_graph_children_match_perf") {
+        return;
+    }
+    let bin = common::workload("calltree");
+    let base = 0x5555_5555_4000u64;
+    let at = |a: u64| base + a;
+    let sym = |n: &str| symbol_addr(&bin, n);
+    // Inside the leaves (past their first instruction), the call sites of the tree.
+    let (c_ip, e_ip) = (at(sym("c") + 8), at(sym("e") + 8));
+    let b_calls_c = at(call_site(&bin, "b", "c"));
+    let a_calls_b = at(call_site(&bin, "a", "b"));
+    let main_calls_a = at(call_site(&bin, "main", "a"));
+    let d_calls_e = at(call_site(&bin, "d", "e"));
+    let main_calls_d = at(call_site(&bin, "main", "d"));
+    let (kernel_ip, kernel_caller) = (0xffff_ffff_8100_1234u64, 0xffff_ffff_8100_5678u64);
+    // A frame-pointer walk of code built without frame pointers: garbage after the IP,
+    // which the LBR call stack replaces.
+    let garbage = at(sym("e") + 3);
+    let samples = [
+        // main -> a -> b -> c, user mode.
+        LbrSample {
+            misc: 2,
+            ip: c_ip,
+            chain: vec![PERF_CONTEXT_USER, c_ip, garbage],
+            stack: vec![
+                (b_calls_c, at(sym("c"))),
+                (a_calls_b, at(sym("b"))),
+                (main_calls_a, at(sym("a"))),
+            ],
+            count: 14,
+        },
+        // main -> d -> e, user mode.
+        LbrSample {
+            misc: 2,
+            ip: e_ip,
+            chain: vec![PERF_CONTEXT_USER, e_ip, garbage, garbage],
+            stack: vec![(d_calls_e, at(sym("e"))), (main_calls_d, at(sym("d")))],
+            count: 6,
+        },
+        // In the kernel, entered from c: the kernel part stays, the user part is the LBR's.
+        LbrSample {
+            misc: 1,
+            ip: kernel_ip,
+            chain: vec![
+                PERF_CONTEXT_KERNEL,
+                kernel_ip,
+                kernel_caller,
+                PERF_CONTEXT_USER,
+                c_ip,
+                garbage,
+            ],
+            stack: vec![
+                (b_calls_c, at(sym("c"))),
+                (a_calls_b, at(sym("b"))),
+                (main_calls_a, at(sym("a"))),
+            ],
+            count: 3,
+        },
+        // A kernel-only chain (no user part): perf keeps the chain as recorded.
+        LbrSample {
+            misc: 1,
+            ip: kernel_ip,
+            chain: vec![PERF_CONTEXT_KERNEL, kernel_ip, kernel_caller],
+            stack: vec![(d_calls_e, at(sym("e")))],
+            count: 2,
+        },
+    ];
+    let dir = common::scratch("lbr-call-graph");
+    let file = dir.join("perf.data");
+    write_lbr_file(&file, &bin, base, &samples);
+    let perf = perf_children_by_sym(&file);
+    let ours = culprit_children_by_sym(&file);
+    // The tree is what the LBR says: main, a and b carry their callees.
+    let children = |t: &BTreeMap<String, (f64, f64)>, s: &str| t.get(s).map(|v| v.0);
+    assert_eq!(children(&perf, "main"), Some(92.0), "perf: {perf:?}");
+    assert!(
+        (children(&perf, "a").unwrap() - 68.0).abs() < 0.01,
+        "perf: {perf:?}"
+    );
+    let mut problems = Vec::new();
+    for (k, (pc, ps)) in &perf {
+        match ours.get(k) {
+            None => problems.push(format!("perf row missing: {k} {pc} {ps}")),
+            Some((oc, os)) if (pc - oc).abs() > 0.1 || (ps - os).abs() > 0.1 => {
+                problems.push(format!("{k}: perf {pc}/{ps} culprit {oc}/{os}"))
+            }
+            Some(_) => {}
+        }
+    }
+    for k in ours.keys() {
+        if !perf.contains_key(k) {
+            problems.push(format!("culprit row not in perf: {k} {:?}", ours[k]));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{}\nperf {perf:?}\nculprit {ours:?}",
+        problems.join("\n")
+    );
+}
+
+/// `perf report --no-branch-stack --sort comm,dso` (self) → event → "comm\tdso" → %.
+fn perf_plain(file: &Path) -> Table {
+    let out = common::run_ok(
+        Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-branch-stack",
+                "--no-children",
+                "-g",
+                "none",
+            ])
+            .args(["--sort", "comm,dso", "-t", "|", "-i"])
+            .arg(file),
+    );
+    let mut t = Table::new();
+    let mut event = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if let Some(rest) = line.strip_prefix("# Samples: ") {
+            let i = rest.find("of event '").unwrap();
+            event = rest[i + 10..].trim_end_matches('\'').to_string();
+            continue;
+        }
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let c: Vec<&str> = line.split('|').collect();
+        let dso = match c[2].trim() {
+            d if d.starts_with("[JIT] tid ") => "//anon",
+            d => d,
+        };
+        *t.entry(event.clone())
+            .or_default()
+            .entry(format!("{}\t{dso}", c[1].trim()))
+            .or_default() += c[0].trim().trim_end_matches('%').parse::<f64>().unwrap();
+    }
+    t
+}
+
+#[test]
+fn test_plain_report_of_branch_files_matches_perf_no_branch_stack() {
+    if !common::require_perf("test_plain_report_of_branch_files_matches_perf_no_branch_stack") {
+        return;
+    }
+    for name in BRANCH_FILES {
+        let file = corpus(name);
+        let perf = perf_plain(&file);
+        assert!(!perf.is_empty(), "{name}: perf printed no rows");
+        let out = common::run_ok(
+            common::culprit()
+                .args([
+                    "report",
+                    "--no-children",
+                    "--sort",
+                    "comm,dso",
+                    "--format",
+                    "json",
+                    "-i",
+                ])
+                .arg(&file),
+        );
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut ours = Table::new();
+        for row in j["rows"].as_array().unwrap() {
+            for (ev, p) in row["percent"].as_object().unwrap() {
+                if row["samples"][ev].as_u64() == Some(0) {
+                    continue;
+                }
+                let k = format!(
+                    "{}\t{}",
+                    row["keys"]["comm"].as_str().unwrap(),
+                    row["keys"]["dso"].as_str().unwrap()
+                );
+                *ours.entry(ev.clone()).or_default().entry(k).or_default() += p.as_f64().unwrap();
+            }
+        }
+        for (ev, prow) in &perf {
+            let orow = ours
+                .get(ev)
+                .unwrap_or_else(|| panic!("{name}: no rows for {ev}"));
+            for (k, p) in prow {
+                // perf cuts long names to their column (see the branch-mode test).
+                let o = orow.get(k).copied().or_else(|| {
+                    let (pc, pd) = k.split_once('\t').unwrap();
+                    let found: Vec<f64> = orow
+                        .iter()
+                        .filter(|(ok, _)| !prow.contains_key(*ok))
+                        .filter(|(ok, _)| {
+                            let (oc, od) = ok.split_once('\t').unwrap();
+                            oc.starts_with(pc) && od.starts_with(pd)
+                        })
+                        .map(|(_, v)| *v)
+                        .collect();
+                    (found.len() == 1).then(|| found[0])
+                });
+                let o = o.unwrap_or_else(|| panic!("{name} [{ev}]: perf row {k:?} {p} missing"));
+                assert!(
+                    (p - o).abs() <= 0.1,
+                    "{name} [{ev}] {k:?}: perf {p} culprit {o}"
+                );
+            }
+        }
+    }
+}

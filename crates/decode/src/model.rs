@@ -522,3 +522,29 @@ impl Profile {
         location.dso.and_then(|d| self.dsos.get(d as usize))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::BranchEntry;
+
+    #[test]
+    fn test_branch_flags_of_a_big_endian_writer_move_from_the_top_bits() {
+        // A big-endian bitfield starts at bit 63: mispred, predicted, in_tx, abort, then
+        // cycles:16 in bits 44..60 and type:4 in bits 40..44.
+        let raw = 1u64 << 63 | 1 << 61 | 1234 << 44 | 5 << 40;
+        let e = BranchEntry {
+            flags: BranchEntry::flags_from_file(raw, true),
+            ..BranchEntry::default()
+        };
+        assert!(e.mispred() && !e.predicted() && e.in_tx() && !e.abort());
+        assert_eq!((e.cycles(), e.branch_type()), (1234, 5));
+        // Little-endian: as read.
+        let le = 1u64 << 1 | 77 << 4 | 3 << 24 | 2 << 30;
+        let e = BranchEntry {
+            flags: BranchEntry::flags_from_file(le, false),
+            ..BranchEntry::default()
+        };
+        assert!(!e.mispred() && e.predicted());
+        assert_eq!((e.cycles(), e.spec(), e.privilege()), (77, 3, 2));
+    }
+}
