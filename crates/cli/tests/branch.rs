@@ -772,3 +772,68 @@ fn test_plain_report_of_branch_files_matches_perf_no_branch_stack() {
         }
     }
 }
+
+#[test]
+fn test_report_branch_text_and_csv_show_the_json_rows() {
+    let file = corpus("google-perf_data_converter/perf.data.branch-4.14");
+    let run = |format: &str| {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["report", "--branch", "--top", "5", "--format", format])
+                .args(["--sort", "comm,symbol_from,mispredict", "-i"])
+                .arg(&file),
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let j: Value = serde_json::from_str(&run("json")).unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(j["events"][0]["samples"], 416);
+    let text = run("text");
+    assert!(
+        text.contains("# Sort: comm,symbol_from,mispredict; branch mode"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Source Symbol") && text.contains("Branch Mispredicted"),
+        "{text}"
+    );
+    let csv = run("csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "comm,symbol_from,symbol_from_level,symbol_from_addr,mispredict,cycles:ppp:samples,cycles:ppp:percent"
+    );
+    assert_eq!(lines.len(), 6);
+    for (row, line) in rows.iter().zip(&lines[1..]) {
+        let k = &row["keys"];
+        let n = row["samples"]["cycles:ppp"].as_u64().unwrap();
+        let addr = k["symbol_from_addr"].as_str().unwrap_or("");
+        let expected = format!(
+            "{},{},{},{addr},{},{n},",
+            k["comm"].as_str().unwrap(),
+            k["symbol_from"].as_str().unwrap(),
+            k["symbol_from_level"].as_str().unwrap(),
+            k["mispredict"].as_str().unwrap(),
+        );
+        assert!(line.starts_with(&expected), "{line} vs {expected}");
+        // The text row shows the same key values and count.
+        let shown = match addr {
+            "" => k["symbol_from"].as_str().unwrap().to_string(),
+            a => format!("+{a}"),
+        };
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!(" {n} ")) && l.contains(&shown)),
+            "no text row for {line}"
+        );
+    }
+    // A file without branch stacks is refused (exit 2).
+    let out = common::culprit()
+        .args(["report", "--branch", "-i"])
+        .arg(corpus("google-perf_data_converter/perf.data.busy.0-3.4"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no event of the file has branch stacks"));
+}
