@@ -27,6 +27,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.sort.as_str()
     };
+    anyhow::ensure!(
+        args.dso.is_empty() && !args.children && !args.deskid && !args.topdown,
+        "--branch groups branch entries: --dso, --children, --deskid and --topdown do not apply"
+    );
+    anyhow::ensure!(
+        matches!(
+            args.call_graph,
+            None | Some(super::report::CallGraphArg::None)
+        ),
+        "--branch groups branch entries: there are no call graphs (-g)"
+    );
     let keys = BranchKey::parse_list(sort).context("error parsing flag --sort")?;
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
     let filters = Filters {
