@@ -307,6 +307,7 @@ fn test_report_branch_matches_perf_branch_stack() {
             let mut problems = Vec::new();
             for (ev, prow) in &perf {
                 let orow = &ours[ev];
+                let mut max_diff = 0.0f64;
                 // perf cuts a value to its column's width when the column was sized before
                 // the value grew (a comm replaced by a longer one: `perf-exec` as `perf-ex`):
                 // such a row is the one culprit row absent from perf whose key parts each
@@ -346,9 +347,13 @@ fn test_report_branch_matches_perf_branch_stack() {
                         Some(o) if (p - o).abs() > 0.1 => {
                             problems.push(format!("[{ev}] {k:?}: perf {p} culprit {o}"))
                         }
-                        Some(_) => {}
+                        Some(o) => max_diff = max_diff.max((p - o).abs()),
                     }
                 }
+                eprintln!(
+                    "{what} [{ev}]: {} rows, max difference {max_diff:.4} point",
+                    prow.len()
+                );
                 for (k, o) in orow {
                     if !prow.contains_key(k) && !by_prefix.contains(k) {
                         problems.push(format!("[{ev}] culprit row not in perf: {k:?} {o}"));
