@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod annotate;
+pub mod branches;
 mod fxhash;
 pub mod hotspots;
 pub mod ibs;

@@ -228,8 +228,126 @@ pub struct Sample {
     /// Range into [`Profile::stacks`] of the PERF_SAMPLE_STACK_USER bytes actually valid
     /// (`dyn_size`), starting at the user stack pointer. Empty when not recorded.
     pub user_stack: std::ops::Range<u64>,
-    /// Number of PERF_SAMPLE_BRANCH_STACK entries recorded (the entries are not kept yet).
+    /// Number of PERF_SAMPLE_BRANCH_STACK entries recorded.
     pub branch_count: u32,
+    /// Range into [`Profile::branches`] of this sample's PERF_SAMPLE_BRANCH_STACK entries
+    /// (most recent branch first, as recorded). Empty when not recorded.
+    pub branches: std::ops::Range<u32>,
+    /// PERF_SAMPLE_BRANCH_HW_INDEX: the hardware index of the most recent branch (`-1` when
+    /// the hardware does not tell), when the attr's branch_sample_type asks for it.
+    pub branch_hw_index: Option<u64>,
+}
+
+/// One PERF_SAMPLE_BRANCH_STACK entry (`struct perf_branch_entry`): a taken branch from
+/// `from` to `to`, with both ends resolved as perf resolves them (user maps first, then the
+/// kernel's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct BranchEntry {
+    /// Address of the branch instruction.
+    pub from: u64,
+    /// Address of its target.
+    pub to: u64,
+    /// The flags word in the little-endian bitfield layout (see [`BranchEntry::mispred`]
+    /// and the other accessors); a big-endian writer's bitfield is converted on reading.
+    /// Fields a kernel did not know yet read as 0.
+    pub flags: u64,
+    /// Where `from` falls.
+    pub from_location: Location,
+    /// Mode whose maps resolved `from` ([`CpuMode::Unknown`] when none did).
+    pub from_cpumode: CpuMode,
+    /// Where `to` falls.
+    pub to_location: Location,
+    /// Mode whose maps resolved `to` ([`CpuMode::Unknown`] when none did).
+    pub to_cpumode: CpuMode,
+}
+
+impl BranchEntry {
+    /// `(bit offset, width)` of each flags field in the little-endian layout, as perf's
+    /// `struct branch_flags` (kernel 3.4: mispred, predicted; 3.11: in_tx, abort; 4.3:
+    /// cycles; 4.14: type; 6.1: spec, new_type, priv).
+    pub const MISPRED: (u32, u32) = (0, 1);
+    /// See [`BranchEntry::MISPRED`].
+    pub const PREDICTED: (u32, u32) = (1, 1);
+    /// See [`BranchEntry::MISPRED`].
+    pub const IN_TX: (u32, u32) = (2, 1);
+    /// See [`BranchEntry::MISPRED`].
+    pub const ABORT: (u32, u32) = (3, 1);
+    /// See [`BranchEntry::MISPRED`].
+    pub const CYCLES: (u32, u32) = (4, 16);
+    /// See [`BranchEntry::MISPRED`].
+    pub const TYPE: (u32, u32) = (20, 4);
+    /// See [`BranchEntry::MISPRED`].
+    pub const SPEC: (u32, u32) = (24, 2);
+    /// See [`BranchEntry::MISPRED`].
+    pub const NEW_TYPE: (u32, u32) = (26, 4);
+    /// See [`BranchEntry::MISPRED`].
+    pub const PRIV: (u32, u32) = (30, 3);
+
+    /// The flags word as the file holds it (`raw`, already in host order) converted to the
+    /// little-endian bitfield layout: a big-endian compiler allocates bitfields from the
+    /// most significant bit, so each field is moved from there.
+    pub fn flags_from_file(raw: u64, big_endian: bool) -> u64 {
+        if !big_endian {
+            return raw;
+        }
+        let fields = [
+            Self::MISPRED,
+            Self::PREDICTED,
+            Self::IN_TX,
+            Self::ABORT,
+            Self::CYCLES,
+            Self::TYPE,
+            Self::SPEC,
+            Self::NEW_TYPE,
+            Self::PRIV,
+        ];
+        let mut out = 0;
+        for (off, width) in fields {
+            let mask = (1u64 << width) - 1;
+            out |= ((raw >> (64 - off - width)) & mask) << off;
+        }
+        out
+    }
+
+    fn field(&self, (off, width): (u32, u32)) -> u64 {
+        (self.flags >> off) & ((1u64 << width) - 1)
+    }
+    /// The branch target was mispredicted.
+    pub fn mispred(&self) -> bool {
+        self.field(Self::MISPRED) != 0
+    }
+    /// The branch target was predicted.
+    pub fn predicted(&self) -> bool {
+        self.field(Self::PREDICTED) != 0
+    }
+    /// The branch was in a transaction (TSX).
+    pub fn in_tx(&self) -> bool {
+        self.field(Self::IN_TX) != 0
+    }
+    /// The branch was a transaction abort.
+    pub fn abort(&self) -> bool {
+        self.field(Self::ABORT) != 0
+    }
+    /// Cycles since the previous branch (0: not reported).
+    pub fn cycles(&self) -> u16 {
+        self.field(Self::CYCLES) as u16
+    }
+    /// `PERF_BR_*` branch type (0: unknown).
+    pub fn branch_type(&self) -> u8 {
+        self.field(Self::TYPE) as u8
+    }
+    /// `PERF_BR_SPEC_*` speculation outcome (0: not available).
+    pub fn spec(&self) -> u8 {
+        self.field(Self::SPEC) as u8
+    }
+    /// `PERF_BR_NEW_*` extended branch type (when `branch_type` is `PERF_BR_EXTEND_ABI`).
+    pub fn new_type(&self) -> u8 {
+        self.field(Self::NEW_TYPE) as u8
+    }
+    /// `PERF_BR_PRIV_*` privilege level of the target (0: unknown).
+    pub fn privilege(&self) -> u8 {
+        self.field(Self::PRIV) as u8
+    }
 }
 
 /// One PERF_SAMPLE_READ value.
@@ -320,6 +438,8 @@ pub struct Profile {
     pub frames: Vec<Frame>,
     /// All raw payloads, referenced by [`Sample::raw`].
     pub raw: Vec<u8>,
+    /// All branch-stack entries, referenced by [`Sample::branches`].
+    pub branches: Vec<BranchEntry>,
     /// All PERF_SAMPLE_READ values, referenced by [`Sample::read`].
     pub read_values: Vec<ReadValue>,
     /// All user registers, referenced by [`Sample::user_regs`].
@@ -362,6 +482,13 @@ impl Profile {
             .unwrap_or(&[])
     }
 
+    /// The branch-stack entries of a sample, most recent first (empty if none).
+    pub fn branches(&self, sample: &Sample) -> &[BranchEntry] {
+        self.branches
+            .get(sample.branches.start as usize..sample.branches.end as usize)
+            .unwrap_or(&[])
+    }
+
     /// The raw payload of a sample (empty if none).
     pub fn raw(&self, sample: &Sample) -> &[u8] {
         self.raw
@@ -397,5 +524,31 @@ impl Profile {
     /// The DSO of a location, if any.
     pub fn dso(&self, location: &Location) -> Option<&Dso> {
         location.dso.and_then(|d| self.dsos.get(d as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BranchEntry;
+
+    #[test]
+    fn test_branch_flags_of_a_big_endian_writer_move_from_the_top_bits() {
+        // A big-endian bitfield starts at bit 63: mispred, predicted, in_tx, abort, then
+        // cycles:16 in bits 44..60 and type:4 in bits 40..44.
+        let raw = 1u64 << 63 | 1 << 61 | 1234 << 44 | 5 << 40;
+        let e = BranchEntry {
+            flags: BranchEntry::flags_from_file(raw, true),
+            ..BranchEntry::default()
+        };
+        assert!(e.mispred() && !e.predicted() && e.in_tx() && !e.abort());
+        assert_eq!((e.cycles(), e.branch_type()), (1234, 5));
+        // Little-endian: as read.
+        let le = 1u64 << 1 | 77 << 4 | 3 << 24 | 2 << 30;
+        let e = BranchEntry {
+            flags: BranchEntry::flags_from_file(le, false),
+            ..BranchEntry::default()
+        };
+        assert!(!e.mispred() && e.predicted());
+        assert_eq!((e.cycles(), e.spec(), e.privilege()), (77, 3, 2));
     }
 }

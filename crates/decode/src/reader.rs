@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features};
-use crate::model::{CpuMode, Dso, DsoKind, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample};
+use crate::model::{
+    BranchEntry, CpuMode, Dso, DsoKind, EventInfo, Frame, Profile, ReadStop, ReadValue, Sample,
+};
 use crate::state::{IntMap, Map, State};
 use crate::DecodeError;
 
@@ -134,6 +136,11 @@ fn holds_code(kernel: bool, misc: u16, prot: Option<u32>) -> bool {
 /// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
 const BRANCH_HW_INDEX: u64 = 1 << 17;
 const BRANCH_COUNTERS: u64 = 1 << 19;
+/// `PERF_SAMPLE_BRANCH_CALL_STACK`: the branch stack is the LBR call stack
+/// (`--call-graph lbr`), which gives the user part of the call chain.
+const BRANCH_CALL_STACK: u64 = 1 << 11;
+/// `PERF_CONTEXT_USER`: the call-chain marker before the user part.
+const PERF_CONTEXT_USER: u64 = -512i64 as u64;
 /// Call-chain context markers (`enum perf_callchain_context`), as u64.
 const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
@@ -1939,6 +1946,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             None
         };
         let regs_mask = a.sample_regs_user;
+        let lbr_call_stack = a.branch_sample_type & BRANCH_CALL_STACK != 0;
 
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
@@ -1980,14 +1988,40 @@ impl<'a, 'p> Reader<'a, 'p> {
             (user, self.st.resolve(user, cpumode, ip))
         };
         let f0 = self.p.frames.len();
+        let b0 = self.p.branches.len();
+        if let Some(tl) = tail.as_ref().filter(|tl| !tl.branches.is_empty()) {
+            push_branches::<BE>(
+                &self.st,
+                &mut self.p.branches,
+                tl.branches,
+                user,
+                self.skip_locations,
+            );
+        }
+        // `--call-graph lbr`: the user part of the chain comes from the LBR call stack (as
+        // perf's resolve_lbr_callchain_sample), when the chain has a user part at all.
+        let lbr_user = (lbr_call_stack && t & st::BRANCH_STACK != 0)
+            .then(|| user_context_start::<BE>(chain))
+            .flatten();
         if !chain.is_empty() {
             push_chain::<BE>(
                 &self.st,
                 &mut self.p.frames,
-                chain,
+                chain
+                    .get(..lbr_user.unwrap_or(chain.len()))
+                    .unwrap_or(chain),
                 user,
                 self.skip_locations,
                 (cpumode, ip, location),
+            );
+        }
+        if lbr_user.is_some() {
+            push_lbr_user_chain(
+                &self.st,
+                &mut self.p.frames,
+                self.p.branches.get(b0..).unwrap_or(&[]),
+                user,
+                self.skip_locations,
             );
         }
         if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
@@ -2003,6 +2037,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         let callchain = range32(f0, self.p.frames.len())?;
+        let branches = range32(b0, self.p.branches.len())?;
         // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
         let lens = SideLens::of(&self.p);
         let has_side =
@@ -2049,6 +2084,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         sample.comm = comm;
         sample.location = location;
         sample.callchain = callchain;
+        sample.branches = branches;
         if let Some(ranges) = ranges {
             sample.raw = ranges.raw;
             sample.read = ranges.read;
@@ -2061,6 +2097,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             sample.id = field(sl.id).or(field(sl.identifier));
             let tl = tail.unwrap_or_default();
             sample.branch_count = tl.branch_count;
+            sample.branch_hw_index = tl.hw_index;
             sample.weight = tl.weight;
             sample.data_src = tl.data_src;
             sample.phys_addr = tl.phys_addr;
@@ -2070,9 +2107,10 @@ impl<'a, 'p> Reader<'a, 'p> {
             sample.code_page_size = tl.code_page_size;
         } else if let Some(tl) = &tail {
             sample.branch_count = tl.branch_count;
+            sample.branch_hw_index = tl.hw_index;
         }
         if has_read {
-            self.deliver_members(r.attr, f0, has_side.then_some(lens));
+            self.deliver_members(r.attr, (f0, b0), has_side.then_some(lens));
             return Some(());
         }
         match self.sink.as_mut() {
@@ -2080,6 +2118,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 // Streaming: the sample and its side data live only for the call.
                 sink(&self.p, sample);
                 self.p.frames.truncate(f0);
+                self.p.branches.truncate(b0);
                 if has_side {
                     lens.truncate(&mut self.p);
                 }
@@ -2139,10 +2178,12 @@ impl<'a, 'p> Reader<'a, 'p> {
 
     /// Hands out the samples a READ sample became ([`Reader::read_members`]): the decoded
     /// sample (in `scratch[attr]`) once per member, under the member's event with its period
-    /// and id. They share the call chain and side data (the raw read values among them).
+    /// and id. They share the call chain, branch entries and side data (the raw read values
+    /// among them); `f0`/`b0` are where its frames and branch entries start (freed once
+    /// streamed).
     #[cold]
     #[inline(never)]
-    fn deliver_members(&mut self, attr: u16, f0: usize, side: Option<SideLens>) {
+    fn deliver_members(&mut self, attr: u16, (f0, b0): (usize, usize), side: Option<SideLens>) {
         let members = std::mem::take(&mut self.read_members);
         let Some(sample) = self.scratch.get_mut(usize::from(attr)) else {
             self.read_members = members;
@@ -2167,6 +2208,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         if self.sink.is_some() {
             // Streaming: the sample and its side data live only for the calls.
             self.p.frames.truncate(f0);
+            self.p.branches.truncate(b0);
             if let Some(lens) = side {
                 lens.truncate(&mut self.p);
             }
@@ -2483,12 +2525,98 @@ fn push_chain<const BE: bool>(
     }
 }
 
+/// Decodes a sample's branch-stack entries (`entries`: 24 bytes each) onto `branches`,
+/// each end resolved as perf's thread__find_cpumode_addr_location does: in the process's
+/// maps, else in the kernel's (`unresolved`: nowhere).
+fn push_branches<const BE: bool>(
+    st: &State,
+    branches: &mut Vec<BranchEntry>,
+    entries: &[u8],
+    user: Option<&crate::state::Maps>,
+    unresolved: bool,
+) {
+    let find = |addr: u64| -> (crate::model::Location, CpuMode) {
+        let nowhere = crate::model::Location {
+            dso: None,
+            file_offset: addr,
+        };
+        if unresolved {
+            return (nowhere, CpuMode::Unknown);
+        }
+        for mode in [CpuMode::User, CpuMode::Kernel] {
+            let loc = st.resolve(user, mode, addr);
+            if loc.dso.is_some() {
+                return (loc, mode);
+            }
+        }
+        (nowhere, CpuMode::Unknown)
+    };
+    branches.reserve(entries.len() / 24);
+    for e in entries.chunks_exact(24) {
+        let (from, to) = (le_or_be::<BE>(e, 0), le_or_be::<BE>(e, 8));
+        let (from_location, from_cpumode) = find(from);
+        let (to_location, to_cpumode) = find(to);
+        branches.push(BranchEntry {
+            from,
+            to,
+            flags: BranchEntry::flags_from_file(le_or_be::<BE>(e, 16), BE),
+            from_location,
+            from_cpumode,
+            to_location,
+            to_cpumode,
+        });
+    }
+}
+
+/// Index (in entries) of the `PERF_CONTEXT_USER` marker of a call chain, if it has one.
+fn user_context_start<const BE: bool>(chain: &[u8]) -> Option<usize> {
+    chain
+        .chunks_exact(8)
+        .position(|w| le_or_be::<BE>(w, 0) == PERF_CONTEXT_USER)
+        .map(|i| i * 8)
+}
+
+/// The user part of an LBR call chain (perf's lbr_callchain_add_lbr_ip, callee order): the
+/// target of the most recent call (the current function), then the call sites of the
+/// call stack's entries, innermost first, all resolved in user mode.
+fn push_lbr_user_chain(
+    st: &State,
+    frames: &mut Vec<Frame>,
+    stack: &[BranchEntry],
+    user: Option<&crate::state::Maps>,
+    unresolved: bool,
+) {
+    let Some(first) = stack.first() else {
+        return;
+    };
+    let addrs = std::iter::once(first.to).chain(stack.iter().map(|e| e.from));
+    for addr in addrs {
+        let location = if unresolved {
+            crate::model::Location {
+                dso: None,
+                file_offset: addr,
+            }
+        } else {
+            st.resolve(user, CpuMode::User, addr)
+        };
+        frames.push(Frame {
+            addr,
+            cpumode: CpuMode::User,
+            location,
+        });
+    }
+}
+
 /// The fields of a SAMPLE record after its call chain (RAW .. AUX): rare outside precise
 /// and DWARF recordings.
 #[derive(Debug, Default, Clone, Copy)]
 struct SampleTail<'b> {
     raw: &'b [u8],
     branch_count: u32,
+    /// The branch entries' bytes (24 per entry).
+    branches: &'b [u8],
+    /// PERF_SAMPLE_BRANCH_HW_INDEX, when the attr records it.
+    hw_index: Option<u64>,
     regs: &'b [u8],
     stack: &'b [u8],
     weight: Option<u64>,
@@ -2520,10 +2648,10 @@ fn sample_tail<'b, const BE: bool>(a: &Attr, body: &'b [u8], pos: usize) -> Opti
     if has(st::BRANCH_STACK) {
         let nr = c.u64()?;
         if a.branch_sample_type & BRANCH_HW_INDEX != 0 {
-            c.u64()?;
+            tl.hw_index = Some(c.u64()?);
         }
         let nr_us = usize::try_from(nr).ok()?;
-        c.skip(nr_us.checked_mul(24)?)?;
+        tl.branches = c.bytes(nr_us.checked_mul(24)?)?;
         if a.branch_sample_type & BRANCH_COUNTERS != 0 {
             c.skip(nr_us.checked_mul(8)?)?;
         }

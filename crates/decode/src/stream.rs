@@ -390,6 +390,7 @@ fn hand_out(p: &mut Profile, on_sample: &mut dyn FnMut(&Profile, &Sample)) {
     // Keep the allocation for the next round (a round's worth, not the stream's).
     p.samples = samples;
     p.frames.clear();
+    p.branches.clear();
     p.raw.clear();
     p.read_values.clear();
     p.regs.clear();

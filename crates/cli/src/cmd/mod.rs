@@ -6,6 +6,7 @@ pub mod ibs;
 pub mod list;
 pub mod record;
 pub mod report;
+pub mod report_branch;
 pub mod script;
 pub mod stat;
 pub mod top;

@@ -49,7 +49,7 @@ pub enum CallGraphArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Hotspot report from a perf.data file (culprit's or perf's)",
-    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
+    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
 )]
 pub struct ReportArgs {
     /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
@@ -65,6 +65,9 @@ pub struct ReportArgs {
     pub kernel: super::KernelSymbolArgs,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
+    /// With --branch: comm, pid, dso_from, symbol_from, dso_to, symbol_to, srcline_from,
+    /// srcline_to, mispredict, cycles, in_tx, abort (default
+    /// comm,dso_from,symbol_from,symbol_to,cycles, as perf).
     #[arg(
         short = 's',
         long = "sort",
@@ -141,6 +144,11 @@ pub struct ReportArgs {
     /// chains then have only the kernel part). `-g none` does not unwind either.
     #[arg(long = "no-unwind")]
     pub no_unwind: bool,
+    /// Branch mode (perf's `--branch-stack`): each branch-stack entry of a `-b` or
+    /// `--call-graph lbr` recording counts as one sample, grouped by the branch's source
+    /// and target (see --sort and docs/report.md).
+    #[arg(long = "branch", visible_alias = "branch-stack")]
+    pub branch: bool,
 }
 
 /// Runs `culprit report`.
@@ -158,6 +166,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             json: args.format == ReportFormat::Json,
             kernel: &args.kernel,
         });
+    }
+    if args.branch {
+        return super::report_branch::run(&args);
     }
     // The report's big buffers live in phases (aggregation tables, symbolization, rows):
     // let malloc give each one back to the OS when it is freed, so that peak RSS follows

@@ -1,6 +1,7 @@
 //! culprit-decode integration tests: committed fixtures against perf's own view of them,
 //! IBS raw payloads, truncated and corrupt inputs, live recordings, fuzz regressions.
 
+mod branches;
 mod common;
 mod fixtures;
 mod ibs;
