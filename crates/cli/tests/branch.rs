@@ -173,10 +173,6 @@ fn perf_branch_table(file: &Path, sort: &str) -> (Table, BTreeMap<String, u64>) 
                 let c = cells[i + 1].trim();
                 if k.starts_with("symbol_") {
                     normalize_sym(c)
-                } else if k.starts_with("dso_") && c.starts_with("[JIT] tid ") {
-                    // perf's name for an anonymous executable mapping; culprit keeps the
-                    // recorded `//anon` (as in the hotspot report).
-                    "//anon".to_string()
                 } else if *k == "cycles" {
                     // perf prints the 16-bit count with `%hd`: 42141 shows as -23395.
                     match c.parse::<i16>() {
@@ -700,10 +696,7 @@ fn perf_plain(file: &Path) -> Table {
             continue;
         }
         let c: Vec<&str> = line.split('|').collect();
-        let dso = match c[2].trim() {
-            d if d.starts_with("[JIT] tid ") => "//anon",
-            d => d,
-        };
+        let dso = c[2].trim();
         *t.entry(event.clone())
             .or_default()
             .entry(format!("{}\t{dso}", c[1].trim()))
