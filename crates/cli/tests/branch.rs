@@ -389,7 +389,7 @@ struct LbrSample {
 /// Writes a `perf record --call-graph lbr`-shaped file: process 100 runs `bin` at `base`,
 /// samples with CALLCHAIN and an LBR call stack (HW_INDEX), as perf 6.1 writes them.
 fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
-    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::records;
     use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
     let st = attr::sample::IDENTIFIER
         | attr::sample::IP
@@ -414,35 +414,7 @@ fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
     let file = std::fs::File::create(path).unwrap();
     let mut w = PerfDataWriter::new(file, attrs).unwrap();
     let mut buf = Vec::new();
-    let sid = SampleId {
-        pid: 100,
-        tid: 100,
-        time: 1,
-        id: 1,
-        cpu: 0,
-    };
-    records::push_comm(&mut buf, &a0, 100, 100, b"calltree", true, &sid);
-    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
-    let name = bin.display().to_string();
-    records::push_mmap2(
-        &mut buf,
-        &a0,
-        &MmapArgs {
-            pid: 100,
-            tid: 100,
-            start: base,
-            len,
-            pgoff: 0,
-            maj: 0,
-            min: 0,
-            ino: 0,
-            prot: 5,
-            flags: 2,
-            filename: name.as_bytes(),
-            misc: records::MISC_USER,
-        },
-        &sid,
-    );
+    common::push_process(&mut buf, &a0, b"calltree", bin, base);
     let mut time = 10u64;
     for s in samples {
         for _ in 0..s.count {

@@ -141,6 +141,47 @@ pub fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
+/// Pushes the records of a crafted file's process 100 (time 1, sample id 1): its COMM `comm`
+/// and the executable MMAP2 of `bin` at `base`.
+pub fn push_process(
+    buf: &mut Vec<u8>,
+    a0: &culprit_collect::perfdata::Attr,
+    comm: &[u8],
+    bin: &Path,
+    base: u64,
+) {
+    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    let sid = SampleId {
+        pid: 100,
+        tid: 100,
+        time: 1,
+        id: 1,
+        cpu: 0,
+    };
+    records::push_comm(buf, a0, 100, 100, comm, true, &sid);
+    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
+    let name = bin.display().to_string();
+    records::push_mmap2(
+        buf,
+        a0,
+        &MmapArgs {
+            pid: 100,
+            tid: 100,
+            start: base,
+            len,
+            pgoff: 0,
+            maj: 0,
+            min: 0,
+            ino: 0,
+            prot: 5,
+            flags: 2,
+            filename: name.as_bytes(),
+            misc: records::MISC_USER,
+        },
+        &sid,
+    );
+}
+
 /// Writes a perf.data file (with culprit's writer) in which process 100 runs `bin` mapped at
 /// `base`; each event gets `samples` = (SVMA == file offset here, count, exact) entries.
 pub fn write_crafted_file(
@@ -150,7 +191,7 @@ pub fn write_crafted_file(
     events: &[(&str, u32, u64)],
     samples: &[(u64, u64, bool)],
 ) {
-    use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_collect::perfdata::records;
     use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
     let st = attr::sample::IDENTIFIER
         | attr::sample::IP
@@ -180,35 +221,7 @@ pub fn write_crafted_file(
     let file = std::fs::File::create(path).unwrap();
     let mut w = PerfDataWriter::new(file, attrs.clone()).unwrap();
     let mut buf = Vec::new();
-    let sid = SampleId {
-        pid: 100,
-        tid: 100,
-        time: 1,
-        id: 1,
-        cpu: 0,
-    };
-    records::push_comm(&mut buf, &a0, 100, 100, b"simple_classic", true, &sid);
-    let len = std::fs::metadata(bin).unwrap().len().div_ceil(4096) * 4096;
-    let name = bin.display().to_string();
-    records::push_mmap2(
-        &mut buf,
-        &a0,
-        &MmapArgs {
-            pid: 100,
-            tid: 100,
-            start: base,
-            len,
-            pgoff: 0,
-            maj: 0,
-            min: 0,
-            ino: 0,
-            prot: 5,
-            flags: 2,
-            filename: name.as_bytes(),
-            misc: records::MISC_USER,
-        },
-        &sid,
-    );
+    push_process(&mut buf, &a0, b"simple_classic", bin, base);
     let mut time = 10u64;
     for (e, _) in events.iter().enumerate() {
         for &(svma, n, exact) in samples {
