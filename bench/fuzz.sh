@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 secs="${1:-60}"
 fixtures=crates/decode/tests/fixtures
 seeds=("$fixtures"/*.data)
+# The small real recordings of other perf versions and machines (old formats, LBR, groups,
+# PEBS, pipe mode, COMPRESSED2, AUX) seed the formats the crafted fixtures lack.
+while IFS= read -r f; do seeds+=("$f"); done < <(find "$fixtures/real-perf-data" -type f -name '*' ! -name '*.md' -size -256k | sort)
 if [ -d "$fixtures/fuzz-regressions" ]; then
   for f in "$fixtures"/fuzz-regressions/*; do [ -f "$f" ] && seeds+=("$f"); done
 fi
