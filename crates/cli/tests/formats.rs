@@ -46,31 +46,26 @@ fn culprit_events(json: &Value) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// Event name -> samples from `perf report --stdio` (`# Samples: N  of event 'X'`).
+/// Event name -> samples from `perf report --stdio`, summed from its rows (the section
+/// header abbreviates counts past 999).
 fn perf_events(file: &Path) -> BTreeMap<String, u64> {
     let out = common::run_ok(
         Command::new("perf")
-            .args(["report", "--stdio", "--no-branch-stack", "-i"])
+            .args([
+                "report",
+                "--stdio",
+                "--no-branch-stack",
+                "--no-group",
+                "--no-children",
+            ])
+            .args(["-g", "none"])
+            .args(["--sort", "comm", "--show-nr-samples", "-t", "|", "-i"])
             .arg(file),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut events = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("# Samples: ") else {
-            continue;
-        };
-        let Some((n, ev)) = rest.split_once(" of event '") else {
-            continue;
-        };
-        let n: u64 = n.trim().parse().unwrap_or_else(|_| {
-            panic!(
-                "{}: sample count {n:?} (keep the recording small)",
-                file.display()
-            )
-        });
-        events.insert(ev.trim_end_matches('\'').to_string(), n);
-    }
-    events
+    common::perf_event_totals(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .map(|(ev, (n, _))| (ev, n))
+        .collect()
 }
 
 /// Asserts culprit reads `file` completely and names and counts its events as perf does.

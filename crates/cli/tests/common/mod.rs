@@ -314,25 +314,35 @@ pub fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
 }
 
 /// perf's totals per event section: (samples, event count), from `perf report --stdio
-/// --no-group` output.
+/// --no-group --show-nr-samples -t '|'` output. The samples are summed from the rows: the
+/// section header abbreviates counts past 999 (`1K`).
 pub fn perf_event_totals(text: &str) -> BTreeMap<String, (u64, u64)> {
-    let mut out = BTreeMap::new();
-    let mut current: Option<(String, u64)> = None;
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut current: Option<String> = None;
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# Samples: ") {
-            let n = rest.split_whitespace().next().unwrap_or("");
-            // perf abbreviates large counts (`12K`); the tests here stay below that.
+            let name = rest.split('\'').nth(1).unwrap_or("").to_string();
+            out.entry(name.clone()).or_default();
+            current = Some(name);
+        } else if let Some(rest) = line.strip_prefix("# Event count (approx.): ") {
+            if let Some(name) = &current {
+                out.entry(name.clone()).or_default().1 = rest.trim().parse().unwrap_or(0);
+            }
+        } else if !line.starts_with('#') && line.contains('|') {
+            let n = line.split('|').nth(1).map(str::trim).unwrap_or("");
+            if n.is_empty() {
+                // A blank separator row.
+                continue;
+            }
             let n: u64 = n
                 .parse()
-                .unwrap_or_else(|_| panic!("sample count in {line}"));
-            let name = rest.split('\'').nth(1).unwrap_or("").to_string();
-            current = Some((name, n));
-        } else if let Some(rest) = line.strip_prefix("# Event count (approx.): ") {
-            if let Some((name, n)) = current.take() {
-                out.insert(name, (n, rest.trim().parse().unwrap_or(0)));
+                .unwrap_or_else(|_| panic!("samples column in {line:?}"));
+            if let Some(name) = &current {
+                out.entry(name.clone()).or_default().0 += n;
             }
         }
     }
+    out.retain(|_, t| t.0 > 0);
     out
 }
 
@@ -362,7 +372,8 @@ pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
             .arg("report")
             .arg("-i")
             .arg(file)
-            .args(["--stdio", "--no-group", "--no-children", "--sort", "comm"]),
+            .args(["--stdio", "--no-group", "--no-children", "--sort", "comm"])
+            .args(["--show-nr-samples", "-t", "|", "-g", "none"]),
     );
     let perf = perf_event_totals(&String::from_utf8_lossy(&out.stdout));
     let out = run_ok(culprit().arg("report").arg("-i").arg(file).args([
