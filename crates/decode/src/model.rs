@@ -156,6 +156,16 @@ pub struct Location {
     pub file_offset: u64,
 }
 
+impl Location {
+    /// An address in no mapping: no DSO, the address itself as the offset.
+    pub fn unmapped(addr: u64) -> Location {
+        Location {
+            dso: None,
+            file_offset: addr,
+        }
+    }
+}
+
 /// One frame of a call chain (callee first, as the kernel records it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Frame {

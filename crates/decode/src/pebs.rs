@@ -446,6 +446,11 @@ pub mod text {
             }
             out.push_str(&lvl_num_name(num));
         }
+        with_outcome(out, hit, miss)
+    }
+
+    /// `out`, or "N/A" when nothing was named, then perf's " hit" / " miss" suffixes.
+    fn with_outcome(mut out: String, hit: bool, miss: bool) -> String {
         if out.is_empty() {
             out.push_str("N/A");
         }
@@ -464,10 +469,7 @@ pub mod text {
         let mut out = String::new();
         bit_names(&mut out, field(value, mem::SNOOP_SHIFT, 5), &SNOOP);
         bit_names(&mut out, field(value, mem::SNOOPX_SHIFT, 2), &SNOOPX);
-        if out.is_empty() {
-            out.push_str("N/A");
-        }
-        out
+        with_outcome(out, false, false)
     }
 
     /// The data TLB access (`tlb` sort key, perf's "TLB access"): e.g. "L1 or L2 hit",
@@ -479,16 +481,7 @@ pub mod text {
         m &= !(mem::TLB_HIT | mem::TLB_MISS);
         let mut out = String::new();
         bit_names(&mut out, m, &TLB);
-        if out.is_empty() {
-            out.push_str("N/A");
-        }
-        if hit {
-            out.push_str(" hit");
-        }
-        if miss {
-            out.push_str(" miss");
-        }
-        out
+        with_outcome(out, hit, miss)
     }
 
     /// Locked access (`locked` sort key): "N/A", "Yes" or "No" (a value of 0 is "No").

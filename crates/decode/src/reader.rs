@@ -1978,10 +1978,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         let (user, location) = if self.skip_locations {
             // Resolved nowhere: what `resolve` gives an address in no mapping.
-            let nowhere = crate::model::Location {
-                dso: None,
-                file_offset: ip,
-            };
+            let nowhere = crate::model::Location::unmapped(ip);
             (None, nowhere)
         } else {
             let user = self.st.slot_maps(slot);
@@ -2510,10 +2507,7 @@ fn push_chain<const BE: bool>(
         let loc = if a == ip && mode == cpumode {
             location
         } else if unresolved {
-            crate::model::Location {
-                dso: None,
-                file_offset: a,
-            }
+            crate::model::Location::unmapped(a)
         } else {
             st.resolve(user, mode, a)
         };
@@ -2536,10 +2530,7 @@ fn push_branches<const BE: bool>(
     unresolved: bool,
 ) {
     let find = |addr: u64| -> (crate::model::Location, CpuMode) {
-        let nowhere = crate::model::Location {
-            dso: None,
-            file_offset: addr,
-        };
+        let nowhere = crate::model::Location::unmapped(addr);
         if unresolved {
             return (nowhere, CpuMode::Unknown);
         }
@@ -2592,10 +2583,7 @@ fn push_lbr_user_chain(
     let addrs = std::iter::once(first.to).chain(stack.iter().map(|e| e.from));
     for addr in addrs {
         let location = if unresolved {
-            crate::model::Location {
-                dso: None,
-                file_offset: addr,
-            }
+            crate::model::Location::unmapped(addr)
         } else {
             st.resolve(user, CpuMode::User, addr)
         };

@@ -435,10 +435,8 @@ impl State {
                 .or_else(|| self.kernel.find_cached(addr)),
             CpuMode::Hypervisor | CpuMode::GuestUser => None,
         };
-        m.map(|m| m.location(addr)).unwrap_or(Location {
-            dso: None,
-            file_offset: addr,
-        })
+        m.map(|m| m.location(addr))
+            .unwrap_or(Location::unmapped(addr))
     }
 
     #[inline]

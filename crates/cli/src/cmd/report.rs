@@ -1015,7 +1015,7 @@ struct JsonEvent<'a> {
     lost: u64,
 }
 
-fn round4(x: f64) -> Value {
+pub(super) fn round4(x: f64) -> Value {
     let r = (x * 10000.0).round() / 10000.0;
     serde_json::Number::from_f64(r)
         .map(Value::Number)
@@ -1300,7 +1300,6 @@ fn to_json<'a>(
             _ => dedup.push(i),
         }
     }
-    let m = &profile.meta;
     let mut top = Map::new();
     top.insert("file".into(), Value::from(args.input.display().to_string()));
     top.insert(
@@ -1313,26 +1312,8 @@ fn to_json<'a>(
     );
     top.insert("children".into(), Value::from(r.children));
     top.insert("hidden_rows".into(), Value::from(r.hidden_rows));
-    top.insert(
-        "meta".into(),
-        serde_json::json!({
-            "cmdline": m.cmdline,
-            "hostname": m.hostname,
-            "perf_version": m.perf_version,
-            "os_release": m.os_release,
-            "duration_ns": m.time_range.map(|(a, b)| b.saturating_sub(a)),
-            "lost": profile.lost,
-        }),
-    );
-    top.insert(
-        "stopped".into(),
-        serde_json::json!(profile.stopped.as_ref().map(|s| serde_json::json!({
-            "offset": s.offset,
-            "record_type": s.record_type,
-            "reason": s.reason,
-            "records_read": s.records_read,
-        }))),
-    );
+    top.insert("meta".into(), json_meta(profile));
+    top.insert("stopped".into(), json_stopped(profile));
     top.insert("warnings".into(), Value::from(warnings.to_vec()));
     if r.deskid {
         top.insert("deskid_is_estimate".into(), Value::Bool(true));
@@ -1347,7 +1328,30 @@ fn to_json<'a>(
     }
 }
 
-fn csv_field(s: &str) -> String {
+/// The report JSON's `meta` object: the recording's header facts.
+pub(super) fn json_meta(profile: &Profile) -> Value {
+    let m = &profile.meta;
+    serde_json::json!({
+        "cmdline": m.cmdline,
+        "hostname": m.hostname,
+        "perf_version": m.perf_version,
+        "os_release": m.os_release,
+        "duration_ns": m.time_range.map(|(a, b)| b.saturating_sub(a)),
+        "lost": profile.lost,
+    })
+}
+
+/// The report JSON's `stopped` value: where reading a damaged file stopped, or null.
+pub(super) fn json_stopped(profile: &Profile) -> Value {
+    serde_json::json!(profile.stopped.as_ref().map(|s| serde_json::json!({
+        "offset": s.offset,
+        "record_type": s.record_type,
+        "reason": s.reason,
+        "records_read": s.records_read,
+    })))
+}
+
+pub(super) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -15,7 +15,7 @@ use culprit_decode::model::Profile;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
 use serde_json::{Map, Value};
 
-use super::report::{ReportArgs, ReportFormat};
+use super::report::{csv_field, json_meta, json_stopped, round4, ReportArgs, ReportFormat};
 
 /// The `--sort` default of the hotspot mode: branch mode then uses perf's branch default.
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -241,13 +241,6 @@ fn per_event(r: &BranchReport, f: impl Fn(usize) -> Value) -> Value {
     Value::Object(m)
 }
 
-fn round4(x: f64) -> Value {
-    let r = (x * 10000.0).round() / 10000.0;
-    serde_json::Number::from_f64(r)
-        .map(Value::Number)
-        .unwrap_or(Value::Null)
-}
-
 fn to_json(args: &ReportArgs, profile: &Profile, r: &BranchReport, warnings: &[String]) -> Value {
     let rows: Vec<Value> = r
         .rows
@@ -281,7 +274,6 @@ fn to_json(args: &ReportArgs, profile: &Profile, r: &BranchReport, warnings: &[S
             })
         })
         .collect();
-    let m = &profile.meta;
     serde_json::json!({
         "file": args.input.display().to_string(),
         "mode": "branch",
@@ -294,31 +286,11 @@ fn to_json(args: &ReportArgs, profile: &Profile, r: &BranchReport, warnings: &[S
         "sort": r.keys.iter().map(|k| k.name()).collect::<Vec<_>>(),
         "children": false,
         "hidden_rows": r.hidden_rows,
-        "meta": {
-            "cmdline": m.cmdline,
-            "hostname": m.hostname,
-            "perf_version": m.perf_version,
-            "os_release": m.os_release,
-            "duration_ns": m.time_range.map(|(a, b)| b.saturating_sub(a)),
-            "lost": profile.lost,
-        },
+        "meta": json_meta(profile),
         "rows": rows,
-        "stopped": profile.stopped.as_ref().map(|s| serde_json::json!({
-            "offset": s.offset,
-            "record_type": s.record_type,
-            "reason": s.reason,
-            "records_read": s.records_read,
-        })),
+        "stopped": json_stopped(profile),
         "warnings": warnings,
     })
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 fn write_csv(out: &mut dyn Write, r: &BranchReport) -> anyhow::Result<()> {
