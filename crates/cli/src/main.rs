@@ -1,6 +1,7 @@
 //! The `culprit` binary: argument parsing, dispatch and printing. The work is done by the
 //! library crates (collect, decode, symbols, analysis).
 
+mod args;
 mod cmd;
 mod live;
 
