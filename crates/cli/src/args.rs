@@ -103,3 +103,138 @@ impl OutputArgs {
         TextOptions::detect(color, self.width, self.is_tty())
     }
 }
+
+/// What to measure: `-p PID…`, `-a`, `-C CPUS` and `-- COMMAND…`, shared by record, stat,
+/// top and trace (live), parsed and validated once.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TargetArgs {
+    /// Attach to these running processes (comma-separated), until they exit or Ctrl-C.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID…]",
+        conflicts_with = "all_cpus"
+    )]
+    pub pid: Option<String>,
+    /// System-wide: every CPU, every task (with a command: until it exits; without: until
+    /// Ctrl-C).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<String>,
+    /// The command to run and its arguments (put `--` before it).
+    #[arg(
+        value_name = "COMMAND",
+        allow_hyphen_values = true,
+        trailing_var_arg = true
+    )]
+    pub command: Vec<String>,
+}
+
+/// A parsed [`TargetArgs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetChoice {
+    /// Whom to measure.
+    pub target: culprit_collect::record::Target,
+    /// `-C`: only these CPUs.
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl TargetArgs {
+    /// The target. Without `-p`, `-a` or a command: system-wide when `default_system`
+    /// (perf top), else an error naming `verb`'s usage.
+    pub fn choice(&self, verb: &str, default_system: bool) -> anyhow::Result<TargetChoice> {
+        use culprit_collect::record::Target;
+        let command = || (!self.command.is_empty()).then(|| self.command.clone());
+        let target = if let Some(p) = &self.pid {
+            if !self.command.is_empty() {
+                anyhow::bail!(
+                    "-p attaches to running processes: give no command (got `{}`)",
+                    self.command.join(" ")
+                );
+            }
+            Target::Pids(parse_pids(p)?)
+        } else if self.all_cpus || (default_system && self.command.is_empty()) {
+            Target::System(command())
+        } else if let Some(c) = command() {
+            Target::Command(c)
+        } else {
+            anyhow::bail!(
+                "nothing to {verb}: give a command (`culprit {verb} -- ./prog`), -p PID or -a"
+            );
+        };
+        let cpus = match &self.cpu {
+            Some(s) => Some(
+                culprit_collect::procfs::parse_cpu_list(s)
+                    .with_context(|| format!("-C: `{s}` is not a CPU list (e.g. 0-3,8)"))?,
+            ),
+            None => None,
+        };
+        Ok(TargetChoice { target, cpus })
+    }
+
+    /// Whether any target flag or a command was given.
+    pub fn is_given(&self) -> bool {
+        self.pid.is_some() || self.all_cpus || self.cpu.is_some() || !self.command.is_empty()
+    }
+}
+
+/// `-p 12,34`: positive process ids.
+fn parse_pids(s: &str) -> anyhow::Result<Vec<i32>> {
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| format!("-p: `{p}` is not a process id"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(!v.is_empty(), "-p: no process id given");
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use culprit_collect::record::Target;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        target: TargetArgs,
+    }
+
+    fn choice(args: &[&str], default_system: bool) -> anyhow::Result<TargetChoice> {
+        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
+        t.target.choice("record", default_system)
+    }
+
+    #[test]
+    fn test_target_choice() {
+        assert_eq!(
+            choice(&["--", "ls", "-l"], false).unwrap().target,
+            Target::Command(vec!["ls".into(), "-l".into()])
+        );
+        assert_eq!(
+            choice(&["-p", "12,34"], false).unwrap().target,
+            Target::Pids(vec![12, 34])
+        );
+        assert_eq!(choice(&["-a"], false).unwrap().target, Target::System(None));
+        assert_eq!(choice(&[], true).unwrap().target, Target::System(None));
+        assert!(choice(&[], false)
+            .unwrap_err()
+            .to_string()
+            .contains("nothing to record"));
+        assert!(choice(&["-p", "x"], false).is_err());
+        assert!(choice(&["-p", "1", "--", "ls"], false).is_err());
+        assert_eq!(
+            choice(&["-a", "-C", "0-1"], false).unwrap().cpus,
+            Some(vec![0, 1])
+        );
+    }
+}
