@@ -28,6 +28,8 @@ use crate::{AnalysisError, SortKey};
 mod aggregate;
 mod build;
 mod children;
+mod document;
+mod json;
 mod locations;
 mod rows;
 
@@ -35,6 +37,8 @@ pub use aggregate::SampleAggregator;
 use aggregate::*;
 pub use build::hotspots_aggregated;
 use build::*;
+pub use document::{csv_table, document, key_header, DocOptions, Layout};
+pub use json::{json_report, EventJson, HotspotsJson, RowsJson, SCHEMA};
 use locations::*;
 use rows::*;
 
@@ -96,6 +100,13 @@ pub struct HotspotOptions {
     /// Also compute de-skidded self values: each non-precise sample of a memory or branch
     /// event counted again at its estimated culprit instruction (see [`crate::skid`]).
     pub deskid: bool,
+    /// The event whose values sort the rows and which `percent_limit` and `top` apply to
+    /// (ties are broken by the next events); `None`: the first event with samples in the
+    /// rows.
+    pub sort_event: Option<String>,
+    /// Also make one table per event, each sorted and limited by its event (perf's
+    /// layout): [`Hotspots::event_rows`].
+    pub per_event: bool,
 }
 
 impl Default for HotspotOptions {
@@ -110,6 +121,8 @@ impl Default for HotspotOptions {
             call_graph: CallGraphMode::None,
             call_graph_threshold: 0.5,
             deskid: false,
+            sort_event: None,
+            per_event: false,
         }
     }
 }
@@ -284,6 +297,14 @@ pub struct Hotspots {
     pub deskid: bool,
     /// Rows dropped by `top` or `percent_limit`.
     pub hidden_rows: usize,
+    /// The event the rows are sorted and limited by (index in `events`).
+    pub sort_event: usize,
+    /// [`HotspotOptions::top`].
+    pub top: Option<usize>,
+    /// [`HotspotOptions::percent_limit`].
+    pub percent_limit: f64,
+    /// Why the filters left no row (set only then).
+    filter_why: Option<String>,
     /// Key texts and DSO names.
     strings: Vec<String>,
     /// One column per sort key.
@@ -291,29 +312,88 @@ pub struct Hotspots {
     /// `events.len() * nv` values per accumulated row (`V_*` order), shown or not.
     values: Vec<u64>,
     nv: usize,
-    /// The accumulated row behind each shown row.
+    /// The values row of each stored row: the rows of the main table (sorted by the sort
+    /// event), then those that only per-event tables show.
     order: Vec<u32>,
+    /// Rows of the main table (the first stored rows).
+    shown: usize,
+    /// With [`HotspotOptions::per_event`] and several events: each event's table.
+    event_tables: Vec<EventTable>,
     /// Call graphs: (row, one tree per event), only for rows that have one.
     call_graphs: Vec<(u32, Vec<Option<CallNode>>)>,
+}
+
+/// One event's table (perf's layout): its rows, sorted and limited by the event.
+#[derive(Debug, Clone)]
+struct EventTable {
+    /// Stored rows, in order.
+    rows: Vec<u32>,
+    /// Rows its limits hid.
+    hidden: usize,
 }
 
 impl Hotspots {
     /// Number of rows.
     pub fn len(&self) -> usize {
-        self.order.len()
+        self.shown
     }
     /// Whether there are no rows.
     pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
+        self.shown == 0
     }
     /// Row `i` (0 is the hottest). Panics when `i >= len()`.
     pub fn row(&self, i: usize) -> Row<'_> {
         assert!(i < self.len(), "row {i} of {}", self.len());
         Row { h: self, i }
     }
-    /// The rows, sorted by the first event's (children or self) period, biggest first.
+    /// The rows, sorted by the sort event's (children or self) period, biggest first, ties
+    /// by the next events.
     pub fn rows(&self) -> impl ExactSizeIterator<Item = Row<'_>> + '_ {
         (0..self.len()).map(move |i| Row { h: self, i })
+    }
+    /// Event `e`'s own table (with [`HotspotOptions::per_event`]): the rows with values
+    /// of `e`, sorted and limited by `e`; and how many rows its limits hid. Without
+    /// per-event tables (or with one event): the main table.
+    pub fn event_rows(&self, e: usize) -> (Vec<Row<'_>>, usize) {
+        match self.event_tables.get(e) {
+            Some(t) => (
+                t.rows
+                    .iter()
+                    .map(|&i| Row {
+                        h: self,
+                        i: i as usize,
+                    })
+                    .collect(),
+                t.hidden,
+            ),
+            None => (self.rows().collect(), self.hidden_rows),
+        }
+    }
+    /// Rows the limits hid from event `e`'s own table (see [`Hotspots::event_rows`]).
+    pub fn event_hidden_rows(&self, e: usize) -> usize {
+        self.event_tables
+            .get(e)
+            .map_or(self.hidden_rows, |t| t.hidden)
+    }
+    /// Whether the report has one table per event ([`HotspotOptions::per_event`] with
+    /// several events).
+    pub fn has_event_tables(&self) -> bool {
+        !self.event_tables.is_empty()
+    }
+    /// Why a table with `hidden` rows hidden by the limits has no row: `--top 0`, the
+    /// percent limit, the filters (`--comm nosuch matched none of the file's 3 commands:
+    /// a, b, c`); `None` when no sample of the events is in the file.
+    pub fn why_no_rows(&self, hidden: usize) -> Option<String> {
+        if self.top == Some(0) {
+            return Some("--top 0".to_string());
+        }
+        if hidden > 0 {
+            return Some(format!(
+                "none of {hidden} rows reaches --percent-limit {}",
+                self.percent_limit
+            ));
+        }
+        self.filter_why.clone()
     }
     /// The display text of a key value: the name, the number, or `[unknown]`.
     pub fn text(&self, k: &KeyValue) -> &str {

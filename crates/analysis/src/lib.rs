@@ -14,6 +14,7 @@ pub mod hotspots;
 pub mod ibs;
 pub mod metrics;
 pub mod offenders;
+pub mod recording;
 pub mod skid;
 pub mod topdown;
 

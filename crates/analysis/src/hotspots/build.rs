@@ -249,6 +249,7 @@ pub fn hotspots_aggregated(
             frame,
         }
     };
+    let sampled_comms = || comm_names(profile, aggs.iter().map(|s| s.comm));
     let (mut out, order) = finish_rows(
         profile,
         symbolizer,
@@ -257,7 +258,8 @@ pub fn hotspots_aggregated(
         &src_strs,
         rows,
         &rep_of,
-    );
+        &sampled_comms,
+    )?;
     drop(rep);
 
     // 4. Call graphs for the shown rows.
@@ -347,7 +349,7 @@ pub fn hotspots_aggregated(
             if row_trees.iter().all(|t| t.samples == 0) {
                 continue;
             }
-            let row = out.row(i);
+            let row = Row { h: &out, i };
             let name = match row.keys().find(|k| k.key == SortKey::Sym) {
                 Some(k) => row.text(&k).to_string(),
                 None => row

@@ -21,9 +21,12 @@ pub(super) struct RowValues {
     pub(super) nrows: usize,
 }
 
-/// Filters (DSO, empty rows, percent limit), sorts (sort value, ties in first-seen order),
-/// cuts (`top`) and names the rows. Returns the report without call graphs and the
-/// accumulated row behind each shown row.
+/// Filters (DSO, empty rows), sorts (by the sort event's value, ties by the next events',
+/// then in first-seen order), limits (`percent_limit`, `top`, by the sort event) and names
+/// the rows; with [`HotspotOptions::per_event`], also one such table per event. Returns the
+/// report without call graphs and the accumulated row behind each stored row.
+/// `sampled_comms` lists the commands of the file's samples (asked only when the filters
+/// leave no row, to say why).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn finish_rows<'l>(
     profile: &Profile,
@@ -33,7 +36,8 @@ pub(super) fn finish_rows<'l>(
     src_strs: &[String],
     rows: RowValues,
     rep_of: &dyn Fn(u32) -> RowRep<'l>,
-) -> (Hotspots, Vec<u32>) {
+    sampled_comms: &dyn Fn() -> Vec<String>,
+) -> Result<(Hotspots, Vec<u32>), AnalysisError> {
     let RowValues {
         totals,
         values: acc_values,
@@ -56,47 +60,122 @@ pub(super) fn finish_rows<'l>(
         (V_PERIOD, V_SAMPLES)
     };
     let val = |r: usize, c: usize, v: usize| acc_values[(r * ncol + c) * nv + v];
-    let sort_period = |r: usize| -> (u64, u64) { (val(r, 0, v_sort), val(r, 0, V_PERIOD)) };
-    let mut order: Vec<u32> = (0..nrows)
+    // Rows without self period appear only in children mode (as in perf); rows that only
+    // get de-skidded samples appear too (with raw 0).
+    let has_event = |r: usize, c: usize| {
+        val(r, c, v_sort) > 0
+            || val(r, c, v_sort_samples) > 0
+            || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
+    };
+    let candidates: Vec<u32> = (0..nrows)
         .filter(|&r| {
             if !f.dsos.is_empty() && !dso_filter_ok(rep_of(r as u32).loc) {
                 return false;
             }
-            // Rows without self period appear only in children mode (as in perf); rows
-            // that only get de-skidded samples appear too (with raw 0).
-            (0..ncol).any(|c| {
-                val(r, c, v_sort) > 0
-                    || val(r, c, v_sort_samples) > 0
-                    || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
-            })
+            (0..ncol).any(|c| has_event(r, c))
         })
         .map(|r| r as u32)
         .collect();
-    // Biggest first, ties in first-seen order: sorted on packed keys (not through the
-    // values, a cache miss per comparison with hundreds of thousands of rows).
-    let mut keyed: Vec<(std::cmp::Reverse<(u64, u64)>, u32)> = order
-        .iter()
-        .map(|&r| (std::cmp::Reverse(sort_period(r as usize)), r))
-        .collect();
-    keyed.sort_unstable();
-    order.clear();
-    order.extend(keyed.iter().map(|&(_, r)| r));
-    drop(keyed);
-    let shown_before = order.len();
-    if opts.percent_limit > 0.0 {
-        order.retain(|&r| {
-            (0..ncol).any(|c| {
+    let sort_event = match &opts.sort_event {
+        Some(name) => find_event(&totals, name).ok_or_else(|| AnalysisError::UnknownEvent {
+            wanted: name.clone(),
+            available: totals.iter().map(|t| t.name.clone()).collect(),
+        })?,
+        // The first event with samples in the rows (not one the filters left empty).
+        None => (0..ncol)
+            .find(|&c| candidates.iter().any(|&r| has_event(r as usize, c)))
+            .unwrap_or(0),
+    };
+    // One table: the rows of `rows` sorted by event `first` (then the next events, then
+    // first-seen order), limited by `first`'s percentages. Returns it and how many rows
+    // the limits hid.
+    let table = |rows: Vec<u32>, first: usize| -> (Vec<u32>, usize) {
+        // Sorted on packed keys (not through the values, a cache miss per comparison with
+        // hundreds of thousands of rows); ties look at the other events' values.
+        let sort_value = |r: usize, c: usize| (val(r, c, v_sort), val(r, c, V_PERIOD));
+        let mut keyed: Vec<(std::cmp::Reverse<(u64, u64)>, u32)> = rows
+            .iter()
+            .map(|&r| (std::cmp::Reverse(sort_value(r as usize, first)), r))
+            .collect();
+        drop(rows);
+        let tie = |a: u32, b: u32| {
+            (1..ncol)
+                .map(|k| (first + k) % ncol)
+                .map(|c| sort_value(b as usize, c).cmp(&sort_value(a as usize, c)))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        };
+        if ncol == 1 {
+            keyed.sort_unstable();
+        } else {
+            keyed.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| tie(a.1, b.1))
+                    .then(a.1.cmp(&b.1))
+            });
+        }
+        let mut order: Vec<u32> = keyed.iter().map(|&(_, r)| r).collect();
+        drop(keyed);
+        let before = order.len();
+        if opts.percent_limit > 0.0 {
+            let total = totals[first].period;
+            order.retain(|&r| {
                 let r = r as usize;
-                pct(val(r, c, v_sort), totals[c].period) >= opts.percent_limit
-                    || (opts.deskid
-                        && pct(val(r, c, V_DS_PERIOD), totals[c].period) >= opts.percent_limit)
+                pct(val(r, first, v_sort), total) >= opts.percent_limit
+                    || (opts.deskid && pct(val(r, first, V_DS_PERIOD), total) >= opts.percent_limit)
+            });
+        }
+        if let Some(top) = opts.top {
+            order.truncate(top);
+        }
+        let hidden = before - order.len();
+        (order, hidden)
+    };
+    let events_apart = opts.per_event && ncol > 1;
+    let per_event: Vec<(Vec<u32>, usize)> = if events_apart {
+        (0..ncol)
+            .map(|c| {
+                let rows = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&r| has_event(r as usize, c))
+                    .collect();
+                table(rows, c)
             })
-        });
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let no_sample_kept = candidates.is_empty();
+    let (main, hidden_rows) = table(candidates, sort_event);
+    // The stored rows: the main table's, then those only the per-event tables show.
+    let mut order = main;
+    let shown = order.len();
+    let mut event_tables = Vec::with_capacity(per_event.len());
+    if events_apart {
+        let mut position: FxHashMap<u32, u32> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (r, i as u32))
+            .collect();
+        for (rows, hidden) in per_event {
+            let rows = rows
+                .into_iter()
+                .map(|r| {
+                    *position.entry(r).or_insert_with(|| {
+                        order.push(r);
+                        order.len() as u32 - 1
+                    })
+                })
+                .collect();
+            event_tables.push(EventTable { rows, hidden });
+        }
     }
-    if let Some(top) = opts.top {
-        order.truncate(top);
-    }
-    let hidden_rows = shown_before - order.len();
+    let event_samples = totals.iter().any(|t| t.samples > 0);
+    let filtered =
+        !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty()) || !f.dsos.is_empty();
+    let filter_why = (no_sample_kept && event_samples && filtered)
+        .then(|| filters_matched_nothing(f, sampled_comms));
 
     let mut texts = TextCache::default();
     let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
@@ -106,7 +185,7 @@ pub(super) fn finish_rows<'l>(
             c.push(&texts.key_value(c.key, profile, symbolizer, src_strs, &rep));
         }
     }
-    // With a cut (--top), keep the values of the shown rows only.
+    // With a cut (--top), keep the values of the stored rows only.
     let (values, order_out) = if order.len() * 2 < nrows {
         let mut v = Vec::with_capacity(order.len() * ncol * nv);
         for &r in &order {
@@ -125,14 +204,85 @@ pub(super) fn finish_rows<'l>(
         has_callchains,
         deskid: opts.deskid,
         hidden_rows,
+        sort_event,
+        top: opts.top,
+        percent_limit: opts.percent_limit,
+        filter_why,
         strings: texts.strings,
         columns,
         values,
         nv,
         order: order_out,
+        shown,
+        event_tables,
         call_graphs: Vec::new(),
     };
-    (out, order)
+    Ok((out, order))
+}
+
+/// The report event named `name`: the same name, else the same name without perf's
+/// modifiers (`cpu-clock` for `cpu-clock:ppp`, either way).
+fn find_event(totals: &[EventTotals], name: &str) -> Option<usize> {
+    let bare = |n: &str| -> String {
+        match n.rsplit_once(':') {
+            Some((base, m)) if !m.is_empty() && m.chars().all(|c| "ukhIGHpPSDeWb".contains(c)) => {
+                base.to_string()
+            }
+            _ => n.to_string(),
+        }
+    };
+    totals
+        .iter()
+        .position(|t| t.name == name)
+        .or_else(|| totals.iter().position(|t| bare(&t.name) == bare(name)))
+}
+
+/// Why the filters left no row: `--comm nosuch matched none of the file's 3 commands: a,
+/// b, c`, or the filters given.
+fn filters_matched_nothing(f: &Filters, sampled_comms: &dyn Fn() -> Vec<String>) -> String {
+    let list = |v: &[String]| v.join(",");
+    let nums = |v: &[i32]| {
+        v.iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut given: Vec<String> = Vec::new();
+    if !f.comms.is_empty() {
+        given.push(format!("--comm {}", list(&f.comms)));
+    }
+    if !f.pids.is_empty() {
+        given.push(format!("--pid {}", nums(&f.pids)));
+    }
+    if !f.tids.is_empty() {
+        given.push(format!("--tid {}", nums(&f.tids)));
+    }
+    if !f.dsos.is_empty() {
+        given.push(format!("--dso {}", list(&f.dsos)));
+    }
+    if given.len() > 1 {
+        return format!("no sample matched {}", given.join(" "));
+    }
+    let what = given.join("");
+    if f.comms.is_empty() {
+        return format!("{what} matched no sample");
+    }
+    let mut comms = sampled_comms();
+    comms.sort();
+    comms.dedup();
+    const SHOWN: usize = 10;
+    let mut names = comms
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if comms.len() > SHOWN {
+        names.push_str(", …");
+    }
+    let n = comms.len();
+    let noun = if n == 1 { "command" } else { "commands" };
+    format!("{what} matched none of the file's {n} {noun}: {names}")
 }
 
 /// A row representative that is an entry's de-skidded location (see `loc_of_rep`).
@@ -378,4 +528,12 @@ impl TextCache {
         }
         v
     }
+}
+
+/// The distinct names of these command ids.
+pub(super) fn comm_names(profile: &Profile, ids: impl Iterator<Item = StrId>) -> Vec<String> {
+    let ids: std::collections::BTreeSet<StrId> = ids.collect();
+    ids.into_iter()
+        .map(|c| profile.str(c).to_string())
+        .collect()
 }
