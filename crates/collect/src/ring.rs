@@ -228,15 +228,18 @@ impl Drop for Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perfdata::attr::{flag, sample};
+    use culprit_decode::abi::{attr_flag, sample_type};
 
     fn sw_attr(config: u64) -> Attr {
         Attr {
             attr_type: 1,
             config,
             sample_period_or_freq: 100_000,
-            sample_type: sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL | flag::EXCLUDE_KERNEL,
+            sample_type: sample_type::IDENTIFIER
+                | sample_type::IP
+                | sample_type::TID
+                | sample_type::TIME,
+            flags: attr_flag::DISABLED | attr_flag::SAMPLE_ID_ALL | attr_flag::EXCLUDE_KERNEL,
             ..Attr::default()
         }
     }
