@@ -126,7 +126,11 @@ mod tests {
         let r = add(&dir, &[entry.clone()]);
         assert_eq!((r.added, r.present), (1, 0), "{r:?}");
         let h = hex(&id);
-        let via_link = dir.join(".build-id").join(&h[..2]).join(&h[2..]).join("elf");
+        let via_link = dir
+            .join(".build-id")
+            .join(&h[..2])
+            .join(&h[2..])
+            .join("elf");
         assert_eq!(
             crate::buildid::file_build_id(via_link.to_str().unwrap()),
             Some(id)

@@ -24,7 +24,6 @@ use crate::launch::{self, ChildExit, PendingChild};
 use crate::procfs;
 use crate::target::Target;
 
-
 /// Options of one counting run.
 #[derive(Debug, Clone)]
 pub struct CountOptions {

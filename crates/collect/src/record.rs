@@ -374,7 +374,8 @@ fn check_ring_holds_a_sample(opts: &RecordOptions) -> Result<(), RecordError> {
 /// Keeps an existing output file as `FILE.old`, as perf does, before a new recording
 /// replaces it (only a regular, non-empty file: never a device such as /dev/null).
 fn keep_old_output(path: &std::path::Path) -> Result<(), RecordError> {
-    let is_data = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() > 0);
+    let is_data =
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() > 0);
     if !is_data {
         return Ok(());
     }

@@ -93,4 +93,3 @@ pub enum TopdownError {
         usable: usize,
     },
 }
-

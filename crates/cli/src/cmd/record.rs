@@ -72,7 +72,11 @@ pub struct RecordArgs {
     pub no_buildid_cache: bool,
     /// The build-id cache directory (perf's buildid.dir). Default: $PERF_BUILDID_DIR, else
     /// ~/.debug. Reports find a rebuilt binary's old symbols there.
-    #[arg(long = "buildid-dir", value_name = "DIR", conflicts_with = "no_buildid_cache")]
+    #[arg(
+        long = "buildid-dir",
+        value_name = "DIR",
+        conflicts_with = "no_buildid_cache"
+    )]
     pub buildid_dir: Option<PathBuf>,
     /// AMD IBS: sample ops, fetches or both (`op`, `fetch`, `op,fetch`), with every sample's
     /// decoded registers (read them with `culprit script` and `culprit ibs`).

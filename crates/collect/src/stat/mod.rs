@@ -371,7 +371,10 @@ fn split_supported(groups: &[Vec<EventSpec>]) -> Supported {
 }
 
 /// Readings in the counted shape back in the requested shape (`None`: not supported).
-fn expand(place: &[Vec<Option<(usize, usize)>>], got: &[Vec<Reading>]) -> Vec<Vec<Option<Reading>>> {
+fn expand(
+    place: &[Vec<Option<(usize, usize)>>],
+    got: &[Vec<Reading>],
+) -> Vec<Vec<Option<Reading>>> {
     place
         .iter()
         .map(|g| {

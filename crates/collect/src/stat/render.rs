@@ -199,7 +199,10 @@ mod tests {
     #[test]
     fn test_not_supported_rows_as_perf() {
         let e = ev("cycles", false);
-        assert_eq!(csv_line(",", &e, None), "<not supported>,,cycles,0,100.00,,");
+        assert_eq!(
+            csv_line(",", &e, None),
+            "<not supported>,,cycles,0,100.00,,"
+        );
         assert_eq!(
             text_event_line(&e, &[], 1),
             "   <not supported>       cycles"
