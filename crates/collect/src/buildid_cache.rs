@@ -123,7 +123,7 @@ mod tests {
             build_id: id.clone(),
             filename: exe.to_str().unwrap().into(),
         };
-        let r = add(&dir, &[entry.clone()]);
+        let r = add(&dir, std::slice::from_ref(&entry));
         assert_eq!((r.added, r.present), (1, 0), "{r:?}");
         let h = hex(&id);
         let via_link = dir

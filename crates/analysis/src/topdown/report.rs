@@ -149,7 +149,10 @@ impl SampledReport {
             "Per-function Top-Down level 1 ({}), % of slots",
             t.model
         ));
-        doc.header(t.note.clone());
+        // The note in lines that fit 80 columns.
+        for part in t.note.split("; ") {
+            doc.header(part.to_string());
+        }
         let pct = |f: fn(&Level1) -> f64| {
             Values::Percent(t.rows.iter().map(|r| f(&r.level1) * 100.0).collect())
         };
