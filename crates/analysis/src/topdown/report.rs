@@ -149,10 +149,18 @@ impl SampledReport {
             "Per-function Top-Down level 1 ({}), % of slots",
             t.model
         ));
-        // The note in lines that fit 80 columns.
-        for part in t.note.split("; ") {
-            doc.header(part.to_string());
+        // The note in lines that fit 80 columns (with their `# `).
+        let mut line = String::new();
+        for word in t.note.split(' ') {
+            if !line.is_empty() && line.len() + 1 + word.len() > 76 {
+                doc.header(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
         }
+        doc.header(line);
         let pct = |f: fn(&Level1) -> f64| {
             Values::Percent(t.rows.iter().map(|r| f(&r.level1) * 100.0).collect())
         };
