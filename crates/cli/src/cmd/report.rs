@@ -303,11 +303,25 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let tty = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
-        ReportFormat::Text | ReportFormat::Csv if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, false)?
-        }
-        ReportFormat::Json if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, true)?
+        _ if args.topdown => {
+            let td = culprit_analysis::topdown::sampled_report(&profile, &report)
+                .context("--topdown")?;
+            let doc = td.document(&report.keys);
+            match args.format {
+                ReportFormat::Json => culprit_output::json::write(&mut out, &td)?,
+                ReportFormat::Csv => {
+                    for t in doc.tables() {
+                        culprit_output::csv::write(&mut out, t)?;
+                    }
+                }
+                ReportFormat::Text => {
+                    let o = culprit_output::TextOptions::for_stdout(
+                        culprit_output::ColorChoice::Auto,
+                        None,
+                    );
+                    culprit_output::text::write(&mut out, &doc, &o)?;
+                }
+            }
         }
         ReportFormat::Text => write_text(&mut out, &args, &profile, &report, tty)?,
         ReportFormat::Json => {
