@@ -283,7 +283,21 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
     );
     w.line(line.trim_end(), None)?;
     let mut trees = t.trees.iter().peekable();
+    let mut lines_before = t.lines_before.iter().peekable();
+    // Where lines before rows start: the row prefix and the text columns before `lines_at`.
+    let lines_indent = 2 + cols
+        .iter()
+        .zip(&widths)
+        .take_while(|((ci, _), _)| *ci < t.lines_at)
+        .map(|(_, w)| w + 2)
+        .sum::<usize>();
     for row in 0..rows {
+        while let Some((_, l)) = lines_before.next_if(|(r, _)| *r <= row) {
+            line.clear();
+            push_spaces(&mut line, lines_indent);
+            line.push_str(&escape(l));
+            w.line(&line, None)?;
+        }
         line.clear();
         line.push_str("  ");
         let cells: Vec<String> = cols
@@ -413,6 +427,20 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_lines_before_rows_start_at_their_column() {
+        let mut t = sample_table();
+        t.lines_before = vec![(1, "x.c:3  int\tx;".into())];
+        t.lines_at = 3;
+        let mut d = Document::new();
+        d.table(t);
+        let s = render(&d, None, false);
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines[3].find("evil").unwrap();
+        assert_eq!(lines[2].find("x.c:3"), Some(at), "{s}");
+        assert!(lines[2].ends_with("int\\x09x;"), "{s}");
     }
 
     #[test]
