@@ -62,6 +62,30 @@ fn expand_tabs(s: &str) -> String {
     out
 }
 
+/// Header sentences are wrapped to this many characters (with the `# ` prefix, 80).
+const HEADER_WIDTH: usize = 78;
+
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stays
+/// whole), continuation lines indented by two blanks.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let used = line.chars().count();
+        let fresh = line.is_empty() || line == "  ";
+        if !fresh && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, "  ".to_string()));
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.trim().is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// Name of an event class as the text and JSON show it.
 pub fn class_name(c: EventClass) -> &'static str {
     match c {
@@ -213,7 +237,7 @@ impl FunctionAnnotation {
                 "code not available (kernel, JIT or missing file): sampled addresses only".into(),
             );
         }
-        h
+        h.iter().flat_map(|l| wrap(l, HEADER_WIDTH)).collect()
     }
 
     /// Whether instruction `k` is hot: at least 10% of an event's samples in the function,
@@ -317,7 +341,6 @@ impl FunctionAnnotation {
         hottest_col.in_csv = false;
         cols.push(hottest_col);
         cols.push(Column::new("", "hot", Values::Text(hot)));
-        let lines_at = cols.len();
         cols.push(Column::new(
             "Address",
             "ip",
@@ -352,7 +375,8 @@ impl FunctionAnnotation {
         );
         let mut table = Table::new(cols);
         table.highlight = Some(highlight);
-        table.lines_at = lines_at;
+        // Source lines start at the left edge: as much of the code as the width allows.
+        table.lines_at = 0;
         if view.source {
             table.lines_before = self.source_lines(sources);
         }
@@ -606,6 +630,16 @@ pub struct InsnJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_wrap() {
+        assert_eq!(wrap("a b c", 3), vec!["a b", "  c"]);
+        assert_eq!(wrap("abcdef gh", 3), vec!["abcdef", "  gh"]);
+        assert_eq!(wrap("short", 78), vec!["short"]);
+        for l in wrap(&"word ".repeat(40), 78) {
+            assert!(l.len() <= 78, "{l}");
+        }
+    }
 
     #[test]
     fn test_expand_tabs() {
