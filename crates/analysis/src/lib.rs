@@ -12,6 +12,7 @@ pub mod branches;
 mod fxhash;
 pub mod hotspots;
 pub mod ibs;
+pub mod listing;
 pub mod metrics;
 pub mod offenders;
 pub mod skid;

@@ -584,7 +584,9 @@ fn test_annotate_text_source_intel_addr_and_inclusive_calls() {
     assert_eq!(by_addr[0]["symbol"], "multiply_matrices");
     let out = common::run_ok(
         culprit_cmd()
-            .args(["annotate", "--intel", "--source", "--deskid", "--width", "0", "-i"])
+            .args([
+                "annotate", "--intel", "--source", "--deskid", "--width", "0", "-i",
+            ])
             .arg(&file)
             .arg("multiply_matrices"),
     );
@@ -946,7 +948,12 @@ fn test_annotate_source_names_inlined_functions() {
 /// The text of `culprit annotate ARGS` as it is written into a pipe without `COLUMNS`
 /// (80 columns).
 fn annotate_text(args: &[&str]) -> String {
-    let out = common::run_ok(culprit_cmd().env_remove("COLUMNS").arg("annotate").args(args));
+    let out = common::run_ok(
+        culprit_cmd()
+            .env_remove("COLUMNS")
+            .arg("annotate")
+            .args(args),
+    );
     String::from_utf8(out.stdout).expect("UTF-8 text")
 }
 
@@ -987,7 +994,14 @@ fn test_annotate_raw_insn_column_fits_a_10_byte_instruction_and_counts_align_rig
             .arg("300"),
     );
     let f = file.to_str().unwrap();
-    let text = annotate_text(&["-i", f, "--show-raw-insn", "--width", "0", "wide_immediates"]);
+    let text = annotate_text(&[
+        "-i",
+        f,
+        "--show-raw-insn",
+        "--width",
+        "0",
+        "wide_immediates",
+    ]);
     let (header, rows) = annotate_table(&text);
     let bytes_at = header.find("Bytes").expect("a Bytes column");
     let asm_at = header.find("Disassembly").expect("a Disassembly column");
@@ -999,7 +1013,9 @@ fn test_annotate_raw_insn_column_fits_a_10_byte_instruction_and_counts_align_rig
         assert!(!r[asm_at..].starts_with(' '), "{r:?}\n{text}");
         if r[asm_at..].starts_with("movabs $0x1122334455667788") {
             assert!(
-                r[bytes_at..asm_at].trim_end().ends_with("88 77 66 55 44 33 22 11"),
+                r[bytes_at..asm_at]
+                    .trim_end()
+                    .ends_with("88 77 66 55 44 33 22 11"),
                 "{r:?}"
             );
             assert_eq!(r[bytes_at..asm_at].split_whitespace().count(), 10, "{r:?}");
@@ -1038,7 +1054,9 @@ fn test_annotate_raw_insn_column_fits_a_10_byte_instruction_and_counts_align_rig
     );
     let json = common::run_ok(
         culprit_cmd()
-            .args(["annotate", "--format", "json", "--deskid", "--top", "2", "-i"])
+            .args([
+                "annotate", "--format", "json", "--deskid", "--top", "2", "-i",
+            ])
             .arg(&file),
     );
     common::validate_json_schema("annotate", &String::from_utf8_lossy(&json.stdout));

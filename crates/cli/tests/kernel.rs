@@ -333,7 +333,10 @@ fn test_annotate_kernel_addresses_keep_their_gap() {
         // The 16-digit address is right-aligned in its column, two blanks after the `>>`
         // mark of hot rows (or the counts), two blanks before the code.
         let start = addr_end - hot.len();
-        assert!(r[start..addr_end].starts_with("0xffffffff"), "{r:?}\n{text}");
+        assert!(
+            r[start..addr_end].starts_with("0xffffffff"),
+            "{r:?}\n{text}"
+        );
         assert_eq!(&r[start - 2..start], "  ", "{r:?}\n{text}");
         assert_eq!(&r[addr_end..addr_end + 2], "  ", "{r:?}\n{text}");
     }

@@ -119,6 +119,27 @@ pub fn cut(s: &str, width: usize) -> Cow<'_, str> {
     Cow::Owned(t)
 }
 
+/// `s` with tabs replaced by blanks up to the next multiple of 8 characters, as a terminal
+/// shows them (so that widths can be measured).
+pub fn expand_tabs(s: &str) -> Cow<'_, str> {
+    if !s.contains('\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut col = 0;
+    for c in s.chars() {
+        if c == '\t' {
+            let n = 8 - col % 8;
+            push_spaces(&mut out, n);
+            col += n;
+        } else {
+            out.push(c);
+            col += 1;
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `s` with control characters (terminal escapes, newlines, tabs: from names in files)
 /// written as `\xNN` / `\u{NNNN}`, so that a name can neither break a line nor drive the
 /// terminal.
@@ -427,6 +448,13 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_expand_tabs() {
+        assert_eq!(expand_tabs("\tx"), "        x");
+        assert_eq!(expand_tabs("ab\tc"), "ab      c");
+        assert_eq!(expand_tabs("abc"), "abc");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use culprit_output::text::expand_tabs;
 use culprit_output::units::round4;
 use culprit_output::{Column, Document, Table, Values};
 use serde::Serialize;
@@ -41,25 +42,8 @@ impl SourceCache {
                 .map(|t| t.lines().map(str::to_string).collect())
         });
         let l = lines.as_ref()?.get((line as usize).checked_sub(1)?)?;
-        Some(expand_tabs(l.trim_end()))
+        Some(expand_tabs(l.trim_end()).into_owned())
     }
-}
-
-/// `s` with tabs replaced by spaces up to the next multiple of 8 (as a terminal shows them).
-fn expand_tabs(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut col = 0;
-    for c in s.chars() {
-        if c == '\t' {
-            let n = 8 - col % 8;
-            out.extend(std::iter::repeat_n(' ', n));
-            col += n;
-        } else {
-            out.push(c);
-            col += 1;
-        }
-    }
-    out
 }
 
 /// Header sentences are wrapped to this many characters (with the `# ` prefix, 80).
@@ -149,7 +133,11 @@ fn movable(e: &AnnotatedEvent, deskid: bool) -> bool {
 
 /// A count column's values: empty where zero (so that the sampled rows stand out).
 fn sparse_counts(v: impl Iterator<Item = u64>) -> Values {
-    Values::Float(v.map(|n| if n == 0 { f64::NAN } else { n as f64 }).collect(), 0)
+    Values::Float(
+        v.map(|n| if n == 0 { f64::NAN } else { n as f64 })
+            .collect(),
+        0,
+    )
 }
 
 /// Percentages of `total`, empty where the count is zero.
@@ -298,10 +286,7 @@ impl FunctionAnnotation {
                 cols.push(Column::new(
                     "~%",
                     format!("{}:deskid_percent", e.name),
-                    Values::Estimate(sparse_percents(
-                        rows.iter().map(|r| r.deskid[i]),
-                        e.samples,
-                    )),
+                    Values::Estimate(sparse_percents(rows.iter().map(|r| r.deskid[i]), e.samples)),
                 ));
             }
             if self.has_callchains {
@@ -317,7 +302,14 @@ impl FunctionAnnotation {
         }
         // Hot rows: marked, and highlighted by their hottest percentage on a colour terminal.
         let hot: Vec<String> = (0..rows.len())
-            .map(|k| if self.is_hot(k, view.deskid) { ">>" } else { "" }.to_string())
+            .map(|k| {
+                if self.is_hot(k, view.deskid) {
+                    ">>"
+                } else {
+                    ""
+                }
+                .to_string()
+            })
             .collect();
         let hottest: Vec<f64> = rows
             .iter()
@@ -355,24 +347,22 @@ impl FunctionAnnotation {
         }
         // The disassembly keeps its width: the event names shrink first, and a line still
         // too wide loses the end of its comment.
-        cols.push(
-            Column::new(
-                "Disassembly",
-                "asm",
-                Values::Text(
-                    rows.iter()
-                        .map(|r| {
-                            let mut asm = r.asm_text();
-                            if let Some(c) = &r.comment {
-                                asm.push_str("  ");
-                                asm.push_str(c);
-                            }
-                            asm
-                        })
-                        .collect(),
-                ),
+        cols.push(Column::new(
+            "Disassembly",
+            "asm",
+            Values::Text(
+                rows.iter()
+                    .map(|r| {
+                        let mut asm = r.asm_text();
+                        if let Some(c) = &r.comment {
+                            asm.push_str("  ");
+                            asm.push_str(c);
+                        }
+                        asm
+                    })
+                    .collect(),
             ),
-        );
+        ));
         let mut table = Table::new(cols);
         table.highlight = Some(highlight);
         // Source lines start at the left edge: as much of the code as the width allows.
@@ -517,8 +507,12 @@ fn derived_column(d: &Derived, k: usize) -> Column {
         .map(|v| format!("{v:.2}").len())
         .max()
         .unwrap_or(0);
-    Column::new(d.name.clone(), format!("derived{k}"), Values::Float(values, 2))
-        .shrink(widest.max(MIN_NAME))
+    Column::new(
+        d.name.clone(),
+        format!("derived{k}"),
+        Values::Float(values, 2),
+    )
+    .shrink(widest.max(MIN_NAME))
 }
 
 /// One annotated function in JSON (one object per line of `annotate --format json`).
@@ -639,11 +633,5 @@ mod tests {
         for l in wrap(&"word ".repeat(40), 78) {
             assert!(l.len() <= 78, "{l}");
         }
-    }
-
-    #[test]
-    fn test_expand_tabs() {
-        assert_eq!(expand_tabs("\tx"), "        x");
-        assert_eq!(expand_tabs("ab\tc"), "ab      c");
     }
 }
