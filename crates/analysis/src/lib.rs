@@ -38,6 +38,10 @@ pub enum AnalysisError {
         /// The file's events.
         available: Vec<String>,
     },
+    /// The file lacks the samples the report needs (the message says which and how to
+    /// record them).
+    #[error("{0}")]
+    NoData(String),
 }
 
 /// What rows are grouped by.

@@ -119,6 +119,30 @@ pub fn cut(s: &str, width: usize) -> Cow<'_, str> {
     Cow::Owned(t)
 }
 
+/// Prose header lines are wrapped to this many characters: with their `# `, 80 columns.
+pub const HEADER_WIDTH: usize = 78;
+
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stays
+/// whole), continuation lines indented by two blanks.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let used = line.chars().count();
+        let fresh = line.is_empty() || line == "  ";
+        if !fresh && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, "  ".to_string()));
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.trim().is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// `s` with tabs replaced by blanks up to the next multiple of 8 characters, as a terminal
 /// shows them (so that widths can be measured).
 pub fn expand_tabs(s: &str) -> Cow<'_, str> {
@@ -448,6 +472,16 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_wrap() {
+        assert_eq!(wrap("a b c", 3), vec!["a b", "  c"]);
+        assert_eq!(wrap("abcdef gh", 3), vec!["abcdef", "  gh"]);
+        assert_eq!(wrap("short", 78), vec!["short"]);
+        for l in wrap(&"word ".repeat(40), 78) {
+            assert!(l.len() <= 78, "{l}");
+        }
     }
 
     #[test]

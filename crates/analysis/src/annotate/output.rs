@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use culprit_output::text::expand_tabs;
+use culprit_output::text::{expand_tabs, wrap, HEADER_WIDTH};
 use culprit_output::units::round4;
 use culprit_output::{Column, Document, Table, Values};
 use serde::Serialize;
@@ -44,30 +44,6 @@ impl SourceCache {
         let l = lines.as_ref()?.get((line as usize).checked_sub(1)?)?;
         Some(expand_tabs(l.trim_end()).into_owned())
     }
-}
-
-/// Header sentences are wrapped to this many characters (with the `# ` prefix, 80).
-const HEADER_WIDTH: usize = 78;
-
-/// `text` broken at blanks into lines of at most `width` characters (a longer word stays
-/// whole), continuation lines indented by two blanks.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let used = line.chars().count();
-        let fresh = line.is_empty() || line == "  ";
-        if !fresh && used + 1 + word.chars().count() > width {
-            lines.push(std::mem::replace(&mut line, "  ".to_string()));
-        } else if !fresh {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.trim().is_empty() || lines.is_empty() {
-        lines.push(line);
-    }
-    lines
 }
 
 /// Name of an event class as the text and JSON show it.
@@ -619,19 +595,4 @@ pub struct InsnJson {
     /// Per derived column: value (4 decimals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub derived: Option<BTreeMap<String, Option<f64>>>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_wrap() {
-        assert_eq!(wrap("a b c", 3), vec!["a b", "  c"]);
-        assert_eq!(wrap("abcdef gh", 3), vec!["abcdef", "  gh"]);
-        assert_eq!(wrap("short", 78), vec!["short"]);
-        for l in wrap(&"word ".repeat(40), 78) {
-            assert!(l.len() <= 78, "{l}");
-        }
-    }
 }
