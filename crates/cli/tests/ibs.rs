@@ -341,8 +341,28 @@ fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
     assert!(text.contains("errata #1238/#1347/#1293 applied"), "{text}");
     assert!(text.contains("\n# op by location\n"), "{text}");
     assert!(text.contains("\n# Top 10 VAs by DC misses\n"), "{text}");
-    for l in text.lines() {
-        assert!(l.chars().count() <= 80, "{l:?}");
+    // Every fixture's text fits 80 columns (a pipe without COLUMNS); --width 0 never cuts.
+    for f in [
+        "ibs-fam17h_m31_zen2.data",
+        "ibs-fam19h_m01_zen3.data",
+        "ibs-fam19h_m11_zen4.data",
+        "ibs-fam19h_m21_zen3.data",
+    ] {
+        let run = |extra: &[&str]| {
+            let out = common::run_ok(
+                common::culprit()
+                    .env_remove("COLUMNS")
+                    .args(["ibs", "-i"])
+                    .arg(fixture(f))
+                    .args(extra),
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        for l in run(&[]).lines() {
+            assert!(l.chars().count() <= 80, "{f}: {l:?}");
+        }
+        let whole = run(&["--width", "0"]);
+        assert!(whole.lines().any(|l| l.contains("CXL")), "{f}: {whole}");
     }
     let out = common::culprit()
         .args(["ibs", "-i"])
