@@ -203,13 +203,16 @@ impl ListedSample {
     }
 }
 
+/// (symbol, DSO short name) of a location.
+type Names = (Option<String>, Option<String>);
+
 /// Lists the samples of a profile, in file order, naming each address once.
 pub struct Listing<'a> {
     profile: &'a Profile,
     symbolizer: &'a mut Symbolizer,
     kinds: Vec<Option<IbsKind>>,
     ctx: Option<IbsContext>,
-    names: HashMap<(Option<u32>, u64), (Option<String>, Option<String>)>,
+    names: HashMap<(Option<u32>, u64), Names>,
 }
 
 impl<'a> Listing<'a> {
