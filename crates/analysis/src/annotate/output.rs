@@ -123,8 +123,8 @@ fn sparse_percents(v: impl Iterator<Item = u64>, total: u64) -> Vec<f64> {
 }
 
 /// Narrowest width of a column named by an event: its widest value, and at least enough of
-/// the name to recognize it.
-const MIN_NAME: usize = 10;
+/// the name to recognize it (perf's generic names, up to `branch-misses`, stay whole).
+const MIN_NAME: usize = 13;
 
 impl FunctionAnnotation {
     /// The header lines of the text: the function, the command line, each event's figures,
