@@ -12,6 +12,7 @@ pub mod branches;
 mod fxhash;
 pub mod hotspots;
 pub mod ibs;
+pub mod listing;
 pub mod metrics;
 pub mod offenders;
 pub mod skid;
@@ -37,6 +38,10 @@ pub enum AnalysisError {
         /// The file's events.
         available: Vec<String>,
     },
+    /// The file lacks the samples the report needs (the message says which and how to
+    /// record them).
+    #[error("{0}")]
+    NoData(String),
 }
 
 /// What rows are grouped by.

@@ -119,6 +119,51 @@ pub fn cut(s: &str, width: usize) -> Cow<'_, str> {
     Cow::Owned(t)
 }
 
+/// Prose header lines are wrapped to this many characters: with their `# `, 80 columns.
+pub const HEADER_WIDTH: usize = 78;
+
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stays
+/// whole), continuation lines indented by two blanks.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let used = line.chars().count();
+        let fresh = line.is_empty() || line == "  ";
+        if !fresh && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, "  ".to_string()));
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.trim().is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `s` with tabs replaced by blanks up to the next multiple of 8 characters, as a terminal
+/// shows them (so that widths can be measured).
+pub fn expand_tabs(s: &str) -> Cow<'_, str> {
+    if !s.contains('\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut col = 0;
+    for c in s.chars() {
+        if c == '\t' {
+            let n = 8 - col % 8;
+            push_spaces(&mut out, n);
+            col += n;
+        } else {
+            out.push(c);
+            col += 1;
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `s` with control characters (terminal escapes, newlines, tabs: from names in files)
 /// written as `\xNN` / `\u{NNNN}`, so that a name can neither break a line nor drive the
 /// terminal.
@@ -283,7 +328,21 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
     );
     w.line(line.trim_end(), None)?;
     let mut trees = t.trees.iter().peekable();
+    let mut lines_before = t.lines_before.iter().peekable();
+    // Where lines before rows start: the row prefix and the text columns before `lines_at`.
+    let lines_indent = 2 + cols
+        .iter()
+        .zip(&widths)
+        .take_while(|((ci, _), _)| *ci < t.lines_at)
+        .map(|(_, w)| w + 2)
+        .sum::<usize>();
     for row in 0..rows {
+        while let Some((_, l)) = lines_before.next_if(|(r, _)| *r <= row) {
+            line.clear();
+            push_spaces(&mut line, lines_indent);
+            line.push_str(&escape(l));
+            w.line(&line, None)?;
+        }
         line.clear();
         line.push_str("  ");
         let cells: Vec<String> = cols
@@ -413,6 +472,37 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_wrap() {
+        assert_eq!(wrap("a b c", 3), vec!["a b", "  c"]);
+        assert_eq!(wrap("abcdef gh", 3), vec!["abcdef", "  gh"]);
+        assert_eq!(wrap("short", 78), vec!["short"]);
+        for l in wrap(&"word ".repeat(40), 78) {
+            assert!(l.len() <= 78, "{l}");
+        }
+    }
+
+    #[test]
+    fn test_expand_tabs() {
+        assert_eq!(expand_tabs("\tx"), "        x");
+        assert_eq!(expand_tabs("ab\tc"), "ab      c");
+        assert_eq!(expand_tabs("abc"), "abc");
+    }
+
+    #[test]
+    fn test_lines_before_rows_start_at_their_column() {
+        let mut t = sample_table();
+        t.lines_before = vec![(1, "x.c:3  int\tx;".into())];
+        t.lines_at = 3;
+        let mut d = Document::new();
+        d.table(t);
+        let s = render(&d, None, false);
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines[3].find("evil").unwrap();
+        assert_eq!(lines[2].find("x.c:3"), Some(at), "{s}");
+        assert!(lines[2].ends_with("int\\x09x;"), "{s}");
     }
 
     #[test]
