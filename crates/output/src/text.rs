@@ -27,7 +27,10 @@ pub fn write(out: &mut dyn Write, doc: &Document, o: &TextOptions) -> io::Result
             Section::Table(t) => write_table_to(&mut w, t)?,
             Section::Lines(lines) => {
                 for l in lines {
-                    w.line(&escape(l), None)?;
+                    // Prose and key-value lines wrap under their own indentation (+2).
+                    let l = escape(l);
+                    let indent = l.len() - l.trim_start_matches(' ').len();
+                    w.wrapped(&l, &" ".repeat(indent + 2))?;
                 }
             }
         }
@@ -78,7 +81,37 @@ impl LineWriter<'_> {
         let mut l = String::with_capacity(text.len() + 2);
         l.push_str("# ");
         l.push_str(&escape(text));
-        self.line(&l, None)
+        self.wrapped(&l, "#   ")
+    }
+
+    /// A line (already escaped) broken at blanks to the width, continuation lines starting
+    /// with `hang`; a word too long for a line is cut.
+    fn wrapped(&mut self, text: &str, hang: &str) -> io::Result<()> {
+        let Some(width) = self.o.width else {
+            return self.line(text, None);
+        };
+        if text_width(text) <= width || text_width(hang) + 10 > width {
+            return self.line(text, None);
+        }
+        let mut line = String::new();
+        let mut fresh = true;
+        let indent = text.len() - text.trim_start_matches(' ').len();
+        line.push_str(&text[..indent]);
+        for word in text[indent..].split(' ') {
+            let used = text_width(&line);
+            if !fresh && used + 1 + text_width(word) > width {
+                self.line(&line, None)?;
+                line.clear();
+                line.push_str(hang);
+                fresh = true;
+            }
+            if !fresh {
+                line.push(' ');
+            }
+            line.push_str(word);
+            fresh = false;
+        }
+        self.line(&line, None)
     }
 
     /// A line (already escaped), cut to the width, coloured with `color` when colours are on.
@@ -472,6 +505,23 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_prose_lines_and_comments_wrap_under_their_indentation() {
+        let mut d = Document::new();
+        d.header("Note: ".to_string() + &"word ".repeat(30));
+        d.lines(vec![format!("  - IBS: {}", "not available here ".repeat(8))]);
+        let s = render(&d, Some(60), false);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.iter().all(|l| text_width(l) <= 60), "{s}");
+        assert!(lines[0].starts_with("# Note: word"));
+        assert!(lines[1].starts_with("#   word"), "{s}");
+        let body = lines.iter().position(|l| l.starts_with("  - IBS:")).unwrap();
+        assert!(lines[body + 1].starts_with("    here"), "{s}");
+        // Nothing lost: the words are all there.
+        assert_eq!(s.matches("word").count(), 30);
+        assert_eq!(s.matches("available").count(), 8);
     }
 
     #[test]

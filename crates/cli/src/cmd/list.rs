@@ -27,14 +27,12 @@ pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let mut out = args.output.writer()?;
     match args.output.format {
         Format::Json => culprit_output::json::write(&mut *out, &listing)?,
-        _ => {
-            // Notes are whole sentences: cut only when --width asks for it.
-            let o = culprit_output::TextOptions {
-                width: args.output.width.filter(|&w| w > 0),
-                ..args.output.text_options()
-            };
-            culprit_output::text::write(&mut *out, &inventory::document(&listing), &o)?
-        }
+        // Notes are sentences: the renderer wraps them to the width.
+        _ => culprit_output::text::write(
+            &mut *out,
+            &inventory::document(&listing),
+            &args.output.text_options(),
+        )?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
