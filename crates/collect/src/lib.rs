@@ -8,6 +8,7 @@ pub mod error;
 pub mod events;
 pub mod ibs;
 pub mod launch;
+pub mod live;
 pub mod perfdata;
 pub mod probe;
 pub mod procfs;
