@@ -144,7 +144,6 @@ pub struct View {
 }
 
 /// The live state of `culprit top`: fed by every sample, shown by snapshots.
-
 pub struct LiveTop {
     table: FuncTable,
     detectors: Option<EventDetectors>,
@@ -554,10 +553,16 @@ mod tests {
         };
         let snap = top.snapshot(&p, view, Duration::from_millis(1500));
         assert_eq!(snap.samples, 300);
-        assert!(snap.status_line().starts_with("culprit top: 1.5s, 300 samples, 1 functions"));
+        assert!(snap
+            .status_line()
+            .starts_with("culprit top: 1.5s, 300 samples, 1 functions"));
         let s = text(&snap.document());
         let lines: Vec<&str> = s.lines().collect();
-        assert_eq!(lines[0].split_whitespace().nth(2), Some("task-clock*"), "{s}");
+        assert_eq!(
+            lines[0].split_whitespace().nth(2),
+            Some("task-clock*"),
+            "{s}"
+        );
         // Both percentage columns end where their headers end.
         for col in [1, 2] {
             assert_eq!(
@@ -567,7 +572,10 @@ mod tests {
             );
         }
         assert!(lines[1].trim_start().starts_with("100.00%"), "{s}");
-        assert!(s.contains("# Offenders of cpu-clock (T1=100 T2=5 samples;"), "{s}");
+        assert!(
+            s.contains("# Offenders of cpu-clock (T1=100 T2=5 samples;"),
+            "{s}"
+        );
         let v = serde_json::to_value(&snap).unwrap();
         assert_eq!(v["schema"], 1);
         assert_eq!(v["functions"][0]["percent"]["task-clock"], 100.0);

@@ -316,7 +316,10 @@ fn json_schema_and_inapplicable_flags() {
         assert_eq!(v["events"][0].get("exact").is_some(), !extra.is_empty());
     }
     let cases: &[(&[&str], &str)] = &[
-        (&["--format", "csv"], "report --offenders has no --format csv"),
+        (
+            &["--format", "csv"],
+            "report --offenders has no --format csv",
+        ),
         (&["-s", "sym"], "--sort does not apply to --offenders"),
         (&["--comm", "x", "--top", "3"], "--top, --comm do not apply"),
         (&["-g", "caller"], "--call-graph does not apply"),

@@ -269,7 +269,11 @@ fn two_event_columns_line_up_with_their_headers() {
     assert_eq!(head[1], cells[0], "cpu-clock:\n{header}\n{row}");
     assert_eq!(head[2], cells[1], "task-clock:\n{header}\n{row}");
     let dso_at = header.find("Shared Object").unwrap();
-    assert_eq!(&row[dso_at..dso_at + "shares".len()], "shares", "\n{header}\n{row}");
+    assert_eq!(
+        &row[dso_at..dso_at + "shares".len()],
+        "shares",
+        "\n{header}\n{row}"
+    );
 }
 
 #[test]
@@ -465,12 +469,21 @@ fn full_screen_view_prints_warnings_and_the_last_table_after_leaving() {
         .unwrap_or(100_000);
     let mut cmd = common::culprit();
     // Sampling at the kernel's limit slows the workload down a lot: bounded by --duration.
-    cmd.args(["top", "-e", "cpu-clock", "-d", "0.2", "--duration", "3", "-F"])
-        // Above the kernel's limit: the recorder warns that it lowers the rate.
-        .arg((max_rate + 1).to_string())
-        .arg("--")
-        .arg(common::workload("shares"))
-        .arg("20");
+    cmd.args([
+        "top",
+        "-e",
+        "cpu-clock",
+        "-d",
+        "0.2",
+        "--duration",
+        "3",
+        "-F",
+    ])
+    // Above the kernel's limit: the recorder warns that it lowers the rate.
+    .arg((max_rate + 1).to_string())
+    .arg("--")
+    .arg(common::workload("shares"))
+    .arg("20");
     let (status, out) = run_in_pty(cmd);
     let out = strip_colours(&out);
     assert!(status.success(), "{out:?}");
@@ -478,7 +491,9 @@ fn full_screen_view_prints_warnings_and_the_last_table_after_leaving() {
     let leave = out
         .find("\x1b[?1049l")
         .unwrap_or_else(|| panic!("the view never left the alternate screen: {out:?}"));
-    let enter = out.find("\x1b[?1049h").expect("the view entered the alternate screen");
+    let enter = out
+        .find("\x1b[?1049h")
+        .expect("the view entered the alternate screen");
     assert!(enter < leave);
     let warning = out
         .find("perf_event_max_sample_rate")
@@ -495,7 +510,9 @@ fn full_screen_view_prints_warnings_and_the_last_table_after_leaving() {
         .unwrap_or_else(|| panic!("no last table: {after:?}"));
     assert!(table.starts_with("# cpu-clock*"), "{table:?}");
     assert!(
-        after.lines().any(|l| l.trim_end().ends_with(" heavy") && l.contains('%')),
+        after
+            .lines()
+            .any(|l| l.trim_end().ends_with(" heavy") && l.contains('%')),
         "{after:?}"
     );
 }

@@ -946,11 +946,26 @@ fn inapplicable_flags_are_refused() {
     let f = f.to_str().unwrap();
     let prog = "pmc:::cpu-clock { @ = count(); }";
     let cases: &[(&[&str], &str)] = &[
-        (&["-i", f, "-e", prog, "--", "true"], "-i runs the program over a recording"),
-        (&["-i", f, "-e", prog, "-a"], "-i runs the program over a recording"),
-        (&["-i", f, "-e", prog, "-m", "64"], "-m sizes the live recording"),
-        (&["-e", prog, "--stats", "--", "true"], "--stats times the evaluation"),
-        (&["-i", f, "-e", prog, "--format", "csv"], "trace has no --format csv"),
+        (
+            &["-i", f, "-e", prog, "--", "true"],
+            "-i runs the program over a recording",
+        ),
+        (
+            &["-i", f, "-e", prog, "-a"],
+            "-i runs the program over a recording",
+        ),
+        (
+            &["-i", f, "-e", prog, "-m", "64"],
+            "-m sizes the live recording",
+        ),
+        (
+            &["-e", prog, "--stats", "--", "true"],
+            "--stats times the evaluation",
+        ),
+        (
+            &["-i", f, "-e", prog, "--format", "csv"],
+            "trace has no --format csv",
+        ),
     ];
     for (args, want) in cases {
         let out = common::culprit().arg("trace").args(*args).output().unwrap();

@@ -311,10 +311,7 @@ impl Env<'_> {
         s.location = loc;
         s.ip = ip;
         s.pid = pid;
-        let address = self
-            .syms
-            .elf_address(self.p, &s)
-            .unwrap_or(loc.file_offset);
+        let address = self.syms.elf_address(self.p, &s).unwrap_or(loc.file_offset);
         crate::agg::OffenderName {
             symbol,
             dso: Some(dso),

@@ -640,7 +640,10 @@ pub(crate) mod tests {
         let c = e.exact.as_ref().unwrap();
         assert_eq!(c.recall_top1, 1.0);
         assert_eq!(c.top[0].ip, Hex(0x1040));
-        assert_eq!(c.summary[0], "exact: 101 distinct addresses, full histogram 3216 bytes");
+        assert_eq!(
+            c.summary[0],
+            "exact: 101 distinct addresses, full histogram 3216 bytes"
+        );
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["schema"], 1);
         assert_eq!(v["events"][0]["offenders"][0]["ip"], "0x1040");
@@ -654,18 +657,25 @@ pub(crate) mod tests {
         let r = report(true);
         let d = r.document();
         let mut out = Vec::new();
-        culprit_output::text::write(&mut out, &d, &culprit_output::TextOptions::default())
-            .unwrap();
+        culprit_output::text::write(&mut out, &d, &culprit_output::TextOptions::default()).unwrap();
         let s = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(
-            lines[0],
-            "# Event 'cpu-clock': 200 samples; T1=10 T2=3 (samples)",
+            lines[0], "# Event 'cpu-clock': 200 samples; T1=10 T2=3 (samples)",
             "{s}"
         );
-        assert!(lines[1].starts_with("# 23 rounds, 11 confirmations; detector "), "{s}");
-        assert!(lines[3].starts_with("# Conf  First%  FirstObs  Shared Object"), "{s}");
-        assert!(lines[4].contains("[unknown]       0x1040  [unknown]"), "{s}");
+        assert!(
+            lines[1].starts_with("# 23 rounds, 11 confirmations; detector "),
+            "{s}"
+        );
+        assert!(
+            lines[3].starts_with("# Conf  First%  FirstObs  Shared Object"),
+            "{s}"
+        );
+        assert!(
+            lines[4].contains("[unknown]       0x1040  [unknown]"),
+            "{s}"
+        );
         assert!(s.contains("\n# exact: 101 distinct"), "{s}");
         assert!(s.lines().all(|l| l.chars().count() <= 80), "{s}");
     }

@@ -66,9 +66,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         exact: args.exact,
     })?;
     let input = &args.input;
-    let profile =
-        culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut |p, s| builder.sample(p, s))
-            .with_context(|| format!("cannot read {}", input.display()))?;
+    let profile = culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut |p, s| {
+        builder.sample(p, s)
+    })
+    .with_context(|| format!("cannot read {}", input.display()))?;
     let mut sym = Symbolizer::new(args.kernel.options());
     let report = builder.finish(&profile, &mut sym, &input.display().to_string())?;
     let stdout = std::io::stdout();

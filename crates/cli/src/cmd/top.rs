@@ -304,7 +304,10 @@ fn run_tui(session: &mut Session<'_>, opts: LiveOptions) -> anyhow::Result<LiveE
     let end = live::run(opts, TICK, warn, &mut v);
     ratatui::restore();
     let TuiView {
-        session, failed, by, ..
+        session,
+        failed,
+        by,
+        ..
     } = v;
     for w in warnings.lock().map(|v| v.clone()).unwrap_or_default() {
         warn_now(w);

@@ -42,7 +42,9 @@ pub enum ProbeEventError {
     #[error("the program has no sample probes (pmc:::, profile:::, ibs:::): nothing to record live; give -i FILE to run it over a recording")]
     NoSampleProbes,
     /// A wildcard that matches no event.
-    #[error("probe `{probe}`: `{pattern}` matches no event known here (`culprit list` shows them)")]
+    #[error(
+        "probe `{probe}`: `{pattern}` matches no event known here (`culprit list` shows them)"
+    )]
     NoMatch {
         /// The probe's text.
         probe: String,
@@ -62,12 +64,12 @@ pub enum ProbeEventError {
         first: Vec<String>,
     },
     /// An event name this machine does not know.
-    #[error("probe `{probe}`: {source}")]
+    #[error("probe `{probe}`: {error}")]
     Event {
         /// The probe's text.
         probe: String,
-        /// Why the name was rejected.
-        source: EventError,
+        /// Why the name was rejected (in the message: not a `source`, which would repeat it).
+        error: Box<EventError>,
     },
     /// Two `profile` rates (one cpu-clock event per recording).
     #[error("probe `{probe}`: cpu-clock is already recorded by another probe; one cpu-clock rate per program")]
@@ -159,7 +161,7 @@ pub fn probe_event_specs(
                     let mut spec =
                         events::parse_event(&name).map_err(|source| ProbeEventError::Event {
                             probe: text.clone(),
-                            source,
+                            error: Box::new(source),
                         })?;
                     if let Some(p) = period {
                         spec.rate = Some(SampleRate::Period(*p));
@@ -171,7 +173,7 @@ pub fn probe_event_specs(
                 let mut spec =
                     events::parse_event("cpu-clock").map_err(|source| ProbeEventError::Event {
                         probe: text.clone(),
-                        source,
+                        error: Box::new(source),
                     })?;
                 spec.rate = Some(SampleRate::Frequency(*hz));
                 if specs.iter().any(|s| s.name == spec.name) {
@@ -281,6 +283,9 @@ mod tests {
         let bad = probe_event_specs(&[ev("no-such-event")], true)
             .unwrap_err()
             .to_string();
-        assert!(bad.starts_with("probe `pmc:::no-such-event`: unknown event"), "{bad}");
+        assert!(
+            bad.starts_with("probe `pmc:::no-such-event`: unknown event"),
+            "{bad}"
+        );
     }
 }
