@@ -16,6 +16,7 @@ pub mod listing;
 pub mod metrics;
 pub mod offenders;
 pub mod skid;
+pub mod top;
 pub mod topdown;
 
 pub use hotspots::{

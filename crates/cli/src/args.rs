@@ -104,6 +104,25 @@ impl OutputArgs {
     }
 }
 
+/// What the offender detector's `--t1`/`--t2` count (`--offenders-unit` of top and
+/// `report --offenders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OffendersUnit {
+    /// Samples (each sample adds 1).
+    Samples,
+    /// Events (each sample adds its period).
+    Events,
+}
+
+impl From<OffendersUnit> for culprit_analysis::offenders::Unit {
+    fn from(u: OffendersUnit) -> Self {
+        match u {
+            OffendersUnit::Samples => culprit_analysis::offenders::Unit::Samples,
+            OffendersUnit::Events => culprit_analysis::offenders::Unit::Events,
+        }
+    }
+}
+
 /// What to measure: `-p PID…`, `-a`, `-C CPUS` and `-- COMMAND…`, shared by record, stat,
 /// top and trace (live), parsed and validated once.
 #[derive(clap::Args, Debug, Clone, Default)]

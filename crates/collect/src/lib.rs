@@ -10,6 +10,7 @@ pub mod events;
 pub mod ibs;
 pub mod inventory;
 pub mod launch;
+pub mod live;
 pub mod perfdata;
 pub mod probe;
 pub mod procfs;

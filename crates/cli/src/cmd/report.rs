@@ -134,8 +134,8 @@ pub struct ReportArgs {
     #[arg(long = "t2", value_name = "N", requires = "offenders")]
     pub t2: Option<u64>,
     /// --offenders: what --t1/--t2 count (samples, or events = sum of sample periods).
-    #[arg(long = "offenders-unit", value_enum, default_value_t = super::top::UnitArg::Samples)]
-    pub offenders_unit: super::top::UnitArg,
+    #[arg(long = "offenders-unit", value_enum, default_value_t = crate::args::OffendersUnit::Samples)]
+    pub offenders_unit: crate::args::OffendersUnit,
     /// --offenders: also build the exact per-address histogram and compare (precision,
     /// recall of the top-1/top-5, memory).
     #[arg(long = "exact", requires = "offenders")]
@@ -154,18 +154,7 @@ pub struct ReportArgs {
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.offenders {
-        return super::top::report_offenders(&super::top::OffendersReport {
-            input: &args.input,
-            events: &args.event,
-            settings: super::top::OffenderSettings {
-                t1: args.t1,
-                t2: args.t2,
-                unit: args.offenders_unit,
-            },
-            exact: args.exact,
-            json: args.format == ReportFormat::Json,
-            kernel: &args.kernel,
-        });
+        return super::report_offenders::run(&args);
     }
     if args.branch {
         return super::report_branch::run(&args);
