@@ -63,7 +63,7 @@ fn metric_value_text(m: &Metric) -> String {
 
 fn text_event_line(e: &StatEvent, ms: &[Metric], runs: u32) -> String {
     let (v, unit) = value_text(e, false);
-    let mut line = format!("{v:>18} {unit:<5} {:<34}", e.name);
+    let mut line = format!("{v:>18} {unit:<5} {:<30}", e.name);
     if let Some(m) = metric_for(e, ms) {
         line.push_str(&format!(" #  {}", metric_value_text(m)));
     }
@@ -140,7 +140,7 @@ impl StatReport {
             lines.push(String::new());
             for m in rest {
                 lines.push(format!(
-                    "{:>18}       {:<34} # {}{}",
+                    "{:>18}       {:<30} # {}{}",
                     format!("{:.3}", m.value),
                     m.name,
                     m.unit,
