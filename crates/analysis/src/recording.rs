@@ -94,8 +94,7 @@ pub fn header_lines(profile: &Profile, file: &str, with_duration: bool) -> Vec<S
 /// Whether event `id` of `profile` counts nanoseconds (the software clock events), so that
 /// its periods are durations.
 pub fn period_is_ns(profile: &Profile, id: culprit_decode::model::EventId) -> bool {
-    profile
-        .events
-        .get(usize::from(id))
-        .is_some_and(|i| i.attr_type == 1 && (i.config == 0 || i.config == 1))
+    profile.events.get(usize::from(id)).is_some_and(|i| {
+        i.attr_type == culprit_decode::abi::perf_type::SOFTWARE && (i.config == 0 || i.config == 1)
+    })
 }

@@ -172,6 +172,7 @@ fn ibs_json(file: &str, extra: &[&str]) -> Value {
             .arg(fixture(file))
             .args(extra),
     );
+    common::validate_json_schema("ibs", &String::from_utf8_lossy(&out.stdout));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -338,8 +339,31 @@ fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("killed fetches filtered out"), "{text}");
     assert!(text.contains("errata #1238/#1347/#1293 applied"), "{text}");
-    assert!(text.contains("## op by location"), "{text}");
-    assert!(text.contains("## Top 10 VAs by DC misses"), "{text}");
+    assert!(text.contains("\n# op by location\n"), "{text}");
+    assert!(text.contains("\n# Top 10 VAs by DC misses\n"), "{text}");
+    // Every fixture's text fits 80 columns (a pipe without COLUMNS); --width 0 never cuts.
+    for f in [
+        "ibs-fam17h_m31_zen2.data",
+        "ibs-fam19h_m01_zen3.data",
+        "ibs-fam19h_m11_zen4.data",
+        "ibs-fam19h_m21_zen3.data",
+    ] {
+        let run = |extra: &[&str]| {
+            let out = common::run_ok(
+                common::culprit()
+                    .env_remove("COLUMNS")
+                    .args(["ibs", "-i"])
+                    .arg(fixture(f))
+                    .args(extra),
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        for l in run(&[]).lines() {
+            assert!(l.chars().count() <= 80, "{f}: {l:?}");
+        }
+        let whole = run(&["--width", "0"]);
+        assert!(whole.lines().any(|l| l.contains("CXL")), "{f}: {whole}");
+    }
     let out = common::culprit()
         .args(["ibs", "-i"])
         .arg(fixture("cpu-clock-c.data"))
@@ -484,21 +508,21 @@ fn write_ibs_file(
     pmu: &str,
     regs_of: &RegsFn,
 ) {
-    use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, sample_type};
     let attr = Attr {
         attr_type: 12,
         config: 0,
         sample_period_or_freq: 100_000,
-        sample_type: sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::CPU
-            | sample::PERIOD
-            | sample::RAW,
-        flags: flag::SAMPLE_ID_ALL | flag::MMAP2 | flag::COMM,
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::CPU
+            | sample_type::PERIOD
+            | sample_type::RAW,
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP2 | attr_flag::COMM,
         ..Attr::default()
     };
     let id = 7;
@@ -539,7 +563,7 @@ fn write_ibs_file(
             prot: 5,
             flags: 2,
             filename: &path,
-            misc: records::MISC_USER,
+            misc: misc::USER,
         },
         &sid,
     );
@@ -568,7 +592,7 @@ fn write_ibs_file(
             body.resize(body.len().next_multiple_of(8), 0);
             let size = (body.len() + 8) as u16;
             buf.extend_from_slice(&9u32.to_le_bytes());
-            buf.extend_from_slice(&(records::MISC_USER | (1 << 14)).to_le_bytes());
+            buf.extend_from_slice(&(misc::USER | (1 << 14)).to_le_bytes());
             buf.extend_from_slice(&size.to_le_bytes());
             buf.extend_from_slice(&body);
             time += 1000;
@@ -600,18 +624,22 @@ fn test_synthetic_ibs_recording_of_matrix_multiply_puts_the_culprit_load_on_top(
     let data = dir.join("ibs.data");
     write_synthetic(&bin, &f, &data);
     // Text: the first row of the op table is the culprit, named by its real symbol offset.
-    let out = common::run_ok(common::culprit().args(["ibs", "--op", "-i"]).arg(&data));
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "--op", "--width", "0", "-i"])
+            .arg(&data),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let want = format!("multiply_matrices+{:#x}", f.culprit - f.start);
     let first_row = text
         .lines()
-        .skip_while(|l| !l.starts_with("## op by location"))
+        .skip_while(|l| !l.starts_with("# op by location"))
         .nth(2)
         .unwrap_or_else(|| panic!("no op rows in:\n{text}"));
     assert!(
         first_row
-            .trim_end()
-            .ends_with(&format!("{want} (simple_classic)")),
+            .trim_start()
+            .starts_with(&format!("{want} (simple_classic) ")),
         "first row {first_row:?} is not {want}:\n{text}"
     );
     // JSON: the numbers behind it.
@@ -688,8 +716,8 @@ fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
 /// WEIGHT and DATA_SRC decode into the same precise model as IBS.
 #[test]
 fn test_script_decodes_pebs_data_src_weight_and_addr() {
-    use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, sample_type};
     const WEIGHT: u64 = 1 << 14;
     const DATA_SRC: u64 = 1 << 15;
     let attr = Attr {
@@ -697,16 +725,16 @@ fn test_script_decodes_pebs_data_src_weight_and_addr() {
         config: 0x1cd,
         config1: 3,
         sample_period_or_freq: 1000,
-        sample_type: sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::ADDR
-            | sample::CPU
-            | sample::PERIOD
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::ADDR
+            | sample_type::CPU
+            | sample_type::PERIOD
             | WEIGHT
             | DATA_SRC,
-        flags: flag::SAMPLE_ID_ALL | (2 << flag::PRECISE_IP_SHIFT),
+        flags: attr_flag::SAMPLE_ID_ALL | (2 << attr_flag::PRECISE_IP_SHIFT),
         ..Attr::default()
     };
     let dir = common::scratch("pebs-script");

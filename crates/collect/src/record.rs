@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 use crate::error::RecordError;
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
-use crate::perfdata::attr::{flag, sample, FORMAT_GROUP, FORMAT_ID};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
 use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
 use crate::procfs;
 use crate::ring::{self, Ring};
+use culprit_decode::abi::{attr_flag, misc, read_format, record_type, sample_type};
 
 /// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -55,16 +55,7 @@ pub enum CallGraph {
     Dwarf(u32),
 }
 
-/// What to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Launch this command (argv) and follow it and its children.
-    Command(Vec<String>),
-    /// Attach to these running processes (all their threads).
-    Pids(Vec<i32>),
-    /// Every CPU, every task; optionally run a command meanwhile and stop when it exits.
-    System(Option<Vec<String>>),
-}
+pub use crate::target::Target;
 
 /// A writer for a pipe-mode stream, handed to the recording that uses it (the options stay
 /// `Clone`; the writer itself is taken once).
@@ -199,6 +190,11 @@ pub struct RecordSummary {
     pub interrupted: bool,
     /// Whether the recording was ended through [`RecordOptions::stop`].
     pub stopped: bool,
+    /// Whether a second SIGINT/SIGTERM ended the recording before the launched command
+    /// exited, and the command was terminated (SIGTERM, then SIGKILL).
+    pub forced: bool,
+    /// The build ids of the objects with samples (HEADER_BUILD_ID), for the build-id cache.
+    pub build_ids: Vec<BuildIdEntry>,
     /// Wall time from enabling to the end of the recording.
     pub duration: Duration,
     /// Number of ring buffers (CPUs).
@@ -207,73 +203,84 @@ pub struct RecordSummary {
 
 /// Builds the attr of one event.
 fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: bool) -> Attr {
-    let mut st =
-        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
-    let mut flags = flag::DISABLED | flag::SAMPLE_ID_ALL | flag::INHERIT | flag::EXCLUDE_GUEST;
+    let mut st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::CPU
+        | sample_type::PERIOD;
+    let mut flags = attr_flag::DISABLED
+        | attr_flag::SAMPLE_ID_ALL
+        | attr_flag::INHERIT
+        | attr_flag::EXCLUDE_GUEST;
     let mut regs = 0;
     let mut stack = 0;
     match opts.call_graph {
         CallGraph::None => {}
-        CallGraph::Fp => st |= sample::CALLCHAIN,
+        CallGraph::Fp => st |= sample_type::CALLCHAIN,
         CallGraph::Dwarf(size) => {
             // As perf: the kernel part of the chain from CALLCHAIN, the user part unwound
             // offline from the register and stack copies.
-            st |= sample::CALLCHAIN | sample::REGS_USER | sample::STACK_USER;
-            flags |= flag::EXCLUDE_CALLCHAIN_USER;
+            st |= sample_type::CALLCHAIN | sample_type::REGS_USER | sample_type::STACK_USER;
+            flags |= attr_flag::EXCLUDE_CALLCHAIN_USER;
             regs = X86_64_REGS_MASK;
             stack = size;
         }
     }
     if spec.pmu.as_deref().is_some_and(|p| p.starts_with("ibs")) {
-        st |= sample::RAW;
+        st |= sample_type::RAW;
         // The IBS PMUs reject exclude_host/exclude_guest/exclude_idle with EINVAL.
-        flags &= !flag::EXCLUDE_GUEST;
+        flags &= !attr_flag::EXCLUDE_GUEST;
     }
     st |= crate::ibs::pebs_memory_sample_bits(spec);
     if spec.exclude_user {
-        flags |= flag::EXCLUDE_USER;
+        flags |= attr_flag::EXCLUDE_USER;
     }
     if spec.exclude_kernel {
-        flags |= flag::EXCLUDE_KERNEL;
+        flags |= attr_flag::EXCLUDE_KERNEL;
     }
     if spec.exclude_hv {
-        flags |= flag::EXCLUDE_HV;
+        flags |= attr_flag::EXCLUDE_HV;
     }
-    flags |= u64::from(spec.precise_ip.min(3)) << flag::PRECISE_IP_SHIFT;
+    flags |= u64::from(spec.precise_ip.min(3)) << attr_flag::PRECISE_IP_SHIFT;
     if matches!(opts.target, Target::Command(_)) {
-        flags |= flag::ENABLE_ON_EXEC;
+        flags |= attr_flag::ENABLE_ON_EXEC;
     }
     if first {
-        flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+        flags |= attr_flag::MMAP
+            | attr_flag::MMAP2
+            | attr_flag::COMM
+            | attr_flag::COMM_EXEC
+            | attr_flag::TASK;
         if matches!(opts.call_graph, CallGraph::Dwarf(_)) {
             // As perf: DWARF unwinders look up the stack and data mappings too.
-            flags |= flag::MMAP_DATA;
+            flags |= attr_flag::MMAP_DATA;
         }
     }
     let mut period = match rate {
         SampleRate::Period(p) => p,
         SampleRate::Frequency(f) => {
-            flags |= flag::FREQ;
+            flags |= attr_flag::FREQ;
             f
         }
     };
-    let mut read_format = FORMAT_ID;
+    let mut read_format = read_format::ID;
     if let Some(g) = spec.group {
         if !g.leader {
             // As perf: members are enabled with their leader.
-            flags &= !(flag::DISABLED | flag::ENABLE_ON_EXEC);
+            flags &= !(attr_flag::DISABLED | attr_flag::ENABLE_ON_EXEC);
         }
         if g.leader_sampling {
             // As perf: every event of the group reads the whole group by id, and counters
             // are not inherited (kernels before 6.11 refuse inherited PERF_SAMPLE_READ, and
             // perf before 6.12 takes deltas per id, not per thread).
-            st |= sample::READ;
-            read_format |= FORMAT_GROUP;
-            flags &= !flag::INHERIT;
+            st |= sample_type::READ;
+            read_format |= read_format::GROUP;
+            flags &= !attr_flag::INHERIT;
             if !g.leader {
                 // Members do not sample: the leader's samples read them.
                 period = 0;
-                flags &= !flag::FREQ;
+                flags &= !attr_flag::FREQ;
             }
         }
     }
@@ -311,6 +318,84 @@ fn group_desc(specs: &[EventSpec]) -> Vec<GroupDesc> {
     }
     out.retain(|g| g.members > 1);
     out
+}
+
+/// The event a recording without `-e` samples: cycles if the PMU can *sample* it here (some
+/// VMs count but cannot sample), else cpu-clock, as perf falls back; with the sentence that
+/// says why it fell back (information: the recording works either way).
+pub fn default_event(opts: &RecordOptions) -> (EventSpec, Option<String>) {
+    let cycles = crate::events::default_event();
+    let probe = Attr {
+        flags: attr_flag::DISABLED | attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV,
+        ..build_attr(
+            &cycles,
+            SampleRate::Frequency(DEFAULT_FREQUENCY),
+            opts,
+            false,
+        )
+    };
+    match ring::perf_event_open(&probe, 0, -1) {
+        Ok(_) => (cycles, None),
+        Err(e) => {
+            let why = std::io::Error::from_raw_os_error(e);
+            (
+                crate::events::cpu_clock(),
+                Some(format!(
+                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
+                )),
+            )
+        }
+    }
+}
+
+/// The largest sample a `--call-graph dwarf,SIZE` event can write, in bytes: the fixed
+/// fields, a kernel call chain of up to 127 frames, the user registers and SIZE bytes of
+/// stack with their size words.
+pub fn max_dwarf_sample_bytes(stack: u32) -> usize {
+    const FIXED: usize = 8 * 8;
+    const KERNEL_CHAIN: usize = 8 + 8 * 128;
+    const REGS: usize = 8 + 8 * X86_64_REGS_MASK.count_ones() as usize;
+    FIXED + KERNEL_CHAIN + REGS + 16 + stack as usize
+}
+
+/// Refuses a ring buffer too small for one sample of the call-graph's size: the kernel
+/// would drop every sample (a recording of 0 samples).
+fn check_ring_holds_a_sample(opts: &RecordOptions) -> Result<(), RecordError> {
+    let CallGraph::Dwarf(stack) = opts.call_graph else {
+        return Ok(());
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let ring_bytes = opts.mmap_pages * page;
+    let sample = max_dwarf_sample_bytes(stack);
+    if ring_bytes <= sample {
+        let needed = (sample / page + 1).next_power_of_two();
+        return Err(RecordError::Invalid(format!(
+            "-m {} ({} KiB per CPU) cannot hold one sample of --call-graph dwarf,{stack} (up to \
+             {} KiB with its stack copy): the kernel would drop every sample; use -m {needed} or \
+             more, or a smaller stack size",
+            opts.mmap_pages,
+            ring_bytes / 1024,
+            sample.div_ceil(1024)
+        )));
+    }
+    Ok(())
+}
+
+/// Keeps an existing output file as `FILE.old`, as perf does, before a new recording
+/// replaces it (only a regular, non-empty file: never a device such as /dev/null).
+fn keep_old_output(path: &std::path::Path) -> Result<(), RecordError> {
+    let is_data =
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() > 0);
+    if !is_data {
+        return Ok(());
+    }
+    let mut old = path.as_os_str().to_owned();
+    old.push(".old");
+    std::fs::rename(path, &old).map_err(|source| RecordError::OutputNotWritable {
+        path: PathBuf::from(old),
+        source,
+    })
 }
 
 /// Refuses event groups that cannot be recorded as written.
@@ -495,7 +580,7 @@ impl Tracker {
         // The sample_id trailer ends with IDENTIFIER on every non-sample record.
         let trailer_id = || rd_u64(r, r.len().saturating_sub(8)).unwrap_or(0);
         match ty {
-            records::RECORD_SAMPLE => {
+            record_type::SAMPLE => {
                 let (Some(id), Some(ip), Some(pid), Some(time)) =
                     (rd_u64(r, 8), rd_u64(r, 16), rd_u32(r, 24), rd_u64(r, 32))
                 else {
@@ -519,27 +604,27 @@ impl Tracker {
                     _ => {}
                 }
             }
-            records::RECORD_LOST => {
+            record_type::LOST => {
                 let lost = rd_u64(r, 16).unwrap_or(0);
                 let ev = self.event_of(rd_u64(r, 8).unwrap_or(0));
                 self.lost[ev] += lost;
                 self.lost_records += 1;
                 self.lost_samples += lost;
             }
-            records::RECORD_LOST_SAMPLES => {
+            record_type::LOST_SAMPLES => {
                 let lost = rd_u64(r, 8).unwrap_or(0);
                 let ev = self.event_of(trailer_id());
                 self.lost[ev] += lost;
                 self.lost_records += 1;
                 self.lost_samples += lost;
             }
-            records::RECORD_THROTTLE => {
+            record_type::THROTTLE => {
                 self.throttle += 1;
                 let ev = self.event_of(rd_u64(r, 16).unwrap_or(0));
                 self.throttled[ev] += 1;
             }
-            records::RECORD_UNTHROTTLE => self.unthrottle += 1,
-            records::RECORD_FORK => {
+            record_type::UNTHROTTLE => self.unthrottle += 1,
+            record_type::FORK => {
                 let (Some(pid), Some(ppid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
                     return;
                 };
@@ -548,13 +633,13 @@ impl Tracker {
                     self.maps.insert(pid, inherited);
                 }
             }
-            records::RECORD_COMM if misc & records::MISC_COMM_EXEC != 0 => {
+            record_type::COMM if misc & misc::COMM_EXEC != 0 => {
                 // exec replaced the process image: its old mappings are gone.
                 if let Some(pid) = rd_u32(r, 8) {
                     self.maps.remove(&pid);
                 }
             }
-            records::RECORD_MMAP2 => {
+            record_type::MMAP2 => {
                 let (Some(pid), Some(addr), Some(len), Some(prot)) =
                     (rd_u32(r, 8), rd_u64(r, 16), rd_u64(r, 24), rd_u32(r, 64))
                 else {
@@ -585,7 +670,7 @@ impl Tracker {
         if self.kernel_hit {
             if let Some(id) = crate::buildid::kernel_build_id() {
                 out.push(BuildIdEntry {
-                    cpumode: records::MISC_KERNEL,
+                    cpumode: misc::KERNEL,
                     build_id: id,
                     filename: "[kernel.kallsyms]".into(),
                 });
@@ -604,7 +689,7 @@ impl Tracker {
             };
             if let Some(id) = id {
                 out.push(BuildIdEntry {
-                    cpumode: records::MISC_USER,
+                    cpumode: misc::USER,
                     build_id: id,
                     filename: name.clone(),
                 });
@@ -631,6 +716,7 @@ pub fn record(
             opts.mmap_pages
         )));
     }
+    check_ring_holds_a_sample(opts)?;
     raise_fd_limit();
     launch::install_sigint_handler();
 
@@ -644,6 +730,7 @@ pub fn record(
             return record_into(opts, Sink::Pipe(w, s.is_stdout), warn);
         }
     };
+    keep_old_output(path)?;
     let file = File::create(path).map_err(|source| RecordError::OutputNotWritable {
         path: path.clone(),
         source,
@@ -717,28 +804,11 @@ fn record_into(
     // Events, with the default and its fallback.
     let mut specs = opts.events.clone();
     if specs.is_empty() {
-        // cycles if the PMU can *sample* it here (some VMs count but cannot sample), else
-        // cpu-clock, as perf falls back.
-        let cycles = crate::events::default_event();
-        let probe = Attr {
-            flags: flag::DISABLED | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
-            ..build_attr(
-                &cycles,
-                SampleRate::Frequency(DEFAULT_FREQUENCY),
-                opts,
-                false,
-            )
-        };
-        match ring::perf_event_open(&probe, 0, -1) {
-            Ok(_) => specs.push(cycles),
-            Err(e) => {
-                let why = std::io::Error::from_raw_os_error(e);
-                warn(format!(
-                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
-                ));
-                specs.push(crate::events::cpu_clock());
-            }
+        let (spec, fallback) = default_event(opts);
+        if let Some(why) = fallback {
+            warn(why);
         }
+        specs.push(spec);
     }
     let max_rate = procfs::max_sample_rate();
     let mut rates = Vec::new();
@@ -840,11 +910,11 @@ fn record_into(
                     Ok(fd) => fd,
                     Err(e)
                         if (e == libc::EACCES || e == libc::EPERM)
-                            && attrs[ei].flags & flag::EXCLUDE_KERNEL == 0 =>
+                            && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0 =>
                     {
                         // As perf: without the right to sample the kernel, retry user-only.
                         let mut a = attrs[ei];
-                        a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+                        a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
                         match ring::perf_event_open_in_group(&a, task, cpu as i32, leader) {
                             Ok(fd) => {
                                 if !kernel_excluded_warned {
@@ -989,6 +1059,7 @@ fn record_into(
     let mut interrupted = false;
     let mut last_alive_check = Instant::now();
     let mut stopped = false;
+    let mut forced = false;
     loop {
         // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
         unsafe {
@@ -1027,6 +1098,15 @@ fn record_into(
                     // SAFETY: signalling our own child.
                     unsafe { libc::kill(pid, libc::SIGINT) };
                 }
+                // Another one: the command ignores SIGINT or takes too long; end it as perf
+                // does (SIGTERM, then SIGKILL) and finish the file.
+                Some(pid) if exit.is_none() => {
+                    forced = true;
+                    exit = stop_child(pid, &mut || {
+                        drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)
+                    })?;
+                    break;
+                }
                 _ => break,
             }
         }
@@ -1055,12 +1135,13 @@ fn record_into(
     drop(fds);
 
     let data_size = writer.data_size();
+    let build_ids = tracker.build_ids();
     let file_size = match writer {
         Writer::File(writer) => {
             let mut features = procfs::host_features();
             features.version = Some(opts.tool_version.clone());
             features.cmdline = opts.cmdline.clone();
-            features.build_ids = tracker.build_ids();
+            features.build_ids = build_ids.clone();
             features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
             features.group_desc = group_desc(&specs);
             let mut out = writer.finish(&features).map_err(write_err)?;
@@ -1068,7 +1149,7 @@ fn record_into(
             out.flush().map_err(write_err)?;
             out.stream_position().map_err(write_err)?
         }
-        Writer::Pipe(writer) => writer.finish(&tracker.build_ids()).map_err(write_err)?.1,
+        Writer::Pipe(writer) => writer.finish(&build_ids).map_err(write_err)?.1,
     };
 
     let events = specs
@@ -1094,6 +1175,8 @@ fn record_into(
         exit,
         interrupted,
         stopped,
+        forced,
+        build_ids,
         duration,
         rings: pollfds.len(),
     })
@@ -1167,7 +1250,7 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
         prot: 0,
         flags: 0,
         filename: b"[kernel.kallsyms]_text",
-        misc: records::MISC_KERNEL,
+        misc: misc::KERNEL,
     };
     records::push_mmap(
         out,
@@ -1187,7 +1270,7 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
 /// `mmap_data`) of a running process.
 fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
     // With mmap_data (dwarf call graphs) the data mappings matter too, as for perf.
-    let data = attr.flags & flag::MMAP_DATA != 0;
+    let data = attr.flags & attr_flag::MMAP_DATA != 0;
     let tids = procfs::threads(pid);
     if tids.is_empty() {
         return;
@@ -1230,7 +1313,7 @@ fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
             prot: m.prot,
             flags: m.flags,
             filename: name.as_bytes(),
-            misc: records::MISC_USER,
+            misc: misc::USER,
         };
         records::push_mmap2(out, attr, &args, &sid);
     }
@@ -1267,13 +1350,17 @@ mod tests {
         );
         assert_eq!(a.attr_type, 1);
         assert_eq!(a.sample_period_or_freq, 4000);
-        assert!(a.flags & flag::FREQ != 0);
-        assert!(a.flags & flag::ENABLE_ON_EXEC != 0);
+        assert!(a.flags & attr_flag::FREQ != 0);
+        assert!(a.flags & attr_flag::ENABLE_ON_EXEC != 0);
         assert!(
-            a.flags & (flag::MMAP2 | flag::COMM | flag::TASK)
-                == flag::MMAP2 | flag::COMM | flag::TASK
+            a.flags & (attr_flag::MMAP2 | attr_flag::COMM | attr_flag::TASK)
+                == attr_flag::MMAP2 | attr_flag::COMM | attr_flag::TASK
         );
-        assert!(a.sample_type & (sample::REGS_USER | sample::STACK_USER | sample::CALLCHAIN) != 0);
+        assert!(
+            a.sample_type
+                & (sample_type::REGS_USER | sample_type::STACK_USER | sample_type::CALLCHAIN)
+                != 0
+        );
         assert_eq!(a.sample_regs_user, X86_64_REGS_MASK);
         assert_eq!(a.sample_stack_user, 4096);
         let b = build_attr(
@@ -1282,14 +1369,14 @@ mod tests {
             &opts(Target::Pids(vec![1])),
             false,
         );
-        assert!(b.flags & (flag::FREQ | flag::MMAP | flag::ENABLE_ON_EXEC) == 0);
+        assert!(b.flags & (attr_flag::FREQ | attr_flag::MMAP | attr_flag::ENABLE_ON_EXEC) == 0);
         assert_eq!(b.sample_period_or_freq, 1000);
     }
 
     #[test]
     fn test_tracker_counts_and_dso_hits() {
         let attr = Attr {
-            sample_type: sample::IDENTIFIER | sample::TID | sample::TIME,
+            sample_type: sample_type::IDENTIFIER | sample_type::TID | sample_type::TIME,
             ..Attr::default()
         };
         let mut t = Tracker::new(2);
@@ -1308,13 +1395,13 @@ mod tests {
             prot: libc::PROT_EXEC as u32 | libc::PROT_READ as u32,
             flags: 2,
             filename: b"/bin/prog",
-            misc: records::MISC_USER,
+            misc: misc::USER,
         };
         records::push_mmap2(&mut buf, &attr, &m, &SampleId::default());
         // sample of event 1 in /bin/prog, then one in no mapping
         for (id, ip) in [(8u64, 0x1800u64), (7, 0x9000)] {
-            buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&records::MISC_USER.to_le_bytes());
+            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
+            buf.extend_from_slice(&misc::USER.to_le_bytes());
             buf.extend_from_slice(&40u16.to_le_bytes());
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&ip.to_le_bytes());
@@ -1323,7 +1410,7 @@ mod tests {
             buf.extend_from_slice(&123u64.to_le_bytes());
         }
         // LOST of event 1: 5 samples
-        buf.extend_from_slice(&records::RECORD_LOST.to_le_bytes());
+        buf.extend_from_slice(&record_type::LOST.to_le_bytes());
         buf.extend_from_slice(&0u16.to_le_bytes());
         buf.extend_from_slice(&24u16.to_le_bytes());
         buf.extend_from_slice(&8u64.to_le_bytes());

@@ -24,6 +24,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod abi;
 mod cursor;
 mod header;
 pub mod ibs;

@@ -130,8 +130,8 @@ pub struct ReportArgs {
     #[arg(long = "t2", value_name = "N", requires = "offenders")]
     pub t2: Option<u64>,
     /// --offenders: what --t1/--t2 count (samples, or events = sum of sample periods).
-    #[arg(long = "offenders-unit", value_enum, default_value_t = super::top::UnitArg::Samples)]
-    pub offenders_unit: super::top::UnitArg,
+    #[arg(long = "offenders-unit", value_enum, default_value_t = crate::args::OffendersUnit::Samples)]
+    pub offenders_unit: crate::args::OffendersUnit,
     /// --offenders: also build the exact per-address histogram and compare (precision,
     /// recall of the top-1/top-5, memory).
     #[arg(long = "exact", requires = "offenders")]
@@ -150,18 +150,7 @@ pub struct ReportArgs {
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.offenders {
-        return super::top::report_offenders(&super::top::OffendersReport {
-            input: &args.input,
-            events: &args.event,
-            settings: super::top::OffenderSettings {
-                t1: args.t1,
-                t2: args.t2,
-                unit: args.offenders_unit,
-            },
-            exact: args.exact,
-            json: args.output.format == Format::Json,
-            kernel: &args.kernel,
-        });
+        return super::report_offenders::run(&args);
     }
     if args.branch {
         return super::report_branch::run(&args);
@@ -247,12 +236,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
     let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
-    const SAMPLE_DATA_SRC: u64 = 1 << 15;
     if mem_mode
         && !profile
             .events
             .iter()
-            .any(|e| e.sample_type & SAMPLE_DATA_SRC != 0)
+            .any(|e| e.sample_type & culprit_decode::abi::sample_type::DATA_SRC != 0)
     {
         // As perf --mem-mode: every row would be N/A.
         anyhow::bail!(
@@ -317,11 +305,21 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let file = args.input.display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
-        Format::Text | Format::Csv if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, false)?
-        }
-        Format::Json if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, true)?
+        _ if args.topdown => {
+            let td = culprit_analysis::topdown::sampled_report(&profile, &report)
+                .context("--topdown")?;
+            let doc = td.document(&report.keys);
+            match args.output.format {
+                Format::Json => culprit_output::json::write(&mut out, &td)?,
+                Format::Csv => {
+                    for t in doc.tables() {
+                        culprit_output::csv::write(&mut out, t)?;
+                    }
+                }
+                Format::Text => {
+                    culprit_output::text::write(&mut out, &doc, &args.output.text_options())?;
+                }
+            }
         }
         Format::Text => {
             let layout = if args.group {

@@ -151,6 +151,7 @@ pub fn push_process(
     base: u64,
 ) {
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_decode::abi::misc;
     let sid = SampleId {
         pid: 100,
         tid: 100,
@@ -176,7 +177,7 @@ pub fn push_process(
             prot: 5,
             flags: 2,
             filename: name.as_bytes(),
-            misc: records::MISC_USER,
+            misc: misc::USER,
         },
         &sid,
     );
@@ -191,13 +192,13 @@ pub fn write_crafted_file(
     events: &[(&str, u32, u64)],
     samples: &[(u64, u64, bool)],
 ) {
-    use culprit_collect::perfdata::records;
-    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
-    let st = attr::sample::IDENTIFIER
-        | attr::sample::IP
-        | attr::sample::TID
-        | attr::sample::TIME
-        | attr::sample::PERIOD;
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+    let st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::PERIOD;
     let attrs: Vec<FileAttr> = events
         .iter()
         .enumerate()
@@ -207,10 +208,10 @@ pub fn write_crafted_file(
                 config,
                 sample_period_or_freq: 100003,
                 sample_type: st,
-                flags: attr::flag::SAMPLE_ID_ALL
-                    | attr::flag::MMAP
-                    | attr::flag::COMM
-                    | attr::flag::MMAP2,
+                flags: attr_flag::SAMPLE_ID_ALL
+                    | attr_flag::MMAP
+                    | attr_flag::COMM
+                    | attr_flag::MMAP2,
                 ..Attr::default()
             },
             name: name.to_string(),
@@ -227,9 +228,9 @@ pub fn write_crafted_file(
         for &(svma, n, exact) in samples {
             for _ in 0..n {
                 // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
-                let misc: u16 = records::MISC_USER | if exact { 1 << 14 } else { 0 };
+                let misc: u16 = misc::USER | if exact { 1 << 14 } else { 0 };
                 let start = buf.len();
-                buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+                buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
                 buf.extend_from_slice(&misc.to_le_bytes());
                 buf.extend_from_slice(&48u16.to_le_bytes());
                 buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
@@ -399,7 +400,10 @@ pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
 pub fn validate_json_schema(name: &str, json: &str) {
     let schema = repo_root().join(format!("docs/schemas/{name}.schema.json"));
     assert!(schema.exists(), "no schema file {}", schema.display());
-    let dir = scratch(&format!("schema-{name}-{}", std::process::id()));
+    // One directory per call: tests of one binary validate in parallel threads.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("schema-{name}-{}-{call}", std::process::id()));
     let doc = dir.join("doc.json");
     std::fs::write(&doc, json).unwrap();
     let script = r#"
