@@ -173,7 +173,7 @@ pub(super) fn finish_rows<'l>(
     }
     let event_samples = totals.iter().any(|t| t.samples > 0);
     let filtered =
-        !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty()) || !f.dsos.is_empty();
+        !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty() && f.dsos.is_empty());
     let filter_why = (no_sample_kept && event_samples && filtered)
         .then(|| filters_matched_nothing(f, sampled_comms));
 

@@ -1,8 +1,9 @@
 //! `culprit report`: reads a perf.data file (culprit's or perf's), symbolizes it and prints
 //! hotspots grouped by sort keys, per event, as text, JSON or CSV.
 //!
-//! The JSON and CSV formats are documented in docs/report.md; JSON is produced from the
-//! `Json*` structs below. Exit status: 0 on success; 1 when the input is truncated or corrupt
+//! The report is `culprit_analysis::hotspots`' (its document, CSV table and JSON struct),
+//! rendered by `culprit_output`; the formats are documented in docs/report.md and
+//! docs/schemas/report.schema.json. Exit status: 0 on success; 1 when the input is truncated or corrupt
 //! (the report of what was read is still printed, and stderr says where reading stopped);
 //! 2 when nothing could be read or an argument is wrong.
 
