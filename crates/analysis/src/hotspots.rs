@@ -1180,6 +1180,20 @@ fn event_counts(profile: &Profile, events: impl Iterator<Item = EventId>) -> Vec
     counts
 }
 
+impl culprit_decode::Fold for SampleAggregator {
+    fn add(&mut self, profile: &Profile, sample: &Sample) {
+        SampleAggregator::add(self, profile, sample);
+    }
+
+    fn split(&self) -> Self {
+        self.empty_like()
+    }
+
+    fn merge(&mut self, later: Self, profile: &Profile) {
+        self.absorb(later, profile);
+    }
+}
+
 fn event_columns(
     profile: &Profile,
     counts: &[u64],
@@ -1190,8 +1204,9 @@ fn event_columns(
     // Like perf, events without samples (e.g. the `dummy` tracking event of `-a`) get no
     // column unless asked for by name.
     let any = counts.iter().any(|&c| c > 0);
+    let selected = culprit_decode::model::select_events(profile, wanted)?;
     for (i, e) in profile.events.iter().enumerate() {
-        if !wanted.is_empty() && !wanted.contains(&e.name) {
+        if !wanted.is_empty() && !selected.contains(&(i as EventId)) {
             continue;
         }
         if wanted.is_empty() && any && counts.get(i).copied().unwrap_or(0) == 0 {

@@ -7,7 +7,6 @@
 //! `--pipe` pushes the file through a `StreamDecoder` in 64 KiB chunks instead (a pipe-mode
 //! file: `perf record -o - > f`). `--skip-chains` reads as flat reports and `culprit trace` do
 //! (`ReadOptions::skip_callchains`).
-use std::path::Path;
 use std::time::Instant;
 
 /// Nanoseconds this thread has spent on a CPU.
@@ -47,11 +46,9 @@ fn main() {
             }
             d.finish(&mut count).stopped
         } else {
-            let opts = culprit_decode::ReadOptions {
-                skip_callchains,
-                ..Default::default()
-            };
-            culprit_decode::read_file_with(Path::new(path), opts, &mut |_, _| {}, Some(&mut count))
+            culprit_decode::Reader::open(path)
+                .skip_callchains(skip_callchains)
+                .fold(&mut count)
                 .expect("a perf.data file")
                 .stopped
         };

@@ -557,9 +557,9 @@ pub(crate) struct Reader<'a, 'p> {
     framing_at: usize,
     /// DWARF unwinding of sampled user stacks, when the caller asked for it.
     pub(crate) unwind: Option<crate::unwind::Hook<'p>>,
-    /// [`crate::ReadOptions::skip_callchains`]: samples get no call chain.
+    /// [`crate::Reader::skip_callchains`]: samples get no call chain.
     pub(crate) skip_chains: bool,
-    /// [`crate::ReadOptions::skip_locations`]: samples' locations are left unresolved.
+    /// [`crate::Reader::skip_locations`]: samples' locations are left unresolved.
     pub(crate) skip_locations: bool,
     /// Parallel reads ([`read_part`]): this reader's share of the records.
     part: PartBounds,
@@ -2826,12 +2826,12 @@ pub(crate) fn read<'p>(
     .map(|(p, _)| p)
 }
 
-/// What a reader leaves out of samples (see [`crate::ReadOptions`]).
+/// What a reader leaves out of samples (see [`crate::Reader`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Skips {
-    /// [`crate::ReadOptions::skip_callchains`].
+    /// [`crate::Reader::skip_callchains`].
     pub chains: bool,
-    /// [`crate::ReadOptions::skip_locations`].
+    /// [`crate::Reader::skip_locations`].
     pub locations: bool,
 }
 

@@ -7,7 +7,6 @@
 //! be read, an argument is wrong, or the file has neither IBS nor PEBS memory samples.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -19,8 +18,10 @@ use culprit_analysis::ibs::{
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::Profile;
 use culprit_decode::pebs::PreciseSource;
-use culprit_symbols::Symbolizer;
+use culprit_symbols::ReadPlan;
 use serde_json::{json, Map, Value};
+
+use crate::args::InputArgs;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -38,17 +39,9 @@ pub enum IbsFormat {
     after_help = "EXAMPLES:\n  culprit ibs -i ibs.data --op                 op table per instruction, DC misses first\n  culprit ibs --fetch --sort sym               fetch table per function\n  culprit ibs --data --top 10                  top data addresses/lines/pages/symbols by DC misses\n\nWith none of --fetch/--op/--data, every report the file has samples for is printed."
 )]
 pub struct IbsArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Fetch report (ibs_fetch samples).
     #[arg(long)]
     pub fetch: bool,
@@ -76,13 +69,8 @@ pub struct IbsArgs {
 pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     let sort =
         IbsSort::parse(&args.sort).context("error parsing flag --sort (ip, sym, srcline)")?;
-    let profile = if args.input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file(&args.input)
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
+    let input = args.input.open();
+    let profile = input.read(&ReadPlan::default())?;
     let has = |k: IbsKind| {
         profile
             .events
@@ -97,7 +85,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{} has no IBS samples, only PEBS memory samples: the fetch and op tables need \
              IBS; `culprit ibs --data` gives the data-centric tables of the PEBS samples",
-            args.input.display()
+            args.input.path().display()
         );
     }
     if !has_fetch && !has_op && !pebs_only {
@@ -106,7 +94,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
                 "{} is truncated or corrupt (reading stopped at offset {}: {}), and the \
                  header features that name the IBS PMUs (HEADER_PMU_MAPPINGS, at the end of \
                  the file) could not be read, so no sample can be recognized as IBS",
-                args.input.display(),
+                args.input.path().display(),
                 stop.offset,
                 stop.reason
             );
@@ -116,7 +104,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
              HEADER_PMU_MAPPINGS with samples) and no PEBS memory samples (data address with \
              data_src or weight); record them on an AMD CPU with `culprit record --ibs op` \
              or `perf record -e ibs_op//`, or on Intel with `perf mem record`",
-            args.input.display()
+            args.input.path().display()
         );
     }
     let none = !(args.fetch || args.op || args.data);
@@ -128,7 +116,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         include_killed: args.include_killed,
         top: args.top,
     };
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let mut symbolizer = input.symbolizer();
     let fetch = want_fetch.then(|| fetch_report(&profile, &mut symbolizer, &opts));
     let op = want_op.then(|| op_report(&profile, &mut symbolizer, &opts));
     let data = want_data.then(|| data_report(&profile, &mut symbolizer, &opts));
@@ -137,7 +125,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         IbsFormat::Json => {
             let mut m = Map::new();
-            m.insert("input".into(), json!(args.input.display().to_string()));
+            m.insert("input".into(), json!(args.input.path().display().to_string()));
             m.insert("sort".into(), json!(sort));
             m.insert("fetch".into(), serde_json::to_value(&fetch)?);
             m.insert("op".into(), serde_json::to_value(&op)?);
@@ -168,7 +156,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
              was read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason
         );

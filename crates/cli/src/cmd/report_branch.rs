@@ -12,7 +12,7 @@ use culprit_analysis::branches::{
 };
 use culprit_analysis::Filters;
 use culprit_decode::model::Profile;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::ReadPlan;
 use serde_json::{Map, Value};
 
 use super::report::{csv_field, json_meta, json_stopped, round4, ReportArgs, ReportFormat};
@@ -47,22 +47,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         dsos: Vec::new(),
     };
     let mut agg = BranchAggregator::new(&keys, &filters);
-    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
-    let opts = culprit_decode::ReadOptions {
-        // Branch mode never looks at call chains.
+    let input = args.input.open();
+    // Branch mode never looks at call chains.
+    let plan = ReadPlan {
         skip_callchains: true,
-        ..Default::default()
+        ..ReadPlan::default()
     };
-    let profile = if args.input.as_os_str() == "-" {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
-            .context("cannot read perf.data from stdin")?;
-        culprit_decode::read_bytes_with(&data, opts, Some(&mut on_sample))
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file_with(&args.input, opts, &mut |_, _| {}, Some(&mut on_sample))
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
+    let profile = input.for_each(&plan, |p, s| agg.add(p, s))?;
     if !profile
         .events
         .iter()
@@ -71,10 +62,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{}: no event of the file has branch stacks (record with `perf record -b` or \
              `--call-graph lbr`)",
-            args.input.display()
+            args.input.path().display()
         );
     }
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = input.symbolizer();
     let report = branch_report(
         &profile,
         &agg,
@@ -110,7 +101,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}; the report covers the \
              {} records read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read
@@ -140,7 +131,7 @@ fn write_text(
     r: &BranchReport,
     tty: bool,
 ) -> anyhow::Result<()> {
-    writeln!(out, "# File: {}", args.input.display())?;
+    writeln!(out, "# File: {}", args.input.path().display())?;
     if let Some(c) = &profile.meta.cmdline {
         writeln!(out, "# Command line: {c}")?;
     }
@@ -275,7 +266,7 @@ fn to_json(args: &ReportArgs, profile: &Profile, r: &BranchReport, warnings: &[S
         })
         .collect();
     serde_json::json!({
-        "file": args.input.display().to_string(),
+        "file": args.input.path().display().to_string(),
         "mode": "branch",
         "events": r.events.iter().map(|e| serde_json::json!({
             "name": e.name,

@@ -7,16 +7,16 @@
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::ValueEnum;
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample};
 use culprit_decode::model::{Profile, Sample};
 use culprit_decode::pebs::{self, PreciseSample};
-use culprit_symbols::{Query, Symbolizer};
+use culprit_symbols::{Query, ReadPlan, Symbolizer};
 use serde_json::{json, Map, Value};
+
+use crate::args::InputArgs;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,17 +34,9 @@ pub enum ScriptFormat {
     after_help = "EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead."
 )]
 pub struct ScriptArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Output format: text or json (see docs/script.md).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ScriptFormat::Text)]
     pub format: ScriptFormat,
@@ -52,14 +44,9 @@ pub struct ScriptArgs {
 
 /// Runs `culprit script`.
 pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
-    let profile = if args.input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file(&args.input)
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let input = args.input.open();
+    let profile = input.read(&ReadPlan::default())?;
+    let mut symbolizer = input.symbolizer();
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     write_script(&profile, &mut symbolizer, args.format, &mut out)?;
@@ -68,7 +55,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: warning: {}: reading stopped at offset {} ({}) after {} records; samples \
              before it are shown",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -212,8 +212,8 @@ fn dso_short(profile: &Profile, dso: Option<DsoId>) -> String {
 
 /// Options of `culprit report --offenders` (taken from the report flags).
 pub struct OffendersReport<'a> {
-    /// Input file.
-    pub input: &'a Path,
+    /// The input and where its symbols are found.
+    pub input: &'a culprit_symbols::ProfileInput,
     /// `-e`: only these events (empty: all).
     pub events: &'a [String],
     /// Thresholds.
@@ -222,8 +222,6 @@ pub struct OffendersReport<'a> {
     pub exact: bool,
     /// JSON instead of text.
     pub json: bool,
-    /// `--kallsyms` / `--vmlinux`.
-    pub kernel: &'a super::KernelSymbolArgs,
 }
 
 /// Histogram key: (DSO, file offset).
@@ -243,14 +241,15 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
     let mut exact: Vec<Exact> = Vec::new();
     let mut wanted: Vec<Option<bool>> = Vec::new();
     let mut observed: Vec<u64> = Vec::new();
-    let profile = culprit_decode::read_file_streaming(o.input, &mut |_, _| {}, &mut |p, s| {
+    let plan = culprit_symbols::ReadPlan::default();
+    let profile = o.input.for_each(&plan, |p, s| {
         let i = s.event as usize;
         if wanted.len() <= i {
             wanted.resize(i + 1, None);
             observed.resize(i + 1, 0);
         }
         let want = *wanted[i].get_or_insert_with(|| {
-            o.events.is_empty() || p.events.get(i).is_some_and(|e| o.events.contains(&e.name))
+            o.events.is_empty() || p.events.get(i).is_some_and(|e| o.events.iter().any(|w| e.matches(w)))
         });
         if !want {
             return;
@@ -268,16 +267,10 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
             e.0 += 1;
             e.1 += s.period;
         }
-    })
-    .with_context(|| format!("cannot read {}", o.input.display()))?;
+    })?;
     dets.flush();
-    for w in o.events {
-        if !profile.events.iter().any(|e| &e.name == w) {
-            let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
-            bail!("no event '{w}' in the file (events: {})", names.join(", "));
-        }
-    }
-    let mut sym = Symbolizer::new(o.kernel.options());
+    culprit_decode::model::select_events(&profile, o.events)?;
+    let mut sym = o.input.symbolizer();
     let (t0, t_end) = profile.meta.time_range.unwrap_or((0, 0));
     let span = t_end.saturating_sub(t0).max(1) as f64;
     let mut events_json = Vec::new();
@@ -383,7 +376,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
     }
     if o.json {
         let v = json!({
-            "file": o.input.display().to_string(),
+            "file": o.input.path().display().to_string(),
             "duration_ns": profile.meta.time_range.map(|(a, b)| b.saturating_sub(a)),
             "events": events_json,
             "detectors_bytes": dets.memory_bytes(),
@@ -398,7 +391,7 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}",
-            o.input.display(),
+            o.input.path().display(),
             stop.offset,
             stop.reason
         );
