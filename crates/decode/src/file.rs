@@ -70,4 +70,3 @@ pub(crate) fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeEr
     };
     f(&map, &release)
 }
-

@@ -338,7 +338,10 @@ impl<'a> Reader<'a> {
 
     /// The sequential read: samples to `sink`, or kept in the profile; side work on a thread
     /// of its own meanwhile.
-    fn read(mut self, sink: Option<&mut dyn FnMut(&Profile, &Sample)>) -> Result<Profile, ReadError> {
+    fn read(
+        mut self,
+        sink: Option<&mut dyn FnMut(&Profile, &Sample)>,
+    ) -> Result<Profile, ReadError> {
         let name = self.name();
         let side_work = self.side_work.take();
         let result = std::thread::scope(|scope| {

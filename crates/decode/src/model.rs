@@ -51,7 +51,8 @@ impl EventInfo {
 
 /// [`EventInfo::matches`] with a comparison of the name's spellings (for globs): whether
 /// `same` holds for `name`, for `name` without its `:modifiers` (not inside a `/…/` term
-/// list), for the event before a term list of per-event settings only (`event/period=N/`),
+/// list), for the event before an empty term list or one of per-event settings only
+/// (`ibs_op//`, `event/period=N/`),
 /// or for the event inside a term list without `=` (`pmu/event/`; `pmu/event=0x3c/` only
 /// matches whole).
 pub fn event_name_matches(name: &str, same: impl Fn(&str) -> bool) -> bool {
@@ -67,11 +68,12 @@ pub fn event_name_matches(name: &str, same: impl Fn(&str) -> bool) -> bool {
     }
     if let Some((head, rest)) = bare.split_once('/') {
         let inner = rest.strip_suffix('/').unwrap_or(rest);
-        let settings_only = inner.split(',').all(|t| {
-            ["period=", "freq=", "name=", "call-graph=", "stack-size="]
-                .iter()
-                .any(|p| t.starts_with(p))
-        });
+        let settings_only = inner.is_empty()
+            || inner.split(',').all(|t| {
+                ["period=", "freq=", "name=", "call-graph=", "stack-size="]
+                    .iter()
+                    .any(|p| t.starts_with(p))
+            });
         if (settings_only && same(head)) || (!inner.contains('=') && same(inner)) {
             return true;
         }
@@ -81,10 +83,7 @@ pub fn event_name_matches(name: &str, same: impl Fn(&str) -> bool) -> bool {
 
 /// The events of `profile` that the `-e` names select, in the order of the names (each event
 /// once); `Err` names the first name that selects nothing, with the file's events.
-pub fn select_events(
-    profile: &Profile,
-    wanted: &[String],
-) -> Result<Vec<EventId>, UnknownEvent> {
+pub fn select_events(profile: &Profile, wanted: &[String]) -> Result<Vec<EventId>, UnknownEvent> {
     let mut ids = Vec::new();
     for w in wanted {
         let before = ids.len();

@@ -215,4 +215,3 @@ fn read_two<S: FnMut(&Profile, &Sample) + Send>(
         Ok((reader::merge_shares(vec![head, (p, outcome)]), 2))
     })
 }
-

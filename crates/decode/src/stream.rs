@@ -683,7 +683,11 @@ mod tests {
         // Other trailing bytes stay damage.
         data.truncate(clean);
         data.extend_from_slice(b"[ perf recorx\0\0\0\0");
-        assert!(crate::Reader::from_bytes(&data).collect().unwrap().stopped.is_some());
+        assert!(crate::Reader::from_bytes(&data)
+            .collect()
+            .unwrap()
+            .stopped
+            .is_some());
     }
 
     #[test]

@@ -377,7 +377,10 @@ pub struct Runner<'p> {
 /// `cycles/period=1000/` and `cpu/cycles/`; `*` and `?` glob the whole name.
 fn event_matches(pat: &str, name: &str) -> bool {
     let is_glob = pat.contains('*') || pat.contains('?');
-    culprit_decode::model::event_name_matches(name, |n| if is_glob { glob(pat, n) } else { n == pat })
+    culprit_decode::model::event_name_matches(
+        name,
+        |n| if is_glob { glob(pat, n) } else { n == pat },
+    )
 }
 
 /// DTrace's `FUNCTION:NAME` of a probe as written: the last two of four `:`-separated parts

@@ -353,7 +353,6 @@ impl UserStackUnwinder for DwarfUnwinder {
         std::mem::take(&mut self.warnings)
     }
 
-
     fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>) {
         let (Some(ip), Some(sp)) = (input.reg(x86_64_reg::IP), input.reg(x86_64_reg::SP)) else {
             return;

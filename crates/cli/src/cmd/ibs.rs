@@ -125,7 +125,10 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     match args.format {
         IbsFormat::Json => {
             let mut m = Map::new();
-            m.insert("input".into(), json!(args.input.path().display().to_string()));
+            m.insert(
+                "input".into(),
+                json!(args.input.path().display().to_string()),
+            );
             m.insert("sort".into(), json!(sort));
             m.insert("fetch".into(), serde_json::to_value(&fetch)?);
             m.insert("op".into(), serde_json::to_value(&op)?);

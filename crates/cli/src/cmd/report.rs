@@ -1156,7 +1156,10 @@ fn to_json<'a>(
         }
     }
     let mut top = Map::new();
-    top.insert("file".into(), Value::from(args.input.path().display().to_string()));
+    top.insert(
+        "file".into(),
+        Value::from(args.input.path().display().to_string()),
+    );
     top.insert(
         "events".into(),
         serde_json::to_value(&events).unwrap_or(Value::Null),

@@ -249,7 +249,10 @@ pub fn report_offenders(o: &OffendersReport) -> anyhow::Result<ExitCode> {
             observed.resize(i + 1, 0);
         }
         let want = *wanted[i].get_or_insert_with(|| {
-            o.events.is_empty() || p.events.get(i).is_some_and(|e| o.events.iter().any(|w| e.matches(w)))
+            o.events.is_empty()
+                || p.events
+                    .get(i)
+                    .is_some_and(|e| o.events.iter().any(|w| e.matches(w)))
         });
         if !want {
             return;

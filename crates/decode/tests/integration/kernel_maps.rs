@@ -107,7 +107,8 @@ fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
     let kernel_dso = |name: &str| {
         let p = culprit_decode::Reader::open(&crate::common::fixture(&format!(
             "real-perf-data/google-autofdo/{name}"
-        ))).collect()
+        )))
+        .collect()
         .unwrap();
         let d = p.dsos.iter().find(|d| d.kind == DsoKind::Kernel).unwrap();
         let hex: String = d
@@ -140,7 +141,8 @@ fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
 fn test_anonymous_code_is_named_jit_tid_like_perf() {
     let p = culprit_decode::Reader::open(&crate::common::fixture(
         "real-perf-data/google-perf_data_converter/perf.data.forkexit-3.4",
-    )).collect()
+    ))
+    .collect()
     .unwrap();
     let jit: Vec<_> = p
         .samples

@@ -98,7 +98,9 @@ fn parallel_with(
     if let Some(work) = side_work {
         reader = reader.side_work(work);
     }
-    let (profile, shares) = reader.fold_parallel(Shares::new(None)).expect("parallel read");
+    let (profile, shares) = reader
+        .fold_parallel(Shares::new(None))
+        .expect("parallel read");
     let sizes = shares.sizes();
     ((shares.samples, profile_view(&profile)), sizes)
 }

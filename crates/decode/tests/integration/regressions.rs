@@ -11,8 +11,8 @@ use crate::synth::{file, fork, mmap2, sample_a, Data, ID_A, USER};
 
 fn timed(what: &str, data: &[u8], limit: Duration) -> culprit_decode::Profile {
     let t = Instant::now();
-    let r =
-        std::panic::catch_unwind(|| Reader::from_bytes(data).collect()).unwrap_or_else(|_| panic!("{what}: panic"));
+    let r = std::panic::catch_unwind(|| Reader::from_bytes(data).collect())
+        .unwrap_or_else(|_| panic!("{what}: panic"));
     let took = t.elapsed();
     assert!(took < limit, "{what}: took {took:?}");
     r.unwrap_or_else(|e| panic!("{what}: {e}"))

@@ -208,15 +208,15 @@ fn test_reader_from_read_folds_and_collects_as_from_bytes() {
         let p = Reader::from_read(reader)
             .fold(|p, s| got.push(sample_view(p, s)))
             .unwrap();
-        assert_same(
-            name,
-            "from_read fold",
-            &want,
-            &(got, profile_view(&p)),
-        );
+        assert_same(name, "from_read fold", &want, &(got, profile_view(&p)));
         let p = Reader::from_read(Trickle(&data, 0, 5)).collect().unwrap();
         let samples = p.samples.iter().map(|s| sample_view(&p, s)).collect();
-        assert_same(name, "from_read collect", &want, &(samples, profile_view(&p)));
+        assert_same(
+            name,
+            "from_read collect",
+            &want,
+            &(samples, profile_view(&p)),
+        );
     }
 }
 

@@ -593,7 +593,8 @@ fn test_read_group_of_inherited_counters_takes_deltas_per_thread() {
     ];
     let plain = read_group_file_threads(&samples, 2);
     let periods = |data: &[u8]| -> Vec<(u16, u64)> {
-        Reader::from_bytes(data).collect()
+        Reader::from_bytes(data)
+            .collect()
             .unwrap()
             .samples
             .iter()
