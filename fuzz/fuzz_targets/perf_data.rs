@@ -1,7 +1,7 @@
 //! Fuzz target: any bytes through `culprit_decode::Reader::from_bytes`, then every accessor over the
 //! result; and the same bytes pushed through a `StreamDecoder` in chunks whose sizes come from
 //! the input itself. The properties: no panic, no hang, bounded memory; and a pipe-mode input
-//! the stream decoder accepts decodes to the same samples and stop point as `read_bytes`.
+//! the stream decoder accepts decodes to the same samples and stop point as the whole read.
 #![no_main]
 
 use culprit_decode::model::{Profile, Sample};

@@ -524,7 +524,7 @@ type AggKey = (
     (u32, u64),
 );
 
-/// Folds samples as they are read (see [`culprit_decode::read_file_streaming`]) into the
+/// Folds samples as they are read (see [`culprit_decode::Reader::fold`]) into the
 /// compact form [`hotspots_aggregated`] reports from: identical samples are counted once,
 /// call chains are interned, so memory scales with distinct addresses and chains.
 #[derive(Default)]
@@ -931,7 +931,7 @@ impl SampleAggregator {
     }
 
     /// Folds the entries of `later` in: an aggregator of samples that came after this one's
-    /// (the next share of [`culprit_decode::read_file_parallel`]), whose profile's ids are
+    /// (the next share of [`culprit_decode::Reader::fold_parallel`]), whose profile's ids are
     /// valid in `profile`. The result is what one aggregator fed all the samples in that
     /// order holds: same entries in the same order, same frame and chain numbering, so the
     /// report (whose ties keep first-seen order) is the same.
@@ -1259,7 +1259,7 @@ pub fn hotspots(
 }
 
 /// [`hotspots`] over samples already folded by a [`SampleAggregator`] (e.g. during
-/// [`culprit_decode::read_file_streaming`]); `profile` gives the events, strings and DSOs.
+/// [`culprit_decode::Reader::fold`]); `profile` gives the events, strings and DSOs.
 /// The result is the same as [`hotspots`] on the full profile.
 pub fn hotspots_aggregated(
     profile: &Profile,

@@ -1,4 +1,4 @@
-//! Decode-only benchmark: reads a perf.data file with `read_file_streaming` and a callback that
+//! Decode-only benchmark: reads a perf.data file with `Reader::fold` and a callback that
 //! only counts, several times, and prints samples per second (best and median run), by wall
 //! time and by the thread's on-CPU time (/proc/thread-self/schedstat: on a shared, loaded
 //! machine the wall time mostly measures waiting for a CPU).
@@ -6,7 +6,7 @@
 //! [--skip-chains]`
 //! `--pipe` pushes the file through a `StreamDecoder` in 64 KiB chunks instead (a pipe-mode
 //! file: `perf record -o - > f`). `--skip-chains` reads as flat reports and `culprit trace` do
-//! (`ReadOptions::skip_callchains`).
+//! (`Reader::skip_callchains`).
 use std::time::Instant;
 
 /// Nanoseconds this thread has spent on a CPU.

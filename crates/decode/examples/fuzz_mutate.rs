@@ -6,7 +6,7 @@
 //!
 //! Mutates the seed files (bit flips, interesting integers at random and at header/record
 //! size positions, truncation, chunk deletion/duplication, splicing) and feeds each input to
-//! `read_bytes`, walking the result. A panic, or an input taking more than 2 s, is a crash:
+//! `Reader::from_bytes`, walking the result. A panic, or an input taking more than 2 s, is a crash:
 //! the input is written to CRASH_DIR. Prints executions and crashes at the end.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -3,7 +3,7 @@
 //! [--digest]`. `--digest` streams the file and prints one hash of everything every sample
 //! carries (fields, chain, raw, regs, stack, read values, comm and DSO), to check that a
 //! change of the decoder delivers exactly the same samples. `--check-parallel N` reads the
-//! file sequentially and with `read_file_parallel` on N shares and compares every sample (in
+//! file sequentially and with `Reader::fold_parallel` on N threads and compares every sample (in
 //! share order) and the profiles.
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};

@@ -232,7 +232,7 @@ impl Read for Trickle<'_> {
     }
 }
 
-/// Copies what it reads into a Vec (to compare the live stream with read_bytes afterwards).
+/// Copies what it reads into a Vec (to compare the live stream with the read of its bytes afterwards).
 struct Tee<R>(R, Vec<u8>);
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -273,7 +273,7 @@ fn test_stream_live_perf_record_pipe() {
             child.wait().unwrap().success(),
             "perf record {args:?} failed"
         );
-        let want = reference(&tee.1).expect("read_bytes on the same bytes");
+        let want = reference(&tee.1).expect("the read of the same bytes");
         assert!(
             want.0.len() > 100,
             "{args:?}: only {} samples",
