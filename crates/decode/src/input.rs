@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::{Profile, Sample};
 use crate::unwind::UserStackUnwinder;
+use crate::reader::SampleSink;
 use crate::{file, header, model, parallel, reader, state, stream, DecodeError};
 
 /// Why an input could not be read: which input, and what went wrong (the text of both, once).
@@ -340,7 +341,7 @@ impl<'a> Reader<'a> {
     /// of its own meanwhile.
     fn read(
         mut self,
-        sink: Option<&mut dyn FnMut(&Profile, &Sample)>,
+        sink: Option<SampleSink<'_>>,
     ) -> Result<Profile, ReadError> {
         let name = self.name();
         let side_work = self.side_work.take();
@@ -355,7 +356,7 @@ impl<'a> Reader<'a> {
 
     fn read_here(
         self,
-        mut sink: Option<&mut dyn FnMut(&Profile, &Sample)>,
+        mut sink: Option<SampleSink<'_>>,
     ) -> Result<Profile, DecodeError> {
         let Reader {
             source,
@@ -411,8 +412,8 @@ impl<'a> Reader<'a> {
 /// The sample callback, re-borrowed so that its trait object coerces to a read's (shorter)
 /// lifetime.
 pub(crate) fn reborrow_sink<'s>(
-    sink: &'s mut Option<&mut dyn FnMut(&Profile, &Sample)>,
-) -> Option<&'s mut dyn FnMut(&Profile, &Sample)> {
+    sink: &'s mut Option<SampleSink<'_>>,
+) -> Option<SampleSink<'s>> {
     match sink {
         Some(f) => Some(&mut **f),
         None => None,

@@ -8,7 +8,7 @@ use std::io::Read;
 use crate::cursor::u64_at;
 use crate::header;
 use crate::model::{Profile, ReadStop, Sample};
-use crate::reader::{Framed, Reader, Skips};
+use crate::reader::{Framed, Reader, SampleSink, Skips};
 use crate::DecodeError;
 
 /// Records waiting for a FINISHED_ROUND are delivered early (in time order) beyond this many
@@ -425,7 +425,7 @@ pub(crate) fn is_pipe_header(head: &[u8]) -> bool {
 fn stream_from(
     head: &[u8],
     mut input: impl Read,
-    on_sample: Option<&mut dyn FnMut(&Profile, &Sample)>,
+    on_sample: Option<SampleSink<'_>>,
     skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let mut d = StreamDecoder::new();
@@ -456,7 +456,7 @@ fn stream_from(
 /// perf.data always is: its header points at the attributes and features at the end).
 pub(crate) fn read_input(
     mut input: impl Read,
-    on_sample: Option<&mut dyn FnMut(&Profile, &Sample)>,
+    on_sample: Option<SampleSink<'_>>,
     unwinder: Option<&mut dyn crate::unwind::UserStackUnwinder>,
     skips: Skips,
 ) -> Result<Profile, DecodeError> {

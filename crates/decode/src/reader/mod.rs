@@ -677,6 +677,7 @@ impl Reader<'_, '_> {
 
 #[cfg(test)]
 mod tests {
+    use super::sample::read_values;
     use super::*;
 
     #[test]

@@ -15,7 +15,7 @@ fn test_lbr_entries_are_kept_and_resolved() {
     // `perf record -b -- echo` on Skylake (kernel 4.14): perf report --branch-stack counts
     // 416 entries; 29 of them are empty (0 -> 0) and resolve nowhere.
     let p =
-        culprit_decode::Reader::open(&corpus("google-perf_data_converter/perf.data.branch-4.14"))
+        culprit_decode::Reader::open(corpus("google-perf_data_converter/perf.data.branch-4.14"))
             .collect()
             .unwrap();
     let entries: Vec<_> = p.samples.iter().flat_map(|s| p.branches(s)).collect();
@@ -46,7 +46,7 @@ fn test_lbr_entries_are_kept_and_resolved() {
 
 #[test]
 fn test_hw_index_is_kept_when_the_attr_asks() {
-    let p = culprit_decode::Reader::open(&corpus(
+    let p = culprit_decode::Reader::open(corpus(
         "google-perf_data_converter/perf.data.branch_stack_hw_index",
     ))
     .collect()

@@ -115,7 +115,7 @@ const FIXTURES: &[Expect] = &[
 #[test]
 fn test_read_file_fixture_counts_match_perf_report() {
     for (file, events, pipe, compressed, chains) in FIXTURES {
-        let p = culprit_decode::Reader::open(&fixture(file))
+        let p = culprit_decode::Reader::open(fixture(file))
             .collect()
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(p.stopped.is_none(), "{file}: stopped {:?}", p.stopped);
@@ -163,7 +163,7 @@ fn test_read_file_fixtures_match_perf_script() {
 
 #[test]
 fn test_read_file_header_features() {
-    let p = culprit_decode::Reader::open(&fixture("cpu-clock-c.data"))
+    let p = culprit_decode::Reader::open(fixture("cpu-clock-c.data"))
         .collect()
         .unwrap();
     let m = &p.meta;
@@ -191,7 +191,7 @@ fn test_read_file_header_features() {
 
 #[test]
 fn test_read_file_ibs_header_facts() {
-    let p = culprit_decode::Reader::open(&fixture("ibs-fam19h_m11_zen4.data"))
+    let p = culprit_decode::Reader::open(fixture("ibs-fam19h_m11_zen4.data"))
         .collect()
         .unwrap();
     assert_eq!(p.meta.cpuid.as_deref(), Some("AuthenticAMD,25,17,1"));
@@ -203,7 +203,7 @@ fn test_read_file_ibs_header_facts() {
 fn test_read_file_exec_replaces_maps() {
     // `sh -c "shares 3; exec shares 10"`: after the exec the sh process's samples must
     // resolve into the new executable, and its comm is the new one.
-    let p = culprit_decode::Reader::open(&fixture("exec-g.data"))
+    let p = culprit_decode::Reader::open(fixture("exec-g.data"))
         .collect()
         .unwrap();
     let shares = p
@@ -230,7 +230,7 @@ fn test_read_file_exec_replaces_maps() {
 
 #[test]
 fn test_read_file_dwarf_keeps_user_regs_and_stack() {
-    let p = culprit_decode::Reader::open(&fixture("dwarf.data"))
+    let p = culprit_decode::Reader::open(fixture("dwarf.data"))
         .collect()
         .unwrap();
     let e = &p.events[0];

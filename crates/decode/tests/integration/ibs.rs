@@ -26,7 +26,7 @@ fn test_read_file_ibs_raw_payloads_match_vectors() {
     let mut checked = 0;
     for variant in json["variants"].as_array().unwrap() {
         let name = variant["name"].as_str().unwrap();
-        let p = Reader::open(&fixture(&format!("ibs-{name}.data")))
+        let p = Reader::open(fixture(&format!("ibs-{name}.data")))
             .collect()
             .unwrap();
         let want: Vec<_> = samples.iter().filter(|s| s["variant"] == name).collect();

@@ -105,7 +105,7 @@ fn test_kernel_mmap2_without_prot_exec_still_maps_the_kernel() {
 #[test]
 fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
     let kernel_dso = |name: &str| {
-        let p = culprit_decode::Reader::open(&crate::common::fixture(&format!(
+        let p = culprit_decode::Reader::open(crate::common::fixture(&format!(
             "real-perf-data/google-autofdo/{name}"
         )))
         .collect()
@@ -139,7 +139,7 @@ fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
 /// perf map (real file: perf 6.1 reports chrome's `//anon` code as `[JIT] tid 2046`).
 #[test]
 fn test_anonymous_code_is_named_jit_tid_like_perf() {
-    let p = culprit_decode::Reader::open(&crate::common::fixture(
+    let p = culprit_decode::Reader::open(crate::common::fixture(
         "real-perf-data/google-perf_data_converter/perf.data.forkexit-3.4",
     ))
     .collect()
