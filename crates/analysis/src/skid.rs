@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use culprit_decode::abi::perf_type;
 use culprit_decode::model::EventInfo;
 use culprit_symbols::disasm::{Flow, Insn};
 use serde::Serialize;
@@ -37,18 +38,13 @@ pub enum EventClass {
     Stays,
 }
 
-/// PERF_TYPE_HARDWARE.
-const TYPE_HARDWARE: u32 = 0;
-/// PERF_TYPE_HW_CACHE.
-const TYPE_HW_CACHE: u32 = 3;
-
 /// Classifies an event by its generic type/config, else by its name (modifiers and the
 /// `pmu/…/` wrapper ignored, case-insensitive).
 pub fn classify(name: &str, attr_type: u32, config: u64) -> EventClass {
     match attr_type {
         // perf_hw_id: 2 cache-references, 3 cache-misses, 4 branch-instructions,
         // 5 branch-misses.
-        TYPE_HARDWARE => {
+        perf_type::HARDWARE => {
             return match config {
                 2 | 3 => EventClass::Memory,
                 4 | 5 => EventClass::Branch,
@@ -57,7 +53,7 @@ pub fn classify(name: &str, attr_type: u32, config: u64) -> EventClass {
         }
         // perf_hw_cache_id in the low byte: 0 L1D, 1 L1I, 2 LL, 3 DTLB, 4 ITLB, 5 BPU,
         // 6 NODE. Instruction-side caches stay: their IP is the fetched instruction.
-        TYPE_HW_CACHE => {
+        perf_type::HW_CACHE => {
             return match config & 0xff {
                 0 | 2 | 3 | 6 => EventClass::Memory,
                 5 => EventClass::Branch,

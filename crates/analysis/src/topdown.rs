@@ -40,8 +40,7 @@ pub const SPLIT_PENALTY: f64 = 0.8;
 pub const BOTTLENECK_MARGIN: f64 = 0.05;
 
 /// `perf_event_attr.type` values used here.
-const TYPE_HARDWARE: u32 = 0;
-const TYPE_RAW: u32 = 4;
+use culprit_decode::abi::perf_type::{HARDWARE as TYPE_HARDWARE, RAW as TYPE_RAW};
 
 /// Why Top-Down cannot be done.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

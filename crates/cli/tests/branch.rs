@@ -389,21 +389,21 @@ struct LbrSample {
 /// Writes a `perf record --call-graph lbr`-shaped file: process 100 runs `bin` at `base`,
 /// samples with CALLCHAIN and an LBR call stack (HW_INDEX), as perf 6.1 writes them.
 fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
-    use culprit_collect::perfdata::records;
-    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
-    let st = attr::sample::IDENTIFIER
-        | attr::sample::IP
-        | attr::sample::TID
-        | attr::sample::TIME
-        | attr::sample::PERIOD
-        | attr::sample::CALLCHAIN
-        | attr::sample::BRANCH_STACK;
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, record_type, sample_type};
+    let st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::PERIOD
+        | sample_type::CALLCHAIN
+        | sample_type::BRANCH_STACK;
     let a0 = Attr {
         attr_type: 0,
         config: 0,
         sample_period_or_freq: 100003,
         sample_type: st,
-        flags: attr::flag::SAMPLE_ID_ALL | attr::flag::MMAP | attr::flag::COMM | attr::flag::MMAP2,
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP | attr_flag::COMM | attr_flag::MMAP2,
         ..Attr::default()
     };
     let attrs = vec![FileAttr {
@@ -427,7 +427,7 @@ fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
                 body.extend([from, to, 0]);
             }
             let size = 8 + body.len() * 8;
-            buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
             buf.extend_from_slice(&s.misc.to_le_bytes());
             buf.extend_from_slice(&(size as u16).to_le_bytes());
             for v in body {

@@ -484,21 +484,21 @@ fn write_ibs_file(
     pmu: &str,
     regs_of: &RegsFn,
 ) {
-    use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, sample_type};
     let attr = Attr {
         attr_type: 12,
         config: 0,
         sample_period_or_freq: 100_000,
-        sample_type: sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::CPU
-            | sample::PERIOD
-            | sample::RAW,
-        flags: flag::SAMPLE_ID_ALL | flag::MMAP2 | flag::COMM,
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::CPU
+            | sample_type::PERIOD
+            | sample_type::RAW,
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP2 | attr_flag::COMM,
         ..Attr::default()
     };
     let id = 7;
@@ -539,7 +539,7 @@ fn write_ibs_file(
             prot: 5,
             flags: 2,
             filename: &path,
-            misc: records::MISC_USER,
+            misc: misc::USER,
         },
         &sid,
     );
@@ -568,7 +568,7 @@ fn write_ibs_file(
             body.resize(body.len().next_multiple_of(8), 0);
             let size = (body.len() + 8) as u16;
             buf.extend_from_slice(&9u32.to_le_bytes());
-            buf.extend_from_slice(&(records::MISC_USER | (1 << 14)).to_le_bytes());
+            buf.extend_from_slice(&(misc::USER | (1 << 14)).to_le_bytes());
             buf.extend_from_slice(&size.to_le_bytes());
             buf.extend_from_slice(&body);
             time += 1000;
@@ -688,8 +688,8 @@ fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
 /// WEIGHT and DATA_SRC decode into the same precise model as IBS.
 #[test]
 fn test_script_decodes_pebs_data_src_weight_and_addr() {
-    use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, sample_type};
     const WEIGHT: u64 = 1 << 14;
     const DATA_SRC: u64 = 1 << 15;
     let attr = Attr {
@@ -697,16 +697,16 @@ fn test_script_decodes_pebs_data_src_weight_and_addr() {
         config: 0x1cd,
         config1: 3,
         sample_period_or_freq: 1000,
-        sample_type: sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::ADDR
-            | sample::CPU
-            | sample::PERIOD
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::ADDR
+            | sample_type::CPU
+            | sample_type::PERIOD
             | WEIGHT
             | DATA_SRC,
-        flags: flag::SAMPLE_ID_ALL | (2 << flag::PRECISE_IP_SHIFT),
+        flags: attr_flag::SAMPLE_ID_ALL | (2 << attr_flag::PRECISE_IP_SHIFT),
         ..Attr::default()
     };
     let dir = common::scratch("pebs-script");

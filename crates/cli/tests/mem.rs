@@ -584,9 +584,9 @@ fn crafted_samples() -> Vec<(&'static str, u64, u64, u64, u64)> {
 /// samples `rounds` times over, each time followed by a FINISHED_ROUND record. With
 /// `chains`, each sample has a user call chain (its IP, then one of three callers).
 fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
-    use culprit_collect::perfdata::attr::{flag, sample};
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, sample_type};
     const DATA_SRC: u64 = 1 << 15;
     const PHYS_ADDR: u64 = 1 << 19;
     const DATA_PAGE_SIZE: u64 = 1 << 22;
@@ -596,19 +596,19 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
         config: 0x1cd,
         config1: 3,
         sample_period_or_freq: 1000,
-        sample_type: sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::ADDR
-            | sample::CPU
-            | sample::PERIOD
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::ADDR
+            | sample_type::CPU
+            | sample_type::PERIOD
             | WEIGHT_STRUCT
             | DATA_SRC
             | PHYS_ADDR
             | DATA_PAGE_SIZE
-            | if chains { sample::CALLCHAIN } else { 0 },
-        flags: flag::SAMPLE_ID_ALL | flag::COMM | (2 << flag::PRECISE_IP_SHIFT),
+            | if chains { sample_type::CALLCHAIN } else { 0 },
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | (2 << attr_flag::PRECISE_IP_SHIFT),
         ..Attr::default()
     };
     let mut w = PerfDataWriter::new(

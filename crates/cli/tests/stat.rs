@@ -633,9 +633,9 @@ fn sample_bytes(id: u64, ip: u64, pid: u32, time: u64, period: u64) -> Vec<u8> {
 /// Writes a Zen 5 `record --topdown`-shaped file: the six level-1 events (raw configs from
 /// topdown.md), two processes, `per_comm` = (comm, [(sample count, period) per event]).
 fn write_topdown_file(path: &std::path::Path, cpuid: &str, per_comm: &[(&str, [(u64, u64); 6])]) {
-    use culprit_collect::perfdata::attr::{flag, sample, FORMAT_ID};
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, read_format, sample_type};
     let configs: [(&str, u64); 6] = [
         ("ls_not_halted_cyc", 0x76),
         ("de_no_dispatch_per_slot.no_ops_from_frontend", 0x1000001A0),
@@ -644,8 +644,12 @@ fn write_topdown_file(path: &std::path::Path, cpuid: &str, per_comm: &[(&str, [(
         ("de_src_op_disp.all", 0x7AA),
         ("ex_ret_ops", 0xC1),
     ];
-    let st =
-        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
+    let st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::CPU
+        | sample_type::PERIOD;
     let attrs: Vec<FileAttr> = configs
         .iter()
         .enumerate()
@@ -655,8 +659,10 @@ fn write_topdown_file(path: &std::path::Path, cpuid: &str, per_comm: &[(&str, [(
                 config: *config,
                 sample_period_or_freq: 1_000_000,
                 sample_type: st,
-                read_format: FORMAT_ID,
-                flags: flag::DISABLED | flag::SAMPLE_ID_ALL | if i == 0 { flag::COMM } else { 0 },
+                read_format: read_format::ID,
+                flags: attr_flag::DISABLED
+                    | attr_flag::SAMPLE_ID_ALL
+                    | if i == 0 { attr_flag::COMM } else { 0 },
                 ..Attr::default()
             },
             name: name.to_string(),

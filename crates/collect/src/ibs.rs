@@ -14,6 +14,8 @@
 //! PEBS: precise Intel load/store events get PERF_SAMPLE_ADDR, WEIGHT and DATA_SRC
 //! ([`pebs_memory_sample_bits`]), as `perf mem record` asks.
 
+use culprit_decode::abi::{perf_type, sample_type};
+
 use crate::events::{EventSpec, SampleRate};
 use crate::sysfs::{ConfigWord, Pmu, Sysfs};
 
@@ -339,26 +341,21 @@ pub fn ibs_specs(
     Ok(out)
 }
 
-/// PERF_SAMPLE_WEIGHT.
-pub const SAMPLE_WEIGHT: u64 = 1 << 14;
-/// PERF_SAMPLE_DATA_SRC.
-pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
-
 /// The sample_type bits a PEBS memory event needs (as `perf mem record`: the data address,
 /// the load latency and where the data came from), or 0 for other events. Memory events are
 /// the precise (`:p`) Intel load/store events of the reference: loads `event=0xcd,umask=0x1`
 /// (with `ldlat`), stores `event=0xd0,umask=0x82` (Haswell+) or `0xcd/0x2` (Sandy Bridge),
 /// Gracemont loads/stores `0xd0/0x5`, `0xd0/0x6`.
 pub fn pebs_memory_sample_bits(spec: &EventSpec) -> u64 {
-    // PERF_TYPE_RAW is 4, which is also the `cpu` PMU's dynamic type on x86.
-    let core = spec.attr_type == 4 || spec.pmu.as_deref() == Some("cpu");
+    // PERF_TYPE_RAW is also the `cpu` PMU's dynamic type on x86.
+    let core = spec.attr_type == perf_type::RAW || spec.pmu.as_deref() == Some("cpu");
     if !core || spec.precise_ip == 0 {
         return 0;
     }
     let (event, umask) = (spec.config & 0xff, (spec.config >> 8) & 0xff);
     match (event, umask) {
         (0xcd, 0x1) | (0xcd, 0x2) | (0xd0, 0x82) | (0xd0, 0x5) | (0xd0, 0x6) => {
-            crate::perfdata::attr::sample::ADDR | SAMPLE_WEIGHT | SAMPLE_DATA_SRC
+            sample_type::ADDR | sample_type::WEIGHT | sample_type::DATA_SRC
         }
         _ => 0,
     }
@@ -527,7 +524,7 @@ mod tests {
         load.precise_ip = 2;
         assert_eq!(
             pebs_memory_sample_bits(&load),
-            (1 << 3) | SAMPLE_WEIGHT | SAMPLE_DATA_SRC
+            (1 << 3) | (1 << 14) | (1 << 15)
         );
         let mut store = EventSpec::new("r82d0:pp", None, 4, 0x82d0);
         store.precise_ip = 2;

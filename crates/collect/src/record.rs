@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 use crate::error::RecordError;
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
-use crate::perfdata::attr::{flag, sample, FORMAT_GROUP, FORMAT_ID};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
 use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
 use crate::procfs;
 use crate::ring::{self, Ring};
+use culprit_decode::abi::{attr_flag, misc, read_format, record_type, sample_type};
 
 /// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -207,73 +207,84 @@ pub struct RecordSummary {
 
 /// Builds the attr of one event.
 fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: bool) -> Attr {
-    let mut st =
-        sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
-    let mut flags = flag::DISABLED | flag::SAMPLE_ID_ALL | flag::INHERIT | flag::EXCLUDE_GUEST;
+    let mut st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::CPU
+        | sample_type::PERIOD;
+    let mut flags = attr_flag::DISABLED
+        | attr_flag::SAMPLE_ID_ALL
+        | attr_flag::INHERIT
+        | attr_flag::EXCLUDE_GUEST;
     let mut regs = 0;
     let mut stack = 0;
     match opts.call_graph {
         CallGraph::None => {}
-        CallGraph::Fp => st |= sample::CALLCHAIN,
+        CallGraph::Fp => st |= sample_type::CALLCHAIN,
         CallGraph::Dwarf(size) => {
             // As perf: the kernel part of the chain from CALLCHAIN, the user part unwound
             // offline from the register and stack copies.
-            st |= sample::CALLCHAIN | sample::REGS_USER | sample::STACK_USER;
-            flags |= flag::EXCLUDE_CALLCHAIN_USER;
+            st |= sample_type::CALLCHAIN | sample_type::REGS_USER | sample_type::STACK_USER;
+            flags |= attr_flag::EXCLUDE_CALLCHAIN_USER;
             regs = X86_64_REGS_MASK;
             stack = size;
         }
     }
     if spec.pmu.as_deref().is_some_and(|p| p.starts_with("ibs")) {
-        st |= sample::RAW;
+        st |= sample_type::RAW;
         // The IBS PMUs reject exclude_host/exclude_guest/exclude_idle with EINVAL.
-        flags &= !flag::EXCLUDE_GUEST;
+        flags &= !attr_flag::EXCLUDE_GUEST;
     }
     st |= crate::ibs::pebs_memory_sample_bits(spec);
     if spec.exclude_user {
-        flags |= flag::EXCLUDE_USER;
+        flags |= attr_flag::EXCLUDE_USER;
     }
     if spec.exclude_kernel {
-        flags |= flag::EXCLUDE_KERNEL;
+        flags |= attr_flag::EXCLUDE_KERNEL;
     }
     if spec.exclude_hv {
-        flags |= flag::EXCLUDE_HV;
+        flags |= attr_flag::EXCLUDE_HV;
     }
-    flags |= u64::from(spec.precise_ip.min(3)) << flag::PRECISE_IP_SHIFT;
+    flags |= u64::from(spec.precise_ip.min(3)) << attr_flag::PRECISE_IP_SHIFT;
     if matches!(opts.target, Target::Command(_)) {
-        flags |= flag::ENABLE_ON_EXEC;
+        flags |= attr_flag::ENABLE_ON_EXEC;
     }
     if first {
-        flags |= flag::MMAP | flag::MMAP2 | flag::COMM | flag::COMM_EXEC | flag::TASK;
+        flags |= attr_flag::MMAP
+            | attr_flag::MMAP2
+            | attr_flag::COMM
+            | attr_flag::COMM_EXEC
+            | attr_flag::TASK;
         if matches!(opts.call_graph, CallGraph::Dwarf(_)) {
             // As perf: DWARF unwinders look up the stack and data mappings too.
-            flags |= flag::MMAP_DATA;
+            flags |= attr_flag::MMAP_DATA;
         }
     }
     let mut period = match rate {
         SampleRate::Period(p) => p,
         SampleRate::Frequency(f) => {
-            flags |= flag::FREQ;
+            flags |= attr_flag::FREQ;
             f
         }
     };
-    let mut read_format = FORMAT_ID;
+    let mut read_format = read_format::ID;
     if let Some(g) = spec.group {
         if !g.leader {
             // As perf: members are enabled with their leader.
-            flags &= !(flag::DISABLED | flag::ENABLE_ON_EXEC);
+            flags &= !(attr_flag::DISABLED | attr_flag::ENABLE_ON_EXEC);
         }
         if g.leader_sampling {
             // As perf: every event of the group reads the whole group by id, and counters
             // are not inherited (kernels before 6.11 refuse inherited PERF_SAMPLE_READ, and
             // perf before 6.12 takes deltas per id, not per thread).
-            st |= sample::READ;
-            read_format |= FORMAT_GROUP;
-            flags &= !flag::INHERIT;
+            st |= sample_type::READ;
+            read_format |= read_format::GROUP;
+            flags &= !attr_flag::INHERIT;
             if !g.leader {
                 // Members do not sample: the leader's samples read them.
                 period = 0;
-                flags &= !flag::FREQ;
+                flags &= !attr_flag::FREQ;
             }
         }
     }
@@ -495,7 +506,7 @@ impl Tracker {
         // The sample_id trailer ends with IDENTIFIER on every non-sample record.
         let trailer_id = || rd_u64(r, r.len().saturating_sub(8)).unwrap_or(0);
         match ty {
-            records::RECORD_SAMPLE => {
+            record_type::SAMPLE => {
                 let (Some(id), Some(ip), Some(pid), Some(time)) =
                     (rd_u64(r, 8), rd_u64(r, 16), rd_u32(r, 24), rd_u64(r, 32))
                 else {
@@ -519,27 +530,27 @@ impl Tracker {
                     _ => {}
                 }
             }
-            records::RECORD_LOST => {
+            record_type::LOST => {
                 let lost = rd_u64(r, 16).unwrap_or(0);
                 let ev = self.event_of(rd_u64(r, 8).unwrap_or(0));
                 self.lost[ev] += lost;
                 self.lost_records += 1;
                 self.lost_samples += lost;
             }
-            records::RECORD_LOST_SAMPLES => {
+            record_type::LOST_SAMPLES => {
                 let lost = rd_u64(r, 8).unwrap_or(0);
                 let ev = self.event_of(trailer_id());
                 self.lost[ev] += lost;
                 self.lost_records += 1;
                 self.lost_samples += lost;
             }
-            records::RECORD_THROTTLE => {
+            record_type::THROTTLE => {
                 self.throttle += 1;
                 let ev = self.event_of(rd_u64(r, 16).unwrap_or(0));
                 self.throttled[ev] += 1;
             }
-            records::RECORD_UNTHROTTLE => self.unthrottle += 1,
-            records::RECORD_FORK => {
+            record_type::UNTHROTTLE => self.unthrottle += 1,
+            record_type::FORK => {
                 let (Some(pid), Some(ppid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
                     return;
                 };
@@ -548,13 +559,13 @@ impl Tracker {
                     self.maps.insert(pid, inherited);
                 }
             }
-            records::RECORD_COMM if misc & records::MISC_COMM_EXEC != 0 => {
+            record_type::COMM if misc & misc::COMM_EXEC != 0 => {
                 // exec replaced the process image: its old mappings are gone.
                 if let Some(pid) = rd_u32(r, 8) {
                     self.maps.remove(&pid);
                 }
             }
-            records::RECORD_MMAP2 => {
+            record_type::MMAP2 => {
                 let (Some(pid), Some(addr), Some(len), Some(prot)) =
                     (rd_u32(r, 8), rd_u64(r, 16), rd_u64(r, 24), rd_u32(r, 64))
                 else {
@@ -585,7 +596,7 @@ impl Tracker {
         if self.kernel_hit {
             if let Some(id) = crate::buildid::kernel_build_id() {
                 out.push(BuildIdEntry {
-                    cpumode: records::MISC_KERNEL,
+                    cpumode: misc::KERNEL,
                     build_id: id,
                     filename: "[kernel.kallsyms]".into(),
                 });
@@ -604,7 +615,7 @@ impl Tracker {
             };
             if let Some(id) = id {
                 out.push(BuildIdEntry {
-                    cpumode: records::MISC_USER,
+                    cpumode: misc::USER,
                     build_id: id,
                     filename: name.clone(),
                 });
@@ -721,7 +732,7 @@ fn record_into(
         // cpu-clock, as perf falls back.
         let cycles = crate::events::default_event();
         let probe = Attr {
-            flags: flag::DISABLED | flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV,
+            flags: attr_flag::DISABLED | attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV,
             ..build_attr(
                 &cycles,
                 SampleRate::Frequency(DEFAULT_FREQUENCY),
@@ -840,11 +851,11 @@ fn record_into(
                     Ok(fd) => fd,
                     Err(e)
                         if (e == libc::EACCES || e == libc::EPERM)
-                            && attrs[ei].flags & flag::EXCLUDE_KERNEL == 0 =>
+                            && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0 =>
                     {
                         // As perf: without the right to sample the kernel, retry user-only.
                         let mut a = attrs[ei];
-                        a.flags |= flag::EXCLUDE_KERNEL | flag::EXCLUDE_HV;
+                        a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
                         match ring::perf_event_open_in_group(&a, task, cpu as i32, leader) {
                             Ok(fd) => {
                                 if !kernel_excluded_warned {
@@ -1167,7 +1178,7 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
         prot: 0,
         flags: 0,
         filename: b"[kernel.kallsyms]_text",
-        misc: records::MISC_KERNEL,
+        misc: misc::KERNEL,
     };
     records::push_mmap(
         out,
@@ -1187,7 +1198,7 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
 /// `mmap_data`) of a running process.
 fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
     // With mmap_data (dwarf call graphs) the data mappings matter too, as for perf.
-    let data = attr.flags & flag::MMAP_DATA != 0;
+    let data = attr.flags & attr_flag::MMAP_DATA != 0;
     let tids = procfs::threads(pid);
     if tids.is_empty() {
         return;
@@ -1230,7 +1241,7 @@ fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
             prot: m.prot,
             flags: m.flags,
             filename: name.as_bytes(),
-            misc: records::MISC_USER,
+            misc: misc::USER,
         };
         records::push_mmap2(out, attr, &args, &sid);
     }
@@ -1267,13 +1278,17 @@ mod tests {
         );
         assert_eq!(a.attr_type, 1);
         assert_eq!(a.sample_period_or_freq, 4000);
-        assert!(a.flags & flag::FREQ != 0);
-        assert!(a.flags & flag::ENABLE_ON_EXEC != 0);
+        assert!(a.flags & attr_flag::FREQ != 0);
+        assert!(a.flags & attr_flag::ENABLE_ON_EXEC != 0);
         assert!(
-            a.flags & (flag::MMAP2 | flag::COMM | flag::TASK)
-                == flag::MMAP2 | flag::COMM | flag::TASK
+            a.flags & (attr_flag::MMAP2 | attr_flag::COMM | attr_flag::TASK)
+                == attr_flag::MMAP2 | attr_flag::COMM | attr_flag::TASK
         );
-        assert!(a.sample_type & (sample::REGS_USER | sample::STACK_USER | sample::CALLCHAIN) != 0);
+        assert!(
+            a.sample_type
+                & (sample_type::REGS_USER | sample_type::STACK_USER | sample_type::CALLCHAIN)
+                != 0
+        );
         assert_eq!(a.sample_regs_user, X86_64_REGS_MASK);
         assert_eq!(a.sample_stack_user, 4096);
         let b = build_attr(
@@ -1282,14 +1297,14 @@ mod tests {
             &opts(Target::Pids(vec![1])),
             false,
         );
-        assert!(b.flags & (flag::FREQ | flag::MMAP | flag::ENABLE_ON_EXEC) == 0);
+        assert!(b.flags & (attr_flag::FREQ | attr_flag::MMAP | attr_flag::ENABLE_ON_EXEC) == 0);
         assert_eq!(b.sample_period_or_freq, 1000);
     }
 
     #[test]
     fn test_tracker_counts_and_dso_hits() {
         let attr = Attr {
-            sample_type: sample::IDENTIFIER | sample::TID | sample::TIME,
+            sample_type: sample_type::IDENTIFIER | sample_type::TID | sample_type::TIME,
             ..Attr::default()
         };
         let mut t = Tracker::new(2);
@@ -1308,13 +1323,13 @@ mod tests {
             prot: libc::PROT_EXEC as u32 | libc::PROT_READ as u32,
             flags: 2,
             filename: b"/bin/prog",
-            misc: records::MISC_USER,
+            misc: misc::USER,
         };
         records::push_mmap2(&mut buf, &attr, &m, &SampleId::default());
         // sample of event 1 in /bin/prog, then one in no mapping
         for (id, ip) in [(8u64, 0x1800u64), (7, 0x9000)] {
-            buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&records::MISC_USER.to_le_bytes());
+            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
+            buf.extend_from_slice(&misc::USER.to_le_bytes());
             buf.extend_from_slice(&40u16.to_le_bytes());
             buf.extend_from_slice(&id.to_le_bytes());
             buf.extend_from_slice(&ip.to_le_bytes());
@@ -1323,7 +1338,7 @@ mod tests {
             buf.extend_from_slice(&123u64.to_le_bytes());
         }
         // LOST of event 1: 5 samples
-        buf.extend_from_slice(&records::RECORD_LOST.to_le_bytes());
+        buf.extend_from_slice(&record_type::LOST.to_le_bytes());
         buf.extend_from_slice(&0u16.to_le_bytes());
         buf.extend_from_slice(&24u16.to_le_bytes());
         buf.extend_from_slice(&8u64.to_le_bytes());

@@ -10,22 +10,28 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::perfdata::Attr;
+use perf_event_open_sys as sys;
 
-/// `PERF_EVENT_IOC_ENABLE` (`_IO('$', 0)`).
-const IOC_ENABLE: libc::c_ulong = 0x2400;
-/// `PERF_EVENT_IOC_DISABLE` (`_IO('$', 1)`).
-const IOC_DISABLE: libc::c_ulong = 0x2401;
-/// `PERF_EVENT_IOC_SET_OUTPUT` (`_IO('$', 5)`).
-const IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
-/// `PERF_EVENT_IOC_ID` (`_IOR('$', 7, __u64 *)`).
-const IOC_ID: libc::c_ulong = 0x8008_2407;
-/// `PERF_FLAG_FD_CLOEXEC`.
-const FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+use crate::perfdata::Attr;
 
 /// The attr bytes with the alignment the kernel's struct has.
 #[repr(C, align(8))]
 struct AttrBuf([u8; crate::perfdata::ATTR_SIZE]);
+
+/// The errno of the last failed call (EINVAL if the OS gave none).
+fn last_errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EINVAL)
+}
+
+/// An ioctl's return value as a result.
+fn ioctl_result(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// Opens one event. `pid`: task (or -1 for all tasks of `cpu`); `cpu`: CPU (or -1).
 /// Returns the errno on failure.
@@ -40,25 +46,23 @@ pub fn perf_event_open_in_group(
     cpu: i32,
     leader: Option<&OwnedFd>,
 ) -> Result<OwnedFd, i32> {
-    use std::os::fd::AsRawFd;
     let group_fd = leader.map_or(-1, |f| f.as_raw_fd());
-    let buf = AttrBuf(attr.to_bytes());
+    // The attr is culprit's own encoding (the bytes the perf.data file states), not the
+    // bindings' struct: the kernel reads as many bytes as its `size` field says.
+    let mut buf = AttrBuf(attr.to_bytes());
     // SAFETY: buf is a valid, 8-aligned perf_event_attr of the size its `size` field states,
-    // alive for the duration of the call.
+    // alive and writable (the kernel may write the size it expects back) for the call.
     let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            buf.0.as_ptr(),
-            pid as libc::c_long,
-            cpu as libc::c_long,
-            group_fd as libc::c_long,
-            FLAG_FD_CLOEXEC,
+        sys::perf_event_open(
+            buf.0.as_mut_ptr().cast::<sys::bindings::perf_event_attr>(),
+            pid,
+            cpu,
+            group_fd,
+            libc::c_ulong::from(sys::bindings::PERF_FLAG_FD_CLOEXEC),
         )
     };
     if fd < 0 {
-        return Err(io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EINVAL));
+        return Err(last_errno());
     }
     // SAFETY: the kernel returned a new file descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
@@ -68,38 +72,26 @@ pub fn perf_event_open_in_group(
 pub fn event_id(fd: &OwnedFd) -> io::Result<u64> {
     let mut id: u64 = 0;
     // SAFETY: PERF_EVENT_IOC_ID writes one u64 through the pointer.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), IOC_ID as _, &mut id as *mut u64) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    ioctl_result(unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) })?;
     Ok(id)
 }
 
 /// Redirects `fd`'s records into the ring buffer of `target`.
 pub fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     // SAFETY: plain ioctl on two descriptors we own.
-    let rc = unsafe {
-        libc::ioctl(
-            fd.as_raw_fd(),
-            IOC_SET_OUTPUT as _,
-            target.as_raw_fd() as libc::c_ulong,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    ioctl_result(unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), target.as_raw_fd()) })
 }
 
 /// Enables (`true`) or disables an event.
 pub fn set_enabled(fd: &OwnedFd, on: bool) -> io::Result<()> {
-    let req = if on { IOC_ENABLE } else { IOC_DISABLE };
     // SAFETY: plain ioctl on a descriptor we own.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, 0 as libc::c_ulong) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    ioctl_result(unsafe {
+        if on {
+            sys::ioctls::ENABLE(fd.as_raw_fd(), 0)
+        } else {
+            sys::ioctls::DISABLE(fd.as_raw_fd(), 0)
+        }
+    })
 }
 
 /// Offsets in `struct perf_event_mmap_page`.
@@ -228,15 +220,18 @@ impl Drop for Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::perfdata::attr::{flag, sample};
+    use culprit_decode::abi::{attr_flag, sample_type};
 
     fn sw_attr(config: u64) -> Attr {
         Attr {
             attr_type: 1,
             config,
             sample_period_or_freq: 100_000,
-            sample_type: sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL | flag::EXCLUDE_KERNEL,
+            sample_type: sample_type::IDENTIFIER
+                | sample_type::IP
+                | sample_type::TID
+                | sample_type::TIME,
+            flags: attr_flag::DISABLED | attr_flag::SAMPLE_ID_ALL | attr_flag::EXCLUDE_KERNEL,
             ..Attr::default()
         }
     }

@@ -3,37 +3,14 @@
 //! HEADER_FEATURE records). Offsets and layouts follow Linux
 //! `tools/perf/Documentation/perf.data-file-format.txt` and `include/uapi/linux/perf_event.h`.
 
+use crate::abi::{
+    self, ATTR_SIZE_VER0, FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, MAGIC, MAGIC_BIG_ENDIAN,
+};
 use crate::cursor::{c_string, Cur};
 use crate::model::{CpuMode, Meta};
 
-/// `PERFILE2` read as a little-endian u64.
-pub(crate) const MAGIC_LE: &[u8; 8] = b"PERFILE2";
-/// The same magic written by a big-endian machine.
-pub(crate) const MAGIC_BE: &[u8; 8] = b"2ELIFREP";
-/// Size of `struct perf_file_header` (magic, size, attr_size, 3 sections, 4 feature words).
-pub(crate) const FILE_HEADER_SIZE: usize = 104;
-/// The same header without its feature bits, as perf wrote it before features existed.
-const FILE_HEADER_SIZE_NO_FEATURES: usize = 72;
-
-/// Feature bit numbers (`HEADER_*` in tools/perf/util/header.h).
-pub(crate) mod feat {
-    pub const TRACING_DATA: u32 = 1;
-    pub const BUILD_ID: u32 = 2;
-    pub const HOSTNAME: u32 = 3;
-    pub const OSRELEASE: u32 = 4;
-    pub const VERSION: u32 = 5;
-    pub const ARCH: u32 = 6;
-    pub const NRCPUS: u32 = 7;
-    pub const CPUDESC: u32 = 8;
-    pub const CPUID: u32 = 9;
-    pub const TOTAL_MEM: u32 = 10;
-    pub const CMDLINE: u32 = 11;
-    pub const EVENT_DESC: u32 = 12;
-    pub const PMU_MAPPINGS: u32 = 16;
-    pub const SAMPLE_TIME: u32 = 21;
-    pub const PMU_CAPS: u32 = 31;
-    pub const COMPRESSED: u32 = 27;
-}
+/// Feature bit numbers (`HEADER_*`).
+pub(crate) use crate::abi::feature as feat;
 
 /// A `{offset, size}` pair of the file header.
 #[derive(Debug, Clone, Copy, Default)]
@@ -84,8 +61,8 @@ impl From<HeaderError> for crate::DecodeError {
     }
 }
 
-/// The legacy (version 1) magic: the byte order is not in it but in the sizes after it.
-pub(crate) const MAGIC_V1: &[u8; 8] = b"PERFFILE";
+/// The legacy (version 1) magic.
+pub(crate) use crate::abi::MAGIC_V1;
 
 /// `perf_event_attr` sizes perf accepts in a version-1 file (PERF_ATTR_SIZE_VER0..VER4):
 /// its `attr_size` is one of them plus the 16-byte ids section.
@@ -101,9 +78,9 @@ pub(crate) fn byte_order(data: &[u8]) -> Result<bool, crate::DecodeError> {
     let Some(magic) = data.get(..8) else {
         return Err(crate::DecodeError::TooShort(data.len() as u64));
     };
-    if magic == MAGIC_LE {
+    if magic == MAGIC {
         Ok(false)
-    } else if magic == MAGIC_BE {
+    } else if magic == MAGIC_BIG_ENDIAN {
         Ok(true)
     } else if magic == MAGIC_V1 {
         v1_byte_order(data)
@@ -197,15 +174,8 @@ pub(crate) struct Attr {
     pub name: Option<String>,
 }
 
-/// `perf_event_attr` flag bits used here.
-pub(crate) mod flag {
-    pub const INHERIT: u64 = 1 << 1;
-    pub const FREQ: u64 = 1 << 10;
-    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
-}
-
-/// Smallest `perf_event_attr` (PERF_ATTR_SIZE_VER0).
-const ATTR_SIZE_VER0: usize = 64;
+/// `perf_event_attr` flag bits.
+pub(crate) use crate::abi::attr_flag as flag;
 
 /// Parses one `perf_event_attr` from `b` (at most `b.len()` bytes are looked at). Returns the
 /// attr and its self-declared size.
@@ -462,8 +432,7 @@ pub(crate) fn parse_build_id_body(
     let pid = c.i32()?;
     let id = c.bytes(24)?;
     let path = c_string(c.bytes(c.remaining())?);
-    const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
-    let len = if misc & MISC_BUILD_ID_SIZE != 0 {
+    let len = if misc & abi::misc::BUILD_ID_SIZE != 0 {
         usize::from(*id.get(20)?).min(20)
     } else {
         // Old files: 20 bytes, trailing zero words trimmed (short ids such as md5 ones).

@@ -8,8 +8,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::model::{Profile, Sample};
-use crate::unwind::UserStackUnwinder;
 use crate::reader::SampleSink;
+use crate::unwind::UserStackUnwinder;
 use crate::{file, header, model, parallel, reader, state, stream, DecodeError};
 
 /// Why an input could not be read: which input, and what went wrong (the text of both, once).
@@ -339,10 +339,7 @@ impl<'a> Reader<'a> {
 
     /// The sequential read: samples to `sink`, or kept in the profile; side work on a thread
     /// of its own meanwhile.
-    fn read(
-        mut self,
-        sink: Option<SampleSink<'_>>,
-    ) -> Result<Profile, ReadError> {
+    fn read(mut self, sink: Option<SampleSink<'_>>) -> Result<Profile, ReadError> {
         let name = self.name();
         let side_work = self.side_work.take();
         let result = std::thread::scope(|scope| {
@@ -354,10 +351,7 @@ impl<'a> Reader<'a> {
         result.map_err(|error| ReadError { input: name, error })
     }
 
-    fn read_here(
-        self,
-        mut sink: Option<SampleSink<'_>>,
-    ) -> Result<Profile, DecodeError> {
+    fn read_here(self, mut sink: Option<SampleSink<'_>>) -> Result<Profile, DecodeError> {
         let Reader {
             source,
             mut unwinder,
@@ -411,9 +405,7 @@ impl<'a> Reader<'a> {
 
 /// The sample callback, re-borrowed so that its trait object coerces to a read's (shorter)
 /// lifetime.
-pub(crate) fn reborrow_sink<'s>(
-    sink: &'s mut Option<SampleSink<'_>>,
-) -> Option<SampleSink<'s>> {
+pub(crate) fn reborrow_sink<'s>(sink: &'s mut Option<SampleSink<'_>>) -> Option<SampleSink<'s>> {
     match sink {
         Some(f) => Some(&mut **f),
         None => None,

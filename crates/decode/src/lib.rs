@@ -25,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod abi;
 mod cursor;
 mod file;
 mod header;

@@ -2,6 +2,7 @@
 //! (`cycles`, `cpu-clock`, `L1-dcache-load-misses`, `r1c2`, `ibs_op/config=0x…/`, plus perf's
 //! `:u`/`:k`/`:p` modifiers derived from the exclude bits and precise_ip).
 
+use crate::abi::{attr_flag, perf_type};
 use crate::header::Attr;
 
 const HW: [&str; 10] = [
@@ -52,18 +53,18 @@ const CACHE_OP: [(&str, &str); 3] = [
 pub(crate) fn event_name(attr: &Attr, pmus: &[(u32, String)]) -> String {
     // The extended hardware type (PMU type in config bits 32..64) is used by hybrid systems.
     let base = match attr.type_ {
-        0 => HW
+        perf_type::HARDWARE => HW
             .get((attr.config & 0xff) as usize)
             .map(|s| s.to_string())
             .unwrap_or_else(|| format!("unknown-hardware:{:#x}", attr.config)),
-        1 => SW
+        perf_type::SOFTWARE => SW
             .get(attr.config as usize)
             .map(|s| s.to_string())
             .unwrap_or_else(|| format!("unknown-software:{:#x}", attr.config)),
-        2 => format!("tracepoint:{:#x}", attr.config),
-        3 => cache_name(attr.config),
-        4 => format!("r{:x}", attr.config),
-        5 => format!("mem:{:#x}", attr.config1),
+        perf_type::TRACEPOINT => format!("tracepoint:{:#x}", attr.config),
+        perf_type::HW_CACHE => cache_name(attr.config),
+        perf_type::RAW => format!("r{:x}", attr.config),
+        perf_type::BREAKPOINT => format!("mem:{:#x}", attr.config1),
         t => {
             let pmu = pmus
                 .iter()
@@ -83,7 +84,7 @@ pub(crate) fn event_name(attr: &Attr, pmus: &[(u32, String)]) -> String {
     };
     // Hybrid CPUs: the PMU type in config bits 32..64 of hardware/cache events.
     let ext = (attr.config >> 32) as u32;
-    let base = if matches!(attr.type_, 0 | 3) && ext != 0 {
+    let base = if matches!(attr.type_, perf_type::HARDWARE | perf_type::HW_CACHE) && ext != 0 {
         let pmu = pmus
             .iter()
             .find(|(ty, _)| *ty == ext)
@@ -116,10 +117,14 @@ fn cache_name(config: u64) -> String {
 /// perf's modifier suffix: `:k`/`:u`/`:h` listing the *included* contexts when any is
 /// excluded, `p`s for precise_ip, and `H`/`G` when the host/guest exclusion is not the default.
 fn modifiers(flags: u64) -> String {
-    let bit = |n: u32| flags & (1u64 << n) != 0;
-    let (excl_user, excl_kernel, excl_hv) = (bit(4), bit(5), bit(6));
-    let precise = ((flags >> 15) & 3) as usize;
-    let (excl_host, excl_guest) = (bit(19), bit(20));
+    let bit = |b: u64| flags & b != 0;
+    let (excl_user, excl_kernel, excl_hv) = (
+        bit(attr_flag::EXCLUDE_USER),
+        bit(attr_flag::EXCLUDE_KERNEL),
+        bit(attr_flag::EXCLUDE_HV),
+    );
+    let precise = ((flags >> attr_flag::PRECISE_IP_SHIFT) & 3) as usize;
+    let (excl_host, excl_guest) = (bit(attr_flag::EXCLUDE_HOST), bit(attr_flag::EXCLUDE_GUEST));
     let mut m = String::new();
     let mut guest_default = false;
     if excl_kernel || excl_user || excl_hv {
@@ -159,10 +164,10 @@ pub(crate) fn pmu_name(type_: u32, pmus: &[(u32, String)]) -> Option<String> {
         return Some(n.clone());
     }
     match type_ {
-        0 | 3 => Some("cpu".into()),
-        1 => Some("software".into()),
-        2 => Some("tracepoint".into()),
-        5 => Some("breakpoint".into()),
+        perf_type::HARDWARE | perf_type::HW_CACHE => Some("cpu".into()),
+        perf_type::SOFTWARE => Some("software".into()),
+        perf_type::TRACEPOINT => Some("tracepoint".into()),
+        perf_type::BREAKPOINT => Some("breakpoint".into()),
         _ => None,
     }
 }

@@ -16,7 +16,7 @@ use crate::DecodeError;
 const PENDING_CAP: usize = 64 << 20;
 
 /// Size of a pipe-mode header: magic and a header size of 16.
-const PIPE_HEADER: usize = 16;
+use crate::abi::PIPE_HEADER_SIZE as PIPE_HEADER;
 
 /// Decodes a pipe-mode perf.data stream fed in chunks of any size (a live recording, stdin).
 ///

@@ -395,7 +395,8 @@ fn function_name(text: &str) -> String {
 }
 
 fn is_cpu_clock(e: &EventInfo) -> bool {
-    (e.attr_type == 1 && e.config == 0) || event_matches("cpu-clock", &e.name)
+    (e.attr_type == culprit_decode::abi::perf_type::SOFTWARE && e.config == 0)
+        || event_matches("cpu-clock", &e.name)
 }
 
 impl Program {

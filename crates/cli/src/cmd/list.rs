@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use culprit_collect::events::{catalog, generic, EventParser, EventSpec};
 use culprit_collect::probe;
 use culprit_collect::sysfs::{self, CpuIdentity, Pmu, Sysfs};
+use culprit_decode::abi::perf_type;
 use serde::Serialize;
 
 /// Output format.
@@ -222,7 +223,7 @@ fn collect(args: &ListArgs) -> Listing {
         if e.names.iter().any(|n| matches(&args.filter, n)) {
             events.push(probe_event(
                 "hardware",
-                generic::PERF_TYPE_HARDWARE,
+                perf_type::HARDWARE,
                 (e.names, e.config, e.description),
             ));
         }
@@ -231,7 +232,7 @@ fn collect(args: &ListArgs) -> Listing {
         if e.names.iter().any(|n| matches(&args.filter, n)) {
             events.push(probe_event(
                 "software",
-                generic::PERF_TYPE_SOFTWARE,
+                perf_type::SOFTWARE,
                 (e.names, e.config, e.description),
             ));
         }
@@ -240,7 +241,7 @@ fn collect(args: &ListArgs) -> Listing {
         if matches(&args.filter, &name) {
             events.push(probe_event(
                 "cache",
-                generic::PERF_TYPE_HW_CACHE,
+                perf_type::HW_CACHE,
                 (&[name.as_str()], config, "generic hardware-cache event"),
             ));
         }

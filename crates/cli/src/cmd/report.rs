@@ -247,12 +247,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             }
         },
     )?;
-    const SAMPLE_DATA_SRC: u64 = 1 << 15;
     if mem_mode
         && !profile
             .events
             .iter()
-            .any(|e| e.sample_type & SAMPLE_DATA_SRC != 0)
+            .any(|e| e.sample_type & culprit_decode::abi::sample_type::DATA_SRC != 0)
     {
         // As perf --mem-mode: every row would be N/A.
         anyhow::bail!(
@@ -388,10 +387,9 @@ fn record_name(t: u32) -> &'static str {
 
 /// Whether an event's period is in nanoseconds (software clock events).
 fn period_is_ns(profile: &Profile, e: &EventTotals) -> bool {
-    profile
-        .events
-        .get(usize::from(e.id))
-        .is_some_and(|i| i.attr_type == 1 && (i.config == 0 || i.config == 1))
+    profile.events.get(usize::from(e.id)).is_some_and(|i| {
+        i.attr_type == culprit_decode::abi::perf_type::SOFTWARE && (i.config == 0 || i.config == 1)
+    })
 }
 
 fn human_count(v: u64) -> String {

@@ -57,7 +57,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if !profile
         .events
         .iter()
-        .any(|e| e.sample_type & (1 << 11) != 0)
+        .any(|e| e.sample_type & culprit_decode::abi::sample_type::BRANCH_STACK != 0)
     {
         anyhow::bail!(
             "{}: no event of the file has branch stacks (record with `perf record -b` or \

@@ -151,6 +151,7 @@ pub fn push_process(
     base: u64,
 ) {
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
+    use culprit_decode::abi::misc;
     let sid = SampleId {
         pid: 100,
         tid: 100,
@@ -176,7 +177,7 @@ pub fn push_process(
             prot: 5,
             flags: 2,
             filename: name.as_bytes(),
-            misc: records::MISC_USER,
+            misc: misc::USER,
         },
         &sid,
     );
@@ -191,13 +192,13 @@ pub fn write_crafted_file(
     events: &[(&str, u32, u64)],
     samples: &[(u64, u64, bool)],
 ) {
-    use culprit_collect::perfdata::records;
-    use culprit_collect::perfdata::{attr, Attr, Features, FileAttr, PerfDataWriter};
-    let st = attr::sample::IDENTIFIER
-        | attr::sample::IP
-        | attr::sample::TID
-        | attr::sample::TIME
-        | attr::sample::PERIOD;
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+    let st = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::PERIOD;
     let attrs: Vec<FileAttr> = events
         .iter()
         .enumerate()
@@ -207,10 +208,10 @@ pub fn write_crafted_file(
                 config,
                 sample_period_or_freq: 100003,
                 sample_type: st,
-                flags: attr::flag::SAMPLE_ID_ALL
-                    | attr::flag::MMAP
-                    | attr::flag::COMM
-                    | attr::flag::MMAP2,
+                flags: attr_flag::SAMPLE_ID_ALL
+                    | attr_flag::MMAP
+                    | attr_flag::COMM
+                    | attr_flag::MMAP2,
                 ..Attr::default()
             },
             name: name.to_string(),
@@ -227,9 +228,9 @@ pub fn write_crafted_file(
         for &(svma, n, exact) in samples {
             for _ in 0..n {
                 // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
-                let misc: u16 = records::MISC_USER | if exact { 1 << 14 } else { 0 };
+                let misc: u16 = misc::USER | if exact { 1 << 14 } else { 0 };
                 let start = buf.len();
-                buf.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
+                buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
                 buf.extend_from_slice(&misc.to_le_bytes());
                 buf.extend_from_slice(&48u16.to_le_bytes());
                 buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
@@ -390,4 +391,53 @@ pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
         file.display()
     );
     ours
+}
+
+/// Validates `json` (one JSON document, or JSON Lines when `lines`) against
+/// docs/schemas/NAME.schema.json with python3's `jsonschema` (the reference validator;
+/// `.ci/run` installs it), and checks that every document carries an integer `schema`.
+/// Panics with the validator's message when it does not validate.
+pub fn validate_json_schema(name: &str, json: &str) {
+    let schema = repo_root().join(format!("docs/schemas/{name}.schema.json"));
+    assert!(schema.exists(), "no schema file {}", schema.display());
+    let dir = scratch(&format!("schema-{name}-{}", std::process::id()));
+    let doc = dir.join("doc.json");
+    std::fs::write(&doc, json).unwrap();
+    let script = r#"
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+text = open(sys.argv[2]).read()
+docs = [json.loads(l) for l in text.splitlines() if l.strip()] if sys.argv[3] == "lines" else [json.loads(text)]
+if not docs:
+    sys.exit("no JSON document")
+for i, d in enumerate(docs):
+    if not isinstance(d, dict) or not isinstance(d.get("schema"), int):
+        sys.exit(f"document {i}: no integer 'schema' field")
+    errs = sorted(v.iter_errors(d), key=lambda e: list(e.path))
+    if errs:
+        sys.exit(f"document {i}: " + "; ".join(f"{list(e.path)}: {e.message}" for e in errs[:5]))
+"#;
+    let lines = json.trim_start().starts_with('{')
+        && json.trim().lines().count() > 1
+        && json
+            .lines()
+            .all(|l| l.trim().is_empty() || l.starts_with('{'));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&schema)
+        .arg(&doc)
+        .arg(if lines { "lines" } else { "one" })
+        .output()
+        .expect("run python3 (needed to validate JSON schemas)");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{name}: JSON does not validate against {}: {}",
+        schema.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

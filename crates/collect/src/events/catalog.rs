@@ -10,7 +10,7 @@
 //! config bits 0-7 and bits 8-11 to config bits 32-35; `umask` is config 8-15, `edge` bit 18,
 //! `inv` bit 23, `cmask` bits 24-31. See [`CatalogEvent::config`].
 
-use super::generic::PERF_TYPE_RAW;
+use culprit_decode::abi::perf_type;
 
 /// Which AMD core generations an event exists on (a bit set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl CatalogEvent {
 
     /// `perf_event_attr.type`.
     pub const fn attr_type(&self) -> u32 {
-        PERF_TYPE_RAW
+        perf_type::RAW
     }
 }
 

@@ -3,17 +3,6 @@
 //! from `include/uapi/linux/perf_event.h` and perf's spellings (`tools/perf/util/evsel.c`,
 //! `parse-events.c`).
 
-/// `PERF_TYPE_HARDWARE`.
-pub const PERF_TYPE_HARDWARE: u32 = 0;
-/// `PERF_TYPE_SOFTWARE`.
-pub const PERF_TYPE_SOFTWARE: u32 = 1;
-/// `PERF_TYPE_TRACEPOINT`.
-pub const PERF_TYPE_TRACEPOINT: u32 = 2;
-/// `PERF_TYPE_HW_CACHE`.
-pub const PERF_TYPE_HW_CACHE: u32 = 3;
-/// `PERF_TYPE_RAW`: the CPU's own event encoding (on x86, the `cpu` PMU has this type).
-pub const PERF_TYPE_RAW: u32 = 4;
-
 /// A named generic event: its spellings (canonical first) and `config`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GenericEvent {

@@ -11,6 +11,8 @@
 
 use serde::Serialize;
 
+use culprit_decode::abi::perf_type;
+
 use crate::sysfs::{CpuIdentity, Sysfs};
 
 pub mod catalog;
@@ -239,17 +241,12 @@ pub fn parse_event(s: &str) -> Result<EventSpec, EventError> {
 /// The default sampling event: generic hardware `cycles`. (Callers fall back to
 /// [`cpu_clock`] when it does not open.)
 pub fn default_event() -> EventSpec {
-    EventSpec::new("cycles", None, generic::PERF_TYPE_HARDWARE, 0)
+    EventSpec::new("cycles", None, perf_type::HARDWARE, 0)
 }
 
 /// The software `cpu-clock` event (a high-resolution timer; works everywhere).
 pub fn cpu_clock() -> EventSpec {
-    EventSpec::new(
-        "cpu-clock",
-        Some("software"),
-        generic::PERF_TYPE_SOFTWARE,
-        0,
-    )
+    EventSpec::new("cpu-clock", Some("software"), perf_type::SOFTWARE, 0)
 }
 
 /// Names a user can write, for suggestions and listings: generic, software, cache and catalog

@@ -11,12 +11,12 @@
 //! mods   := [ukhpP]+
 //! ```
 
+use culprit_decode::abi::perf_type;
+
 use crate::sysfs::{ConfigWord, CpuIdentity, FormatField, Pmu, Sysfs};
 
 use super::catalog::{self, CatalogEvent};
-use super::generic::{
-    self, PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
-};
+use super::generic;
 use super::{suggest, EventError, EventGroup, EventSpec, SampleRate};
 
 /// Terms every event accepts.
@@ -321,10 +321,10 @@ impl EventParser {
     /// Resolves the name part of an event.
     fn resolve(&self, head: &str, event: &str, terms: Option<&str>) -> Result<Target, EventError> {
         let has_terms = terms.is_some();
-        // perf's precedence: generic names first, so `cycles` is always PERF_TYPE_HARDWARE.
+        // perf's precedence: generic names first, so `cycles` is always perf_type::HARDWARE.
         if let Some(e) = generic::lookup(generic::HARDWARE, head) {
             return Ok(Target::Fixed {
-                attr_type: PERF_TYPE_HARDWARE,
+                attr_type: perf_type::HARDWARE,
                 config: e.config,
                 pmu: None,
                 format_pmu: None,
@@ -333,7 +333,7 @@ impl EventParser {
         }
         if let Some(e) = generic::lookup(generic::SOFTWARE, head) {
             return Ok(Target::Fixed {
-                attr_type: PERF_TYPE_SOFTWARE,
+                attr_type: perf_type::SOFTWARE,
                 config: e.config,
                 pmu: Some("software".to_string()),
                 format_pmu: None,
@@ -342,7 +342,7 @@ impl EventParser {
         }
         if let Some(config) = generic::parse_cache(head) {
             return Ok(Target::Fixed {
-                attr_type: PERF_TYPE_HW_CACHE,
+                attr_type: perf_type::HW_CACHE,
                 config,
                 pmu: None,
                 format_pmu: None,
@@ -358,7 +358,7 @@ impl EventParser {
         if let Some(raw) = parse_raw(head) {
             let cpu_pmu = self.read_pmu("cpu")?;
             return Ok(Target::Fixed {
-                attr_type: PERF_TYPE_RAW,
+                attr_type: perf_type::RAW,
                 config: raw,
                 pmu: Some("cpu".to_string()),
                 format_pmu: cpu_pmu,
@@ -818,8 +818,8 @@ impl EventParser {
             return true;
         }
         match spec.attr_type {
-            PERF_TYPE_HARDWARE => spec.config == 0,
-            PERF_TYPE_RAW => spec.config == 0x76 || spec.config == 0xC1,
+            perf_type::HARDWARE => spec.config == 0,
+            perf_type::RAW => spec.config == 0x76 || spec.config == 0xC1,
             _ => false,
         }
     }
@@ -828,8 +828,8 @@ impl EventParser {
     /// are exempt.
     fn precise_applies(&self, spec: &EventSpec) -> bool {
         match spec.attr_type {
-            PERF_TYPE_HARDWARE | PERF_TYPE_HW_CACHE | PERF_TYPE_RAW => true,
-            t => spec.pmu.as_deref() == Some("cpu") && t != PERF_TYPE_SOFTWARE,
+            perf_type::HARDWARE | perf_type::HW_CACHE | perf_type::RAW => true,
+            t => spec.pmu.as_deref() == Some("cpu") && t != perf_type::SOFTWARE,
         }
     }
 

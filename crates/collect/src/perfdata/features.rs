@@ -1,51 +1,9 @@
 //! perf.data header feature sections (`tools/perf/util/header.h`, and the layouts of
 //! `tools/perf/Documentation/perf.data-file-format.txt`).
 
+use culprit_decode::abi::{feature, misc, NAME_ALIGN};
+
 use super::attr::{Attr, ATTR_SIZE};
-
-/// Feature bit numbers (`enum HEADER_*` in perf's header.h).
-pub mod bit {
-    /// HEADER_BUILD_ID.
-    pub const BUILD_ID: u32 = 2;
-    /// HEADER_HOSTNAME.
-    pub const HOSTNAME: u32 = 3;
-    /// HEADER_OSRELEASE.
-    pub const OSRELEASE: u32 = 4;
-    /// HEADER_VERSION.
-    pub const VERSION: u32 = 5;
-    /// HEADER_ARCH.
-    pub const ARCH: u32 = 6;
-    /// HEADER_NRCPUS.
-    pub const NRCPUS: u32 = 7;
-    /// HEADER_CPUDESC.
-    pub const CPUDESC: u32 = 8;
-    /// HEADER_CPUID.
-    pub const CPUID: u32 = 9;
-    /// HEADER_TOTAL_MEM.
-    pub const TOTAL_MEM: u32 = 10;
-    /// HEADER_CMDLINE.
-    pub const CMDLINE: u32 = 11;
-    /// HEADER_EVENT_DESC.
-    pub const EVENT_DESC: u32 = 12;
-    /// HEADER_CPU_TOPOLOGY.
-    pub const CPU_TOPOLOGY: u32 = 13;
-    /// HEADER_PMU_MAPPINGS.
-    pub const PMU_MAPPINGS: u32 = 16;
-    /// HEADER_GROUP_DESC.
-    pub const GROUP_DESC: u32 = 17;
-    /// HEADER_SAMPLE_TIME.
-    pub const SAMPLE_TIME: u32 = 21;
-    /// HEADER_CPU_PMU_CAPS.
-    pub const CPU_PMU_CAPS: u32 = 28;
-    /// HEADER_PMU_CAPS.
-    pub const PMU_CAPS: u32 = 31;
-}
-
-/// perf pads header strings (and BUILD_ID file names) to this alignment (`NAME_ALIGN`).
-pub const NAME_ALIGN: usize = 64;
-
-/// `misc` bit of a build-id entry: the `size` byte after the 20 id bytes is valid.
-pub const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
 
 /// `pid` perf writes in build-id entries of the host (`HOST_KERNEL_ID`).
 pub const HOST_KERNEL_ID: i32 = -1;
@@ -148,7 +106,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             let name_len = (e.filename.len() + 1).div_ceil(NAME_ALIGN) * NAME_ALIGN;
             let size = 8 + 4 + 24 + name_len;
             v.extend_from_slice(&0u32.to_le_bytes()); // type: unused
-            v.extend_from_slice(&(e.cpumode | MISC_BUILD_ID_SIZE).to_le_bytes());
+            v.extend_from_slice(&(e.cpumode | misc::BUILD_ID_SIZE).to_le_bytes());
             v.extend_from_slice(&(size as u16).to_le_bytes());
             v.extend_from_slice(&HOST_KERNEL_ID.to_le_bytes());
             let n = e.build_id.len().min(20);
@@ -159,13 +117,13 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             v.extend_from_slice(e.filename.as_bytes());
             v.resize(v.len() + name_len - e.filename.len(), 0);
         }
-        out.push((bit::BUILD_ID, v));
+        out.push((feature::BUILD_ID, v));
     }
     for (b, s) in [
-        (bit::HOSTNAME, &f.hostname),
-        (bit::OSRELEASE, &f.osrelease),
-        (bit::VERSION, &f.version),
-        (bit::ARCH, &f.arch),
+        (feature::HOSTNAME, &f.hostname),
+        (feature::OSRELEASE, &f.osrelease),
+        (feature::VERSION, &f.version),
+        (feature::ARCH, &f.arch),
     ] {
         if let Some(s) = s {
             out.push((b, string(s)));
@@ -174,23 +132,23 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
     if let Some((avail, online)) = f.nrcpus {
         let mut v = avail.to_le_bytes().to_vec();
         v.extend_from_slice(&online.to_le_bytes());
-        out.push((bit::NRCPUS, v));
+        out.push((feature::NRCPUS, v));
     }
     if let Some(s) = &f.cpudesc {
-        out.push((bit::CPUDESC, string(s)));
+        out.push((feature::CPUDESC, string(s)));
     }
     if let Some(s) = &f.cpuid {
-        out.push((bit::CPUID, string(s)));
+        out.push((feature::CPUID, string(s)));
     }
     if let Some(m) = f.total_mem_kb {
-        out.push((bit::TOTAL_MEM, m.to_le_bytes().to_vec()));
+        out.push((feature::TOTAL_MEM, m.to_le_bytes().to_vec()));
     }
     if !f.cmdline.is_empty() {
         let mut v = (f.cmdline.len() as u32).to_le_bytes().to_vec();
         for a in &f.cmdline {
             push_string(&mut v, a);
         }
-        out.push((bit::CMDLINE, v));
+        out.push((feature::CMDLINE, v));
     }
     {
         let mut v = (events.len() as u32).to_le_bytes().to_vec();
@@ -203,7 +161,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
                 v.extend_from_slice(&id.to_le_bytes());
             }
         }
-        out.push((bit::EVENT_DESC, v));
+        out.push((feature::EVENT_DESC, v));
     }
     if let Some(t) = &f.cpu_topology {
         let mut v = (t.core_siblings.len() as u32).to_le_bytes().to_vec();
@@ -218,7 +176,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             v.extend_from_slice(&core.to_le_bytes());
             v.extend_from_slice(&socket.to_le_bytes());
         }
-        out.push((bit::CPU_TOPOLOGY, v));
+        out.push((feature::CPU_TOPOLOGY, v));
     }
     if !f.pmu_mappings.is_empty() {
         let mut v = (f.pmu_mappings.len() as u32).to_le_bytes().to_vec();
@@ -226,7 +184,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             v.extend_from_slice(&t.to_le_bytes());
             push_string(&mut v, name);
         }
-        out.push((bit::PMU_MAPPINGS, v));
+        out.push((feature::PMU_MAPPINGS, v));
     }
     if !f.group_desc.is_empty() {
         let mut v = (f.group_desc.len() as u32).to_le_bytes().to_vec();
@@ -236,12 +194,12 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             v.extend_from_slice(&g.leader.to_le_bytes());
             v.extend_from_slice(&g.members.to_le_bytes());
         }
-        out.push((bit::GROUP_DESC, v));
+        out.push((feature::GROUP_DESC, v));
     }
     if let Some((first, last)) = f.sample_time {
         let mut v = first.to_le_bytes().to_vec();
         v.extend_from_slice(&last.to_le_bytes());
-        out.push((bit::SAMPLE_TIME, v));
+        out.push((feature::SAMPLE_TIME, v));
     }
     if let Some(caps) = &f.cpu_pmu_caps {
         let mut v = (caps.len() as u32).to_le_bytes().to_vec();
@@ -249,7 +207,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             push_string(&mut v, k);
             push_string(&mut v, val);
         }
-        out.push((bit::CPU_PMU_CAPS, v));
+        out.push((feature::CPU_PMU_CAPS, v));
     }
     {
         // perf 6.1 always writes PMU_CAPS (an empty one when no PMU has caps).
@@ -262,7 +220,7 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
             }
             push_string(&mut v, pmu);
         }
-        out.push((bit::PMU_CAPS, v));
+        out.push((feature::PMU_CAPS, v));
     }
     out
 }
@@ -295,7 +253,7 @@ mod tests {
         };
         let secs = encode(&f, &[]);
         let (b, v) = &secs[0];
-        assert_eq!(*b, bit::BUILD_ID);
+        assert_eq!(*b, feature::BUILD_ID);
         assert_eq!(v.len(), 100);
         assert_eq!(&v[4..6], &0x8002u16.to_le_bytes());
         assert_eq!(&v[6..8], &100u16.to_le_bytes());

@@ -24,11 +24,11 @@ pub mod records;
 
 use std::io::{self, Seek, SeekFrom, Write};
 
+use culprit_decode::abi::{FILE_HEADER_SIZE, MAGIC};
+
 pub use attr::{Attr, ATTR_SIZE};
 pub use features::{BuildIdEntry, CpuTopology, Features, GroupDesc};
 
-/// Size of the perf.data file header.
-pub const FILE_HEADER_SIZE: u64 = 104;
 /// Size of one attrs-section entry: the attr plus its ids {offset,size}.
 const FILE_ATTR_SIZE: u64 = ATTR_SIZE as u64 + 16;
 
@@ -60,10 +60,10 @@ fn header_bytes(
     data_size: u64,
     bits: &[u32],
 ) -> Vec<u8> {
-    let mut h = Vec::with_capacity(FILE_HEADER_SIZE as usize);
-    h.extend_from_slice(b"PERFILE2");
+    let mut h = Vec::with_capacity(FILE_HEADER_SIZE);
+    h.extend_from_slice(MAGIC);
     for v in [
-        FILE_HEADER_SIZE,
+        FILE_HEADER_SIZE as u64,
         FILE_ATTR_SIZE,
         attrs_off,
         attrs_size,
@@ -88,7 +88,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// Starts a file at the current position 0 of `out`: header, ids and attrs.
     pub fn new(mut out: W, attrs: Vec<FileAttr>) -> io::Result<Self> {
         let nids: u64 = attrs.iter().map(|a| a.ids.len() as u64).sum();
-        let ids_off = FILE_HEADER_SIZE;
+        let ids_off = FILE_HEADER_SIZE as u64;
         let attrs_off = ids_off + 8 * nids;
         let attrs_size = FILE_ATTR_SIZE * attrs.len() as u64;
         let data_offset = attrs_off + attrs_size;
@@ -161,7 +161,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         self.out.write_all(&buf)?;
         let bits: Vec<u32> = sections.iter().map(|(b, _)| *b).collect();
         let nids: u64 = self.attrs.iter().map(|a| a.ids.len() as u64).sum();
-        let attrs_off = FILE_HEADER_SIZE + 8 * nids;
+        let attrs_off = FILE_HEADER_SIZE as u64 + 8 * nids;
         let header = header_bytes(
             attrs_off,
             FILE_ATTR_SIZE * self.attrs.len() as u64,
@@ -179,9 +179,9 @@ impl<W: Write + Seek> PerfDataWriter<W> {
 
 #[cfg(test)]
 mod tests {
-    use super::attr::{flag, sample, FORMAT_ID};
     use super::records::{self, MmapArgs, SampleId};
     use super::*;
+    use culprit_decode::abi::{attr_flag, misc, read_format, record_type, sample_type};
     use std::io::Cursor;
 
     /// The two events of the writer tests, from the first one's attr: cpu-clock (ids 11, 12)
@@ -189,7 +189,7 @@ mod tests {
     pub(super) fn two_events(a0: Attr) -> Vec<FileAttr> {
         let a1 = Attr {
             config: 1,
-            flags: flag::DISABLED | flag::SAMPLE_ID_ALL,
+            flags: attr_flag::DISABLED | attr_flag::SAMPLE_ID_ALL,
             ..a0
         };
         vec![
@@ -229,7 +229,7 @@ mod tests {
             prot: 5,
             flags: 2,
             filename: b"/bin/prog",
-            misc: records::MISC_USER,
+            misc: misc::USER,
         };
         records::push_mmap2(&mut buf, a0, &m, &sid);
         buf
@@ -244,8 +244,8 @@ mod tests {
         period: u64,
     ) -> Vec<u8> {
         let mut r = Vec::new();
-        r.extend_from_slice(&records::RECORD_SAMPLE.to_le_bytes());
-        r.extend_from_slice(&records::MISC_USER.to_le_bytes());
+        r.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
+        r.extend_from_slice(&misc::USER.to_le_bytes());
         r.extend_from_slice(&56u16.to_le_bytes());
         for v in [id, ip] {
             r.extend_from_slice(&v.to_le_bytes());
@@ -266,25 +266,25 @@ mod tests {
         use linux_perf_data::linux_perf_event_reader::EventRecord;
         use linux_perf_data::{PerfFileReader, PerfFileRecord};
 
-        let st = sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::CPU
-            | sample::PERIOD;
+        let st = sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::CPU
+            | sample_type::PERIOD;
         let a0 = Attr {
             attr_type: 1,
             config: 0,
             sample_period_or_freq: 4000,
             sample_type: st,
-            read_format: FORMAT_ID,
-            flags: flag::DISABLED
-                | flag::INHERIT
-                | flag::FREQ
-                | flag::MMAP
-                | flag::MMAP2
-                | flag::COMM
-                | flag::SAMPLE_ID_ALL,
+            read_format: read_format::ID,
+            flags: attr_flag::DISABLED
+                | attr_flag::INHERIT
+                | attr_flag::FREQ
+                | attr_flag::MMAP
+                | attr_flag::MMAP2
+                | attr_flag::COMM
+                | attr_flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
         let attrs = two_events(a0);
@@ -375,23 +375,23 @@ mod tests {
     /// build ids and header facts survive the round trip.
     #[test]
     fn test_writer_round_trip_culprit_decode() {
-        let st = sample::IDENTIFIER
-            | sample::IP
-            | sample::TID
-            | sample::TIME
-            | sample::CPU
-            | sample::PERIOD;
+        let st = sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::CPU
+            | sample_type::PERIOD;
         let a0 = Attr {
             attr_type: 1,
             sample_period_or_freq: 250_000,
             sample_type: st,
-            read_format: FORMAT_ID,
-            flags: flag::DISABLED
-                | flag::INHERIT
-                | flag::MMAP
-                | flag::MMAP2
-                | flag::COMM
-                | flag::SAMPLE_ID_ALL,
+            read_format: read_format::ID,
+            flags: attr_flag::DISABLED
+                | attr_flag::INHERIT
+                | attr_flag::MMAP
+                | attr_flag::MMAP2
+                | attr_flag::COMM
+                | attr_flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
         let attrs = two_events(a0);

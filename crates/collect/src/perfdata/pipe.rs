@@ -23,24 +23,10 @@
 
 use std::io::{self, Write};
 
-use super::features::{self, bit, BuildIdEntry, Features};
+use culprit_decode::abi::{feature, record_type, EVENT_UPDATE_NAME, MAGIC, PIPE_HEADER_SIZE};
+
+use super::features::{self, BuildIdEntry, Features};
 use super::FileAttr;
-
-/// PERF_RECORD_HEADER_ATTR.
-pub const RECORD_HEADER_ATTR: u32 = 64;
-/// PERF_RECORD_HEADER_BUILD_ID.
-pub const RECORD_HEADER_BUILD_ID: u32 = 67;
-/// PERF_RECORD_EVENT_UPDATE.
-pub const RECORD_EVENT_UPDATE: u32 = 78;
-/// PERF_RECORD_HEADER_FEATURE.
-pub const RECORD_HEADER_FEATURE: u32 = 80;
-/// PERF_RECORD_FINISHED_INIT.
-pub const RECORD_FINISHED_INIT: u32 = 82;
-/// `PERF_EVENT_UPDATE__NAME`.
-pub const EVENT_UPDATE_NAME: u64 = 2;
-
-/// Size of the pipe-mode header.
-pub const PIPE_HEADER_SIZE: u64 = 16;
 
 /// Why a stream head cannot be encoded.
 fn too_big(what: &str, size: usize) -> io::Error {
@@ -64,22 +50,22 @@ fn push_record(out: &mut Vec<u8>, rtype: u32, misc: u16, body: &[u8]) -> Option<
 /// start. Features too large for a record are left out (perf does the same).
 pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    out.extend_from_slice(b"PERFILE2");
-    out.extend_from_slice(&PIPE_HEADER_SIZE.to_le_bytes());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(PIPE_HEADER_SIZE as u64).to_le_bytes());
     for a in attrs {
         let mut body = a.attr.to_bytes().to_vec();
         for id in &a.ids {
             body.extend_from_slice(&id.to_le_bytes());
         }
         let n = body.len();
-        push_record(&mut out, RECORD_HEADER_ATTR, 0, &body)
+        push_record(&mut out, record_type::HEADER_ATTR, 0, &body)
             .ok_or_else(|| too_big(&format!("event '{}' ({} ids)", a.name, a.ids.len()), n + 8))?;
         if let Some(&id) = a.ids.first() {
             let mut body = EVENT_UPDATE_NAME.to_le_bytes().to_vec();
             body.extend_from_slice(&id.to_le_bytes());
             super::records::push_cstr8(&mut body, a.name.as_bytes());
             let n = body.len();
-            push_record(&mut out, RECORD_EVENT_UPDATE, 0, &body)
+            push_record(&mut out, record_type::EVENT_UPDATE, 0, &body)
                 .ok_or_else(|| too_big("an event name", n + 8))?;
         }
     }
@@ -97,13 +83,13 @@ pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8
         ..features.clone()
     };
     for (b, bytes) in features::encode(&head, &descs) {
-        if b == bit::BUILD_ID || b == bit::SAMPLE_TIME {
+        if b == feature::BUILD_ID || b == feature::SAMPLE_TIME {
             continue;
         }
         let mut body = u64::from(b).to_le_bytes().to_vec();
         body.extend_from_slice(&bytes);
         // A feature too large for one record is skipped: it is descriptive only.
-        let _ = push_record(&mut out, RECORD_HEADER_FEATURE, 0, &body);
+        let _ = push_record(&mut out, record_type::HEADER_FEATURE, 0, &body);
     }
     Ok(out)
 }
@@ -120,7 +106,7 @@ pub fn encode_build_ids(entries: &[BuildIdEntry]) -> Vec<u8> {
     };
     let Some((_, mut bytes)) = features::encode(&only, &[])
         .into_iter()
-        .find(|(b, _)| *b == bit::BUILD_ID)
+        .find(|(b, _)| *b == feature::BUILD_ID)
     else {
         return Vec::new();
     };
@@ -130,7 +116,7 @@ pub fn encode_build_ids(entries: &[BuildIdEntry]) -> Vec<u8> {
         if size < 8 {
             break;
         }
-        bytes[pos..pos + 4].copy_from_slice(&RECORD_HEADER_BUILD_ID.to_le_bytes());
+        bytes[pos..pos + 4].copy_from_slice(&record_type::HEADER_BUILD_ID.to_le_bytes());
         pos += size;
     }
     bytes
@@ -170,7 +156,7 @@ impl<W: Write> PipeWriter<W> {
     /// synthesized kernel MMAP, COMM and MMAP2 from /proc) are all written.
     pub fn finish_init(&mut self) -> io::Result<()> {
         let mut r = Vec::with_capacity(8);
-        push_record(&mut r, RECORD_FINISHED_INIT, 0, &[]);
+        push_record(&mut r, record_type::FINISHED_INIT, 0, &[]);
         self.write_data(&r)
     }
 
@@ -190,23 +176,27 @@ impl<W: Write> PipeWriter<W> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::attr::{flag, sample, Attr, FORMAT_ID};
+    use super::super::attr::Attr;
     use super::super::records;
     use super::super::tests::{prog_records, sample_record, two_events};
     use super::*;
+    use culprit_decode::abi::{attr_flag, read_format, sample_type};
 
     fn attrs() -> Vec<FileAttr> {
         let a0 = Attr {
             attr_type: 1,
             sample_period_or_freq: 1000,
-            sample_type: sample::IDENTIFIER
-                | sample::IP
-                | sample::TID
-                | sample::TIME
-                | sample::CPU
-                | sample::PERIOD,
-            read_format: FORMAT_ID,
-            flags: flag::DISABLED | flag::MMAP2 | flag::COMM | flag::SAMPLE_ID_ALL,
+            sample_type: sample_type::IDENTIFIER
+                | sample_type::IP
+                | sample_type::TID
+                | sample_type::TIME
+                | sample_type::CPU
+                | sample_type::PERIOD,
+            read_format: read_format::ID,
+            flags: attr_flag::DISABLED
+                | attr_flag::MMAP2
+                | attr_flag::COMM
+                | attr_flag::SAMPLE_ID_ALL,
             ..Attr::default()
         };
         two_events(a0)

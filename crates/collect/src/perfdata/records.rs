@@ -4,37 +4,9 @@
 //! Layouts are those of `include/uapi/linux/perf_event.h`; FINISHED_ROUND is perf's
 //! user-space record type 68 (`tools/lib/perf/include/perf/event.h`).
 
-use super::attr::{sample, Attr};
+use culprit_decode::abi::{misc, record_type, sample_type};
 
-/// PERF_RECORD_MMAP.
-pub const RECORD_MMAP: u32 = 1;
-/// PERF_RECORD_LOST.
-pub const RECORD_LOST: u32 = 2;
-/// PERF_RECORD_COMM.
-pub const RECORD_COMM: u32 = 3;
-/// PERF_RECORD_EXIT.
-pub const RECORD_EXIT: u32 = 4;
-/// PERF_RECORD_THROTTLE.
-pub const RECORD_THROTTLE: u32 = 5;
-/// PERF_RECORD_UNTHROTTLE.
-pub const RECORD_UNTHROTTLE: u32 = 6;
-/// PERF_RECORD_FORK.
-pub const RECORD_FORK: u32 = 7;
-/// PERF_RECORD_SAMPLE.
-pub const RECORD_SAMPLE: u32 = 9;
-/// PERF_RECORD_MMAP2.
-pub const RECORD_MMAP2: u32 = 10;
-/// PERF_RECORD_LOST_SAMPLES.
-pub const RECORD_LOST_SAMPLES: u32 = 13;
-/// PERF_RECORD_FINISHED_ROUND (perf user-space type): everything before it may be sorted.
-pub const RECORD_FINISHED_ROUND: u32 = 68;
-
-/// `misc`: kernel cpumode.
-pub const MISC_KERNEL: u16 = 1;
-/// `misc`: user cpumode.
-pub const MISC_USER: u16 = 2;
-/// `misc` of COMM: the name change came from exec.
-pub const MISC_COMM_EXEC: u16 = 1 << 13;
+use super::attr::Attr;
 
 /// The `sample_id` trailer values of a synthesized record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,24 +27,24 @@ pub struct SampleId {
 /// IDENTIFIER, in that order (only the bits that are set).
 pub fn push_sample_id(out: &mut Vec<u8>, attr: &Attr, sid: &SampleId) {
     let st = attr.sample_type;
-    if st & sample::TID != 0 {
+    if st & sample_type::TID != 0 {
         out.extend_from_slice(&sid.pid.to_le_bytes());
         out.extend_from_slice(&sid.tid.to_le_bytes());
     }
-    if st & sample::TIME != 0 {
+    if st & sample_type::TIME != 0 {
         out.extend_from_slice(&sid.time.to_le_bytes());
     }
-    if st & sample::ID != 0 {
+    if st & sample_type::ID != 0 {
         out.extend_from_slice(&sid.id.to_le_bytes());
     }
-    if st & sample::STREAM_ID != 0 {
+    if st & sample_type::STREAM_ID != 0 {
         out.extend_from_slice(&sid.id.to_le_bytes());
     }
-    if st & sample::CPU != 0 {
+    if st & sample_type::CPU != 0 {
         out.extend_from_slice(&sid.cpu.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
     }
-    if st & sample::IDENTIFIER != 0 {
+    if st & sample_type::IDENTIFIER != 0 {
         out.extend_from_slice(&sid.id.to_le_bytes());
     }
 }
@@ -110,7 +82,11 @@ pub fn push_comm(
     exec: bool,
     sid: &SampleId,
 ) {
-    let start = push_header(out, RECORD_COMM, if exec { MISC_COMM_EXEC } else { 0 });
+    let start = push_header(
+        out,
+        record_type::COMM,
+        if exec { misc::COMM_EXEC } else { 0 },
+    );
     out.extend_from_slice(&pid.to_le_bytes());
     out.extend_from_slice(&tid.to_le_bytes());
     // The kernel's comm is at most 16 bytes including the NUL.
@@ -144,13 +120,13 @@ pub struct MmapArgs<'a> {
     pub flags: u32,
     /// File name.
     pub filename: &'a [u8],
-    /// `misc` cpumode ([`MISC_USER`] or [`MISC_KERNEL`]).
+    /// `misc` cpumode ([`misc::USER`] or [`misc::KERNEL`]).
     pub misc: u16,
 }
 
 /// Appends a PERF_RECORD_MMAP (used for the kernel, as perf does).
 pub fn push_mmap(out: &mut Vec<u8>, attr: &Attr, m: &MmapArgs<'_>, sid: &SampleId) {
-    let start = push_header(out, RECORD_MMAP, m.misc);
+    let start = push_header(out, record_type::MMAP, m.misc);
     out.extend_from_slice(&m.pid.to_le_bytes());
     out.extend_from_slice(&m.tid.to_le_bytes());
     out.extend_from_slice(&m.start.to_le_bytes());
@@ -163,7 +139,7 @@ pub fn push_mmap(out: &mut Vec<u8>, attr: &Attr, m: &MmapArgs<'_>, sid: &SampleI
 
 /// Appends a PERF_RECORD_MMAP2 (device/inode variant).
 pub fn push_mmap2(out: &mut Vec<u8>, attr: &Attr, m: &MmapArgs<'_>, sid: &SampleId) {
-    let start = push_header(out, RECORD_MMAP2, m.misc);
+    let start = push_header(out, record_type::MMAP2, m.misc);
     out.extend_from_slice(&m.pid.to_le_bytes());
     out.extend_from_slice(&m.tid.to_le_bytes());
     out.extend_from_slice(&m.start.to_le_bytes());
@@ -182,7 +158,7 @@ pub fn push_mmap2(out: &mut Vec<u8>, attr: &Attr, m: &MmapArgs<'_>, sid: &Sample
 
 /// Appends a PERF_RECORD_FINISHED_ROUND (header only).
 pub fn push_finished_round(out: &mut Vec<u8>) {
-    let start = push_header(out, RECORD_FINISHED_ROUND, 0);
+    let start = push_header(out, record_type::FINISHED_ROUND, 0);
     finish_record(out, start);
 }
 
@@ -193,7 +169,10 @@ mod tests {
     #[test]
     fn test_push_comm_layout_with_trailer() {
         let attr = Attr {
-            sample_type: sample::IDENTIFIER | sample::TID | sample::TIME | sample::CPU,
+            sample_type: sample_type::IDENTIFIER
+                | sample_type::TID
+                | sample_type::TIME
+                | sample_type::CPU,
             ..Attr::default()
         };
         let mut out = Vec::new();
@@ -208,7 +187,7 @@ mod tests {
         // header 8 + pid/tid 8 + "abcdefgh\0" padded to 16 + trailer 32
         assert_eq!(out.len(), 64);
         assert_eq!(u16::from_le_bytes([out[6], out[7]]), 64);
-        assert_eq!(u16::from_le_bytes([out[4], out[5]]), MISC_COMM_EXEC);
+        assert_eq!(u16::from_le_bytes([out[4], out[5]]), misc::COMM_EXEC);
         assert_eq!(&out[16..25], b"abcdefgh\0");
         assert_eq!(u32::from_le_bytes(out[32..36].try_into().unwrap()), 5);
         assert_eq!(u64::from_le_bytes(out[56..64].try_into().unwrap()), 9);
@@ -217,7 +196,7 @@ mod tests {
     #[test]
     fn test_push_mmap2_is_8_aligned() {
         let attr = Attr {
-            sample_type: sample::TID,
+            sample_type: sample_type::TID,
             ..Attr::default()
         };
         let mut out = Vec::new();
@@ -233,7 +212,7 @@ mod tests {
             prot: 5,
             flags: 2,
             filename: b"/bin/x",
-            misc: MISC_USER,
+            misc: misc::USER,
         };
         push_mmap2(&mut out, &attr, &m, &SampleId::default());
         assert_eq!(out.len() % 8, 0);

@@ -8,6 +8,11 @@
 
 use std::collections::HashMap;
 
+use crate::abi::branch_sample_type::{
+    CALL_STACK as BRANCH_CALL_STACK, COUNTERS as BRANCH_COUNTERS, HW_INDEX as BRANCH_HW_INDEX,
+};
+use crate::abi::callchain_context::{MAX as PERF_CONTEXT_MAX, USER as PERF_CONTEXT_USER};
+use crate::abi::{self, read_format as rf, record_type as rt};
 use crate::cursor::{c_string, u64_at, Cur};
 use crate::header::{self, flag, Attr, Features};
 use crate::model::{
@@ -26,33 +31,9 @@ use layout::*;
 pub(crate) use parts::*;
 use queue::*;
 
-/// `PERF_SAMPLE_*` bits.
+/// `PERF_SAMPLE_*` bits, and the groups of them the reader decodes together.
 pub(crate) mod st {
-    pub const IP: u64 = 1 << 0;
-    pub const TID: u64 = 1 << 1;
-    pub const TIME: u64 = 1 << 2;
-    pub const ADDR: u64 = 1 << 3;
-    pub const READ: u64 = 1 << 4;
-    pub const CALLCHAIN: u64 = 1 << 5;
-    pub const ID: u64 = 1 << 6;
-    pub const CPU: u64 = 1 << 7;
-    pub const PERIOD: u64 = 1 << 8;
-    pub const STREAM_ID: u64 = 1 << 9;
-    pub const RAW: u64 = 1 << 10;
-    pub const BRANCH_STACK: u64 = 1 << 11;
-    pub const REGS_USER: u64 = 1 << 12;
-    pub const STACK_USER: u64 = 1 << 13;
-    pub const WEIGHT: u64 = 1 << 14;
-    pub const DATA_SRC: u64 = 1 << 15;
-    pub const IDENTIFIER: u64 = 1 << 16;
-    pub const TRANSACTION: u64 = 1 << 17;
-    pub const REGS_INTR: u64 = 1 << 18;
-    pub const PHYS_ADDR: u64 = 1 << 19;
-    pub const AUX: u64 = 1 << 20;
-    pub const CGROUP: u64 = 1 << 21;
-    pub const DATA_PAGE_SIZE: u64 = 1 << 22;
-    pub const CODE_PAGE_SIZE: u64 = 1 << 23;
-    pub const WEIGHT_STRUCT: u64 = 1 << 24;
+    pub use crate::abi::sample_type::*;
     /// The fields that become `Option`s of a [`crate::model::Sample`].
     pub const OPTIONAL: u64 = ADDR | ID | IDENTIFIER | STREAM_ID | AFTER_STACK;
     /// The fields a SAMPLE record holds after CALLCHAIN.
@@ -70,41 +51,6 @@ pub(crate) mod st {
         | WEIGHT_STRUCT;
 }
 
-/// `PERF_FORMAT_*` bits of read_format.
-mod rf {
-    pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
-    pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
-    pub const ID: u64 = 1 << 2;
-    pub const GROUP: u64 = 1 << 3;
-    pub const LOST: u64 = 1 << 4;
-}
-
-/// Record types (`PERF_RECORD_*`, and perf's user types from 64 on).
-mod rt {
-    pub const MMAP: u32 = 1;
-    pub const LOST: u32 = 2;
-    pub const COMM: u32 = 3;
-    pub const EXIT: u32 = 4;
-    pub const THROTTLE: u32 = 5;
-    pub const FORK: u32 = 7;
-    pub const SAMPLE: u32 = 9;
-    pub const MMAP2: u32 = 10;
-    pub const LOST_SAMPLES: u32 = 13;
-    pub const HEADER_ATTR: u32 = 64;
-    pub const HEADER_TRACING_DATA: u32 = 66;
-    pub const HEADER_BUILD_ID: u32 = 67;
-    pub const FINISHED_ROUND: u32 = 68;
-    pub const AUXTRACE_INFO: u32 = 70;
-    pub const AUXTRACE: u32 = 71;
-    pub const EVENT_UPDATE: u32 = 78;
-    pub const HEADER_FEATURE: u32 = 80;
-    pub const COMPRESSED: u32 = 81;
-    pub const COMPRESSED2: u32 = 83;
-}
-
-/// `misc` bits.
-const MISC_MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
-const MISC_EXACT_IP_OR_MMAP_BUILD_ID: u16 = 1 << 14;
 /// `PROT_EXEC` in MMAP2's prot.
 const PROT_EXEC: u32 = 4;
 /// The kernel DSO as perf names it from the build-id table (HEADER_BUILD_ID): when the
@@ -140,22 +86,11 @@ fn holds_code(kernel: bool, misc: u16, prot: Option<u32>) -> bool {
     if kernel {
         return true;
     }
-    if misc & MISC_MMAP_DATA_OR_COMM_EXEC != 0 {
+    if misc & abi::misc::MMAP_DATA != 0 {
         return false;
     }
     !matches!(prot, Some(p) if p != 0 && p & PROT_EXEC == 0)
 }
-
-/// `PERF_SAMPLE_BRANCH_HW_INDEX` / `PERF_SAMPLE_BRANCH_COUNTERS` of branch_sample_type.
-const BRANCH_HW_INDEX: u64 = 1 << 17;
-const BRANCH_COUNTERS: u64 = 1 << 19;
-/// `PERF_SAMPLE_BRANCH_CALL_STACK`: the branch stack is the LBR call stack
-/// (`--call-graph lbr`), which gives the user part of the call chain.
-const BRANCH_CALL_STACK: u64 = 1 << 11;
-/// `PERF_CONTEXT_USER`: the call-chain marker before the user part.
-const PERF_CONTEXT_USER: u64 = -512i64 as u64;
-/// Call-chain context markers (`enum perf_callchain_context`), as u64.
-const PERF_CONTEXT_MAX: u64 = -4095i64 as u64;
 
 /// Bytes ahead of the framing point to prefetch (see [`prefetch_ahead`]).
 const PREFETCH_DISTANCE: usize = 4096;

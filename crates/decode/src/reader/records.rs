@@ -159,7 +159,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let pid = c.i32()?;
         let tid = c.i32()?;
         let name = c_string(body.get(8..)?);
-        let exec = misc & MISC_MMAP_DATA_OR_COMM_EXEC != 0;
+        let exec = misc & abi::misc::COMM_EXEC != 0;
         self.st.set_comm(&mut self.p, pid, tid, &name, exec);
         Some(())
     }
@@ -186,7 +186,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let mut prot = None;
         if ty == rt::MMAP2 {
             let ids = c.bytes(24)?;
-            if misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0 {
+            if misc & abi::misc::MMAP_BUILD_ID != 0 {
                 // build_id_size u8, 3 reserved bytes, build_id[20].
                 let n = usize::from(*ids.first()?).min(20);
                 build_id = ids.get(4..4 + n);

@@ -221,7 +221,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         sample.period = period;
         sample.ip = ip;
         sample.cpumode = cpumode;
-        sample.exact_ip = misc & MISC_EXACT_IP_OR_MMAP_BUILD_ID != 0;
+        sample.exact_ip = misc & abi::misc::EXACT_IP != 0;
         sample.comm = comm;
         sample.location = location;
         sample.callchain = callchain;

@@ -1,0 +1,282 @@
+//! perf's ABI: the numbers of `include/uapi/linux/perf_event.h` and of perf's own file format
+//! (`tools/perf/util/header.h`, `tools/lib/perf/include/perf/event.h`,
+//! `tools/perf/Documentation/perf.data-file-format.txt`).
+//!
+//! The one home of these numbers: the reader decodes with them and the recorder
+//! (culprit-collect) encodes `perf_event_attr`s and perf.data files with them.
+
+/// The perf.data magic (`PERFILE2`), as a little-endian writer puts it.
+pub const MAGIC: &[u8; 8] = b"PERFILE2";
+/// The same magic written by a big-endian machine.
+pub const MAGIC_BIG_ENDIAN: &[u8; 8] = b"2ELIFREP";
+/// The legacy (version 1) magic: the byte order is not in it but in the sizes after it.
+pub const MAGIC_V1: &[u8; 8] = b"PERFFILE";
+/// Size of `struct perf_file_header` (magic, size, attr_size, 3 sections, 4 feature words).
+pub const FILE_HEADER_SIZE: usize = 104;
+/// The file header without its feature bits, as perf wrote it before features existed.
+pub const FILE_HEADER_SIZE_NO_FEATURES: usize = 72;
+/// Size of the pipe-mode header (magic, size).
+pub const PIPE_HEADER_SIZE: usize = 16;
+/// `PERF_ATTR_SIZE_VER0`: the smallest `perf_event_attr`.
+pub const ATTR_SIZE_VER0: usize = 64;
+/// `PERF_ATTR_SIZE_VER7`: the size perf 6.1 writes (up to and including `sig_data`).
+pub const ATTR_SIZE_VER7: usize = 128;
+/// Alignment perf pads header strings (and BUILD_ID file names) to (`NAME_ALIGN`).
+pub const NAME_ALIGN: usize = 64;
+/// `PERF_EVENT_UPDATE__NAME`: an EVENT_UPDATE record carrying the event's name.
+pub const EVENT_UPDATE_NAME: u64 = 2;
+
+/// `perf_event_attr.type` (`enum perf_type_id`); larger values are dynamic PMU types.
+pub mod perf_type {
+    /// `PERF_TYPE_HARDWARE`: generic hardware events (cycles, instructions, ...).
+    pub const HARDWARE: u32 = 0;
+    /// `PERF_TYPE_SOFTWARE`: kernel software events (cpu-clock, page-faults, ...).
+    pub const SOFTWARE: u32 = 1;
+    /// `PERF_TYPE_TRACEPOINT`.
+    pub const TRACEPOINT: u32 = 2;
+    /// `PERF_TYPE_HW_CACHE`: generic cache events.
+    pub const HW_CACHE: u32 = 3;
+    /// `PERF_TYPE_RAW`: the CPU's own event encoding (on x86, the `cpu` PMU has this type).
+    pub const RAW: u32 = 4;
+    /// `PERF_TYPE_BREAKPOINT`.
+    pub const BREAKPOINT: u32 = 5;
+}
+
+/// `perf_event_attr.sample_type` bits (`enum perf_event_sample_format`, `PERF_SAMPLE_*`).
+pub mod sample_type {
+    /// `PERF_SAMPLE_IP`.
+    pub const IP: u64 = 1 << 0;
+    /// `PERF_SAMPLE_TID`.
+    pub const TID: u64 = 1 << 1;
+    /// `PERF_SAMPLE_TIME`.
+    pub const TIME: u64 = 1 << 2;
+    /// `PERF_SAMPLE_ADDR`.
+    pub const ADDR: u64 = 1 << 3;
+    /// `PERF_SAMPLE_READ`.
+    pub const READ: u64 = 1 << 4;
+    /// `PERF_SAMPLE_CALLCHAIN`.
+    pub const CALLCHAIN: u64 = 1 << 5;
+    /// `PERF_SAMPLE_ID`.
+    pub const ID: u64 = 1 << 6;
+    /// `PERF_SAMPLE_CPU`.
+    pub const CPU: u64 = 1 << 7;
+    /// `PERF_SAMPLE_PERIOD`.
+    pub const PERIOD: u64 = 1 << 8;
+    /// `PERF_SAMPLE_STREAM_ID`.
+    pub const STREAM_ID: u64 = 1 << 9;
+    /// `PERF_SAMPLE_RAW`.
+    pub const RAW: u64 = 1 << 10;
+    /// `PERF_SAMPLE_BRANCH_STACK`.
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    /// `PERF_SAMPLE_REGS_USER`.
+    pub const REGS_USER: u64 = 1 << 12;
+    /// `PERF_SAMPLE_STACK_USER`.
+    pub const STACK_USER: u64 = 1 << 13;
+    /// `PERF_SAMPLE_WEIGHT`.
+    pub const WEIGHT: u64 = 1 << 14;
+    /// `PERF_SAMPLE_DATA_SRC`.
+    pub const DATA_SRC: u64 = 1 << 15;
+    /// `PERF_SAMPLE_IDENTIFIER`.
+    pub const IDENTIFIER: u64 = 1 << 16;
+    /// `PERF_SAMPLE_TRANSACTION`.
+    pub const TRANSACTION: u64 = 1 << 17;
+    /// `PERF_SAMPLE_REGS_INTR`.
+    pub const REGS_INTR: u64 = 1 << 18;
+    /// `PERF_SAMPLE_PHYS_ADDR`.
+    pub const PHYS_ADDR: u64 = 1 << 19;
+    /// `PERF_SAMPLE_AUX`.
+    pub const AUX: u64 = 1 << 20;
+    /// `PERF_SAMPLE_CGROUP`.
+    pub const CGROUP: u64 = 1 << 21;
+    /// `PERF_SAMPLE_DATA_PAGE_SIZE`.
+    pub const DATA_PAGE_SIZE: u64 = 1 << 22;
+    /// `PERF_SAMPLE_CODE_PAGE_SIZE`.
+    pub const CODE_PAGE_SIZE: u64 = 1 << 23;
+    /// `PERF_SAMPLE_WEIGHT_STRUCT`.
+    pub const WEIGHT_STRUCT: u64 = 1 << 24;
+}
+
+/// `perf_event_attr.read_format` bits (`enum perf_event_read_format`, `PERF_FORMAT_*`).
+pub mod read_format {
+    /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+    pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
+    /// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+    pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
+    /// `PERF_FORMAT_ID`.
+    pub const ID: u64 = 1 << 2;
+    /// `PERF_FORMAT_GROUP`: a read returns every member of the group.
+    pub const GROUP: u64 = 1 << 3;
+    /// `PERF_FORMAT_LOST`.
+    pub const LOST: u64 = 1 << 4;
+}
+
+/// `perf_event_attr` flag bits: the bitfield word at offset 40 (`disabled`, `inherit`, ...).
+pub mod attr_flag {
+    /// `disabled`: start disabled.
+    pub const DISABLED: u64 = 1 << 0;
+    /// `inherit`: children inherit the event.
+    pub const INHERIT: u64 = 1 << 1;
+    /// `exclude_user`: don't count user space.
+    pub const EXCLUDE_USER: u64 = 1 << 4;
+    /// `exclude_kernel`: don't count the kernel.
+    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
+    /// `exclude_hv`: don't count the hypervisor.
+    pub const EXCLUDE_HV: u64 = 1 << 6;
+    /// `mmap`: emit MMAP records for executable mappings.
+    pub const MMAP: u64 = 1 << 8;
+    /// `comm`: emit COMM records.
+    pub const COMM: u64 = 1 << 9;
+    /// `freq`: `sample_period` is a frequency.
+    pub const FREQ: u64 = 1 << 10;
+    /// `enable_on_exec`: enable at the next exec.
+    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
+    /// `task`: emit FORK/EXIT records.
+    pub const TASK: u64 = 1 << 13;
+    /// Shift of the two-bit `precise_ip` field.
+    pub const PRECISE_IP_SHIFT: u32 = 15;
+    /// `mmap_data`: emit MMAP records for data (non-executable) mappings too.
+    pub const MMAP_DATA: u64 = 1 << 17;
+    /// `sample_id_all`: append the sample id to non-sample records.
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// `exclude_host`: don't count in the host.
+    pub const EXCLUDE_HOST: u64 = 1 << 19;
+    /// `exclude_guest`: don't count in guests.
+    pub const EXCLUDE_GUEST: u64 = 1 << 20;
+    /// `exclude_callchain_user`: no user frames in the kernel callchain (dwarf unwinding
+    /// does them).
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+    /// `mmap2`: emit MMAP2 instead of MMAP.
+    pub const MMAP2: u64 = 1 << 23;
+    /// `comm_exec`: flag COMM records caused by exec.
+    pub const COMM_EXEC: u64 = 1 << 24;
+    /// `build_id`: MMAP2 records carry build ids.
+    pub const BUILD_ID: u64 = 1 << 34;
+}
+
+/// `perf_event_attr.branch_sample_type` bits (`PERF_SAMPLE_BRANCH_*`).
+pub mod branch_sample_type {
+    /// `PERF_SAMPLE_BRANCH_CALL_STACK`: the branch stack is the LBR call stack
+    /// (`--call-graph lbr`), which gives the user part of the call chain.
+    pub const CALL_STACK: u64 = 1 << 11;
+    /// `PERF_SAMPLE_BRANCH_HW_INDEX`: the branch stack starts with the hardware index.
+    pub const HW_INDEX: u64 = 1 << 17;
+    /// `PERF_SAMPLE_BRANCH_COUNTERS`: each branch entry has a counters word.
+    pub const COUNTERS: u64 = 1 << 19;
+}
+
+/// Record types: the kernel's `PERF_RECORD_*` (below 64) and perf's user types (64 on).
+pub mod record_type {
+    /// `PERF_RECORD_MMAP`.
+    pub const MMAP: u32 = 1;
+    /// `PERF_RECORD_LOST`.
+    pub const LOST: u32 = 2;
+    /// `PERF_RECORD_COMM`.
+    pub const COMM: u32 = 3;
+    /// `PERF_RECORD_EXIT`.
+    pub const EXIT: u32 = 4;
+    /// `PERF_RECORD_THROTTLE`.
+    pub const THROTTLE: u32 = 5;
+    /// `PERF_RECORD_UNTHROTTLE`.
+    pub const UNTHROTTLE: u32 = 6;
+    /// `PERF_RECORD_FORK`.
+    pub const FORK: u32 = 7;
+    /// `PERF_RECORD_SAMPLE`.
+    pub const SAMPLE: u32 = 9;
+    /// `PERF_RECORD_MMAP2`.
+    pub const MMAP2: u32 = 10;
+    /// `PERF_RECORD_LOST_SAMPLES`.
+    pub const LOST_SAMPLES: u32 = 13;
+    /// `PERF_RECORD_HEADER_ATTR`.
+    pub const HEADER_ATTR: u32 = 64;
+    /// `PERF_RECORD_HEADER_TRACING_DATA`.
+    pub const HEADER_TRACING_DATA: u32 = 66;
+    /// `PERF_RECORD_HEADER_BUILD_ID`.
+    pub const HEADER_BUILD_ID: u32 = 67;
+    /// `PERF_RECORD_FINISHED_ROUND`: everything before it may be sorted.
+    pub const FINISHED_ROUND: u32 = 68;
+    /// `PERF_RECORD_AUXTRACE_INFO`.
+    pub const AUXTRACE_INFO: u32 = 70;
+    /// `PERF_RECORD_AUXTRACE`.
+    pub const AUXTRACE: u32 = 71;
+    /// `PERF_RECORD_EVENT_UPDATE`.
+    pub const EVENT_UPDATE: u32 = 78;
+    /// `PERF_RECORD_HEADER_FEATURE`.
+    pub const HEADER_FEATURE: u32 = 80;
+    /// `PERF_RECORD_COMPRESSED`.
+    pub const COMPRESSED: u32 = 81;
+    /// `PERF_RECORD_FINISHED_INIT`.
+    pub const FINISHED_INIT: u32 = 82;
+    /// `PERF_RECORD_COMPRESSED2`.
+    pub const COMPRESSED2: u32 = 83;
+}
+
+/// `perf_event_header.misc` bits (`PERF_RECORD_MISC_*`).
+pub mod misc {
+    /// `PERF_RECORD_MISC_KERNEL`: kernel cpumode.
+    pub const KERNEL: u16 = 1;
+    /// `PERF_RECORD_MISC_USER`: user cpumode.
+    pub const USER: u16 = 2;
+    /// `PERF_RECORD_MISC_MMAP_DATA` of MMAP/MMAP2 records: a data (non-executable) mapping.
+    pub const MMAP_DATA: u16 = 1 << 13;
+    /// `PERF_RECORD_MISC_COMM_EXEC` of COMM records: the name change came from exec (the
+    /// same bit as [`MMAP_DATA`], on another record type).
+    pub const COMM_EXEC: u16 = 1 << 13;
+    /// `PERF_RECORD_MISC_EXACT_IP` of samples: the ip is the instruction that caused the event.
+    pub const EXACT_IP: u16 = 1 << 14;
+    /// `PERF_RECORD_MISC_MMAP_BUILD_ID` of MMAP2 records: they carry a build id instead of
+    /// device and inode (the same bit as [`EXACT_IP`], on another record type).
+    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    /// `PERF_RECORD_MISC_BUILD_ID_SIZE` of a build-id entry: the `size` byte after the 20
+    /// id bytes is valid.
+    pub const BUILD_ID_SIZE: u16 = 1 << 15;
+}
+
+/// Feature bit numbers of the perf.data header (`HEADER_*` in tools/perf/util/header.h).
+pub mod feature {
+    /// `HEADER_TRACING_DATA`.
+    pub const TRACING_DATA: u32 = 1;
+    /// `HEADER_BUILD_ID`.
+    pub const BUILD_ID: u32 = 2;
+    /// `HEADER_HOSTNAME`.
+    pub const HOSTNAME: u32 = 3;
+    /// `HEADER_OSRELEASE`.
+    pub const OSRELEASE: u32 = 4;
+    /// `HEADER_VERSION`.
+    pub const VERSION: u32 = 5;
+    /// `HEADER_ARCH`.
+    pub const ARCH: u32 = 6;
+    /// `HEADER_NRCPUS`.
+    pub const NRCPUS: u32 = 7;
+    /// `HEADER_CPUDESC`.
+    pub const CPUDESC: u32 = 8;
+    /// `HEADER_CPUID`.
+    pub const CPUID: u32 = 9;
+    /// `HEADER_TOTAL_MEM`.
+    pub const TOTAL_MEM: u32 = 10;
+    /// `HEADER_CMDLINE`.
+    pub const CMDLINE: u32 = 11;
+    /// `HEADER_EVENT_DESC`.
+    pub const EVENT_DESC: u32 = 12;
+    /// `HEADER_CPU_TOPOLOGY`.
+    pub const CPU_TOPOLOGY: u32 = 13;
+    /// `HEADER_PMU_MAPPINGS`.
+    pub const PMU_MAPPINGS: u32 = 16;
+    /// `HEADER_GROUP_DESC`.
+    pub const GROUP_DESC: u32 = 17;
+    /// `HEADER_SAMPLE_TIME`.
+    pub const SAMPLE_TIME: u32 = 21;
+    /// `HEADER_COMPRESSED`.
+    pub const COMPRESSED: u32 = 27;
+    /// `HEADER_CPU_PMU_CAPS`.
+    pub const CPU_PMU_CAPS: u32 = 28;
+    /// `HEADER_PMU_CAPS`.
+    pub const PMU_CAPS: u32 = 31;
+}
+
+/// Call-chain context markers (`enum perf_callchain_context`), as the u64s a chain holds.
+pub mod callchain_context {
+    /// `PERF_CONTEXT_USER`: the user part of the chain follows.
+    pub const USER: u64 = -512i64 as u64;
+    /// `PERF_CONTEXT_MAX`: every value from here up is a marker, not an address.
+    pub const MAX: u64 = -4095i64 as u64;
+}
