@@ -50,17 +50,22 @@ impl EventInfo {
 }
 
 /// [`EventInfo::matches`] with a comparison of the name's spellings (for globs): whether
-/// `same` holds for `name`, for `name` without its `:modifiers` (not inside a `/…/` term
-/// list), for the event before an empty term list or one of per-event settings only
-/// (`ibs_op//`, `event/period=N/`),
-/// or for the event inside a term list without `=` (`pmu/event/`; `pmu/event=0x3c/` only
-/// matches whole).
+/// `same` holds for `name`, for `name` without its `:modifiers` (perf's modifier letters),
+/// for the event before an empty term list or one of per-event settings only (`ibs_op//`,
+/// `event/period=N/`), or for the event inside a term list without `=` (`pmu/event/`;
+/// `pmu/event=0x3c/` only matches whole).
 pub fn event_name_matches(name: &str, same: impl Fn(&str) -> bool) -> bool {
     if same(name) {
         return true;
     }
-    let bare = match name.rfind(':') {
-        Some(i) if !name[i..].contains('/') => &name[..i],
+    // perf's modifier letters (`:u`, `:ppp`, `:HG`…): a tracepoint's `system:name` is no
+    // modifier.
+    let bare = match name.rsplit_once(':') {
+        Some((event, mods))
+            if !mods.is_empty() && mods.chars().all(|c| "ukhHGpPSDIWeb".contains(c)) =>
+        {
+            event
+        }
         _ => name,
     };
     if same(bare) {
@@ -634,5 +639,32 @@ mod tests {
         };
         assert!(!e.mispred() && e.predicted());
         assert_eq!((e.cycles(), e.spec(), e.privilege()), (77, 3, 2));
+    }
+
+    #[test]
+    fn test_event_name_matches_without_modifiers_or_term_lists() {
+        let is = |wanted: &str, name: &str| event_name_matches(name, |n| n == wanted);
+        for (wanted, name) in [
+            ("cpu-clock", "cpu-clock"),
+            ("cpu-clock", "cpu-clock:ppp"),
+            ("cpu-clock:ppp", "cpu-clock:ppp"),
+            ("cycles", "cycles:u"),
+            ("cycles", "cycles:P"),
+            ("cycles", "cpu/cycles/"),
+            ("task-clock", "task-clock/period=100000/"),
+            ("ibs_op", "ibs_op//"),
+            ("sched:sched_switch", "sched:sched_switch"),
+        ] {
+            assert!(is(wanted, name), "{wanted} should select {name}");
+        }
+        for (wanted, name) in [
+            ("cpu-clock", "cpu-clock-x"),
+            ("cycles", "instructions:u"),
+            ("cpu-clock:u", "cpu-clock:ppp"),
+            ("cpu", "cpu/event=0x3c/"),
+            ("sched", "sched:sched_switch"),
+        ] {
+            assert!(!is(wanted, name), "{wanted} should not select {name}");
+        }
     }
 }

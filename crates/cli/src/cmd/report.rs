@@ -11,8 +11,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
-
-use crate::args::InputArgs;
 use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
 use culprit_analysis::{
     CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, Row, SortKey,
@@ -21,6 +19,8 @@ use culprit_decode::model::Profile;
 use culprit_symbols::ReadPlan;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::args::InputArgs;
 
 /// Output format of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
