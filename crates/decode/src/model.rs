@@ -618,7 +618,7 @@ impl Profile {
 
 #[cfg(test)]
 mod tests {
-    use super::BranchEntry;
+    use super::{event_name_matches, BranchEntry};
 
     #[test]
     fn test_branch_flags_of_a_big_endian_writer_move_from_the_top_bits() {
