@@ -202,7 +202,8 @@ fn parse_pids(s: &str) -> anyhow::Result<Vec<i32>> {
 /// symbols of what it recorded are found (perf's flags of the same names).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct InputArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin) [default: perf.data].
+    /// Input perf.data file (`-` reads a pipe-mode stream from stdin); default perf.data
+    /// (trace: without it, trace live).
     #[arg(short = 'i', long = "input", value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
