@@ -12,9 +12,11 @@ pub mod branches;
 mod fxhash;
 pub mod hotspots;
 pub mod ibs;
+pub mod listing;
 pub mod metrics;
 pub mod offenders;
 pub mod skid;
+pub mod top;
 pub mod topdown;
 
 pub use hotspots::{
@@ -37,6 +39,10 @@ pub enum AnalysisError {
         /// The file's events.
         available: Vec<String>,
     },
+    /// The file lacks the samples the report needs (the message says which and how to
+    /// record them).
+    #[error("{0}")]
+    NoData(String),
 }
 
 impl From<culprit_decode::model::UnknownEvent> for AnalysisError {

@@ -105,6 +105,25 @@ impl OutputArgs {
     }
 }
 
+/// What the offender detector's `--t1`/`--t2` count (`--offenders-unit` of top and
+/// `report --offenders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OffendersUnit {
+    /// Samples (each sample adds 1).
+    Samples,
+    /// Events (each sample adds its period).
+    Events,
+}
+
+impl From<OffendersUnit> for culprit_analysis::offenders::Unit {
+    fn from(u: OffendersUnit) -> Self {
+        match u {
+            OffendersUnit::Samples => culprit_analysis::offenders::Unit::Samples,
+            OffendersUnit::Events => culprit_analysis::offenders::Unit::Events,
+        }
+    }
+}
+
 /// What to measure: `-p PID…`, `-a`, `-C CPUS` and `-- COMMAND…`, shared by record, stat,
 /// top and trace (live), parsed and validated once.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -125,11 +144,9 @@ pub struct TargetArgs {
     #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
     pub cpu: Option<String>,
     /// The command to run and its arguments (put `--` before it).
-    #[arg(
-        value_name = "COMMAND",
-        allow_hyphen_values = true,
-        trailing_var_arg = true
-    )]
+    // No allow_hyphen_values: it would take attached short options (`-x,`, `-F999`) for
+    // the command; after the command's first word everything is the command's anyway.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
@@ -309,6 +326,13 @@ mod tests {
             .contains("nothing to record"));
         assert!(choice(&["-p", "x"], false).is_err());
         assert!(choice(&["-p", "1", "--", "ls"], false).is_err());
+        // Attached short values are options, not the command; the command's own flags
+        // are its own.
+        assert!(choice(&["-C0", "--", "ls"], false).unwrap().cpus == Some(vec![0]));
+        assert_eq!(
+            choice(&["sleep", "-a", "1"], false).unwrap().target,
+            Target::Command(vec!["sleep".into(), "-a".into(), "1".into()])
+        );
         assert_eq!(
             choice(&["-a", "-C", "0-1"], false).unwrap().cpus,
             Some(vec![0, 1])

@@ -3,7 +3,6 @@
 
 mod args;
 mod cmd;
-mod live;
 
 use std::process::ExitCode;
 

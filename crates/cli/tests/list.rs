@@ -247,7 +247,13 @@ fn test_list_text_sections() {
     assert!(text.contains("  cpu-clock "), "{text}");
     let no_ibs = !Path::new("/sys/bus/event_source/devices/ibs_op").exists()
         && !Path::new("/sys/bus/event_source/devices/ibs_fetch").exists();
-    assert_eq!(text.contains(IBS_SENTENCE), no_ibs, "{text}");
+    // Notes wrap to the width: compare with whitespace runs as one blank.
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(flat(&text).contains(&flat(IBS_SENTENCE)), no_ibs, "{text}");
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 80),
+        "list text wider than 80 columns:\n{text}"
+    );
 }
 
 #[test]
@@ -282,4 +288,19 @@ fn test_list_hardware_counters_usable() {
     let events = v["events"].as_array().unwrap();
     let cycles = events.iter().find(|e| e["name"] == "cycles").unwrap();
     assert_eq!(cycles["opens"], true);
+}
+
+#[test]
+fn test_list_json_validates_against_schema() {
+    let _lock = common::pmu_lock();
+    let out = common::run_ok(common::culprit().args(["list", "--format", "json"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    common::validate_json_schema("list", &text);
+    // list has no CSV.
+    let o = common::culprit()
+        .args(["list", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no --format csv"));
 }

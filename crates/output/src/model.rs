@@ -346,6 +346,11 @@ pub struct Table {
     pub highlight: Option<usize>,
     /// What text output says when the table has no rows (`(no samples: …)`).
     pub empty: Option<String>,
+    /// Lines shown before rows (perf annotate's source lines) as (row, line), in row
+    /// order; text output indents them to the start of column [`Table::lines_at`].
+    pub lines_before: Vec<(usize, String)>,
+    /// The column (index in `columns`) where [`Table::lines_before`] start in text output.
+    pub lines_at: usize,
 }
 
 impl Table {

@@ -27,7 +27,10 @@ pub fn write(out: &mut dyn Write, doc: &Document, o: &TextOptions) -> io::Result
             Section::Table(t) => write_table_to(&mut w, t)?,
             Section::Lines(lines) => {
                 for l in lines {
-                    w.line(&escape(l), None)?;
+                    // Prose and key-value lines wrap under their own indentation (+2).
+                    let l = escape(l);
+                    let indent = l.len() - l.trim_start_matches(' ').len();
+                    w.wrapped(&l, &" ".repeat(indent + 2))?;
                 }
             }
         }
@@ -78,7 +81,37 @@ impl LineWriter<'_> {
         let mut l = String::with_capacity(text.len() + 2);
         l.push_str("# ");
         l.push_str(&escape(text));
-        self.line(&l, None)
+        self.wrapped(&l, "#   ")
+    }
+
+    /// A line (already escaped) broken at blanks to the width, continuation lines starting
+    /// with `hang`; a word too long for a line is cut.
+    fn wrapped(&mut self, text: &str, hang: &str) -> io::Result<()> {
+        let Some(width) = self.o.width else {
+            return self.line(text, None);
+        };
+        if text_width(text) <= width || text_width(hang) + 10 > width {
+            return self.line(text, None);
+        }
+        let mut line = String::new();
+        let mut fresh = true;
+        let indent = text.len() - text.trim_start_matches(' ').len();
+        line.push_str(&text[..indent]);
+        for word in text[indent..].split(' ') {
+            let used = text_width(&line);
+            if !fresh && used + 1 + text_width(word) > width {
+                self.line(&line, None)?;
+                line.clear();
+                line.push_str(hang);
+                fresh = true;
+            }
+            if !fresh {
+                line.push(' ');
+            }
+            line.push_str(word);
+            fresh = false;
+        }
+        self.line(&line, None)
     }
 
     /// A line (already escaped), cut to the width, coloured with `color` when colours are on.
@@ -117,6 +150,51 @@ pub fn cut(s: &str, width: usize) -> Cow<'_, str> {
     t.push_str(&s[..end]);
     t.push('…');
     Cow::Owned(t)
+}
+
+/// Prose header lines are wrapped to this many characters: with their `# `, 80 columns.
+pub const HEADER_WIDTH: usize = 78;
+
+/// `text` broken at blanks into lines of at most `width` characters (a longer word stays
+/// whole), continuation lines indented by two blanks.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let used = line.chars().count();
+        let fresh = line.is_empty() || line == "  ";
+        if !fresh && used + 1 + word.chars().count() > width {
+            lines.push(std::mem::replace(&mut line, "  ".to_string()));
+        } else if !fresh {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.trim().is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `s` with tabs replaced by blanks up to the next multiple of 8 characters, as a terminal
+/// shows them (so that widths can be measured).
+pub fn expand_tabs(s: &str) -> Cow<'_, str> {
+    if !s.contains('\t') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut col = 0;
+    for c in s.chars() {
+        if c == '\t' {
+            let n = 8 - col % 8;
+            push_spaces(&mut out, n);
+            col += n;
+        } else {
+            out.push(c);
+            col += 1;
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `s` with control characters (terminal escapes, newlines, tabs: from names in files)
@@ -283,7 +361,21 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
     );
     w.line(line.trim_end(), None)?;
     let mut trees = t.trees.iter().peekable();
+    let mut lines_before = t.lines_before.iter().peekable();
+    // Where lines before rows start: the row prefix and the text columns before `lines_at`.
+    let lines_indent = 2 + cols
+        .iter()
+        .zip(&widths)
+        .take_while(|((ci, _), _)| *ci < t.lines_at)
+        .map(|(_, w)| w + 2)
+        .sum::<usize>();
     for row in 0..rows {
+        while let Some((_, l)) = lines_before.next_if(|(r, _)| *r <= row) {
+            line.clear();
+            push_spaces(&mut line, lines_indent);
+            line.push_str(&escape(l));
+            w.line(&line, None)?;
+        }
         line.clear();
         line.push_str("  ");
         let cells: Vec<String> = cols
@@ -413,6 +505,60 @@ mod tests {
             assert!(text_width(l) <= 80, "{l:?} is {} wide", text_width(l));
         }
         assert!(s.contains('…'));
+    }
+
+    #[test]
+    fn test_prose_lines_and_comments_wrap_under_their_indentation() {
+        let mut d = Document::new();
+        d.header("Note: ".to_string() + &"word ".repeat(30));
+        d.lines(vec![format!(
+            "  - IBS: {}",
+            "not available here ".repeat(8)
+        )]);
+        let s = render(&d, Some(60), false);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.iter().all(|l| text_width(l) <= 60), "{s}");
+        assert!(lines[0].starts_with("# Note: word"));
+        assert!(lines[1].starts_with("#   word"), "{s}");
+        let body = lines
+            .iter()
+            .position(|l| l.starts_with("  - IBS:"))
+            .unwrap();
+        assert!(lines[body + 1].starts_with("    here"), "{s}");
+        // Nothing lost: the words are all there.
+        assert_eq!(s.matches("word").count(), 30);
+        assert_eq!(s.matches("available").count(), 8);
+    }
+
+    #[test]
+    fn test_wrap() {
+        assert_eq!(wrap("a b c", 3), vec!["a b", "  c"]);
+        assert_eq!(wrap("abcdef gh", 3), vec!["abcdef", "  gh"]);
+        assert_eq!(wrap("short", 78), vec!["short"]);
+        for l in wrap(&"word ".repeat(40), 78) {
+            assert!(l.len() <= 78, "{l}");
+        }
+    }
+
+    #[test]
+    fn test_expand_tabs() {
+        assert_eq!(expand_tabs("\tx"), "        x");
+        assert_eq!(expand_tabs("ab\tc"), "ab      c");
+        assert_eq!(expand_tabs("abc"), "abc");
+    }
+
+    #[test]
+    fn test_lines_before_rows_start_at_their_column() {
+        let mut t = sample_table();
+        t.lines_before = vec![(1, "x.c:3  int\tx;".into())];
+        t.lines_at = 3;
+        let mut d = Document::new();
+        d.table(t);
+        let s = render(&d, None, false);
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines[3].find("evil").unwrap();
+        assert_eq!(lines[2].find("x.c:3"), Some(at), "{s}");
+        assert!(lines[2].ends_with("int\\x09x;"), "{s}");
     }
 
     #[test]

@@ -400,7 +400,10 @@ pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
 pub fn validate_json_schema(name: &str, json: &str) {
     let schema = repo_root().join(format!("docs/schemas/{name}.schema.json"));
     assert!(schema.exists(), "no schema file {}", schema.display());
-    let dir = scratch(&format!("schema-{name}-{}", std::process::id()));
+    // One directory per call: tests of one binary validate in parallel threads.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("schema-{name}-{}-{call}", std::process::id()));
     let doc = dir.join("doc.json");
     std::fs::write(&doc, json).unwrap();
     let script = r#"
