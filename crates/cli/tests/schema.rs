@@ -67,9 +67,12 @@ fn test_every_schema_is_valid_requires_its_version_and_is_exercised() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "rs") {
             let text = std::fs::read_to_string(&p).unwrap();
-            for part in text.split("validate_json_schema(\"").skip(1) {
-                if let Some(name) = part.split('"').next() {
-                    tested.insert(name.to_string());
+            // `validate_json_schema("name", …)`, the name maybe on the next line.
+            for part in text.split("validate_json_schema(").skip(1) {
+                if let Some(rest) = part.trim_start().strip_prefix('"') {
+                    if let Some(name) = rest.split('"').next() {
+                        tested.insert(name.to_string());
+                    }
                 }
             }
         }

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use culprit_analysis::offenders::report::{ReportBuilder, ReportOptions};
 use culprit_analysis::offenders::Settings;
-use culprit_output::{ColorChoice, TextOptions};
 use culprit_symbols::ReadPlan;
 
-use super::report::{ReportArgs, ReportFormat};
+use super::report::ReportArgs;
+use crate::args::Format;
 
 /// The `--sort` default of the hotspot report (the offenders are per address: no keys).
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -38,12 +38,14 @@ fn inapplicable(args: &ReportArgs) -> Vec<&'static str> {
     check(args.topdown, "--topdown");
     check(args.branch, "--branch");
     check(args.no_unwind, "--no-unwind");
+    check(args.sort_event.is_some(), "--sort-event");
+    check(args.group, "--group");
     v
 }
 
 /// Runs `culprit report --offenders`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if args.format == ReportFormat::Csv {
+    if args.output.format == Format::Csv {
         anyhow::bail!("report --offenders has no --format csv (it writes text, json)");
     }
     let flags = inapplicable(args);
@@ -68,12 +70,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let profile = input.for_each(&ReadPlan::default(), |p, s| builder.sample(p, s))?;
     let mut sym = input.symbolizer();
     let report = builder.finish(&profile, &mut sym, &input.path().display().to_string())?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    if args.format == ReportFormat::Json {
+    let mut out = args.output.writer()?;
+    if args.output.format == Format::Json {
         culprit_output::json::write(&mut out, &report)?;
     } else {
-        let text = TextOptions::for_stdout(ColorChoice::Auto, None);
+        let text = args.output.text_options();
         culprit_output::text::write(&mut out, &report.document(), &text)?;
     }
     out.flush()?;
