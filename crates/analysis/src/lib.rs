@@ -46,6 +46,15 @@ pub enum AnalysisError {
     NoData(String),
 }
 
+impl From<culprit_decode::model::UnknownEvent> for AnalysisError {
+    fn from(e: culprit_decode::model::UnknownEvent) -> Self {
+        AnalysisError::UnknownEvent {
+            wanted: e.wanted,
+            available: e.available,
+        }
+    }
+}
+
 /// What rows are grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SortKey {

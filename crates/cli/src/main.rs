@@ -73,15 +73,62 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            eprintln!("culprit: error: {err:#}");
+            eprintln!("culprit: error: {}", error_text(&err));
             ExitCode::from(2)
         }
     }
 }
 
+/// The error and its causes joined by ": ", each text once: an error type that prints its
+/// source in its own message (`cannot write x: No such file…`) and also returns it from
+/// `source()` would otherwise show the cause twice.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error whose message holds its source's, as thiserror's `"…: {source}"` makes it.
+    #[derive(Debug)]
+    struct Doubled {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Doubled {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot write out.data: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Doubled {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn test_error_text_names_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let reason = io.to_string();
+        let err = anyhow::Error::new(Doubled { source: io }).context("recording failed");
+        assert_eq!(
+            error_text(&err),
+            format!("recording failed: cannot write out.data: {reason}")
+        );
+    }
     use clap::CommandFactory;
 
     #[test]

@@ -176,7 +176,7 @@ impl std::fmt::Debug for Program {
 impl Program {
     /// Whether the program reads samples' code locations (`sym`, `mod`, `srcline`, `%a`,
     /// `offenders`). When it does not, the reader need not resolve them
-    /// (`ReadOptions::skip_locations`).
+    /// (`Reader::skip_locations`).
     pub fn uses_locations(&self) -> bool {
         self.locations
     }

@@ -403,36 +403,15 @@ pub struct Runner<'p> {
     wall_ticks: bool,
 }
 
-/// Whether a recorded event's name is the probe's event: `cycles` matches `cycles`,
-/// `cycles:u`, `cycles/period=1000/` and `cpu/cycles/`; `*` and `?` glob the whole name.
+/// Whether a recorded event's name is the probe's event, by the rule of every verb's `-e`
+/// ([`culprit_decode::model::event_name_matches`]): `cycles` matches `cycles`, `cycles:u`,
+/// `cycles/period=1000/` and `cpu/cycles/`; `*` and `?` glob the whole name.
 fn event_matches(pat: &str, name: &str) -> bool {
     let is_glob = pat.contains('*') || pat.contains('?');
-    let same = |n: &str| if is_glob { glob(pat, n) } else { n == pat };
-    if same(name) {
-        return true;
-    }
-    // Drop `:modifiers` after the event (not inside a `/…/` term list).
-    let bare = match name.rfind(':') {
-        Some(i) if !name[i..].contains('/') => &name[..i],
-        _ => name,
-    };
-    if same(bare) {
-        return true;
-    }
-    if let Some((head, rest)) = bare.split_once('/') {
-        let inner = rest.strip_suffix('/').unwrap_or(rest);
-        // `event/period=N/` names the event first (only per-event settings inside);
-        // `pmu/event/` names it inside; `pmu/event=0x3c/` only matches whole.
-        let settings_only = inner.split(',').all(|t| {
-            ["period=", "freq=", "name=", "call-graph=", "stack-size="]
-                .iter()
-                .any(|p| t.starts_with(p))
-        });
-        if (settings_only && same(head)) || (!inner.contains('=') && same(inner)) {
-            return true;
-        }
-    }
-    false
+    culprit_decode::model::event_name_matches(
+        name,
+        |n| if is_glob { glob(pat, n) } else { n == pat },
+    )
 }
 
 /// DTrace's `FUNCTION:NAME` of a probe as written: the last two of four `:`-separated parts

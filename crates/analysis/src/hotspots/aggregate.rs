@@ -107,7 +107,7 @@ pub(super) type AggKey = (
     (u32, u64),
 );
 
-/// Folds samples as they are read (see [`culprit_decode::read_file_streaming`]) into the
+/// Folds samples as they are read (see [`culprit_decode::Reader::fold`]) into the
 /// compact form [`hotspots_aggregated`] reports from: identical samples are counted once,
 /// call chains are interned, so memory scales with distinct addresses and chains.
 #[derive(Default)]
@@ -514,7 +514,7 @@ impl SampleAggregator {
     }
 
     /// Folds the entries of `later` in: an aggregator of samples that came after this one's
-    /// (the next share of [`culprit_decode::read_file_parallel`]), whose profile's ids are
+    /// (the next share of [`culprit_decode::Reader::fold_parallel`]), whose profile's ids are
     /// valid in `profile`. The result is what one aggregator fed all the samples in that
     /// order holds: same entries in the same order, same frame and chain numbering, so the
     /// report (whose ties keep first-seen order) is the same.
@@ -693,6 +693,20 @@ impl SampleAggregator {
         let b = self.chain_frames.len() as u32;
         self.chains.entry(hash).or_insert((a, b));
         (a, b)
+    }
+}
+
+impl culprit_decode::Fold for SampleAggregator {
+    fn add(&mut self, profile: &Profile, sample: &Sample) {
+        SampleAggregator::add(self, profile, sample);
+    }
+
+    fn split(&self) -> Self {
+        self.empty_like()
+    }
+
+    fn merge(&mut self, later: Self, profile: &Profile) {
+        self.absorb(later, profile);
     }
 }
 
