@@ -7,6 +7,9 @@
 //! (the report of what was read is still printed, and stderr says where reading stopped);
 //! 2 when nothing could be read or an argument is wrong.
 
+mod branch;
+mod offenders;
+
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -139,10 +142,10 @@ pub struct ReportArgs {
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.offenders {
-        return super::report_offenders::run(&args);
+        return offenders::run(&args);
     }
     if args.branch {
-        return super::report_branch::run(&args);
+        return branch::run(&args);
     }
     // The report's big buffers live in phases (aggregation tables, symbolization, rows):
     // let malloc give each one back to the OS when it is freed, so that peak RSS follows

@@ -10,7 +10,7 @@ use culprit_analysis::offenders::report::{ReportBuilder, ReportOptions};
 use culprit_analysis::offenders::Settings;
 use culprit_symbols::ReadPlan;
 
-use super::report::ReportArgs;
+use super::ReportArgs;
 use crate::args::Format;
 
 /// The `--sort` default of the hotspot report (the offenders are per address: no keys).

@@ -15,7 +15,7 @@ use culprit_analysis::Filters;
 use culprit_output::Note;
 use culprit_symbols::ReadPlan;
 
-use super::report::ReportArgs;
+use super::ReportArgs;
 use crate::args::Format;
 
 /// The `--sort` default of the hotspot mode: branch mode then uses perf's branch default.
@@ -33,10 +33,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         "--branch groups branch entries: --dso, --children, --deskid and --topdown do not apply"
     );
     anyhow::ensure!(
-        matches!(
-            args.call_graph,
-            None | Some(super::report::CallGraphArg::None)
-        ),
+        matches!(args.call_graph, None | Some(super::CallGraphArg::None)),
         "--branch groups branch entries: there are no call graphs (-g)"
     );
     let keys = BranchKey::parse_list(sort).context("error parsing flag --sort")?;
