@@ -14,6 +14,7 @@
 //!   (the sampled IP first) passes through.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use culprit_decode::ibs::mem;
 use culprit_decode::model::{
@@ -22,7 +23,8 @@ use culprit_decode::model::{
 use culprit_decode::pebs::text as mem_text;
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
 use crate::{AnalysisError, SortKey};
 
 mod children;
@@ -639,7 +641,7 @@ impl FlatIndex {
     #[inline(always)]
     fn find(&self, k: &[u64; 4]) -> Result<u32, usize> {
         let mask = self.slots.len().wrapping_sub(1);
-        let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+        let mut i = (FxBuildHasher.hash_one(k) as usize) & mask;
         loop {
             match self.slots.get(i) {
                 Some(&0) | None => return Err(i),
@@ -710,7 +712,7 @@ impl FlatIndex {
         self.slots = vec![0; len];
         let mask = len - 1;
         for (e, k) in self.keys.iter().enumerate() {
-            let mut i = (crate::fxhash::hash_words4(k.key) as usize) & mask;
+            let mut i = (FxBuildHasher.hash_one(k.key) as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -980,8 +982,8 @@ impl SampleAggregator {
             }
         }
         let hash = {
-            // Packed into six words, mixed by three independent folded multiplies (a
-            // multiply per word in a chain was a third of a flat report's fold).
+            // Packed into six words, hashed as one 48-byte block (independent folded
+            // multiplies: a multiply per word in a chain was a third of a flat report's fold).
             let w = [
                 u64::from(e.event)
                     | (e.cpumode as u64) << 16
@@ -993,7 +995,7 @@ impl SampleAggregator {
                 e.location.file_offset,
                 u64::from(e.callchain.start) | u64::from(e.callchain.end) << 32,
             ];
-            crate::fxhash::hash_words6(w)
+            FxBuildHasher.hash_one(w)
         };
         let found = self
             .index
@@ -1064,7 +1066,7 @@ impl SampleAggregator {
         use std::hash::Hasher;
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
-        let mut h = crate::fxhash::FxHasher::default();
+        let mut h = rustc_hash::FxHasher::default();
         h.write_usize(chain.len());
         for fr in chain {
             let key = (
@@ -1940,12 +1942,7 @@ impl RowIndex {
     }
 
     fn hash(key: &[u64]) -> u64 {
-        use std::hash::Hasher;
-        let mut h = crate::fxhash::FxHasher::default();
-        for &w in key {
-            h.write_u64(w);
-        }
-        h.finish()
+        FxBuildHasher.hash_one(key)
     }
 
     fn key(&self, r: u32) -> &[u64] {

@@ -1,13 +1,13 @@
 //! Aggregations: keyed accumulators with a key limit that is never silent, and DTrace's
 //! output formats (sorted by value, quantize histograms).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use culprit_analysis::offenders::{Config as OffConfig, Detector, Observation, Step, Unit};
 use culprit_decode::model::Location;
 
 use crate::format::{self, Piece};
-use crate::{FxBuild, Interner, Ty};
+use crate::{Interner, Ty};
 
 /// Most keys an aggregation has (the checker enforces it).
 const KEYS: usize = crate::compile::MAX_AGG_KEYS;
@@ -72,7 +72,7 @@ impl std::hash::Hash for Key {
 }
 
 /// Names of addresses symbolized so far (address → interned `module`symbol+0xoff`), for `%a`.
-pub type AddrNames = HashMap<u64, u32, FxBuild>;
+pub type AddrNames = FxHashMap<u64, u32>;
 
 /// Aggregating functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,13 +262,13 @@ pub struct Agg {
     /// Types of its keys.
     pub key_types: Vec<Ty>,
     /// Entries.
-    pub map: HashMap<Key, Acc, FxBuild>,
+    pub map: FxHashMap<Key, Acc>,
     /// Key limit.
     pub max_keys: usize,
     /// Samples whose key was new when the limit was reached.
     pub dropped_samples: u64,
     /// Distinct dropped keys (by hash; capped, see `dropped_keys_capped`).
-    pub dropped_keys: HashSet<u64, FxBuild>,
+    pub dropped_keys: FxHashSet<u64>,
     /// More distinct keys were dropped than `dropped_keys` holds.
     pub dropped_keys_capped: bool,
     /// Printed by printa (then not printed again at exit).
@@ -292,10 +292,10 @@ impl Agg {
             name,
             func,
             key_types,
-            map: HashMap::default(),
+            map: FxHashMap::default(),
             max_keys,
             dropped_samples: 0,
-            dropped_keys: HashSet::default(),
+            dropped_keys: FxHashSet::default(),
             dropped_keys_capped: false,
             printed: false,
             norm: 1,
@@ -324,7 +324,7 @@ impl Agg {
             self.dropped_samples += 1;
             if self.dropped_keys.len() < DROPPED_CAP {
                 use std::hash::BuildHasher;
-                let h = FxBuild::default().hash_one(keys);
+                let h = FxBuildHasher.hash_one(keys);
                 self.dropped_keys.insert(h);
             } else {
                 self.dropped_keys_capped = true;
@@ -809,7 +809,7 @@ pub fn print_many(
     addrs: &AddrNames,
 ) {
     let Some(first) = aggs.first() else { return };
-    let mut seen: HashSet<&Key, FxBuild> = HashSet::default();
+    let mut seen: FxHashSet<&Key> = FxHashSet::default();
     let mut keys: Vec<(&Key, i64)> = Vec::new();
     for a in aggs {
         for k in a.map.keys() {

@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
 
@@ -11,7 +13,7 @@ use crate::compile::Program;
 use crate::error::ScriptError;
 use crate::format::Piece;
 use crate::probe::{glob, Probe};
-use crate::{FxBuild, Interner};
+use crate::Interner;
 
 /// What to ask a [`SymbolSource`] about a sample's IP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,7 +126,7 @@ const EMPTY_FRONT: FrontEntry = FrontEntry {
 pub(crate) struct Rt {
     pub globals: Vec<i64>,
     pub this: Vec<i64>,
-    pub selfs: HashMap<(i32, u32), i64, FxBuild>,
+    pub selfs: FxHashMap<(i32, u32), i64>,
     pub self_limit: usize,
     pub self_dropped: u64,
     pub strings: Interner,
@@ -132,7 +134,7 @@ pub(crate) struct Rt {
     comm_ids: Vec<u32>,
     /// Event index → interned id + 1.
     event_ids: Vec<u32>,
-    loc_cache: HashMap<(What, Option<u32>, u64, i32), u32, FxBuild>,
+    loc_cache: FxHashMap<(What, Option<u32>, u64, i32), u32>,
     /// Direct-mapped front of `loc_cache` keyed by the sample's own (what, dso, offset, pid):
     /// one compare instead of hashing and probing for the locations seen over and over.
     loc_front: Box<[FrontEntry]>,
