@@ -9,8 +9,8 @@ use culprit_decode::model::Location;
 use crate::format::{self, Piece};
 use crate::{Interner, Ty};
 
-/// Most keys an aggregation has (the checker enforces it).
-const KEYS: usize = crate::compile::MAX_AGG_KEYS;
+/// Most keys an aggregation may have (the checker enforces it).
+pub const MAX_AGG_KEYS: usize = 8;
 
 /// An aggregation key held inline: no allocation per key and no pointer to follow when
 /// comparing; hashed and compared over its used slots only, without `memcmp`/`memset`
@@ -18,7 +18,7 @@ const KEYS: usize = crate::compile::MAX_AGG_KEYS;
 #[derive(Debug, Clone, Copy)]
 pub struct Key {
     len: u8,
-    k: [i64; KEYS],
+    k: [i64; MAX_AGG_KEYS],
 }
 
 impl Key {
@@ -26,7 +26,7 @@ impl Key {
     #[inline]
     pub fn new(keys: &[i64]) -> Key {
         Key {
-            len: keys.len().min(KEYS) as u8,
+            len: keys.len().min(MAX_AGG_KEYS) as u8,
             k: std::array::from_fn(|i| keys.get(i).copied().unwrap_or(0)),
         }
     }
@@ -34,7 +34,7 @@ impl Key {
     /// The key's values.
     #[inline]
     pub fn as_slice(&self) -> &[i64] {
-        &self.k[..usize::from(self.len).min(KEYS)]
+        &self.k[..usize::from(self.len).min(MAX_AGG_KEYS)]
     }
 }
 

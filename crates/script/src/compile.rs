@@ -1,15 +1,17 @@
 //! Checker and compiler: resolves names, probes and fields, checks types, and turns every
-//! expression and statement into a closure over the sample (see [`crate::run`]).
+//! expression and statement into a closure over the sample (the program of [`crate::ir`],
+//! run by [`crate::run`]).
 
 use std::collections::HashMap;
 
-use crate::agg::Func;
+use crate::agg::{Func, MAX_AGG_KEYS};
 use crate::ast::{self, Expr, ExprKind, Stmt, Target};
+use crate::env::{Env, What};
 use crate::error::{hint, ScriptError, Span};
 use crate::fields::{self, ArgsKind, Source};
 use crate::format::{self, Piece};
+use crate::ir::{AggDecl, CClause, ClauseInfo, IntFn, Program, StmtFn};
 use crate::probe::{self, Probe};
-use crate::run::{Env, What};
 use crate::{Interner, Ty};
 use culprit_analysis::offenders::Observation;
 use culprit_decode::model::Location;
@@ -75,11 +77,6 @@ macro_rules! by_field {
     };
 }
 
-/// A compiled integer-valued expression (strings are interned ids).
-pub(crate) type IntFn = Box<dyn Fn(&mut Env<'_>) -> i64>;
-/// A compiled statement.
-pub(crate) type StmtFn = Box<dyn Fn(&mut Env<'_>)>;
-
 /// One printf conversion with its argument (and `*` width/precision arguments).
 struct PrintfArg {
     conv: format::Conv,
@@ -87,9 +84,6 @@ struct PrintfArg {
     prec: Option<IntFn>,
     value: IntFn,
 }
-
-/// Most keys an aggregation may have.
-pub const MAX_AGG_KEYS: usize = 8;
 
 /// Compile options.
 #[derive(Debug, Clone)]
@@ -110,24 +104,6 @@ impl Default for Options {
     }
 }
 
-/// One clause's probes, for binding and for choosing what to record live.
-#[derive(Debug, Clone)]
-pub struct ClauseInfo {
-    /// The probes with their text as written.
-    pub probes: Vec<(Probe, String)>,
-    /// 1-based source line of the clause.
-    pub line: usize,
-}
-
-pub(crate) struct CClause {
-    pub pred: Option<IntFn>,
-    pub body: Vec<StmtFn>,
-    pub n_this: usize,
-    /// Not only aggregations: without quiet, each firing prints DTrace's
-    /// `CPU ID FUNCTION:NAME` line (aggregating clauses record nothing per firing).
-    pub records: bool,
-}
-
 /// Whether a clause body records per firing (anything but aggregations, or nothing at all).
 fn records(body: &[Stmt]) -> bool {
     fn any_non_agg(body: &[Stmt]) -> bool {
@@ -138,68 +114,6 @@ fn records(body: &[Stmt]) -> bool {
         })
     }
     body.is_empty() || any_non_agg(body)
-}
-
-pub(crate) struct AggDecl {
-    pub name: String,
-    pub func: Func,
-    pub key_types: Vec<Ty>,
-}
-
-/// A checked, compiled program.
-pub struct Program {
-    pub(crate) infos: Vec<ClauseInfo>,
-    pub(crate) clauses: Vec<CClause>,
-    pub(crate) aggs: Vec<AggDecl>,
-    pub(crate) strings: Interner,
-    pub(crate) n_globals: usize,
-    pub(crate) n_self: usize,
-    pub(crate) max_this: usize,
-    /// Quiet mode.
-    pub quiet: bool,
-    /// Key limit.
-    pub max_keys: usize,
-    /// See [`Program::uses_locations`].
-    pub(crate) locations: bool,
-}
-
-impl std::fmt::Debug for Program {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Program")
-            .field("clauses", &self.infos)
-            .field("quiet", &self.quiet)
-            .field("max_keys", &self.max_keys)
-            .finish()
-    }
-}
-
-impl Program {
-    /// Whether the program reads samples' code locations (`sym`, `mod`, `srcline`, `%a`,
-    /// `offenders`). When it does not, the reader need not resolve them
-    /// (`ReadOptions::skip_locations`).
-    pub fn uses_locations(&self) -> bool {
-        self.locations
-    }
-
-    /// The clauses' probes, in source order.
-    pub fn clauses(&self) -> &[ClauseInfo] {
-        &self.infos
-    }
-
-    /// The sample probes (not BEGIN/END/tick) of all clauses, deduplicated.
-    pub fn sample_probes(&self) -> Vec<(Probe, String)> {
-        let mut v: Vec<(Probe, String)> = Vec::new();
-        for c in &self.infos {
-            for p in &c.probes {
-                if !matches!(p.0, Probe::Begin | Probe::End | Probe::Tick { .. })
-                    && !v.iter().any(|q| q.0 == p.0)
-                {
-                    v.push(p.clone());
-                }
-            }
-        }
-        v
-    }
 }
 
 struct Var {

@@ -23,9 +23,11 @@
 pub mod agg;
 pub mod ast;
 mod compile;
+mod env;
 pub mod error;
 pub mod fields;
 pub mod format;
+mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod probe;
@@ -33,9 +35,11 @@ mod run;
 
 use rustc_hash::FxHashMap;
 
-pub use compile::{compile, ClauseInfo, Options, Program};
+pub use compile::{compile, Options};
+pub use env::{NoSymbols, SymbolSource, What};
 pub use error::ScriptError;
-pub use run::{NoSymbols, Runner, SymbolSource, What};
+pub use ir::{ClauseInfo, Program};
+pub use run::Runner;
 
 /// The language's value types (all held in 64 bits at run time; strings are interned ids).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
