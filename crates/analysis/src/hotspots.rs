@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-use culprit_decode::ibs::mem;
+use culprit_decode::abi::mem;
 use culprit_decode::model::{
     CpuMode, DsoId, DsoKind, EventId, Frame, Location, Profile, Sample, StrId,
 };
