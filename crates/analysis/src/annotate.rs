@@ -19,6 +19,12 @@ use serde::Serialize;
 use crate::skid::{self, EventClass, SkidStats};
 use crate::AnalysisError;
 
+mod output;
+pub use output::{
+    class_name, DerivedJson, EventJson, FunctionJson, InlineJson, InsnJson, SourceCache, TextView,
+    SCHEMA,
+};
+
 /// Which functions to annotate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {

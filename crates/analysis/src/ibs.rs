@@ -29,6 +29,9 @@ use serde::Serialize;
 
 use crate::AnalysisError;
 
+mod output;
+pub use output::{ibs_report, IbsReport, IbsRequest, SCHEMA};
+
 /// How rows of the instruction table are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

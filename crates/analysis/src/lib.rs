@@ -11,9 +11,11 @@ pub mod annotate;
 pub mod branches;
 pub mod hotspots;
 pub mod ibs;
+pub mod listing;
 pub mod metrics;
 pub mod offenders;
 pub mod skid;
+pub mod top;
 pub mod topdown;
 
 pub use hotspots::{
@@ -36,6 +38,10 @@ pub enum AnalysisError {
         /// The file's events.
         available: Vec<String>,
     },
+    /// The file lacks the samples the report needs (the message says which and how to
+    /// record them).
+    #[error("{0}")]
+    NoData(String),
 }
 
 /// What rows are grouped by.

@@ -17,9 +17,17 @@
 //! distinct addresses. The math (capture and confirmation chances, expected time to detection)
 //! is in docs/offenders.md; [`confirm_probability`] and [`expected_observations_to_detection`]
 //! compute it.
+//!
+//! [`events`] runs one detector per event of a sample stream with the user's settings;
+//! [`report`] is `report --offenders` (the report model, the exact comparison, the document).
 
 use culprit_decode::model::{EventId, Location};
 use serde::Serialize;
+
+pub mod events;
+pub mod report;
+
+pub use events::{EventDetectors, Settings};
 
 /// What the thresholds count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,8 +1,8 @@
 //! The `culprit` binary: argument parsing, dispatch and printing. The work is done by the
 //! library crates (collect, decode, symbols, analysis).
 
+mod args;
 mod cmd;
-mod live;
 
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[command(name = "culprit", version,
     about = "culprit: a precise sampling profiler for Linux. Finds which instruction is the culprit of a performance problem, and why.",
     long_about = None,
-    after_help = "EXAMPLES:\n  culprit demo                          record and report the shipped matrix-multiply example\n  culprit record -e cycles,instructions -g -- ./prog\n  culprit report -i perf.data --sort dso,sym\n  culprit list")]
+    after_help = "EXAMPLES:\n  culprit demo                              record and report the shipped matrix-multiply example\n  culprit record -e cpu-clock -g -- ./prog  sample with call chains (any machine)\n  culprit record -e cycles,instructions -- ./prog   hardware events (needs a PMU: see culprit list)\n  culprit report -i perf.data --sort dso,sym\n  culprit list")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -584,7 +584,9 @@ fn test_annotate_text_source_intel_addr_and_inclusive_calls() {
     assert_eq!(by_addr[0]["symbol"], "multiply_matrices");
     let out = common::run_ok(
         culprit_cmd()
-            .args(["annotate", "--intel", "--source", "--deskid", "-i"])
+            .args([
+                "annotate", "--intel", "--source", "--deskid", "--width", "0", "-i",
+            ])
             .arg(&file)
             .arg("multiply_matrices"),
     );
@@ -827,7 +829,7 @@ fn test_annotate_cli_deskid_and_derived_columns_on_a_crafted_file() {
 
     let out = common::run_ok(
         culprit_cmd()
-            .args(["annotate", "--deskid", "-i"])
+            .args(["annotate", "--deskid", "--width", "0", "-i"])
             .arg(&file)
             .arg("multiply_matrices"),
     );
@@ -941,4 +943,148 @@ fn test_annotate_source_names_inlined_functions() {
         "{text}"
     );
     assert!(text.contains("h = mix(h + i);"), "{text}");
+}
+
+/// The text of `culprit annotate ARGS` as it is written into a pipe without `COLUMNS`
+/// (80 columns).
+fn annotate_text(args: &[&str]) -> String {
+    let out = common::run_ok(
+        culprit_cmd()
+            .env_remove("COLUMNS")
+            .arg("annotate")
+            .args(args),
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 text")
+}
+
+/// The table header (`# … Address … Disassembly`) and the instruction rows under it.
+fn annotate_table(text: &str) -> (&str, Vec<&str>) {
+    let mut lines = text.lines();
+    let header = lines
+        .by_ref()
+        .find(|l| l.starts_with("# ") && l.contains("Address"))
+        .unwrap_or_else(|| panic!("no table header: {text}"));
+    let rows = lines.take_while(|l| !l.is_empty()).collect();
+    (header, rows)
+}
+
+/// Asserts that every line has at most `width` characters.
+fn assert_fits(text: &str, width: usize) {
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= width,
+            "{} characters: {l:?}",
+            l.chars().count()
+        );
+    }
+}
+
+#[test]
+fn test_annotate_raw_insn_column_fits_a_10_byte_instruction_and_counts_align_right() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("annotate-raw-insn");
+    let bin = common::workload("odd_names");
+    let file = dir.join("odd.data");
+    common::run_ok(
+        culprit_cmd()
+            .args(["record", "-q", "-e", "cpu-clock", "-c", "250000", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&bin)
+            .arg("300"),
+    );
+    let f = file.to_str().unwrap();
+    let text = annotate_text(&[
+        "-i",
+        f,
+        "--show-raw-insn",
+        "--width",
+        "0",
+        "wide_immediates",
+    ]);
+    let (header, rows) = annotate_table(&text);
+    let bytes_at = header.find("Bytes").expect("a Bytes column");
+    let asm_at = header.find("Disassembly").expect("a Disassembly column");
+    let mut wide = 0;
+    for r in &rows {
+        // Two blanks between the widest bytes and every mnemonic.
+        assert!(r.len() > asm_at, "{r:?}\n{text}");
+        assert_eq!(&r[asm_at - 2..asm_at], "  ", "{r:?}\n{text}");
+        assert!(!r[asm_at..].starts_with(' '), "{r:?}\n{text}");
+        if r[asm_at..].starts_with("movabs $0x1122334455667788") {
+            assert!(
+                r[bytes_at..asm_at]
+                    .trim_end()
+                    .ends_with("88 77 66 55 44 33 22 11"),
+                "{r:?}"
+            );
+            assert_eq!(r[bytes_at..asm_at].split_whitespace().count(), 10, "{r:?}");
+            wide += 1;
+        }
+    }
+    assert_eq!(wide, 1, "one 10-byte movabs in wide_immediates:\n{text}");
+
+    // Sample counts are right-aligned under the event's name.
+    let count_end = header.find("cpu-clock").unwrap() + "cpu-clock".len();
+    let counted: Vec<&&str> = rows
+        .iter()
+        .filter(|r| !r[..count_end].trim().is_empty())
+        .collect();
+    assert!(counted.len() >= 2, "{text}");
+    for r in &counted {
+        let cell = &r[..count_end];
+        assert!(
+            cell.ends_with(|c: char| c.is_ascii_digit()) && r[count_end..].starts_with(' '),
+            "count not right-aligned: {r:?}\n{text}"
+        );
+    }
+
+    // The default text fits 80 columns; JSON validates against its schema.
+    assert_fits(
+        &annotate_text(&["-i", f, "--show-raw-insn", "--source", "wide_immediates"]),
+        80,
+    );
+    let json = common::run_ok(
+        culprit_cmd()
+            .args([
+                "annotate", "--format", "json", "--deskid", "--top", "2", "-i",
+            ])
+            .arg(&file),
+    );
+    common::validate_json_schema("annotate", &String::from_utf8_lossy(&json.stdout));
+}
+
+#[test]
+fn test_annotate_text_fits_80_columns_on_fixtures() {
+    let fixtures = common::repo_root().join("crates/decode/tests/fixtures");
+    for name in ["two-events.data", "dwarf.data", "cpu-clock-g.data"] {
+        let f = fixtures.join(name);
+        let f = f.to_str().unwrap();
+        for extra in [&[][..], &["--source", "--show-raw-insn", "--deskid"][..]] {
+            let mut args = vec!["-i", f, "--top", "2"];
+            args.extend_from_slice(extra);
+            let text = annotate_text(&args);
+            assert!(text.contains("Address"), "{name}: {text}");
+            assert_fits(&text, 80);
+        }
+        let json = common::run_ok(
+            culprit_cmd()
+                .args(["annotate", "--format", "json", "--top", "2", "-i"])
+                .arg(f),
+        );
+        common::validate_json_schema("annotate", &String::from_utf8_lossy(&json.stdout));
+    }
+    // --width 0 never cuts: the two-events file's long event name stays whole.
+    let f = fixtures.join("two-events.data");
+    let text = annotate_text(&["-i", f.to_str().unwrap(), "--width", "0"]);
+    assert!(text.contains("# task-clock/period=100000/ "), "{text}");
+    assert!(text.lines().any(|l| l.chars().count() > 80), "{text}");
+    // CSV is not a format of annotate.
+    let out = culprit_cmd()
+        .args(["annotate", "--format", "csv", "-i"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("annotate has no --format csv"));
 }

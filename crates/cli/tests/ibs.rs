@@ -172,6 +172,7 @@ fn ibs_json(file: &str, extra: &[&str]) -> Value {
             .arg(fixture(file))
             .args(extra),
     );
+    common::validate_json_schema("ibs", &String::from_utf8_lossy(&out.stdout));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -338,8 +339,31 @@ fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("killed fetches filtered out"), "{text}");
     assert!(text.contains("errata #1238/#1347/#1293 applied"), "{text}");
-    assert!(text.contains("## op by location"), "{text}");
-    assert!(text.contains("## Top 10 VAs by DC misses"), "{text}");
+    assert!(text.contains("\n# op by location\n"), "{text}");
+    assert!(text.contains("\n# Top 10 VAs by DC misses\n"), "{text}");
+    // Every fixture's text fits 80 columns (a pipe without COLUMNS); --width 0 never cuts.
+    for f in [
+        "ibs-fam17h_m31_zen2.data",
+        "ibs-fam19h_m01_zen3.data",
+        "ibs-fam19h_m11_zen4.data",
+        "ibs-fam19h_m21_zen3.data",
+    ] {
+        let run = |extra: &[&str]| {
+            let out = common::run_ok(
+                common::culprit()
+                    .env_remove("COLUMNS")
+                    .args(["ibs", "-i"])
+                    .arg(fixture(f))
+                    .args(extra),
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        for l in run(&[]).lines() {
+            assert!(l.chars().count() <= 80, "{f}: {l:?}");
+        }
+        let whole = run(&["--width", "0"]);
+        assert!(whole.lines().any(|l| l.contains("CXL")), "{f}: {whole}");
+    }
     let out = common::culprit()
         .args(["ibs", "-i"])
         .arg(fixture("cpu-clock-c.data"))
@@ -600,18 +624,22 @@ fn test_synthetic_ibs_recording_of_matrix_multiply_puts_the_culprit_load_on_top(
     let data = dir.join("ibs.data");
     write_synthetic(&bin, &f, &data);
     // Text: the first row of the op table is the culprit, named by its real symbol offset.
-    let out = common::run_ok(common::culprit().args(["ibs", "--op", "-i"]).arg(&data));
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "--op", "--width", "0", "-i"])
+            .arg(&data),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let want = format!("multiply_matrices+{:#x}", f.culprit - f.start);
     let first_row = text
         .lines()
-        .skip_while(|l| !l.starts_with("## op by location"))
+        .skip_while(|l| !l.starts_with("# op by location"))
         .nth(2)
         .unwrap_or_else(|| panic!("no op rows in:\n{text}"));
     assert!(
         first_row
-            .trim_end()
-            .ends_with(&format!("{want} (simple_classic)")),
+            .trim_start()
+            .starts_with(&format!("{want} (simple_classic) ")),
         "first row {first_row:?} is not {want}:\n{text}"
     );
     // JSON: the numbers behind it.

@@ -301,3 +301,47 @@ fn test_live_views_name_vdso_functions() {
         "{text}"
     );
 }
+
+#[test]
+fn test_annotate_kernel_addresses_keep_their_gap() {
+    let dir = scratch("cli-kernel-annotate");
+    let k = write_kallsyms(&dir);
+    let out = run_ok(
+        culprit()
+            .env_remove("COLUMNS")
+            .args(["annotate", "-i"])
+            .arg(file())
+            .args(["--kallsyms", k.to_str().unwrap(), "test_kfunc"]),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header = lines
+        .by_ref()
+        .find(|l| l.starts_with("# ") && l.contains("Address"))
+        .unwrap_or_else(|| panic!("{text}"));
+    // (Positions in characters: a name cut to fit ends with a 3-byte '…'.)
+    let header = header.replace('…', ".");
+    let addr_end = header.find("Address").unwrap() + "Address".len();
+    let rows: Vec<String> = lines
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.replace('…', "."))
+        .collect();
+    assert!(rows.len() >= 2, "{text}");
+    let hot = format!("{HOT:#x}");
+    assert!(rows.iter().any(|r| r.contains(&hot)), "{text}");
+    for r in &rows {
+        // The 16-digit address is right-aligned in its column, two blanks after the `>>`
+        // mark of hot rows (or the counts), two blanks before the code.
+        let start = addr_end - hot.len();
+        assert!(
+            r[start..addr_end].starts_with("0xffffffff"),
+            "{r:?}\n{text}"
+        );
+        assert_eq!(&r[start - 2..start], "  ", "{r:?}\n{text}");
+        assert_eq!(&r[addr_end..addr_end + 2], "  ", "{r:?}\n{text}");
+    }
+    assert!(rows.iter().any(|r| r.contains(">>  0xffffffff")), "{text}");
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{l:?}");
+    }
+}

@@ -283,3 +283,18 @@ fn test_list_hardware_counters_usable() {
     let cycles = events.iter().find(|e| e["name"] == "cycles").unwrap();
     assert_eq!(cycles["opens"], true);
 }
+
+#[test]
+fn test_list_json_validates_against_schema() {
+    let _lock = common::pmu_lock();
+    let out = common::run_ok(common::culprit().args(["list", "--format", "json"]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    common::validate_json_schema("list", &text);
+    // list has no CSV.
+    let o = common::culprit()
+        .args(["list", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no --format csv"));
+}

@@ -234,6 +234,7 @@ fn ibs_data_json(file: &Path, extra: &[&str]) -> Value {
             .arg(file)
             .args(extra),
     );
+    common::validate_json_schema("ibs", &String::from_utf8_lossy(&out.stdout));
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 

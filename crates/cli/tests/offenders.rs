@@ -296,3 +296,44 @@ fn cache_fill_top_offender_within_first_tenth_of_the_run() {
         assert!(done, "{name}: no cache-fill event could be recorded");
     }
 }
+
+/// The JSON validates against docs/schemas/report-offenders.schema.json, with and without
+/// `--exact`; flags of the hotspot report that do not apply are refused.
+#[test]
+fn json_schema_and_inapplicable_flags() {
+    let f = common::repo_root().join("crates/decode/tests/fixtures/cpu-clock-g.data");
+    for extra in [&["--exact"][..], &[][..]] {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["report", "--offenders", "--format", "json", "-i"])
+                .arg(&f)
+                .args(extra),
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        common::validate_json_schema("report-offenders", &text);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], 1);
+        assert_eq!(v["events"][0].get("exact").is_some(), !extra.is_empty());
+    }
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--format", "csv"],
+            "report --offenders has no --format csv",
+        ),
+        (&["-s", "sym"], "--sort does not apply to --offenders"),
+        (&["--comm", "x", "--top", "3"], "--top, --comm do not apply"),
+        (&["-g", "caller"], "--call-graph does not apply"),
+    ];
+    for (args, want) in cases {
+        let out = common::culprit()
+            .args(["report", "--offenders", "-i"])
+            .arg(&f)
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

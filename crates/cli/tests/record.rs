@@ -1161,3 +1161,220 @@ fn test_record_to_stdout_pipe_mode_read_by_perf_and_culprit() {
     assert!((light_pipe - 25.0).abs() < 8.0, "light {light_pipe}%");
     assert!((heavy_pipe - heavy_file).abs() < 8.0);
 }
+
+#[test]
+fn test_record_summary_json_validates_against_schema() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-schema");
+    let data = dir.join("s.data");
+    let (v, out) = record_json(&["-e", "cpu-clock", "-o", path_str(&data), "--", "true"]);
+    assert_eq!(v["schema"], 1);
+    common::validate_json_schema("record", stdout(&out).lines().last().unwrap());
+    // record's summary has no CSV.
+    let o = culprit()
+        .args(["record", "--format", "csv", "-o"])
+        .arg(&data)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no --format csv"), "{}", stderr(&o));
+}
+
+#[test]
+fn test_record_quiet_silences_the_cpu_clock_fallback() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-quiet");
+    let data = dir.join("q.data");
+    let o = common::run_ok(
+        culprit()
+            .args(["record", "-q", "-o"])
+            .arg(&data)
+            .args(["--", "true"]),
+    );
+    // Whatever the default event is here, -q prints nothing about it.
+    assert!(!stderr(&o).contains("falling back"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("cycles"), "{}", stderr(&o));
+    // Without -q the fallback (when there is one) is still said.
+    let o = common::run_ok(
+        culprit()
+            .args(["record", "-o"])
+            .arg(&data)
+            .args(["--", "true"]),
+    );
+    assert_eq!(
+        stderr(&o).contains("falling back to cpu-clock"),
+        !common::hardware_pmu(),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn test_record_second_sigint_terminates_the_command_and_exits_130() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-sigint-twice");
+    let data = dir.join("t.data");
+    // The workload ignores SIGINT (the disposition survives exec): only the second Ctrl-C,
+    // which culprit turns into SIGTERM, ends it.
+    let mut child = culprit()
+        .args(["record", "-q", "-e", "cpu-clock", "-o"])
+        .arg(&data)
+        .args(["--", "sh", "-c", "trap '' INT; exec sleep 30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // The workload: culprit's child, once it has exec'd sleep.
+    let start = Instant::now();
+    let workload = loop {
+        let kids =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        let sleeping = kids.split_whitespace().find(|k| {
+            std::fs::read_to_string(format!("/proc/{k}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        });
+        if let Some(k) = sleeping {
+            break k.parse::<i32>().unwrap();
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no workload");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "culprit did not exit after the second SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    // The workload is gone (reaped by culprit: no /proc entry left).
+    assert!(
+        !Path::new(&format!("/proc/{workload}")).exists(),
+        "the workload {workload} outlived culprit"
+    );
+    // The file is complete and readable.
+    common::run_ok(common::culprit().args(["report", "-i"]).arg(&data));
+}
+
+#[test]
+fn test_record_refuses_a_ring_too_small_for_one_dwarf_sample() {
+    let dir = common::scratch("record-dwarf-ring");
+    let data = dir.join("m.data");
+    let o = culprit()
+        .args(["record", "-m", "1", "--call-graph", "dwarf,65528", "-o"])
+        .arg(&data)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cannot hold one sample") && e.contains("-m 32"),
+        "{e}"
+    );
+    assert!(!data.exists());
+}
+
+#[test]
+fn test_record_keeps_the_previous_file_as_old() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-old");
+    // The default output, in the current directory, as perf.
+    let record = |extra: &[&str]| {
+        common::run_ok(
+            culprit()
+                .current_dir(&dir)
+                .args(["record", "-q", "-e", "cpu-clock"])
+                .args(extra)
+                .args(["--", "true"]),
+        )
+    };
+    record(&[]);
+    let first = std::fs::read(dir.join("perf.data")).unwrap();
+    record(&["-c", "1000"]);
+    assert_eq!(std::fs::read(dir.join("perf.data.old")).unwrap(), first);
+    assert!(dir.join("perf.data").exists());
+    // Any -o file too.
+    record(&["-o", "x.data"]);
+    record(&["-o", "x.data"]);
+    assert!(dir.join("x.data.old").exists());
+}
+
+#[test]
+fn test_record_build_id_cache_keeps_symbols_of_a_rebuilt_binary() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-buildid-cache");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let prog = dir.join("prog");
+    std::fs::copy(common::workload("simple_classic"), &prog).unwrap();
+    let data = dir.join("b.data");
+    common::run_ok(
+        culprit()
+            .env("HOME", &home)
+            .env_remove("PERF_BUILDID_DIR")
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "2000", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&prog)
+            .arg("300"),
+    );
+    let report = || {
+        let o = common::run_ok(
+            common::culprit()
+                .env("HOME", &home)
+                .env_remove("PERF_BUILDID_DIR")
+                .args(["report", "--sort", "sym", "--format", "csv", "-i"])
+                .arg(&data),
+        );
+        stdout(&o)
+    };
+    let before = report();
+    assert!(before.contains("multiply_matrices"), "{before}");
+    // "Rebuild" it differently: another program at the same path.
+    std::fs::remove_file(&prog).unwrap();
+    std::fs::copy(common::workload("branchy"), &prog).unwrap();
+    let after = report();
+    assert!(
+        after.contains("multiply_matrices"),
+        "the old symbols are gone: {after}"
+    );
+    assert!(!after.contains("count_odd"), "{after}");
+    // -N: nothing cached.
+    let home2 = dir.join("home2");
+    std::fs::create_dir_all(&home2).unwrap();
+    common::run_ok(
+        culprit()
+            .env("HOME", &home2)
+            .env_remove("PERF_BUILDID_DIR")
+            .args(["record", "-q", "-N", "-e", "cpu-clock", "-o"])
+            .arg(dir.join("n.data"))
+            .args(["--", "true"]),
+    );
+    assert!(!home2.join(".debug").exists());
+}
+
+#[test]
+fn test_demo_size_zero_is_refused_up_front() {
+    let dir = common::scratch("demo-size-zero");
+    let o = culprit()
+        .args(["demo", "--size", "0", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--size 0") && e.contains("at least 1"), "{e}");
+    // Nothing was built or recorded.
+    assert!(!e.contains("culprit record"), "{e}");
+    assert!(!dir.join("perf.data").exists());
+}

@@ -136,6 +136,8 @@ fn test_stat_json_repeats_mean_and_stddev() {
     );
     assert!(j["elapsed_stddev_ns"].as_f64().is_some());
     assert!(j["topdown"].is_null());
+    assert_eq!(j["schema"], 1);
+    common::validate_json_schema("stat", &j.to_string());
 }
 
 #[test]
@@ -157,6 +159,7 @@ fn test_stat_intervals_sum_to_total() {
         &["-I", "100", "-e", "task-clock,page-faults"],
         &[shares.to_str().unwrap()],
     );
+    common::validate_json_schema("stat", &j.to_string());
     let ivs = j["intervals"].as_array().unwrap();
     assert!(ivs.len() >= 3, "{} intervals", ivs.len());
     let times: Vec<f64> = ivs.iter().map(|i| i["time_s"].as_f64().unwrap()).collect();
@@ -250,7 +253,7 @@ fn test_stat_exit_status_and_errors() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("nothing to count"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing to stat"), "{}", stderr(&o));
     let o = culprit()
         .args(["stat", "-e", "task-clock", "-p", "2147483000"])
         .output()
@@ -348,24 +351,85 @@ fn test_stat_hardware_events_without_pmu_say_so() {
         let e = stderr(&td);
         assert!(e.contains("--topdown needs a hardware PMU"), "{e}");
         assert!(e.contains("culprit stat -e task-clock"), "{e}");
-        // The default event set falls back to software events.
-        let o = run_ok(culprit().args(["stat", "--format", "json", "--", "true"]));
-        let j = json(&o);
-        let names: Vec<&str> = j["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "task-clock",
-                "context-switches",
-                "cpu-migrations",
-                "page-faults"
-            ]
+    }
+}
+
+#[test]
+fn test_stat_default_events_not_supported_rows_as_perf() {
+    let _l = pmu_lock();
+    // The default set always lists the hardware events; without a PMU they are
+    // `<not supported>` rows (as perf stat), never silently dropped.
+    let j = stat_json(&[], &["true"]);
+    common::validate_json_schema("stat", &j.to_string());
+    let names: Vec<&str> = j["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "task-clock",
+            "context-switches",
+            "cpu-migrations",
+            "page-faults",
+            "cycles",
+            "instructions",
+            "branches",
+            "branch-misses"
+        ]
+    );
+    let pmu = common::hardware_pmu();
+    let cycles = event(&j, "cycles");
+    assert_eq!(cycles["supported"], pmu, "{cycles}");
+    assert_eq!(event(&j, "task-clock")["supported"], true);
+    if pmu {
+        return;
+    }
+    assert!(cycles["scaled"].is_null(), "{cycles}");
+    // Text: perf's `<not supported>` rows.
+    let o = run_ok(culprit().args(["stat", "--", "true"]));
+    let err = stderr(&o);
+    for name in ["cycles", "instructions", "branches", "branch-misses"] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains("<not supported>") && l.trim_end().ends_with(name)),
+            "no <not supported> {name} row in\n{err}"
         );
+    }
+    // CSV: `<not supported>` in the value field, as `perf stat -x,`.
+    let o = run_ok(culprit().args(["stat", "-x,", "--", "true"]));
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .any(|l| l == "<not supported>,,cycles,0,100.00,,"),
+        "{out}"
+    );
+}
+
+#[test]
+fn test_help_examples_work_without_a_pmu() {
+    // Every example that needs hardware events says so.
+    for verb in [&[][..], &["record"], &["stat"]] {
+        let o = run_ok(culprit().args(verb).arg("--help"));
+        let text = stdout(&o);
+        let examples = text.split("EXAMPLES:").nth(1).unwrap_or("");
+        for line in examples.lines().take_while(|l| !l.trim().is_empty()) {
+            let hardware = [
+                "cycles",
+                "instructions",
+                "branch",
+                "cache-misses",
+                "--topdown",
+            ]
+            .iter()
+            .any(|h| line.contains(h));
+            assert!(
+                !hardware || line.contains("needs a PMU") || line.contains("without a PMU"),
+                "{verb:?} --help: `{line}` needs a PMU and does not say so"
+            );
+        }
     }
 }
 
@@ -375,7 +439,9 @@ fn test_stat_hardware_events_without_pmu_say_so() {
 fn topdown_json(extra: &[&str], cmd: &[&str]) -> Value {
     let mut args = vec!["--topdown"];
     args.extend(extra);
-    stat_json(&args, cmd)
+    let j = stat_json(&args, cmd);
+    common::validate_json_schema("stat", &j.to_string());
+    j
 }
 
 fn l1(j: &Value, name: &str) -> f64 {
@@ -790,7 +856,15 @@ fn test_report_topdown_per_row_estimate_from_sampled_periods() {
     let text = stdout(&o);
     assert!(text.contains("estimate from sampled slot counts"), "{text}");
     let line = text.lines().find(|l| l.ends_with("branchy")).unwrap();
-    assert!(line.contains("30.0%") && line.contains("3800"), "{line}");
+    assert!(line.contains("30.00%") && line.contains("3800"), "{line}");
+    common::validate_json_schema(
+        "report-topdown",
+        &stdout(&run_ok(
+            culprit()
+                .args(["report", "--topdown", "--format", "json", "-i"])
+                .arg(&file),
+        )),
+    );
 
     // Not a Top-Down CPU / not a Top-Down file: clear errors.
     let other = dir.join("other.data");
@@ -806,6 +880,30 @@ fn test_report_topdown_per_row_estimate_from_sampled_periods() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn test_report_topdown_without_topdown_events_says_so() {
+    let _l = pmu_lock();
+    let dir = common::scratch("stat-report-topdown-none");
+    let file = dir.join("clock.data");
+    run_ok(
+        culprit()
+            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .arg(&file)
+            .args(["--", "true"]),
+    );
+    let o = culprit()
+        .args(["report", "--topdown", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    // The file is the problem, not the CPU.
+    assert!(e.contains("no Top-Down events"), "{e}");
+    assert!(e.contains("culprit record --topdown"), "{e}");
+    assert!(!e.contains("not supported on this CPU"), "{e}");
 }
 
 #[test]

@@ -4,7 +4,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 /// Splits plain-text output into refresh blocks (each starts with "culprit top:").
@@ -73,7 +75,7 @@ fn plain_text_refreshes_with_function_percentages_and_offenders() {
     // Sorted: percentages do not increase down the table.
     let pcts: Vec<f64> = last[2..]
         .iter()
-        .take_while(|l| !l.starts_with("Offenders"))
+        .take_while(|l| !l.is_empty())
         .filter_map(|l| {
             l.split_whitespace()
                 .next()?
@@ -86,7 +88,7 @@ fn plain_text_refreshes_with_function_percentages_and_offenders() {
     // The offenders panel names a confirmed address in heavy (75% of the samples).
     let panel: Vec<&&str> = last
         .iter()
-        .skip_while(|l| !l.starts_with("Offenders of cpu-clock"))
+        .skip_while(|l| !l.starts_with("# Offenders of cpu-clock"))
         .collect();
     assert!(!panel.is_empty(), "offenders panel");
     assert!(
@@ -151,12 +153,41 @@ fn attach_to_pid_for_a_duration() {
 }
 
 #[test]
-fn nothing_to_watch_is_an_error() {
-    let out = common::culprit().args(["top", "--stdio"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to watch"));
-    // A recording that fails (no such process) prints its error and no empty table.
+fn without_a_target_watches_the_whole_system() {
     let _lock = common::pmu_lock();
+    // A busy process culprit did not start and was not told about.
+    let mut child = Command::new(common::workload("shares"))
+        .arg("100000")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = common::culprit()
+        .args([
+            "top",
+            "--stdio",
+            "-e",
+            "cpu-clock",
+            "-d",
+            "0.5",
+            "--duration",
+            "1.5",
+        ])
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{text}\n{err}");
+    assert!(out.status.success(), "{err}");
+    let b = blocks(&text);
+    assert!(!b.is_empty(), "{text}");
+    // As `perf top`: system-wide, so the other process's functions are there.
+    assert!(
+        b.iter().any(|blk| percent_of(blk, "heavy").is_some()),
+        "{text}"
+    );
+    // A recording that fails (no such process) prints its error and no empty table.
     let out = common::culprit()
         .args(["top", "--stdio", "-e", "cpu-clock", "-p", "999999"])
         .output()
@@ -168,6 +199,81 @@ fn nothing_to_watch_is_an_error() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such process"));
+    // Formats top does not write are refused.
+    let out = common::culprit()
+        .args(["top", "--format", "csv", "-e", "cpu-clock", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("top has no --format csv"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The end column (exclusive) of every whitespace-separated field of a line.
+fn field_ends(line: &str) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut in_field = false;
+    for (i, c) in line.char_indices() {
+        if c != ' ' && !in_field {
+            in_field = true;
+        } else if c == ' ' && in_field {
+            in_field = false;
+            ends.push(i);
+        }
+    }
+    if in_field {
+        ends.push(line.len());
+    }
+    ends
+}
+
+#[test]
+fn two_event_columns_line_up_with_their_headers() {
+    let _lock = common::pmu_lock();
+    let out = common::run_ok(
+        common::culprit()
+            .args([
+                "top",
+                "--stdio",
+                "-e",
+                "cpu-clock,task-clock",
+                "-d",
+                "0.5",
+                "--",
+            ])
+            .arg(common::workload("shares"))
+            .arg("60")
+            .stdout(Stdio::piped()),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
+    let b = blocks(&text);
+    let last = b.last().expect("a block");
+    let header = last[1];
+    assert!(
+        header.contains("cpu-clock*") && header.contains("task-clock"),
+        "{header}"
+    );
+    // The header's fields, past its `#`: the two event names and `Shared` of `Shared Object`.
+    let head = field_ends(header);
+    let row = last
+        .iter()
+        .find(|l| l.ends_with(" heavy"))
+        .expect("heavy row");
+    let cells = field_ends(row);
+    // The percentages end where their event names end, and the DSO starts where `Shared
+    // Object` starts.
+    assert_eq!(head[1], cells[0], "cpu-clock:\n{header}\n{row}");
+    assert_eq!(head[2], cells[1], "task-clock:\n{header}\n{row}");
+    let dso_at = header.find("Shared Object").unwrap();
+    assert_eq!(
+        &row[dso_at..dso_at + "shares".len()],
+        "shares",
+        "\n{header}\n{row}"
+    );
 }
 
 #[test]
@@ -199,7 +305,14 @@ fn json_lines_one_object_per_refresh() {
         .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
         .collect();
     assert!(objs.len() >= 2, "{text}");
+    let lines: String = text
+        .lines()
+        .filter(|l| !l.starts_with("sink ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    common::validate_json_schema("top", &lines);
     let last = objs.last().unwrap();
+    assert_eq!(last["schema"], 1);
     assert_eq!(last["events"][0], "cpu-clock");
     let f = last["functions"].as_array().unwrap();
     assert_eq!(f[0]["symbol"], "heavy", "{last:#}");
@@ -273,4 +386,133 @@ fn live_memory_stays_flat() {
     assert!(!std::env::temp_dir()
         .join(format!("culprit-top-{pid}.data"))
         .exists());
+}
+
+/// `s` without SGR colour sequences (`ESC [ … m`).
+fn strip_colours(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("\x1b[") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 2..];
+        match tail.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
+            Some(j) if tail[j..].starts_with('m') => rest = &tail[j + 1..],
+            _ => {
+                out.push_str("\x1b[");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Runs `cmd` with a pseudo-terminal (120x40) as its stdin, stdout and stderr, and returns
+/// its exit status and everything it wrote to the terminal.
+fn run_in_pty(mut cmd: Command) -> (ExitStatus, String) {
+    let (mut master, mut slave) = (0, 0);
+    let ws = libc::winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two new descriptors; name and termios may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &ws,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are new and ours.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // SAFETY: fcntl on a descriptor we own: the child must not hold the master.
+    unsafe { libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = cmd.spawn().expect("spawn in a pty");
+    // The command keeps its copies of the slave until dropped: the reader sees EOF (EIO)
+    // only when every slave descriptor is closed.
+    drop(cmd);
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        // EIO once the last slave descriptor is closed.
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    });
+    let status = child.wait().unwrap();
+    let out = reader.join().unwrap();
+    (status, String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The full-screen view owns the terminal while it is up: a warning of the recording waits
+/// until the view has left the alternate screen, and the last table stays on the terminal
+/// when the watched command exits.
+#[test]
+fn full_screen_view_prints_warnings_and_the_last_table_after_leaving() {
+    let _lock = common::pmu_lock();
+    let max_rate: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100_000);
+    let mut cmd = common::culprit();
+    // Sampling at the kernel's limit slows the workload down a lot: bounded by --duration.
+    cmd.args([
+        "top",
+        "-e",
+        "cpu-clock",
+        "-d",
+        "0.2",
+        "--duration",
+        "3",
+        "-F",
+    ])
+    // Above the kernel's limit: the recorder warns that it lowers the rate.
+    .arg((max_rate + 1).to_string())
+    .arg("--")
+    .arg(common::workload("shares"))
+    .arg("20");
+    let (status, out) = run_in_pty(cmd);
+    let out = strip_colours(&out);
+    assert!(status.success(), "{out:?}");
+    // crossterm's LeaveAlternateScreen.
+    let leave = out
+        .find("\x1b[?1049l")
+        .unwrap_or_else(|| panic!("the view never left the alternate screen: {out:?}"));
+    let enter = out
+        .find("\x1b[?1049h")
+        .expect("the view entered the alternate screen");
+    assert!(enter < leave);
+    let warning = out
+        .find("perf_event_max_sample_rate")
+        .unwrap_or_else(|| panic!("no rate warning: {out:?}"));
+    assert!(
+        warning > leave,
+        "the warning was written into the full-screen view: {out:?}"
+    );
+    let after = &out[leave..];
+    assert!(after.contains("culprit top: "), "no last table: {after:?}");
+    let table = after
+        .lines()
+        .find(|l| l.contains("cpu-clock*"))
+        .unwrap_or_else(|| panic!("no last table: {after:?}"));
+    assert!(table.starts_with("# cpu-clock*"), "{table:?}");
+    assert!(
+        after
+            .lines()
+            .any(|l| l.trim_end().ends_with(" heavy") && l.contains('%')),
+        "{after:?}"
+    );
 }

@@ -828,3 +828,150 @@ fn exit_status_outside_a_byte_is_255_with_a_warning() {
         assert_eq!(err.contains("outside 0..255"), warned, "exit({v}): {err}");
     }
 }
+
+/// `offenders(ip)` names addresses as `report --offenders` and `report --sort ip` do: the
+/// address the ELF file states (objdump's, nm's) and the DSO, not the run-time address of a
+/// PIE program.
+#[test]
+fn offenders_print_elf_addresses_like_report_offenders() {
+    let bin = common::workload("shares");
+    let dir = common::scratch("trace-offenders-elf");
+    let data = dir.join("perf.data");
+    {
+        let _lock = common::pmu_lock();
+        common::run_ok(
+            common::culprit()
+                .args(["record", "-e", "cpu-clock", "-F", "2000", "-o"])
+                .arg(&data)
+                .arg("--")
+                .arg(&bin)
+                .arg("60"),
+        );
+    }
+    let f = data.to_str().unwrap();
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "--format",
+        "json",
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @w = offenders(ip, 40, 4); }",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    common::validate_json_schema("trace", &text);
+    let doc = json_of(text.as_bytes());
+    let rep = common::run_ok(common::culprit().args([
+        "report",
+        "--offenders",
+        "--t1",
+        "40",
+        "--t2",
+        "4",
+        "--format",
+        "json",
+        "-i",
+        f,
+    ]));
+    let rep_text = String::from_utf8(rep.stdout).unwrap();
+    common::validate_json_schema("report-offenders", &rep_text);
+    let rep: Value = serde_json::from_str(&rep_text).unwrap();
+    let want: Vec<(String, String)> = rep["events"][0]["offenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["ip"].as_str().unwrap().to_string(),
+                o["dso"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let got: Vec<(String, String)> = agg(&doc, "w")["entries"][0]["offenders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["address"].as_str().unwrap().to_string(),
+                o["dso"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(!want.is_empty(), "{rep}");
+    assert_eq!(got, want, "trace and report --offenders agree");
+    // nm: the hottest offender of shares is inside heavy() or light() as the ELF file states
+    // them.
+    let nm = std::process::Command::new("nm")
+        .arg("-S")
+        .arg(&bin)
+        .output()
+        .expect("run nm");
+    let syms = String::from_utf8_lossy(&nm.stdout);
+    let range = |name: &str| -> (u64, u64) {
+        let l = syms
+            .lines()
+            .find(|l| l.split_whitespace().nth(3) == Some(name))
+            .unwrap_or_else(|| panic!("nm has no {name}: {syms}"));
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let start = u64::from_str_radix(f[0], 16).unwrap();
+        (start, start + u64::from_str_radix(f[1], 16).unwrap())
+    };
+    let (hs, he) = range("heavy");
+    let (ls, le) = range("light");
+    let (addr, dso) = &got[0];
+    let a = u64::from_str_radix(addr.trim_start_matches("0x"), 16).unwrap();
+    assert_eq!(dso, "shares");
+    assert!(
+        (hs..he).contains(&a) || (ls..le).contains(&a),
+        "{addr} is in neither heavy [{hs:#x}, {he:#x}) nor light [{ls:#x}, {le:#x})"
+    );
+    // The text table shows the same address.
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f,
+        "-e",
+        "pmc:::cpu-clock { @w = offenders(ip, 40, 4); }",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!(" {addr} ")), "{addr} in\n{text}");
+}
+
+/// Flags that do not apply are refused, not ignored.
+#[test]
+fn inapplicable_flags_are_refused() {
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let prog = "pmc:::cpu-clock { @ = count(); }";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-i", f, "-e", prog, "--", "true"],
+            "-i runs the program over a recording",
+        ),
+        (
+            &["-i", f, "-e", prog, "-a"],
+            "-i runs the program over a recording",
+        ),
+        (
+            &["-i", f, "-e", prog, "-m", "64"],
+            "-m sizes the live recording",
+        ),
+        (
+            &["-e", prog, "--stats", "--", "true"],
+            "--stats times the evaluation",
+        ),
+        (
+            &["-i", f, "-e", prog, "--format", "csv"],
+            "trace has no --format csv",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = common::culprit().arg("trace").args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

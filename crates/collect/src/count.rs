@@ -22,17 +22,7 @@ use crate::error::RecordError;
 use crate::events::EventSpec;
 use crate::launch::{self, ChildExit, PendingChild};
 use crate::procfs;
-
-/// What to count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CountTarget {
-    /// Launch this command (argv); its children and threads are counted too (inherit).
-    Command(Vec<String>),
-    /// Attach to these running processes (all their threads) until they exit or Ctrl-C.
-    Pids(Vec<i32>),
-    /// Every CPU, every task; optionally while a command runs.
-    System(Option<Vec<String>>),
-}
+use crate::target::Target;
 
 /// Options of one counting run.
 #[derive(Debug, Clone)]
@@ -41,7 +31,7 @@ pub struct CountOptions {
     /// ungrouped event (perf stat's default).
     pub groups: Vec<Vec<EventSpec>>,
     /// The target.
-    pub target: CountTarget,
+    pub target: Target,
     /// `-I`: call the interval callback this often with the counts of the last interval.
     pub interval: Option<Duration>,
 }
@@ -314,13 +304,13 @@ pub fn count(
     let mut child: Option<PendingChild> = None;
     let (places, inherit, on_exec, pids): (Vec<(i32, i32)>, bool, bool, Vec<i32>) =
         match &opts.target {
-            CountTarget::Command(argv) => {
+            Target::Command(argv) => {
                 let c = launch::spawn_held(argv)?;
                 let pid = c.pid();
                 child = Some(c);
                 (vec![(pid, -1)], true, true, vec![pid])
             }
-            CountTarget::Pids(pids) => {
+            Target::Pids(pids) => {
                 let mut places = Vec::new();
                 for &pid in pids {
                     let tids = procfs::threads(pid);
@@ -331,7 +321,7 @@ pub fn count(
                 }
                 (places, true, false, pids.clone())
             }
-            CountTarget::System(cmd) => {
+            Target::System(cmd) => {
                 if let Some(argv) = cmd {
                     child = Some(launch::spawn_held(argv)?);
                 }
@@ -381,7 +371,7 @@ pub fn count(
                             Err(e) => return Err(open_error(spec, e, group.len(), nfds)),
                         }
                     }
-                    Err(libc::ESRCH) if matches!(opts.target, CountTarget::Pids(_)) => {
+                    Err(libc::ESRCH) if matches!(opts.target, Target::Pids(_)) => {
                         // A thread exited between listing and opening: skip it unless the
                         // whole process is gone.
                         if pids.iter().any(|&p| procfs::process_alive(p)) {
@@ -429,7 +419,7 @@ pub fn count(
                 exit = Some(e);
                 break;
             }
-        } else if matches!(opts.target, CountTarget::Pids(_))
+        } else if matches!(opts.target, Target::Pids(_))
             && !pids.iter().any(|&p| procfs::process_alive(p))
         {
             break;
@@ -538,7 +528,7 @@ mod tests {
         // done by grandchildren of the shell, so only inheritance can count it.
         let opts = CountOptions {
             groups: vec![vec![sw("task-clock", 1), sw("page-faults", 2), sw("context-switches", 3)]],
-            target: CountTarget::Command(vec![
+            target: Target::Command(vec![
                 "sh".into(),
                 "-c".into(),
                 "i=0; while [ $i -lt 3 ]; do (i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done); i=$((i+1)); done; exit 3".into(),
@@ -565,7 +555,7 @@ mod tests {
         let _lock = pmu_lock();
         let opts = CountOptions {
             groups: vec![vec![sw("task-clock", 1)], vec![sw("page-faults", 2)]],
-            target: CountTarget::Command(vec!["sleep".into(), "0.35".into()]),
+            target: Target::Command(vec!["sleep".into(), "0.35".into()]),
             interval: Some(Duration::from_millis(100)),
         };
         let mut intervals = Vec::new();
@@ -582,13 +572,13 @@ mod tests {
     fn test_count_missing_command_and_pid() {
         let opts = CountOptions {
             groups: vec![vec![sw("task-clock", 1)]],
-            target: CountTarget::Command(vec!["no-such-command-xyz".into()]),
+            target: Target::Command(vec!["no-such-command-xyz".into()]),
             interval: None,
         };
         let err = count(&opts, &mut |_| {}, &mut |_| {}).unwrap_err();
         assert!(err.to_string().contains("command not found"), "{err}");
         let opts = CountOptions {
-            target: CountTarget::Pids(vec![i32::MAX - 1]),
+            target: Target::Pids(vec![i32::MAX - 1]),
             ..opts
         };
         let err = count(&opts, &mut |_| {}, &mut |_| {}).unwrap_err();

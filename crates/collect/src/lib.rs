@@ -3,17 +3,22 @@
 #![deny(missing_docs)]
 
 pub mod buildid;
+pub mod buildid_cache;
 pub mod count;
 pub mod error;
 pub mod events;
 pub mod ibs;
+pub mod inventory;
 pub mod launch;
+pub mod live;
 pub mod perfdata;
 pub mod probe;
 pub mod procfs;
 pub mod record;
 pub mod ring;
+pub mod stat;
 pub mod sysfs;
+pub mod target;
 
 #[cfg(test)]
 mod testutil;

@@ -55,16 +55,7 @@ pub enum CallGraph {
     Dwarf(u32),
 }
 
-/// What to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Launch this command (argv) and follow it and its children.
-    Command(Vec<String>),
-    /// Attach to these running processes (all their threads).
-    Pids(Vec<i32>),
-    /// Every CPU, every task; optionally run a command meanwhile and stop when it exits.
-    System(Option<Vec<String>>),
-}
+pub use crate::target::Target;
 
 /// A writer for a pipe-mode stream, handed to the recording that uses it (the options stay
 /// `Clone`; the writer itself is taken once).
@@ -199,6 +190,11 @@ pub struct RecordSummary {
     pub interrupted: bool,
     /// Whether the recording was ended through [`RecordOptions::stop`].
     pub stopped: bool,
+    /// Whether a second SIGINT/SIGTERM ended the recording before the launched command
+    /// exited, and the command was terminated (SIGTERM, then SIGKILL).
+    pub forced: bool,
+    /// The build ids of the objects with samples (HEADER_BUILD_ID), for the build-id cache.
+    pub build_ids: Vec<BuildIdEntry>,
     /// Wall time from enabling to the end of the recording.
     pub duration: Duration,
     /// Number of ring buffers (CPUs).
@@ -322,6 +318,84 @@ fn group_desc(specs: &[EventSpec]) -> Vec<GroupDesc> {
     }
     out.retain(|g| g.members > 1);
     out
+}
+
+/// The event a recording without `-e` samples: cycles if the PMU can *sample* it here (some
+/// VMs count but cannot sample), else cpu-clock, as perf falls back; with the sentence that
+/// says why it fell back (information: the recording works either way).
+pub fn default_event(opts: &RecordOptions) -> (EventSpec, Option<String>) {
+    let cycles = crate::events::default_event();
+    let probe = Attr {
+        flags: attr_flag::DISABLED | attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV,
+        ..build_attr(
+            &cycles,
+            SampleRate::Frequency(DEFAULT_FREQUENCY),
+            opts,
+            false,
+        )
+    };
+    match ring::perf_event_open(&probe, 0, -1) {
+        Ok(_) => (cycles, None),
+        Err(e) => {
+            let why = std::io::Error::from_raw_os_error(e);
+            (
+                crate::events::cpu_clock(),
+                Some(format!(
+                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
+                )),
+            )
+        }
+    }
+}
+
+/// The largest sample a `--call-graph dwarf,SIZE` event can write, in bytes: the fixed
+/// fields, a kernel call chain of up to 127 frames, the user registers and SIZE bytes of
+/// stack with their size words.
+pub fn max_dwarf_sample_bytes(stack: u32) -> usize {
+    const FIXED: usize = 8 * 8;
+    const KERNEL_CHAIN: usize = 8 + 8 * 128;
+    const REGS: usize = 8 + 8 * X86_64_REGS_MASK.count_ones() as usize;
+    FIXED + KERNEL_CHAIN + REGS + 16 + stack as usize
+}
+
+/// Refuses a ring buffer too small for one sample of the call-graph's size: the kernel
+/// would drop every sample (a recording of 0 samples).
+fn check_ring_holds_a_sample(opts: &RecordOptions) -> Result<(), RecordError> {
+    let CallGraph::Dwarf(stack) = opts.call_graph else {
+        return Ok(());
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let ring_bytes = opts.mmap_pages * page;
+    let sample = max_dwarf_sample_bytes(stack);
+    if ring_bytes <= sample {
+        let needed = (sample / page + 1).next_power_of_two();
+        return Err(RecordError::Invalid(format!(
+            "-m {} ({} KiB per CPU) cannot hold one sample of --call-graph dwarf,{stack} (up to \
+             {} KiB with its stack copy): the kernel would drop every sample; use -m {needed} or \
+             more, or a smaller stack size",
+            opts.mmap_pages,
+            ring_bytes / 1024,
+            sample.div_ceil(1024)
+        )));
+    }
+    Ok(())
+}
+
+/// Keeps an existing output file as `FILE.old`, as perf does, before a new recording
+/// replaces it (only a regular, non-empty file: never a device such as /dev/null).
+fn keep_old_output(path: &std::path::Path) -> Result<(), RecordError> {
+    let is_data =
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() > 0);
+    if !is_data {
+        return Ok(());
+    }
+    let mut old = path.as_os_str().to_owned();
+    old.push(".old");
+    std::fs::rename(path, &old).map_err(|source| RecordError::OutputNotWritable {
+        path: PathBuf::from(old),
+        source,
+    })
 }
 
 /// Refuses event groups that cannot be recorded as written.
@@ -642,6 +716,7 @@ pub fn record(
             opts.mmap_pages
         )));
     }
+    check_ring_holds_a_sample(opts)?;
     raise_fd_limit();
     launch::install_sigint_handler();
 
@@ -655,6 +730,7 @@ pub fn record(
             return record_into(opts, Sink::Pipe(w, s.is_stdout), warn);
         }
     };
+    keep_old_output(path)?;
     let file = File::create(path).map_err(|source| RecordError::OutputNotWritable {
         path: path.clone(),
         source,
@@ -728,28 +804,11 @@ fn record_into(
     // Events, with the default and its fallback.
     let mut specs = opts.events.clone();
     if specs.is_empty() {
-        // cycles if the PMU can *sample* it here (some VMs count but cannot sample), else
-        // cpu-clock, as perf falls back.
-        let cycles = crate::events::default_event();
-        let probe = Attr {
-            flags: attr_flag::DISABLED | attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV,
-            ..build_attr(
-                &cycles,
-                SampleRate::Frequency(DEFAULT_FREQUENCY),
-                opts,
-                false,
-            )
-        };
-        match ring::perf_event_open(&probe, 0, -1) {
-            Ok(_) => specs.push(cycles),
-            Err(e) => {
-                let why = std::io::Error::from_raw_os_error(e);
-                warn(format!(
-                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
-                ));
-                specs.push(crate::events::cpu_clock());
-            }
+        let (spec, fallback) = default_event(opts);
+        if let Some(why) = fallback {
+            warn(why);
         }
+        specs.push(spec);
     }
     let max_rate = procfs::max_sample_rate();
     let mut rates = Vec::new();
@@ -1000,6 +1059,7 @@ fn record_into(
     let mut interrupted = false;
     let mut last_alive_check = Instant::now();
     let mut stopped = false;
+    let mut forced = false;
     loop {
         // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
         unsafe {
@@ -1038,6 +1098,15 @@ fn record_into(
                     // SAFETY: signalling our own child.
                     unsafe { libc::kill(pid, libc::SIGINT) };
                 }
+                // Another one: the command ignores SIGINT or takes too long; end it as perf
+                // does (SIGTERM, then SIGKILL) and finish the file.
+                Some(pid) if exit.is_none() => {
+                    forced = true;
+                    exit = stop_child(pid, &mut || {
+                        drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)
+                    })?;
+                    break;
+                }
                 _ => break,
             }
         }
@@ -1066,12 +1135,13 @@ fn record_into(
     drop(fds);
 
     let data_size = writer.data_size();
+    let build_ids = tracker.build_ids();
     let file_size = match writer {
         Writer::File(writer) => {
             let mut features = procfs::host_features();
             features.version = Some(opts.tool_version.clone());
             features.cmdline = opts.cmdline.clone();
-            features.build_ids = tracker.build_ids();
+            features.build_ids = build_ids.clone();
             features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
             features.group_desc = group_desc(&specs);
             let mut out = writer.finish(&features).map_err(write_err)?;
@@ -1079,7 +1149,7 @@ fn record_into(
             out.flush().map_err(write_err)?;
             out.stream_position().map_err(write_err)?
         }
-        Writer::Pipe(writer) => writer.finish(&tracker.build_ids()).map_err(write_err)?.1,
+        Writer::Pipe(writer) => writer.finish(&build_ids).map_err(write_err)?.1,
     };
 
     let events = specs
@@ -1105,6 +1175,8 @@ fn record_into(
         exit,
         interrupted,
         stopped,
+        forced,
+        build_ids,
         duration,
         rings: pollfds.len(),
     })

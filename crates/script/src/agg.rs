@@ -201,8 +201,8 @@ impl Acc {
 pub struct OffState {
     /// The detector (fixed-size table).
     pub det: Detector,
-    /// Symbol names of confirmed locations (interned ids), pruned to the table's entries.
-    pub names: Vec<(Location, u32)>,
+    /// Names of confirmed locations, pruned to the table's entries.
+    pub names: Vec<(Location, OffenderName)>,
 }
 
 impl OffState {
@@ -219,9 +219,21 @@ impl OffState {
     }
 
     /// The name recorded for a location.
-    pub fn name(&self, loc: &Location) -> Option<u32> {
+    pub fn name(&self, loc: &Location) -> Option<OffenderName> {
         self.names.iter().find(|x| x.0 == *loc).map(|x| x.1)
     }
+}
+
+/// How a confirmed offender is shown: `offenders(ip)` as `report --offenders` shows it (the
+/// ELF address and the DSO), with its `%a` name; another argument as its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffenderName {
+    /// `module`symbol+0xoff` (interned), or the value in hex.
+    pub symbol: u32,
+    /// The DSO's short name (interned); `None` for an argument other than `ip`.
+    pub dso: Option<u32>,
+    /// The ELF address (objdump's), or the value.
+    pub address: u64,
 }
 
 /// Index of `v`'s quantize bucket: 63 is zero, 64+k holds [2^k, 2^(k+1)), 62-k the negatives.
@@ -371,7 +383,7 @@ impl Agg {
     }
 
     /// Records the name of a confirmed location (kept only while it is in the table).
-    pub fn name_offender(&mut self, keys: &[i64], loc: Location, name: u32) {
+    pub fn name_offender(&mut self, keys: &[i64], loc: Location, name: OffenderName) {
         let Some(st) = self
             .map
             .get_mut(&Key::new(keys))
@@ -530,16 +542,14 @@ impl Agg {
             out.push_str("    (no offender confirmed)\n");
         }
         for x in &ranked {
-            let name = st
-                .name(&x.location)
-                .map_or("[unknown]", |id| strings.get(id));
+            let name = st.name(&x.location);
             out.push_str(&format!(
                 "    {:>6} {:>8} {:>8}  {:<18} {}\n",
                 x.confirmations,
                 x.count1,
                 x.count2,
-                format!("{:#x}", x.ip),
-                name
+                format!("{:#x}", name.map_or(x.ip, |n| n.address)),
+                name.map_or("[unknown]", |n| strings.get(n.symbol))
             ));
         }
     }
@@ -724,9 +734,11 @@ impl Agg {
                         .ranked()
                         .iter()
                         .map(|x| {
+                            let name = st.name(&x.location);
                             serde_json::json!({
-                                "address": format!("{:#x}", x.ip),
-                                "symbol": st.name(&x.location).map(|id| strings.get(id)),
+                                "address": format!("{:#x}", name.map_or(x.ip, |n| n.address)),
+                                "dso": name.and_then(|n| n.dso).map(|id| strings.get(id)),
+                                "symbol": name.map(|n| strings.get(n.symbol)),
                                 "pid": x.pid,
                                 "confirmations": x.confirmations,
                                 "count1": x.count1,

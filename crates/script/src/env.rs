@@ -28,6 +28,12 @@ pub enum What {
 pub trait SymbolSource {
     /// The name of `sample`'s IP.
     fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String;
+
+    /// The address of `sample`'s location as its ELF file states it (objdump's), when the
+    /// file can be read.
+    fn elf_address(&mut self, _profile: &Profile, _sample: &Sample) -> Option<u64> {
+        None
+    }
 }
 
 /// Names from the profile alone: the DSO for `mod`, the hex address for `sym` and `srcline`.
@@ -50,6 +56,14 @@ impl SymbolSource for NoSymbols {
 }
 
 impl SymbolSource for culprit_symbols::Symbolizer {
+    fn elf_address(&mut self, profile: &Profile, sample: &Sample) -> Option<u64> {
+        self.resolve(
+            profile,
+            culprit_symbols::Query::of(sample.location, sample.pid),
+        )
+        .svma
+    }
+
     fn lookup(&mut self, profile: &Profile, sample: &Sample, what: What) -> String {
         match what {
             What::Mod => NoSymbols.lookup(profile, sample, what),
@@ -311,6 +325,23 @@ impl Env<'_> {
         let v = self.rt.strings.intern(&name);
         self.rt.loc_cache.insert(key, v);
         v
+    }
+
+    /// How a confirmed `offenders(ip)` location is shown: its `%a` name, its DSO and its ELF
+    /// address (the file offset when the ELF file cannot be read), as `report --offenders`.
+    pub fn offender_name(&mut self, loc: Location, ip: u64, pid: i32) -> crate::agg::OffenderName {
+        let symbol = self.symbol_at(What::Addr, loc, ip, pid);
+        let dso = self.symbol_at(What::Mod, loc, ip, pid);
+        let mut s = self.s.clone();
+        s.location = loc;
+        s.ip = ip;
+        s.pid = pid;
+        let address = self.syms.elf_address(self.p, &s).unwrap_or(loc.file_offset);
+        crate::agg::OffenderName {
+            symbol,
+            dso: Some(dso),
+            address,
+        }
     }
 
     /// `%a`: the sample's IP is symbolized (module`symbol+0xoff); other addresses only if

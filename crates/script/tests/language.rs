@@ -290,8 +290,8 @@ fn offenders_aggregation_finds_the_hot_address() {
     );
     let want = "\n  light\n      CONF   COUNT1   COUNT2  ADDRESS            SYMBOL\n    (no offender confirmed)\n\n  heavy\n      CONF   COUNT1   COUNT2  ADDRESS            SYMBOL\n        10        5        5  0x4000             fake`0x4000\n\n";
     assert_eq!(out, want);
-    // Named once, at the first confirmation.
-    assert_eq!(asked, 1);
+    // Named once, at the first confirmation: its `%a` name and its module.
+    assert_eq!(asked, 2);
     let e = &json[0]["entries"][1];
     assert_eq!(e["keys"][0], "heavy");
     assert_eq!(e["value"], 10);

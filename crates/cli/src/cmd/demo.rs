@@ -29,6 +29,9 @@ pub struct DemoArgs {
 
 /// Runs `culprit demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    if args.size == 0 {
+        bail!("--size 0: the matrix size N must be at least 1 (the example multiplies N×N matrices; default 512)");
+    }
     let dir = match args.dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!("culprit-demo-{}", std::process::id())),

@@ -7,6 +7,7 @@ pub mod list;
 pub mod record;
 pub mod report;
 pub mod report_branch;
+pub mod report_offenders;
 pub mod script;
 pub mod stat;
 pub mod top;

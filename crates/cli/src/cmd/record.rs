@@ -9,27 +9,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use clap::ValueEnum;
 use culprit_collect::events::{self, SampleRate};
 use culprit_collect::record::{
-    self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput, Target,
+    self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput,
 };
 use serde::Serialize;
 
-/// Output format of the end-of-run summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SummaryFormat {
-    /// perf-like lines on stderr.
-    Text,
-    /// One JSON object on stdout (schema in docs/record.md).
-    Json,
-}
+use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit record`.
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Sample a command, processes (-p) or the whole system (-a) into a perf.data file",
-    after_help = "EXAMPLES:\n  culprit record -- ./prog args            cycles at 4000 Hz (cpu-clock without a PMU)\n  culprit record -e cycles,instructions -c 100000 -g -- ./prog\n  culprit record -e cpu-clock -F 999 -p 1234     attach until Ctrl-C or the process exits\n  culprit record -a -o sys.data -- sleep 2       all CPUs while `sleep 2` runs\n\nThe file is read by `culprit report` and by perf (perf report/script/annotate -i FILE).",
+    after_help = "EXAMPLES:\n  culprit record -- ./prog args            cycles at 4000 Hz (cpu-clock without a PMU)\n  culprit record -e cpu-clock,page-faults -c 100000 -g -- ./prog\n  culprit record -e cycles,instructions -g -- ./prog   (needs a PMU)\n  culprit record -e cpu-clock -F 999 -p 1234     attach until Ctrl-C or the process exits\n  culprit record -a -o sys.data -- sleep 2       all CPUs while `sleep 2` runs\n\nThe file is read by `culprit report` and by perf (perf report/script/annotate -i FILE).",
     trailing_var_arg = true
 )]
 pub struct RecordArgs {
@@ -56,22 +48,6 @@ pub struct RecordArgs {
     /// stack per sample, default 8192, for DWARF unwinding).
     #[arg(long = "call-graph", value_name = "fp|dwarf[,SIZE]")]
     pub call_graph: Option<String>,
-    /// Attach to running process(es), all their threads (comma-separated); stops on Ctrl-C or
-    /// when they all exit.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID[,PID…]",
-        conflicts_with = "all_cpus"
-    )]
-    pub pid: Option<String>,
-    /// System-wide: every task on every CPU (needs privileges). With a command, stops when it
-    /// exits; without, on Ctrl-C.
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Only these CPUs (e.g. 0-3,8).
-    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
-    pub cpu: Option<String>,
     /// Output file; `-` writes a pipe-mode stream to stdout (as `perf record -o -`), e.g.
     /// `culprit record -o - -- ./prog | perf report -i -`.
     #[arg(
@@ -84,12 +60,24 @@ pub struct RecordArgs {
     /// Ring buffer size per CPU in pages (a power of two; default 128 = 512 KiB).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = record::DEFAULT_MMAP_PAGES)]
     pub mmap_pages: usize,
-    /// Don't print the summary (warnings and errors still go to stderr).
+    /// Don't print the summary nor information such as the cpu-clock fallback (warnings
+    /// that matter and errors still go to stderr).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
     /// Summary format: text (stderr) or json (stdout; stderr with `-o -`).
-    #[arg(long = "format", value_enum, default_value_t = SummaryFormat::Text)]
-    pub format: SummaryFormat,
+    #[arg(long = "format", value_enum, value_name = "FORMAT", default_value_t = Format::Text)]
+    pub format: Format,
+    /// Don't store the sampled objects in the build-id cache (perf's -N).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// The build-id cache directory (perf's buildid.dir). Default: $PERF_BUILDID_DIR, else
+    /// ~/.debug. Reports find a rebuilt binary's old symbols there.
+    #[arg(
+        long = "buildid-dir",
+        value_name = "DIR",
+        conflicts_with = "no_buildid_cache"
+    )]
+    pub buildid_dir: Option<PathBuf>,
     /// AMD IBS: sample ops, fetches or both (`op`, `fetch`, `op,fetch`), with every sample's
     /// decoded registers (read them with `culprit script` and `culprit ibs`).
     #[arg(long = "ibs", value_name = "op|fetch|op,fetch")]
@@ -116,9 +104,9 @@ pub struct RecordArgs {
     /// `culprit report --topdown`, a per-function estimate (see docs/stat.md).
     #[arg(long = "topdown", conflicts_with_all = ["events", "ibs"])]
     pub topdown: bool,
-    /// The command to run and its arguments (put `--` before it).
-    #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
-    pub command: Vec<String>,
+    /// What to record.
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// The `ibs_op`/`ibs_fetch` events of `--ibs` and its companion flags, validated against
@@ -143,7 +131,7 @@ fn ibs_specs(args: &RecordArgs) -> anyhow::Result<Vec<culprit_collect::events::E
         ldlat: args.ldlat,
         rand: args.rand,
     };
-    let host = IbsHost::current(!args.all_cpus);
+    let host = IbsHost::current(!args.target.all_cpus);
     Ok(cibs::ibs_specs(
         &culprit_collect::sysfs::Sysfs::system(),
         &req,
@@ -175,26 +163,6 @@ fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
     }
 }
 
-fn parse_pids(s: &str) -> anyhow::Result<Vec<i32>> {
-    s.split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| {
-            p.trim()
-                .parse::<i32>()
-                .ok()
-                .filter(|&n| n > 0)
-                .with_context(|| format!("-p: `{p}` is not a process id"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()
-        .and_then(|v| {
-            if v.is_empty() {
-                bail!("-p: no process id given")
-            } else {
-                Ok(v)
-            }
-        })
-}
-
 /// Turns the flags into recording options (no side effects besides reading sysfs for events).
 pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     let mut specs = Vec::new();
@@ -214,7 +182,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     }
     specs.extend(ibs);
     if args.topdown {
-        specs = super::stat::topdown_sampling_specs()?;
+        specs = culprit_collect::stat::topdown::sampling_specs()?;
     }
     let rate = match (args.count, args.freq) {
         (Some(0), _) => bail!("-c: the period must be > 0"),
@@ -224,32 +192,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         (None, None) => None,
     };
     let call_graph = parse_call_graph(args.g, args.call_graph.as_deref())?;
-    let target = if let Some(p) = &args.pid {
-        if !args.command.is_empty() {
-            bail!(
-                "-p attaches to running processes: give no command (got `{}`)",
-                args.command.join(" ")
-            );
-        }
-        Target::Pids(parse_pids(p)?)
-    } else if args.all_cpus {
-        Target::System(if args.command.is_empty() {
-            None
-        } else {
-            Some(args.command.clone())
-        })
-    } else if args.command.is_empty() {
-        bail!("nothing to record: give a command (`culprit record -- ./prog`), -p PID or -a");
-    } else {
-        Target::Command(args.command.clone())
-    };
-    let cpus = match &args.cpu {
-        Some(s) => Some(
-            culprit_collect::procfs::parse_cpu_list(s)
-                .with_context(|| format!("-C: `{s}` is not a CPU list (e.g. 0-3,8)"))?,
-        ),
-        None => None,
-    };
+    let choice = args.target.choice("record", false)?;
     if !args.mmap_pages.is_power_of_two() {
         bail!(
             "-m: the number of pages must be a power of two, not {}",
@@ -260,8 +203,8 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         events: specs,
         rate,
         call_graph,
-        target,
-        cpus,
+        target: choice.target,
+        cpus: choice.cpus,
         output: if args.output.as_os_str() == "-" {
             Output::Stream(StreamOutput::stdout())
         } else {
@@ -274,9 +217,10 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     })
 }
 
-/// JSON form of the summary (see docs/record.md).
+/// JSON form of the summary (docs/schemas/record.schema.json).
 #[derive(Serialize)]
 struct JsonSummary<'a> {
+    schema: u32,
     output: String,
     file_size: u64,
     data_size: u64,
@@ -310,13 +254,14 @@ fn rate_text(r: SampleRate) -> String {
 
 fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
     let total: u64 = s.events.iter().map(|e| e.samples).sum();
-    if args.format == SummaryFormat::Json {
+    if args.format == Format::Json {
         let (exit_code, signal) = match s.exit {
             Some(culprit_collect::launch::ChildExit::Exited(c)) => (Some(c), None),
             Some(culprit_collect::launch::ChildExit::Signaled(sig)) => (None, Some(sig)),
             None => (None, None),
         };
         let j = JsonSummary {
+            schema: 1,
             output: args.output.display().to_string(),
             file_size: s.file_size,
             data_size: s.data_size,
@@ -343,9 +288,9 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
         };
         if args.output.as_os_str() == "-" {
             // stdout carries the recording.
-            eprintln!("{}", serde_json::to_string(&j)?);
+            culprit_output::json::write_line(&mut std::io::stderr(), &j)?;
         } else {
-            println!("{}", serde_json::to_string(&j)?);
+            culprit_output::json::write_line(&mut std::io::stdout(), &j)?;
         }
         return Ok(());
     }
@@ -418,11 +363,55 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     // First thing: a Ctrl-C from now on is seen by the recording loop (and not lost while
     // events are parsed and opened).
     culprit_collect::launch::install_sigint_handler();
-    let opts = options(&args)?;
+    OutputArgs {
+        format: args.format,
+        output: None,
+        color: ColorArg::Auto,
+        width: None,
+    }
+    .require("record's summary", &[Format::Text, Format::Json])?;
+    let mut opts = options(&args)?;
+    if opts.events.is_empty() {
+        // The default event, and (information, silenced by -q) why it is cpu-clock here.
+        let (spec, fallback) = record::default_event(&opts);
+        if let Some(why) = fallback {
+            let note = culprit_output::Note {
+                kind: culprit_output::NoteKind::Info,
+                text: why,
+            };
+            culprit_output::text::write_notes(&mut std::io::stderr(), &[note], args.quiet)?;
+        }
+        opts.events.push(spec);
+    }
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
     let summary = record::record(&opts, &mut warn)?;
+    if !args.no_buildid_cache && args.output.as_os_str() != "-" {
+        let dir = args
+            .buildid_dir
+            .clone()
+            .or_else(culprit_collect::buildid_cache::default_dir);
+        if let Some(dir) = dir {
+            let r = culprit_collect::buildid_cache::add(&dir, &summary.build_ids);
+            if let Some(first) = r.failed.first() {
+                eprintln!(
+                    "culprit: warning: the build-id cache {} did not take {} object(s) ({first}); \
+                     reports of this file need the binaries unchanged",
+                    dir.display(),
+                    r.failed.len()
+                );
+            }
+        }
+    }
     print_summary(&args, &summary)?;
     print_warnings(&summary);
+    if summary.forced {
+        if !args.quiet {
+            eprintln!(
+                "culprit: interrupted twice: the command was terminated; the file is complete"
+            );
+        }
+        return Ok(ExitCode::from(130));
+    }
     if let Some(e) = summary.exit {
         if let culprit_collect::launch::ChildExit::Signaled(sig) = e {
             if !args.quiet && sig != libc::SIGINT {
@@ -470,7 +459,7 @@ mod tests {
         assert_eq!(a.count, Some(1000));
         assert!(a.g);
         assert_eq!(a.output, PathBuf::from("x.data"));
-        assert_eq!(a.command, vec!["prog", "-v"]);
+        assert_eq!(a.target.command, vec!["prog", "-v"]);
         let a = parse(&[
             "--event=cpu-clock",
             "--freq=999",
@@ -485,10 +474,13 @@ mod tests {
             CallGraph::Dwarf(4096)
         );
         let a = parse(&["-p", "12,34"]).unwrap();
-        assert_eq!(parse_pids(a.pid.as_deref().unwrap()).unwrap(), vec![12, 34]);
+        assert_eq!(
+            a.target.choice("record", false).unwrap().target,
+            culprit_collect::record::Target::Pids(vec![12, 34])
+        );
         // the command's own flags are not culprit's
         let a = parse(&["sleep", "-c", "1"]).unwrap();
-        assert_eq!(a.command, vec!["sleep", "-c", "1"]);
+        assert_eq!(a.target.command, vec!["sleep", "-c", "1"]);
         assert_eq!(a.count, None);
     }
 
@@ -500,8 +492,6 @@ mod tests {
         assert!(parse_call_graph(false, Some("dwarf,7")).is_err());
         assert_eq!(parse_call_graph(true, None).unwrap(), CallGraph::Fp);
         assert_eq!(parse_call_graph(false, None).unwrap(), CallGraph::None);
-        assert!(parse_pids("12,x").is_err());
-        assert!(parse_pids("-3").is_err());
         let a = parse(&[]).unwrap();
         assert!(options(&a)
             .unwrap_err()

@@ -134,8 +134,8 @@ pub struct ReportArgs {
     #[arg(long = "t2", value_name = "N", requires = "offenders")]
     pub t2: Option<u64>,
     /// --offenders: what --t1/--t2 count (samples, or events = sum of sample periods).
-    #[arg(long = "offenders-unit", value_enum, default_value_t = super::top::UnitArg::Samples)]
-    pub offenders_unit: super::top::UnitArg,
+    #[arg(long = "offenders-unit", value_enum, default_value_t = crate::args::OffendersUnit::Samples)]
+    pub offenders_unit: crate::args::OffendersUnit,
     /// --offenders: also build the exact per-address histogram and compare (precision,
     /// recall of the top-1/top-5, memory).
     #[arg(long = "exact", requires = "offenders")]
@@ -154,18 +154,7 @@ pub struct ReportArgs {
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.offenders {
-        return super::top::report_offenders(&super::top::OffendersReport {
-            input: &args.input,
-            events: &args.event,
-            settings: super::top::OffenderSettings {
-                t1: args.t1,
-                t2: args.t2,
-                unit: args.offenders_unit,
-            },
-            exact: args.exact,
-            json: args.format == ReportFormat::Json,
-            kernel: &args.kernel,
-        });
+        return super::report_offenders::run(&args);
     }
     if args.branch {
         return super::report_branch::run(&args);
@@ -303,11 +292,25 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let tty = stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
-        ReportFormat::Text | ReportFormat::Csv if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, false)?
-        }
-        ReportFormat::Json if args.topdown => {
-            super::stat::write_report_topdown(&mut out, &profile, &report, true)?
+        _ if args.topdown => {
+            let td = culprit_analysis::topdown::sampled_report(&profile, &report)
+                .context("--topdown")?;
+            let doc = td.document(&report.keys);
+            match args.format {
+                ReportFormat::Json => culprit_output::json::write(&mut out, &td)?,
+                ReportFormat::Csv => {
+                    for t in doc.tables() {
+                        culprit_output::csv::write(&mut out, t)?;
+                    }
+                }
+                ReportFormat::Text => {
+                    let o = culprit_output::TextOptions::for_stdout(
+                        culprit_output::ColorChoice::Auto,
+                        None,
+                    );
+                    culprit_output::text::write(&mut out, &doc, &o)?;
+                }
+            }
         }
         ReportFormat::Text => write_text(&mut out, &args, &profile, &report, tty)?,
         ReportFormat::Json => {

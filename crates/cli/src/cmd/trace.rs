@@ -14,31 +14,22 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use clap::ValueEnum;
-use culprit_collect::events::{self, SampleRate};
-use culprit_collect::record::{self, CallGraph, RecordOptions, Target};
+use culprit_collect::live::events::{probe_event_specs, EventRequest};
+use culprit_collect::live::{self, LiveOptions};
+use culprit_collect::record;
 use culprit_decode::model::{Profile, Sample};
 use culprit_script::probe::Probe;
 use culprit_script::{Options, Program, Runner, SymbolSource};
 use culprit_symbols::{KernelSymbols, Symbolizer};
+use serde::Serialize;
 
-use crate::live;
-
-/// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TraceFormat {
-    /// What the program prints, as DTrace prints it.
-    Text,
-    /// One JSON object (schema in docs/trace.md).
-    Json,
-}
+use crate::args::{Format, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit trace`.
 #[derive(clap::Args, Debug)]
 #[command(
     about = "DTrace-style probes, predicates and aggregations over samples (files or live)",
-    after_help = "EXAMPLES:\n  culprit trace -i perf.data -e 'pmc:::cpu-clock { @[sym] = count(); }'\n  culprit trace -e 'profile:::hz-999 /execname == \"prog\"/ { @[sym] = count(); }' -- ./prog\n  culprit trace -s examples/trace/dcache-misses-per-exec.d -i ibs.data\n  culprit trace -e 'ibs-exec-2000 { @[execname] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }' -a -- sleep 5\n\nThe language (probes, built-ins, args[0] fields, aggregations) is described in docs/trace.md.",
-    trailing_var_arg = true
+    after_help = "EXAMPLES:\n  culprit trace -i perf.data -e 'pmc:::cpu-clock { @[sym] = count(); }'\n  culprit trace -e 'profile:::hz-999 /execname == \"prog\"/ { @[sym] = count(); }' -- ./prog\n  culprit trace -s examples/trace/dcache-misses-per-exec.d -i ibs.data\n  culprit trace -e 'ibs-exec-2000 { @[execname] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }' -a -- sleep 5\n\nThe language (probes, built-ins, args[0] fields, aggregations) is described in docs/trace.md."
 )]
 pub struct TraceArgs {
     /// The program text.
@@ -52,26 +43,20 @@ pub struct TraceArgs {
     /// A program file (a `#!` first line is ignored).
     #[arg(short = 's', long = "script", value_name = "FILE")]
     pub script: Option<PathBuf>,
-    /// Run over the samples of this perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(short = 'i', long = "input", value_name = "PERF.DATA", conflicts_with_all = ["pid", "all_cpus"])]
+    /// Run over the samples of this perf.data file (`-` reads a pipe-mode stream from stdin)
+    /// instead of recording live.
+    #[arg(short = 'i', long = "input", value_name = "PERF.DATA")]
     pub input: Option<PathBuf>,
     /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
     #[command(flatten)]
     pub kernel: super::KernelSymbolArgs,
-    /// Live: attach to running process(es) (comma-separated) until Ctrl-C or they exit.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID[,PID…]",
-        conflicts_with = "all_cpus"
-    )]
-    pub pid: Option<String>,
-    /// Live: system-wide (with a command, until it exits; without, until Ctrl-C).
-    #[arg(short = 'a', long = "all-cpus")]
-    pub all_cpus: bool,
-    /// Output format.
-    #[arg(long = "format", value_enum, default_value_t = TraceFormat::Text)]
-    pub format: TraceFormat,
+    /// Live: what to record (`-p PID…`, `-a`, `-C CPUS`, `-- COMMAND…`).
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// `--format text|json` (json: one object, schema in docs/schemas/trace.schema.json),
+    /// `-o FILE`.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Quiet: only what the program prints (like `#pragma D option quiet`).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -86,13 +71,13 @@ pub struct TraceArgs {
     /// Live: ring buffer size per CPU in pages (a power of two).
     #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", default_value_t = record::DEFAULT_MMAP_PAGES)]
     pub mmap_pages: usize,
-    /// Live: the command to run (put `--` before it).
-    #[arg(value_name = "COMMAND", allow_hyphen_values = true)]
-    pub command: Vec<String>,
 }
 
 /// Runs `culprit trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    args.output
+        .require("trace", &[Format::Text, Format::Json])?;
+    refuse_inapplicable(&args)?;
     let (src, name) = match (&args.program, &args.script) {
         (Some(p), None) => (p.clone(), "<program>".to_string()),
         (None, Some(f)) => (
@@ -109,7 +94,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => bail!("{name}:{e}"),
     };
-    let mut sink = Sink::new(args.format);
+    let mut sink = Sink::new(args.output.format, args.output.writer()?);
     // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
     // user gave the kernel's symbols).
     let mut sym_opts = args.kernel.options();
@@ -155,21 +140,64 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Where output goes: stdout as it is printed (text), or collected (JSON).
+/// Refuses flags that do not apply: a live target with `-i`, and the live-only or
+/// file-only flags in the other mode.
+fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
+    if args.input.is_some() {
+        if args.target.is_given() {
+            bail!(
+                "-i runs the program over a recording: -p, -a, -C and a command record live                  (give either -i FILE or a live target)"
+            );
+        }
+        if args.mmap_pages != record::DEFAULT_MMAP_PAGES {
+            bail!("-m sizes the live recording's ring buffers: it does not apply to -i");
+        }
+    } else if args.stats {
+        bail!("--stats times the evaluation over a file: give -i FILE");
+    }
+    Ok(())
+}
+
+/// Where output goes: written as it is printed (text), or collected (JSON).
 struct Sink {
-    format: TraceFormat,
+    format: Format,
     text: String,
     notes: Vec<String>,
-    out: std::io::Stdout,
+    out: Box<dyn Write>,
+}
+
+/// `culprit trace --format json` (docs/schemas/trace.schema.json).
+#[derive(Serialize)]
+struct TraceReport<'a> {
+    /// JSON schema version.
+    schema: u32,
+    /// The recording read (`null` live).
+    input: Option<String>,
+    samples: SampleCounts,
+    /// What the program printed.
+    output: &'a str,
+    /// The aggregations, as the runner reports them (docs/trace.md).
+    aggregations: &'a [serde_json::Value],
+    notes: &'a [String],
+    /// The program's `exit()` value.
+    exit: Option<i64>,
+    /// Why reading stopped early, when it did.
+    stopped: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct SampleCounts {
+    seen: u64,
+    matched: u64,
 }
 
 impl Sink {
-    fn new(format: TraceFormat) -> Sink {
+    fn new(format: Format, out: Box<dyn Write>) -> Sink {
         Sink {
             format,
             text: String::new(),
             notes: Vec::new(),
-            out: std::io::stdout(),
+            out,
         }
     }
 
@@ -178,46 +206,46 @@ impl Sink {
         if s.is_empty() {
             return Ok(());
         }
-        match self.format {
-            TraceFormat::Text => self.out.lock().write_all(s.as_bytes()),
-            TraceFormat::Json => {
-                // Bounded: a program printing per sample cannot grow the JSON without limit.
-                const CAP: usize = 64 << 20;
-                if self.text.len() + s.len() <= CAP {
-                    self.text.push_str(&s);
-                } else if !self.notes.iter().any(|n| n.starts_with("output truncated")) {
-                    self.notes.push(format!(
-                        "output truncated at {CAP} bytes in the JSON document"
-                    ));
-                }
-                Ok(())
+        if self.format == Format::Json {
+            // Bounded: a program printing per sample cannot grow the JSON without limit.
+            const CAP: usize = 64 << 20;
+            if self.text.len() + s.len() <= CAP {
+                self.text.push_str(&s);
+            } else if !self.notes.iter().any(|n| n.starts_with("output truncated")) {
+                self.notes.push(format!(
+                    "output truncated at {CAP} bytes in the JSON document"
+                ));
             }
+            return Ok(());
         }
+        self.out.write_all(s.as_bytes())?;
+        // Live output appears as it is printed.
+        self.out.flush()
     }
 
     fn finish(&mut self, o: &Outcome, input: &Path, live: bool) -> anyhow::Result<()> {
         let mut notes = self.notes.clone();
         notes.extend(o.notes.iter().cloned());
-        match self.format {
-            TraceFormat::Text => {
-                self.out.lock().flush()?;
-                for n in &notes {
-                    eprintln!("culprit trace: note: {n}");
-                }
-            }
-            TraceFormat::Json => {
-                let v = serde_json::json!({
-                    "input": if live { serde_json::Value::Null } else { input.display().to_string().into() },
-                    "samples": { "seen": o.seen, "matched": o.matched },
-                    "output": self.text,
-                    "aggregations": o.aggregations,
-                    "notes": notes,
-                    "exit": o.exit,
-                    "stopped": o.stopped,
-                });
-                let mut out = self.out.lock();
-                writeln!(out, "{v}")?;
-                out.flush()?;
+        if self.format == Format::Json {
+            let report = TraceReport {
+                schema: 1,
+                input: (!live).then(|| input.display().to_string()),
+                samples: SampleCounts {
+                    seen: o.seen,
+                    matched: o.matched,
+                },
+                output: &self.text,
+                aggregations: &o.aggregations,
+                notes: &notes,
+                exit: o.exit,
+                stopped: o.stopped.as_deref(),
+            };
+            culprit_output::json::write_line(&mut self.out, &report)?;
+            self.out.flush()?;
+        } else {
+            self.out.flush()?;
+            for n in &notes {
+                eprintln!("culprit trace: note: {n}");
             }
         }
         Ok(())
@@ -256,7 +284,7 @@ fn conclude(
     sink: &mut Sink,
     syms: &mut dyn SymbolSource,
 ) -> anyhow::Result<Outcome> {
-    r.end(p, syms, sink.format == TraceFormat::Text);
+    r.end(p, syms, sink.format == Format::Text);
     sink.flush_runner(&mut r)?;
     let mut notes: Vec<String> = r.notes().to_vec();
     let stopped = p.stopped.as_ref().map(|s| {
@@ -499,11 +527,11 @@ impl live::Consumer for LiveTrace<'_, '_> {
 /// Records live and runs the program over the stream as it arrives.
 fn run_live(
     prog: &Program,
-    opts: RecordOptions,
+    opts: LiveOptions,
     sink: &mut Sink,
     syms: &mut Symbolizer,
 ) -> anyhow::Result<Outcome> {
-    let launched = matches!(opts.target, Target::Command(_) | Target::System(Some(_)));
+    let launched = opts.launches();
     let mut t = LiveTrace {
         prog,
         runner: None,
@@ -557,183 +585,38 @@ fn run_live(
 /// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
 const LIVE_TICK_MS: u64 = 10;
 
-/// Most events one live wildcard probe may open (more would be multiplexed on the few
-/// hardware counters and name more events than a program can mean).
-const MAX_GLOB_EVENTS: usize = 16;
-
-/// `*` and `?` over a whole name.
-fn glob_match(pat: &[u8], name: &[u8]) -> bool {
-    match (pat.first(), name.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => {
-            glob_match(&pat[1..], name) || (!name.is_empty() && glob_match(pat, &name[1..]))
-        }
-        (Some(b'?'), Some(_)) => glob_match(&pat[1..], &name[1..]),
-        (Some(a), Some(b)) if a == b => glob_match(&pat[1..], &name[1..]),
-        _ => false,
-    }
-}
-
-/// Live wildcard probes (`pmc:::ls_*`): the event names this machine knows (generic, cache,
-/// the CPU's catalog, sysfs aliases) that match the pattern.
-fn expand_event_glob(pattern: &str) -> anyhow::Result<Vec<String>> {
-    let sysfs = culprit_collect::sysfs::Sysfs::system();
-    let cpu = culprit_collect::sysfs::cpu_identity();
-    let names: Vec<String> = events::known_names(&sysfs, cpu.as_ref())
+/// The live options of a trace: the events of the program's probes, the target.
+fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions> {
+    let probes: Vec<(EventRequest, String)> = prog
+        .sample_probes()
         .into_iter()
-        .filter(|n| !n.contains('/') && glob_match(pattern.as_bytes(), n.as_bytes()))
+        .filter_map(|(p, text)| {
+            let req = match p {
+                Probe::Pmc { event, period } => EventRequest::Event {
+                    name: event,
+                    period,
+                },
+                Probe::Profile { hz } => EventRequest::Profile { hz },
+                Probe::IbsOp { period } => EventRequest::IbsOp { period },
+                Probe::IbsFetch { period } => EventRequest::IbsFetch { period },
+                Probe::Begin | Probe::End | Probe::Tick { .. } => return None,
+            };
+            Some((req, text))
+        })
         .collect();
-    if names.is_empty() {
-        bail!("`{pattern}` matches no event known here (`culprit list` shows them)");
-    }
-    if names.len() > MAX_GLOB_EVENTS {
-        bail!(
-            "`{pattern}` matches {} events ({}, …); at most {MAX_GLOB_EVENTS} live: narrow the pattern",
-            names.len(),
-            names[..5].join(", ")
-        );
-    }
-    Ok(names)
-}
-
-/// The recording options of a live trace: the events of the program's probes.
-fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<RecordOptions> {
-    let probes = prog.sample_probes();
-    if probes.is_empty() {
-        bail!("the program has no sample probes (pmc:::, profile:::, ibs:::): nothing to record live; give -i FILE to run it over a recording");
-    }
-    let mut specs = Vec::new();
-    let (mut op, mut fetch): (Option<Option<u64>>, Option<Option<u64>>) = (None, None);
-    for (p, text) in &probes {
-        match p {
-            Probe::Pmc { event, period } => {
-                let names = if event.contains(['*', '?']) {
-                    expand_event_glob(event).with_context(|| format!("probe `{text}`"))?
-                } else {
-                    vec![event.clone()]
-                };
-                for name in names {
-                    if specs.iter().any(|s: &events::EventSpec| s.name == name) {
-                        continue; // another probe (or pattern) records it already
-                    }
-                    let mut spec =
-                        events::parse_event(&name).with_context(|| format!("probe `{text}`"))?;
-                    if let Some(p) = period {
-                        spec.rate = Some(SampleRate::Period(*p));
-                    }
-                    specs.push(spec);
-                }
-            }
-            Probe::Profile { hz } => {
-                let mut spec = events::parse_event("cpu-clock").context("cpu-clock")?;
-                spec.rate = Some(SampleRate::Frequency(*hz));
-                if specs
-                    .iter()
-                    .any(|s: &events::EventSpec| s.name == spec.name)
-                {
-                    bail!("probe `{text}`: cpu-clock is already recorded by another probe; one cpu-clock rate per program");
-                }
-                specs.push(spec);
-            }
-            Probe::IbsOp { period } => {
-                if op.is_some_and(|q| q != *period) {
-                    bail!(
-                        "probe `{text}`: one IBS op period per program (the PMU takes one event)"
-                    );
-                }
-                op = Some(*period);
-            }
-            Probe::IbsFetch { period } => {
-                if fetch.is_some_and(|q| q != *period) {
-                    bail!("probe `{text}`: one IBS fetch period per program (the PMU takes one event)");
-                }
-                fetch = Some(*period);
-            }
-            Probe::Begin | Probe::End | Probe::Tick { .. } => {}
-        }
-    }
-    for (is_op, period) in [(true, op), (false, fetch)] {
-        let Some(period) = period else { continue };
-        use culprit_collect::ibs::{self as cibs, IbsHost, IbsRequest};
-        let req = IbsRequest {
-            op: is_op,
-            fetch: !is_op,
-            period,
-            // The provider's ibs-exec-N counts ops.
-            count_ops: is_op,
-            l3_miss_only: false,
-            ldlat: None,
-            rand: false,
-        };
-        let host = IbsHost::current(!args.all_cpus);
-        specs.extend(cibs::ibs_specs(
-            &culprit_collect::sysfs::Sysfs::system(),
-            &req,
-            &host,
-        )?);
-    }
-    let target = if let Some(p) = &args.pid {
-        if !args.command.is_empty() {
-            bail!("-p attaches to running processes: give no command");
-        }
-        let pids = p
-            .split(',')
-            .map(|x| {
-                x.trim()
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .with_context(|| format!("-p: `{x}` is not a process id"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Target::Pids(pids)
-    } else if args.all_cpus {
-        Target::System((!args.command.is_empty()).then(|| args.command.clone()))
-    } else if args.command.is_empty() {
+    let system_wide = args.target.all_cpus;
+    let events = probe_event_specs(&probes, !system_wide)?;
+    if !args.target.is_given() {
         bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
-    } else {
-        Target::Command(args.command.clone())
-    };
-    Ok(RecordOptions {
-        events: specs,
+    }
+    let choice = args.target.choice("trace", false)?;
+    Ok(LiveOptions {
+        events,
         rate: None,
-        call_graph: CallGraph::None,
-        target,
-        cpus: None,
-        // Replaced by the live stream.
-        output: record::Output::File(PathBuf::new()),
+        target: choice.target,
+        cpus: choice.cpus,
         mmap_pages: args.mmap_pages,
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
-        stop: None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_glob_match_whole_names() {
-        assert!(glob_match(b"ls_*", b"ls_any_fills_from_sys.all"));
-        assert!(glob_match(b"*-clock", b"cpu-clock"));
-        assert!(glob_match(b"t?sk-clock", b"task-clock"));
-        assert!(!glob_match(b"ls_*", b"xls_a"));
-        assert!(!glob_match(b"cpu-clock?", b"cpu-clock"));
-        assert!(glob_match(b"*", b""));
-    }
-
-    #[test]
-    fn test_expand_event_glob_software_names() {
-        let v = expand_event_glob("*-clock").unwrap();
-        assert!(v.contains(&"cpu-clock".to_string()), "{v:?}");
-        assert!(v.contains(&"task-clock".to_string()), "{v:?}");
-        assert!(v.iter().all(|n| n.ends_with("-clock")), "{v:?}");
-        let e = expand_event_glob("no_such_event_*")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("matches no event"), "{e}");
-        let e = expand_event_glob("*").unwrap_err().to_string();
-        assert!(e.contains("narrow the pattern"), "{e}");
-    }
 }

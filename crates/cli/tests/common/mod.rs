@@ -392,3 +392,55 @@ pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
     );
     ours
 }
+
+/// Validates `json` (one JSON document, or JSON Lines when `lines`) against
+/// docs/schemas/NAME.schema.json with python3's `jsonschema` (the reference validator;
+/// `.ci/run` installs it), and checks that every document carries an integer `schema`.
+/// Panics with the validator's message when it does not validate.
+pub fn validate_json_schema(name: &str, json: &str) {
+    let schema = repo_root().join(format!("docs/schemas/{name}.schema.json"));
+    assert!(schema.exists(), "no schema file {}", schema.display());
+    // One directory per call: tests of one binary validate in parallel threads.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("schema-{name}-{}-{call}", std::process::id()));
+    let doc = dir.join("doc.json");
+    std::fs::write(&doc, json).unwrap();
+    let script = r#"
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+text = open(sys.argv[2]).read()
+docs = [json.loads(l) for l in text.splitlines() if l.strip()] if sys.argv[3] == "lines" else [json.loads(text)]
+if not docs:
+    sys.exit("no JSON document")
+for i, d in enumerate(docs):
+    if not isinstance(d, dict) or not isinstance(d.get("schema"), int):
+        sys.exit(f"document {i}: no integer 'schema' field")
+    errs = sorted(v.iter_errors(d), key=lambda e: list(e.path))
+    if errs:
+        sys.exit(f"document {i}: " + "; ".join(f"{list(e.path)}: {e.message}" for e in errs[:5]))
+"#;
+    let lines = json.trim_start().starts_with('{')
+        && json.trim().lines().count() > 1
+        && json
+            .lines()
+            .all(|l| l.trim().is_empty() || l.starts_with('{'));
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&schema)
+        .arg(&doc)
+        .arg(if lines { "lines" } else { "one" })
+        .output()
+        .expect("run python3 (needed to validate JSON schemas)");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{name}: JSON does not validate against {}: {}",
+        schema.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

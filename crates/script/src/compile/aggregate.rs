@@ -248,9 +248,13 @@ impl Cx<'_> {
                 };
                 if let Some((loc, ip, pid)) = env.rt.aggs[idx].observe(&buf[..n], &o) {
                     let name = if by_ip {
-                        env.symbol_at(What::Addr, loc, ip, pid)
+                        env.offender_name(loc, ip, pid)
                     } else {
-                        env.rt.strings.intern(&format!("0x{ip:x}"))
+                        crate::agg::OffenderName {
+                            symbol: env.rt.strings.intern(&format!("0x{ip:x}")),
+                            dso: None,
+                            address: ip,
+                        }
                     };
                     env.rt.aggs[idx].name_offender(&buf[..n], loc, name);
                 }

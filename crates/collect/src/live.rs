@@ -1,22 +1,26 @@
-//! Live sample streams for `culprit trace` and `culprit top`: the recorder runs on a thread
-//! and writes a pipe-mode perf.data stream into an OS pipe; this thread reads the other end,
-//! decodes it incrementally (`culprit_decode::StreamDecoder`) and hands every sample to a
-//! consumer, with a wall-clock tick in between (also when no data arrives).
+//! Live sample streams (`culprit trace` and `culprit top`): the recorder runs on a thread
+//! and writes a pipe-mode perf.data stream into an OS pipe; the calling thread reads the other
+//! end, decodes it incrementally (`culprit_decode::StreamDecoder`) and hands every sample to a
+//! [`Consumer`], with a wall-clock tick in between (also when no data arrives).
 //!
 //! Why a pipe: it gives back-pressure for free (a slow consumer blocks the recorder's write;
 //! the kernel then drops samples and says so in LOST records, which the summary reports) and
 //! memory stays fixed: the pipe's buffer, the decoder's unflushed round, the consumer's state.
 //!
-//! Latency: the recorder drains the rings every `POLL_INTERVAL_MS` (50 ms) and ends each pass
-//! with a FINISHED_ROUND; the decoder delivers a round's samples at the next FINISHED_ROUND
-//! (perf's ordering rule), and everything still queued once the stream has been quiet for
-//! [`IDLE_FLUSH`].
+//! Latency: the recorder drains the rings every [`record::POLL_INTERVAL_MS`] (50 ms) and ends
+//! each pass with a FINISHED_ROUND; the decoder delivers a round's samples at the next
+//! FINISHED_ROUND (perf's ordering rule), and everything still queued once the stream has been
+//! quiet for [`IDLE_FLUSH`].
 //!
 //! Ending: the target exits (the recorder ends the stream), Ctrl-C (the recorder's SIGINT
 //! handling), or the consumer returns [`Flow::Stop`] (a trace program's `exit()`, `q` in top,
 //! a duration): the recorder is told to stop through `RecordOptions::stop` (a launched command
 //! gets SIGTERM, then SIGKILL after a second) and the rest of the stream is read and dropped
 //! so that the recorder is never blocked on a full pipe.
+//!
+//! [`events`] turns the sample probes of a live trace program into the events to record.
+
+pub mod events;
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,11 +28,64 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use culprit_collect::error::RecordError;
-use culprit_collect::record::{self, Output, RecordOptions, RecordSummary, StreamOutput};
 use culprit_decode::model::{Profile, Sample};
-use culprit_decode::StreamDecoder;
+use culprit_decode::{DecodeError, StreamDecoder};
+
+use crate::error::RecordError;
+use crate::events::{EventSpec, SampleRate};
+use crate::record::{self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput, Target};
+
+/// Why a live session failed. Each message is one clause; the cause is the error's source
+/// (print the chain, as `{:#}` of anyhow does, for the whole sentence).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LiveError {
+    /// The pipe between the recorder and the decoder could not be made.
+    #[error("cannot create the pipe for the live stream")]
+    Pipe(#[source] std::io::Error),
+    /// The recorder thread could not be started.
+    #[error("cannot start the recorder thread")]
+    Thread(#[source] std::io::Error),
+    /// The recorder thread panicked.
+    #[error("the recorder thread panicked")]
+    RecorderPanicked,
+    /// The recording failed (its message says why: no such process, permissions…).
+    #[error("recording failed")]
+    Record(#[from] RecordError),
+    /// Reading the stream failed.
+    #[error("cannot read the live stream")]
+    Read(#[source] std::io::Error),
+    /// The stream is not perf.data.
+    #[error("cannot decode the live stream")]
+    Decode(#[from] DecodeError),
+}
+
+/// What to record live: the events, whom, where. The stream output and the stop flag are
+/// the session's own.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// Events; empty: the default (cycles, or cpu-clock without a PMU).
+    pub events: Vec<EventSpec>,
+    /// The rate of events that do not set their own (`None`: the recorder's default).
+    pub rate: Option<SampleRate>,
+    /// Whom to record.
+    pub target: Target,
+    /// Only these CPUs.
+    pub cpus: Option<Vec<u32>>,
+    /// Ring buffer data pages per CPU (a power of two).
+    pub mmap_pages: usize,
+    /// The command line, for the stream's HEADER_CMDLINE.
+    pub cmdline: Vec<String>,
+    /// The tool's version, for HEADER_VERSION.
+    pub tool_version: String,
+}
+
+impl LiveOptions {
+    /// Whether the session launches a command (which it terminates when the consumer stops).
+    pub fn launches(&self) -> bool {
+        matches!(self.target, Target::Command(_) | Target::System(Some(_)))
+    }
+}
 
 /// Whether the consumer wants more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,28 +153,38 @@ fn give(consumer: &mut dyn Consumer, stopped: &mut bool, p: &Profile, s: &Sample
     }
 }
 
-/// Records with `opts` (its output and stop flag are replaced) and feeds the consumer until
-/// the stream ends. `warn` gets the recorder's warnings (from the recorder thread).
-/// `tick` is the wall-clock tick interval.
+/// Records with `opts` and feeds the consumer until the stream ends. `warn` gets the
+/// recorder's warnings (from the recorder thread: a full-screen view collects them and
+/// prints them once it has left the screen). `tick` is the wall-clock tick interval.
 pub fn run(
-    mut opts: RecordOptions,
+    opts: LiveOptions,
     tick: Duration,
     warn: Box<dyn FnMut(String) + Send>,
     consumer: &mut dyn Consumer,
-) -> anyhow::Result<LiveEnd> {
+) -> Result<LiveEnd, LiveError> {
     // Before the thread starts: a Ctrl-C from now on ends the recording, never the process.
-    culprit_collect::launch::install_sigint_handler();
-    let (rd, wr) = pipe().context("cannot create the pipe for the live stream")?;
+    crate::launch::install_sigint_handler();
+    let (rd, wr) = pipe().map_err(LiveError::Pipe)?;
     let stop = Arc::new(AtomicBool::new(false));
-    opts.output = Output::Stream(StreamOutput::new(Box::new(std::fs::File::from(wr))));
-    opts.stop = Some(stop.clone());
+    let opts = RecordOptions {
+        events: opts.events,
+        rate: opts.rate,
+        call_graph: CallGraph::None,
+        target: opts.target,
+        cpus: opts.cpus,
+        output: Output::Stream(StreamOutput::new(Box::new(std::fs::File::from(wr)))),
+        mmap_pages: opts.mmap_pages,
+        cmdline: opts.cmdline,
+        tool_version: opts.tool_version,
+        stop: Some(stop.clone()),
+    };
     let recorder = std::thread::Builder::new()
         .name("culprit-record".into())
         .spawn(move || {
             let mut warn = warn;
             record::record(&opts, &mut *warn)
         })
-        .context("cannot start the recorder thread")?;
+        .map_err(LiveError::Thread)?;
 
     let mut input = std::fs::File::from(rd);
     let mut dec = StreamDecoder::new();
@@ -178,16 +245,14 @@ pub fn run(
         }
     }
     drop(input);
-    let rec = recorder
-        .join()
-        .map_err(|_| anyhow::anyhow!("the recorder thread panicked"))?;
-    let summary =
-        rec.map_err(|e: RecordError| anyhow::Error::new(e).context("recording failed"))?;
+    let rec: Result<RecordSummary, RecordError> =
+        recorder.join().map_err(|_| LiveError::RecorderPanicked)?;
+    let summary = rec?;
     if let Some(e) = read_err {
-        return Err(anyhow::Error::new(e).context("cannot read the live stream"));
+        return Err(LiveError::Read(e));
     }
     if let Some(e) = decode_err {
-        return Err(anyhow::Error::new(e).context("cannot decode the live stream"));
+        return Err(LiveError::Decode(e));
     }
     let profile = dec.finish(&mut |p, s| give(consumer, &mut stopped, p, s));
     Ok(LiveEnd {

@@ -1,0 +1,264 @@
+//! Argument groups shared by the verbs (flattened with `#[command(flatten)]`), parsed and
+//! validated once.
+// Verbs adopt these groups one by one (issue 18); the allow goes when all have.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use culprit_output::{ColorChoice, TextOptions};
+
+/// Output format of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    Text,
+    /// JSON (schema in docs/schemas/; carries `schema`).
+    Json,
+    /// CSV (one row per table row).
+    Csv,
+}
+
+impl Format {
+    /// The flag value (`text`, `json`, `csv`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// `--color`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorArg {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `--format`, `-o/--output`, `--color` and `--width` of the report verbs.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// Output format: text, json or csv (not every verb has csv).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Colour the hottest rows of text output: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    /// Fit text lines to N columns (0: never cut). Default: the terminal's width, else
+    /// $COLUMNS, else 80; long names are cut with '…' (JSON and CSV keep them whole).
+    #[arg(long, value_name = "N")]
+    pub width: Option<usize>,
+}
+
+impl OutputArgs {
+    /// Refuses a format the verb does not have, saying which it has.
+    pub fn require(&self, verb: &str, formats: &[Format]) -> anyhow::Result<()> {
+        if formats.contains(&self.format) {
+            return Ok(());
+        }
+        let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+        anyhow::bail!(
+            "{verb} has no --format {} (it writes {})",
+            self.format.name(),
+            names.join(", ")
+        )
+    }
+
+    /// Where the report goes: the `-o` file (created) or stdout, buffered.
+    pub fn writer(&self) -> anyhow::Result<Box<dyn Write>> {
+        Ok(match &self.output {
+            Some(p) => Box::new(BufWriter::new(
+                File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+            )),
+            None => Box::new(BufWriter::new(std::io::stdout())),
+        })
+    }
+
+    /// Whether the report goes to a terminal.
+    pub fn is_tty(&self) -> bool {
+        self.output.is_none() && std::io::stdout().is_terminal()
+    }
+
+    /// Colour and width of text output.
+    pub fn text_options(&self) -> TextOptions {
+        let color = match self.color {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        };
+        TextOptions::detect(color, self.width, self.is_tty())
+    }
+}
+
+/// What the offender detector's `--t1`/`--t2` count (`--offenders-unit` of top and
+/// `report --offenders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OffendersUnit {
+    /// Samples (each sample adds 1).
+    Samples,
+    /// Events (each sample adds its period).
+    Events,
+}
+
+impl From<OffendersUnit> for culprit_analysis::offenders::Unit {
+    fn from(u: OffendersUnit) -> Self {
+        match u {
+            OffendersUnit::Samples => culprit_analysis::offenders::Unit::Samples,
+            OffendersUnit::Events => culprit_analysis::offenders::Unit::Events,
+        }
+    }
+}
+
+/// What to measure: `-p PID…`, `-a`, `-C CPUS` and `-- COMMAND…`, shared by record, stat,
+/// top and trace (live), parsed and validated once.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TargetArgs {
+    /// Attach to these running processes (comma-separated), until they exit or Ctrl-C.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID[,PID…]",
+        conflicts_with = "all_cpus"
+    )]
+    pub pid: Option<String>,
+    /// System-wide: every CPU, every task (with a command: until it exits; without: until
+    /// Ctrl-C).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpu", value_name = "CPUS")]
+    pub cpu: Option<String>,
+    /// The command to run and its arguments (put `--` before it).
+    // No allow_hyphen_values: it would take attached short options (`-x,`, `-F999`) for
+    // the command; after the command's first word everything is the command's anyway.
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+/// A parsed [`TargetArgs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetChoice {
+    /// Whom to measure.
+    pub target: culprit_collect::record::Target,
+    /// `-C`: only these CPUs.
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl TargetArgs {
+    /// The target. Without `-p`, `-a` or a command: system-wide when `default_system`
+    /// (perf top), else an error naming `verb`'s usage.
+    pub fn choice(&self, verb: &str, default_system: bool) -> anyhow::Result<TargetChoice> {
+        use culprit_collect::record::Target;
+        let command = || (!self.command.is_empty()).then(|| self.command.clone());
+        let target = if let Some(p) = &self.pid {
+            if !self.command.is_empty() {
+                anyhow::bail!(
+                    "-p attaches to running processes: give no command (got `{}`)",
+                    self.command.join(" ")
+                );
+            }
+            Target::Pids(parse_pids(p)?)
+        } else if self.all_cpus || (default_system && self.command.is_empty()) {
+            Target::System(command())
+        } else if let Some(c) = command() {
+            Target::Command(c)
+        } else {
+            anyhow::bail!(
+                "nothing to {verb}: give a command (`culprit {verb} -- ./prog`), -p PID or -a"
+            );
+        };
+        let cpus = match &self.cpu {
+            Some(s) => Some(
+                culprit_collect::procfs::parse_cpu_list(s)
+                    .with_context(|| format!("-C: `{s}` is not a CPU list (e.g. 0-3,8)"))?,
+            ),
+            None => None,
+        };
+        Ok(TargetChoice { target, cpus })
+    }
+
+    /// Whether any target flag or a command was given.
+    pub fn is_given(&self) -> bool {
+        self.pid.is_some() || self.all_cpus || self.cpu.is_some() || !self.command.is_empty()
+    }
+}
+
+/// `-p 12,34`: positive process ids.
+fn parse_pids(s: &str) -> anyhow::Result<Vec<i32>> {
+    let v = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .with_context(|| format!("-p: `{p}` is not a process id"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    anyhow::ensure!(!v.is_empty(), "-p: no process id given");
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use culprit_collect::record::Target;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        target: TargetArgs,
+    }
+
+    fn choice(args: &[&str], default_system: bool) -> anyhow::Result<TargetChoice> {
+        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))?;
+        t.target.choice("record", default_system)
+    }
+
+    #[test]
+    fn test_target_choice() {
+        assert_eq!(
+            choice(&["--", "ls", "-l"], false).unwrap().target,
+            Target::Command(vec!["ls".into(), "-l".into()])
+        );
+        assert_eq!(
+            choice(&["-p", "12,34"], false).unwrap().target,
+            Target::Pids(vec![12, 34])
+        );
+        assert_eq!(choice(&["-a"], false).unwrap().target, Target::System(None));
+        assert_eq!(choice(&[], true).unwrap().target, Target::System(None));
+        assert!(choice(&[], false)
+            .unwrap_err()
+            .to_string()
+            .contains("nothing to record"));
+        assert!(choice(&["-p", "x"], false).is_err());
+        assert!(choice(&["-p", "1", "--", "ls"], false).is_err());
+        // Attached short values are options, not the command; the command's own flags
+        // are its own.
+        assert!(choice(&["-C0", "--", "ls"], false).unwrap().cpus == Some(vec![0]));
+        assert_eq!(
+            choice(&["sleep", "-a", "1"], false).unwrap().target,
+            Target::Command(vec!["sleep".into(), "-a".into(), "1".into()])
+        );
+        assert_eq!(
+            choice(&["-a", "-C", "0-1"], false).unwrap().cpus,
+            Some(vec![0, 1])
+        );
+    }
+}

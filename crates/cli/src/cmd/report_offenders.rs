@@ -1,0 +1,95 @@
+//! `culprit report --offenders`: the paired-sampling detector over a recording
+//! (`culprit_analysis::offenders::report`), as text or JSON (docs/offenders.md,
+//! docs/schemas/report-offenders.schema.json). Flags of the hotspot report that do not apply
+//! are refused.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use culprit_analysis::offenders::report::{ReportBuilder, ReportOptions};
+use culprit_analysis::offenders::Settings;
+use culprit_output::{ColorChoice, TextOptions};
+use culprit_symbols::Symbolizer;
+
+use super::report::{ReportArgs, ReportFormat};
+
+/// The `--sort` default of the hotspot report (the offenders are per address: no keys).
+const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
+
+/// The hotspot report's flags given with `--offenders`, which do not apply to it.
+fn inapplicable(args: &ReportArgs) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let mut check = |given: bool, flag: &'static str| {
+        if given {
+            v.push(flag);
+        }
+    };
+    check(args.sort != HOTSPOT_DEFAULT_SORT, "--sort");
+    check(args.children, "--children");
+    check(args.no_children, "--no-children");
+    check(args.call_graph.is_some(), "--call-graph");
+    check(args.top.is_some(), "--top");
+    check(args.percent_limit != 0.0, "--percent-limit");
+    check(!args.pid.is_empty(), "--pid");
+    check(!args.tid.is_empty(), "--tid");
+    check(!args.comm.is_empty(), "--comm");
+    check(!args.dso.is_empty(), "--dso");
+    check(args.deskid, "--deskid");
+    check(args.topdown, "--topdown");
+    check(args.branch, "--branch");
+    check(args.no_unwind, "--no-unwind");
+    v
+}
+
+/// Runs `culprit report --offenders`.
+pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.format == ReportFormat::Csv {
+        anyhow::bail!("report --offenders has no --format csv (it writes text, json)");
+    }
+    let flags = inapplicable(args);
+    if !flags.is_empty() {
+        anyhow::bail!(
+            "{} {} not apply to --offenders (it ranks addresses per event: -e, --t1, --t2, \
+             --offenders-unit and --exact choose what it reports)",
+            flags.join(", "),
+            if flags.len() == 1 { "does" } else { "do" }
+        );
+    }
+    let mut builder = ReportBuilder::new(ReportOptions {
+        events: args.event.clone(),
+        settings: Settings {
+            t1: args.t1,
+            t2: args.t2,
+            unit: args.offenders_unit.into(),
+        },
+        exact: args.exact,
+    })?;
+    let input = &args.input;
+    let profile = culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut |p, s| {
+        builder.sample(p, s)
+    })
+    .with_context(|| format!("cannot read {}", input.display()))?;
+    let mut sym = Symbolizer::new(args.kernel.options());
+    let report = builder.finish(&profile, &mut sym, &input.display().to_string())?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.format == ReportFormat::Json {
+        culprit_output::json::write(&mut out, &report)?;
+    } else {
+        let text = TextOptions::for_stdout(ColorChoice::Auto, None);
+        culprit_output::text::write(&mut out, &report.document(), &text)?;
+    }
+    out.flush()?;
+    culprit_output::text::write_notes(&mut std::io::stderr().lock(), &report.notes, false)?;
+    if let Some(stop) = &profile.stopped {
+        eprintln!(
+            "culprit: error: {}: reading stopped at byte offset {}: {}",
+            input.display(),
+            stop.offset,
+            stop.reason
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,757 @@
+//! The host's capability inventory (`culprit list`): PMUs from sysfs, generic / software /
+//! cache events (each probed with a counting perf_event_open on ourselves), the AMD catalog
+//! events for this CPU, and capabilities (precise sampling, IBS, branch stacks, usable
+//! counters, perf sysctls, virtualization), with plain-language notes on what is (not)
+//! possible here. JSON schema: docs/schemas/list.schema.json.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::events::{catalog, generic, EventParser, EventSpec};
+use crate::probe;
+use crate::sysfs::{self, CpuIdentity, Pmu, Sysfs};
+
+/// The whole inventory (the top-level JSON object of `culprit list --format json`).
+#[derive(Serialize, Debug)]
+pub struct Listing {
+    /// Schema version of this JSON object.
+    pub schema: u32,
+    /// The CPU, from /proc/cpuinfo.
+    pub cpu: Option<CpuIdentity>,
+    /// Evidence that we run in a VM, or null.
+    pub virtualization: Option<String>,
+    /// Whether the generic `instructions` event opens.
+    pub hardware_pmu: bool,
+    /// `kernel.perf_event_paranoid`.
+    pub perf_event_paranoid: Option<i32>,
+    /// `kernel.perf_event_max_sample_rate` in Hz.
+    pub perf_event_max_sample_rate: Option<u64>,
+    /// `/proc/sys/kernel/nmi_watchdog` != 0 (it holds one counter on x86).
+    pub nmi_watchdog: Option<bool>,
+    /// What can be measured here.
+    pub capabilities: Capabilities,
+    /// The PMUs under /sys/bus/event_source/devices.
+    pub pmus: Vec<PmuOut>,
+    /// The generic, software and cache events, each probed.
+    pub events: Vec<EventOut>,
+    /// The built-in named events of this CPU.
+    pub catalog: CatalogOut,
+    /// Plain-language statements about what is (not) possible here.
+    pub notes: Vec<String>,
+}
+
+/// What can be measured here.
+#[derive(Serialize, Debug)]
+pub struct Capabilities {
+    /// `cpu/caps/max_precise`, or null when there is no such file.
+    pub max_precise: Option<u8>,
+    /// The largest `:p` level culprit accepts here (max_precise, or 2 via IBS on AMD).
+    pub precise_ip_max: u8,
+    /// Why `precise_ip_max` has that value.
+    pub precise_ip_why: String,
+    /// The `ibs_op` PMU.
+    pub ibs_op: IbsOut,
+    /// The `ibs_fetch` PMU.
+    pub ibs_fetch: IbsOut,
+    /// Branch stack sampling (LBR/BRS).
+    pub branch_stack: ProbeOut,
+    /// General-purpose counters that count together.
+    pub counters: CountersOut,
+}
+
+/// An IBS PMU.
+#[derive(Serialize, Debug)]
+pub struct IbsOut {
+    /// Whether the PMU exists.
+    pub present: bool,
+    /// `perf_event_attr.type` of the PMU or event.
+    #[serde(rename = "type")]
+    pub attr_type: Option<u32>,
+    /// The format terms (`name` = `config:0-7`).
+    pub formats: Vec<FormatOut>,
+    /// The `caps/` files and their values.
+    pub caps: BTreeMap<String, String>,
+}
+
+/// Whether a feature opens.
+#[derive(Serialize, Debug)]
+pub struct ProbeOut {
+    /// Whether it opens.
+    pub available: bool,
+    /// Why it does not open.
+    pub error: Option<String>,
+}
+
+/// The usable general-purpose counters.
+#[derive(Serialize, Debug)]
+pub struct CountersOut {
+    /// Largest N such that a group of N `instructions` counters all counted nonzero.
+    pub usable: usize,
+    /// Each group size tried.
+    pub tried: Vec<CounterTry>,
+}
+
+/// One group size tried.
+#[derive(Serialize, Debug)]
+pub struct CounterTry {
+    /// Group size.
+    pub n: usize,
+    /// What each member counted.
+    pub counts: Option<Vec<u64>>,
+    /// Why it does not open.
+    pub error: Option<String>,
+}
+
+/// A PMU format term.
+#[derive(Serialize, Debug)]
+pub struct FormatOut {
+    /// The name.
+    pub name: String,
+    /// Where the term goes (`config:0-7`).
+    pub spec: String,
+}
+
+/// A PMU event alias from sysfs.
+#[derive(Serialize, Debug)]
+pub struct AliasOut {
+    /// The name.
+    pub name: String,
+    /// Its terms (`event=0x76`).
+    pub terms: String,
+    /// Its unit, when sysfs gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Its scale, when sysfs gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<String>,
+}
+
+/// A PMU from sysfs.
+#[derive(Serialize, Debug)]
+pub struct PmuOut {
+    /// The name.
+    pub name: String,
+    /// `perf_event_attr.type` of the PMU or event.
+    #[serde(rename = "type")]
+    pub attr_type: u32,
+    /// The format terms (`name` = `config:0-7`).
+    pub formats: Vec<FormatOut>,
+    /// The generic, software and cache events, each probed.
+    pub events: Vec<AliasOut>,
+    /// The `caps/` files and their values.
+    pub caps: BTreeMap<String, String>,
+}
+
+/// A generic, software or cache event, probed.
+#[derive(Serialize, Debug)]
+pub struct EventOut {
+    /// The name.
+    pub name: String,
+    /// Other names of the event.
+    pub aliases: Vec<String>,
+    /// `hardware`, `software` or `cache`.
+    pub kind: &'static str,
+    /// `perf_event_attr.type` of the PMU or event.
+    #[serde(rename = "type")]
+    pub attr_type: u32,
+    /// `perf_event_attr.config`.
+    pub config: u64,
+    /// What it counts.
+    pub description: String,
+    /// Whether it opens here.
+    pub opens: bool,
+    /// Why it does not open.
+    pub error: Option<String>,
+}
+
+/// The catalog events of this CPU.
+#[derive(Serialize, Debug)]
+pub struct CatalogOut {
+    /// `zen4`, `zen5`, or null when the catalog does not cover this CPU.
+    pub generation: Option<&'static str>,
+    /// The generic, software and cache events, each probed.
+    pub events: Vec<CatalogEventOut>,
+}
+
+/// A catalog event.
+#[derive(Serialize, Debug)]
+pub struct CatalogEventOut {
+    /// The name.
+    pub name: String,
+    /// Event code.
+    pub code: u16,
+    /// Unit mask.
+    pub umask: u8,
+    /// `perf_event_attr.config`.
+    pub config: u64,
+    /// The CPU generations that have it.
+    pub families: Vec<&'static str>,
+    /// What it counts.
+    pub description: String,
+    /// Whether the event opens here (null when there is no hardware PMU to try).
+    pub opens: Option<bool>,
+}
+
+fn format_out(pmu: &Pmu) -> Vec<FormatOut> {
+    pmu.formats
+        .iter()
+        .map(|f| FormatOut {
+            name: f.name.clone(),
+            spec: f.spec(),
+        })
+        .collect()
+}
+
+fn ibs_out(pmu: Option<&Pmu>) -> IbsOut {
+    match pmu {
+        Some(p) => IbsOut {
+            present: true,
+            attr_type: Some(p.attr_type),
+            formats: format_out(p),
+            caps: p.caps.iter().cloned().collect(),
+        },
+        None => IbsOut {
+            present: false,
+            attr_type: None,
+            formats: Vec::new(),
+            caps: BTreeMap::new(),
+        },
+    }
+}
+
+fn matches(filter: &Option<String>, name: &str) -> bool {
+    filter
+        .as_ref()
+        .is_none_or(|f| name.to_ascii_lowercase().contains(&f.to_ascii_lowercase()))
+}
+
+fn probe_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> EventOut {
+    let (names, config, description) = e;
+    let spec = EventSpec::new(names[0], None, attr_type, config);
+    let result = probe::try_open_event(&spec);
+    EventOut {
+        name: names[0].to_string(),
+        aliases: names[1..].iter().map(|s| s.to_string()).collect(),
+        kind,
+        attr_type,
+        config,
+        description: description.to_string(),
+        opens: result.is_ok(),
+        error: result.err().map(probe::describe_errno),
+    }
+}
+
+/// Takes the inventory of this machine; `filter` keeps the events, aliases and catalog
+/// entries whose name contains it (case-insensitive).
+pub fn collect(filter: Option<&str>) -> Listing {
+    let filter = filter.map(str::to_string);
+    let sysfs = Sysfs::system();
+    let cpu = sysfs::cpu_identity();
+    let pmus = sysfs.pmus();
+    let find = |name: &str| pmus.iter().find(|p| p.name == name);
+    let hardware_pmu = probe::hardware_pmu_available();
+
+    let mut events = Vec::new();
+    for e in generic::HARDWARE {
+        if e.names.iter().any(|n| matches(&filter, n)) {
+            events.push(probe_event(
+                "hardware",
+                culprit_decode::abi::perf_type::HARDWARE,
+                (e.names, e.config, e.description),
+            ));
+        }
+    }
+    for e in generic::SOFTWARE {
+        if e.names.iter().any(|n| matches(&filter, n)) {
+            events.push(probe_event(
+                "software",
+                culprit_decode::abi::perf_type::SOFTWARE,
+                (e.names, e.config, e.description),
+            ));
+        }
+    }
+    for (name, config) in generic::cache_events() {
+        if matches(&filter, &name) {
+            events.push(probe_event(
+                "cache",
+                culprit_decode::abi::perf_type::HW_CACHE,
+                (&[name.as_str()], config, "generic hardware-cache event"),
+            ));
+        }
+    }
+
+    let generation = cpu
+        .as_ref()
+        .and_then(|c| catalog::generation(c.family, c.model));
+    let catalog_events: Vec<CatalogEventOut> = cpu
+        .as_ref()
+        .map(|c| catalog::for_cpu(c.family, c.model))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| matches(&filter, e.name))
+        .map(|e| CatalogEventOut {
+            name: e.name.to_string(),
+            code: e.code,
+            umask: e.umask,
+            config: e.config(),
+            families: e.families.names(),
+            description: e.description.to_string(),
+            opens: hardware_pmu.then(|| probe::try_open_counter(e.attr_type(), e.config()).is_ok()),
+        })
+        .collect();
+
+    let counters = probe::usable_counters(8);
+    let branch = probe::branch_stack_available();
+    let max_precise = find("cpu")
+        .and_then(|p| p.cap("max_precise"))
+        .and_then(|v| v.parse().ok());
+    let parser = EventParser::system();
+    let (precise_ip_max, precise_ip_why) = parser.max_precise();
+    let capabilities = Capabilities {
+        max_precise,
+        precise_ip_max,
+        precise_ip_why,
+        ibs_op: ibs_out(find("ibs_op")),
+        ibs_fetch: ibs_out(find("ibs_fetch")),
+        branch_stack: ProbeOut {
+            available: branch.is_ok(),
+            error: branch.err().map(probe::describe_errno),
+        },
+        counters: CountersOut {
+            usable: counters.usable,
+            tried: counters
+                .tried
+                .into_iter()
+                .map(|(n, r)| match r {
+                    Ok(counts) => CounterTry {
+                        n,
+                        counts: Some(counts),
+                        error: None,
+                    },
+                    Err(e) => CounterTry {
+                        n,
+                        counts: None,
+                        error: Some(probe::describe_errno(e)),
+                    },
+                })
+                .collect(),
+        },
+    };
+
+    let pmus_out: Vec<PmuOut> = pmus
+        .iter()
+        .map(|p| PmuOut {
+            name: p.name.clone(),
+            attr_type: p.attr_type,
+            formats: format_out(p),
+            events: p
+                .events
+                .iter()
+                .filter(|a| matches(&filter, &a.name) || matches(&filter, &p.name))
+                .map(|a| AliasOut {
+                    name: a.name.clone(),
+                    terms: a.terms.clone(),
+                    unit: a.unit.clone(),
+                    scale: a.scale.clone(),
+                })
+                .collect(),
+            caps: p.caps.iter().cloned().collect(),
+        })
+        .collect();
+
+    let paranoid = probe::perf_event_paranoid();
+    let mut listing = Listing {
+        schema: 1,
+        virtualization: sysfs::virtualization(),
+        cpu,
+        hardware_pmu,
+        perf_event_paranoid: paranoid,
+        perf_event_max_sample_rate: probe::perf_event_max_sample_rate(),
+        nmi_watchdog: probe::nmi_watchdog(),
+        capabilities,
+        pmus: pmus_out,
+        events,
+        catalog: CatalogOut {
+            generation: generation.map(|g| {
+                if g == catalog::Families::ZEN4 {
+                    "zen4"
+                } else {
+                    "zen5"
+                }
+            }),
+            events: catalog_events,
+        },
+        notes: Vec::new(),
+    };
+    listing.notes = notes(&listing);
+    listing
+}
+
+/// The plain-language statements: what is impossible here and what to do about it.
+pub fn notes(l: &Listing) -> Vec<String> {
+    let mut notes = Vec::new();
+    let has_cpu_pmu = l.pmus.iter().any(|p| p.name == "cpu");
+    if !l.hardware_pmu {
+        let vm = if l.virtualization.is_some() {
+            " This is a VM without a virtual PMU."
+        } else {
+            ""
+        };
+        notes.push(format!(
+            "Hardware PMU: not available ({}) — only software events work here (cpu-clock, task-clock, page-faults, context-switches, …); culprit record falls back to cpu-clock.{vm} To measure cycles, instructions, caches and branches, run on bare metal or in a VM with a virtual PMU (e.g. KVM/QEMU `-cpu host,pmu=on`, or a cloud instance type that exposes the PMU).",
+            if has_cpu_pmu { "the `instructions` event does not open" } else { "no `cpu` PMU under /sys/bus/event_source/devices" }
+        ));
+    }
+    if !l.capabilities.ibs_op.present && !l.capabilities.ibs_fetch.present {
+        notes.push("IBS: not available (no ibs_op/ibs_fetch PMU) — precise attribution is not possible here; culprit annotate estimates skid instead (labelled)".to_string());
+    }
+    let (max, why) = (
+        l.capabilities.precise_ip_max,
+        &l.capabilities.precise_ip_why,
+    );
+    if max == 0 {
+        notes.push(format!(
+            "Precise sampling (`:p`, PEBS/IBS): not available — {why}; sampled IPs may skid past the instruction that caused the event."
+        ));
+    }
+    if !l.capabilities.branch_stack.available {
+        notes.push(format!(
+            "Branch stacks (LBR/BRS): not available ({}); `-b`/branch sampling will not work here.",
+            l.capabilities
+                .branch_stack
+                .error
+                .as_deref()
+                .unwrap_or("unknown error")
+        ));
+    }
+    if l.hardware_pmu {
+        notes.push(format!(
+            "General-purpose counters: {} usable together (more events than that are multiplexed and scaled).",
+            l.capabilities.counters.usable
+        ));
+    }
+    if l.hardware_pmu && l.nmi_watchdog == Some(true) {
+        notes.push("The NMI watchdog is on and holds one general-purpose counter; `sudo sysctl kernel.nmi_watchdog=0` frees it.".to_string());
+    }
+    if let Some(p) = l.perf_event_paranoid {
+        if p >= 2 {
+            notes.push(format!(
+                "perf_event_paranoid is {p}: unprivileged users can profile their own processes in user space only; for kernel samples or -a run as root or `sudo sysctl kernel.perf_event_paranoid=1`."
+            ));
+        }
+    }
+    if l.cpu.is_some() && l.catalog.generation.is_none() {
+        notes.push("Catalog: no built-in named events for this CPU (the catalog covers AMD Zen 4 and Zen 5); use generic events or raw `rNNNN` codes.".to_string());
+    }
+    notes
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// The inventory as a document: one section of aligned lines per part (System,
+/// Capabilities, Notes, PMUs, the event kinds, the catalog).
+pub fn document(l: &Listing) -> culprit_output::Document {
+    let mut buf = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_text(l, &mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let mut doc = culprit_output::Document::new();
+    for part in text.trim_end_matches('\n').split("\n\n") {
+        doc.lines(part.lines().map(str::to_string).collect());
+    }
+    doc
+}
+
+/// Writes the inventory as aligned text sections.
+pub fn write_text(l: &Listing, out: &mut dyn Write) -> std::io::Result<()> {
+    const W: usize = 24;
+    writeln!(out, "System")?;
+    let cpu = l
+        .cpu
+        .as_ref()
+        .map(|c| c.describe())
+        .unwrap_or_else(|| "unknown".to_string());
+    writeln!(out, "  {:<W$}{cpu}", "CPU")?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "Virtual machine",
+        l.virtualization
+            .as_ref()
+            .map(|v| format!("yes ({v})"))
+            .unwrap_or_else(|| "no (as far as cpuinfo/DMI tell)".to_string())
+    )?;
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "unknown".to_string());
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "perf_event_paranoid",
+        opt(l.perf_event_paranoid.map(|v| v.to_string()))
+    )?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "NMI watchdog",
+        opt(l.nmi_watchdog.map(|v| if v {
+            "on".to_string()
+        } else {
+            "off".to_string()
+        }))
+    )?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "max sample rate",
+        opt(l.perf_event_max_sample_rate.map(|v| format!("{v} Hz")))
+    )?;
+
+    writeln!(out, "\nCapabilities")?;
+    let c = &l.capabilities;
+    writeln!(out, "  {:<W$}{}", "Hardware PMU", yes_no(l.hardware_pmu))?;
+    writeln!(
+        out,
+        "  {:<W$}{} — {}",
+        "Precise (:p) up to", c.precise_ip_max, c.precise_ip_why
+    )?;
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "max_precise",
+        c.max_precise
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "unknown (no cpu/caps/max_precise)".to_string())
+    )?;
+    for (name, ibs) in [("IBS op", &c.ibs_op), ("IBS fetch", &c.ibs_fetch)] {
+        let text = if ibs.present {
+            let caps: Vec<String> = ibs.caps.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let formats: Vec<String> = ibs.formats.iter().map(|f| f.name.clone()).collect();
+            format!(
+                "yes (type {}; terms {}; caps {})",
+                ibs.attr_type.unwrap_or(0),
+                formats.join(","),
+                if caps.is_empty() {
+                    "none".to_string()
+                } else {
+                    caps.join(" ")
+                }
+            )
+        } else {
+            "no".to_string()
+        };
+        writeln!(out, "  {:<W$}{text}", name)?;
+    }
+    writeln!(
+        out,
+        "  {:<W$}{}",
+        "Branch stacks",
+        match &c.branch_stack.error {
+            None => "yes".to_string(),
+            Some(e) => format!("no ({e})"),
+        }
+    )?;
+    writeln!(out, "  {:<W$}{}", "Usable counters", c.counters.usable)?;
+
+    if !l.notes.is_empty() {
+        writeln!(out, "\nNotes")?;
+        for n in &l.notes {
+            writeln!(out, "  - {n}")?;
+        }
+    }
+
+    writeln!(out, "\nPMUs (sysfs)")?;
+    for p in &l.pmus {
+        let formats: Vec<String> = p
+            .formats
+            .iter()
+            .map(|f| format!("{}={}", f.name, f.spec))
+            .collect();
+        writeln!(
+            out,
+            "  {:<14} type {:<4} {}",
+            p.name,
+            p.attr_type,
+            if formats.is_empty() {
+                "(no format terms)".to_string()
+            } else {
+                formats.join(" ")
+            }
+        )?;
+        for a in &p.events {
+            writeln!(
+                out,
+                "      {:<34} {}",
+                format!("{}/{}/", p.name, a.name),
+                a.terms
+            )?;
+        }
+    }
+
+    for (kind, title) in [
+        ("hardware", "Generic hardware events"),
+        ("software", "Software events"),
+        ("cache", "Hardware cache events"),
+    ] {
+        let evs: Vec<&EventOut> = l.events.iter().filter(|e| e.kind == kind).collect();
+        if evs.is_empty() {
+            continue;
+        }
+        writeln!(out, "\n{title}")?;
+        for e in evs {
+            let mut name = e.name.clone();
+            if !e.aliases.is_empty() {
+                name = format!("{name} OR {}", e.aliases.join(" OR "));
+            }
+            let status = match &e.error {
+                None => "opens".to_string(),
+                Some(err) => format!("does not open: {err}"),
+            };
+            writeln!(out, "  {name:<48} {status}")?;
+        }
+    }
+
+    writeln!(
+        out,
+        "\nCatalog events ({})",
+        match l.catalog.generation {
+            Some("zen4") => "AMD Zen 4",
+            Some(_) => "AMD Zen 5",
+            None => "none for this CPU",
+        }
+    )?;
+    for e in &l.catalog.events {
+        let opens = match e.opens {
+            Some(true) => "",
+            Some(false) => " [does not open]",
+            None => "",
+        };
+        writeln!(
+            out,
+            "  {:<46} {:#011x}  {}{opens}",
+            e.name, e.config, e.description
+        )?;
+    }
+
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(hardware_pmu: bool, ibs: bool) -> Listing {
+        let ibs_op = if ibs {
+            IbsOut {
+                present: true,
+                attr_type: Some(11),
+                formats: vec![FormatOut {
+                    name: "cnt_ctl".into(),
+                    spec: "config:19".into(),
+                }],
+                caps: [("zen4_ibs_extensions".to_string(), "1".to_string())].into(),
+            }
+        } else {
+            ibs_out(None)
+        };
+        Listing {
+            schema: 1,
+            cpu: Some(CpuIdentity {
+                vendor: "AuthenticAMD".into(),
+                family: 0x1A,
+                model: 2,
+                model_name: "AMD EPYC test".into(),
+                hypervisor: true,
+            }),
+            virtualization: Some("cpuinfo flag `hypervisor`".into()),
+            hardware_pmu,
+            perf_event_paranoid: Some(2),
+            perf_event_max_sample_rate: Some(12500),
+            nmi_watchdog: Some(true),
+            capabilities: Capabilities {
+                max_precise: Some(0),
+                precise_ip_max: if ibs { 2 } else { 0 },
+                precise_ip_why: "test".into(),
+                ibs_op,
+                ibs_fetch: ibs_out(None),
+                branch_stack: ProbeOut {
+                    available: false,
+                    error: Some("EOPNOTSUPP: x".into()),
+                },
+                counters: CountersOut {
+                    usable: if hardware_pmu { 5 } else { 0 },
+                    tried: vec![],
+                },
+            },
+            pmus: vec![],
+            events: vec![],
+            catalog: CatalogOut {
+                generation: Some("zen5"),
+                events: vec![CatalogEventOut {
+                    name: "ex_ret_ops".into(),
+                    code: 0xC1,
+                    umask: 0,
+                    config: 0xC1,
+                    families: vec!["zen4", "zen5"],
+                    description: "retired macro-ops".into(),
+                    opens: Some(true),
+                }],
+            },
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn test_notes_without_hardware_pmu() {
+        let notes = notes(&listing(false, false));
+        assert!(notes
+            .iter()
+            .any(|n| n.contains("only software events work here")
+                && n.contains("This is a VM without a virtual PMU")
+                && n.contains("`-cpu host,pmu=on`")));
+        assert!(notes.contains(&"IBS: not available (no ibs_op/ibs_fetch PMU) — precise attribution is not possible here; culprit annotate estimates skid instead (labelled)".to_string()));
+        assert!(notes.iter().any(|n| n.starts_with("Precise sampling")));
+        // Counter and watchdog notes only make sense with a PMU.
+        assert!(!notes
+            .iter()
+            .any(|n| n.starts_with("General-purpose counters")));
+        assert!(!notes.iter().any(|n| n.contains("NMI watchdog")));
+    }
+
+    #[test]
+    fn test_notes_with_pmu_and_ibs() {
+        let notes = notes(&listing(true, true));
+        assert!(
+            !notes.iter().any(|n| n.starts_with("Precise sampling")),
+            "{notes:?}"
+        );
+        assert!(!notes.iter().any(|n| n.starts_with("IBS")), "{notes:?}");
+        assert!(
+            !notes.iter().any(|n| n.starts_with("Hardware PMU")),
+            "{notes:?}"
+        );
+        assert!(notes.contains(&"General-purpose counters: 5 usable together (more events than that are multiplexed and scaled).".to_string()));
+        assert!(notes.iter().any(|n| n.contains("NMI watchdog is on")));
+    }
+
+    #[test]
+    fn test_render_text_sections_and_ibs() {
+        let mut out = Vec::new();
+        write_text(&listing(true, true), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains(
+            "  IBS op                  yes (type 11; terms cnt_ctl; caps zen4_ibs_extensions=1)\n"
+        ), "{text}");
+        assert!(text.contains("  IBS fetch               no\n"), "{text}");
+        assert!(text.contains("  Usable counters         5\n"), "{text}");
+        assert!(text.contains("\nCatalog events (AMD Zen 5)\n"), "{text}");
+        assert!(text.contains("  ex_ret_ops "), "{text}");
+        assert!(text.contains("0x0000000c1  retired macro-ops"), "{text}");
+    }
+}
