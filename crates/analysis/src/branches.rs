@@ -18,6 +18,10 @@ use culprit_symbols::{Query, Symbolizer};
 use crate::hotspots::{EventTotals, Filters};
 use crate::AnalysisError;
 
+mod render;
+
+pub use render::{branch_csv_table, branch_document, branch_json, BranchJson, BRANCH_SCHEMA};
+
 /// What branch-mode rows are grouped by (perf's branch-mode sort keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BranchKey {
@@ -280,9 +284,26 @@ pub struct BranchReport {
     pub events: Vec<EventTotals>,
     /// The grouping keys.
     pub keys: Vec<BranchKey>,
-    /// Rows, most branch entries (of the first event) first.
+    /// Rows, most branch entries (of the sort event, then the next events) first.
     pub rows: Vec<BranchRow>,
     /// Rows dropped by `top` or `percent_limit`.
+    pub hidden_rows: usize,
+    /// The event the rows are sorted and limited by (index in `events`).
+    pub sort_event: usize,
+    /// [`BranchOptions::top`].
+    pub top: Option<usize>,
+    /// [`BranchOptions::percent_limit`].
+    pub percent_limit: f64,
+    /// With [`BranchOptions::per_event`] and several events: each event's own table.
+    pub event_tables: Vec<BranchTable>,
+}
+
+/// One event's table: its rows, sorted and limited by it.
+#[derive(Debug, Clone)]
+pub struct BranchTable {
+    /// The rows with entries of the event, most first.
+    pub rows: Vec<BranchRow>,
+    /// Rows its limits hid.
     pub hidden_rows: usize,
 }
 
@@ -291,10 +312,15 @@ pub struct BranchReport {
 pub struct BranchOptions {
     /// Only these events (by name); empty: every event with branch entries.
     pub events: Vec<String>,
-    /// Hide rows below this percentage for every event.
+    /// Hide rows below this percentage of the sort event.
     pub percent_limit: f64,
     /// Keep at most this many rows.
     pub top: Option<usize>,
+    /// The event that sorts the rows (ties by the next events), and which `percent_limit`
+    /// and `top` apply to; `None`: the first event with entries in the rows.
+    pub sort_event: Option<String>,
+    /// Also make one table per event, each sorted and limited by its event.
+    pub per_event: bool,
 }
 
 /// Symbol identity of a branch end: the symbol, else the runtime address.
@@ -527,20 +553,65 @@ pub fn branch_report(
             *c += n;
         }
     }
-    // Biggest first (the first event, then the next ones); ties keep the stable order.
-    rows.sort_by(|a, b| b.samples.cmp(&a.samples));
-    let before = rows.len();
-    if opts.percent_limit > 0.0 {
-        rows.retain(|r| (0..events.len()).any(|e| r.percent(e, &events) >= opts.percent_limit));
-    }
-    if let Some(top) = opts.top {
-        rows.truncate(top);
-    }
+    let ncol = events.len();
+    let sort_event = match &opts.sort_event {
+        Some(name) => events.iter().position(|e| &e.name == name).ok_or_else(|| {
+            AnalysisError::UnknownEvent {
+                wanted: name.clone(),
+                available: events.iter().map(|e| e.name.clone()).collect(),
+            }
+        })?,
+        None => (0..ncol)
+            .find(|&e| {
+                rows.iter()
+                    .any(|r| r.samples.get(e).is_some_and(|&n| n > 0))
+            })
+            .unwrap_or(0),
+    };
+    // Biggest first by event `first`, then the next events; ties keep the stable order.
+    // Limited by `first`'s percentages. Returns the rows and how many the limits hid.
+    let table = |mut rows: Vec<BranchRow>, first: usize| -> (Vec<BranchRow>, usize) {
+        let value = |r: &BranchRow, k: usize| r.samples.get((first + k) % ncol).copied();
+        rows.sort_by(|a, b| {
+            (0..ncol)
+                .map(|k| value(b, k).cmp(&value(a, k)))
+                .fold(std::cmp::Ordering::Equal, std::cmp::Ordering::then)
+        });
+        let before = rows.len();
+        if opts.percent_limit > 0.0 {
+            rows.retain(|r| r.percent(first, &events) >= opts.percent_limit);
+        }
+        if let Some(top) = opts.top {
+            rows.truncate(top);
+        }
+        let hidden = before - rows.len();
+        (rows, hidden)
+    };
+    let event_tables = if opts.per_event && ncol > 1 {
+        (0..ncol)
+            .map(|e| {
+                let mine = rows
+                    .iter()
+                    .filter(|r| r.samples.get(e).is_some_and(|&n| n > 0))
+                    .cloned()
+                    .collect();
+                let (rows, hidden_rows) = table(mine, e);
+                BranchTable { rows, hidden_rows }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let (rows, hidden_rows) = table(rows, sort_event);
     Ok(BranchReport {
         events,
         keys,
-        hidden_rows: before - rows.len(),
+        hidden_rows,
         rows,
+        sort_event,
+        top: opts.top,
+        percent_limit: opts.percent_limit,
+        event_tables,
     })
 }
 

@@ -271,6 +271,54 @@ fn test_hotspots_one_column_per_event_and_event_selection() {
 }
 
 #[test]
+fn test_hotspots_sort_event_and_per_event_tables() {
+    // page-faults (the first event) only in f1; cpu-clock mostly in f2, then f1.
+    let mut b = Builder::new(&["page-faults", "cpu-clock"]);
+    b.sample(0, 0, 1, &[0x1000]);
+    b.sample(1, 0, 100, &[0x1000]);
+    for _ in 0..3 {
+        b.sample(1, 0, 100, &[0x2000]);
+    }
+    let top1 = |sort_event: Option<&str>, per_event: bool| HotspotOptions {
+        top: Some(1),
+        sort_event: sort_event.map(str::to_string),
+        per_event,
+        ..HotspotOptions::default()
+    };
+    // Default: the first event with samples sorts and cuts; f2 (75 % of cpu-clock) is cut.
+    let h = run(&b.p, "sort-event", &top1(None, false));
+    assert_eq!((h.sort_event, h.len(), h.hidden_rows), (0, 1, 1));
+    assert_eq!(sym_of(&h.row(0)), "f1");
+    // By cpu-clock: f2 first.
+    let h = run(&b.p, "sort-event2", &top1(Some("cpu-clock"), false));
+    assert_eq!(h.sort_event, 1);
+    assert_eq!(sym_of(&h.row(0)), "f2");
+    // One table per event, each sorted and cut by its event.
+    let h = run(&b.p, "sort-event3", &top1(None, true));
+    assert!(h.has_event_tables());
+    let (faults, _) = h.event_rows(0);
+    let (clock, hidden) = h.event_rows(1);
+    assert_eq!(faults.iter().map(sym_of).collect::<Vec<_>>(), ["f1"]);
+    assert_eq!(clock.iter().map(sym_of).collect::<Vec<_>>(), ["f2"]);
+    assert_eq!(hidden, 1);
+    // Ties of the sort event are broken by the next events.
+    let mut b = Builder::new(&["page-faults", "cpu-clock"]);
+    b.sample(1, 0, 100, &[0x1000]);
+    b.sample(1, 0, 100, &[0x2000]);
+    b.sample(1, 0, 100, &[0x2000]);
+    b.sample(0, 0, 1, &[0x3000]);
+    let h = run(&b.p, "sort-event4", &HotspotOptions::default());
+    let order: Vec<String> = h.rows().map(|r| sym_of(&r)).collect();
+    assert_eq!(order, ["main", "f2", "f1"]);
+    // An event the report does not have.
+    let mut s = symbolizer("sort-event5");
+    assert!(matches!(
+        hotspots(&b.p, &mut s, &top1(Some("cycles"), false), &mut |_, _| {}),
+        Err(AnalysisError::UnknownEvent { .. })
+    ));
+}
+
+#[test]
 fn test_hotspots_callee_and_caller_graphs() {
     let p = sample_profile();
     let opts = HotspotOptions {

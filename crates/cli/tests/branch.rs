@@ -750,6 +750,8 @@ fn test_report_branch_text_and_csv_show_the_json_rows() {
         let out = common::run_ok(
             common::culprit()
                 .args(["report", "--branch", "--top", "5", "--format", format])
+                // Whole names in text too (the text rows are compared with the JSON's).
+                .args(["--width", "0"])
                 .args(["--sort", "comm,symbol_from,mispredict", "-i"])
                 .arg(&file),
         );

@@ -44,7 +44,11 @@ fn test_every_verb_with_json_output_has_a_schema() {
         let help = culprit().args([v.as_str(), "--help"]).output().unwrap();
         let help = String::from_utf8_lossy(&help.stdout);
         let has_json = help.contains("--format") && help.contains("json");
-        if has_json && !schemas.iter().any(|s| s == v || s.starts_with(&format!("{v}-"))) {
+        if has_json
+            && !schemas
+                .iter()
+                .any(|s| s == v || s.starts_with(&format!("{v}-")))
+        {
             missing.push(v.clone());
         }
     }
@@ -63,9 +67,12 @@ fn test_every_schema_is_valid_requires_its_version_and_is_exercised() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "rs") {
             let text = std::fs::read_to_string(&p).unwrap();
-            for part in text.split("validate_json_schema(\"").skip(1) {
-                if let Some(name) = part.split('"').next() {
-                    tested.insert(name.to_string());
+            // `validate_json_schema("name", …)`, the name maybe on the next line.
+            for part in text.split("validate_json_schema(").skip(1) {
+                if let Some(rest) = part.trim_start().strip_prefix('"') {
+                    if let Some(name) = rest.split('"').next() {
+                        tested.insert(name.to_string());
+                    }
                 }
             }
         }
@@ -103,13 +110,22 @@ assert t.get("type") == "integer" or "const" in t, "`schema` must be an integer 
 #[test]
 fn test_report_json_on_fixtures_validates() {
     let fixtures = repo_root().join("crates/decode/tests/fixtures");
-    for f in ["cpu-clock-g.data", "two-events.data", "pipe-g.data", "dwarf.data"] {
+    for f in [
+        "cpu-clock-g.data",
+        "two-events.data",
+        "pipe-g.data",
+        "dwarf.data",
+    ] {
         let out = culprit()
             .args(["report", "--format", "json", "-i"])
             .arg(fixtures.join(f))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{f}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         common::validate_json_schema("report", &String::from_utf8_lossy(&out.stdout));
     }
 }

@@ -19,6 +19,7 @@ pub mod text;
 pub mod units;
 
 pub use model::{
-    Column, Document, Fit, Note, NoteKind, RowTree, Section, Table, Tree, TreeNode, Values,
+    Column, Document, Fit, Note, NoteKind, RowTree, Section, Table, TextColumn, Tree, TreeNode,
+    Values,
 };
 pub use style::{ColorChoice, TextOptions};

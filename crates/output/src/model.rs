@@ -137,6 +137,71 @@ pub enum Values {
     Float(Vec<f64>, u8),
     /// Text (names from files: escaped by the renderers).
     Text(Vec<String>),
+    /// Text like [`Values::Text`], packed into one buffer: for columns of many rows (one
+    /// allocation per column instead of one per row).
+    Texts(TextColumn),
+}
+
+/// Texts packed back to back in one buffer, read by index.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TextColumn {
+    buf: String,
+    /// End of each text in `buf`.
+    ends: Vec<usize>,
+}
+
+impl TextColumn {
+    /// An empty column with room for `rows` texts of `bytes` bytes in all.
+    pub fn with_capacity(rows: usize, bytes: usize) -> TextColumn {
+        TextColumn {
+            buf: String::with_capacity(bytes),
+            ends: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Appends a text.
+    pub fn push(&mut self, s: &str) {
+        self.buf.push_str(s);
+        self.ends.push(self.buf.len());
+    }
+
+    /// Appends the text that `write` appends to the buffer.
+    pub fn push_with(&mut self, write: impl FnOnce(&mut String)) {
+        write(&mut self.buf);
+        self.ends.push(self.buf.len());
+    }
+
+    /// Text `i`, or `None`.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.buf.get(start..end)
+    }
+
+    /// Number of texts.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are no texts.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The texts, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.get(i).unwrap_or(""))
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for TextColumn {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> TextColumn {
+        let mut c = TextColumn::default();
+        for s in iter {
+            c.push(s.as_ref());
+        }
+        c
+    }
 }
 
 impl Values {
@@ -147,6 +212,7 @@ impl Values {
             Values::Percent(v) | Values::Estimate(v) | Values::Float(v, _) => v.len(),
             Values::Address(v) => v.len(),
             Values::Text(v) => v.len(),
+            Values::Texts(v) => v.len(),
         }
     }
 
@@ -157,7 +223,7 @@ impl Values {
 
     /// Whether the text renderer right-aligns these values (numbers).
     pub fn right_aligned(&self) -> bool {
-        !matches!(self, Values::Text(_))
+        !matches!(self, Values::Text(_) | Values::Texts(_))
     }
 
     /// The percentage of row `i`, for percentage columns (highlighting).
@@ -216,6 +282,11 @@ impl Values {
                     out.push_str(s);
                 }
             }
+            Values::Texts(v) => {
+                if let Some(s) = v.get(i) {
+                    out.push_str(s);
+                }
+            }
         }
     }
 
@@ -244,6 +315,11 @@ impl Values {
                 }
             }
             Values::Text(v) => {
+                if let Some(s) = v.get(i) {
+                    out.push_str(s);
+                }
+            }
+            Values::Texts(v) => {
                 if let Some(s) = v.get(i) {
                     out.push_str(s);
                 }

@@ -144,12 +144,17 @@ pub fn cut(s: &str, width: usize) -> Cow<'_, str> {
     if text_width(s) <= width {
         return Cow::Borrowed(s);
     }
+    let mut t = String::with_capacity(width + 3);
+    push_cut(&mut t, s, width);
+    Cow::Owned(t)
+}
+
+/// Appends `s` cut to `width` characters, the last one `…` (`s` is wider).
+fn push_cut(out: &mut String, s: &str, width: usize) {
     let keep = width.saturating_sub(1);
     let end = s.char_indices().nth(keep).map_or(s.len(), |(i, _)| i);
-    let mut t = String::with_capacity(end + 3);
-    t.push_str(&s[..end]);
-    t.push('…');
-    Cow::Owned(t)
+    out.push_str(&s[..end]);
+    out.push('…');
 }
 
 /// Prose header lines are wrapped to this many characters: with their `# `, 80 columns.
@@ -201,7 +206,13 @@ pub fn expand_tabs(s: &str) -> Cow<'_, str> {
 /// written as `\xNN` / `\u{NNNN}`, so that a name can neither break a line nor drive the
 /// terminal.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    // Most names are ASCII without control characters: a byte scan tells.
+    let plain = if s.is_ascii() {
+        !s.bytes().any(|b| b < 0x20 || b == 0x7f)
+    } else {
+        !s.chars().any(char::is_control)
+    };
+    if plain {
         return Cow::Borrowed(s);
     }
     let mut t = String::with_capacity(s.len() + 8);
@@ -221,8 +232,13 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 }
 
 /// Appends `n` spaces.
-fn push_spaces(out: &mut String, n: usize) {
-    out.extend(std::iter::repeat_n(' ', n));
+fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
+    }
 }
 
 /// Formatted cells by (column, value), direct-mapped: most rows of a big report show the
@@ -245,6 +261,7 @@ impl CellCache {
     fn cell<'a>(&'a mut self, col: usize, values: &'a Values, row: usize) -> Cow<'a, str> {
         let bits = match values {
             Values::Text(v) => return escape(v.get(row).map_or("", String::as_str)),
+            Values::Texts(v) => return escape(v.get(row).unwrap_or("")),
             Values::Count(v) | Values::Human(v) | Values::Ns(v) | Values::Bytes(v) => {
                 v.get(row).copied().unwrap_or(0)
             }
@@ -334,31 +351,32 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
     let fits: Vec<Fit> = cols.iter().map(|(_, c)| c.fit).collect();
     fit_widths(&mut widths, &fits, w.o.width);
     let right: Vec<bool> = cols.iter().map(|(_, c)| c.values.right_aligned()).collect();
-    let fmt_line = |line: &mut String, cells: &mut dyn Iterator<Item = Cow<'_, str>>| {
-        let n = widths.len();
-        for (k, s) in cells.enumerate() {
-            let last = k + 1 == n;
-            let s = cut(&s, widths[k]).into_owned();
-            let pad = widths[k].saturating_sub(text_width(&s));
-            if right[k] {
-                push_spaces(line, pad);
-                line.push_str(&s);
-            } else {
-                line.push_str(&s);
-                if !last {
-                    push_spaces(line, pad);
-                }
-            }
-            if !last {
-                line.push_str("  ");
-            }
+    let n = widths.len();
+    // Appends cell `k` (aligned in its column, cut to its width) and the gap after it.
+    // Called for every cell of every row: it allocates only to cut a cell.
+    let push_cell = |line: &mut String, k: usize, s: &str| {
+        let last = k + 1 == n;
+        let width = text_width(s);
+        let pad = widths[k].saturating_sub(width);
+        if right[k] {
+            push_spaces(line, pad);
+        }
+        if width > widths[k] {
+            push_cut(line, s, widths[k]);
+        } else {
+            line.push_str(s);
+        }
+        if !right[k] && !last {
+            push_spaces(line, pad);
+        }
+        if !last {
+            line.push_str("  ");
         }
     };
     let mut line = String::from("# ");
-    fmt_line(
-        &mut line,
-        &mut cols.iter().map(|(_, c)| escape(c.name.as_str())),
-    );
+    for (k, (_, c)) in cols.iter().enumerate() {
+        push_cell(&mut line, k, &escape(c.name.as_str()));
+    }
     w.line(line.trim_end(), None)?;
     let mut trees = t.trees.iter().peekable();
     let mut lines_before = t.lines_before.iter().peekable();
@@ -378,11 +396,9 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
         }
         line.clear();
         line.push_str("  ");
-        let cells: Vec<String> = cols
-            .iter()
-            .map(|(ci, c)| cache.cell(*ci, &c.values, row).into_owned())
-            .collect();
-        fmt_line(&mut line, &mut cells.into_iter().map(Cow::Owned));
+        for (k, (ci, c)) in cols.iter().enumerate() {
+            push_cell(&mut line, k, &cache.cell(*ci, &c.values, row));
+        }
         let hot = t
             .highlight
             .and_then(|h| t.columns.get(h))
@@ -508,16 +524,52 @@ mod tests {
     }
 
     #[test]
+    fn test_packed_texts_render_as_texts() {
+        let texts = vec![
+            "main".to_string(),
+            "a,b".into(),
+            String::new(),
+            "évité".into(),
+        ];
+        let table = |v: Values| {
+            let mut d = Document::new();
+            d.table(Table::new(vec![
+                Column::new("N", "n", Values::Count(vec![1, 2, 3, 4])),
+                Column::new("Symbol", "sym", v),
+            ]));
+            d
+        };
+        let packed: crate::TextColumn = texts.iter().collect();
+        assert_eq!(packed.get(3), Some("évité"));
+        assert_eq!(packed.get(4), None);
+        let a = table(Values::Text(texts.clone()));
+        let b = table(Values::Texts(packed));
+        assert_eq!(render(&a, Some(40), false), render(&b, Some(40), false));
+        let csv = |d: &Document| {
+            let mut v = Vec::new();
+            crate::csv::write(&mut v, d.tables().next().unwrap()).unwrap();
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(csv(&a), csv(&b));
+    }
+
+    #[test]
     fn test_prose_lines_and_comments_wrap_under_their_indentation() {
         let mut d = Document::new();
         d.header("Note: ".to_string() + &"word ".repeat(30));
-        d.lines(vec![format!("  - IBS: {}", "not available here ".repeat(8))]);
+        d.lines(vec![format!(
+            "  - IBS: {}",
+            "not available here ".repeat(8)
+        )]);
         let s = render(&d, Some(60), false);
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines.iter().all(|l| text_width(l) <= 60), "{s}");
         assert!(lines[0].starts_with("# Note: word"));
         assert!(lines[1].starts_with("#   word"), "{s}");
-        let body = lines.iter().position(|l| l.starts_with("  - IBS:")).unwrap();
+        let body = lines
+            .iter()
+            .position(|l| l.starts_with("  - IBS:"))
+            .unwrap();
         assert!(lines[body + 1].starts_with("    here"), "{s}");
         // Nothing lost: the words are all there.
         assert_eq!(s.matches("word").count(), 30);

@@ -81,6 +81,25 @@ pub fn group_digits(n: u64) -> String {
     out
 }
 
+/// Appends `v` as `{:#x}` does (`0x` and lowercase digits), without the formatting
+/// machinery: reports print hundreds of thousands of addresses.
+pub fn push_hex(out: &mut String, v: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut buf = [0u8; 16];
+    let mut i = buf.len();
+    let mut v = v;
+    loop {
+        i -= 1;
+        buf[i] = DIGITS[(v & 15) as usize];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    out.push_str("0x");
+    out.extend(buf[i..].iter().map(|&b| char::from(b)));
+}
+
 /// Rounds to 4 decimals (the precision of percentages in JSON and CSV).
 pub fn round4(v: f64) -> f64 {
     (v * 1e4).round() / 1e4
@@ -103,5 +122,12 @@ mod tests {
         assert_eq!(group_digits(1_234_567), "1,234,567");
         assert_eq!(group_digits(12), "12");
         assert_eq!(round4(1.234_56), 1.2346);
+        let mut values = vec![0u64, 1, 15, 16, 255, 0x7f5a_9d77_392b, u64::MAX];
+        values.extend((0..64).map(|b| 1u64 << b));
+        for v in values {
+            let mut s = String::new();
+            push_hex(&mut s, v);
+            assert_eq!(s, format!("{v:#x}"));
+        }
     }
 }

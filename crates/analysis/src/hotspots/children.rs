@@ -17,9 +17,9 @@ use culprit_decode::model::{CpuMode, DsoKind, EventId, Frame, Profile, Sample};
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
 use super::{
-    event_columns, event_counts, finish_rows, key_words, resolve_locations, HotspotOptions,
-    Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES, V_CH_PERIOD,
-    V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
+    comm_names, event_columns, event_counts, finish_rows, key_words, resolve_locations,
+    HotspotOptions, Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES,
+    V_CH_PERIOD, V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
 };
 use rustc_hash::FxHashMap;
 
@@ -494,6 +494,7 @@ pub(super) fn report(
             frame: Some((p.shown_addr, p.cpumode)),
         }
     };
+    let sampled_comms = || comm_names(profile, cs.sample_keys.iter().map(|k| k.comm));
     let (out, _) = finish_rows(
         profile,
         symbolizer,
@@ -502,6 +503,7 @@ pub(super) fn report(
         &src_strs,
         rows,
         &rep_of,
-    );
+        &sampled_comms,
+    )?;
     Ok(out)
 }

@@ -1,8 +1,9 @@
 //! `culprit report`: reads a perf.data file (culprit's or perf's), symbolizes it and prints
 //! hotspots grouped by sort keys, per event, as text, JSON or CSV.
 //!
-//! The JSON and CSV formats are documented in docs/report.md; JSON is produced from the
-//! `Json*` structs below. Exit status: 0 on success; 1 when the input is truncated or corrupt
+//! The report is `culprit_analysis::hotspots`' (its document, CSV table and JSON struct),
+//! rendered by `culprit_output`; the formats are documented in docs/report.md and
+//! docs/schemas/report.schema.json. Exit status: 0 on success; 1 when the input is truncated or corrupt
 //! (the report of what was read is still printed, and stderr says where reading stopped);
 //! 2 when nothing could be read or an argument is wrong.
 
@@ -12,27 +13,15 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
-use culprit_analysis::{
-    CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots, Row, SortKey,
-};
+use culprit_analysis::hotspots::{self, hotspots_aggregated, DocOptions, Layout, SampleAggregator};
+use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_decode::model::Profile;
 use culprit_decode::unwind::UserStackUnwinder;
+use culprit_output::Note;
 use culprit_symbols::unwind::DwarfUnwinder;
 use culprit_symbols::{Symbolizer, SymbolizerOptions};
-use serde::Serialize;
-use serde_json::{Map, Value};
 
-/// Output format of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// Aligned table with header lines.
-    Text,
-    /// One JSON object (schema in docs/report.md).
-    Json,
-    /// One CSV row per report row (columns in docs/report.md).
-    Csv,
-}
+use crate::args::{Format, OutputArgs};
 
 /// Call-graph order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -116,9 +105,17 @@ pub struct ReportArgs {
     /// docs/skid.md).
     #[arg(long = "deskid")]
     pub deskid: bool,
-    /// Output format: text, json or csv (see docs/report.md).
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
+    /// Sort the rows by this event's values (ties by the next events'); --top and
+    /// --percent-limit apply to it. Default: the first event with samples in the rows.
+    #[arg(long = "sort-event", value_name = "EVENT")]
+    pub sort_event: Option<String>,
+    /// Several events side by side in one table (short column names: `Self[2]` is event
+    /// [2]'s), sorted by --sort-event, instead of one table per event.
+    #[arg(long = "group")]
+    pub group: bool,
+    /// --format (text, json or csv: see docs/report.md), -o, --color, --width.
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Per-function Top-Down level 1 of a `culprit record --topdown` file (an estimate from
     /// sampled slot counts; text or json, see docs/stat.md).
     #[arg(long = "topdown")]
@@ -231,6 +228,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         },
         call_graph_threshold: 0.5,
         deskid: args.deskid,
+        sort_event: args.sort_event.clone(),
+        // perf's layout: one table per event (text only: JSON and CSV have one row set).
+        per_event: args.output.format == Format::Text && !args.group && !args.topdown,
     };
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
     // and a flat report folds away what its keys do not show.
@@ -253,6 +253,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     agg.finish();
     let has_chains = agg.has_callchains();
+    // perf refuses call graphs and children of a file without call chains.
+    let wants_chains = if args.children {
+        Some("--children")
+    } else {
+        match args.call_graph {
+            Some(CallGraphArg::Caller) => Some("-g caller"),
+            Some(CallGraphArg::Callee) => Some("-g callee"),
+            _ => None,
+        }
+    };
+    if let Some(flag) = wants_chains.filter(|_| !has_chains && !mem_mode) {
+        anyhow::bail!(
+            "{flag} needs call chains, and {} has none: record with -g (or --call-graph \
+             dwarf|lbr)",
+            args.input.display()
+        );
+    }
     opts.children = if args.no_children || mem_mode {
         false
     } else {
@@ -279,47 +296,47 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     // The rows own their values: free the aggregates before rendering (peak memory).
     drop(agg);
-    let warnings: Vec<String> = profile
+    let mut notes: Vec<Note> = profile
         .warnings
         .iter()
         .chain(symbolizer.warnings())
-        .cloned()
+        .map(Note::warning)
         .collect();
-    for w in &warnings {
-        eprintln!("culprit: warning: {w}");
-    }
-    let stdout = std::io::stdout();
-    let tty = stdout.is_terminal();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    match args.format {
+    culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
+    let file = args.input.display().to_string();
+    let mut out = args.output.writer()?;
+    match args.output.format {
         _ if args.topdown => {
             let td = culprit_analysis::topdown::sampled_report(&profile, &report)
                 .context("--topdown")?;
             let doc = td.document(&report.keys);
-            match args.format {
-                ReportFormat::Json => culprit_output::json::write(&mut out, &td)?,
-                ReportFormat::Csv => {
+            match args.output.format {
+                Format::Json => culprit_output::json::write(&mut out, &td)?,
+                Format::Csv => {
                     for t in doc.tables() {
                         culprit_output::csv::write(&mut out, t)?;
                     }
                 }
-                ReportFormat::Text => {
-                    let o = culprit_output::TextOptions::for_stdout(
-                        culprit_output::ColorChoice::Auto,
-                        None,
-                    );
-                    culprit_output::text::write(&mut out, &doc, &o)?;
+                Format::Text => {
+                    culprit_output::text::write(&mut out, &doc, &args.output.text_options())?;
                 }
             }
         }
-        ReportFormat::Text => write_text(&mut out, &args, &profile, &report, tty)?,
-        ReportFormat::Json => {
-            // Streamed: rows are serialized one by one, never as one big JSON value.
-            let v = to_json(&args, &profile, &report, &warnings);
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
+        Format::Text => {
+            let layout = if args.group {
+                Layout::Group
+            } else {
+                Layout::PerEvent
+            };
+            let doc = hotspots::document(&report, &profile, &DocOptions { file, layout });
+            culprit_output::text::write(&mut out, &doc, &args.output.text_options())?;
         }
-        ReportFormat::Csv => write_csv(&mut out, &report)?,
+        Format::Json => {
+            let warnings = notes.drain(..).map(|n| n.text).collect();
+            let json = hotspots::json_report(&report, &profile, &file, warnings);
+            culprit_output::json::write(&mut out, &json)?;
+        }
+        Format::Csv => culprit_output::csv::write(&mut out, &hotspots::csv_table(&report))?,
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
@@ -530,942 +547,5 @@ fn record_name(t: u32) -> &'static str {
         83 => "COMPRESSED2",
         64..=100 => "perf user record",
         _ => "unknown",
-    }
-}
-
-/// Whether an event's period is in nanoseconds (software clock events).
-fn period_is_ns(profile: &Profile, e: &EventTotals) -> bool {
-    profile.events.get(usize::from(e.id)).is_some_and(|i| {
-        i.attr_type == culprit_decode::abi::perf_type::SOFTWARE && (i.config == 0 || i.config == 1)
-    })
-}
-
-fn human_count(v: u64) -> String {
-    let f = v as f64;
-    if f >= 1e12 {
-        format!("{:.2} T", f / 1e12)
-    } else if f >= 1e9 {
-        format!("{:.2} G", f / 1e9)
-    } else if f >= 1e6 {
-        format!("{:.2} M", f / 1e6)
-    } else if f >= 1e4 {
-        format!("{:.1} k", f / 1e3)
-    } else {
-        v.to_string()
-    }
-}
-
-fn human_ns(v: u64) -> String {
-    let f = v as f64;
-    if f >= 1e9 {
-        format!("{:.3} s", f / 1e9)
-    } else if f >= 1e6 {
-        format!("{:.2} ms", f / 1e6)
-    } else if f >= 1e3 {
-        format!("{:.1} us", f / 1e3)
-    } else {
-        format!("{v} ns")
-    }
-}
-
-fn key_header(k: SortKey) -> &'static str {
-    match k {
-        SortKey::Comm => "Command",
-        SortKey::Pid => "Pid:Command",
-        SortKey::Tid => "Tid:Command",
-        SortKey::Dso => "Shared Object",
-        SortKey::Sym => "Symbol",
-        SortKey::Srcline => "Source:Line",
-        SortKey::Srcfile => "Source File",
-        SortKey::Ip => "Address",
-        SortKey::Cpu => "CPU",
-        SortKey::Mem => "Memory access",
-        SortKey::Snoop => "Snoop",
-        SortKey::Tlb => "TLB access",
-        SortKey::Locked => "Locked",
-        SortKey::Blocked => "Blocked",
-    }
-}
-
-/// What a cached cell shows (the cache key's other half).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cell {
-    Percent,
-    Deskid,
-    Count,
-    Ns,
-    Period,
-}
-
-/// Formatted cells by (kind, value), direct-mapped: a miss formats into the slot.
-struct CellCache {
-    slots: Vec<Option<(Cell, u64, String)>>,
-}
-
-impl CellCache {
-    const BITS: u32 = 10;
-
-    fn new() -> CellCache {
-        CellCache {
-            slots: vec![None; 1 << Self::BITS],
-        }
-    }
-
-    fn get(&mut self, kind: Cell, value: u64, format: impl FnOnce(&mut String)) -> &str {
-        let i = ((value ^ kind as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - Self::BITS))
-            as usize;
-        let Some(slot) = self.slots.get_mut(i) else {
-            return "";
-        };
-        match slot {
-            Some((k, v, _)) if *k == kind && *v == value => {}
-            _ => {
-                let mut text = match slot.take() {
-                    Some((_, _, t)) => t,
-                    None => String::new(),
-                };
-                text.clear();
-                format(&mut text);
-                *slot = Some((kind, value, text));
-            }
-        }
-        slot.as_ref().map_or("", |(_, _, t)| t.as_str())
-    }
-}
-
-/// Cell `k` of a row's reused cell buffers, emptied (made when missing); `k` moves on.
-fn next_cell<'c>(cells: &'c mut Vec<String>, k: &mut usize) -> &'c mut String {
-    if *k == cells.len() {
-        cells.push(String::new());
-    }
-    let c = &mut cells[*k];
-    c.clear();
-    *k += 1;
-    c
-}
-
-/// Display width of a cell (characters; bytes for ASCII, the common case).
-fn text_width(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
-    }
-}
-
-/// Appends `n` spaces.
-fn push_spaces(out: &mut String, mut n: usize) {
-    const SPACES: &str = "                                                                ";
-    while n > 0 {
-        let k = n.min(SPACES.len());
-        out.push_str(&SPACES[..k]);
-        n -= k;
-    }
-}
-
-/// Characters of `{:#x}` of `a`.
-fn hex_width(a: u64) -> usize {
-    2 + (64 - a.leading_zeros() as usize).div_ceil(4).max(1)
-}
-
-/// The display width of what [`key_text_into`] appends, without formatting it.
-fn key_text_width(row: &Row, v: &culprit_analysis::KeyValue) -> usize {
-    match v.key {
-        SortKey::Sym => {
-            let tag = v.tag().unwrap_or("[.]");
-            match v.addr() {
-                // "{tag} [unknown] {dso}+{addr:#x}"
-                Some(a) => {
-                    text_width(tag)
-                        + " [unknown] ".len()
-                        + text_width(row.dso(v).unwrap_or("?"))
-                        + 1
-                        + hex_width(a)
-                }
-                None => text_width(tag) + 1 + text_width(row.text(v)),
-            }
-        }
-        SortKey::Ip => text_width(row.dso(v).unwrap_or("?")) + 1 + text_width(row.text(v)),
-        _ => text_width(row.text(v)),
-    }
-}
-
-/// Appends `v` as `{:#x}` does (`0x` and lowercase digits).
-fn push_hex(out: &mut String, v: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut buf = [0u8; 16];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = DIGITS[(v & 15) as usize];
-        v >>= 4;
-        if v == 0 {
-            break;
-        }
-    }
-    out.push_str("0x");
-    for &b in &buf[i..] {
-        out.push(char::from(b));
-    }
-}
-
-/// A key's text as the text report shows it (tag and name, `[unknown]` with DSO+offset,
-/// DSO and address for `ip`), appended to `out`.
-fn key_text_into(out: &mut String, row: &Row, v: &culprit_analysis::KeyValue) {
-    match v.key {
-        SortKey::Sym => {
-            let tag = v.tag().unwrap_or("[.]");
-            match v.addr() {
-                Some(a) => {
-                    out.push_str(tag);
-                    out.push_str(" [unknown] ");
-                    out.push_str(row.dso(v).unwrap_or("?"));
-                    out.push('+');
-                    push_hex(out, a);
-                }
-                None => {
-                    out.push_str(tag);
-                    out.push(' ');
-                    out.push_str(row.text(v));
-                }
-            }
-        }
-        SortKey::Ip => {
-            out.push_str(row.dso(v).unwrap_or("?"));
-            out.push(' ');
-            out.push_str(row.text(v));
-        }
-        _ => out.push_str(row.text(v)),
-    }
-}
-
-fn write_text(
-    out: &mut dyn Write,
-    args: &ReportArgs,
-    profile: &Profile,
-    r: &Hotspots,
-    tty: bool,
-) -> anyhow::Result<()> {
-    let m = &profile.meta;
-    writeln!(out, "# File: {}", args.input.display())?;
-    if let Some(c) = &m.cmdline {
-        writeln!(out, "# Command line: {c}")?;
-    }
-    if let Some(v) = &m.perf_version {
-        let host = m.hostname.as_deref().unwrap_or("?");
-        // perf writes its bare version ("6.1.187"); culprit writes "culprit 0.1.0".
-        let tool = if v.starts_with(|c: char| c.is_ascii_digit()) {
-            format!("perf {v}")
-        } else {
-            v.clone()
-        };
-        writeln!(out, "# Recorded by {tool} on {host}")?;
-    }
-    if let Some((a, b)) = m.time_range {
-        writeln!(
-            out,
-            "# Duration: {} (first to last sample)",
-            human_ns(b.saturating_sub(a))
-        )?;
-    }
-    writeln!(out, "# Total lost samples: {}", profile.lost)?;
-    for e in &r.events {
-        let period = if period_is_ns(profile, e) {
-            human_ns(e.period)
-        } else {
-            human_count(e.period)
-        };
-        writeln!(
-            out,
-            "# Event '{}': {} samples, event count {} ({}), {} lost",
-            e.name, e.samples, e.period, period, e.lost
-        )?;
-    }
-    let keys: Vec<&str> = r.keys.iter().map(|k| k.name()).collect();
-    writeln!(
-        out,
-        "# Sort: {}; {}",
-        keys.join(","),
-        if r.children {
-            "children = self + callees (from call chains)"
-        } else {
-            "self only"
-        }
-    )?;
-    if r.keys.iter().any(|k| k.is_memory()) {
-        writeln!(
-            out,
-            "# Memory mode (as perf --mem-mode): a sample counts its PERF_SAMPLE_WEIGHT (1 \
-             without one); event count and periods are total weights"
-        )?;
-    }
-    if r.deskid {
-        for e in &r.events {
-            use culprit_analysis::skid::{self, EventClass};
-            let what = match profile.events.get(usize::from(e.id)) {
-                Some(i) if skid::is_precise_event(i) => "precise samples, never moved",
-                Some(i) => match skid::classify_event(i) {
-                    EventClass::Memory => {
-                        "memory event: skidded samples move to the culprit access"
-                    }
-                    EventClass::Branch => {
-                        "branch event: skidded samples move to the culprit branch"
-                    }
-                    EventClass::Stays => "stays where sampled",
-                },
-                None => "stays where sampled",
-            };
-            writeln!(out, "# Deskid '{}': {what}", e.name)?;
-        }
-    }
-    if r.hidden_rows > 0 {
-        writeln!(
-            out,
-            "# {} rows hidden by --top/--percent-limit",
-            r.hidden_rows
-        )?;
-    }
-    writeln!(out, "#")?;
-
-    // Columns: per event [Children] Self Samples Period; then the keys.
-    let multi = r.events.len() > 1;
-    let mut header: Vec<String> = Vec::new();
-    for e in &r.events {
-        let p = if multi {
-            format!("{} ", e.name)
-        } else {
-            String::new()
-        };
-        if r.children {
-            header.push(format!("{p}Children"));
-        }
-        header.push(format!("{p}Self"));
-        if r.deskid {
-            header.push(format!("{p}Deskid %"));
-        }
-        header.push(format!("{p}Samples"));
-        header.push(format!("{p}Period"));
-    }
-    let ncols_num = header.len();
-    header.extend(r.keys.iter().map(|k| key_header(*k).to_string()));
-    // Cells are formatted twice (widths, then lines) instead of kept: a children report can
-    // have hundreds of thousands of rows.
-    let ns: Vec<bool> = r.events.iter().map(|e| period_is_ns(profile, e)).collect();
-    // One set of cell buffers reused for every row (hundreds of thousands of rows: no
-    // allocation per cell).
-    use std::fmt::Write as _;
-    // Most rows of a big report show the same few percentages and periods: each distinct
-    // value is formatted once per cache slot, not once per row and pass.
-    let mut cache = CellCache::new();
-    // `with_keys`: also the key cells (the width pass measures them without formatting).
-    let mut fill_cells = |row: &Row, cells: &mut Vec<String>, with_keys: bool| {
-        let mut k = 0;
-        for (i, &in_ns) in ns.iter().enumerate() {
-            if r.children {
-                let p = row.children_percent(i);
-                next_cell(cells, &mut k).push_str(cache.get(Cell::Percent, p.to_bits(), |c| {
-                    let _ = write!(c, "{p:.2}%");
-                }));
-            }
-            let p = row.percent(i);
-            next_cell(cells, &mut k).push_str(cache.get(Cell::Percent, p.to_bits(), |c| {
-                let _ = write!(c, "{p:.2}%");
-            }));
-            if r.deskid {
-                let p = row.deskid_percent(i);
-                next_cell(cells, &mut k).push_str(cache.get(Cell::Deskid, p.to_bits(), |c| {
-                    let _ = write!(c, "~{p:.2}%");
-                }));
-            }
-            let n = row.samples(i);
-            next_cell(cells, &mut k).push_str(cache.get(Cell::Count, n, |c| {
-                let _ = write!(c, "{n}");
-            }));
-            let v = row.period(i);
-            let kind = if in_ns { Cell::Ns } else { Cell::Period };
-            next_cell(cells, &mut k).push_str(cache.get(kind, v, |c| {
-                c.push_str(&if in_ns { human_ns(v) } else { human_count(v) })
-            }));
-        }
-        if with_keys {
-            for key in row.keys() {
-                key_text_into(next_cell(cells, &mut k), row, &key);
-            }
-        }
-        cells.truncate(k);
-    };
-    let mut cells: Vec<String> = Vec::new();
-    let mut width: Vec<usize> = header.iter().map(|h| text_width(h)).collect();
-    for row in r.rows() {
-        fill_cells(&row, &mut cells, false);
-        for (i, s) in cells.iter().enumerate() {
-            if let Some(w) = width.get_mut(i) {
-                *w = (*w).max(text_width(s));
-            }
-        }
-        for (i, key) in row.keys().enumerate() {
-            if let Some(w) = width.get_mut(ncols_num + i) {
-                *w = (*w).max(key_text_width(&row, &key));
-            }
-        }
-    }
-    let fmt_line = |line: &mut String, c: &[String]| {
-        for (i, s) in c.iter().enumerate() {
-            let last = i + 1 == c.len();
-            let pad = width
-                .get(i)
-                .copied()
-                .unwrap_or(0)
-                .saturating_sub(text_width(s));
-            if i < ncols_num {
-                push_spaces(line, pad);
-                line.push_str(s);
-            } else {
-                line.push_str(s);
-                if !last {
-                    push_spaces(line, pad);
-                }
-            }
-            if !last {
-                line.push_str("  ");
-            }
-        }
-    };
-    let mut line = String::new();
-    fmt_line(&mut line, &header);
-    writeln!(out, "# {line}")?;
-    for row in r.rows() {
-        fill_cells(&row, &mut cells, true);
-        line.clear();
-        line.push_str("  ");
-        fmt_line(&mut line, &cells);
-        let hot = if r.children {
-            row.children_percent(0)
-        } else {
-            row.percent(0)
-        };
-        // Highlight the hottest rows on a terminal: red ≥ 10%, yellow ≥ 1%.
-        if tty && hot >= 10.0 {
-            writeln!(out, "\x1b[1;31m{line}\x1b[0m")?;
-        } else if tty && hot >= 1.0 {
-            writeln!(out, "\x1b[33m{line}\x1b[0m")?;
-        } else {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        for i in 0..r.events.len() {
-            if let Some(node) = row.call_graph(i) {
-                let total = r.events[i].period;
-                if multi {
-                    writeln!(out, "{:>10}[{}]", "", r.events[i].name)?;
-                }
-                write_tree(out, node, total, "            ", true)?;
-                writeln!(out)?;
-            }
-        }
-    }
-    if r.is_empty() {
-        writeln!(out, "# (no samples)")?;
-    }
-    if r.deskid {
-        writeln!(out, "#")?;
-        writeln!(
-            out,
-            "# ~Deskid %: ESTIMATED (skid correction), see docs/skid.md: each non-precise sample \
-             of a memory or branch event counted at its estimated culprit instruction; the other \
-             columns are as sampled"
-        )?;
-    }
-    Ok(())
-}
-
-fn write_tree(
-    out: &mut dyn Write,
-    node: &CallNode,
-    total: u64,
-    prefix: &str,
-    root: bool,
-) -> std::io::Result<()> {
-    if root {
-        writeln!(out, "{prefix}{}", node.name)?;
-    }
-    let n = node.children.len();
-    for (i, c) in node.children.iter().enumerate() {
-        let last = i + 1 == n;
-        let pct = culprit_analysis::pct(c.period, total);
-        writeln!(
-            out,
-            "{prefix}{}{:.2}% {}",
-            if last { "└─ " } else { "├─ " },
-            pct,
-            c.name
-        )?;
-        let child_prefix = format!("{prefix}{}", if last { "   " } else { "│  " });
-        write_tree(out, c, total, &child_prefix, false)?;
-    }
-    Ok(())
-}
-
-/// JSON event entry.
-#[derive(Serialize)]
-struct JsonEvent<'a> {
-    name: &'a str,
-    samples: u64,
-    period: u64,
-    lost: u64,
-}
-
-pub(super) fn round4(x: f64) -> Value {
-    let r = (x * 10000.0).round() / 10000.0;
-    serde_json::Number::from_f64(r)
-        .map(Value::Number)
-        .unwrap_or(Value::Null)
-}
-
-fn node_json(n: &CallNode, total: u64) -> Value {
-    serde_json::json!({
-        "name": n.name,
-        "samples": n.samples,
-        "period": n.period,
-        "percent": round4(culprit_analysis::pct(n.period, total)),
-        "children": n.children.iter().map(|c| node_json(c, total)).collect::<Vec<_>>(),
-    })
-}
-
-/// The report as JSON, streamed: the small top-level fields are a `Value`, the rows are
-/// serialized one at a time from the report (a children report can have hundreds of
-/// thousands). Object keys come out sorted, like serde_json's `Map`.
-struct JsonReport<'a> {
-    top: Map<String, Value>,
-    rows: JsonRows<'a>,
-}
-
-impl Serialize for JsonReport<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.top.len() + 1))?;
-        let mut rows_done = false;
-        for (k, v) in &self.top {
-            if !rows_done && k.as_str() > "rows" {
-                m.serialize_entry("rows", &self.rows)?;
-                rows_done = true;
-            }
-            m.serialize_entry(k, v)?;
-        }
-        if !rows_done {
-            m.serialize_entry("rows", &self.rows)?;
-        }
-        m.end()
-    }
-}
-
-struct JsonRows<'a> {
-    r: &'a Hotspots,
-    /// Report events in name order, one per distinct name (the last one, as a `Map` keeps).
-    by_name: Vec<usize>,
-}
-
-impl Serialize for JsonRows<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.r.rows().map(|row| JsonRow { row, ctx: self }))
-    }
-}
-
-struct JsonRow<'a> {
-    row: Row<'a>,
-    ctx: &'a JsonRows<'a>,
-}
-
-/// A JSON number with 4 decimals (null when not finite).
-struct Round4(f64);
-
-impl Serialize for Round4 {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = (self.0 * 10000.0).round() / 10000.0;
-        if r.is_finite() {
-            s.serialize_f64(r)
-        } else {
-            s.serialize_unit()
-        }
-    }
-}
-
-/// `{EVENT: f(event index)}` in event-name order.
-struct PerEvent<'a, T: Serialize, F: Fn(usize) -> T> {
-    ctx: &'a JsonRows<'a>,
-    f: F,
-}
-
-impl<T: Serialize, F: Fn(usize) -> T> Serialize for PerEvent<'_, T, F> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let ev = &self.ctx.r.events;
-        s.collect_map(
-            self.ctx
-                .by_name
-                .iter()
-                .map(|&i| (ev[i].name.as_str(), (self.f)(i))),
-        )
-    }
-}
-
-/// A value of the `keys` object.
-enum KeyJson<'a> {
-    Number(i64),
-    Text(&'a str),
-    Owned(String),
-}
-
-impl Serialize for KeyJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            KeyJson::Number(n) => s.serialize_i64(*n),
-            KeyJson::Text(t) => s.serialize_str(t),
-            KeyJson::Owned(t) => s.serialize_str(t),
-        }
-    }
-}
-
-impl Serialize for JsonRow<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let row = self.row;
-        let r = self.ctx.r;
-        // The keys object: sort keys, plus `dso` (ip, unresolved sym) and `sym_addr`.
-        let mut keys: Vec<(&str, KeyJson)> = Vec::with_capacity(r.keys.len() + 2);
-        let mut level = None;
-        for k in row.keys() {
-            let k = &k;
-            let v = match k.number() {
-                Some(n) => KeyJson::Number(n),
-                None => KeyJson::Text(row.text(k)),
-            };
-            put(&mut keys, k.key.name(), v, true);
-            match k.key {
-                SortKey::Ip => {
-                    if let Some(d) = row.dso(k) {
-                        put(&mut keys, "dso", KeyJson::Text(d), false);
-                    }
-                }
-                SortKey::Sym => {
-                    level = k.tag();
-                    if let Some(a) = k.addr() {
-                        put(
-                            &mut keys,
-                            "sym_addr",
-                            KeyJson::Owned(format!("{a:#x}")),
-                            true,
-                        );
-                        if let Some(d) = row.dso(k) {
-                            put(&mut keys, "dso", KeyJson::Text(d), false);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        keys.sort_by(|a, b| a.0.cmp(b.0));
-        let graphs = row.has_call_graph();
-        let mut m = s.serialize_map(None)?;
-        let ctx = self.ctx;
-        if graphs {
-            m.serialize_entry(
-                "call_graph",
-                &PerEvent {
-                    ctx,
-                    f: |i| match row.call_graph(i) {
-                        Some(n) => node_json(n, r.events[i].period),
-                        None => Value::Null,
-                    },
-                },
-            )?;
-        }
-        m.serialize_entry(
-            "children_percent",
-            &PerEvent {
-                ctx,
-                f: |i| Round4(row.children_percent(i)),
-            },
-        )?;
-        m.serialize_entry(
-            "children_period",
-            &PerEvent {
-                ctx,
-                f: |i| row.children_period(i),
-            },
-        )?;
-        m.serialize_entry(
-            "children_samples",
-            &PerEvent {
-                ctx,
-                f: |i| row.children_samples(i),
-            },
-        )?;
-        if r.deskid {
-            m.serialize_entry(
-                "deskid_percent",
-                &PerEvent {
-                    ctx,
-                    f: |i| Round4(row.deskid_percent(i)),
-                },
-            )?;
-            m.serialize_entry(
-                "deskid_period",
-                &PerEvent {
-                    ctx,
-                    f: |i| row.deskid_period(i),
-                },
-            )?;
-            m.serialize_entry(
-                "deskid_samples",
-                &PerEvent {
-                    ctx,
-                    f: |i| row.deskid_samples(i),
-                },
-            )?;
-        }
-        m.serialize_entry("keys", &KeysJson(&keys))?;
-        m.serialize_entry(
-            "percent",
-            &PerEvent {
-                ctx,
-                f: |i| Round4(row.percent(i)),
-            },
-        )?;
-        m.serialize_entry(
-            "period",
-            &PerEvent {
-                ctx,
-                f: |i| row.period(i),
-            },
-        )?;
-        m.serialize_entry(
-            "samples",
-            &PerEvent {
-                ctx,
-                f: |i| row.samples(i),
-            },
-        )?;
-        if let Some(l) = level {
-            m.serialize_entry("sym_level", l)?;
-        }
-        m.end()
-    }
-}
-
-/// Sets a `keys` entry (`replace`: like `Map::insert`, else like `entry().or_insert`).
-fn put<'a>(
-    keys: &mut Vec<(&'static str, KeyJson<'a>)>,
-    name: &'static str,
-    v: KeyJson<'a>,
-    replace: bool,
-) {
-    match keys.iter_mut().find(|e| e.0 == name) {
-        Some(e) if replace => e.1 = v,
-        Some(_) => {}
-        None => keys.push((name, v)),
-    }
-}
-
-struct KeysJson<'a, 'b>(&'a [(&'b str, KeyJson<'b>)]);
-
-impl Serialize for KeysJson<'_, '_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (*k, v)))
-    }
-}
-
-fn to_json<'a>(
-    args: &ReportArgs,
-    profile: &Profile,
-    r: &'a Hotspots,
-    warnings: &[String],
-) -> JsonReport<'a> {
-    let events: Vec<JsonEvent> = r
-        .events
-        .iter()
-        .map(|e| JsonEvent {
-            name: &e.name,
-            samples: e.samples,
-            period: e.period,
-            lost: e.lost,
-        })
-        .collect();
-    let mut by_name: Vec<usize> = (0..r.events.len()).collect();
-    // Stable sort, then keep the last of equal names (what inserting into a Map keeps).
-    by_name.sort_by(|&a, &b| r.events[a].name.cmp(&r.events[b].name));
-    let mut dedup: Vec<usize> = Vec::with_capacity(by_name.len());
-    for i in by_name {
-        match dedup.last_mut() {
-            Some(last) if r.events[*last].name == r.events[i].name => *last = i,
-            _ => dedup.push(i),
-        }
-    }
-    let mut top = Map::new();
-    top.insert("file".into(), Value::from(args.input.display().to_string()));
-    top.insert(
-        "events".into(),
-        serde_json::to_value(&events).unwrap_or(Value::Null),
-    );
-    top.insert(
-        "sort".into(),
-        Value::from(r.keys.iter().map(|k| k.name()).collect::<Vec<_>>()),
-    );
-    top.insert("children".into(), Value::from(r.children));
-    top.insert("hidden_rows".into(), Value::from(r.hidden_rows));
-    top.insert("meta".into(), json_meta(profile));
-    top.insert("stopped".into(), json_stopped(profile));
-    top.insert("warnings".into(), Value::from(warnings.to_vec()));
-    if r.deskid {
-        top.insert("deskid_is_estimate".into(), Value::Bool(true));
-    }
-    if r.keys.iter().any(|k| k.is_memory()) {
-        // Periods are weights (perf's --mem-mode).
-        top.insert("mem_mode".into(), Value::Bool(true));
-    }
-    JsonReport {
-        top,
-        rows: JsonRows { r, by_name: dedup },
-    }
-}
-
-/// The report JSON's `meta` object: the recording's header facts.
-pub(super) fn json_meta(profile: &Profile) -> Value {
-    let m = &profile.meta;
-    serde_json::json!({
-        "cmdline": m.cmdline,
-        "hostname": m.hostname,
-        "perf_version": m.perf_version,
-        "os_release": m.os_release,
-        "duration_ns": m.time_range.map(|(a, b)| b.saturating_sub(a)),
-        "lost": profile.lost,
-    })
-}
-
-/// The report JSON's `stopped` value: where reading a damaged file stopped, or null.
-pub(super) fn json_stopped(profile: &Profile) -> Value {
-    serde_json::json!(profile.stopped.as_ref().map(|s| serde_json::json!({
-        "offset": s.offset,
-        "record_type": s.record_type,
-        "reason": s.reason,
-        "records_read": s.records_read,
-    })))
-}
-
-pub(super) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn write_csv(out: &mut dyn Write, r: &Hotspots) -> anyhow::Result<()> {
-    let mut header: Vec<String> = r.keys.iter().map(|k| k.name().to_string()).collect();
-    let extra_dso = r
-        .keys
-        .iter()
-        .any(|k| matches!(k, SortKey::Ip | SortKey::Sym))
-        && !r.keys.contains(&SortKey::Dso);
-    if extra_dso {
-        header.push("dso".into());
-    }
-    for e in &r.events {
-        for c in ["samples", "period", "percent", "children_percent"] {
-            header.push(format!("{}:{c}", e.name));
-        }
-        if r.deskid {
-            for c in ["deskid_samples", "deskid_percent"] {
-                header.push(format!("{}:{c}", e.name));
-            }
-        }
-    }
-    writeln!(
-        out,
-        "{}",
-        header
-            .iter()
-            .map(|h| csv_field(h))
-            .collect::<Vec<_>>()
-            .join(",")
-    )?;
-    for row in r.rows() {
-        let mut f: Vec<String> = row
-            .keys()
-            .map(|k| match (k.key, k.addr()) {
-                (SortKey::Sym, Some(a)) => format!("[unknown] {a:#x}"),
-                _ => row.text(&k).to_string(),
-            })
-            .collect();
-        if extra_dso {
-            f.push(
-                row.keys()
-                    .find_map(|k| row.dso(&k))
-                    .unwrap_or_default()
-                    .to_string(),
-            );
-        }
-        for i in 0..r.events.len() {
-            f.push(row.samples(i).to_string());
-            f.push(row.period(i).to_string());
-            f.push(format!("{:.4}", row.percent(i)));
-            f.push(format!("{:.4}", row.children_percent(i)));
-            if r.deskid {
-                f.push(row.deskid_samples(i).to_string());
-                f.push(format!("{:.4}", row.deskid_percent(i)));
-            }
-        }
-        writeln!(
-            out,
-            "{}",
-            f.iter().map(|x| csv_field(x)).collect::<Vec<_>>().join(",")
-        )?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_hand_formatting_equals_std() {
-        let mut values = vec![0u64, 1, 9, 15, 16, 255, 256, 0x7f5a_9d77_392b, u64::MAX];
-        values.extend((0..64).map(|b| 1u64 << b));
-        values.extend((1..64).map(|b| (1u64 << b) - 1));
-        for a in values {
-            let mut s = String::new();
-            push_hex(&mut s, a);
-            assert_eq!(s, format!("{a:#x}"));
-            assert_eq!(hex_width(a), s.len(), "{a:#x}");
-        }
-        for n in [0, 1, 63, 64, 65, 200] {
-            let mut s = String::from("x");
-            push_spaces(&mut s, n);
-            assert_eq!(s, format!("x{}", " ".repeat(n)));
-        }
-        assert_eq!(text_width("héllo"), 5);
-        assert_eq!(text_width("hello"), 5);
-    }
-
-    #[test]
-    fn test_cell_cache_returns_the_value_formatted_for_its_key() {
-        let mut cache = CellCache::new();
-        // More values than slots: every answer must still be the value's own text.
-        for round in 0..2 {
-            for v in 0..5000u64 {
-                let got = cache
-                    .get(Cell::Count, v, |c| c.push_str(&v.to_string()))
-                    .to_string();
-                assert_eq!(got, v.to_string(), "round {round}");
-                let p = v as f64 / 7.0;
-                let got = cache
-                    .get(Cell::Percent, p.to_bits(), |c| {
-                        c.push_str(&format!("{p:.2}%"))
-                    })
-                    .to_string();
-                assert_eq!(got, format!("{p:.2}%"));
-            }
-        }
     }
 }

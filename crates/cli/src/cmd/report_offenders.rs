@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use culprit_analysis::offenders::report::{ReportBuilder, ReportOptions};
 use culprit_analysis::offenders::Settings;
-use culprit_output::{ColorChoice, TextOptions};
 use culprit_symbols::Symbolizer;
 
-use super::report::{ReportArgs, ReportFormat};
+use super::report::ReportArgs;
+use crate::args::Format;
 
 /// The `--sort` default of the hotspot report (the offenders are per address: no keys).
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -39,12 +39,14 @@ fn inapplicable(args: &ReportArgs) -> Vec<&'static str> {
     check(args.topdown, "--topdown");
     check(args.branch, "--branch");
     check(args.no_unwind, "--no-unwind");
+    check(args.sort_event.is_some(), "--sort-event");
+    check(args.group, "--group");
     v
 }
 
 /// Runs `culprit report --offenders`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if args.format == ReportFormat::Csv {
+    if args.output.format == Format::Csv {
         anyhow::bail!("report --offenders has no --format csv (it writes text, json)");
     }
     let flags = inapplicable(args);
@@ -72,12 +74,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("cannot read {}", input.display()))?;
     let mut sym = Symbolizer::new(args.kernel.options());
     let report = builder.finish(&profile, &mut sym, &input.display().to_string())?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    if args.format == ReportFormat::Json {
+    let mut out = args.output.writer()?;
+    if args.output.format == Format::Json {
         culprit_output::json::write(&mut out, &report)?;
     } else {
-        let text = TextOptions::for_stdout(ColorChoice::Auto, None);
+        let text = args.output.text_options();
         culprit_output::text::write(&mut out, &report.document(), &text)?;
     }
     out.flush()?;

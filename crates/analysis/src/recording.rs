@@ -1,0 +1,100 @@
+//! What every report says about the recording it was made from: the `#` header lines of
+//! text output and the `meta` and `stopped` objects of JSON output.
+
+use culprit_decode::model::Profile;
+use serde::Serialize;
+
+/// The recording's header facts (JSON `meta`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordingMeta {
+    /// The recording command line.
+    pub cmdline: Option<String>,
+    /// First to last sample, in ns.
+    pub duration_ns: Option<u64>,
+    /// Host it was recorded on.
+    pub hostname: Option<String>,
+    /// Samples the kernel reported lost.
+    pub lost: u64,
+    /// Kernel release.
+    pub os_release: Option<String>,
+    /// Version of the recording tool (perf's bare version, or `culprit x.y.z`).
+    pub perf_version: Option<String>,
+}
+
+impl RecordingMeta {
+    /// The facts of `profile`.
+    pub fn of(profile: &Profile) -> RecordingMeta {
+        let m = &profile.meta;
+        RecordingMeta {
+            cmdline: m.cmdline.clone(),
+            duration_ns: m.time_range.map(|(a, b)| b.saturating_sub(a)),
+            hostname: m.hostname.clone(),
+            lost: profile.lost,
+            os_release: m.os_release.clone(),
+            perf_version: m.perf_version.clone(),
+        }
+    }
+}
+
+/// Where reading a damaged file stopped (JSON `stopped`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stopped {
+    /// Byte offset of the record (or header part) that could not be read.
+    pub offset: u64,
+    /// What went wrong.
+    pub reason: String,
+    /// The record type there, when its header could be read.
+    pub record_type: Option<u32>,
+    /// Records read before the stop.
+    pub records_read: u64,
+}
+
+impl Stopped {
+    /// Where reading `profile` stopped, if it did.
+    pub fn of(profile: &Profile) -> Option<Stopped> {
+        profile.stopped.as_ref().map(|s| Stopped {
+            offset: s.offset,
+            reason: s.reason.clone(),
+            record_type: s.record_type,
+            records_read: s.records_read,
+        })
+    }
+}
+
+/// The header lines every text report of `file` starts with (without `# `): the file,
+/// the command line, the recording tool and host, and (`with_duration`) the time span.
+pub fn header_lines(profile: &Profile, file: &str, with_duration: bool) -> Vec<String> {
+    let m = &profile.meta;
+    let mut lines = vec![format!("File: {file}")];
+    if let Some(c) = &m.cmdline {
+        lines.push(format!("Command line: {c}"));
+    }
+    if !with_duration {
+        return lines;
+    }
+    if let Some(v) = &m.perf_version {
+        let host = m.hostname.as_deref().unwrap_or("?");
+        // perf writes its bare version ("6.1.187"); culprit writes "culprit 0.1.0".
+        let tool = if v.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("perf {v}")
+        } else {
+            v.clone()
+        };
+        lines.push(format!("Recorded by {tool} on {host}"));
+    }
+    if let Some((a, b)) = m.time_range {
+        lines.push(format!(
+            "Duration: {} (first to last sample)",
+            culprit_output::units::human_ns(b.saturating_sub(a))
+        ));
+    }
+    lines
+}
+
+/// Whether event `id` of `profile` counts nanoseconds (the software clock events), so that
+/// its periods are durations.
+pub fn period_is_ns(profile: &Profile, id: culprit_decode::model::EventId) -> bool {
+    profile.events.get(usize::from(id)).is_some_and(|i| {
+        i.attr_type == culprit_decode::abi::perf_type::SOFTWARE && (i.config == 0 || i.config == 1)
+    })
+}
