@@ -73,15 +73,49 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            eprintln!("culprit: error: {err:#}");
+            eprintln!("culprit: error: {}", error_text(&err));
             ExitCode::from(2)
         }
     }
 }
 
+/// The error and its causes, `: `-separated, each said once: an error whose message
+/// already quotes its source (`cannot write x: No such file or directory`) does not get
+/// the source appended again.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_error_text_says_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let quoted = anyhow::Error::new(culprit_collect::error::RecordError::OutputNotWritable {
+            path: "/x/y".into(),
+            source: io,
+        });
+        assert_eq!(
+            error_text(&quoted),
+            "cannot write the output file /x/y: No such file or directory (os error 2)"
+        );
+        let wrapped = anyhow::Error::new(std::io::Error::from_raw_os_error(libc::ENOENT))
+            .context("reading perf.data");
+        assert_eq!(
+            error_text(&wrapped),
+            "reading perf.data: No such file or directory (os error 2)"
+        );
+    }
     use clap::CommandFactory;
 
     #[test]
