@@ -1,7 +1,7 @@
-//! Fuzz target: any bytes through `culprit_decode::read_bytes`, then every accessor over the
+//! Fuzz target: any bytes through `culprit_decode::Reader::from_bytes`, then every accessor over the
 //! result; and the same bytes pushed through a `StreamDecoder` in chunks whose sizes come from
 //! the input itself. The properties: no panic, no hang, bounded memory; and a pipe-mode input
-//! the stream decoder accepts decodes to the same samples and stop point as `read_bytes`.
+//! the stream decoder accepts decodes to the same samples and stop point as the whole read.
 #![no_main]
 
 use culprit_decode::model::{Profile, Sample};
@@ -34,7 +34,7 @@ fn key(s: &Sample) -> (u64, u64, i32, u64, u16) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let whole = culprit_decode::read_bytes(data);
+    let whole = culprit_decode::Reader::from_bytes(data).collect();
     let mut acc = 0u64;
     if let Ok(p) = &whole {
         for s in &p.samples {
@@ -89,11 +89,11 @@ fuzz_target!(|data: &[u8]| {
                 want.sort_unstable();
                 got.sort_unstable();
             }
-            assert_eq!(want, got, "stream and read_bytes deliver different samples");
+            assert_eq!(want, got, "stream and whole read deliver different samples");
             assert_eq!(
                 p.stopped.as_ref().map(|s| (s.offset, s.reason.as_str())),
                 sp.stopped.as_ref().map(|s| (s.offset, s.reason.as_str())),
-                "stream and read_bytes stop differently"
+                "stream and whole read stop differently"
             );
         }
     }

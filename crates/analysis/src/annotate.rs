@@ -324,22 +324,11 @@ pub fn annotate(
 }
 
 fn event_columns(profile: &Profile, wanted: &[String]) -> Result<Vec<EventId>, AnalysisError> {
-    let mut cols: Vec<EventId> = Vec::new();
-    if wanted.is_empty() {
-        cols = (0..profile.events.len() as EventId).collect();
+    let cols: Vec<EventId> = if wanted.is_empty() {
+        (0..profile.events.len() as EventId).collect()
     } else {
-        for w in wanted {
-            match profile.events.iter().position(|e| e.name == *w) {
-                Some(i) => cols.push(i as EventId),
-                None => {
-                    return Err(AnalysisError::UnknownEvent {
-                        wanted: w.clone(),
-                        available: profile.events.iter().map(|e| e.name.clone()).collect(),
-                    })
-                }
-            }
-        }
-    }
+        culprit_decode::model::select_events(profile, wanted)?
+    };
     if cols.is_empty() {
         return Err(AnalysisError::UnknownEvent {
             wanted: wanted.join(","),

@@ -338,23 +338,7 @@ pub fn branch_report(
     opts: &BranchOptions,
 ) -> Result<BranchReport, AnalysisError> {
     // Report events: those asked for, else those with branch entries, in file order.
-    let mut ids: Vec<EventId> = Vec::new();
-    for wanted in &opts.events {
-        let found: Vec<EventId> = profile
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| &e.name == wanted)
-            .map(|(i, _)| i as EventId)
-            .collect();
-        if found.is_empty() {
-            return Err(AnalysisError::UnknownEvent {
-                wanted: wanted.clone(),
-                available: profile.events.iter().map(|e| e.name.clone()).collect(),
-            });
-        }
-        ids.extend(found);
-    }
+    let mut ids: Vec<EventId> = culprit_decode::model::select_events(profile, &opts.events)?;
     if opts.events.is_empty() {
         ids = (0..profile.events.len() as EventId)
             .filter(|i| agg.totals.contains_key(i))

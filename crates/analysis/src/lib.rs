@@ -9,7 +9,6 @@
 
 pub mod annotate;
 pub mod branches;
-mod fxhash;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;
@@ -44,6 +43,15 @@ pub enum AnalysisError {
     /// record them).
     #[error("{0}")]
     NoData(String),
+}
+
+impl From<culprit_decode::model::UnknownEvent> for AnalysisError {
+    fn from(e: culprit_decode::model::UnknownEvent) -> Self {
+        AnalysisError::UnknownEvent {
+            wanted: e.wanted,
+            available: e.available,
+        }
+    }
 }
 
 /// What rows are grouped by.

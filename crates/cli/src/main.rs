@@ -79,17 +79,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes, `: `-separated, each said once: an error whose message
-/// already quotes its source (`cannot write x: No such file or directory`) does not get
-/// the source appended again.
+/// The error and its causes joined by ": ", each text once: an error type that prints its
+/// source in its own message (`cannot write x: No such file…`) and also returns it from
+/// `source()` would otherwise show the cause twice.
 fn error_text(err: &anyhow::Error) -> String {
-    let mut text = err.to_string();
-    for cause in err.chain().skip(1) {
+    let mut text = String::new();
+    for cause in err.chain() {
         let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text.push_str(": ");
-            text.push_str(&cause);
+        if text.contains(&cause) {
+            continue;
         }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
     }
     text
 }
@@ -98,22 +101,32 @@ fn error_text(err: &anyhow::Error) -> String {
 mod tests {
     use super::*;
 
+    /// An error whose message holds its source's, as thiserror's `"…: {source}"` makes it.
+    #[derive(Debug)]
+    struct Doubled {
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Doubled {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot write out.data: {}", self.source)
+        }
+    }
+
+    impl std::error::Error for Doubled {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
     #[test]
-    fn test_error_text_says_each_cause_once() {
-        let io = std::io::Error::from_raw_os_error(libc::ENOENT);
-        let quoted = anyhow::Error::new(culprit_collect::error::RecordError::OutputNotWritable {
-            path: "/x/y".into(),
-            source: io,
-        });
+    fn test_error_text_names_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let reason = io.to_string();
+        let err = anyhow::Error::new(Doubled { source: io }).context("recording failed");
         assert_eq!(
-            error_text(&quoted),
-            "cannot write the output file /x/y: No such file or directory (os error 2)"
-        );
-        let wrapped = anyhow::Error::new(std::io::Error::from_raw_os_error(libc::ENOENT))
-            .context("reading perf.data");
-        assert_eq!(
-            error_text(&wrapped),
-            "reading perf.data: No such file or directory (os error 2)"
+            error_text(&err),
+            format!("recording failed: cannot write out.data: {reason}")
         );
     }
     use clap::CommandFactory;

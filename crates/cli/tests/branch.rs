@@ -57,7 +57,7 @@ fn test_branch_entries_equal_perf_script_brstack() {
             })
             .filter(|l| !l.is_empty())
             .collect();
-        let p = culprit_decode::read_file(&file).unwrap();
+        let p = culprit_decode::Reader::open(&file).collect().unwrap();
         let ours: Vec<String> = p
             .samples
             .iter()

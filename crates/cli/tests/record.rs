@@ -157,7 +157,8 @@ fn event_samples(v: &Value, name: &str) -> u64 {
 
 /// culprit's own reader: the sample count matches the recorder's summary, no warnings.
 fn decode_checks(file: &Path, v: &Value) -> culprit_decode::Profile {
-    let p = culprit_decode::read_file(file)
+    let p = culprit_decode::Reader::open(file)
+        .collect()
         .unwrap_or_else(|e| panic!("culprit_decode cannot read {}: {e}", file.display()));
     assert!(p.stopped.is_none(), "reader stopped early: {:?}", p.stopped);
     assert!(p.warnings.is_empty(), "reader warnings: {:?}", p.warnings);
@@ -977,7 +978,7 @@ fn test_record_writes_progressively() {
         "the file had only {grew} bytes while recording"
     );
     assert_eq!(status.code(), Some(130));
-    let p = culprit_decode::read_file(&data).unwrap();
+    let p = culprit_decode::Reader::open(&data).collect().unwrap();
     assert!(p.samples.len() > 100);
 }
 
@@ -1111,7 +1112,9 @@ fn test_record_to_stdout_pipe_mode_read_by_perf_and_culprit() {
     std::fs::write(&file, &stream).unwrap();
 
     // culprit's reader: pipe mode, every sample, no warnings.
-    let p = culprit_decode::read_bytes(&stream).unwrap();
+    let p = culprit_decode::Reader::from_bytes(&stream)
+        .collect()
+        .unwrap();
     assert!(p.meta.pipe_mode);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     assert!(p.stopped.is_none(), "{:?}", p.stopped);

@@ -289,11 +289,9 @@ fn test_unwind_culprit_dwarf_recording_matches_known_tree() {
             assert!(chain.first().is_some_and(|f| f.cpumode == CpuMode::Kernel));
         }
     };
-    let opts = culprit_decode::ReadOptions {
-        unwinder: Some(&mut probe),
-        ..Default::default()
-    };
-    culprit_decode::read_file_with(&file, opts, &mut |_, _| {}, Some(&mut on_sample))
+    culprit_decode::Reader::open(&file)
+        .unwinder(&mut probe)
+        .fold(&mut on_sample)
         .expect("read the recording");
     assert!(user_samples > 500, "only {user_samples} user samples");
     assert_eq!(checked, user_samples);
@@ -345,15 +343,10 @@ fn test_unwind_stream_decoder_matches_file_reader() {
 
     let mut whole = culprit_symbols::unwind::DwarfUnwinder::new(&opts);
     let mut a: Vec<Vec<u64>> = Vec::new();
-    culprit_decode::read_bytes_with(
-        &data,
-        culprit_decode::ReadOptions {
-            unwinder: Some(&mut whole),
-            ..Default::default()
-        },
-        Some(&mut |p: &Profile, s: &Sample| a.push(chains(p, s))),
-    )
-    .expect("read_bytes_with");
+    culprit_decode::Reader::from_bytes(&data)
+        .unwinder(&mut whole)
+        .fold(|p, s| a.push(chains(p, s)))
+        .expect("read the bytes");
 
     let shared = std::rc::Rc::new(std::cell::RefCell::new(
         culprit_symbols::unwind::DwarfUnwinder::new(&opts),

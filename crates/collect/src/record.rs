@@ -30,6 +30,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use culprit_decode::abi::{attr_flag, misc, perf_type, read_format, record_type, sample_type};
+use culprit_decode::model::CpuMode;
+
 use crate::error::{OutputFailure, RecordError, TargetAfterFailure};
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
@@ -39,7 +42,6 @@ use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
 use crate::privilege::{self, Privileges};
 use crate::procfs;
 use crate::ring::{self, Ring};
-use culprit_decode::abi::{attr_flag, misc, read_format, record_type, sample_type};
 
 /// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -523,7 +525,10 @@ fn open_error(spec: &EventSpec, attr: &Attr, errno: i32, nfds: usize) -> RecordE
                     "precise sampling (:{}) is not available for it on this CPU/VM",
                     "p".repeat(attr.precise_ip() as usize)
                 )
-            } else if attr.attr_type == 0 || attr.attr_type == 3 || attr.attr_type == 4 {
+            } else if matches!(
+                attr.attr_type,
+                perf_type::HARDWARE | perf_type::HW_CACHE | perf_type::RAW
+            ) {
                 "the CPU's PMU does not provide it (no hardware PMU in this VM?); \
                  `culprit list` shows what works, software events such as cpu-clock always do"
                     .to_string()
@@ -661,9 +666,9 @@ impl Tracker {
                 self.samples[ev] += 1;
                 self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
                 self.last_time = self.last_time.max(time);
-                match misc & 7 {
-                    1 => self.kernel_hit = true,
-                    2 => {
+                match CpuMode::from_misc(misc) {
+                    CpuMode::Kernel => self.kernel_hit = true,
+                    CpuMode::User => {
                         if let Some(m) = self
                             .maps
                             .get(&pid)
@@ -987,7 +992,7 @@ fn record_into(
                         if (e == libc::EACCES || e == libc::EPERM)
                             && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0
                             && !spec.exclude_user
-                            && spec.attr_type != culprit_decode::abi::perf_type::TRACEPOINT =>
+                            && spec.attr_type != perf_type::TRACEPOINT =>
                     {
                         // As perf: without the right to sample the kernel, retry user-only
                         // (never an event that samples the kernel only: it would get nothing).

@@ -1,4 +1,4 @@
-//! Decode-only benchmark: reads a perf.data file with `read_file_streaming` and a callback that
+//! Decode-only benchmark: reads a perf.data file with `Reader::fold` and a callback that
 //! only counts, several times, and prints samples per second (best and median run), by wall
 //! time and by the thread's on-CPU time (/proc/thread-self/schedstat: on a shared, loaded
 //! machine the wall time mostly measures waiting for a CPU).
@@ -6,8 +6,7 @@
 //! [--skip-chains]`
 //! `--pipe` pushes the file through a `StreamDecoder` in 64 KiB chunks instead (a pipe-mode
 //! file: `perf record -o - > f`). `--skip-chains` reads as flat reports and `culprit trace` do
-//! (`ReadOptions::skip_callchains`).
-use std::path::Path;
+//! (`Reader::skip_callchains`).
 use std::time::Instant;
 
 /// Nanoseconds this thread has spent on a CPU.
@@ -47,11 +46,9 @@ fn main() {
             }
             d.finish(&mut count).stopped
         } else {
-            let opts = culprit_decode::ReadOptions {
-                skip_callchains,
-                ..Default::default()
-            };
-            culprit_decode::read_file_with(Path::new(path), opts, &mut |_, _| {}, Some(&mut count))
+            culprit_decode::Reader::open(path)
+                .skip_callchains(skip_callchains)
+                .fold(&mut count)
                 .expect("a perf.data file")
                 .stopped
         };

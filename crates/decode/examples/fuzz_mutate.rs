@@ -6,7 +6,7 @@
 //!
 //! Mutates the seed files (bit flips, interesting integers at random and at header/record
 //! size positions, truncation, chunk deletion/duplication, splicing) and feeds each input to
-//! `read_bytes`, walking the result. A panic, or an input taking more than 2 s, is a crash:
+//! `Reader::from_bytes`, walking the result. A panic, or an input taking more than 2 s, is a crash:
 //! the input is written to CRASH_DIR. Prints executions and crashes at the end.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -128,36 +128,38 @@ fn sample_text(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -
     )
 }
 
+/// Sample texts, share after share.
+#[derive(Default)]
+struct Texts(Vec<String>);
+
+impl culprit_decode::Fold for Texts {
+    fn add(&mut self, p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) {
+        self.0.push(sample_text(p, s));
+    }
+
+    fn split(&self) -> Self {
+        Texts::default()
+    }
+
+    fn merge(&mut self, later: Self, _: &culprit_decode::Profile) {
+        self.0.extend(later.0);
+    }
+}
+
 /// The parallel read (2 and 3 shares) must deliver what the sequential one does.
 fn check_parallel(data: &[u8]) {
     let mut want = Vec::new();
-    let seq = culprit_decode::read_bytes_streaming(data, &mut |p, s| want.push(sample_text(p, s)));
+    let seq = culprit_decode::Reader::from_bytes(data).fold(|p, s| want.push(sample_text(p, s)));
     // Fixed splits: the same input reads the same way every time.
     for (n, split) in [(2usize, 0.5), (2, 0.2), (3, 0.5)] {
-        let mut shares: Vec<Vec<String>> = vec![Vec::new(); n];
-        let par = {
-            let mut sinks: Vec<_> = shares
-                .iter_mut()
-                .map(|v| {
-                    move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
-                        v.push(sample_text(p, s))
-                    }
-                })
-                .collect();
-            culprit_decode::read_bytes_parallel(
-                data,
-                culprit_decode::ParallelOptions {
-                    split: culprit_decode::SplitRule::Fixed(split),
-                    ..Default::default()
-                },
-                &mut sinks,
-            )
+        let par = culprit_decode::Reader::from_bytes(data)
+            .threads(n)
+            .split(culprit_decode::SplitRule::Fixed(split))
+            .fold_parallel(Texts::default());
+        let (par, got) = match par {
+            Ok((p, texts)) => (Ok(p), texts.0),
+            Err(e) => (Err(e), Vec::new()),
         };
-        if let Ok((_, used)) = &par {
-            shares.truncate(*used);
-        }
-        let par = par.map(|(p, _)| p);
-        let got: Vec<String> = shares.into_iter().flatten().collect();
         match (&seq, &par) {
             (Ok(a), Ok(b)) => {
                 assert_eq!(
@@ -186,7 +188,7 @@ fn check_parallel(data: &[u8]) {
 
 fn walk(data: &[u8]) -> u64 {
     check_parallel(data);
-    let Ok(p) = culprit_decode::read_bytes(data) else {
+    let Ok(p) = culprit_decode::Reader::from_bytes(data).collect() else {
         return 0;
     };
     let mut acc = 0u64;

@@ -3,7 +3,7 @@
 //! [--digest]`. `--digest` streams the file and prints one hash of everything every sample
 //! carries (fields, chain, raw, regs, stack, read values, comm and DSO), to check that a
 //! change of the decoder delivers exactly the same samples. `--check-parallel N` reads the
-//! file sequentially and with `read_file_parallel` on N shares and compares every sample (in
+//! file sequentially and with `Reader::fold_parallel` on N threads and compares every sample (in
 //! share order) and the profiles.
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -34,14 +34,10 @@ fn main() {
         // DefaultHasher::new() has fixed keys: the same samples give the same digest.
         let mut h = std::collections::hash_map::DefaultHasher::new();
         let mut n = 0u64;
-        let p = culprit_decode::read_file_streaming(
-            std::path::Path::new(path),
-            &mut |_, _| {},
-            &mut |p, s| {
-                n += 1;
-                sample_hash(p, s).hash(&mut h);
-            },
-        );
+        let p = culprit_decode::Reader::open(path).fold(|p, s| {
+            n += 1;
+            sample_hash(p, s).hash(&mut h);
+        });
         match p {
             Ok(p) => {
                 format!("{:?} {:?} {:?}", p.events, p.dsos, p.stopped).hash(&mut h);
@@ -54,14 +50,10 @@ fn main() {
     if args.iter().any(|a| a == "--stream") {
         // Streaming: count samples and frames without keeping them.
         let (mut n, mut frames) = (0u64, 0u64);
-        let p = culprit_decode::read_file_streaming(
-            std::path::Path::new(path),
-            &mut |_, _| {},
-            &mut |p, s| {
-                n += 1;
-                frames += p.callchain(s).len() as u64;
-            },
-        );
+        let p = culprit_decode::Reader::open(path).fold(|p, s| {
+            n += 1;
+            frames += p.callchain(s).len() as u64;
+        });
         let secs = t.elapsed().as_secs_f64();
         match p {
             Ok(p) => println!(
@@ -74,7 +66,7 @@ fn main() {
         }
         return;
     }
-    let p = match culprit_decode::read_file(std::path::Path::new(path)) {
+    let p = match culprit_decode::Reader::open(path).collect() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
@@ -160,46 +152,49 @@ fn sample_hash(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -
     h.finish()
 }
 
+/// Sample hashes of a parallel read, share after share, and the size of each merged share.
+#[derive(Default)]
+struct Hashes {
+    samples: Vec<u64>,
+    merged: Vec<usize>,
+}
+
+impl culprit_decode::Fold for Hashes {
+    fn add(&mut self, p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) {
+        self.samples.push(sample_hash(p, s));
+    }
+
+    fn split(&self) -> Self {
+        Hashes::default()
+    }
+
+    fn merge(&mut self, later: Self, _: &culprit_decode::Profile) {
+        self.merged.push(later.samples.len());
+        self.samples.extend(later.samples);
+    }
+}
+
 /// `--check-parallel N`: sequential and parallel reads deliver the same samples.
 fn check_parallel(path: &str, n: usize) {
-    let path = std::path::Path::new(path);
     let mut seq = Vec::new();
     let t = std::time::Instant::now();
-    let a = culprit_decode::read_file_streaming(path, &mut |_, _| {}, &mut |p, s| {
-        seq.push(sample_hash(p, s))
-    });
+    let a = culprit_decode::Reader::open(path).fold(|p, s| seq.push(sample_hash(p, s)));
     let t_seq = t.elapsed().as_secs_f64();
-    let mut shares: Vec<Vec<u64>> = vec![Vec::new(); n];
     let t = std::time::Instant::now();
-    let b = {
-        let mut sinks: Vec<_> = shares
-            .iter_mut()
-            .map(|v| {
-                move |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
-                    v.push(sample_hash(p, s))
-                }
-            })
-            .collect();
-        culprit_decode::read_file_parallel(
-            path,
-            culprit_decode::ParallelOptions::default(),
-            &mut |_, _| {},
-            &mut sinks,
-        )
-    };
+    let b = culprit_decode::Reader::open(path)
+        .threads(n)
+        .fold_parallel(Hashes::default());
     let t_par = t.elapsed().as_secs_f64();
-    let (a, b) = match (a, b) {
-        (Ok(a), Ok((b, used))) => {
-            shares.truncate(used);
-            (a, b)
-        }
+    let (a, b, par) = match (a, b) {
+        (Ok(a), Ok((b, par))) => (a, b, par),
         (a, b) => {
             println!("errors: sequential {:?} parallel {:?}", a.err(), b.err());
             return;
         }
     };
-    let par: Vec<u64> = shares.iter().flatten().copied().collect();
-    let sizes: Vec<usize> = shares.iter().map(Vec::len).collect();
+    let mut sizes = vec![par.samples.len() - par.merged.iter().sum::<usize>()];
+    sizes.extend(&par.merged);
+    let par = par.samples;
     let first_diff = seq.iter().zip(&par).position(|(x, y)| x != y);
     let same_samples = seq.len() == par.len() && first_diff.is_none();
     let view = |p: &culprit_decode::Profile| {

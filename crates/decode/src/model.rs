@@ -40,6 +40,85 @@ pub enum CpuMode {
     GuestUser,
 }
 
+impl EventInfo {
+    /// Whether `-e wanted` selects this event: the name itself, or the name without perf's
+    /// modifiers (`cpu-clock` selects `cpu-clock:ppp`, `cycles:u`, `cycles:P`), or the event
+    /// named in a term list (`cycles/period=1000/`, `cpu/cycles/`). The one rule of every verb.
+    pub fn matches(&self, wanted: &str) -> bool {
+        event_name_matches(&self.name, |n| n == wanted)
+    }
+}
+
+/// [`EventInfo::matches`] with a comparison of the name's spellings (for globs): whether
+/// `same` holds for `name`, for `name` without its `:modifiers` (perf's modifier letters),
+/// for the event before an empty term list or one of per-event settings only (`ibs_op//`,
+/// `event/period=N/`), or for the event inside a term list without `=` (`pmu/event/`;
+/// `pmu/event=0x3c/` only matches whole).
+pub fn event_name_matches(name: &str, same: impl Fn(&str) -> bool) -> bool {
+    if same(name) {
+        return true;
+    }
+    // perf's modifier letters (`:u`, `:ppp`, `:HG`…): a tracepoint's `system:name` is no
+    // modifier.
+    let bare = match name.rsplit_once(':') {
+        Some((event, mods))
+            if !mods.is_empty() && mods.chars().all(|c| "ukhHGpPSDIWeb".contains(c)) =>
+        {
+            event
+        }
+        _ => name,
+    };
+    if same(bare) {
+        return true;
+    }
+    if let Some((head, rest)) = bare.split_once('/') {
+        let inner = rest.strip_suffix('/').unwrap_or(rest);
+        let settings_only = inner.is_empty()
+            || inner.split(',').all(|t| {
+                ["period=", "freq=", "name=", "call-graph=", "stack-size="]
+                    .iter()
+                    .any(|p| t.starts_with(p))
+            });
+        if (settings_only && same(head)) || (!inner.contains('=') && same(inner)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The events of `profile` that the `-e` names select, in the order of the names (each event
+/// once); `Err` names the first name that selects nothing, with the file's events.
+pub fn select_events(profile: &Profile, wanted: &[String]) -> Result<Vec<EventId>, UnknownEvent> {
+    let mut ids = Vec::new();
+    for w in wanted {
+        let before = ids.len();
+        for (i, e) in profile.events.iter().enumerate() {
+            let id = i as EventId;
+            if e.matches(w) && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        if ids.len() == before && !profile.events.iter().any(|e| e.matches(w)) {
+            // Nothing new and nothing at all: a name of no event.
+            return Err(UnknownEvent {
+                wanted: w.clone(),
+                available: profile.events.iter().map(|e| e.name.clone()).collect(),
+            });
+        }
+    }
+    Ok(ids)
+}
+
+/// `-e NAME` selects no event of the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no event '{wanted}' in the file (events: {})", available.join(", "))]
+pub struct UnknownEvent {
+    /// What was asked for.
+    pub wanted: String,
+    /// The file's events.
+    pub available: Vec<String>,
+}
+
 impl CpuMode {
     /// Decodes the low three bits of a record's `misc` field.
     pub fn from_misc(misc: u16) -> CpuMode {
@@ -539,7 +618,7 @@ impl Profile {
 
 #[cfg(test)]
 mod tests {
-    use super::BranchEntry;
+    use super::{event_name_matches, BranchEntry};
 
     #[test]
     fn test_branch_flags_of_a_big_endian_writer_move_from_the_top_bits() {
@@ -560,5 +639,32 @@ mod tests {
         };
         assert!(!e.mispred() && e.predicted());
         assert_eq!((e.cycles(), e.spec(), e.privilege()), (77, 3, 2));
+    }
+
+    #[test]
+    fn test_event_name_matches_without_modifiers_or_term_lists() {
+        let is = |wanted: &str, name: &str| event_name_matches(name, |n| n == wanted);
+        for (wanted, name) in [
+            ("cpu-clock", "cpu-clock"),
+            ("cpu-clock", "cpu-clock:ppp"),
+            ("cpu-clock:ppp", "cpu-clock:ppp"),
+            ("cycles", "cycles:u"),
+            ("cycles", "cycles:P"),
+            ("cycles", "cpu/cycles/"),
+            ("task-clock", "task-clock/period=100000/"),
+            ("ibs_op", "ibs_op//"),
+            ("sched:sched_switch", "sched:sched_switch"),
+        ] {
+            assert!(is(wanted, name), "{wanted} should select {name}");
+        }
+        for (wanted, name) in [
+            ("cpu-clock", "cpu-clock-x"),
+            ("cycles", "instructions:u"),
+            ("cpu-clock:u", "cpu-clock:ppp"),
+            ("cpu", "cpu/event=0x3c/"),
+            ("sched", "sched:sched_switch"),
+        ] {
+            assert!(!is(wanted, name), "{wanted} should not select {name}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::io::Read;
 use crate::cursor::u64_at;
 use crate::header;
 use crate::model::{Profile, ReadStop, Sample};
-use crate::reader::{Framed, Reader};
+use crate::reader::{Framed, Reader, SampleSink, Skips};
 use crate::DecodeError;
 
 /// Records waiting for a FINISHED_ROUND are delivered early (in time order) beyond this many
@@ -23,7 +23,7 @@ use crate::abi::PIPE_HEADER_SIZE as PIPE_HEADER;
 /// Samples are delivered in perf's order: at each FINISHED_ROUND, the queued records not
 /// newer than the previous round's newest timestamp; at once when the stream's events have no
 /// timestamps; the rest at [`StreamDecoder::flush_all`] or [`StreamDecoder::finish`]. The
-/// results equal [`crate::read_bytes`] on the same bytes. Memory is bounded by the records of
+/// results equal [`crate::Reader::collect`] on the same bytes. Memory is bounded by the records of
 /// the unflushed round (at most about 64 MiB: beyond that they are delivered early in time
 /// order, with a warning), not by the stream's length.
 ///
@@ -54,7 +54,7 @@ pub struct StreamDecoder {
     stop: Option<ReadStop>,
     /// The stream is not perf.data: every call fails.
     rejected: Option<(u64, String)>,
-    /// Samples stay in the profile instead of going to the callback ([`crate::read_reader`]).
+    /// Samples stay in the profile instead of going to the callback ([`crate::Reader::collect`]).
     collect: bool,
     pending_cap: usize,
     warned_cap: bool,
@@ -64,6 +64,8 @@ pub struct StreamDecoder {
     unwinder: Option<Box<dyn crate::unwind::UserStackUnwinder>>,
     /// [`StreamDecoder::set_skip_callchains`], kept for the reader made at the header.
     skip_chains: bool,
+    /// Code locations are left unresolved ([`crate::Reader::skip_locations`]).
+    skip_locations: bool,
 }
 
 impl Default for StreamDecoder {
@@ -100,11 +102,12 @@ impl StreamDecoder {
             empty: Profile::default(),
             unwinder: None,
             skip_chains: false,
+            skip_locations: false,
         }
     }
 
     /// Unwinds the sampled user stacks of `--call-graph dwarf` streams with `unwinder` (as
-    /// [`crate::ReadOptions::unwinder`] does for files), from the next sample on. To read
+    /// [`crate::Reader::unwinder`] does for files), from the next sample on. To read
     /// its warnings or statistics later, share it, e.g. through `Rc<RefCell<_>>`.
     pub fn set_unwinder(&mut self, unwinder: Box<dyn crate::unwind::UserStackUnwinder>) {
         match self.reader.as_mut() {
@@ -113,7 +116,7 @@ impl StreamDecoder {
         }
     }
 
-    /// Decode no call chains from the next sample on (as [`crate::ReadOptions::skip_callchains`]
+    /// Decode no call chains from the next sample on (as [`crate::Reader::skip_callchains`]
     /// does for files): for consumers that never look at them.
     pub fn set_skip_callchains(&mut self, skip: bool) {
         self.skip_chains = skip;
@@ -136,7 +139,7 @@ impl StreamDecoder {
 
     /// Feeds the next bytes. Samples that become deliverable (perf's ordering: at
     /// FINISHED_ROUND, records not newer than the previous round's newest time; at once when
-    /// the stream has no timestamps) go to `on_sample` as with [`crate::read_file_streaming`]:
+    /// the stream has no timestamps) go to `on_sample` as with [`crate::Reader::fold`]:
     /// inside the call, `profile.callchain(s)`, `raw`, `dso`, `str`… work.
     ///
     /// `Err` only for a stream that is not perf.data (bad magic, not pipe mode, a sample
@@ -187,6 +190,7 @@ impl StreamDecoder {
             let mut reader = Reader::new_stream(be);
             reader.unwind = self.unwinder.take().map(crate::unwind::Hook::owned);
             reader.skip_chains = self.skip_chains;
+            reader.skip_locations = self.skip_locations;
             self.reader = Some(reader);
             self.buf.clear();
             self.base = PIPE_HEADER as u64;
@@ -329,7 +333,7 @@ impl StreamDecoder {
         })
     }
 
-    /// [`StreamDecoder::finish`] that fails like [`crate::read_bytes`] for an input that is
+    /// [`StreamDecoder::finish`] that fails like [`crate::Reader::collect`] for an input that is
     /// not a pipe-mode perf.data stream.
     fn finish_checked(
         mut self,
@@ -405,7 +409,7 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> Result<usize, DecodeError
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(DecodeError::Io(e)),
         }
     }
     Ok(n)
@@ -416,16 +420,23 @@ pub(crate) fn is_pipe_header(head: &[u8]) -> bool {
     header::byte_order(head).is_ok_and(|be| u64_at(head, 8, be) == Some(PIPE_HEADER as u64))
 }
 
-/// Runs a pipe-mode stream from `input` through a [`StreamDecoder`]; `collect` keeps the
-/// samples in the profile.
+/// Runs a pipe-mode stream from `input` through a [`StreamDecoder`] (the input is not held
+/// whole); without `on_sample`, the samples stay in the profile.
 fn stream_from(
     head: &[u8],
     mut input: impl Read,
-    collect: bool,
-    on_sample: &mut dyn FnMut(&Profile, &Sample),
+    on_sample: Option<SampleSink<'_>>,
+    skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let mut d = StreamDecoder::new();
-    d.collect = collect;
+    d.collect = on_sample.is_none();
+    d.skip_chains = skips.chains;
+    d.skip_locations = skips.locations;
+    let mut nothing = |_: &Profile, _: &Sample| {};
+    let on_sample = match on_sample {
+        Some(f) => f,
+        None => &mut nothing,
+    };
     d.push(head, on_sample)?;
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -433,44 +444,39 @@ fn stream_from(
             Ok(0) => break,
             Ok(n) => d.push(buf.get(..n).unwrap_or(&[]), on_sample)?,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(DecodeError::Io(e)),
         }
     }
     d.finish_checked(on_sample)
 }
 
-/// Streams a perf.data from a reader (stdin for `-i -`): samples go to `on_sample` as with
-/// [`crate::read_file_streaming`]. Pipe mode (`perf record -o -`) is decoded incrementally in
-/// memory bounded by the unflushed round. A file-mode perf.data needs random access (its
-/// header points at the attributes and features at the end), so from a non-seekable reader
-/// it is buffered whole first, then streamed.
-pub fn read_reader_streaming(
+/// Reads a perf.data stream (stdin for `-i -`) for [`crate::Reader`]. Pipe mode
+/// (`perf record -o -`) is decoded incrementally, in memory bounded by the unflushed round,
+/// unless user stacks are to be unwound (then it is read whole first, as a file-mode
+/// perf.data always is: its header points at the attributes and features at the end).
+pub(crate) fn read_input(
     mut input: impl Read,
-    on_sample: &mut dyn FnMut(&Profile, &Sample),
+    on_sample: Option<SampleSink<'_>>,
+    unwinder: Option<&mut dyn crate::unwind::UserStackUnwinder>,
+    skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let mut head = [0u8; PIPE_HEADER];
     let n = read_full(&mut input, &mut head)?;
     let head = head.get(..n).unwrap_or(&[]);
-    if is_pipe_header(head) {
-        return stream_from(head, input, false, on_sample);
+    if unwinder.is_none() && is_pipe_header(head) {
+        return stream_from(head, input, on_sample, skips);
     }
     let mut data = head.to_vec();
-    input.read_to_end(&mut data)?;
-    crate::read_bytes_streaming(&data, on_sample)
-}
-
-/// [`crate::read_reader`]: pipe mode through a [`StreamDecoder`] that keeps the samples (the
-/// input is not buffered whole); file mode read whole, then decoded.
-pub(crate) fn read_reader_collect(mut input: impl Read) -> Result<Profile, DecodeError> {
-    let mut head = [0u8; PIPE_HEADER];
-    let n = read_full(&mut input, &mut head)?;
-    let head = head.get(..n).unwrap_or(&[]);
-    if is_pipe_header(head) {
-        return stream_from(head, input, true, &mut |_, _| {});
-    }
-    let mut data = head.to_vec();
-    input.read_to_end(&mut data)?;
-    crate::read_bytes(&data)
+    input.read_to_end(&mut data).map_err(DecodeError::Io)?;
+    let (mut on_sample, mut unwinder) = (on_sample, unwinder);
+    crate::reader::read(
+        &data,
+        &mut |_, _| {},
+        &mut |_| {},
+        crate::input::reborrow_sink(&mut on_sample),
+        crate::input::reborrow_unwinder(&mut unwinder),
+        skips,
+    )
 }
 
 #[cfg(test)]
@@ -611,7 +617,7 @@ mod tests {
     #[test]
     fn test_tracing_data_record_is_skipped_and_names_the_tracepoint() {
         let data = with_tracing_data(&[0; 5]);
-        let whole = crate::read_bytes(&data).unwrap();
+        let whole = crate::Reader::from_bytes(&data).collect().unwrap();
         assert!(whole.stopped.is_none(), "{:?}", whole.stopped);
         assert_eq!(whole.events[0].name, "sched:sched_switch");
         assert_eq!(whole.events[0].samples, 5);
@@ -636,7 +642,7 @@ mod tests {
         }
         // Cut inside the tracing data: a stop at the record, not a misread.
         let cut = &data[..16 + 144 + 40];
-        let p = crate::read_bytes(cut).unwrap();
+        let p = crate::Reader::from_bytes(cut).collect().unwrap();
         let s = p.stopped.expect("stop");
         assert_eq!((s.offset, s.record_type), (160, Some(66)));
         // A lying size: a stop, not a stream buffered without bound.
@@ -649,7 +655,7 @@ mod tests {
         // Damaged tracing data: a warning, the event keeps its numeric name.
         let mut bad = data.clone();
         bad[160 + 16] = b'X';
-        let p = crate::read_bytes(&bad).unwrap();
+        let p = crate::Reader::from_bytes(&bad).collect().unwrap();
         assert!(p.stopped.is_none());
         assert!(p.events[0].name.starts_with("tracepoint:0x13c"));
         assert!(
@@ -667,8 +673,8 @@ mod tests {
             b"[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured ]\n",
         );
         for p in [
-            crate::read_bytes(&data).unwrap(),
-            read_reader_collect(&data[..]).unwrap(),
+            crate::Reader::from_bytes(&data).collect().unwrap(),
+            crate::Reader::from_read(&data[..]).collect().unwrap(),
         ] {
             assert!(p.stopped.is_none(), "{:?}", p.stopped);
             assert_eq!(p.samples.len(), 3);
@@ -677,14 +683,18 @@ mod tests {
         // Other trailing bytes stay damage.
         data.truncate(clean);
         data.extend_from_slice(b"[ perf recorx\0\0\0\0");
-        assert!(crate::read_bytes(&data).unwrap().stopped.is_some());
+        assert!(crate::Reader::from_bytes(&data)
+            .collect()
+            .unwrap()
+            .stopped
+            .is_some());
     }
 
     #[test]
     fn test_legacy_magic_pipe_both_byte_orders() {
         let mut data = synthetic(IP_TID_PERIOD, &[0; 4]);
         data[..8].copy_from_slice(b"PERFFILE");
-        let p = crate::read_bytes(&data).unwrap();
+        let p = crate::Reader::from_bytes(&data).collect().unwrap();
         assert_eq!(p.samples.len(), 4);
         let mut d = StreamDecoder::new();
         let mut n = 0;

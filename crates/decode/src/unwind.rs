@@ -6,7 +6,7 @@
 //! PERF_SAMPLE_CALLCHAIN). Unwinding needs the unwind tables of the mapped files, which is
 //! file I/O and does not belong in this pure decoder: the caller passes an implementation of
 //! [`UserStackUnwinder`] (culprit-symbols has one, built on framehop) in
-//! [`crate::ReadOptions`]. The decoder calls it while it builds each such sample, with the
+//! [`crate::Reader::unwinder`]. The decoder calls it while it builds each such sample, with the
 //! process's mappings *at that moment*, and appends the returned addresses to the sample's
 //! call chain as user frames, resolved like the sampled IP. Report, annotate, trace and top
 //! then see DWARF chains like frame-pointer chains.
@@ -106,6 +106,12 @@ pub trait UserStackUnwinder {
     /// IP (the `IP` register), then return addresses. Pushes nothing when it cannot even
     /// start (no IP register).
     fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>);
+
+    /// The warnings gathered so far, taken (a [`crate::Reader`] appends them to the profile's
+    /// after the read). None by default.
+    fn take_warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The caller's unwinder: borrowed (file readers) or owned (a long-lived decoder such as

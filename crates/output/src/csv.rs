@@ -6,14 +6,16 @@ use std::io::{self, Write};
 
 use crate::model::Table;
 
-/// A CSV field, quoted when it holds a comma, quote, CR or LF (quotes doubled), or starts or
-/// ends with a space.
+/// A CSV field: control characters of names from files (newlines, terminal escapes) written
+/// as `\xNN` as in text output, so that a field never breaks a row nor drives a terminal;
+/// then quoted when it holds a comma or quote (quotes doubled), or starts or ends with a space.
 pub fn field(s: &str) -> Cow<'_, str> {
-    let needs = s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ');
+    let s = crate::text::escape(s);
+    let needs = s.contains([',', '"']) || s.starts_with(' ') || s.ends_with(' ');
     if needs {
         Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
     } else {
-        Cow::Borrowed(s)
+        s
     }
 }
 
@@ -48,6 +50,13 @@ pub fn write(out: &mut dyn Write, t: &Table) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::model::{Column, Values};
+
+    #[test]
+    fn test_csv_escapes_control_characters() {
+        assert_eq!(field("a\nb"), "a\\x0ab");
+        assert_eq!(field("x\x1b[31m,y"), "\"x\\x1b[31m,y\"");
+        assert_eq!(field("plain"), "plain");
+    }
 
     #[test]
     fn test_csv_quotes_and_raw_numbers() {

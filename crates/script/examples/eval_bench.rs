@@ -16,7 +16,7 @@ fn main() {
         std::process::exit(2);
     };
     let runs: usize = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(5);
-    let profile = match culprit_decode::read_file(std::path::Path::new(file)) {
+    let profile = match culprit_decode::Reader::open(std::path::Path::new(file)).collect() {
         Ok(p) => p,
         Err(e) => {
             eprintln!("eval_bench: {file}: {e}");

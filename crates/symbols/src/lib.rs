@@ -35,6 +35,7 @@
 mod demangle;
 pub mod disasm;
 mod elf;
+mod input;
 mod kernel;
 mod lines;
 mod perfmap;
@@ -49,6 +50,7 @@ use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
 pub use demangle::demangle;
 pub use elf::Segment;
+pub use input::{ProfileInput, ReadPlan};
 pub use kernel::{parse_kallsyms, parse_kallsyms_bytes, parse_kallsyms_text, Kallsyms};
 pub use table::{Binding, SharedText, Symbol, SymbolRef, SymbolTable, SymbolTableBuilder};
 
@@ -96,6 +98,9 @@ pub struct SymbolizerOptions {
     pub os_release: PathBuf,
     /// Which kernel's symbols name kernel addresses.
     pub kernel_symbols: KernelSymbols,
+    /// perf's `--symfs DIR`: every recorded DSO path is looked up under this directory
+    /// first (`DIR/usr/lib/libc.so.6`), then where it was recorded.
+    pub symfs: Option<PathBuf>,
 }
 
 /// Where the names of kernel addresses come from.
@@ -128,6 +133,7 @@ impl Default for SymbolizerOptions {
             perf_map_dir: PathBuf::from("/tmp"),
             os_release: PathBuf::from("/proc/sys/kernel/osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
+            symfs: None,
         }
     }
 }
@@ -248,6 +254,18 @@ enum Prefetched {
 }
 
 impl SymbolizerOptions {
+    /// Where to read the DSO recorded at `path`: under [`SymbolizerOptions::symfs`] when that
+    /// has it, else `path` itself.
+    pub fn dso_file(&self, path: &str) -> PathBuf {
+        if let Some(root) = &self.symfs {
+            let p = root.join(path.trim_start_matches('/'));
+            if p.exists() {
+                return p;
+            }
+        }
+        PathBuf::from(path)
+    }
+
     /// perf's build-id cache copy of a kernel's kallsyms
     /// (`~/.debug/[kernel.kallsyms]/ID/kallsyms`), if the cache has it.
     fn cached_kallsyms(&self, build_id: &[u8]) -> Option<PathBuf> {
@@ -587,7 +605,7 @@ impl Symbolizer {
                     }
                     return state;
                 }
-                let path = PathBuf::from(&dso.path);
+                let path = self.opts.dso_file(&dso.path);
                 self.prepare_elf(&dso.path, &path, dso.build_id.as_deref())
             }
         }
@@ -988,7 +1006,8 @@ impl Symbolizer {
     pub fn preload_elf(&mut self, path: &str, build_id: Option<&[u8]>) {
         let key = (path.to_string(), build_id.map(<[u8]>::to_vec));
         if !self.preloaded.contains_key(&key) {
-            let loaded = self.load_elf(path, Path::new(path), build_id);
+            let file = self.opts.dso_file(path);
+            let loaded = self.load_elf(path, &file, build_id);
             self.preloaded.insert(key, loaded);
         }
     }

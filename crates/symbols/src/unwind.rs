@@ -239,7 +239,7 @@ impl DwarfUnwinder {
             let facts = elf::read_elf(&map, path, false).map_err(|e| e.to_string())?;
             Ok((read_unwind_file(&map, path)?, facts.build_id))
         };
-        let on_disk = read(Path::new(path));
+        let on_disk = read(&self.opts.dso_file(path));
         let Some(rec) = build_id else {
             return on_disk.map(|(f, _)| f);
         };
@@ -349,6 +349,10 @@ impl DwarfUnwinder {
 }
 
 impl UserStackUnwinder for DwarfUnwinder {
+    fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
     fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>) {
         let (Some(ip), Some(sp)) = (input.reg(x86_64_reg::IP), input.reg(x86_64_reg::SP)) else {
             return;

@@ -65,6 +65,7 @@ impl Machine {
             perf_map_dir: self.dir.join("none"),
             os_release: self.dir.join("osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
+            symfs: None,
         }
     }
 

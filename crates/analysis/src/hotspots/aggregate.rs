@@ -107,7 +107,7 @@ pub(super) type AggKey = (
     (u32, u64),
 );
 
-/// Folds samples as they are read (see [`culprit_decode::read_file_streaming`]) into the
+/// Folds samples as they are read (see [`culprit_decode::Reader::fold`]) into the
 /// compact form [`hotspots_aggregated`] reports from: identical samples are counted once,
 /// call chains are interned, so memory scales with distinct addresses and chains.
 #[derive(Default)]
@@ -222,7 +222,7 @@ impl FlatIndex {
     #[inline(always)]
     pub(super) fn find(&self, k: &[u64; 4]) -> Result<u32, usize> {
         let mask = self.slots.len().wrapping_sub(1);
-        let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+        let mut i = (FxBuildHasher.hash_one(k) as usize) & mask;
         loop {
             match self.slots.get(i) {
                 Some(&0) | None => return Err(i),
@@ -293,7 +293,7 @@ impl FlatIndex {
         self.slots = vec![0; len];
         let mask = len - 1;
         for (e, k) in self.keys.iter().enumerate() {
-            let mut i = (crate::fxhash::hash_words4(k.key) as usize) & mask;
+            let mut i = (FxBuildHasher.hash_one(k.key) as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -514,7 +514,7 @@ impl SampleAggregator {
     }
 
     /// Folds the entries of `later` in: an aggregator of samples that came after this one's
-    /// (the next share of [`culprit_decode::read_file_parallel`]), whose profile's ids are
+    /// (the next share of [`culprit_decode::Reader::fold_parallel`]), whose profile's ids are
     /// valid in `profile`. The result is what one aggregator fed all the samples in that
     /// order holds: same entries in the same order, same frame and chain numbering, so the
     /// report (whose ties keep first-seen order) is the same.
@@ -563,8 +563,8 @@ impl SampleAggregator {
             }
         }
         let hash = {
-            // Packed into six words, mixed by three independent folded multiplies (a
-            // multiply per word in a chain was a third of a flat report's fold).
+            // Packed into six words, hashed as one 48-byte block (independent folded
+            // multiplies: a multiply per word in a chain was a third of a flat report's fold).
             let w = [
                 u64::from(e.event)
                     | (e.cpumode as u64) << 16
@@ -576,7 +576,7 @@ impl SampleAggregator {
                 e.location.file_offset,
                 u64::from(e.callchain.start) | u64::from(e.callchain.end) << 32,
             ];
-            crate::fxhash::hash_words6(w)
+            FxBuildHasher.hash_one(w)
         };
         let found = self
             .index
@@ -658,7 +658,7 @@ impl SampleAggregator {
         use std::hash::Hasher;
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
-        let mut h = crate::fxhash::FxHasher::default();
+        let mut h = rustc_hash::FxHasher::default();
         h.write_usize(chain.len());
         for fr in chain {
             let key = (
@@ -693,6 +693,20 @@ impl SampleAggregator {
         let b = self.chain_frames.len() as u32;
         self.chains.entry(hash).or_insert((a, b));
         (a, b)
+    }
+}
+
+impl culprit_decode::Fold for SampleAggregator {
+    fn add(&mut self, profile: &Profile, sample: &Sample) {
+        SampleAggregator::add(self, profile, sample);
+    }
+
+    fn split(&self) -> Self {
+        self.empty_like()
+    }
+
+    fn merge(&mut self, later: Self, profile: &Profile) {
+        self.absorb(later, profile);
     }
 }
 

@@ -3,7 +3,7 @@
 use super::*;
 
 /// [`hotspots`] over samples already folded by a [`SampleAggregator`] (e.g. during
-/// [`culprit_decode::read_file_streaming`]); `profile` gives the events, strings and DSOs.
+/// [`culprit_decode::Reader::fold`]); `profile` gives the events, strings and DSOs.
 /// The result is the same as [`hotspots`] on the full profile.
 pub fn hotspots_aggregated(
     profile: &Profile,

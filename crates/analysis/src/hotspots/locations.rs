@@ -91,8 +91,9 @@ pub(super) fn event_columns(
     // Like perf, events without samples (e.g. the `dummy` tracking event of `-a`) get no
     // column unless asked for by name.
     let any = counts.iter().any(|&c| c > 0);
+    let selected = culprit_decode::model::select_events(profile, wanted)?;
     for (i, e) in profile.events.iter().enumerate() {
-        if !wanted.is_empty() && !wanted.contains(&e.name) {
+        if !wanted.is_empty() && !selected.contains(&(i as EventId)) {
             continue;
         }
         if wanted.is_empty() && any && counts.get(i).copied().unwrap_or(0) == 0 {

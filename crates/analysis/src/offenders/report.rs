@@ -116,7 +116,10 @@ impl ReportBuilder {
         }
         let events = &self.options.events;
         let want = *self.wanted[i].get_or_insert_with(|| {
-            events.is_empty() || p.events.get(i).is_some_and(|e| events.contains(&e.name))
+            events.is_empty()
+                || p.events
+                    .get(i)
+                    .is_some_and(|e| events.iter().any(|w| e.matches(w)))
         });
         if !want {
             return;
@@ -149,14 +152,7 @@ impl ReportBuilder {
         file: &str,
     ) -> Result<OffendersReport, AnalysisError> {
         self.detectors.flush();
-        for w in &self.options.events {
-            if !profile.events.iter().any(|e| &e.name == w) {
-                return Err(AnalysisError::UnknownEvent {
-                    wanted: w.clone(),
-                    available: profile.events.iter().map(|e| e.name.clone()).collect(),
-                });
-            }
-        }
+        culprit_decode::model::select_events(profile, &self.options.events)?;
         let (t0, t_end) = profile.meta.time_range.unwrap_or((0, 0));
         let span = t_end.saturating_sub(t0).max(1) as f64;
         let mut events = Vec::new();

@@ -8,17 +8,13 @@
 //! errors (unreadable file, unknown event, no samples in the asked-for function).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use culprit_analysis::annotate::{annotate, AnnotateOptions, SourceCache, Target, TextView};
-use culprit_decode::unwind::UserStackUnwinder;
 use culprit_symbols::disasm::Syntax;
-use culprit_symbols::unwind::DwarfUnwinder;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, OutputArgs};
+use crate::args::{Format, InputArgs, OutputArgs};
 
 /// Arguments of `culprit annotate`.
 #[derive(clap::Args, Debug)]
@@ -27,17 +23,9 @@ use crate::args::{Format, OutputArgs};
     after_help = "EXAMPLES:\n  culprit annotate                              the hottest functions of perf.data\n  culprit annotate -i run.data multiply_matrices --source\n  culprit annotate --addr 0x12af -e cpu-clock --format json\n  culprit annotate multiply_matrices --deskid   estimate the culprit of skidded samples\n\nPercentages are of the function's samples of each event (perf annotate --percent-type local-hits).\nDe-skid columns (marked ~) are estimates: see docs/skid.md."
 )]
 pub struct AnnotateArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Function to annotate (name as `culprit report` shows it); default: the hottest.
     #[arg(value_name = "SYMBOL", conflicts_with = "addr")]
     pub symbol: Option<String>,
@@ -97,24 +85,11 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         .require("annotate", &[Format::Text, Format::Json])?;
     // `--call-graph dwarf` files: user chains are unwound while reading (inclusive cost on
     // calls); other files are untouched.
-    let mut unwinder = (!args.no_unwind).then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
-    let opts = culprit_decode::ReadOptions {
-        unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
-        ..Default::default()
-    };
-    let mut profile = if args.input.as_os_str() == "-" {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
-            .context("cannot read perf.data from stdin")?;
-        culprit_decode::read_bytes_with(&data, opts, None)
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file_with(&args.input, opts, &mut |_, _| {}, None)
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
-    if let Some(u) = &unwinder {
-        profile.warnings.extend(u.warnings().iter().cloned());
-    }
+    let input = args.input.open();
+    let profile = input.read(&ReadPlan {
+        unwind: !args.no_unwind,
+        ..ReadPlan::default()
+    })?;
     let target = match (&args.symbol, args.addr) {
         (Some(s), _) => Target::Symbol(s.clone()),
         (None, Some(a)) => Target::Addr(a),
@@ -130,13 +105,13 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         },
         deskid: args.deskid,
     };
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let mut symbolizer = input.symbolizer();
     let ann = annotate(&profile, &mut symbolizer, &opts)?;
     for w in profile.warnings.iter().chain(symbolizer.warnings()) {
         eprintln!("culprit: warning: {w}");
     }
     if ann.functions.is_empty() {
-        anyhow::bail!(ann.no_match_message(&target, &args.input.display().to_string()));
+        anyhow::bail!(ann.no_match_message(&target, &args.input.path().display().to_string()));
     }
     let mut out = args.output.writer()?;
     match args.output.format {
@@ -167,7 +142,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}; the annotation covers \
              the {} records read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read

@@ -7,14 +7,13 @@
 //! be read, an argument is wrong, or the file has neither IBS nor PEBS memory samples.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest, IbsSort};
-use culprit_symbols::Symbolizer;
+use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, OutputArgs};
+use crate::args::{Format, InputArgs, OutputArgs};
 
 /// Arguments of `culprit ibs`.
 #[derive(clap::Args, Debug)]
@@ -23,17 +22,9 @@ use crate::args::{Format, OutputArgs};
     after_help = "EXAMPLES:\n  culprit ibs -i ibs.data --op                 op table per instruction, DC misses first\n  culprit ibs --fetch --sort sym               fetch table per function\n  culprit ibs --data --top 10                  top data addresses/lines/pages/symbols by DC misses\n\nWith none of --fetch/--op/--data, every report the file has samples for is printed."
 )]
 pub struct IbsArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Fetch report (ibs_fetch samples).
     #[arg(long)]
     pub fetch: bool,
@@ -62,13 +53,8 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     args.output.require("ibs", &[Format::Text, Format::Json])?;
     let sort =
         IbsSort::parse(&args.sort).context("error parsing flag --sort (ip, sym, srcline)")?;
-    let profile = if args.input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file(&args.input)
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
+    let input = args.input.open();
+    let profile = input.read(&ReadPlan::default())?;
     let req = IbsRequest {
         fetch: args.fetch,
         op: args.op,
@@ -79,12 +65,12 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
             top: args.top,
         },
     };
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let mut symbolizer = input.symbolizer();
     let report = ibs_report(
         &profile,
         &mut symbolizer,
         &req,
-        &args.input.display().to_string(),
+        &args.input.path().display().to_string(),
     )?;
     let mut out = args.output.writer()?;
     match args.output.format {
@@ -98,7 +84,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
              was read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason
         );

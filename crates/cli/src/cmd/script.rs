@@ -6,15 +6,13 @@
 //! read or an argument is wrong.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use culprit_analysis::listing::Listing;
 use culprit_output::text::{cut, expand_tabs};
-use culprit_symbols::Symbolizer;
+use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, OutputArgs};
+use crate::args::{Format, InputArgs, OutputArgs};
 
 /// Arguments of `culprit script`.
 #[derive(clap::Args, Debug)]
@@ -23,17 +21,9 @@ use crate::args::{Format, OutputArgs};
     after_help = "EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead."
 )]
 pub struct ScriptArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// `--format text|json` (JSON Lines: one object per sample; docs/script.md), `-o`,
     /// `--width` (text is cut only on a terminal or with --width N, never in a pipe, as
     /// perf script).
@@ -45,14 +35,9 @@ pub struct ScriptArgs {
 pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     args.output
         .require("script", &[Format::Text, Format::Json])?;
-    let profile = if args.input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file(&args.input)
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let input = args.input.open();
+    let profile = input.read(&ReadPlan::default())?;
+    let mut symbolizer = input.symbolizer();
     let mut out = args.output.writer()?;
     // One line per sample, like perf script: cut to the width on a terminal or with an
     // explicit --width N; a pipe or file gets whole lines (scripts parse them).
@@ -82,7 +67,7 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: warning: {}: reading stopped at offset {} ({}) after {} records; samples \
              before it are shown",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read

@@ -20,10 +20,10 @@ use culprit_collect::record;
 use culprit_decode::model::{Profile, Sample};
 use culprit_script::probe::Probe;
 use culprit_script::{Options, Program, Runner, SymbolSource};
-use culprit_symbols::{KernelSymbols, Symbolizer};
+use culprit_symbols::{KernelSymbols, ProfileInput, ReadPlan, Symbolizer};
 use serde::Serialize;
 
-use crate::args::{Format, OutputArgs, TargetArgs};
+use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit trace`.
 #[derive(clap::Args, Debug)]
@@ -43,13 +43,10 @@ pub struct TraceArgs {
     /// A program file (a `#!` first line is ignored).
     #[arg(short = 's', long = "script", value_name = "FILE")]
     pub script: Option<PathBuf>,
-    /// Run over the samples of this perf.data file (`-` reads a pipe-mode stream from stdin)
-    /// instead of recording live.
-    #[arg(short = 'i', long = "input", value_name = "PERF.DATA")]
-    pub input: Option<PathBuf>,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// Run over the samples of a perf.data file (`-i FILE`; `-` reads a pipe-mode stream
+    /// from stdin) instead of recording live, with where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Live: what to record (`-p PID…`, `-a`, `-C CPUS`, `-- COMMAND…`).
     #[command(flatten)]
     pub target: TargetArgs,
@@ -97,8 +94,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     let mut sink = Sink::new(args.output.format, args.output.writer()?);
     // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
     // user gave the kernel's symbols).
-    let mut sym_opts = args.kernel.options();
-    if args.input.is_none() && sym_opts.kernel_symbols == KernelSymbols::Recorded {
+    let mut sym_opts = args.input.symbolizer_options();
+    if args.input.input.is_none() && sym_opts.kernel_symbols == KernelSymbols::Recorded {
         sym_opts.kernel_symbols = KernelSymbols::Running;
     }
     let mut syms = Symbolizer::new(sym_opts);
@@ -111,20 +108,21 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     {
         syms.prefetch_kernel_symbols();
     }
-    let (outcome, input, live) = match &args.input {
+    let (outcome, input, live) = match &args.input.input {
         None => {
             let opts = live_options(&prog, &args)?;
             let outcome = run_live(&prog, opts, &mut sink, &mut syms)?;
             (outcome, PathBuf::from("-"), true)
         }
-        Some(input) => {
-            let what = input.display().to_string();
+        Some(path) => {
+            let input = args.input.open();
+            let what = path.display().to_string();
             let outcome = if args.stats {
-                run_in_memory(&prog, input, &what, &mut sink, &mut syms, args.stats)?
+                run_in_memory(&prog, &input, &what, &mut sink, &mut syms, args.stats)?
             } else {
-                run_streaming(&prog, input, &what, &mut sink, &mut syms)?
+                run_streaming(&prog, &input, &what, &mut sink, &mut syms)?
             };
-            (outcome, input.clone(), false)
+            (outcome, path.clone(), false)
         }
     };
     sink.finish(&outcome, &input, live)?;
@@ -143,7 +141,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
 /// Refuses flags that do not apply: a live target with `-i`, and the live-only or
 /// file-only flags in the other mode.
 fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
-    if args.input.is_some() {
+    if args.input.input.is_some() {
         if args.target.is_given() {
             bail!(
                 "-i runs the program over a recording: -p, -a, -C and a command record live                  (give either -i FILE or a live target)"
@@ -314,7 +312,7 @@ fn conclude(
 
 fn run_streaming(
     prog: &Program,
-    input: &Path,
+    input: &ProfileInput,
     what: &str,
     sink: &mut Sink,
     syms: &mut Symbolizer,
@@ -325,7 +323,7 @@ fn run_streaming(
     let mut io_err: Option<std::io::Error> = None;
     // From a pipe (`culprit record -o - … | culprit trace -i -`) the samples arrive while the
     // recording runs: print at least every 100 ms, not only when 64 KiB are pending.
-    let piped = input.as_os_str() == "-";
+    let piped = input.is_stdin();
     let mut last_flush = Instant::now();
     // The common case: bound, nothing failed, not a pipe.
     let mut fast = false;
@@ -370,20 +368,14 @@ fn run_streaming(
             }
         }
     };
-    let profile = if piped {
-        culprit_decode::read_reader_streaming(std::io::stdin().lock(), &mut on_sample)
-            .context("cannot read perf.data from stdin")?
-    } else {
-        // Programs never look at call chains: not decoding them is much faster on -g files.
-        // Code locations are resolved only for programs that name code (sym, mod, %a…).
-        let opts = culprit_decode::ReadOptions {
-            skip_callchains: true,
-            skip_locations: !prog.uses_locations(),
-            ..Default::default()
-        };
-        culprit_decode::read_file_with(input, opts, &mut |_, _| {}, Some(&mut on_sample))
-            .with_context(|| format!("cannot read {}", input.display()))?
+    // Programs never look at call chains: not decoding them is much faster on -g files.
+    // Code locations are resolved only for programs that name code (sym, mod, %a…).
+    let plan = ReadPlan {
+        skip_callchains: true,
+        skip_locations: !prog.uses_locations(),
+        ..ReadPlan::default()
     };
+    let profile = input.for_each(&plan, &mut on_sample)?;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -405,20 +397,14 @@ fn run_streaming(
 
 fn run_in_memory(
     prog: &Program,
-    input: &Path,
+    input: &ProfileInput,
     what: &str,
     sink: &mut Sink,
     syms: &mut Symbolizer,
     stats: bool,
 ) -> anyhow::Result<Outcome> {
     let t0 = Instant::now();
-    let profile = if input.as_os_str() == "-" {
-        culprit_decode::read_reader(std::io::stdin().lock())
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file(input)
-            .with_context(|| format!("cannot read {}", input.display()))?
-    };
+    let profile = input.read(&ReadPlan::default())?;
     let decode = t0.elapsed();
     let mut r = bind(prog, &profile, what, prog.quiet)?;
     r.begin(&profile, syms);

@@ -516,7 +516,9 @@ mod tests {
             ..Features::default()
         };
         let bytes = w.finish(&features).unwrap().into_inner();
-        let p = culprit_decode::read_bytes(&bytes).unwrap();
+        let p = culprit_decode::Reader::from_bytes(&bytes)
+            .collect()
+            .unwrap();
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(p.stopped.is_none());
         let names: Vec<&str> = p.events.iter().map(|e| e.name.as_str()).collect();

@@ -232,7 +232,9 @@ mod tests {
         assert_eq!(total, bytes.len() as u64);
         assert_eq!(&bytes[..8], b"PERFILE2");
         assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 16);
-        let p = culprit_decode::read_bytes(&bytes).unwrap();
+        let p = culprit_decode::Reader::from_bytes(&bytes)
+            .collect()
+            .unwrap();
         assert!(p.meta.pipe_mode);
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(p.stopped.is_none(), "{:?}", p.stopped);

@@ -14,8 +14,10 @@ fn corpus(name: &str) -> PathBuf {
 fn test_lbr_entries_are_kept_and_resolved() {
     // `perf record -b -- echo` on Skylake (kernel 4.14): perf report --branch-stack counts
     // 416 entries; 29 of them are empty (0 -> 0) and resolve nowhere.
-    let p = culprit_decode::read_file(&corpus("google-perf_data_converter/perf.data.branch-4.14"))
-        .unwrap();
+    let p =
+        culprit_decode::Reader::open(corpus("google-perf_data_converter/perf.data.branch-4.14"))
+            .collect()
+            .unwrap();
     let entries: Vec<_> = p.samples.iter().flat_map(|s| p.branches(s)).collect();
     assert_eq!(entries.len(), 416);
     for s in &p.samples {
@@ -44,9 +46,10 @@ fn test_lbr_entries_are_kept_and_resolved() {
 
 #[test]
 fn test_hw_index_is_kept_when_the_attr_asks() {
-    let p = culprit_decode::read_file(&corpus(
+    let p = culprit_decode::Reader::open(corpus(
         "google-perf_data_converter/perf.data.branch_stack_hw_index",
     ))
+    .collect()
     .unwrap();
     let with: Vec<_> = p.samples.iter().filter(|s| s.branch_count > 0).collect();
     assert!(!with.is_empty());

@@ -115,7 +115,9 @@ const FIXTURES: &[Expect] = &[
 #[test]
 fn test_read_file_fixture_counts_match_perf_report() {
     for (file, events, pipe, compressed, chains) in FIXTURES {
-        let p = culprit_decode::read_file(&fixture(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let p = culprit_decode::Reader::open(fixture(file))
+            .collect()
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(p.stopped.is_none(), "{file}: stopped {:?}", p.stopped);
         let got: Vec<(&str, u64, u64)> = p
             .events
@@ -153,7 +155,7 @@ fn test_read_file_fixtures_match_perf_script() {
     }
     for (file, ..) in FIXTURES {
         let path = fixture(file);
-        let p = culprit_decode::read_file(&path).unwrap();
+        let p = culprit_decode::Reader::open(&path).collect().unwrap();
         let perf = perf_script(&path);
         assert_matches_perf(&p, &perf, file);
     }
@@ -161,7 +163,9 @@ fn test_read_file_fixtures_match_perf_script() {
 
 #[test]
 fn test_read_file_header_features() {
-    let p = culprit_decode::read_file(&fixture("cpu-clock-c.data")).unwrap();
+    let p = culprit_decode::Reader::open(fixture("cpu-clock-c.data"))
+        .collect()
+        .unwrap();
     let m = &p.meta;
     assert_eq!(m.hostname.as_deref(), Some("vm"));
     assert_eq!(m.perf_version.as_deref(), Some("6.1.187"));
@@ -187,7 +191,9 @@ fn test_read_file_header_features() {
 
 #[test]
 fn test_read_file_ibs_header_facts() {
-    let p = culprit_decode::read_file(&fixture("ibs-fam19h_m11_zen4.data")).unwrap();
+    let p = culprit_decode::Reader::open(fixture("ibs-fam19h_m11_zen4.data"))
+        .collect()
+        .unwrap();
     assert_eq!(p.meta.cpuid.as_deref(), Some("AuthenticAMD,25,17,1"));
     assert_eq!(p.events[0].pmu.as_deref(), Some("ibs_fetch"));
     assert_eq!(p.events[1].pmu.as_deref(), Some("ibs_op"));
@@ -197,7 +203,9 @@ fn test_read_file_ibs_header_facts() {
 fn test_read_file_exec_replaces_maps() {
     // `sh -c "shares 3; exec shares 10"`: after the exec the sh process's samples must
     // resolve into the new executable, and its comm is the new one.
-    let p = culprit_decode::read_file(&fixture("exec-g.data")).unwrap();
+    let p = culprit_decode::Reader::open(fixture("exec-g.data"))
+        .collect()
+        .unwrap();
     let shares = p
         .dsos
         .iter()
@@ -222,7 +230,9 @@ fn test_read_file_exec_replaces_maps() {
 
 #[test]
 fn test_read_file_dwarf_keeps_user_regs_and_stack() {
-    let p = culprit_decode::read_file(&fixture("dwarf.data")).unwrap();
+    let p = culprit_decode::Reader::open(fixture("dwarf.data"))
+        .collect()
+        .unwrap();
     let e = &p.events[0];
     assert_eq!(e.sample_regs_user, 0xff0fff);
     assert_eq!(e.sample_stack_user, 1024);
@@ -245,28 +255,29 @@ fn test_read_file_streaming_sees_the_same_samples() {
         "dwarf.data",
     ] {
         let path = fixture(file);
-        let full = culprit_decode::read_file(&path).unwrap();
+        let full = culprit_decode::Reader::open(&path).collect().unwrap();
         let mut seen = Vec::new();
-        let streamed = culprit_decode::read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
-            let frames: Vec<_> = p
-                .callchain(s)
-                .iter()
-                .map(|f| (f.addr, f.location))
-                .collect();
-            let dso = p
-                .dso(&s.location)
-                .map(|d| (d.path.clone(), d.build_id.clone()));
-            seen.push((
-                s.time,
-                s.ip,
-                s.tid,
-                p.str(s.comm).to_string(),
-                dso,
-                frames,
-                p.user_stack(s).len(),
-            ));
-        })
-        .unwrap();
+        let streamed = culprit_decode::Reader::open(&path)
+            .fold(|p, s| {
+                let frames: Vec<_> = p
+                    .callchain(s)
+                    .iter()
+                    .map(|f| (f.addr, f.location))
+                    .collect();
+                let dso = p
+                    .dso(&s.location)
+                    .map(|d| (d.path.clone(), d.build_id.clone()));
+                seen.push((
+                    s.time,
+                    s.ip,
+                    s.tid,
+                    p.str(s.comm).to_string(),
+                    dso,
+                    frames,
+                    p.user_stack(s).len(),
+                ));
+            })
+            .unwrap();
         let want: Vec<_> = full
             .samples
             .iter()

@@ -1,7 +1,7 @@
 //! IBS vector files: every sample's RAW payload and fields equal what perf 6.1 printed for it
 //! (`ibs-vectors.json`).
 
-use culprit_decode::read_file;
+use culprit_decode::Reader;
 
 use crate::common::*;
 
@@ -26,7 +26,9 @@ fn test_read_file_ibs_raw_payloads_match_vectors() {
     let mut checked = 0;
     for variant in json["variants"].as_array().unwrap() {
         let name = variant["name"].as_str().unwrap();
-        let p = read_file(&fixture(&format!("ibs-{name}.data"))).unwrap();
+        let p = Reader::open(fixture(&format!("ibs-{name}.data")))
+            .collect()
+            .unwrap();
         let want: Vec<_> = samples.iter().filter(|s| s["variant"] == name).collect();
         assert_eq!(p.samples.len(), want.len(), "{name}");
         for (s, w) in p.samples.iter().zip(&want) {

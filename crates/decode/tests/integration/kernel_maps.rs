@@ -2,7 +2,7 @@
 //! maps whatever their protection; a process's map unless it is a data map).
 
 use culprit_decode::model::{CpuMode, DsoKind};
-use culprit_decode::read_bytes;
+use culprit_decode::Reader;
 
 use crate::synth::{comm, file, mmap2, sample_a, Data, ID_A, USER};
 
@@ -73,7 +73,7 @@ fn test_kernel_mmap2_without_prot_exec_still_maps_the_kernel() {
     d.rec(9, USER, sample_a(0x40_0010, 7, 7, 12, 1, &[]));
     d.rec(9, USER, sample_a(0x50_0010, 7, 7, 13, 1, &[]));
     d.rec(9, USER, sample_a(0x60_0010, 7, 7, 14, 1, &[]));
-    let p = read_bytes(&file(&d)).unwrap();
+    let p = Reader::from_bytes(&file(&d)).collect().unwrap();
     let got: Vec<_> = p
         .samples
         .iter()
@@ -105,9 +105,10 @@ fn test_kernel_mmap2_without_prot_exec_still_maps_the_kernel() {
 #[test]
 fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
     let kernel_dso = |name: &str| {
-        let p = culprit_decode::read_file(&crate::common::fixture(&format!(
+        let p = culprit_decode::Reader::open(crate::common::fixture(&format!(
             "real-perf-data/google-autofdo/{name}"
         )))
+        .collect()
         .unwrap();
         let d = p.dsos.iter().find(|d| d.kind == DsoKind::Kernel).unwrap();
         let hex: String = d
@@ -138,9 +139,10 @@ fn test_kernel_dso_named_kernel_vmlinux_from_the_build_id_table() {
 /// perf map (real file: perf 6.1 reports chrome's `//anon` code as `[JIT] tid 2046`).
 #[test]
 fn test_anonymous_code_is_named_jit_tid_like_perf() {
-    let p = culprit_decode::read_file(&crate::common::fixture(
+    let p = culprit_decode::Reader::open(crate::common::fixture(
         "real-perf-data/google-perf_data_converter/perf.data.forkexit-3.4",
     ))
+    .collect()
     .unwrap();
     let jit: Vec<_> = p
         .samples

@@ -77,7 +77,9 @@ fn test_read_file_live_recordings_match_perf() {
     for (name, args, pipe) in modes {
         let out = dir.join(format!("{name}.data"));
         record(&out, args, &shares, *pipe);
-        let p = culprit_decode::read_file(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let p = culprit_decode::Reader::open(&out)
+            .collect()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(p.stopped.is_none(), "{name}: {:?}", p.stopped);
         assert_eq!(p.meta.pipe_mode, *pipe, "{name}");
         assert!(!p.samples.is_empty(), "{name}");

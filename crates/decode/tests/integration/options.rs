@@ -1,23 +1,21 @@
-//! `ReadOptions` that leave parts of samples out change exactly those parts.
+//! `Reader` options that leave parts of samples out change exactly those parts.
 
 use std::path::Path;
 
-use culprit_decode::{read_file_streaming, read_file_with, ReadOptions};
+use culprit_decode::Reader;
 use serde_json::Value;
 
 use crate::common::fixture;
 use crate::stream::{profile_view, sample_view};
 
-/// Samples and profile of a streaming read with `opts`.
-fn read_with(path: &Path, opts: ReadOptions<'_>) -> (Vec<Value>, Value) {
+/// Samples and profile of a streaming read that skips chains and/or locations.
+fn read_with(path: &Path, (chains, locations): (bool, bool)) -> (Vec<Value>, Value) {
     let mut samples = Vec::new();
-    let p = read_file_with(
-        path,
-        opts,
-        &mut |_, _| {},
-        Some(&mut |p, s| samples.push(sample_view(p, s))),
-    )
-    .expect("read with options");
+    let p = Reader::open(path)
+        .skip_callchains(chains)
+        .skip_locations(locations)
+        .fold(|p, s| samples.push(sample_view(p, s)))
+        .expect("read with options");
     (samples, profile_view(&p))
 }
 
@@ -37,17 +35,11 @@ fn test_skip_locations_and_chains_change_only_those() {
     for name in FIXTURES {
         let path = fixture(name);
         let mut full = Vec::new();
-        let p = read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
-            full.push(sample_view(p, s))
-        })
-        .expect("plain read");
+        let p = Reader::open(&path)
+            .fold(|p, s| full.push(sample_view(p, s)))
+            .expect("plain read");
         let full_profile = profile_view(&p);
-        let opts = ReadOptions {
-            skip_callchains: true,
-            skip_locations: true,
-            ..Default::default()
-        };
-        let (lean, lean_profile) = read_with(&path, opts);
+        let (lean, lean_profile) = read_with(&path, (true, true));
         assert_eq!(lean_profile, full_profile, "{name}: profile");
         assert_eq!(lean.len(), full.len(), "{name}: sample count");
         let mut resolved = 0;
@@ -70,15 +62,10 @@ fn test_skip_locations_leaves_chain_frames_unresolved_too() {
     for name in ["cpu-clock-g.data", "system-wide-g.data", "exec-g.data"] {
         let path = fixture(name);
         let mut full = Vec::new();
-        read_file_streaming(&path, &mut |_, _| {}, &mut |p, s| {
-            full.push(sample_view(p, s))
-        })
-        .expect("plain read");
-        let opts = ReadOptions {
-            skip_locations: true,
-            ..Default::default()
-        };
-        let (lean, _) = read_with(&path, opts);
+        Reader::open(&path)
+            .fold(|p, s| full.push(sample_view(p, s)))
+            .expect("plain read");
+        let (lean, _) = read_with(&path, (false, true));
         let mut frames = 0;
         for (i, (mut a, b)) in full.into_iter().zip(lean).enumerate() {
             let ip = a["sample"]["ip"].clone();
@@ -98,7 +85,7 @@ fn test_skip_locations_leaves_chain_frames_unresolved_too() {
 }
 
 #[test]
-fn test_file_elf_build_ids_are_the_sampled_elf_files_of_the_header() {
+fn test_sampled_elf_build_ids_are_the_sampled_elf_files_of_the_header() {
     // What the header alone gives is what the full read gives the ELF DSOs by build-id;
     // the kernel, modules and the vDSO are left out.
     let mut listed = 0;
@@ -110,8 +97,8 @@ fn test_file_elf_build_ids_are_the_sampled_elf_files_of_the_header() {
         "dwarf.data",
     ] {
         let path = crate::common::fixture(name);
-        let ids = culprit_decode::file_elf_build_ids(&path).expect("header");
-        let profile = culprit_decode::read_file(&path).expect("read");
+        let ids = Reader::open(&path).sampled_elf_build_ids();
+        let profile = culprit_decode::Reader::open(&path).collect().expect("read");
         for (p, id) in &ids {
             assert!(!p.starts_with('['), "{name}: {p} listed");
             let dso = profile.dsos.iter().find(|d| &d.path == p);
@@ -124,5 +111,5 @@ fn test_file_elf_build_ids_are_the_sampled_elf_files_of_the_header() {
     assert!(listed > 0, "no fixture lists a build-id");
     // Pipe mode: nothing from the header.
     let pipe = crate::common::fixture("pipe-g.data");
-    assert_eq!(culprit_decode::file_elf_build_ids(&pipe).unwrap(), vec![]);
+    assert_eq!(Reader::open(&pipe).sampled_elf_build_ids(), vec![]);
 }

@@ -41,7 +41,9 @@ fn test_read_file_agrees_with_linux_perf_data() {
                 }
             }
         }
-        let p = culprit_decode::read_bytes(&bytes).unwrap();
+        let p = culprit_decode::Reader::from_bytes(&bytes)
+            .collect()
+            .unwrap();
         let mut ours: Vec<Key> = p
             .samples
             .iter()

@@ -1,14 +1,14 @@
-//! `read_file_parallel` against the sequential streaming read: in share order, the shares'
+//! `Reader::fold_parallel` against the sequential streaming read: in share order, the shares'
 //! samples are the sequential samples (same fields, same string and DSO ids, same chains),
 //! and the merged profile is the sequential profile, for every fixture, a hand-built file
 //! with fork/exec/mmap changes between rounds, and a live multi-process recording.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use culprit_decode::model::Sample;
-use culprit_decode::{
-    read_file_parallel, read_file_streaming, ParallelOptions, Profile, SplitRule,
-};
+use culprit_decode::{Fold, Profile, Reader, SplitRule};
 use serde_json::Value;
 
 use crate::common::{fixture, pmu_lock, require_perf, scratch, workload};
@@ -17,11 +17,68 @@ use crate::stream::{profile_view, sample_view};
 /// Samples and profile of a sequential streaming read.
 fn sequential(path: &Path) -> (Vec<Value>, Value) {
     let mut samples = Vec::new();
-    let p = read_file_streaming(path, &mut |_, _| {}, &mut |p, s| {
-        samples.push(sample_view(p, s))
-    })
-    .expect("sequential read");
+    let p = Reader::open(path)
+        .fold(|p, s| samples.push(sample_view(p, s)))
+        .expect("sequential read");
     (samples, profile_view(&p))
+}
+
+/// The samples of a parallel read, share after share, with how many each share delivered.
+struct Shares<'d> {
+    /// Which share this value folds (the template given to the read has none).
+    index: Option<usize>,
+    /// The next share's index.
+    next: Arc<AtomicUsize>,
+    samples: Vec<Value>,
+    /// Samples of each share merged so far (the first share's included).
+    sizes: Vec<usize>,
+    /// Share 0 counts its samples here and sleeps a little after each (a slow sink).
+    slow_first: Option<&'d AtomicUsize>,
+}
+
+impl<'d> Shares<'d> {
+    fn new(slow_first: Option<&'d AtomicUsize>) -> Self {
+        Shares {
+            index: None,
+            next: Arc::new(AtomicUsize::new(0)),
+            samples: Vec::new(),
+            sizes: Vec::new(),
+            slow_first,
+        }
+    }
+
+    /// Samples per share (one share: a sequential read).
+    fn sizes(&self) -> Vec<usize> {
+        let merged: usize = self.sizes.iter().sum();
+        let mut sizes = vec![self.samples.len() - merged];
+        sizes.extend(&self.sizes);
+        sizes
+    }
+}
+
+impl Fold for Shares<'_> {
+    fn add(&mut self, p: &Profile, s: &Sample) {
+        if let (Some(0), Some(delivered)) = (self.index, self.slow_first) {
+            delivered.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_micros(20));
+        }
+        self.samples.push(sample_view(p, s));
+    }
+
+    fn split(&self) -> Self {
+        Shares {
+            index: Some(self.next.fetch_add(1, Ordering::Relaxed)),
+            next: self.next.clone(),
+            samples: Vec::new(),
+            sizes: Vec::new(),
+            slow_first: self.slow_first,
+        }
+    }
+
+    fn merge(&mut self, later: Self, _: &Profile) {
+        self.sizes.push(later.samples.len());
+        self.samples.extend(later.samples);
+    }
 }
 
 /// Samples (share after share) and merged profile of a read on `n` shares split in the
@@ -37,23 +94,15 @@ fn parallel_with(
     split: SplitRule,
     side_work: Option<Box<dyn FnOnce() + Send>>,
 ) -> ((Vec<Value>, Value), Vec<usize>) {
-    let mut shares: Vec<Vec<Value>> = vec![Vec::new(); n];
-    let (profile, used) = {
-        let mut sinks: Vec<_> = shares
-            .iter_mut()
-            .map(|v| move |p: &Profile, s: &Sample| v.push(sample_view(p, s)))
-            .collect();
-        let opts = ParallelOptions {
-            skip_callchains: false,
-            split,
-            side_work,
-        };
-        read_file_parallel(path, opts, &mut |_, _| {}, &mut sinks).expect("parallel read")
-    };
-    shares.truncate(used);
-    let sizes = shares.iter().map(Vec::len).collect();
-    let samples = shares.into_iter().flatten().collect();
-    ((samples, profile_view(&profile)), sizes)
+    let mut reader = Reader::open(path).threads(n).split(split);
+    if let Some(work) = side_work {
+        reader = reader.side_work(work);
+    }
+    let (profile, shares) = reader
+        .fold_parallel(Shares::new(None))
+        .expect("parallel read");
+    let sizes = shares.sizes();
+    ((shares.samples, profile_view(&profile)), sizes)
 }
 
 /// Reads `path` on 1 to 4 shares split in equal parts, on two shares split at several
@@ -307,50 +356,33 @@ fn test_balanced_split_gives_the_second_share_half_of_what_is_left_after_side_wo
     // The second thread first does its side work (here: waits until the first share has
     // delivered a third of the samples, which a slow sink makes take a while), then splits
     // what the first has not read yet in two.
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
     let path = scratch("parallel-balanced").join("even.data");
     std::fs::write(&path, jump_file(Middle::Nothing, 0)).unwrap();
     let want = sequential(&path);
     let total = want.0.len();
     let delivered = AtomicUsize::new(0);
-    let mut shares: Vec<Vec<Value>> = vec![Vec::new(); 2];
-    let (profile, used) = {
+    let (profile, shares) = {
         let delivered = &delivered;
-        let mut sinks: Vec<_> = shares
-            .iter_mut()
-            .enumerate()
-            .map(|(i, v)| {
-                move |p: &Profile, s: &Sample| {
-                    if i == 0 {
-                        delivered.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(Duration::from_micros(20));
-                    }
-                    v.push(sample_view(p, s))
-                }
-            })
-            .collect();
-        let work = Box::new(move || {
+        let work = move || {
             let deadline = Instant::now() + Duration::from_secs(20);
             while delivered.load(Ordering::Relaxed) < total / 3 && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_micros(100));
             }
-        });
-        let opts = ParallelOptions {
-            side_work: Some(work),
-            ..Default::default()
         };
-        read_file_parallel(&path, opts, &mut |_, _| {}, &mut sinks).expect("parallel read")
+        Reader::open(&path)
+            .threads(2)
+            .side_work(work)
+            .fold_parallel(Shares::new(Some(delivered)))
+            .expect("parallel read")
     };
-    shares.truncate(used);
-    let sizes: Vec<usize> = shares.iter().map(Vec::len).collect();
+    let sizes = shares.sizes();
     assert_eq!(sizes.len(), 2, "the second share was not used: {sizes:?}");
     assert!(
         sizes[0] >= total / 3 && sizes[1] > 0 && sizes[1] < total - total / 3,
         "{total} samples split as {sizes:?}"
     );
-    let got: Vec<Value> = shares.into_iter().flatten().collect();
-    assert_eq!(want.0, got, "samples differ");
+    assert_eq!(want.0, shares.samples, "samples differ");
     assert_eq!(want.1, profile_view(&profile), "profile differs");
 }
 

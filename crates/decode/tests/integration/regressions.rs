@@ -4,15 +4,15 @@
 
 use std::time::{Duration, Instant};
 
-use culprit_decode::read_bytes;
+use culprit_decode::Reader;
 
 use crate::common::fixture;
 use crate::synth::{file, fork, mmap2, sample_a, Data, ID_A, USER};
 
 fn timed(what: &str, data: &[u8], limit: Duration) -> culprit_decode::Profile {
     let t = Instant::now();
-    let r =
-        std::panic::catch_unwind(|| read_bytes(data)).unwrap_or_else(|_| panic!("{what}: panic"));
+    let r = std::panic::catch_unwind(|| Reader::from_bytes(data).collect())
+        .unwrap_or_else(|_| panic!("{what}: panic"));
     let took = t.elapsed();
     assert!(took < limit, "{what}: took {took:?}");
     r.unwrap_or_else(|e| panic!("{what}: {e}"))
@@ -28,7 +28,7 @@ fn test_read_bytes_fuzz_regressions() {
         let path = e.unwrap().path();
         let data = std::fs::read(&path).unwrap();
         let t = Instant::now();
-        let r = std::panic::catch_unwind(|| read_bytes(&data));
+        let r = std::panic::catch_unwind(|| Reader::from_bytes(&data).collect());
         assert!(r.is_ok(), "{}: panic", path.display());
         assert!(
             t.elapsed() < Duration::from_secs(10),

@@ -1,12 +1,12 @@
 //! StreamDecoder: a pipe-mode stream pushed in chunks of any size decodes exactly like
-//! `read_bytes` on the whole input (samples with their side data, events, DSOs, strings,
+//! `Reader::from_bytes` on the whole input (samples with their side data, events, DSOs, strings,
 //! meta, warnings, stop point), including streams cut anywhere and live `perf record -o -`.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
 
 use culprit_decode::model::{Profile, Sample};
-use culprit_decode::{read_bytes, read_reader, read_reader_streaming, StreamDecoder};
+use culprit_decode::{Reader, StreamDecoder};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -44,9 +44,9 @@ pub(crate) fn profile_view(p: &Profile) -> Value {
     serde_json::to_value(&p).unwrap()
 }
 
-/// What `read_bytes` says: samples and the rest.
+/// What `Reader::from_bytes` says: samples and the rest.
 fn reference(data: &[u8]) -> Option<(Vec<Value>, Value)> {
-    let p = read_bytes(data).ok()?;
+    let p = Reader::from_bytes(data).collect().ok()?;
     let samples = p.samples.iter().map(|s| sample_view(&p, s)).collect();
     Some((samples, profile_view(&p)))
 }
@@ -93,7 +93,7 @@ fn assert_same(name: &str, what: &str, want: &(Vec<Value>, Value), got: &(Vec<Va
 }
 
 fn check_all_chunkings(name: &str, data: &[u8]) {
-    let want = reference(data).unwrap_or_else(|| panic!("{name}: read_bytes failed"));
+    let want = reference(data).unwrap_or_else(|| panic!("{name}: the read of the bytes failed"));
     assert!(!want.0.is_empty(), "{name}: no samples in the fixture");
     for fixed in [1usize, 7, 4096, data.len()] {
         let got = stream(data, &mut || fixed).expect("stream rejected");
@@ -107,7 +107,7 @@ fn check_all_chunkings(name: &str, data: &[u8]) {
 }
 
 #[test]
-fn test_stream_pipe_fixtures_match_read_bytes_in_any_chunking() {
+fn test_stream_pipe_fixtures_match_the_read_of_the_bytes_in_any_chunking() {
     for name in ["pipe-g.data", "pipe-compressed.data"] {
         let data = std::fs::read(fixture(name)).unwrap();
         check_all_chunkings(name, &data);
@@ -115,7 +115,7 @@ fn test_stream_pipe_fixtures_match_read_bytes_in_any_chunking() {
 }
 
 #[test]
-fn test_stream_cut_anywhere_matches_read_bytes_on_the_prefix() {
+fn test_stream_cut_anywhere_matches_the_read_of_the_prefix() {
     for name in ["pipe-g.data", "pipe-compressed.data"] {
         let data = std::fs::read(fixture(name)).unwrap();
         let mut cuts = 0;
@@ -198,23 +198,25 @@ fn test_stream_rejects_non_pipe_input() {
 }
 
 #[test]
-fn test_read_reader_streaming_and_read_reader_match_read_bytes() {
+fn test_reader_from_read_folds_and_collects_as_from_bytes() {
     for name in ["pipe-g.data", "pipe-compressed.data", "cpu-clock-g.data"] {
         let data = std::fs::read(fixture(name)).unwrap();
         let want = reference(&data).unwrap();
         let mut got = Vec::new();
         // A reader that returns odd-sized pieces, like a pipe.
         let reader = Trickle(&data, 0, 3);
-        let p = read_reader_streaming(reader, &mut |p, s| got.push(sample_view(p, s))).unwrap();
+        let p = Reader::from_read(reader)
+            .fold(|p, s| got.push(sample_view(p, s)))
+            .unwrap();
+        assert_same(name, "from_read fold", &want, &(got, profile_view(&p)));
+        let p = Reader::from_read(Trickle(&data, 0, 5)).collect().unwrap();
+        let samples = p.samples.iter().map(|s| sample_view(&p, s)).collect();
         assert_same(
             name,
-            "read_reader_streaming",
+            "from_read collect",
             &want,
-            &(got, profile_view(&p)),
+            &(samples, profile_view(&p)),
         );
-        let p = read_reader(Trickle(&data, 0, 5)).unwrap();
-        let samples = p.samples.iter().map(|s| sample_view(&p, s)).collect();
-        assert_same(name, "read_reader", &want, &(samples, profile_view(&p)));
     }
 }
 
@@ -230,7 +232,7 @@ impl Read for Trickle<'_> {
     }
 }
 
-/// Copies what it reads into a Vec (to compare the live stream with read_bytes afterwards).
+/// Copies what it reads into a Vec (to compare the live stream with the read of its bytes afterwards).
 struct Tee<R>(R, Vec<u8>);
 impl<R: Read> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -264,13 +266,14 @@ fn test_stream_live_perf_record_pipe() {
             .expect("run perf record");
         let mut tee = Tee(child.stdout.take().unwrap(), Vec::new());
         let mut live = Vec::new();
-        let p = read_reader_streaming(&mut tee, &mut |p, s| live.push(sample_view(p, s)))
+        let p = Reader::from_read(&mut tee)
+            .fold(|p, s| live.push(sample_view(p, s)))
             .expect("live stream decodes");
         assert!(
             child.wait().unwrap().success(),
             "perf record {args:?} failed"
         );
-        let want = reference(&tee.1).expect("read_bytes on the same bytes");
+        let want = reference(&tee.1).expect("the read of the same bytes");
         assert!(
             want.0.len() > 100,
             "{args:?}: only {} samples",

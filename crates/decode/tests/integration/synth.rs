@@ -5,7 +5,7 @@
 //! PHYS_ADDR, ADDR, BRANCH_STACK, RAW).
 
 use culprit_decode::model::{CpuMode, DsoKind, Profile};
-use culprit_decode::read_bytes;
+use culprit_decode::Reader;
 
 // sample_type bits
 const IP: u64 = 1 << 0;
@@ -381,7 +381,7 @@ fn dso_of(p: &Profile, i: usize) -> Option<&culprit_decode::model::Dso> {
 #[test]
 fn test_read_bytes_synthetic_state_and_fields() {
     let data = build();
-    let p = read_bytes(&data).unwrap();
+    let p = Reader::from_bytes(&data).collect().unwrap();
     assert!(p.stopped.is_none(), "{:?}", p.stopped);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     let times: Vec<u64> = p.samples.iter().map(|s| s.time).collect();
@@ -483,9 +483,9 @@ fn test_read_bytes_synthetic_state_and_fields() {
 #[test]
 fn test_read_bytes_synthetic_every_truncation() {
     let data = build();
-    let full = read_bytes(&data).unwrap();
+    let full = Reader::from_bytes(&data).collect().unwrap();
     for cut in 0..data.len() {
-        let r = std::panic::catch_unwind(|| read_bytes(&data[..cut]))
+        let r = std::panic::catch_unwind(|| Reader::from_bytes(&data[..cut]).collect())
             .unwrap_or_else(|_| panic!("panic at cut {cut}"));
         if let Ok(p) = r {
             assert!(p.samples.len() <= full.samples.len());
@@ -551,7 +551,7 @@ fn test_read_group_samples_become_member_samples_weighted_by_deltas() {
         ],
         2,
     );
-    let p = read_bytes(&data).unwrap();
+    let p = Reader::from_bytes(&data).collect().unwrap();
     let got: Vec<(u64, u16, u64, Option<u64>)> = p
         .samples
         .iter()
@@ -593,7 +593,8 @@ fn test_read_group_of_inherited_counters_takes_deltas_per_thread() {
     ];
     let plain = read_group_file_threads(&samples, 2);
     let periods = |data: &[u8]| -> Vec<(u16, u64)> {
-        read_bytes(data)
+        Reader::from_bytes(data)
+            .collect()
             .unwrap()
             .samples
             .iter()

@@ -1,7 +1,12 @@
 //! Truncated, corrupt and garbage inputs: partial results with the stop point, clean errors,
 //! never a panic.
 
-use culprit_decode::{read_bytes, DecodeError};
+use culprit_decode::{DecodeError, Profile, Reader};
+
+/// Reads `data` whole; the error is what is wrong with the bytes.
+fn read_bytes(data: &[u8]) -> Result<Profile, DecodeError> {
+    Reader::from_bytes(data).collect().map_err(|e| e.error)
+}
 
 use crate::common::*;
 

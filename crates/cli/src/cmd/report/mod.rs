@@ -7,21 +7,20 @@
 //! (the report of what was read is still printed, and stderr says where reading stopped);
 //! 2 when nothing could be read or an argument is wrong.
 
+mod branch;
+mod offenders;
+
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
 use culprit_analysis::hotspots::{self, hotspots_aggregated, DocOptions, Layout, SampleAggregator};
 use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
-use culprit_decode::model::Profile;
-use culprit_decode::unwind::UserStackUnwinder;
 use culprit_output::Note;
-use culprit_symbols::unwind::DwarfUnwinder;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, OutputArgs};
+use crate::args::{Format, InputArgs, OutputArgs};
 
 /// Call-graph order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -41,17 +40,9 @@ pub enum CallGraphArg {
     after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
 )]
 pub struct ReportArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub input: PathBuf,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    /// The input file and where its symbols are found.
     #[command(flatten)]
-    pub kernel: super::KernelSymbolArgs,
+    pub input: InputArgs,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     /// With --branch: comm, pid, dso_from, symbol_from, dso_to, symbol_to, srcline_from,
@@ -151,10 +142,10 @@ pub struct ReportArgs {
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if args.offenders {
-        return super::report_offenders::run(&args);
+        return offenders::run(&args);
     }
     if args.branch {
-        return super::report_branch::run(&args);
+        return branch::run(&args);
     }
     // The report's big buffers live in phases (aggregation tables, symbolization, rows):
     // let malloc give each one back to the OS when it is freed, so that peak RSS follows
@@ -187,32 +178,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    // When the report shows symbols, load them while the file is read (a parallel read
-    // runs this on its second thread before its share): the kernel's (which the kernel
-    // takes a while to print) and those of the files the header lists as sampled.
-    let mut symbolizer = Symbolizer::new(args.kernel.options());
+    let input = args.input.open();
+    let mut symbolizer = input.symbolizer();
+    // When the report shows symbols, they are loaded while the file is read.
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || matches!(
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let side_work = if shows_symbols {
-        let sampled = if args.input.as_os_str() == "-" {
-            Vec::new()
-        } else {
-            // An unreadable header is reported by the read itself.
-            culprit_decode::file_elf_build_ids(&args.input).unwrap_or_default()
-        };
-        let symbolizer = &mut symbolizer;
-        Some(Box::new(move || {
-            symbolizer.load_kernel_symbols();
-            for (path, build_id) in &sampled {
-                symbolizer.preload_elf(path, Some(build_id));
-            }
-        }) as SideWork)
-    } else {
-        None
-    };
     let mut opts = HotspotOptions {
         keys,
         events: args.event.clone(),
@@ -236,7 +209,34 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     // and a flat report folds away what its keys do not show.
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
     agg.only_for(&opts);
-    let profile = read_profile(&args, bar.as_ref(), &mut agg, side_work)?;
+    // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
+    // sampled registers and stack while reading; skipped when chains are not used. A flat
+    // report, or a children report that keeps places, reads on every core; call-graph
+    // reports read sequentially: their time goes into interning chains, which the merge of
+    // the shares would do again.
+    let chains_used = !args.no_children
+        || matches!(
+            args.call_graph,
+            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
+        );
+    let plan = ReadPlan {
+        unwind: chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None),
+        skip_callchains: !chains_used,
+        skip_locations: false,
+        parallel: !chains_used || agg.keeps_places(),
+    };
+    let read_bar = bar.clone();
+    let (profile, mut agg) = input.fold(
+        &plan,
+        shows_symbols.then_some(&mut symbolizer),
+        agg,
+        move |done, total| {
+            if let Some(b) = &read_bar {
+                b.set_length(total);
+                b.set_position(done);
+            }
+        },
+    )?;
     if mem_mode
         && !profile
             .events
@@ -248,7 +248,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             "--sort {}: memory keys read PERF_SAMPLE_DATA_SRC, which no event of {} recorded \
              (record with `perf mem record` or `perf record -d`)",
             args.sort,
-            args.input.display()
+            args.input.path().display()
         );
     }
     agg.finish();
@@ -267,7 +267,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{flag} needs call chains, and {} has none: record with -g (or --call-graph \
              dwarf|lbr)",
-            args.input.display()
+            args.input.path().display()
         );
     }
     opts.children = if args.no_children || mem_mode {
@@ -303,7 +303,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .map(Note::warning)
         .collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let file = args.input.display().to_string();
+    let file = args.input.path().display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
         _ if args.topdown => {
@@ -343,7 +343,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report covers the \
              {} records ({} samples) read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             match stop.record_type {
                 Some(t) => format!("record type {t} ({})", record_name(t)),
@@ -370,150 +370,6 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     }
     bar.set_message("reading");
     Some(bar)
-}
-
-/// Threads for reading a file: one per core (at most 4), or `CULPRIT_READ_THREADS`.
-fn read_threads() -> usize {
-    std::env::var("CULPRIT_READ_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
-        .clamp(1, 64)
-}
-
-/// Work done while the file is read (see `culprit_decode::ParallelOptions::side_work`).
-type SideWork<'a> = Box<dyn FnOnce() + Send + 'a>;
-
-/// Reads the input, streaming every sample into `agg`; the returned profile has no samples.
-/// `side_work` runs meanwhile (on a reading thread, or a thread of its own).
-fn read_profile(
-    args: &ReportArgs,
-    bar: Option<&indicatif::ProgressBar>,
-    agg: &mut SampleAggregator,
-    side_work: Option<SideWork<'_>>,
-) -> anyhow::Result<Profile> {
-    // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
-    // sampled registers and stack while reading. Only events with REGS_USER+STACK_USER are
-    // touched, so this costs nothing on other files; skipped when chains are not used.
-    let chains_used = !args.no_children
-        || matches!(
-            args.call_graph,
-            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
-        );
-    let unwind = chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
-    let stdin = args.input.as_os_str() == "-";
-    // A flat report, or a children report that keeps places, of a regular file: read on
-    // every core (unless user stacks are to be unwound: the parallel read does not unwind).
-    // Call-graph reports read sequentially: their time goes into interning chains, which
-    // the fold of the shares would do again.
-    let parallel = !stdin
-        && (!chains_used
-            || (agg.keeps_places()
-                && !(unwind && culprit_decode::file_may_unwind(&args.input).unwrap_or(true))));
-    if parallel {
-        let threads = read_threads();
-        if threads > 1 {
-            return read_profile_parallel(args, bar, agg, threads, !chains_used, side_work);
-        }
-    }
-    // Joined when the read is over (the scope's end), before the symbols are used.
-    std::thread::scope(|scope| {
-        if let Some(work) = side_work {
-            scope.spawn(work);
-        }
-        read_profile_sequential(args, bar, agg, chains_used, unwind, stdin)
-    })
-}
-
-/// [`read_profile`] on this thread.
-fn read_profile_sequential(
-    args: &ReportArgs,
-    bar: Option<&indicatif::ProgressBar>,
-    agg: &mut SampleAggregator,
-    chains_used: bool,
-    unwind: bool,
-    stdin: bool,
-) -> anyhow::Result<Profile> {
-    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
-    let mut unwinder = unwind.then(|| DwarfUnwinder::new(&SymbolizerOptions::default()));
-    let opts = culprit_decode::ReadOptions {
-        unwinder: unwinder.as_mut().map(|u| u as &mut dyn UserStackUnwinder),
-        // A flat report never looks at chains: not resolving their frames saves a large
-        // part of decoding a -g file.
-        skip_callchains: !chains_used,
-        ..Default::default()
-    };
-    let mut profile = if stdin {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
-            .context("cannot read perf.data from stdin")?;
-        culprit_decode::read_bytes_with(&data, opts, Some(&mut on_sample))
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file_with(
-            &args.input,
-            opts,
-            &mut |done, total| {
-                if let Some(b) = bar {
-                    b.set_length(total);
-                    b.set_position(done);
-                }
-            },
-            Some(&mut on_sample),
-        )
-        .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
-    if let Some(u) = &unwinder {
-        profile.warnings.extend(u.warnings().iter().cloned());
-    }
-    Ok(profile)
-}
-
-/// [`read_profile`] on `threads` threads (see `culprit_decode::read_file_parallel`): one
-/// aggregator per share, folded into `agg` in share order, which gives exactly what one
-/// aggregator fed the samples in order gives.
-fn read_profile_parallel(
-    args: &ReportArgs,
-    bar: Option<&indicatif::ProgressBar>,
-    agg: &mut SampleAggregator,
-    threads: usize,
-    skip_callchains: bool,
-    side_work: Option<SideWork<'_>>,
-) -> anyhow::Result<Profile> {
-    let mut aggs: Vec<SampleAggregator> = (0..threads).map(|_| agg.empty_like()).collect();
-    let bar = bar.cloned();
-    let (profile, used) = {
-        let mut sinks: Vec<_> = aggs
-            .iter_mut()
-            .map(|a| move |p: &Profile, s: &culprit_decode::model::Sample| a.add(p, s))
-            .collect();
-        let opts = culprit_decode::ParallelOptions {
-            skip_callchains,
-            side_work,
-            ..Default::default()
-        };
-        culprit_decode::read_file_parallel(
-            &args.input,
-            opts,
-            &mut |done, total| {
-                if let Some(b) = &bar {
-                    b.set_length(total);
-                    b.set_position(done);
-                }
-            },
-            &mut sinks,
-        )
-        .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
-    // Only the first `used` shares' samples count (see read_file_parallel).
-    let mut aggs = aggs.into_iter().take(used);
-    if let Some(first) = aggs.next() {
-        *agg = first;
-    }
-    for later in aggs {
-        agg.absorb(later, &profile);
-    }
-    Ok(profile)
 }
 
 /// perf's name of a record type, for the stop message.

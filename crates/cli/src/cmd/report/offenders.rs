@@ -6,12 +6,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use culprit_analysis::offenders::report::{ReportBuilder, ReportOptions};
 use culprit_analysis::offenders::Settings;
-use culprit_symbols::Symbolizer;
+use culprit_symbols::ReadPlan;
 
-use super::report::ReportArgs;
+use super::ReportArgs;
 use crate::args::Format;
 
 /// The `--sort` default of the hotspot report (the offenders are per address: no keys).
@@ -67,13 +66,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         },
         exact: args.exact,
     })?;
-    let input = &args.input;
-    let profile = culprit_decode::read_file_streaming(input, &mut |_, _| {}, &mut |p, s| {
-        builder.sample(p, s)
-    })
-    .with_context(|| format!("cannot read {}", input.display()))?;
-    let mut sym = Symbolizer::new(args.kernel.options());
-    let report = builder.finish(&profile, &mut sym, &input.display().to_string())?;
+    let input = args.input.open();
+    let profile = input.for_each(&ReadPlan::default(), |p, s| builder.sample(p, s))?;
+    let mut sym = input.symbolizer();
+    let report = builder.finish(&profile, &mut sym, &input.path().display().to_string())?;
     let mut out = args.output.writer()?;
     if args.output.format == Format::Json {
         culprit_output::json::write(&mut out, &report)?;
@@ -86,7 +82,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}",
-            input.display(),
+            input.path().display(),
             stop.offset,
             stop.reason
         );

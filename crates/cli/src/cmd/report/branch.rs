@@ -12,11 +12,10 @@ use culprit_analysis::branches::{
 };
 use culprit_analysis::hotspots::{DocOptions, Layout};
 use culprit_analysis::Filters;
-use culprit_decode::model::Profile;
 use culprit_output::Note;
-use culprit_symbols::{Symbolizer, SymbolizerOptions};
+use culprit_symbols::ReadPlan;
 
-use super::report::ReportArgs;
+use super::ReportArgs;
 use crate::args::Format;
 
 /// The `--sort` default of the hotspot mode: branch mode then uses perf's branch default.
@@ -34,10 +33,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         "--branch groups branch entries: --dso, --children, --deskid and --topdown do not apply"
     );
     anyhow::ensure!(
-        matches!(
-            args.call_graph,
-            None | Some(super::report::CallGraphArg::None)
-        ),
+        matches!(args.call_graph, None | Some(super::CallGraphArg::None)),
         "--branch groups branch entries: there are no call graphs (-g)"
     );
     let keys = BranchKey::parse_list(sort).context("error parsing flag --sort")?;
@@ -49,22 +45,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         dsos: Vec::new(),
     };
     let mut agg = BranchAggregator::new(&keys, &filters);
-    let mut on_sample = |p: &Profile, s: &culprit_decode::model::Sample| agg.add(p, s);
-    let opts = culprit_decode::ReadOptions {
-        // Branch mode never looks at call chains.
+    let input = args.input.open();
+    // Branch mode never looks at call chains.
+    let plan = ReadPlan {
         skip_callchains: true,
-        ..Default::default()
+        ..ReadPlan::default()
     };
-    let profile = if args.input.as_os_str() == "-" {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)
-            .context("cannot read perf.data from stdin")?;
-        culprit_decode::read_bytes_with(&data, opts, Some(&mut on_sample))
-            .context("cannot read perf.data from stdin")?
-    } else {
-        culprit_decode::read_file_with(&args.input, opts, &mut |_, _| {}, Some(&mut on_sample))
-            .with_context(|| format!("cannot read {}", args.input.display()))?
-    };
+    let profile = input.for_each(&plan, |p, s| agg.add(p, s))?;
     if !profile
         .events
         .iter()
@@ -73,10 +60,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{}: no event of the file has branch stacks (record with `perf record -b` or \
              `--call-graph lbr`)",
-            args.input.display()
+            args.input.path().display()
         );
     }
-    let mut symbolizer = Symbolizer::new(SymbolizerOptions::default());
+    let mut symbolizer = input.symbolizer();
     let report = branch_report(
         &profile,
         &agg,
@@ -96,7 +83,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .map(Note::warning)
         .collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let file = args.input.display().to_string();
+    let file = args.input.path().display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
         Format::Text => {
@@ -122,7 +109,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}; the report covers the \
              {} records read before it",
-            args.input.display(),
+            args.input.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read

@@ -1,0 +1,246 @@
+//! Delivery of framed records: the side records (COMM, FORK, MMAP, LOST, attrs and event
+//! updates of pipe mode) that keep the process and mapping state.
+
+use super::*;
+
+impl<'a, 'p> Reader<'a, 'p> {
+    pub(super) fn pipe_attr(&mut self, body: &[u8], off: u64) {
+        let Some((mut attr, size)) = header::parse_attr(body, self.be) else {
+            self.warn(format!("unreadable HEADER_ATTR at offset {off}"));
+            return;
+        };
+        let mut c = Cur::new(body.get(size..).unwrap_or(&[]), self.be);
+        while let Some(id) = c.u64() {
+            attr.ids.push(id);
+        }
+        self.attrs.push(attr);
+        self.refresh_attrs();
+        // Samples may be delivered before the stream ends: their events must exist.
+        self.build_events();
+    }
+
+    /// PERF_RECORD_EVENT_UPDATE (pipe mode): type NAME (2) carries an event's name.
+    pub(super) fn event_update(&mut self, body: &[u8]) {
+        let mut c = Cur::new(body, self.be);
+        let (Some(kind), Some(id)) = (c.u64(), c.u64()) else {
+            return;
+        };
+        if kind != 2 {
+            return;
+        }
+        let name = c_string(body.get(16..).unwrap_or(&[]));
+        if let Some(&a) = self.id_to_attr.get(&id) {
+            if let Some(attr) = self.attrs.get_mut(a as usize) {
+                attr.name = Some(name);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn deliver(&mut self, r: &Ref) {
+        if r.at & (IN_DECOMP | IN_OWNED) == 0 {
+            // The common case: the record is in the borrowed input, its header in `r`.
+            let data = self.data;
+            let at = r.at as usize;
+            let body = data
+                .get(at.saturating_add(8)..at.saturating_add(usize::from(r.size)))
+                .unwrap_or(&[]);
+            self.deliver_parts(r, u32::from(r.ty), r.misc, body);
+            return;
+        }
+        self.deliver_buffered(r);
+    }
+
+    /// [`Reader::deliver`] of a record in the decompression or stream buffer.
+    #[inline(never)]
+    pub(super) fn deliver_buffered(&mut self, r: &Ref) {
+        // Borrow the bytes from the buffer, moved out for the duration so `self` stays
+        // mutable.
+        let decomp = std::mem::take(&mut self.decomp);
+        let owned = std::mem::take(&mut self.owned);
+        let rec: &[u8] = if r.at & IN_DECOMP != 0 {
+            record_at(&decomp, (r.at & !IN_DECOMP) as usize, self.be).unwrap_or(&[])
+        } else if r.at & IN_OWNED != 0 {
+            record_at(&owned, (r.at & !IN_OWNED) as usize, self.be).unwrap_or(&[])
+        } else {
+            &[]
+        };
+        self.deliver_record(r, rec);
+        self.decomp = decomp;
+        self.owned = owned;
+    }
+
+    /// Applies one queued record (`rec`: header and body).
+    pub(super) fn deliver_record(&mut self, r: &Ref, rec: &[u8]) {
+        if let Some((ty, misc, _)) = record_header(rec, self.be) {
+            let body = rec.get(8..).unwrap_or(&[]);
+            self.deliver_parts(r, ty, misc, body);
+        }
+    }
+
+    /// Applies one queued record of type `ty` (`body`: after the header).
+    #[inline(always)]
+    pub(super) fn deliver_parts(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) {
+        // Samples first and alone: the other records are handled out of line.
+        let ok = if ty == rt::SAMPLE {
+            self.sample(r, misc, body)
+        } else {
+            self.side_record(r, ty, misc, body)
+        };
+        if ok.is_none() {
+            self.malformed(ty, r.file_off);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn malformed(&mut self, ty: u32, file_off: u64) {
+        self.warn(format!(
+            "malformed record of type {ty} at offset {file_off}; skipped"
+        ));
+    }
+
+    /// Applies a queued record other than a sample.
+    #[inline(never)]
+    pub(super) fn side_record(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
+        if matches!(ty, rt::MMAP | rt::MMAP2 | rt::COMM | rt::FORK) {
+            if let Some(log) = self.log.as_mut() {
+                log.change(r.file_off);
+            }
+        }
+        match ty {
+            rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
+            rt::COMM => self.comm(r, misc, body),
+            rt::FORK => self.fork(body),
+            rt::EXIT => Some(()),
+            rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
+            rt::LOST => self.lost(body),
+            rt::LOST_SAMPLES => {
+                let lost = u64_at(body, 0, self.be);
+                if let Some(l) = lost {
+                    self.p.lost_samples = self.p.lost_samples.saturating_add(l);
+                    self.add_lost(r.attr, l);
+                }
+                lost.map(|_| ())
+            }
+            rt::THROTTLE => {
+                self.p.throttles += 1;
+                Some(())
+            }
+            _ => Some(()),
+        }
+    }
+
+    pub(super) fn add_lost(&mut self, attr: u16, n: u64) {
+        self.p.lost = self.p.lost.saturating_add(n);
+        if let Some(e) = self.p.events.get_mut(attr as usize) {
+            e.lost = e.lost.saturating_add(n);
+        }
+    }
+
+    pub(super) fn lost(&mut self, body: &[u8]) -> Option<()> {
+        let id = u64_at(body, 0, self.be)?;
+        let n = u64_at(body, 8, self.be)?;
+        let attr = self.id_to_attr.get(&id).copied().unwrap_or(0);
+        self.p.lost_events = self.p.lost_events.saturating_add(n);
+        self.add_lost(attr, n);
+        Some(())
+    }
+
+    /// The bytes of a non-sample record before its sample_id trailer.
+    pub(super) fn without_trailer<'b>(&self, attr: u16, body: &'b [u8]) -> &'b [u8] {
+        let t = self.layouts.get(attr as usize).map_or(0, |l| l.trailer_len);
+        body.get(..body.len().saturating_sub(t)).unwrap_or(body)
+    }
+
+    pub(super) fn comm(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        let body = self.without_trailer(r.attr, body);
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let tid = c.i32()?;
+        let name = c_string(body.get(8..)?);
+        let exec = misc & abi::misc::COMM_EXEC != 0;
+        self.st.set_comm(&mut self.p, pid, tid, &name, exec);
+        Some(())
+    }
+
+    pub(super) fn fork(&mut self, body: &[u8]) -> Option<()> {
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let ppid = c.i32()?;
+        let tid = c.i32()?;
+        let ptid = c.i32()?;
+        self.st.fork(&mut self.p, pid, ppid, tid, ptid);
+        Some(())
+    }
+
+    pub(super) fn mmap(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
+        let body = self.without_trailer(r.attr, body);
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let _tid = c.i32()?;
+        let start = c.u64()?;
+        let len = c.u64()?;
+        let pgoff = c.u64()?;
+        let mut build_id = None;
+        let mut prot = None;
+        if ty == rt::MMAP2 {
+            let ids = c.bytes(24)?;
+            if misc & abi::misc::MMAP_BUILD_ID != 0 {
+                // build_id_size u8, 3 reserved bytes, build_id[20].
+                let n = usize::from(*ids.first()?).min(20);
+                build_id = ids.get(4..4 + n);
+            }
+            prot = Some(c.u32()?);
+            let _flags = c.u32()?;
+        }
+        let mode = CpuMode::from_misc(misc);
+        let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        if !holds_code(kernel, misc, prot) {
+            return Some(());
+        }
+        let path = c_string(body.get(c.pos()..)?);
+        let before = self.p.dsos.len();
+        let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
+        if self.p.dsos.len() > before {
+            // A new DSO: give it its HEADER_BUILD_ID now (streaming readers see it at once).
+            if let Some(d) = self.p.dsos.get_mut(dso as usize) {
+                if d.build_id.is_none() {
+                    d.build_id = self
+                        .features
+                        .build_ids
+                        .iter()
+                        .find(|(_, p, ..)| *p == d.path)
+                        .map(|(_, _, id, _)| id.clone());
+                }
+                kernel_image_from_build_ids(&self.features.build_ids, d);
+            }
+        }
+        let identity = matches!(
+            kind,
+            crate::model::DsoKind::Kernel | crate::model::DsoKind::Anonymous
+        );
+        let mut end = start.saturating_add(len);
+        if kind == crate::model::DsoKind::Kernel {
+            // perf extends the kernel map to the next kernel map (modules split it).
+            end = u64::MAX;
+        }
+        let added = self.st.add_map(
+            kernel,
+            pid,
+            Map {
+                start,
+                end,
+                pgoff,
+                dso,
+                identity,
+            },
+        );
+        if !added {
+            self.warn(format!(
+                "too many mappings (limit from the file size); {path} for pid {pid} ignored"
+            ));
+        }
+        Some(())
+    }
+}
