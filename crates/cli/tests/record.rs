@@ -1505,7 +1505,9 @@ fn test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command() {
     let workload = pid_in(&pid_file);
     assert!(!alive(workload), "the workload {workload} outlived culprit");
     // The partial file: a valid perf.data with the samples before the cut.
-    let p = culprit_decode::read_file(&data).expect("the partial file reads");
+    let p = culprit_decode::Reader::open(&data)
+        .collect()
+        .expect("the partial file reads");
     assert!(p.stopped.is_none(), "{:?}", p.stopped);
     assert!(p.samples.len() > 20, "{} samples", p.samples.len());
     assert!(

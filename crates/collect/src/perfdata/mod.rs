@@ -623,7 +623,9 @@ mod tests {
             assert_eq!(closed.features_error.is_none(), with_features);
             let bytes = closed.out.file.into_inner();
             assert_eq!(bytes.len() as u64, closed.size);
-            let p = culprit_decode::read_bytes(&bytes).unwrap();
+            let p = culprit_decode::Reader::from_bytes(&bytes)
+                .collect()
+                .unwrap();
             assert!(p.stopped.is_none(), "{:?}", p.stopped);
             assert_eq!(p.samples.len(), 4);
             assert_eq!(p.meta.hostname.is_some(), with_features);
