@@ -9,7 +9,8 @@
 //! ticks and END, keeps aggregations within a key limit).
 //!
 //! Pure: a program can only read samples (no file writes, commands or memory reads); the
-//! only I/O is the caller's symbolizer behind [`SymbolSource`].
+//! only I/O is the caller's symbolizer behind [`SymbolSource`]. [`session`] runs a program
+//! over a perf.data file or a live recording (culprit-collect) and writes what it prints.
 //!
 //! ```
 //! let prog = culprit_script::compile(
@@ -32,6 +33,7 @@ pub mod lexer;
 pub mod parser;
 pub mod probe;
 mod run;
+pub mod session;
 
 use rustc_hash::FxHashMap;
 

@@ -1,27 +1,18 @@
 //! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
-//! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language is culprit-script's;
-//! this module only reads inputs, records live, and prints.
-//!
-//! Live mode streams: the recorder runs on a thread and the program sees every sample as it
-//! is recorded (`crate::live`); `printf` output appears while the target runs, `tick-N`
-//! probes fire on wall time (on sample time offline), END runs when the recording ends
-//! (Ctrl-C, the command or the processes exit) or after `exit()`, which also stops the
-//! recording and terminates a launched command.
+//! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language and its sessions
+//! (file or live) are culprit-script's (`culprit_script::session`); this module parses the
+//! flags and renders the outcome.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use culprit_collect::live::events::{probe_event_specs, EventRequest};
-use culprit_collect::live::{self, LiveOptions};
+use culprit_collect::live::LiveOptions;
 use culprit_collect::record;
-use culprit_decode::model::{Profile, Sample};
-use culprit_script::probe::Probe;
-use culprit_script::{Options, Program, Runner, SymbolSource};
-use culprit_symbols::{KernelSymbols, ProfileInput, ReadPlan, Symbolizer};
-use serde::Serialize;
+use culprit_script::session::{self, FileOptions, Printing, SessionEvent};
+use culprit_script::{Options, Program};
+use culprit_symbols::{KernelSymbols, Symbolizer};
 
 use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 
@@ -91,7 +82,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => bail!("{name}:{e}"),
     };
-    let mut sink = Sink::new(args.output.format, args.output.writer()?);
+    let mut out = args.output.writer()?;
     // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
     // user gave the kernel's symbols).
     let mut sym_opts = args.input.symbolizer_options();
@@ -99,34 +90,48 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         sym_opts.kernel_symbols = KernelSymbols::Running;
     }
     let mut syms = Symbolizer::new(sym_opts);
-    // A program that names functions or modules (`sym`, `mod`, `%a`, offenders) will need
-    // the kernel's symbols, which take the kernel a while to print: start on another thread.
-    // (A false positive only costs that thread's work.)
-    if ["sym", "mod", "%a", "%A", "offenders"]
-        .iter()
-        .any(|t| src.contains(t))
-    {
+    // The kernel's symbols take the kernel a while to print: start on another thread.
+    if session::may_name_code(&src) {
         syms.prefetch_kernel_symbols();
     }
-    let (outcome, input, live) = match &args.input.input {
+    let printing = match args.output.format {
+        Format::Json => Printing::Collect,
+        _ => Printing::Stream,
+    };
+    let outcome = match &args.input.input {
         None => {
             let opts = live_options(&prog, &args)?;
-            let outcome = run_live(&prog, opts, &mut sink, &mut syms)?;
-            (outcome, PathBuf::from("-"), true)
+            let warn = Box::new(|w| eprintln!("culprit trace: warning: {w}"));
+            session::trace_live(
+                &prog,
+                opts,
+                &mut syms,
+                &mut out,
+                printing,
+                &mut print_event,
+                warn,
+            )?
         }
-        Some(path) => {
+        Some(_) => {
             let input = args.input.open();
-            let what = path.display().to_string();
-            let outcome = if args.stats {
-                run_in_memory(&prog, &input, &what, &mut sink, &mut syms, args.stats)?
-            } else {
-                run_streaming(&prog, &input, &what, &mut sink, &mut syms)?
+            let opts = FileOptions {
+                printing,
+                timed: args.stats,
             };
-            (outcome, path.clone(), false)
+            session::trace_file(&prog, &input, &mut syms, &mut out, opts, &mut print_event)?
         }
     };
-    sink.finish(&outcome, &input, live)?;
-    Ok(match outcome.exit {
+    let exit = outcome.exit;
+    if printing == Printing::Collect {
+        let input = args.input.input.as_ref().map(|p| p.display().to_string());
+        culprit_output::json::write_line(&mut out, &outcome.report(input))?;
+        out.flush()?;
+    } else {
+        for n in &outcome.notes {
+            eprintln!("culprit trace: note: {n}");
+        }
+    }
+    Ok(match exit {
         Some(v) => ExitCode::from(u8::try_from(v).unwrap_or_else(|_| {
             // A status the shell cannot see: never turn it into 0 (success).
             eprintln!(
@@ -136,6 +141,30 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         })),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// Prints what a session tells while it runs, to stderr.
+fn print_event(event: SessionEvent) {
+    match event {
+        SessionEvent::Bound {
+            clauses,
+            probes,
+            input,
+        } => eprintln!("culprit trace: {clauses} clause(s), {probes} probe(s) over {input}"),
+        SessionEvent::Timing {
+            samples,
+            decode,
+            evaluate,
+        } => eprintln!(
+            "culprit trace: stats: {samples} samples; decode {:.3} s; evaluate {:.3} s = {:.1} M samples/s (one core)",
+            decode.as_secs_f64(),
+            evaluate.as_secs_f64(),
+            samples as f64 / evaluate.as_secs_f64().max(1e-9) / 1e6
+        ),
+        SessionEvent::LostSamples(n) => eprintln!(
+            "culprit trace: warning: the kernel lost {n} samples (raise -m, or lower the rate)"
+        ),
+    }
 }
 
 /// Refuses flags that do not apply: a live target with `-i`, and the live-only or
@@ -156,442 +185,9 @@ fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where output goes: written as it is printed (text), or collected (JSON).
-struct Sink {
-    format: Format,
-    text: String,
-    notes: Vec<String>,
-    out: Box<dyn Write>,
-}
-
-/// `culprit trace --format json` (docs/schemas/trace.schema.json).
-#[derive(Serialize)]
-struct TraceReport<'a> {
-    /// JSON schema version.
-    schema: u32,
-    /// The recording read (`null` live).
-    input: Option<String>,
-    samples: SampleCounts,
-    /// What the program printed.
-    output: &'a str,
-    /// The aggregations, as the runner reports them (docs/trace.md).
-    aggregations: &'a [serde_json::Value],
-    notes: &'a [String],
-    /// The program's `exit()` value.
-    exit: Option<i64>,
-    /// Why reading stopped early, when it did.
-    stopped: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct SampleCounts {
-    seen: u64,
-    matched: u64,
-}
-
-impl Sink {
-    fn new(format: Format, out: Box<dyn Write>) -> Sink {
-        Sink {
-            format,
-            text: String::new(),
-            notes: Vec::new(),
-            out,
-        }
-    }
-
-    fn flush_runner(&mut self, r: &mut Runner<'_>) -> std::io::Result<()> {
-        let s = r.take_output();
-        if s.is_empty() {
-            return Ok(());
-        }
-        if self.format == Format::Json {
-            // Bounded: a program printing per sample cannot grow the JSON without limit.
-            const CAP: usize = 64 << 20;
-            if self.text.len() + s.len() <= CAP {
-                self.text.push_str(&s);
-            } else if !self.notes.iter().any(|n| n.starts_with("output truncated")) {
-                self.notes.push(format!(
-                    "output truncated at {CAP} bytes in the JSON document"
-                ));
-            }
-            return Ok(());
-        }
-        self.out.write_all(s.as_bytes())?;
-        // Live output appears as it is printed.
-        self.out.flush()
-    }
-
-    fn finish(&mut self, o: &Outcome, input: &Path, live: bool) -> anyhow::Result<()> {
-        let mut notes = self.notes.clone();
-        notes.extend(o.notes.iter().cloned());
-        if self.format == Format::Json {
-            let report = TraceReport {
-                schema: 1,
-                input: (!live).then(|| input.display().to_string()),
-                samples: SampleCounts {
-                    seen: o.seen,
-                    matched: o.matched,
-                },
-                output: &self.text,
-                aggregations: &o.aggregations,
-                notes: &notes,
-                exit: o.exit,
-                stopped: o.stopped.as_deref(),
-            };
-            culprit_output::json::write_line(&mut self.out, &report)?;
-            self.out.flush()?;
-        } else {
-            self.out.flush()?;
-            for n in &notes {
-                eprintln!("culprit trace: note: {n}");
-            }
-        }
-        Ok(())
-    }
-}
-
-struct Outcome {
-    seen: u64,
-    matched: u64,
-    aggregations: Vec<serde_json::Value>,
-    notes: Vec<String>,
-    exit: Option<i64>,
-    stopped: Option<String>,
-}
-
-fn bind<'p>(
-    prog: &'p Program,
-    profile: &Profile,
-    what: &str,
-    quiet: bool,
-) -> anyhow::Result<Runner<'p>> {
-    let r = prog.runner(&profile.events, what)?;
-    if !quiet {
-        let probes = prog.clauses().iter().map(|c| c.probes.len()).sum::<usize>();
-        eprintln!(
-            "culprit trace: {} clause(s), {probes} probe(s) over {what}",
-            prog.clauses().len()
-        );
-    }
-    Ok(r)
-}
-
-fn conclude(
-    mut r: Runner<'_>,
-    p: &Profile,
-    sink: &mut Sink,
-    syms: &mut dyn SymbolSource,
-) -> anyhow::Result<Outcome> {
-    r.end(p, syms, sink.format == Format::Text);
-    sink.flush_runner(&mut r)?;
-    let mut notes: Vec<String> = r.notes().to_vec();
-    let stopped = p.stopped.as_ref().map(|s| {
-        format!(
-            "reading stopped at offset {} ({}) after {} records; the samples before it were traced",
-            s.offset, s.reason, s.records_read
-        )
-    });
-    if let Some(s) = &stopped {
-        notes.push(s.clone());
-    }
-    if p.lost > 0 {
-        notes.push(format!(
-            "the kernel lost {} samples while recording",
-            p.lost
-        ));
-    }
-    Ok(Outcome {
-        seen: r.samples_seen,
-        matched: r.samples_matched,
-        aggregations: r.aggregations_json(),
-        notes,
-        exit: r.exit_code(),
-        stopped,
-    })
-}
-
-fn run_streaming(
-    prog: &Program,
-    input: &ProfileInput,
-    what: &str,
-    sink: &mut Sink,
-    syms: &mut Symbolizer,
-) -> anyhow::Result<Outcome> {
-    // Bound on first sample: the events are known once the header is read.
-    let mut runner: Option<Runner<'_>> = None;
-    let mut failed: Option<anyhow::Error> = None;
-    let mut io_err: Option<std::io::Error> = None;
-    // From a pipe (`culprit record -o - … | culprit trace -i -`) the samples arrive while the
-    // recording runs: print at least every 100 ms, not only when 64 KiB are pending.
-    let piped = input.is_stdin();
-    let mut last_flush = Instant::now();
-    // The common case: bound, nothing failed, not a pipe.
-    let mut fast = false;
-    let mut on_sample = |p: &Profile, s: &Sample| {
-        if fast {
-            if let Some(r) = runner.as_mut() {
-                r.sample(p, s, syms);
-                if r.pending_output() > 1 << 16 {
-                    if let Err(e) = sink.flush_runner(r) {
-                        io_err = Some(e);
-                        fast = false;
-                    }
-                }
-                return;
-            }
-        }
-        if failed.is_some() || io_err.is_some() {
-            return;
-        }
-        if runner.is_none() {
-            match bind(prog, p, what, prog.quiet) {
-                Ok(mut r) => {
-                    r.begin(p, syms);
-                    runner = Some(r);
-                    fast = !piped;
-                }
-                Err(e) => {
-                    failed = Some(e);
-                    return;
-                }
-            }
-        }
-        if let Some(r) = runner.as_mut() {
-            r.sample(p, s, syms);
-            let pending = r.pending_output();
-            let due = piped && pending > 0 && last_flush.elapsed().as_millis() >= 100;
-            if pending > 1 << 16 || due {
-                last_flush = Instant::now();
-                if let Err(e) = sink.flush_runner(r) {
-                    io_err = Some(e);
-                }
-            }
-        }
-    };
-    // Programs never look at call chains: not decoding them is much faster on -g files.
-    // Code locations are resolved only for programs that name code (sym, mod, %a…).
-    let plan = ReadPlan {
-        skip_callchains: true,
-        skip_locations: !prog.uses_locations(),
-        ..ReadPlan::default()
-    };
-    let profile = input.for_each(&plan, &mut on_sample)?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    if let Some(e) = io_err {
-        return Err(e.into());
-    }
-    let mut r = match runner {
-        Some(r) => r,
-        None => {
-            // No samples at all: BEGIN and END still run.
-            let mut r = bind(prog, &profile, what, prog.quiet)?;
-            r.begin(&profile, syms);
-            r
-        }
-    };
-    sink.flush_runner(&mut r)?;
-    conclude(r, &profile, sink, syms)
-}
-
-fn run_in_memory(
-    prog: &Program,
-    input: &ProfileInput,
-    what: &str,
-    sink: &mut Sink,
-    syms: &mut Symbolizer,
-    stats: bool,
-) -> anyhow::Result<Outcome> {
-    let t0 = Instant::now();
-    let profile = input.read(&ReadPlan::default())?;
-    let decode = t0.elapsed();
-    let mut r = bind(prog, &profile, what, prog.quiet)?;
-    r.begin(&profile, syms);
-    let t1 = Instant::now();
-    for s in &profile.samples {
-        if !r.sample(&profile, s, syms) {
-            break;
-        }
-        if r.pending_output() > 1 << 16 {
-            sink.flush_runner(&mut r)?;
-        }
-    }
-    let eval = t1.elapsed();
-    sink.flush_runner(&mut r)?;
-    if stats {
-        let n = r.samples_seen;
-        eprintln!(
-            "culprit trace: stats: {} samples; decode {:.3} s; evaluate {:.3} s = {:.1} M samples/s (one core)",
-            n,
-            decode.as_secs_f64(),
-            eval.as_secs_f64(),
-            n as f64 / eval.as_secs_f64().max(1e-9) / 1e6
-        );
-    }
-    conclude(r, &profile, sink, syms)
-}
-
-/// The program's side of a live stream: binds on the first data (the events are known from
-/// the stream's head), runs BEGIN, every sample and the wall-clock ticks, and writes the
-/// output as it is produced.
-struct LiveTrace<'p, 's> {
-    prog: &'p Program,
-    runner: Option<Runner<'p>>,
-    sink: &'s mut Sink,
-    syms: &'s mut Symbolizer,
-    failed: Option<anyhow::Error>,
-}
-
-impl<'p> LiveTrace<'p, '_> {
-    /// The runner, bound (and BEGIN run) once the stream's events are known.
-    fn runner(&mut self, p: &Profile) -> Option<&mut Runner<'p>> {
-        if self.runner.is_none() && self.failed.is_none() && !p.events.is_empty() {
-            match bind(self.prog, p, "the live recording", self.prog.quiet) {
-                Ok(mut r) => {
-                    r.set_wall_clock_ticks(true);
-                    r.begin(p, self.syms);
-                    self.runner = Some(r);
-                }
-                Err(e) => self.failed = Some(e),
-            }
-        }
-        self.runner.as_mut()
-    }
-
-    fn flush(&mut self) -> live::Flow {
-        if let Some(r) = self.runner.as_mut() {
-            if let Err(e) = self.sink.flush_runner(r) {
-                self.failed = Some(e.into());
-                return live::Flow::Stop;
-            }
-        }
-        live::Flow::Continue
-    }
-}
-
-impl live::Consumer for LiveTrace<'_, '_> {
-    fn sample(&mut self, p: &Profile, s: &Sample) -> live::Flow {
-        if self.runner(p).is_none() {
-            return live::Flow::Stop;
-        }
-        let Some(r) = self.runner.as_mut() else {
-            return live::Flow::Stop;
-        };
-        let go = r.sample(p, s, self.syms);
-        if !go {
-            self.flush();
-            return live::Flow::Stop;
-        }
-        if r.pending_output() > 1 << 16 {
-            return self.flush();
-        }
-        live::Flow::Continue
-    }
-
-    fn tick(&mut self, p: &Profile, now: u64) -> live::Flow {
-        if self.runner(p).is_none() {
-            return if self.failed.is_some() {
-                live::Flow::Stop
-            } else {
-                live::Flow::Continue
-            };
-        }
-        let go = match self.runner.as_mut() {
-            Some(r) => r.tick(p, now, self.syms),
-            None => true,
-        };
-        // Output produced by samples and ticks appears at least every tick.
-        let flushed = self.flush();
-        if !go {
-            return live::Flow::Stop;
-        }
-        flushed
-    }
-}
-
-/// Records live and runs the program over the stream as it arrives.
-fn run_live(
-    prog: &Program,
-    opts: LiveOptions,
-    sink: &mut Sink,
-    syms: &mut Symbolizer,
-) -> anyhow::Result<Outcome> {
-    let launched = opts.launches();
-    let mut t = LiveTrace {
-        prog,
-        runner: None,
-        sink,
-        syms,
-        failed: None,
-    };
-    let end = live::run(
-        opts,
-        Duration::from_millis(LIVE_TICK_MS),
-        Box::new(|w| eprintln!("culprit trace: warning: {w}")),
-        &mut t,
-    )?;
-    if let Some(e) = t.failed.take() {
-        return Err(e);
-    }
-    let s = &end.summary;
-    if s.lost_samples > 0 {
-        eprintln!(
-            "culprit trace: warning: the kernel lost {} samples (raise -m, or lower the rate)",
-            s.lost_samples
-        );
-    }
-    let mut r = match t.runner.take() {
-        Some(r) => r,
-        None => {
-            // Nothing arrived (no samples): BEGIN and END still run.
-            let mut r = bind(prog, &end.profile, "the live recording", prog.quiet)?;
-            r.begin(&end.profile, t.syms);
-            r
-        }
-    };
-    t.sink.flush_runner(&mut r)?;
-    let mut out = conclude(r, &end.profile, t.sink, t.syms)?;
-    if s.stopped && launched {
-        if let Some(e) = s.exit {
-            out.notes.push(format!(
-                "exit() stopped the recording; the launched command {}",
-                match e {
-                    culprit_collect::launch::ChildExit::Exited(c) =>
-                        format!("had already exited (status {c})"),
-                    culprit_collect::launch::ChildExit::Signaled(sig) =>
-                        format!("was terminated (signal {sig})"),
-                }
-            ));
-        }
-    }
-    Ok(out)
-}
-
-/// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
-const LIVE_TICK_MS: u64 = 10;
-
 /// The live options of a trace: the events of the program's probes, the target.
 fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions> {
-    let probes: Vec<(EventRequest, String)> = prog
-        .sample_probes()
-        .into_iter()
-        .filter_map(|(p, text)| {
-            let req = match p {
-                Probe::Pmc { event, period } => EventRequest::Event {
-                    name: event,
-                    period,
-                },
-                Probe::Profile { hz } => EventRequest::Profile { hz },
-                Probe::IbsOp { period } => EventRequest::IbsOp { period },
-                Probe::IbsFetch { period } => EventRequest::IbsFetch { period },
-                Probe::Begin | Probe::End | Probe::Tick { .. } => return None,
-            };
-            Some((req, text))
-        })
-        .collect();
-    let system_wide = args.target.all_cpus;
-    let events = probe_event_specs(&probes, !system_wide)?;
+    let events = session::live_events(prog, !args.target.all_cpus)?;
     if !args.target.is_given() {
         bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
     }

@@ -1,0 +1,579 @@
+//! A trace session: a compiled [`Program`] run over a perf.data file ([`trace_file`]) or a
+//! live recording ([`trace_live`]), its printed output written as it is produced (or
+//! collected for a JSON document), ending in an [`Outcome`] and its [`TraceReport`].
+//!
+//! Live mode streams: the recorder runs on a thread and the program sees every sample as it
+//! is recorded; `printf` output appears while the target runs, `tick-N` probes fire on wall
+//! time (on sample time offline), END runs when the recording ends (Ctrl-C, the command or
+//! the processes exit) or after `exit()`, which also stops the recording and terminates a
+//! launched command.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use culprit_collect::events::EventSpec;
+use culprit_collect::launch::ChildExit;
+use culprit_collect::live::events::{probe_event_specs, EventRequest, ProbeEventError};
+use culprit_collect::live::{self, LiveError, LiveOptions};
+use culprit_decode::model::{Profile, Sample};
+use culprit_decode::ReadError;
+use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
+use serde::Serialize;
+
+use crate::probe::Probe;
+use crate::{Program, Runner, ScriptError, SymbolSource};
+
+/// What becomes of the program's printed output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Printing {
+    /// Written to the output as it is printed (text); END prints the aggregations nobody
+    /// printed, as DTrace does.
+    Stream,
+    /// Collected into [`Outcome::output`] (for a JSON document), up to [`OUTPUT_CAP`] bytes.
+    Collect,
+}
+
+/// How much collected output a session keeps: a program printing per sample cannot grow
+/// the JSON without limit.
+pub const OUTPUT_CAP: usize = 64 << 20;
+
+/// Output pending in the runner beyond which it is written out.
+const FLUSH_BYTES: usize = 1 << 16;
+
+/// From a pipe, pending output is written at least this often.
+const PIPE_FLUSH: Duration = Duration::from_millis(100);
+
+/// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
+const LIVE_TICK: Duration = Duration::from_millis(10);
+
+/// What a session tells its caller while it runs (the caller decides how to show it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionEvent {
+    /// The program was bound to the input's events (not sent for a quiet program).
+    Bound {
+        /// Clauses of the program.
+        clauses: usize,
+        /// Probes over all clauses.
+        probes: usize,
+        /// The input, as named in messages (a path, or "the live recording").
+        input: String,
+    },
+    /// With [`FileOptions::timed`]: the file was read into memory, then evaluated.
+    Timing {
+        /// Samples evaluated.
+        samples: u64,
+        /// Time to read and decode the file.
+        decode: Duration,
+        /// Time to evaluate the program over the samples.
+        evaluate: Duration,
+    },
+    /// The kernel lost samples during a live recording.
+    LostSamples(u64),
+}
+
+/// Options of [`trace_file`].
+#[derive(Debug, Clone, Copy)]
+pub struct FileOptions {
+    /// What becomes of the printed output.
+    pub printing: Printing,
+    /// Read the whole file into memory first, so that the evaluation is timed alone
+    /// ([`SessionEvent::Timing`]); otherwise samples are streamed from the file.
+    pub timed: bool,
+}
+
+/// Why a session failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The program does not fit the input's events.
+    #[error(transparent)]
+    Bind(#[from] ScriptError),
+    /// Reading the perf.data input failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The live recording failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// The program's probes cannot be recorded live.
+    #[error(transparent)]
+    Events(#[from] ProbeEventError),
+    /// Writing the program's output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Samples the program saw.
+    pub seen: u64,
+    /// Samples some clause matched.
+    pub matched: u64,
+    /// The printed output, with [`Printing::Collect`] (empty otherwise).
+    pub output: String,
+    /// The aggregations, as the runner reports them (docs/trace.md).
+    pub aggregations: Vec<serde_json::Value>,
+    /// Notes for the user (dropped keys, losses, truncation, how the recording ended).
+    pub notes: Vec<String>,
+    /// The program's `exit()` value.
+    pub exit: Option<i64>,
+    /// Why reading stopped early, when it did.
+    pub stopped: Option<String>,
+}
+
+impl Outcome {
+    /// The owned JSON report of the session; `input` is the recording read (`None` live).
+    pub fn report(self, input: Option<String>) -> TraceReport {
+        TraceReport {
+            schema: 1,
+            input,
+            samples: SampleCounts {
+                seen: self.seen,
+                matched: self.matched,
+            },
+            output: self.output,
+            aggregations: self.aggregations,
+            notes: self.notes,
+            exit: self.exit,
+            stopped: self.stopped,
+        }
+    }
+}
+
+/// `culprit trace --format json` (docs/schemas/trace.schema.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceReport {
+    /// JSON schema version.
+    pub schema: u32,
+    /// The recording read (`null` live).
+    pub input: Option<String>,
+    /// Samples seen and matched.
+    pub samples: SampleCounts,
+    /// What the program printed.
+    pub output: String,
+    /// The aggregations, as the runner reports them (docs/trace.md).
+    pub aggregations: Vec<serde_json::Value>,
+    /// Notes for the user.
+    pub notes: Vec<String>,
+    /// The program's `exit()` value.
+    pub exit: Option<i64>,
+    /// Why reading stopped early, when it did.
+    pub stopped: Option<String>,
+}
+
+/// Samples of a [`TraceReport`].
+#[derive(Debug, Clone, Serialize)]
+pub struct SampleCounts {
+    /// Samples the program saw.
+    pub seen: u64,
+    /// Samples some clause matched.
+    pub matched: u64,
+}
+
+/// Whether a program's text may name code (functions, modules, addresses, offenders), so
+/// that the kernel's symbols are worth loading ahead of time. A false positive only costs
+/// that work.
+pub fn may_name_code(source: &str) -> bool {
+    ["sym", "mod", "%a", "%A", "offenders"]
+        .iter()
+        .any(|t| source.contains(t))
+}
+
+/// The events to record live for the program's sample probes (`per_process`: the target
+/// is processes, not whole CPUs).
+pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, SessionError> {
+    let probes: Vec<(EventRequest, String)> = prog
+        .sample_probes()
+        .into_iter()
+        .filter_map(|(p, text)| {
+            let req = match p {
+                Probe::Pmc { event, period } => EventRequest::Event {
+                    name: event,
+                    period,
+                },
+                Probe::Profile { hz } => EventRequest::Profile { hz },
+                Probe::IbsOp { period } => EventRequest::IbsOp { period },
+                Probe::IbsFetch { period } => EventRequest::IbsFetch { period },
+                Probe::Begin | Probe::End | Probe::Tick { .. } => return None,
+            };
+            Some((req, text))
+        })
+        .collect();
+    Ok(probe_event_specs(&probes, per_process)?)
+}
+
+/// Where the program's output goes: written as it is printed, or collected.
+struct Sink<'o> {
+    printing: Printing,
+    out: &'o mut dyn Write,
+    text: String,
+    truncated: bool,
+}
+
+impl<'o> Sink<'o> {
+    fn new(printing: Printing, out: &'o mut dyn Write) -> Self {
+        Sink {
+            printing,
+            out,
+            text: String::new(),
+            truncated: false,
+        }
+    }
+
+    /// Writes (or collects) what the runner printed since the last call.
+    fn flush_runner(&mut self, r: &mut Runner<'_>) -> std::io::Result<()> {
+        let s = r.take_output();
+        if s.is_empty() {
+            return Ok(());
+        }
+        match self.printing {
+            Printing::Collect => {
+                if self.text.len() + s.len() <= OUTPUT_CAP {
+                    self.text.push_str(&s);
+                } else {
+                    self.truncated = true;
+                }
+                Ok(())
+            }
+            Printing::Stream => {
+                self.out.write_all(s.as_bytes())?;
+                // Live output appears as it is printed.
+                self.out.flush()
+            }
+        }
+    }
+}
+
+/// Binds the program to the profile's events, telling the caller unless it is quiet.
+fn bind<'p>(
+    prog: &'p Program,
+    profile: &Profile,
+    what: &str,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Result<Runner<'p>, ScriptError> {
+    let r = prog.runner(&profile.events, what)?;
+    if !prog.quiet {
+        on_event(SessionEvent::Bound {
+            clauses: prog.clauses().len(),
+            probes: prog.clauses().iter().map(|c| c.probes.len()).sum(),
+            input: what.to_string(),
+        });
+    }
+    Ok(r)
+}
+
+/// Runs END and gathers the outcome: the runner's notes, then why reading stopped and
+/// what the kernel lost.
+fn conclude(
+    mut r: Runner<'_>,
+    p: &Profile,
+    mut sink: Sink<'_>,
+    syms: &mut dyn SymbolSource,
+) -> Result<Outcome, SessionError> {
+    r.end(p, syms, sink.printing == Printing::Stream);
+    sink.flush_runner(&mut r)?;
+    sink.out.flush()?;
+    let mut notes = Vec::new();
+    if sink.truncated {
+        notes.push(format!(
+            "output truncated at {OUTPUT_CAP} bytes in the JSON document"
+        ));
+    }
+    notes.extend(r.notes().iter().cloned());
+    let stopped = p.stopped.as_ref().map(|s| {
+        format!(
+            "reading stopped at offset {} ({}) after {} records; the samples before it were traced",
+            s.offset, s.reason, s.records_read
+        )
+    });
+    if let Some(s) = &stopped {
+        notes.push(s.clone());
+    }
+    if p.lost > 0 {
+        notes.push(format!(
+            "the kernel lost {} samples while recording",
+            p.lost
+        ));
+    }
+    Ok(Outcome {
+        seen: r.samples_seen,
+        matched: r.samples_matched,
+        output: sink.text,
+        aggregations: r.aggregations_json(),
+        notes,
+        exit: r.exit_code(),
+        stopped,
+    })
+}
+
+/// Runs the program over the samples of a perf.data file (or a pipe-mode stream on
+/// stdin), writing its output to `out` as [`FileOptions::printing`] says.
+pub fn trace_file(
+    prog: &Program,
+    input: &ProfileInput,
+    syms: &mut Symbolizer,
+    out: &mut dyn Write,
+    opts: FileOptions,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Result<Outcome, SessionError> {
+    let sink = Sink::new(opts.printing, out);
+    let what = input.path().display().to_string();
+    if opts.timed {
+        run_in_memory(prog, input, &what, sink, syms, on_event)
+    } else {
+        run_streaming(prog, input, &what, sink, syms, on_event)
+    }
+}
+
+fn run_streaming(
+    prog: &Program,
+    input: &ProfileInput,
+    what: &str,
+    mut sink: Sink<'_>,
+    syms: &mut Symbolizer,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Result<Outcome, SessionError> {
+    // Bound on first sample: the events are known once the header is read.
+    let mut runner: Option<Runner<'_>> = None;
+    let mut failed: Option<ScriptError> = None;
+    let mut io_err: Option<std::io::Error> = None;
+    // From a pipe (`culprit record -o - … | culprit trace -i -`) the samples arrive while the
+    // recording runs: print at least every 100 ms, not only when 64 KiB are pending.
+    let piped = input.is_stdin();
+    let mut last_flush = Instant::now();
+    // The common case: bound, nothing failed, not a pipe.
+    let mut fast = false;
+    let mut on_sample = |p: &Profile, s: &Sample| {
+        if fast {
+            if let Some(r) = runner.as_mut() {
+                r.sample(p, s, syms);
+                if r.pending_output() > FLUSH_BYTES {
+                    if let Err(e) = sink.flush_runner(r) {
+                        io_err = Some(e);
+                        fast = false;
+                    }
+                }
+                return;
+            }
+        }
+        if failed.is_some() || io_err.is_some() {
+            return;
+        }
+        if runner.is_none() {
+            match bind(prog, p, what, on_event) {
+                Ok(mut r) => {
+                    r.begin(p, syms);
+                    runner = Some(r);
+                    fast = !piped;
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    return;
+                }
+            }
+        }
+        if let Some(r) = runner.as_mut() {
+            r.sample(p, s, syms);
+            let pending = r.pending_output();
+            let due = piped && pending > 0 && last_flush.elapsed() >= PIPE_FLUSH;
+            if pending > FLUSH_BYTES || due {
+                last_flush = Instant::now();
+                if let Err(e) = sink.flush_runner(r) {
+                    io_err = Some(e);
+                }
+            }
+        }
+    };
+    // Programs never look at call chains: not decoding them is much faster on -g files.
+    // Code locations are resolved only for programs that name code (sym, mod, %a…).
+    let plan = ReadPlan {
+        skip_callchains: true,
+        skip_locations: !prog.uses_locations(),
+        ..ReadPlan::default()
+    };
+    let profile = input.for_each(&plan, &mut on_sample)?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    if let Some(e) = io_err {
+        return Err(e.into());
+    }
+    let mut r = match runner {
+        Some(r) => r,
+        None => {
+            // No samples at all: BEGIN and END still run.
+            let mut r = bind(prog, &profile, what, on_event)?;
+            r.begin(&profile, syms);
+            r
+        }
+    };
+    sink.flush_runner(&mut r)?;
+    conclude(r, &profile, sink, syms)
+}
+
+fn run_in_memory(
+    prog: &Program,
+    input: &ProfileInput,
+    what: &str,
+    mut sink: Sink<'_>,
+    syms: &mut Symbolizer,
+    on_event: &mut dyn FnMut(SessionEvent),
+) -> Result<Outcome, SessionError> {
+    let t0 = Instant::now();
+    let profile = input.read(&ReadPlan::default())?;
+    let decode = t0.elapsed();
+    let mut r = bind(prog, &profile, what, on_event)?;
+    r.begin(&profile, syms);
+    let t1 = Instant::now();
+    for s in &profile.samples {
+        if !r.sample(&profile, s, syms) {
+            break;
+        }
+        if r.pending_output() > FLUSH_BYTES {
+            sink.flush_runner(&mut r)?;
+        }
+    }
+    let evaluate = t1.elapsed();
+    sink.flush_runner(&mut r)?;
+    on_event(SessionEvent::Timing {
+        samples: r.samples_seen,
+        decode,
+        evaluate,
+    });
+    conclude(r, &profile, sink, syms)
+}
+
+/// The program's side of a live stream: binds on the first data (the events are known from
+/// the stream's head), runs BEGIN, every sample and the wall-clock ticks, and writes the
+/// output as it is produced.
+struct LiveTrace<'p, 's, 'o> {
+    prog: &'p Program,
+    runner: Option<Runner<'p>>,
+    sink: Sink<'o>,
+    syms: &'s mut Symbolizer,
+    on_event: &'s mut dyn FnMut(SessionEvent),
+    failed: Option<SessionError>,
+}
+
+/// How live inputs are named in messages.
+const LIVE_INPUT: &str = "the live recording";
+
+impl<'p> LiveTrace<'p, '_, '_> {
+    /// The runner, bound (and BEGIN run) once the stream's events are known.
+    fn runner(&mut self, p: &Profile) -> Option<&mut Runner<'p>> {
+        if self.runner.is_none() && self.failed.is_none() && !p.events.is_empty() {
+            match bind(self.prog, p, LIVE_INPUT, self.on_event) {
+                Ok(mut r) => {
+                    r.set_wall_clock_ticks(true);
+                    r.begin(p, self.syms);
+                    self.runner = Some(r);
+                }
+                Err(e) => self.failed = Some(e.into()),
+            }
+        }
+        self.runner.as_mut()
+    }
+
+    fn flush(&mut self) -> live::Flow {
+        if let Some(r) = self.runner.as_mut() {
+            if let Err(e) = self.sink.flush_runner(r) {
+                self.failed = Some(e.into());
+                return live::Flow::Stop;
+            }
+        }
+        live::Flow::Continue
+    }
+}
+
+impl live::Consumer for LiveTrace<'_, '_, '_> {
+    fn sample(&mut self, p: &Profile, s: &Sample) -> live::Flow {
+        if self.runner(p).is_none() {
+            return live::Flow::Stop;
+        }
+        let Some(r) = self.runner.as_mut() else {
+            return live::Flow::Stop;
+        };
+        let go = r.sample(p, s, self.syms);
+        if !go {
+            self.flush();
+            return live::Flow::Stop;
+        }
+        if r.pending_output() > FLUSH_BYTES {
+            return self.flush();
+        }
+        live::Flow::Continue
+    }
+
+    fn tick(&mut self, p: &Profile, now: u64) -> live::Flow {
+        if self.runner(p).is_none() {
+            return if self.failed.is_some() {
+                live::Flow::Stop
+            } else {
+                live::Flow::Continue
+            };
+        }
+        let go = match self.runner.as_mut() {
+            Some(r) => r.tick(p, now, self.syms),
+            None => true,
+        };
+        // Output produced by samples and ticks appears at least every tick.
+        let flushed = self.flush();
+        if !go {
+            return live::Flow::Stop;
+        }
+        flushed
+    }
+}
+
+/// Records live with `opts` and runs the program over the stream as it arrives, writing
+/// its output to `out` as `printing` says. `warn` gets the recorder's warnings (from the
+/// recorder's thread).
+pub fn trace_live(
+    prog: &Program,
+    opts: LiveOptions,
+    syms: &mut Symbolizer,
+    out: &mut dyn Write,
+    printing: Printing,
+    on_event: &mut dyn FnMut(SessionEvent),
+    warn: Box<dyn FnMut(String) + Send>,
+) -> Result<Outcome, SessionError> {
+    let launched = opts.launches();
+    let mut t = LiveTrace {
+        prog,
+        runner: None,
+        sink: Sink::new(printing, out),
+        syms,
+        on_event,
+        failed: None,
+    };
+    let end = live::run(opts, LIVE_TICK, warn, &mut t)?;
+    if let Some(e) = t.failed.take() {
+        return Err(e);
+    }
+    let s = &end.summary;
+    if s.lost_samples > 0 {
+        (t.on_event)(SessionEvent::LostSamples(s.lost_samples));
+    }
+    let mut r = match t.runner.take() {
+        Some(r) => r,
+        None => {
+            // Nothing arrived (no samples): BEGIN and END still run.
+            let mut r = bind(prog, &end.profile, LIVE_INPUT, t.on_event)?;
+            r.begin(&end.profile, t.syms);
+            r
+        }
+    };
+    t.sink.flush_runner(&mut r)?;
+    let mut outcome = conclude(r, &end.profile, t.sink, t.syms)?;
+    if s.stopped && launched {
+        if let Some(e) = s.exit {
+            outcome.notes.push(format!(
+                "exit() stopped the recording; the launched command {}",
+                match e {
+                    ChildExit::Exited(c) => format!("had already exited (status {c})"),
+                    ChildExit::Signaled(sig) => format!("was terminated (signal {sig})"),
+                }
+            ));
+        }
+    }
+    Ok(outcome)
+}
