@@ -58,7 +58,7 @@ pub enum SessionEvent {
         /// The input, as named in messages (a path, or "the live recording").
         input: String,
     },
-    /// With [`FileOptions::timed`]: the file was read into memory, then evaluated.
+    /// With `timed` ([`trace_file`]): the file was read into memory, then evaluated.
     Timing {
         /// Samples evaluated.
         samples: u64,
@@ -71,14 +71,16 @@ pub enum SessionEvent {
     LostSamples(u64),
 }
 
-/// Options of [`trace_file`].
-#[derive(Debug, Clone, Copy)]
-pub struct FileOptions {
-    /// What becomes of the printed output.
+/// Where a session's output and messages go, and the symbols it names code with.
+pub struct SessionIo<'a> {
+    /// Names code locations (`sym`, `mod`, `%a`, offenders).
+    pub syms: &'a mut Symbolizer,
+    /// Where the program's output is written, with [`Printing::Stream`].
+    pub out: &'a mut dyn Write,
+    /// What becomes of the program's printed output.
     pub printing: Printing,
-    /// Read the whole file into memory first, so that the evaluation is timed alone
-    /// ([`SessionEvent::Timing`]); otherwise samples are streamed from the file.
-    pub timed: bool,
+    /// Told what happens while the session runs.
+    pub on_event: &'a mut dyn FnMut(SessionEvent),
 }
 
 /// Why a session failed.
@@ -306,18 +308,23 @@ fn conclude(
 }
 
 /// Runs the program over the samples of a perf.data file (or a pipe-mode stream on
-/// stdin), writing its output to `out` as [`FileOptions::printing`] says.
+/// stdin). `timed`: read the whole file into memory first, so that the evaluation is timed
+/// alone ([`SessionEvent::Timing`]); otherwise samples are streamed from the file.
 pub fn trace_file(
     prog: &Program,
     input: &ProfileInput,
-    syms: &mut Symbolizer,
-    out: &mut dyn Write,
-    opts: FileOptions,
-    on_event: &mut dyn FnMut(SessionEvent),
+    timed: bool,
+    io: SessionIo<'_>,
 ) -> Result<Outcome, SessionError> {
-    let sink = Sink::new(opts.printing, out);
+    let SessionIo {
+        syms,
+        out,
+        printing,
+        on_event,
+    } = io;
+    let sink = Sink::new(printing, out);
     let what = input.path().display().to_string();
-    if opts.timed {
+    if timed {
         run_in_memory(prog, input, &what, sink, syms, on_event)
     } else {
         run_streaming(prog, input, &what, sink, syms, on_event)
@@ -524,25 +531,21 @@ impl live::Consumer for LiveTrace<'_, '_, '_> {
     }
 }
 
-/// Records live with `opts` and runs the program over the stream as it arrives, writing
-/// its output to `out` as `printing` says. `warn` gets the recorder's warnings (from the
-/// recorder's thread).
+/// Records live with `opts` and runs the program over the stream as it arrives. `warn`
+/// gets the recorder's warnings (from the recorder's thread).
 pub fn trace_live(
     prog: &Program,
     opts: LiveOptions,
-    syms: &mut Symbolizer,
-    out: &mut dyn Write,
-    printing: Printing,
-    on_event: &mut dyn FnMut(SessionEvent),
     warn: Box<dyn FnMut(String) + Send>,
+    io: SessionIo<'_>,
 ) -> Result<Outcome, SessionError> {
     let launched = opts.launches();
     let mut t = LiveTrace {
         prog,
         runner: None,
-        sink: Sink::new(printing, out),
-        syms,
-        on_event,
+        sink: Sink::new(io.printing, io.out),
+        syms: io.syms,
+        on_event: io.on_event,
         failed: None,
     };
     let end = live::run(opts, LIVE_TICK, warn, &mut t)?;

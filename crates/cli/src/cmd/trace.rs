@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use culprit_collect::live::LiveOptions;
 use culprit_collect::record;
-use culprit_script::session::{self, FileOptions, Printing, SessionEvent};
+use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
 use culprit_script::{Options, Program};
 use culprit_symbols::{KernelSymbols, Symbolizer};
 
@@ -98,28 +98,18 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Format::Json => Printing::Collect,
         _ => Printing::Stream,
     };
+    let io = SessionIo {
+        syms: &mut syms,
+        out: &mut out,
+        printing,
+        on_event: &mut print_event,
+    };
     let outcome = match &args.input.input {
         None => {
-            let opts = live_options(&prog, &args)?;
             let warn = Box::new(|w| eprintln!("culprit trace: warning: {w}"));
-            session::trace_live(
-                &prog,
-                opts,
-                &mut syms,
-                &mut out,
-                printing,
-                &mut print_event,
-                warn,
-            )?
+            session::trace_live(&prog, live_options(&prog, &args)?, warn, io)?
         }
-        Some(_) => {
-            let input = args.input.open();
-            let opts = FileOptions {
-                printing,
-                timed: args.stats,
-            };
-            session::trace_file(&prog, &input, &mut syms, &mut out, opts, &mut print_event)?
-        }
+        Some(_) => session::trace_file(&prog, &args.input.open(), args.stats, io)?,
     };
     let exit = outcome.exit;
     if printing == Printing::Collect {
