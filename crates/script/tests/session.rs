@@ -1,0 +1,106 @@
+//! `culprit_script::session`: a program run over a recorded file, streamed or collected.
+
+use std::path::PathBuf;
+
+use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
+use culprit_script::{compile, Options, Program};
+use culprit_symbols::{ProfileInput, Symbolizer, SymbolizerOptions};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../decode/tests/fixtures")
+        .join(name)
+}
+
+/// Runs `src` over a fixture; returns the outcome, what was written and the events told.
+fn trace(
+    src: &str,
+    name: &str,
+    printing: Printing,
+    timed: bool,
+    quiet: bool,
+) -> (session::Outcome, String, Vec<SessionEvent>) {
+    let opts = Options {
+        quiet,
+        ..Options::default()
+    };
+    let prog: Program = compile(src, &opts).unwrap();
+    let input = ProfileInput::new(fixture(name), SymbolizerOptions::default());
+    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    let mut out = Vec::new();
+    let mut events = Vec::new();
+    let mut on_event = |e: SessionEvent| events.push(e);
+    let io = SessionIo {
+        syms: &mut syms,
+        out: &mut out,
+        printing,
+        on_event: &mut on_event,
+    };
+    let outcome = session::trace_file(&prog, &input, timed, io).unwrap();
+    (outcome, String::from_utf8(out).unwrap(), events)
+}
+
+const PROGRAM: &str =
+    "BEGIN { printf(\"start\\n\"); } pmc:::cpu-clock { @n[execname] = count(); } END { exit(4); }";
+
+#[test]
+fn streamed_output_is_written_and_unprinted_aggregations_printed_at_end() {
+    let (o, out, events) = trace(PROGRAM, "cpu-clock-g.data", Printing::Stream, false, true);
+    assert!(o.seen > 0);
+    assert_eq!(o.seen, o.matched);
+    assert!(out.starts_with("start\n"), "{out}");
+    // END prints the aggregation nobody printed, with the sample count.
+    assert!(out.contains(&o.seen.to_string()), "{out}");
+    assert!(o.output.is_empty());
+    assert_eq!(o.exit, Some(4));
+    assert!(
+        events.is_empty(),
+        "a quiet program is not announced: {events:?}"
+    );
+}
+
+#[test]
+fn collected_output_goes_into_the_report_with_schema_1() {
+    let (o, out, _) = trace(PROGRAM, "cpu-clock-g.data", Printing::Collect, false, true);
+    assert!(out.is_empty(), "nothing written when collecting: {out}");
+    assert_eq!(o.output, "start\n");
+    let seen = o.seen;
+    let json = serde_json::to_value(o.report(Some("f.data".into()))).unwrap();
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["input"], "f.data");
+    assert_eq!(json["samples"]["seen"], seen);
+    assert_eq!(json["aggregations"][0]["name"], "n");
+    assert_eq!(json["exit"], 4);
+}
+
+#[test]
+fn timed_run_agrees_with_streamed_and_reports_timing() {
+    let (streamed, _, _) = trace(PROGRAM, "cpu-clock-g.data", Printing::Collect, false, true);
+    let (timed, _, events) = trace(PROGRAM, "cpu-clock-g.data", Printing::Collect, true, false);
+    assert_eq!(timed.seen, streamed.seen);
+    assert_eq!(timed.aggregations, streamed.aggregations);
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, SessionEvent::Timing { samples, .. } if *samples == streamed.seen)));
+    assert!(matches!(
+        &events[0],
+        SessionEvent::Bound { clauses: 3, probes: 3, input } if input.ends_with("cpu-clock-g.data")
+    ));
+}
+
+#[test]
+fn a_probe_without_its_event_fails_to_bind() {
+    let prog = compile("pmc:::no-such-event { @n = count(); }", &Options::default()).unwrap();
+    let input = ProfileInput::new(fixture("cpu-clock-g.data"), SymbolizerOptions::default());
+    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    let mut out = Vec::new();
+    let io = SessionIo {
+        syms: &mut syms,
+        out: &mut out,
+        printing: Printing::Stream,
+        on_event: &mut |_| {},
+    };
+    let err = session::trace_file(&prog, &input, false, io).unwrap_err();
+    assert!(matches!(err, session::SessionError::Bind(_)), "{err}");
+    assert!(err.to_string().contains("no such event"), "{err}");
+}
