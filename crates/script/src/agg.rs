@@ -599,7 +599,9 @@ impl Agg {
     /// Prints every entry as DTrace does without a format.
     pub fn print_default(&self, out: &mut String, strings: &Interner) {
         out.push('\n');
-        for (keys, acc) in self.sorted(strings) {
+        let entries = self.sorted(strings);
+        let widths = self.print_widths(&entries, strings);
+        for (keys, acc) in entries {
             if self.is_block() {
                 if !keys.is_empty() {
                     out.push_str("  ");
@@ -614,18 +616,45 @@ impl Agg {
                 self.block(out, acc, strings);
                 out.push('\n');
             } else {
+                let w = &widths;
                 for (i, k) in keys.iter().enumerate() {
+                    let text = self.key_text(i, *k, strings);
+                    let width = w.get(i).copied().unwrap_or(16);
                     match self.key_types.get(i) {
-                        Some(Ty::Str) => out.push_str(&format!("  {:<50}", strings.get(*k as u32))),
-                        Some(Ty::Addr) => {
-                            out.push_str(&format!("  {:>16}", format!("0x{:x}", *k as u64)))
-                        }
-                        _ => out.push_str(&format!("  {:>16}", k)),
+                        Some(Ty::Str) => out.push_str(&format!("  {text:<width$}")),
+                        _ => out.push_str(&format!("  {text:>width$}")),
                     }
                 }
-                out.push_str(&format!("  {:>16}\n", self.value(acc)));
+                let width = w.last().copied().unwrap_or(16);
+                out.push_str(&format!("  {:>width$}\n", self.value(acc)));
             }
         }
+    }
+
+    /// Widths of the key columns and the value column of the default (unformatted) print:
+    /// DTrace's (50 for strings, 16 for numbers) when a line fits 80 columns; else each
+    /// column as wide as its widest entry, so that multi-key aggregations fit a terminal.
+    fn print_widths(&self, entries: &[(&[i64], &Acc)], strings: &Interner) -> Vec<usize> {
+        let n = self.key_types.len();
+        let dtrace: Vec<usize> = (0..n)
+            .map(|i| match self.key_types.get(i) {
+                Some(Ty::Str) => 50,
+                _ => 16,
+            })
+            .chain(std::iter::once(16))
+            .collect();
+        let line = |w: &[usize]| w.iter().map(|x| x + 2).sum::<usize>();
+        if line(&dtrace) <= 80 {
+            return dtrace;
+        }
+        let mut w = vec![1; n + 1];
+        for (keys, acc) in entries {
+            for (i, k) in keys.iter().enumerate().take(n) {
+                w[i] = w[i].max(self.key_text(i, *k, strings).chars().count().min(50));
+            }
+            w[n] = w[n].max(self.value(acc).to_string().len());
+        }
+        w
     }
 
     fn key_text(&self, i: usize, k: i64, strings: &Interner) -> String {

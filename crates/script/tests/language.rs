@@ -378,3 +378,18 @@ fn test_uses_locations() {
         assert!(!uses(src), "{src}");
     }
 }
+
+#[test]
+fn default_print_keeps_dtrace_widths_and_fits_80_columns_with_several_keys() {
+    // One string key: DTrace's layout (key padded to 50, value right-aligned in 16).
+    let one = run("pmc:::cpu-clock { @[execname] = count(); }");
+    let line = one.lines().find(|l| !l.trim().is_empty()).unwrap();
+    assert_eq!(line.len(), 2 + 50 + 2 + 16, "{one:?}");
+    // Three keys would be 2+50+2+50+2+16+2+16 wide in DTrace's layout: each column is as
+    // wide as its widest entry instead.
+    let three = run("pmc:::cpu-clock { @[execname, execname, tid] = count(); }");
+    assert!(three.lines().count() > 1, "{three:?}");
+    for l in three.lines() {
+        assert!(l.chars().count() <= 80, "{l:?} in\n{three}");
+    }
+}
