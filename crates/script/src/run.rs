@@ -494,7 +494,7 @@ impl Runner<'_> {
     }
 
     /// All aggregations as JSON objects (see docs/trace.md).
-    pub fn aggregations_json(&self) -> Vec<serde_json::Value> {
+    pub fn aggregations_json(&self) -> Vec<crate::agg::AggregationJson> {
         self.rt
             .aggs
             .iter()

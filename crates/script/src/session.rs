@@ -113,7 +113,7 @@ pub struct Outcome {
     /// The printed output, with [`Printing::Collect`] (empty otherwise).
     pub output: String,
     /// The aggregations, as the runner reports them (docs/trace.md).
-    pub aggregations: Vec<serde_json::Value>,
+    pub aggregations: Vec<crate::agg::AggregationJson>,
     /// Notes for the user (dropped keys, losses, truncation, how the recording ended).
     pub notes: Vec<String>,
     /// The program's `exit()` value.
@@ -153,7 +153,7 @@ pub struct TraceReport {
     /// What the program printed.
     pub output: String,
     /// The aggregations, as the runner reports them (docs/trace.md).
-    pub aggregations: Vec<serde_json::Value>,
+    pub aggregations: Vec<crate::agg::AggregationJson>,
     /// Notes for the user.
     pub notes: Vec<String>,
     /// The program's `exit()` value.

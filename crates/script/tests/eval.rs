@@ -31,7 +31,7 @@ fn run(src: &str) -> (String, serde_json::Value, Vec<String>, Option<i64>) {
     let notes = r.notes().to_vec();
     (
         r.take_output(),
-        serde_json::Value::from(r.aggregations_json()),
+        serde_json::to_value(r.aggregations_json()).unwrap(),
         notes,
         r.exit_code(),
     )

@@ -47,7 +47,7 @@ fn run_on(p: &Profile, src: &str, quiet: bool) -> (String, serde_json::Value, us
     r.end(p, &mut syms, true);
     (
         r.take_output(),
-        serde_json::Value::from(r.aggregations_json()),
+        serde_json::to_value(r.aggregations_json()).unwrap(),
         syms.asked,
     )
 }
