@@ -375,7 +375,9 @@ fn run_streaming(
         skip_locations: !prog.uses_locations(),
         ..ReadPlan::default()
     };
-    let profile = input.for_each(&plan, &mut on_sample)?;
+    let bar = crate::progress::Progress::for_input(input);
+    let profile = input.for_each(&plan, bar.callback(), &mut on_sample)?;
+    bar.finish();
     if let Some(e) = failed {
         return Err(e);
     }

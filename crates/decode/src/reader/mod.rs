@@ -152,8 +152,6 @@ pub(crate) enum Framed {
         /// Records read before it.
         records: u64,
     },
-    /// Stream mode: a SAMPLE record at this input offset came before any HEADER_ATTR.
-    NoAttrs(u64),
 }
 
 /// Where a streaming read sends its samples.
@@ -404,6 +402,21 @@ impl<'a, 'p> Reader<'a, 'p> {
         (attr, time)
     }
 
+    /// Makes the header's facts (host, CPU, command line, PMUs…) visible in the profile while
+    /// the records are read, for streaming readers (`Reader::fold`); the reader's own
+    /// counters stay. [`Reader::finish`] completes the rest.
+    pub(super) fn sync_meta(&mut self) {
+        let mut meta = self.features.meta.clone();
+        let own = &mut self.p.meta;
+        meta.time_range = own.time_range;
+        meta.pipe_mode = own.pipe_mode;
+        meta.compressed |= own.compressed;
+        meta.file_size = own.file_size;
+        meta.records = own.records;
+        meta.tracepoints = std::mem::take(&mut own.tracepoints);
+        *own = meta;
+    }
+
     fn report_progress(&mut self, done: u64) {
         if done >= self.next_progress {
             (self.progress)(done, self.data.len() as u64);
@@ -531,7 +544,7 @@ impl<'a, 'p> Reader<'a, 'p> {
 /// The incremental side of the reader, used by [`crate::StreamDecoder`]: the input arrives in
 /// chunks, queued records are copied out of them, and samples are collected in
 /// `Profile::samples` for the caller to hand out and clear.
-impl Reader<'static, 'static> {
+impl<'p> Reader<'static, 'p> {
     /// A reader for a pipe-mode stream whose 16-byte header (endianness `be`) was checked.
     pub(crate) fn new_stream(be: bool) -> Self {
         // No progress or page release for a stream; boxed zero-sized closures do not allocate.
