@@ -327,7 +327,9 @@ pub fn annotate_places(
     let mut funcs: Vec<FuncSamples> = Vec::new();
     let mut func_of: HashMap<(DsoId, SymbolId), usize> = HashMap::new();
     for (n, site) in places.sites.iter().enumerate() {
-        let Some(col) = col_of(site.event) else { continue };
+        let Some(col) = col_of(site.event) else {
+            continue;
+        };
         let r = resolved[site_q[n]];
         let (Some(dso), Some(sym)) = (site.query.dso, r.symbol) else {
             continue;
@@ -432,9 +434,8 @@ pub fn annotate_places(
     }
     for i in chosen {
         let f = &funcs[i];
-        out.functions.push(annotate_one(
-            profile, places, symbolizer, opts, &cols, f,
-        ));
+        out.functions
+            .push(annotate_one(profile, places, symbolizer, opts, &cols, f));
     }
     Ok(out)
 }

@@ -9,8 +9,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use culprit_analysis::listing::Listing;
-use culprit_output::text::{cut, expand_tabs};
 use culprit_decode::model::{Profile, Sample};
+use culprit_output::text::{cut, expand_tabs};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};

@@ -209,6 +209,9 @@ pub(crate) struct Reader<'a, 'p> {
     suppressed_warnings: u64,
     progress: &'p mut dyn FnMut(u64, u64),
     next_progress: u64,
+    /// Where this reader's own records start (its share's start in a parallel read):
+    /// progress counts the bytes delivered from there, not the replay before it.
+    progress_from: u64,
     /// Told "bytes below this offset are no longer needed" (lets a memory-mapped input drop
     /// its pages from the resident set).
     release: &'p mut dyn FnMut(usize),
@@ -293,6 +296,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             suppressed_warnings: 0,
             progress,
             next_progress: 0,
+            progress_from: 0,
             release,
             sink,
             released: 0,
@@ -417,7 +421,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         *own = meta;
     }
 
+    /// Reports the bytes of its own records this reader has framed (none while replaying
+    /// before its share), every 4 MiB.
     fn report_progress(&mut self, done: u64) {
+        if self.part.lite {
+            return;
+        }
+        let done = done.saturating_sub(self.progress_from);
         if done >= self.next_progress {
             (self.progress)(done, self.data.len() as u64);
             self.next_progress = done.saturating_add(1 << 22);
@@ -536,7 +546,9 @@ impl<'a, 'p> Reader<'a, 'p> {
                 .push(more_warnings(self.suppressed_warnings));
         }
         self.p.stopped = stopped;
-        (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        if !self.part.shared {
+            (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        }
         (self.p, outcome)
     }
 }

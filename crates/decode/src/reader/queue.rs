@@ -257,6 +257,8 @@ impl<'a, 'p> Reader<'a, 'p> {
                         self.part.lite = false;
                         self.requeue_deferred();
                         self.part.started = true;
+                        self.progress_from = at as u64;
+                        self.next_progress = 0;
                     }
                     if let Some((split, start, end)) = self.split {
                         if let Some(t) = split.reached(at, start, end) {

@@ -282,6 +282,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .chain(symbolizer.warnings())
         .map(Note::warning)
         .collect();
+    if report.cut_call_paths > 0 {
+        notes.push(Note::warning(format!(
+            "{} samples have call chains deeper than {} frames: their call-graph paths were              cut there (perf's --max-stack)",
+            report.cut_call_paths,
+            hotspots::PERF_MAX_STACK
+        )));
+    }
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
     let file = args.input.path().display().to_string();
     let mut out = args.output.writer()?;
