@@ -548,6 +548,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.p.stopped = stopped;
         if !self.part.shared {
             (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        } else if !self.part.lite {
+            // A share's last bytes (the read's end is reported once, by its caller).
+            let own = (self.framing_at as u64).saturating_sub(self.progress_from);
+            (self.progress)(own, self.data.len() as u64);
         }
         (self.p, outcome)
     }
