@@ -14,15 +14,17 @@
 //!   (the sampled IP first) passes through.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
-use culprit_decode::ibs::mem;
+use culprit_decode::abi::mem;
 use culprit_decode::model::{
     CpuMode, DsoId, DsoKind, EventId, Frame, Location, Profile, Sample, StrId,
 };
 use culprit_decode::pebs::text as mem_text;
 use culprit_symbols::{Query, Resolved, Symbolizer};
 
-use crate::fxhash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
 use crate::{AnalysisError, SortKey};
 
 mod aggregate;

@@ -903,7 +903,9 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
         let miss = p.data_src.is_some_and(|d| {
             d.l1_miss()
                 || (d.level == MemLevel::L1
-                    && (d.value >> ibs::mem::LVL_SHIFT) & ibs::mem::LVL_MISS != 0)
+                    && (d.value >> culprit_decode::abi::mem::LVL_SHIFT)
+                        & culprit_decode::abi::mem::LVL_MISS
+                        != 0)
         });
         let (local, remote) = served(p.data_src, miss);
         // A recorded weight of 0 is "no latency measured", not a latency of 0; the field's

@@ -9,7 +9,6 @@
 
 pub mod annotate;
 pub mod branches;
-mod fxhash;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;

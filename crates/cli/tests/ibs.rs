@@ -718,8 +718,6 @@ fn test_record_ibs_without_ibs_pmu_fails_with_an_explanation() {
 fn test_script_decodes_pebs_data_src_weight_and_addr() {
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
     use culprit_decode::abi::{attr_flag, sample_type};
-    const WEIGHT: u64 = 1 << 14;
-    const DATA_SRC: u64 = 1 << 15;
     let attr = Attr {
         attr_type: 4,
         config: 0x1cd,
@@ -732,8 +730,8 @@ fn test_script_decodes_pebs_data_src_weight_and_addr() {
             | sample_type::ADDR
             | sample_type::CPU
             | sample_type::PERIOD
-            | WEIGHT
-            | DATA_SRC,
+            | sample_type::WEIGHT
+            | sample_type::DATA_SRC,
         flags: attr_flag::SAMPLE_ID_ALL | (2 << attr_flag::PRECISE_IP_SHIFT),
         ..Attr::default()
     };

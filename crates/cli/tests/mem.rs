@@ -588,10 +588,6 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
     use culprit_collect::perfdata::records::{self, SampleId};
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
     use culprit_decode::abi::{attr_flag, sample_type};
-    const DATA_SRC: u64 = 1 << 15;
-    const PHYS_ADDR: u64 = 1 << 19;
-    const DATA_PAGE_SIZE: u64 = 1 << 22;
-    const WEIGHT_STRUCT: u64 = 1 << 24;
     let attr = Attr {
         attr_type: 4,
         config: 0x1cd,
@@ -604,10 +600,10 @@ fn write_crafted_pebs(path: &Path, rounds: u64, chains: bool) {
             | sample_type::ADDR
             | sample_type::CPU
             | sample_type::PERIOD
-            | WEIGHT_STRUCT
-            | DATA_SRC
-            | PHYS_ADDR
-            | DATA_PAGE_SIZE
+            | sample_type::WEIGHT_STRUCT
+            | sample_type::DATA_SRC
+            | sample_type::PHYS_ADDR
+            | sample_type::DATA_PAGE_SIZE
             | if chains { sample_type::CALLCHAIN } else { 0 },
         flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | (2 << attr_flag::PRECISE_IP_SHIFT),
         ..Attr::default()

@@ -772,6 +772,8 @@ fn test_record_error_output_not_writable() {
         e.contains("cannot write the output file /nonexistent-dir/x.data"),
         "{e}"
     );
+    // The OS error is said once (it was repeated as the error's cause).
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
 }
 
 #[test]
@@ -887,11 +889,12 @@ fn test_record_unprivileged_paranoid_message_and_user_only_fallback() {
     if paranoid >= 1 {
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         let e = stderr(&out);
+        // Refused before anything is opened, with the level, what it allows and the way out.
         assert!(
             e.contains(&format!(
-                "no permission to open event 'cpu-clock' (kernel.perf_event_paranoid = {paranoid})"
+                "-a samples every process, but kernel.perf_event_paranoid = {paranoid} allows"
             )) && e.contains("CAP_PERFMON")
-                && e.contains("sysctl -w kernel.perf_event_paranoid="),
+                && e.contains("sysctl -w kernel.perf_event_paranoid=0"),
             "{e}"
         );
     } else {
@@ -1380,4 +1383,307 @@ fn test_demo_size_zero_is_refused_up_front() {
     // Nothing was built or recorded.
     assert!(!e.contains("culprit record"), "{e}");
     assert!(!dir.join("perf.data").exists());
+}
+
+/// A pre-existing output file (bytes that must survive a failed start) in a fresh directory.
+fn precious_file(dir: &Path) -> (PathBuf, Vec<u8>) {
+    let data = dir.join("precious.data");
+    let bytes = b"PERFILE2 not really, but precious to its owner".to_vec();
+    std::fs::write(&data, &bytes).unwrap();
+    let _ = std::fs::remove_file(dir.join("precious.data.old"));
+    (data, bytes)
+}
+
+/// A recording that cannot start (no such command, an event the kernel refuses) leaves the
+/// previous file exactly as it was: not removed, not truncated, not renamed.
+#[test]
+fn test_record_failed_start_leaves_the_previous_file_unchanged() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-failed-start");
+    for (what, event, cmd) in [
+        ("missing command", "cpu-clock", "/nonexistent/cmd"),
+        ("event the kernel refuses", "software/config=0x99/", "true"),
+    ] {
+        let (data, bytes) = precious_file(&dir);
+        let out = culprit()
+            .args(["record", "-q", "-e", event, "-o"])
+            .arg(&data)
+            .args(["--", cmd])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{what}: {}", stderr(&out));
+        assert_eq!(
+            std::fs::read(&data).ok(),
+            Some(bytes),
+            "{what}: the previous file changed"
+        );
+        assert!(
+            !dir.join("precious.data.old").exists(),
+            "{what}: the previous file was moved"
+        );
+    }
+}
+
+/// The pid a workload wrote to `file` (`sh -c 'echo $$ > FILE; exec …'`).
+fn pid_in(file: &Path) -> i32 {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("no pid file {}: {e}", file.display()));
+    text.trim().parse().unwrap()
+}
+
+/// Whether a process exists (and is not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    })
+}
+
+/// A small tmpfs mounted for a test, unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A full disk (a 2 MB tmpfs) mid-recording: the recording stops, the launched command is
+/// terminated, the partial file is kept and closed so that culprit (and perf) read its
+/// samples, the exit status is non-zero and the error is said once with what was kept.
+#[test]
+fn test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command() {
+    const TEST: &str = "test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command";
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-full-disk");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        common::skip(TEST, "cannot mount a tmpfs here (not root?)");
+        return;
+    }
+    let _disk = SmallDisk(mnt.clone());
+    let data = mnt.join("full.data");
+    let pid_file = dir.join("workload.pid");
+    let _ = std::fs::remove_file(&pid_file);
+    let shares = common::workload("shares");
+    // 8 KB of stack per sample at 4000 Hz: 2 MB fill in well under a second.
+    let out = culprit()
+        .args([
+            "record",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            path_str(&data),
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "echo $$ > {}; exec {} 100000",
+                pid_file.display(),
+                shares.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert_eq!(e.matches("No space left on device").count(), 1, "{e}");
+    assert!(
+        e.contains("keeps what was written") && e.contains("the command was terminated"),
+        "{e}"
+    );
+    let workload = pid_in(&pid_file);
+    assert!(!alive(workload), "the workload {workload} outlived culprit");
+    // The partial file: a valid perf.data with the samples before the cut.
+    let p = culprit_decode::Reader::open(&data)
+        .collect()
+        .expect("the partial file reads");
+    assert!(p.stopped.is_none(), "{:?}", p.stopped);
+    assert!(p.samples.len() > 20, "{} samples", p.samples.len());
+    assert!(
+        e.contains(&format!("({} samples)", p.samples.len())),
+        "the message counts the samples kept ({}): {e}",
+        p.samples.len()
+    );
+    let report = common::run_ok(common::culprit().args(["report", "-i"]).arg(&data));
+    assert!(stdout(&report).contains("heavy"), "{}", stdout(&report));
+    if common::require_perf(TEST) {
+        let o = perf(&["report", "-i", path_str(&data), "--stdio"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains("heavy"), "{}", stdout(&o));
+    }
+}
+
+/// `record -o - | head -c 1000`: the reader goes away; culprit exits 141 (as perf, killed by
+/// SIGPIPE) with one message, and the command it launched does not run on unrecorded.
+#[test]
+fn test_record_to_a_closed_pipe_exits_141_and_ends_the_command() {
+    use std::io::Read;
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-broken-pipe");
+    let shares = common::workload("shares");
+    for keep in [1000usize, 100_000] {
+        let pid_file = dir.join(format!("workload-{keep}.pid"));
+        let _ = std::fs::remove_file(&pid_file);
+        let mut child = culprit()
+            .args(["record", "-e", "cpu-clock", "-o", "-", "--", "sh", "-c"])
+            .arg(format!(
+                "echo $$ > {}; exec {} 100000",
+                pid_file.display(),
+                shares.display()
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stream = child.stdout.take().unwrap();
+        let mut got = vec![0u8; keep];
+        stream.read_exact(&mut got).unwrap();
+        drop(stream);
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "culprit kept running after its reader left"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut e = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+        assert_eq!(status.code(), Some(141), "after {keep} bytes: {e}");
+        assert_eq!(e.matches("Broken pipe").count(), 1, "{e}");
+        // The launched command (once it ran) was terminated.
+        if pid_file.exists() {
+            let workload = pid_in(&pid_file);
+            assert!(
+                !alive(workload),
+                "the workload {workload} runs on unrecorded"
+            );
+        }
+    }
+}
+
+/// SIGTERM to culprit: forwarded to the command, the file finished, exit 128 + 15.
+#[test]
+fn test_record_sigterm_exits_143_and_finishes_the_file() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-sigterm");
+    let shares = common::workload("shares");
+    let data = dir.join("t.data");
+    let child = culprit()
+        .args([
+            "record",
+            "--format",
+            "json",
+            "-e",
+            "cpu-clock",
+            "-o",
+            path_str(&data),
+            "--",
+        ])
+        .arg(&shares)
+        .arg("100000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "stderr: {}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["signal"], libc::SIGTERM);
+    decode_checks(&data, &v);
+}
+
+/// The launched command gets SIGPIPE's default action, as from a shell (culprit, a Rust
+/// program, ignores it; an ignored signal would stay ignored across exec).
+#[test]
+fn test_record_command_runs_with_the_default_sigpipe() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-sigpipe-default");
+    let out = common::run_ok(
+        culprit()
+            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .arg(dir.join("s.data"))
+            .args(["--", "cat", "/proc/self/status"]),
+    );
+    let text = stdout(&out);
+    let ignored = text
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+        .expect("SigIgn in /proc/self/status");
+    assert_eq!(
+        ignored & (1 << (libc::SIGPIPE - 1)),
+        0,
+        "SIGPIPE is ignored in the command: {ignored:x}"
+    );
+}
+
+/// At perf_event_paranoid >= 2 an unprivileged `-e cpu-clock:k` is refused with the reason
+/// (it recorded 0 samples and exited 0), and so is a `:k,:u` pair (whose empty :k half was
+/// blamed on counter scheduling); nothing is written.
+#[test]
+fn test_record_unprivileged_kernel_only_event_is_refused_with_the_reason() {
+    const TEST: &str = "test_record_unprivileged_kernel_only_event_is_refused_with_the_reason";
+    let _lock = common::pmu_lock();
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if paranoid < 2 {
+        common::skip(
+            TEST,
+            "kernel.perf_event_paranoid < 2 allows kernel profiling",
+        );
+        return;
+    }
+    let can_drop = culprit_unprivileged()
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !can_drop {
+        common::skip(TEST, "cannot run culprit as an unprivileged user (setpriv)");
+        return;
+    }
+    let dir = common::scratch("record-unprivileged-k");
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    for events in ["cpu-clock:k", "cpu-clock:k,cpu-clock:u"] {
+        let data = dir.join("k.data");
+        let _ = std::fs::remove_file(&data);
+        let out = culprit_unprivileged()
+            .args(["record", "-e", events, "-o"])
+            .arg(&data)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{events}: {e}");
+        assert!(
+            e.contains(&format!(
+                "event 'cpu-clock:k' samples the kernel only, but kernel.perf_event_paranoid = {paranoid} allows"
+            )) && e.contains("CAP_PERFMON")
+                && e.contains("sysctl -w kernel.perf_event_paranoid=1"),
+            "{events}: {e}"
+        );
+        assert!(!e.contains("scheduled"), "{events}: {e}");
+        assert!(!data.exists(), "{events}: a refused recording wrote a file");
+    }
 }

@@ -239,7 +239,21 @@ fn test_report_text_fits_80_columns_by_default() {
 #[test]
 fn test_report_call_graphs_of_a_file_without_call_chains_are_refused() {
     let file = decode_fixture("cpu-clock-c.data");
-    for args in [&["-g", "caller"][..], &["-g", "callee"], &["--children"]] {
+    // --children is accepted, as perf does (self percentages), with a warning saying so.
+    let out = common::culprit()
+        .args(["report", "--children", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--children")
+            && err.contains("no call chains")
+            && err.contains("record with -g"),
+        "{err}"
+    );
+    for args in [&["-g", "caller"][..], &["-g", "callee"]] {
         let out = common::culprit()
             .arg("report")
             .args(args)

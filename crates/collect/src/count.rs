@@ -15,6 +15,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+use culprit_decode::abi::perf_type;
 use perf_event_open_sys as sys;
 use serde::Serialize;
 
@@ -182,7 +183,10 @@ fn open_error(spec: &EventSpec, errno: i32, group_size: usize, nfds: usize) -> R
         },
         libc::EMFILE | libc::ENFILE => RecordError::TooManyFiles { needed: nfds },
         libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP => {
-            let reason = if spec.attr_type == 0 || spec.attr_type == 3 || spec.attr_type == 4 {
+            let reason = if matches!(
+                spec.attr_type,
+                perf_type::HARDWARE | perf_type::HW_CACHE | perf_type::RAW
+            ) {
                 "the CPU's PMU does not provide it (no hardware PMU in this VM?); `culprit list` \
                  shows what works, software events (task-clock, page-faults, context-switches) \
                  always do"

@@ -17,7 +17,8 @@ pub enum RecordError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// Writing the output failed mid-recording (disk full…).
+    /// Writing the head of the output failed, before the recording started (the previous
+    /// file, if any, is back in place).
     #[error("writing {}: {source}", path.display())]
     Write {
         /// The -o path.
@@ -104,4 +105,110 @@ pub enum RecordError {
     /// Invalid options (e.g. a zero period).
     #[error("{0}")]
     Invalid(String),
+    /// `kernel.perf_event_paranoid` forbids what was asked (kernel-only events, `-a`) to
+    /// this user: the level, what it allows and how to change it.
+    #[error("{0}")]
+    NotPermitted(String),
+    /// Writing the output failed while recording (a full disk, a closed pipe): the
+    /// recording stopped, the target was handled, what was written is kept.
+    #[error("{0}")]
+    OutputFailed(Box<OutputFailure>),
+}
+
+impl RecordError {
+    /// Whether the output was a pipe whose reader went away (`record -o - | head`): the
+    /// CLI exits 141 (128 + SIGPIPE) as perf does.
+    pub fn is_broken_pipe(&self) -> bool {
+        let e = match self {
+            RecordError::Write { source, .. } => source,
+            RecordError::OutputFailed(f) => &f.error,
+            _ => return false,
+        };
+        e.kind() == std::io::ErrorKind::BrokenPipe
+    }
+}
+
+/// What happened to the target when the output failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetAfterFailure {
+    /// The launched command was still running: it was terminated (SIGTERM, then SIGKILL),
+    /// as perf does with its workload.
+    Terminated,
+    /// The launched command had already exited.
+    Exited,
+    /// `-p` processes: the events were closed, the processes run on.
+    Detached,
+    /// System-wide without a command: nothing to do.
+    Nothing,
+}
+
+/// A recording cut short by a write error.
+#[derive(Debug)]
+pub struct OutputFailure {
+    /// The -o path (`-` for a stream).
+    pub path: PathBuf,
+    /// The output is a pipe-mode stream (nothing to close or keep).
+    pub stream: bool,
+    /// The write error.
+    pub error: std::io::Error,
+    /// Bytes of records kept (file) or written (stream) before the failure.
+    pub data_size: u64,
+    /// Samples in them.
+    pub samples: u64,
+    /// File mode: the size of the file kept, or why it could not be closed.
+    pub closed: Result<u64, std::io::Error>,
+    /// The file is closed without its feature sections (no room for them).
+    pub without_features: bool,
+    /// What happened to the target.
+    pub target: TargetAfterFailure,
+}
+
+impl std::fmt::Display for OutputFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+        if self.stream {
+            write!(
+                f,
+                "writing the output stream failed: {}; the recording stopped after {:.3} MB of \
+                 records ({} samples)",
+                self.error,
+                mb(self.data_size),
+                self.samples
+            )?;
+        } else {
+            write!(
+                f,
+                "writing {} failed: {}; the recording stopped",
+                self.path.display(),
+                self.error
+            )?;
+            match &self.closed {
+                Ok(size) => write!(
+                    f,
+                    "; {} keeps what was written, {:.3} MB ({} samples), readable by culprit \
+                     report and perf report{}",
+                    self.path.display(),
+                    mb(*size),
+                    self.samples,
+                    if self.without_features {
+                        " (without the host description and build ids: no room for them)"
+                    } else {
+                        ""
+                    }
+                )?,
+                Err(e) => write!(
+                    f,
+                    "; {} could not be closed ({e}): it may not be readable",
+                    self.path.display()
+                )?,
+            }
+        }
+        match self.target {
+            TargetAfterFailure::Terminated => f.write_str("; the command was terminated"),
+            TargetAfterFailure::Detached => {
+                f.write_str("; the processes were detached and keep running")
+            }
+            TargetAfterFailure::Exited | TargetAfterFailure::Nothing => Ok(()),
+        }
+    }
 }

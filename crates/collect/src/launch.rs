@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +149,9 @@ pub fn spawn_held_with(
             if stdout_to_stderr {
                 libc::dup2(2, 1);
             }
+            // Rust programs ignore SIGPIPE, and an ignored signal stays ignored across exec:
+            // give the command the default a shell would (`yes | head` must end `yes`).
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
             libc::execvp(ptrs[0], ptrs.as_ptr());
             libc::write(2, msg.as_ptr() as *const libc::c_void, msg.as_bytes().len());
             libc::_exit(127);
@@ -199,9 +202,11 @@ pub fn try_wait(pid: i32) -> Option<ChildExit> {
 
 static SIGINT_SEEN: AtomicBool = AtomicBool::new(false);
 static SIGINT_COUNT: AtomicUsize = AtomicUsize::new(0);
+static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_sigint(_sig: libc::c_int) {
+extern "C" fn on_sigint(sig: libc::c_int) {
     SIGINT_SEEN.store(true, Ordering::SeqCst);
+    LAST_SIGNAL.store(sig, Ordering::SeqCst);
     SIGINT_COUNT.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -222,6 +227,11 @@ pub fn install_sigint_handler() {
 /// How many SIGINT/SIGTERM signals arrived since the handler was installed.
 pub fn sigint_count() -> usize {
     SIGINT_COUNT.load(Ordering::SeqCst)
+}
+
+/// The number of the latest SIGINT/SIGTERM counted by [`sigint_count`] (`None` before any).
+pub fn last_signal() -> Option<i32> {
+    Some(LAST_SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod launch;
 pub mod live;
 pub mod perfdata;
+pub mod privilege;
 pub mod probe;
 pub mod procfs;
 pub mod record;

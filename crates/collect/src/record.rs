@@ -3,17 +3,23 @@
 //! runs, and finish the file with the header features perf needs.
 //!
 //! The flow of [`record`]:
-//! 1. create the output (so an unwritable `-o` fails before anything starts);
-//! 2. fork the command, held on a pipe (`launch`), or list the threads of `-p` targets;
+//! 1. check what the user may sample (`privilege`: kernel.perf_event_paranoid);
+//! 2. fork the command, held on a pipe (`launch`: a missing command fails here), or list the
+//!    threads of `-p` targets;
 //! 3. open every event on every CPU: the first fd of a CPU gets the ring buffer
 //!    (`ring::Ring`), the others are redirected into it with `PERF_EVENT_IOC_SET_OUTPUT`;
 //!    the first event carries the side-band flags (mmap, mmap2, comm, comm_exec, task);
-//! 4. write the header/attrs, the synthesized kernel MMAP and, for `-p`/`-a`, COMM/MMAP2
-//!    records from /proc; then enable (`enable_on_exec` + releasing the child, or ioctl);
+//! 4. only now touch the output: keep the previous file as `FILE.old`, create the new one
+//!    (an unwritable `-o` fails here, the command still held), write the header/attrs, the
+//!    synthesized kernel MMAP and, for `-p`/`-a`, COMM/MMAP2 records from /proc; then
+//!    enable (`enable_on_exec` + releasing the child, or ioctl). A failure up to here puts
+//!    the previous file back;
 //! 5. poll the rings (with a timeout so Ctrl-C and the target's exit are seen), copy what is
 //!    there to the file, and count samples, LOST and THROTTLE records on the way;
 //! 6. after the target exits (or Ctrl-C), disable, drain, and write the feature sections,
-//!    with the build ids of every object that got samples.
+//!    with the build ids of every object that got samples. A write error on the way (a
+//!    full disk, a closed pipe) stops the recording, terminates a launched command and
+//!    closes the file with the records written whole ([`RecordError::OutputFailed`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -24,15 +30,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::RecordError;
+use culprit_decode::abi::{attr_flag, misc, perf_type, read_format, record_type, sample_type};
+use culprit_decode::model::CpuMode;
+
+use crate::error::{OutputFailure, RecordError, TargetAfterFailure};
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
 use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
+use crate::privilege::{self, Privileges};
 use crate::procfs;
 use crate::ring::{self, Ring};
-use culprit_decode::abi::{attr_flag, misc, read_format, record_type, sample_type};
 
 /// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -188,6 +197,9 @@ pub struct RecordSummary {
     pub exit: Option<ChildExit>,
     /// Whether the recording was stopped by SIGINT/SIGTERM.
     pub interrupted: bool,
+    /// The signal (SIGINT or SIGTERM) that interrupted the recording; a launched command
+    /// was sent the same one.
+    pub interrupt_signal: Option<i32>,
     /// Whether the recording was ended through [`RecordOptions::stop`].
     pub stopped: bool,
     /// Whether a second SIGINT/SIGTERM ended the recording before the launched command
@@ -382,20 +394,81 @@ fn check_ring_holds_a_sample(opts: &RecordOptions) -> Result<(), RecordError> {
     Ok(())
 }
 
-/// Keeps an existing output file as `FILE.old`, as perf does, before a new recording
-/// replaces it (only a regular, non-empty file: never a device such as /dev/null).
-fn keep_old_output(path: &std::path::Path) -> Result<(), RecordError> {
-    let is_data =
-        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file() && m.len() > 0);
-    if !is_data {
-        return Ok(());
+/// The output file of a recording, from its creation until the recording has started:
+/// a failure before then puts things back as they were.
+struct NewOutput {
+    path: PathBuf,
+    /// Where the previous file went (`FILE.old`), as perf keeps it.
+    old: Option<PathBuf>,
+    /// The path did not exist: the file is this recording's own.
+    created: bool,
+    /// The path was an empty regular file, written in place.
+    was_empty: bool,
+}
+
+impl NewOutput {
+    /// Keeps an existing output file as `FILE.old`, as perf does (only a regular,
+    /// non-empty file, or a link to one: never a device such as /dev/null), then creates
+    /// the new file without ever truncating someone else's.
+    fn create(path: &std::path::Path) -> Result<(NewOutput, File), RecordError> {
+        let not_writable = |path: &std::path::Path, source| RecordError::OutputNotWritable {
+            path: path.to_path_buf(),
+            source,
+        };
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let is_data = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+        let mut out = NewOutput {
+            path: path.to_path_buf(),
+            old: None,
+            created: false,
+            was_empty: false,
+        };
+        if is_data || (link && std::fs::metadata(path).is_ok_and(|m| m.is_file())) {
+            let mut old = path.as_os_str().to_owned();
+            old.push(".old");
+            let old = PathBuf::from(old);
+            std::fs::rename(path, &old).map_err(|e| not_writable(&old, e))?;
+            out.old = Some(old);
+        }
+        let opened = match std::fs::symlink_metadata(path) {
+            // An empty file or a device: written in place, never removed.
+            Ok(m) => {
+                out.was_empty = m.is_file();
+                File::create(path)
+            }
+            Err(_) => {
+                out.created = true;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+            }
+        };
+        match opened {
+            Ok(file) => Ok((out, file)),
+            Err(e) => {
+                out.created = false;
+                out.abandon();
+                Err(not_writable(path, e))
+            }
+        }
     }
-    let mut old = path.as_os_str().to_owned();
-    old.push(".old");
-    std::fs::rename(path, &old).map_err(|source| RecordError::OutputNotWritable {
-        path: PathBuf::from(old),
-        source,
-    })
+
+    /// The recording did not start: removes the new file if this recording created it and
+    /// puts the previous one back.
+    fn abandon(self) {
+        if self.created
+            && std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_file())
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        if self.was_empty {
+            let _ = File::create(&self.path);
+        }
+        if let Some(old) = &self.old {
+            let _ = std::fs::rename(old, &self.path);
+        }
+    }
 }
 
 /// Refuses event groups that cannot be recorded as written.
@@ -452,7 +525,10 @@ fn open_error(spec: &EventSpec, attr: &Attr, errno: i32, nfds: usize) -> RecordE
                     "precise sampling (:{}) is not available for it on this CPU/VM",
                     "p".repeat(attr.precise_ip() as usize)
                 )
-            } else if attr.attr_type == 0 || attr.attr_type == 3 || attr.attr_type == 4 {
+            } else if matches!(
+                attr.attr_type,
+                perf_type::HARDWARE | perf_type::HW_CACHE | perf_type::RAW
+            ) {
                 "the CPU's PMU does not provide it (no hardware PMU in this VM?); \
                  `culprit list` shows what works, software events such as cpu-clock always do"
                     .to_string()
@@ -590,9 +666,9 @@ impl Tracker {
                 self.samples[ev] += 1;
                 self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
                 self.last_time = self.last_time.max(time);
-                match misc & 7 {
-                    1 => self.kernel_hit = true,
-                    2 => {
+                match CpuMode::from_misc(misc) {
+                    CpuMode::Kernel => self.kernel_hit = true,
+                    CpuMode::User => {
                         if let Some(m) = self
                             .maps
                             .get(&pid)
@@ -720,36 +796,23 @@ pub fn record(
     raise_fd_limit();
     launch::install_sigint_handler();
 
-    // 1. The output first: an unwritable -o fails before anything runs.
-    let path = match &opts.output {
-        Output::File(p) => p,
+    // The output file is touched only once everything that can fail at the start has
+    // succeeded (the command exists, the events open): a failed start never harms it.
+    match &opts.output {
+        Output::File(p) => record_into(opts, Sink::File(p.clone()), warn),
         Output::Stream(s) => {
             let w = s.take().ok_or_else(|| {
                 RecordError::Invalid("the output stream was already used by a recording".into())
             })?;
-            return record_into(opts, Sink::Pipe(w, s.is_stdout), warn);
-        }
-    };
-    keep_old_output(path)?;
-    let file = File::create(path).map_err(|source| RecordError::OutputNotWritable {
-        path: path.clone(),
-        source,
-    })?;
-    let result = record_into(opts, Sink::File(file), warn);
-    if result.is_err() {
-        // Leave no half-written perf.data behind, but only ever remove a regular file: -o may
-        // be /dev/null or another device (removing that as root would be a disaster).
-        let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file());
-        if regular {
-            let _ = std::fs::remove_file(path);
+            record_into(opts, Sink::Pipe(w, s.is_stdout), warn)
         }
     }
-    result
 }
 
 /// The output before its head is written.
 enum Sink {
-    File(File),
+    /// The -o path, not created yet.
+    File(PathBuf),
     /// The writer, and whether it is our stdout.
     Pipe(Box<dyn Write + Send>, bool),
 }
@@ -847,6 +910,18 @@ fn record_into(
     }
 
     check_groups(&specs, !matches!(opts.target, Target::System(_)), warn)?;
+    // What kernel.perf_event_paranoid lets this user record: refused up front with the
+    // reason, rather than a recording the kernel cuts down to nothing.
+    let access = privilege::check(
+        &Privileges::current(),
+        matches!(opts.target, Target::System(_)),
+        &specs,
+    )?;
+    let mut kernel_excluded_warned = false;
+    if let Some(w) = access.warning {
+        warn(w);
+        kernel_excluded_warned = true;
+    }
 
     // 2. The target's tasks.
     let mut child: Option<PendingChild> = None;
@@ -882,13 +957,18 @@ fn record_into(
         .iter()
         .zip(&rates)
         .enumerate()
-        .map(|(i, (s, r))| build_attr(s, *r, opts, i == 0))
+        .map(|(i, (s, r))| {
+            let mut a = build_attr(s, *r, opts, i == 0);
+            if access.user_only[i] {
+                a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
+            }
+            a
+        })
         .collect();
     let mut ids: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
     let mut fds: Vec<OpenFd> = Vec::with_capacity(nfds);
     let mut rings: Vec<Ring> = Vec::with_capacity(cpus.len());
     let mut pages = opts.mmap_pages;
-    let mut kernel_excluded_warned = false;
     for &cpu in &cpus {
         let mut ring_fd: Option<usize> = None;
         // The fd (index in `fds`) of the current group's leader, per task.
@@ -910,9 +990,12 @@ fn record_into(
                     Ok(fd) => fd,
                     Err(e)
                         if (e == libc::EACCES || e == libc::EPERM)
-                            && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0 =>
+                            && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0
+                            && !spec.exclude_user
+                            && spec.attr_type != perf_type::TRACEPOINT =>
                     {
-                        // As perf: without the right to sample the kernel, retry user-only.
+                        // As perf: without the right to sample the kernel, retry user-only
+                        // (never an event that samples the kernel only: it would get nothing).
                         let mut a = attrs[ei];
                         a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
                         match ring::perf_event_open_in_group(&a, task, cpu as i32, leader) {
@@ -976,7 +1059,8 @@ fn record_into(
         }
     }
 
-    // 4. The file's head and the synthesized state.
+    // 4. Only now the output: the command exists (held, not started) and the events are
+    //    open, so a failed start never touched the previous file.
     let file_attrs: Vec<FileAttr> = specs
         .iter()
         .zip(&attrs)
@@ -992,8 +1076,21 @@ fn record_into(
         source,
     };
     // Unbuffered: each pass over the rings is one write, so the file grows while recording.
+    let mut new_output = None;
     let mut writer = match sink {
-        Sink::File(file) => Writer::File(PerfDataWriter::new(file, file_attrs).map_err(write_err)?),
+        Sink::File(path) => {
+            let (output, file) = NewOutput::create(&path)?;
+            match PerfDataWriter::new(file, file_attrs) {
+                Ok(w) => {
+                    new_output = Some(output);
+                    Writer::File(w)
+                }
+                Err(e) => {
+                    output.abandon();
+                    return Err(write_err(e));
+                }
+            }
+        }
         Sink::Pipe(w, _) => {
             let mut features = procfs::host_features();
             features.version = Some(opts.tool_version.clone());
@@ -1025,20 +1122,31 @@ fn record_into(
         Target::Command(_) => {}
     }
     tracker.walk(&synth);
-    writer.write_data(&synth).map_err(write_err)?;
-    if let Writer::Pipe(w) = &mut writer {
-        w.finish_init().map_err(write_err)?;
-    }
-
-    // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
     let started = Instant::now();
-    if !matches!(opts.target, Target::Command(_)) {
-        for f in &fds {
-            ring::set_enabled(&f.fd, true).map_err(|source| RecordError::Ioctl {
-                what: "ENABLE",
-                source,
-            })?;
+    let start = (|| {
+        writer.write_data(&synth).map_err(write_err)?;
+        if let Writer::Pipe(w) = &mut writer {
+            w.finish_init().map_err(write_err)?;
         }
+        // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
+        if !matches!(opts.target, Target::Command(_)) {
+            for f in &fds {
+                ring::set_enabled(&f.fd, true).map_err(|source| RecordError::Ioctl {
+                    what: "ENABLE",
+                    source,
+                })?;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = start {
+        // Nothing was recorded (the held command exits without running when `child` is
+        // dropped): the previous file comes back.
+        drop(writer);
+        if let Some(output) = new_output {
+            output.abandon();
+        }
+        return Err(e);
     }
     let child_pid = child.map(|c| c.go());
 
@@ -1057,9 +1165,12 @@ fn record_into(
     // for -a can take a while) must stop the recording too.
     let mut handled_signals = 0;
     let mut interrupted = false;
+    let mut interrupt_signal = None;
     let mut last_alive_check = Instant::now();
     let mut stopped = false;
     let mut forced = false;
+    // The output's first write error: the recording stops at once.
+    let mut failed: Option<std::io::Error> = None;
     loop {
         // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
         unsafe {
@@ -1077,14 +1188,17 @@ fn record_into(
             }
             p.revents = 0;
         }
-        drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)?;
+        drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed);
+        if failed.is_some() {
+            break;
+        }
 
         if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
             stopped = true;
             if let Some(pid) = child_pid {
                 exit = stop_child(pid, &mut || {
-                    drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)
-                })?;
+                    drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
+                });
             }
             break;
         }
@@ -1092,19 +1206,22 @@ fn record_into(
         if signals > handled_signals {
             handled_signals = signals;
             interrupted = true;
+            let first =
+                *interrupt_signal.get_or_insert(launch::last_signal().unwrap_or(libc::SIGINT));
             match child_pid {
-                // First Ctrl-C: pass it on and keep recording until the command exits.
+                // First Ctrl-C (or SIGTERM): pass it on and keep recording until the
+                // command exits.
                 Some(pid) if exit.is_none() && signals == 1 => {
                     // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, libc::SIGINT) };
+                    unsafe { libc::kill(pid, first) };
                 }
-                // Another one: the command ignores SIGINT or takes too long; end it as perf
+                // Another one: the command ignores it or takes too long; end it as perf
                 // does (SIGTERM, then SIGKILL) and finish the file.
                 Some(pid) if exit.is_none() => {
                     forced = true;
                     exit = stop_child(pid, &mut || {
-                        drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)
-                    })?;
+                        drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
+                    });
                     break;
                 }
                 _ => break,
@@ -1124,18 +1241,44 @@ fn record_into(
             }
         }
     }
+    // A write error: end the command we launched, as perf does (nothing would record it);
+    // -p processes are not ours, they are detached.
+    let target_after = match (child_pid, exit) {
+        (Some(pid), None) if failed.is_some() => {
+            exit = stop_child(pid, &mut || {
+                drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
+            });
+            TargetAfterFailure::Terminated
+        }
+        (Some(_), _) => TargetAfterFailure::Exited,
+        (None, _) if matches!(opts.target, Target::Pids(_)) => TargetAfterFailure::Detached,
+        (None, _) => TargetAfterFailure::Nothing,
+    };
 
     // 6. Finish: stop the events, take what is left, write the features.
     for f in &fds {
         let _ = ring::set_enabled(&f.fd, false);
     }
     let duration = started.elapsed();
-    drain(&mut rings, &mut buf, &mut tracker, &mut writer).map_err(write_err)?;
+    drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed);
     drop(rings);
     drop(fds);
 
     let data_size = writer.data_size();
     let build_ids = tracker.build_ids();
+    let samples: u64 = tracker.samples.iter().sum();
+    let output_failed = |error, closed, without_features| {
+        RecordError::OutputFailed(Box::new(OutputFailure {
+            path: opts.output.display_name(),
+            stream: matches!(opts.output, Output::Stream(_)),
+            error,
+            data_size,
+            samples,
+            closed,
+            without_features,
+            target: target_after,
+        }))
+    };
     let file_size = match writer {
         Writer::File(writer) => {
             let mut features = procfs::host_features();
@@ -1144,12 +1287,34 @@ fn record_into(
             features.build_ids = build_ids.clone();
             features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
             features.group_desc = group_desc(&specs);
-            let mut out = writer.finish(&features).map_err(write_err)?;
-            use std::io::Seek;
-            out.flush().map_err(write_err)?;
-            out.stream_position().map_err(write_err)?
+            // Whatever happened, the file ends with a header that covers the records
+            // written whole.
+            match writer.close(&features) {
+                Ok(closed) => {
+                    let without_features = closed.features_error.is_some();
+                    if let Some(error) = failed.or(closed.features_error) {
+                        return Err(output_failed(error, Ok(closed.size), without_features));
+                    }
+                    closed.size
+                }
+                Err(close_error) => {
+                    let closed = Err(std::io::Error::new(
+                        close_error.kind(),
+                        close_error.to_string(),
+                    ));
+                    return Err(output_failed(failed.unwrap_or(close_error), closed, false));
+                }
+            }
         }
-        Writer::Pipe(writer) => writer.finish(&build_ids).map_err(write_err)?.1,
+        Writer::Pipe(writer) => {
+            if let Some(error) = failed {
+                return Err(output_failed(error, Ok(0), false));
+            }
+            match writer.finish(&build_ids) {
+                Ok((_, size)) => size,
+                Err(error) => return Err(output_failed(error, Ok(0), false)),
+            }
+        }
     };
 
     let events = specs
@@ -1174,6 +1339,7 @@ fn record_into(
         data_size,
         exit,
         interrupted,
+        interrupt_signal,
         stopped,
         forced,
         build_ids,
@@ -1182,44 +1348,50 @@ fn record_into(
     })
 }
 
-/// Copies every ring's pending records to the file (one FINISHED_ROUND after a pass that
-/// wrote something, so readers can sort by time round by round, as perf does).
+/// Copies every ring's pending records to the output, with one FINISHED_ROUND after a pass
+/// that wrote something (readers sort by time round by round, as perf does), and counts
+/// the records written. After a write error (kept in `failed`) the rings are only emptied.
 fn drain(
     rings: &mut [Ring],
     buf: &mut Vec<u8>,
     tracker: &mut Tracker,
     writer: &mut Writer,
-) -> std::io::Result<()> {
+    failed: &mut Option<std::io::Error>,
+) {
     buf.clear();
     for r in rings.iter_mut() {
-        let start = buf.len();
         r.drain_into(buf);
-        tracker.walk(&buf[start..]);
     }
-    if !buf.is_empty() {
-        records::push_finished_round(buf);
-        writer.write_data(buf)?;
+    if buf.is_empty() || failed.is_some() {
+        return;
     }
-    Ok(())
+    records::push_finished_round(buf);
+    let before = writer.data_size();
+    match writer.write_data(buf) {
+        Ok(()) => tracker.walk(buf),
+        Err(e) => {
+            // Count what the file keeps: the records written whole.
+            let kept = (writer.data_size() - before) as usize;
+            tracker.walk(&buf[..kept.min(buf.len())]);
+            *failed = Some(e);
+        }
+    }
 }
 
-/// Ends a launched command for [`RecordOptions::stop`]: SIGTERM, then SIGKILL after
-/// [`STOP_GRACE`], draining the rings meanwhile; returns how it ended.
-fn stop_child(
-    pid: i32,
-    drain: &mut dyn FnMut() -> Result<(), RecordError>,
-) -> Result<Option<ChildExit>, RecordError> {
+/// Ends a launched command: SIGTERM, then SIGKILL after [`STOP_GRACE`], draining the rings
+/// meanwhile; returns how it ended.
+fn stop_child(pid: i32, drain: &mut dyn FnMut()) -> Option<ChildExit> {
     if let Some(e) = launch::try_wait(pid) {
-        return Ok(Some(e));
+        return Some(e);
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid, libc::SIGTERM) };
     let t = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(10));
-        drain()?;
+        drain();
         if let Some(e) = launch::try_wait(pid) {
-            return Ok(Some(e));
+            return Some(e);
         }
         if t.elapsed() >= STOP_GRACE {
             // SAFETY: as above.
@@ -1227,7 +1399,7 @@ fn stop_child(
             let mut status = 0;
             // SAFETY: reaping our own child with a valid status pointer.
             unsafe { libc::waitpid(pid, &mut status, 0) };
-            return Ok(Some(ChildExit::Signaled(libc::SIGKILL)));
+            return Some(ChildExit::Signaled(libc::SIGKILL));
         }
     }
 }

@@ -280,3 +280,134 @@ pub mod callchain_context {
     /// `PERF_CONTEXT_MAX`: every value from here up is a marker, not an address.
     pub const MAX: u64 = -4095i64 as u64;
 }
+
+/// `perf_mem_data_src` bit encodings (`PERF_MEM_*`): the `data_src` of a sample.
+pub mod mem {
+    /// mem_op shift.
+    pub const OP_SHIFT: u32 = 0;
+    /// mem_lvl shift.
+    pub const LVL_SHIFT: u32 = 5;
+    /// mem_snoop shift.
+    pub const SNOOP_SHIFT: u32 = 19;
+    /// mem_lock shift.
+    pub const LOCK_SHIFT: u32 = 24;
+    /// mem_dtlb shift.
+    pub const TLB_SHIFT: u32 = 26;
+    /// mem_lvl_num shift.
+    pub const LVLNUM_SHIFT: u32 = 33;
+    /// mem_remote shift.
+    pub const REMOTE_SHIFT: u32 = 37;
+    /// mem_snoopx shift.
+    pub const SNOOPX_SHIFT: u32 = 38;
+    /// mem_blk shift.
+    pub const BLK_SHIFT: u32 = 40;
+    /// mem_hops shift.
+    pub const HOPS_SHIFT: u32 = 43;
+
+    /// mem_op: not available.
+    pub const OP_NA: u64 = 0x01;
+    /// mem_op: load.
+    pub const OP_LOAD: u64 = 0x02;
+    /// mem_op: store.
+    pub const OP_STORE: u64 = 0x04;
+    /// mem_op: prefetch.
+    pub const OP_PFETCH: u64 = 0x08;
+    /// mem_op: code execution.
+    pub const OP_EXEC: u64 = 0x10;
+
+    /// mem_lvl: not available.
+    pub const LVL_NA: u64 = 0x01;
+    /// mem_lvl: hit.
+    pub const LVL_HIT: u64 = 0x02;
+    /// mem_lvl: miss.
+    pub const LVL_MISS: u64 = 0x04;
+    /// mem_lvl: L1.
+    pub const LVL_L1: u64 = 0x08;
+    /// mem_lvl: line fill buffer.
+    pub const LVL_LFB: u64 = 0x10;
+    /// mem_lvl: L2.
+    pub const LVL_L2: u64 = 0x20;
+    /// mem_lvl: L3.
+    pub const LVL_L3: u64 = 0x40;
+    /// mem_lvl: local DRAM.
+    pub const LVL_LOC_RAM: u64 = 0x80;
+    /// mem_lvl: remote DRAM, one hop.
+    pub const LVL_REM_RAM1: u64 = 0x100;
+    /// mem_lvl: remote DRAM, two hops.
+    pub const LVL_REM_RAM2: u64 = 0x200;
+    /// mem_lvl: remote cache, one hop.
+    pub const LVL_REM_CCE1: u64 = 0x400;
+    /// mem_lvl: remote cache, two hops.
+    pub const LVL_REM_CCE2: u64 = 0x800;
+    /// mem_lvl: I/O memory.
+    pub const LVL_IO: u64 = 0x1000;
+    /// mem_lvl: uncached memory.
+    pub const LVL_UNC: u64 = 0x2000;
+
+    /// mem_snoop: not available.
+    pub const SNOOP_NA: u64 = 0x01;
+    /// mem_snoop: no snoop.
+    pub const SNOOP_NONE: u64 = 0x02;
+    /// mem_snoop: snoop hit.
+    pub const SNOOP_HIT: u64 = 0x04;
+    /// mem_snoop: snoop miss.
+    pub const SNOOP_MISS: u64 = 0x08;
+    /// mem_snoop: snoop hit modified.
+    pub const SNOOP_HITM: u64 = 0x10;
+
+    /// mem_lock: not available.
+    pub const LOCK_NA: u64 = 0x01;
+    /// mem_lock: locked transaction.
+    pub const LOCK_LOCKED: u64 = 0x02;
+
+    /// mem_dtlb: not available.
+    pub const TLB_NA: u64 = 0x01;
+    /// mem_dtlb: hit.
+    pub const TLB_HIT: u64 = 0x02;
+    /// mem_dtlb: miss.
+    pub const TLB_MISS: u64 = 0x04;
+    /// mem_dtlb: L1.
+    pub const TLB_L1: u64 = 0x08;
+    /// mem_dtlb: L2.
+    pub const TLB_L2: u64 = 0x10;
+    /// mem_dtlb: hardware walker.
+    pub const TLB_WK: u64 = 0x20;
+    /// mem_dtlb: OS fault handler.
+    pub const TLB_OS: u64 = 0x40;
+
+    /// mem_lvl_num: L1.
+    pub const LVLNUM_L1: u64 = 0x01;
+    /// mem_lvl_num: L2.
+    pub const LVLNUM_L2: u64 = 0x02;
+    /// mem_lvl_num: L3.
+    pub const LVLNUM_L3: u64 = 0x03;
+    /// mem_lvl_num: L4.
+    pub const LVLNUM_L4: u64 = 0x04;
+    /// mem_lvl_num: L2 miss handling buffer.
+    pub const LVLNUM_L2_MHB: u64 = 0x05;
+    /// mem_lvl_num: memory-side cache.
+    pub const LVLNUM_MSC: u64 = 0x06;
+    /// mem_lvl_num: uncached.
+    pub const LVLNUM_UNC: u64 = 0x08;
+    /// mem_lvl_num: CXL.
+    pub const LVLNUM_CXL: u64 = 0x09;
+    /// mem_lvl_num: I/O.
+    pub const LVLNUM_IO: u64 = 0x0a;
+    /// mem_lvl_num: any cache.
+    pub const LVLNUM_ANY_CACHE: u64 = 0x0b;
+    /// mem_lvl_num: line fill buffer.
+    pub const LVLNUM_LFB: u64 = 0x0c;
+    /// mem_lvl_num: DRAM.
+    pub const LVLNUM_RAM: u64 = 0x0d;
+    /// mem_lvl_num: persistent memory.
+    pub const LVLNUM_PMEM: u64 = 0x0e;
+    /// mem_lvl_num: not available.
+    pub const LVLNUM_NA: u64 = 0x0f;
+
+    /// `PERF_MEM_NA`: what an unfilled data_src holds.
+    pub const NA: u64 = (OP_NA << OP_SHIFT)
+        | (LVL_NA << LVL_SHIFT)
+        | (SNOOP_NA << SNOOP_SHIFT)
+        | (LOCK_NA << LOCK_SHIFT)
+        | (TLB_NA << TLB_SHIFT);
+}

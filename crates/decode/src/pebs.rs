@@ -7,7 +7,8 @@
 
 use serde::Serialize;
 
-use crate::ibs::{self, mem, IbsContext, IbsOp};
+use crate::abi::mem;
+use crate::ibs::{self, IbsContext, IbsOp};
 use crate::model::Sample;
 
 /// The memory operation of a sample.
@@ -337,7 +338,7 @@ pub fn from_ibs_op(op: &IbsOp, ctx: &IbsContext, ip: u64) -> PreciseSample {
 /// `perf script` print them (tools/perf/util/mem-events.c: `perf_mem__lvl_scnprintf` and
 /// its siblings), so that culprit's memory sort keys read exactly like perf's.
 pub mod text {
-    use crate::ibs::mem;
+    use crate::abi::mem;
 
     fn field(value: u64, shift: u32, width: u32) -> u64 {
         (value >> shift) & ((1u64 << width) - 1)

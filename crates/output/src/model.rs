@@ -415,6 +415,10 @@ pub struct Table {
     pub title: Option<String>,
     /// The columns, all with the same number of values.
     pub columns: Vec<Column>,
+    /// How many leading columns (the keys) each panel repeats when the table is too wide for
+    /// the text width even with its text columns narrowed: the other columns continue in
+    /// further panels below instead of being cut off. 0: lines are cut.
+    pub repeat: usize,
     /// Trees under rows, in row order.
     pub trees: Vec<RowTree>,
     /// The percentage column whose value highlights a row on a colour terminal (red ≥ 10 %,

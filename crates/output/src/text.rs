@@ -350,6 +350,52 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
     }
     let fits: Vec<Fit> = cols.iter().map(|(_, c)| c.fit).collect();
     fit_widths(&mut widths, &fits, w.o.width);
+    // Too wide still: with columns to repeat, continue the others in further panels (each
+    // with the repeated key columns) instead of cutting them off.
+    let line_width = |ws: &[usize]| 2 + ws.iter().sum::<usize>() + 2 * ws.len().saturating_sub(1);
+    let repeat = t.repeat.min(cols.len());
+    let panels: Vec<Vec<usize>> = match w.o.width {
+        Some(limit) if repeat > 0 && repeat < cols.len() && line_width(&widths) > limit => {
+            let mut panels = Vec::new();
+            let mut cur: Vec<usize> = (0..repeat).collect();
+            for k in repeat..cols.len() {
+                let mut ws: Vec<usize> = cur.iter().map(|&i| widths[i]).collect();
+                ws.push(widths[k]);
+                if cur.len() > repeat && line_width(&ws) > limit {
+                    panels.push(std::mem::replace(&mut cur, (0..repeat).collect()));
+                }
+                cur.push(k);
+            }
+            panels.push(cur);
+            panels
+        }
+        _ => vec![(0..cols.len()).collect()],
+    };
+    for (p, panel) in panels.iter().enumerate() {
+        if p > 0 {
+            w.line("", None)?;
+        }
+        let pcols: Vec<(usize, &crate::Column)> = panel.iter().map(|&k| cols[k]).collect();
+        let pwidths: Vec<usize> = panel.iter().map(|&k| widths[k]).collect();
+        write_panel(w, t, &pcols, &pwidths, &mut cache, p == 0)?;
+    }
+    if rows == 0 {
+        w.comment(t.empty.as_deref().unwrap_or("(no rows)"))?;
+    }
+    Ok(())
+}
+
+/// One panel of a table: the header and rows of these columns; the first panel also has the
+/// lines before rows and the trees under them.
+fn write_panel(
+    w: &mut LineWriter<'_>,
+    t: &Table,
+    cols: &[(usize, &crate::Column)],
+    widths: &[usize],
+    cache: &mut CellCache,
+    first: bool,
+) -> io::Result<()> {
+    let rows = t.rows();
     let right: Vec<bool> = cols.iter().map(|(_, c)| c.values.right_aligned()).collect();
     let n = widths.len();
     // Appends cell `k` (aligned in its column, cut to its width) and the gap after it.
@@ -378,12 +424,22 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
         push_cell(&mut line, k, &escape(c.name.as_str()));
     }
     w.line(line.trim_end(), None)?;
-    let mut trees = t.trees.iter().peekable();
-    let mut lines_before = t.lines_before.iter().peekable();
+    let no_trees: &[crate::model::RowTree] = &[];
+    let no_lines: &[(usize, String)] = &[];
+    let mut trees = if first { t.trees.as_slice() } else { no_trees }
+        .iter()
+        .peekable();
+    let mut lines_before = if first {
+        t.lines_before.as_slice()
+    } else {
+        no_lines
+    }
+    .iter()
+    .peekable();
     // Where lines before rows start: the row prefix and the text columns before `lines_at`.
     let lines_indent = 2 + cols
         .iter()
-        .zip(&widths)
+        .zip(widths)
         .take_while(|((ci, _), _)| *ci < t.lines_at)
         .map(|(_, w)| w + 2)
         .sum::<usize>();
@@ -422,9 +478,6 @@ fn write_table_to(w: &mut LineWriter<'_>, t: &Table) -> io::Result<()> {
             write_tree(w, &rt.tree)?;
             w.line("", None)?;
         }
-    }
-    if rows == 0 {
-        w.comment(t.empty.as_deref().unwrap_or("(no rows)"))?;
     }
     Ok(())
 }
@@ -574,6 +627,44 @@ mod tests {
         // Nothing lost: the words are all there.
         assert_eq!(s.matches("word").count(), 30);
         assert_eq!(s.matches("available").count(), 8);
+    }
+
+    #[test]
+    fn test_wide_table_continues_in_panels_under_its_key_columns() {
+        let mut cols = vec![Column::new(
+            "Location",
+            "loc",
+            Values::Text(vec!["lib+0x10".into(), "lib+0x20".into()]),
+        )];
+        for i in 0..20 {
+            cols.push(Column::new(
+                format!("Counter{i}"),
+                format!("c{i}"),
+                Values::Count(vec![i, 1000 + i]),
+            ));
+        }
+        let mut t = Table::new(cols);
+        t.repeat = 1;
+        let mut d = Document::new();
+        d.table(t.clone());
+        let s = render(&d, Some(80), false);
+        assert!(s.lines().all(|l| text_width(l) <= 80), "{s}");
+        // Every counter is shown, none cut; the location heads every panel.
+        for i in 0..20 {
+            assert!(s.contains(&format!("Counter{i}")), "{s}");
+            assert!(s.contains(&format!("{}", 1000 + i)), "{s}");
+        }
+        assert!(!s.contains('…'), "{s}");
+        let panels = s.lines().filter(|l| l.starts_with("# Location")).count();
+        assert!(panels >= 3, "{s}");
+        assert_eq!(s.matches("lib+0x20").count(), panels);
+        // Without columns to repeat, lines are cut instead.
+        t.repeat = 0;
+        let mut d = Document::new();
+        d.table(t);
+        let s = render(&d, Some(80), false);
+        assert_eq!(s.lines().filter(|l| l.starts_with("# Location")).count(), 1);
+        assert!(s.contains('…'));
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! Aggregations: keyed accumulators with a key limit that is never silent, and DTrace's
 //! output formats (sorted by value, quantize histograms).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use culprit_analysis::offenders::{Config as OffConfig, Detector, Observation, Step, Unit};
 use culprit_decode::model::Location;
 
 use crate::format::{self, Piece};
-use crate::{FxBuild, Interner, Ty};
+use crate::{Interner, Ty};
 
-/// Most keys an aggregation has (the checker enforces it).
-const KEYS: usize = crate::compile::MAX_AGG_KEYS;
+/// Most keys an aggregation may have (the checker enforces it).
+pub const MAX_AGG_KEYS: usize = 8;
 
 /// An aggregation key held inline: no allocation per key and no pointer to follow when
 /// comparing; hashed and compared over its used slots only, without `memcmp`/`memset`
@@ -18,7 +18,7 @@ const KEYS: usize = crate::compile::MAX_AGG_KEYS;
 #[derive(Debug, Clone, Copy)]
 pub struct Key {
     len: u8,
-    k: [i64; KEYS],
+    k: [i64; MAX_AGG_KEYS],
 }
 
 impl Key {
@@ -26,7 +26,7 @@ impl Key {
     #[inline]
     pub fn new(keys: &[i64]) -> Key {
         Key {
-            len: keys.len().min(KEYS) as u8,
+            len: keys.len().min(MAX_AGG_KEYS) as u8,
             k: std::array::from_fn(|i| keys.get(i).copied().unwrap_or(0)),
         }
     }
@@ -34,7 +34,7 @@ impl Key {
     /// The key's values.
     #[inline]
     pub fn as_slice(&self) -> &[i64] {
-        &self.k[..usize::from(self.len).min(KEYS)]
+        &self.k[..usize::from(self.len).min(MAX_AGG_KEYS)]
     }
 }
 
@@ -72,7 +72,7 @@ impl std::hash::Hash for Key {
 }
 
 /// Names of addresses symbolized so far (address → interned `module`symbol+0xoff`), for `%a`.
-pub type AddrNames = HashMap<u64, u32, FxBuild>;
+pub type AddrNames = FxHashMap<u64, u32>;
 
 /// Aggregating functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -274,13 +274,13 @@ pub struct Agg {
     /// Types of its keys.
     pub key_types: Vec<Ty>,
     /// Entries.
-    pub map: HashMap<Key, Acc, FxBuild>,
+    pub map: FxHashMap<Key, Acc>,
     /// Key limit.
     pub max_keys: usize,
     /// Samples whose key was new when the limit was reached.
     pub dropped_samples: u64,
     /// Distinct dropped keys (by hash; capped, see `dropped_keys_capped`).
-    pub dropped_keys: HashSet<u64, FxBuild>,
+    pub dropped_keys: FxHashSet<u64>,
     /// More distinct keys were dropped than `dropped_keys` holds.
     pub dropped_keys_capped: bool,
     /// Printed by printa (then not printed again at exit).
@@ -304,10 +304,10 @@ impl Agg {
             name,
             func,
             key_types,
-            map: HashMap::default(),
+            map: FxHashMap::default(),
             max_keys,
             dropped_samples: 0,
-            dropped_keys: HashSet::default(),
+            dropped_keys: FxHashSet::default(),
             dropped_keys_capped: false,
             printed: false,
             norm: 1,
@@ -336,7 +336,7 @@ impl Agg {
             self.dropped_samples += 1;
             if self.dropped_keys.len() < DROPPED_CAP {
                 use std::hash::BuildHasher;
-                let h = FxBuild::default().hash_one(keys);
+                let h = FxBuildHasher.hash_one(keys);
                 self.dropped_keys.insert(h);
             } else {
                 self.dropped_keys_capped = true;
@@ -821,7 +821,7 @@ pub fn print_many(
     addrs: &AddrNames,
 ) {
     let Some(first) = aggs.first() else { return };
-    let mut seen: HashSet<&Key, FxBuild> = HashSet::default();
+    let mut seen: FxHashSet<&Key> = FxHashSet::default();
     let mut keys: Vec<(&Key, i64)> = Vec::new();
     for a in aggs {
         for k in a.map.keys() {

@@ -23,20 +23,23 @@
 pub mod agg;
 pub mod ast;
 mod compile;
+mod env;
 pub mod error;
 pub mod fields;
 pub mod format;
+mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod probe;
 mod run;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use rustc_hash::FxHashMap;
 
-pub use compile::{compile, ClauseInfo, Options, Program};
+pub use compile::{compile, Options};
+pub use env::{NoSymbols, SymbolSource, What};
 pub use error::ScriptError;
-pub use run::{NoSymbols, Runner, SymbolSource, What};
+pub use ir::{ClauseInfo, Program};
+pub use run::Runner;
 
 /// The language's value types (all held in 64 bits at run time; strings are interned ids).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,60 +68,10 @@ impl Ty {
     }
 }
 
-/// A small, fast hasher for integer keys (FxHash).
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher {
-    hash: u64,
-}
-
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ i).wrapping_mul(SEED);
-    }
-    #[inline]
-    fn write_i64(&mut self, i: i64) {
-        self.write_u64(i as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(u64::from(i));
-    }
-    #[inline]
-    fn write_i32(&mut self, i: i32) {
-        self.write_u64(i as u32 as u64);
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(u64::from(i));
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-}
-
-/// `BuildHasher` for [`FxHasher`].
-pub type FxBuild = BuildHasherDefault<FxHasher>;
-
 /// Interned strings: every string value is a `u32` id, so comparisons and keys are integers.
 #[derive(Debug, Default, Clone)]
 pub struct Interner {
-    ids: HashMap<Box<str>, u32, FxBuild>,
+    ids: FxHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
 }
 

@@ -222,7 +222,7 @@ impl FlatIndex {
     #[inline(always)]
     pub(super) fn find(&self, k: &[u64; 4]) -> Result<u32, usize> {
         let mask = self.slots.len().wrapping_sub(1);
-        let mut i = (crate::fxhash::hash_words4(*k) as usize) & mask;
+        let mut i = (FxBuildHasher.hash_one(k) as usize) & mask;
         loop {
             match self.slots.get(i) {
                 Some(&0) | None => return Err(i),
@@ -293,7 +293,7 @@ impl FlatIndex {
         self.slots = vec![0; len];
         let mask = len - 1;
         for (e, k) in self.keys.iter().enumerate() {
-            let mut i = (crate::fxhash::hash_words4(k.key) as usize) & mask;
+            let mut i = (FxBuildHasher.hash_one(k.key) as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
@@ -563,8 +563,8 @@ impl SampleAggregator {
             }
         }
         let hash = {
-            // Packed into six words, mixed by three independent folded multiplies (a
-            // multiply per word in a chain was a third of a flat report's fold).
+            // Packed into six words, hashed as one 48-byte block (independent folded
+            // multiplies: a multiply per word in a chain was a third of a flat report's fold).
             let w = [
                 u64::from(e.event)
                     | (e.cpumode as u64) << 16
@@ -576,7 +576,7 @@ impl SampleAggregator {
                 e.location.file_offset,
                 u64::from(e.callchain.start) | u64::from(e.callchain.end) << 32,
             ];
-            crate::fxhash::hash_words6(w)
+            FxBuildHasher.hash_one(w)
         };
         let found = self
             .index
@@ -658,7 +658,7 @@ impl SampleAggregator {
         use std::hash::Hasher;
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
-        let mut h = crate::fxhash::FxHasher::default();
+        let mut h = rustc_hash::FxHasher::default();
         h.write_usize(chain.len());
         for fr in chain {
             let key = (

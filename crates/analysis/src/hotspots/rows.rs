@@ -320,12 +320,7 @@ impl RowIndex {
     }
 
     pub(super) fn hash(key: &[u64]) -> u64 {
-        use std::hash::Hasher;
-        let mut h = crate::fxhash::FxHasher::default();
-        for &w in key {
-            h.write_u64(w);
-        }
-        h.finish()
+        FxBuildHasher.hash_one(key)
     }
 
     pub(super) fn key(&self, r: u32) -> &[u64] {

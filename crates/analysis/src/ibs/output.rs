@@ -261,6 +261,8 @@ fn fetch_table(title: String, rows: &[FetchRow]) -> Table {
         average("AvgLat", "avg_lat", rows, |r| r.counts.avg_lat),
     ]);
     t.title = Some(title);
+    // Too wide for a terminal: the counters continue in panels under the location.
+    t.repeat = 1;
     t
 }
 
@@ -315,6 +317,8 @@ fn op_table(title: String, rows: &[OpRow]) -> Table {
         count("CXL", "src_cxl", rows, |r| r.counts.src_cxl),
     ]);
     t.title = Some(title);
+    // Too wide for a terminal: the counters continue in panels under the location.
+    t.repeat = 1;
     t
 }
 

@@ -2,8 +2,9 @@
 //! the end-of-run summary (text on stderr, or JSON on stdout with `--format json`; on stderr
 //! when the recording itself goes to stdout with `-o -`).
 //!
-//! Exit status: the recorded command's (128 + signal if it was killed); 0 for `-p`/`-a`
-//! without a command; 2 when recording failed.
+//! Exit status: the recorded command's (128 + signal if it was killed); 128 + the signal
+//! when a SIGINT/SIGTERM interrupted the recording of a command; 0 for `-p`/`-a` without a
+//! command; 141 when the output pipe was closed; 2 when recording failed.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -384,7 +385,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         opts.events.push(spec);
     }
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
-    let summary = record::record(&opts, &mut warn)?;
+    let summary = match record::record(&opts, &mut warn) {
+        Ok(summary) => summary,
+        Err(e) => {
+            // Printed here, once, with its own status: a closed pipe is a failure of
+            // `record` (perf exits 141), not the quiet end of a report piped into `head`.
+            eprintln!("culprit: error: {e}");
+            return Ok(ExitCode::from(if e.is_broken_pipe() { 141 } else { 2 }));
+        }
+    };
     if !args.no_buildid_cache && args.output.as_os_str() != "-" {
         let dir = args
             .buildid_dir
@@ -404,13 +413,21 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     print_summary(&args, &summary)?;
     print_warnings(&summary);
+    // Interrupted while recording a command: 128 + the signal, as perf (which re-raises it).
+    let interrupted_by = summary
+        .interrupt_signal
+        .filter(|_| opts.target.command().is_some())
+        .map(|sig| ExitCode::from((128 + sig).clamp(0, 255) as u8));
     if summary.forced {
         if !args.quiet {
             eprintln!(
                 "culprit: interrupted twice: the command was terminated; the file is complete"
             );
         }
-        return Ok(ExitCode::from(130));
+        return Ok(interrupted_by.unwrap_or(ExitCode::from(130)));
+    }
+    if let Some(code) = interrupted_by {
+        return Ok(code);
     }
     if let Some(e) = summary.exit {
         if let culprit_collect::launch::ChildExit::Signaled(sig) = e {

@@ -88,7 +88,9 @@ pub fn require_perf(test: &str) -> bool {
     skip(test, "perf is not installed")
 }
 
-fn skip(test: &str, why: &str) -> bool {
+/// Skips a test loudly: prints `SKIPPED test: why` (and appends it to `$CULPRIT_SKIP_LOG`);
+/// returns false, for `if !common::skip(..) { return; }` style guards.
+pub fn skip(test: &str, why: &str) -> bool {
     if std::env::var("CULPRIT_REQUIRE_PMU").as_deref() == Ok("1") && why.contains("PMU") {
         panic!("{test}: {why}, but CULPRIT_REQUIRE_PMU=1 says it must be there");
     }

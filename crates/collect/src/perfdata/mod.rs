@@ -51,6 +51,39 @@ pub struct PerfDataWriter<W: Write + Seek> {
     attrs: Vec<FileAttr>,
     data_offset: u64,
     data_size: u64,
+    /// A write failed: the file may end with part of a record.
+    torn: bool,
+}
+
+/// Outputs that can be cut to a length (to drop a torn record after a failed write).
+pub trait SetLen {
+    /// Truncates (or extends) the output to `len` bytes.
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+}
+
+impl SetLen for std::fs::File {
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+}
+
+impl SetLen for io::Cursor<Vec<u8>> {
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.get_mut().truncate(len as usize);
+        Ok(())
+    }
+}
+
+/// A file ended by [`PerfDataWriter::close`].
+#[derive(Debug)]
+pub struct Closed<W> {
+    /// The output, positioned at the end of the file.
+    pub out: W,
+    /// The file's size in bytes.
+    pub size: u64,
+    /// Why the feature sections are missing (the header alone was rewritten: the records
+    /// are all readable, the host description and build ids are not there).
+    pub features_error: Option<io::Error>,
 }
 
 fn header_bytes(
@@ -113,6 +146,7 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             attrs,
             data_offset,
             data_size: 0,
+            torn: false,
         })
     }
 
@@ -121,9 +155,25 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         &self.attrs
     }
 
-    /// Appends whole records to the data section.
+    /// Appends whole records to the data section. On a write error (a full disk) only the
+    /// records written whole count (see [`PerfDataWriter::data_size`]); the torn tail is
+    /// dropped by [`PerfDataWriter::close`].
     pub fn write_data(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.out.write_all(bytes)?;
+        let mut done = 0;
+        while done < bytes.len() {
+            let err = match self.out.write(&bytes[done..]) {
+                Ok(0) => io::Error::from(io::ErrorKind::WriteZero),
+                Ok(n) => {
+                    done += n;
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            self.data_size += records::whole_records_len(&bytes[..done]) as u64;
+            self.torn = true;
+            return Err(err);
+        }
         self.data_size += bytes.len() as u64;
         Ok(())
     }
@@ -136,6 +186,13 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// Appends the feature index and sections, rewrites the header with the final data size
     /// and feature bitmap, and returns the output (positioned at the end of the file).
     pub fn finish(mut self, features: &Features) -> io::Result<W> {
+        self.write_features(features)?;
+        Ok(self.out)
+    }
+
+    /// Writes the feature index and sections after the data, then the header; returns the
+    /// file's size.
+    fn write_features(&mut self, features: &Features) -> io::Result<u64> {
         let descs: Vec<features::EventDesc<'_>> = self
             .attrs
             .iter()
@@ -160,6 +217,14 @@ impl<W: Write + Seek> PerfDataWriter<W> {
         self.out.seek(SeekFrom::Start(index_off))?;
         self.out.write_all(&buf)?;
         let bits: Vec<u32> = sections.iter().map(|(b, _)| *b).collect();
+        self.write_header(&bits)?;
+        self.out.seek(SeekFrom::Start(pos))?;
+        self.out.flush()?;
+        Ok(pos)
+    }
+
+    /// Rewrites the header with the data size so far and these feature bits.
+    fn write_header(&mut self, bits: &[u32]) -> io::Result<()> {
         let nids: u64 = self.attrs.iter().map(|a| a.ids.len() as u64).sum();
         let attrs_off = FILE_HEADER_SIZE as u64 + 8 * nids;
         let header = header_bytes(
@@ -167,13 +232,41 @@ impl<W: Write + Seek> PerfDataWriter<W> {
             FILE_ATTR_SIZE * self.attrs.len() as u64,
             self.data_offset,
             self.data_size,
-            &bits,
+            bits,
         );
         self.out.seek(SeekFrom::Start(0))?;
-        self.out.write_all(&header)?;
-        self.out.seek(SeekFrom::Start(pos))?;
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.write_all(&header)
+    }
+}
+
+impl<W: Write + Seek + SetLen> PerfDataWriter<W> {
+    /// Ends the file whatever happened while writing it: drops a record torn by a failed
+    /// write, appends the features and rewrites the header; when the features cannot be
+    /// written (a full disk), rewrites the header alone (which needs no new space), so that
+    /// every whole record written stays readable by culprit and perf.
+    pub fn close(mut self, features: &Features) -> io::Result<Closed<W>> {
+        let end = self.data_offset + self.data_size;
+        if self.torn {
+            self.out.set_len(end)?;
+        }
+        match self.write_features(features) {
+            Ok(size) => Ok(Closed {
+                out: self.out,
+                size,
+                features_error: None,
+            }),
+            Err(e) => {
+                self.out.set_len(end)?;
+                self.write_header(&[])?;
+                self.out.seek(SeekFrom::Start(end))?;
+                self.out.flush()?;
+                Ok(Closed {
+                    out: self.out,
+                    size: end,
+                    features_error: Some(e),
+                })
+            }
+        }
     }
 }
 
@@ -447,5 +540,95 @@ mod tests {
         assert_eq!(p.meta.hostname.as_deref(), Some("host"));
         assert_eq!(p.meta.cpuid.as_deref(), Some("AuthenticAMD,26,17,0"));
         assert_eq!(p.meta.total_mem_kb, Some(1024));
+    }
+
+    /// A disk of `room` bytes: writes past it fail with ENOSPC after filling it (as a
+    /// regular file does), rewrites of existing bytes always succeed. After the first
+    /// failure `freed` more bytes become free (someone deleted a file).
+    struct SmallDisk {
+        file: Cursor<Vec<u8>>,
+        room: usize,
+        freed: usize,
+    }
+
+    impl Write for SmallDisk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let pos = self.file.position() as usize;
+            let fits = self.room.max(self.file.get_ref().len()).saturating_sub(pos);
+            if fits == 0 && !buf.is_empty() {
+                self.room += std::mem::take(&mut self.freed);
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            self.file.write(&buf[..buf.len().min(fits)])
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Seek for SmallDisk {
+        fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+            self.file.seek(to)
+        }
+    }
+
+    impl SetLen for SmallDisk {
+        fn set_len(&mut self, len: u64) -> io::Result<()> {
+            self.file.set_len(len)
+        }
+    }
+
+    /// A full disk mid-record: the torn record is dropped, the header says how much data
+    /// there is, and the file reads back with the samples written whole, with or without
+    /// room left for the feature sections.
+    #[test]
+    fn test_close_after_a_full_disk_keeps_a_readable_file() {
+        let a0 = Attr {
+            attr_type: 1,
+            sample_period_or_freq: 1000,
+            sample_type: sample_type::IDENTIFIER
+                | sample_type::IP
+                | sample_type::TID
+                | sample_type::TIME
+                | sample_type::CPU
+                | sample_type::PERIOD,
+            read_format: read_format::ID,
+            flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP | attr_flag::COMM,
+            ..Attr::default()
+        };
+        let features = Features {
+            hostname: Some("host".into()),
+            ..Features::default()
+        };
+        let mut head = Vec::new();
+        for i in 0..10u64 {
+            head.extend_from_slice(&sample_record(11, 0x400000 + i, 100, 1000 + i, 0, 1000));
+        }
+        let one = sample_record(11, 0, 100, 0, 0, 1000).len();
+        let start = PerfDataWriter::new(Cursor::new(Vec::new()), two_events(a0))
+            .unwrap()
+            .data_offset as usize;
+        // 4.5 samples fit; then no room is left for the features, or some is freed.
+        for with_features in [false, true] {
+            let disk = SmallDisk {
+                file: Cursor::new(Vec::new()),
+                room: start + 4 * one + one / 2,
+                freed: if with_features { 10_000 } else { 0 },
+            };
+            let mut w = PerfDataWriter::new(disk, two_events(a0)).unwrap();
+            let err = w.write_data(&head).unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+            assert_eq!(w.data_size(), 4 * one as u64);
+            let closed = w.close(&features).unwrap();
+            assert_eq!(closed.features_error.is_none(), with_features);
+            let bytes = closed.out.file.into_inner();
+            assert_eq!(bytes.len() as u64, closed.size);
+            let p = culprit_decode::Reader::from_bytes(&bytes)
+                .collect()
+                .unwrap();
+            assert!(p.stopped.is_none(), "{:?}", p.stopped);
+            assert_eq!(p.samples.len(), 4);
+            assert_eq!(p.meta.hostname.is_some(), with_features);
+        }
     }
 }

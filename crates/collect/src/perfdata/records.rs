@@ -8,6 +8,20 @@ use culprit_decode::abi::{misc, record_type, sample_type};
 
 use super::attr::Attr;
 
+/// The length of the whole records at the start of `bytes` (records written back to back,
+/// each starting with its u16 size at offset 6): where a cut stream can end.
+pub fn whole_records_len(bytes: &[u8]) -> usize {
+    let mut pos = 0;
+    while let Some(size) = bytes.get(pos + 6..pos + 8) {
+        let size = u16::from_le_bytes([size[0], size[1]]) as usize;
+        if size < 8 || pos + size > bytes.len() {
+            break;
+        }
+        pos += size;
+    }
+    pos
+}
+
 /// The `sample_id` trailer values of a synthesized record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampleId {

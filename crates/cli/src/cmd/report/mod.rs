@@ -249,23 +249,27 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     agg.finish();
     let has_chains = agg.has_callchains();
-    // perf refuses call graphs and children of a file without call chains.
-    let wants_chains = if args.children {
-        Some("--children")
-    } else {
-        match args.call_graph {
-            Some(CallGraphArg::Caller) => Some("-g caller"),
-            Some(CallGraphArg::Callee) => Some("-g callee"),
-            _ => None,
-        }
+    // perf refuses call graphs of a file without call chains; it accepts --children and
+    // shows self percentages, which culprit does too, saying so.
+    let graph = match args.call_graph {
+        Some(CallGraphArg::Caller) => Some("-g caller"),
+        Some(CallGraphArg::Callee) => Some("-g callee"),
+        _ => None,
     };
-    if let Some(flag) = wants_chains.filter(|_| !has_chains && !mem_mode) {
+    if let Some(flag) = graph.filter(|_| !has_chains && !mem_mode) {
         anyhow::bail!(
             "{flag} needs call chains, and {} has none: record with -g (or --call-graph \
              dwarf|lbr)",
             args.input.path().display()
         );
     }
+    let children_without_chains = (args.children && !has_chains && !mem_mode).then(|| {
+        format!(
+            "--children: {} has no call chains, so children equal self (record with -g for \
+             callers' totals)",
+            args.input.path().display()
+        )
+    });
     opts.children = if args.no_children || mem_mode {
         false
     } else {
@@ -281,6 +285,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .chain(symbolizer.warnings())
         .map(Note::warning)
+        .chain(children_without_chains.map(Note::warning))
         .collect();
     if report.cut_call_paths > 0 {
         notes.push(Note::warning(format!(
