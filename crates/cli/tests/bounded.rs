@@ -442,6 +442,8 @@ fn peak_rss_kib(args: &[&str], input: &Path, stdin: Option<&Path>) -> i64 {
             cmd.arg("-i").arg(input).stdin(Stdio::null());
         }
     }
+    // Reaped by wait4 below (which also gives its rusage), not by Child::wait.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     let pid = child.id() as libc::pid_t;
     let mut status = 0;

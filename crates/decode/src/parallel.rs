@@ -109,8 +109,12 @@ pub(crate) fn read<S: FnMut(&Profile, &Sample) + Send>(
 /// read (not its replay of the records before them); the caller sees their sum, which only
 /// grows, reaching the total when the read ends.
 struct SharedProgress<'a> {
-    inner: std::sync::Mutex<(Vec<u64>, &'a mut (dyn FnMut(u64, u64) + Send))>,
+    /// Per share its own bytes read, and the caller's callback.
+    inner: std::sync::Mutex<(Vec<u64>, ProgressFn<'a>)>,
 }
+
+/// The caller's `(done, total)` callback.
+type ProgressFn<'a> = &'a mut (dyn FnMut(u64, u64) + Send);
 
 impl<'a> SharedProgress<'a> {
     fn new(shares: usize, progress: &'a mut (dyn FnMut(u64, u64) + Send)) -> Self {
