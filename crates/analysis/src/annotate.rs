@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use culprit_decode::model::{DsoId, DsoKind, EventId, Location, Profile};
+use culprit_decode::model::{DsoId, DsoKind, EventId, Location, Profile, Sample};
 use culprit_symbols::disasm::{disassemble, Flow, Insn, Syntax};
 use culprit_symbols::{Query, SourceFrame, SymbolId, Symbolizer};
 use serde::Serialize;
@@ -162,53 +162,176 @@ pub struct Annotation {
     pub candidates: Vec<(String, u64)>,
 }
 
+/// The samples of a profile as annotate needs them, folded while the file is read
+/// ([`SampledPlaces::add`] from a `Reader::fold` callback): per distinct sampled place and
+/// event its counts, per distinct call-chain frame and event the samples passing there.
+/// Memory follows the distinct places, not the number of samples.
+#[derive(Debug, Default)]
+pub struct SampledPlaces {
+    /// Distinct (place, event), in the order of their first sample.
+    sites: Vec<Site>,
+    site_of: HashMap<(Query, EventId), usize>,
+    /// Distinct (DSO, file offset, event) of call-chain frames, in order of first appearance.
+    frames: Vec<ChainSite>,
+    frame_of: HashMap<(DsoId, u64, EventId), usize>,
+    has_callchains: bool,
+    /// Per sample: the frames it passes through (each counted once per sample).
+    scratch: Vec<usize>,
+}
+
+/// The samples of one event at one sampled place.
+#[derive(Debug)]
+struct Site {
+    query: Query,
+    event: EventId,
+    samples: u64,
+    period: u64,
+    /// Samples whose IP is exact (PERF_RECORD_MISC_EXACT_IP).
+    exact: u64,
+}
+
+/// The samples of one event whose call chain passes through a frame.
+#[derive(Debug)]
+struct ChainSite {
+    dso: DsoId,
+    file_offset: u64,
+    event: EventId,
+    /// Samples with this frame below the sampled IP (the inclusive cost of a call there).
+    samples: u64,
+}
+
+impl SampledPlaces {
+    /// Adds one sample of `profile` (the profile so far, during a streaming read).
+    pub fn add(&mut self, profile: &Profile, s: &Sample) {
+        let pid = match s.location.dso {
+            Some(d)
+                if profile
+                    .dsos
+                    .get(d as usize)
+                    .is_some_and(|d| d.kind == DsoKind::Anonymous) =>
+            {
+                s.pid
+            }
+            _ => -1,
+        };
+        let key = (Query::of(s.location, pid), s.event);
+        let sites = &mut self.sites;
+        let i = *self.site_of.entry(key).or_insert_with(|| {
+            sites.push(Site {
+                query: key.0,
+                event: key.1,
+                samples: 0,
+                period: 0,
+                exact: 0,
+            });
+            sites.len() - 1
+        });
+        let site = &mut self.sites[i];
+        site.samples += 1;
+        site.period = site.period.saturating_add(s.period);
+        site.exact += u64::from(s.exact_ip);
+        let chain = profile.callchain(s);
+        if chain.is_empty() {
+            return;
+        }
+        self.has_callchains = true;
+        // The frame equal to the sampled IP is the sample itself, not a call.
+        let skip = usize::from(chain.first().is_some_and(|fr| fr.addr == s.ip));
+        self.scratch.clear();
+        for (n, fr) in chain.iter().enumerate() {
+            let Some(dso) = fr.location.dso else { continue };
+            let key = (dso, fr.location.file_offset, s.event);
+            let frames = &mut self.frames;
+            let k = *self.frame_of.entry(key).or_insert_with(|| {
+                frames.push(ChainSite {
+                    dso,
+                    file_offset: key.1,
+                    event: s.event,
+                    samples: 0,
+                });
+                frames.len() - 1
+            });
+            if n >= skip {
+                self.scratch.push(k);
+            }
+        }
+        // Once per sample (recursion passes a call site several times).
+        self.scratch.sort_unstable();
+        self.scratch.dedup();
+        for &k in &self.scratch {
+            self.frames[k].samples += 1;
+        }
+    }
+
+    /// Folds every sample of a profile read whole.
+    pub fn of_profile(profile: &Profile) -> SampledPlaces {
+        let mut places = SampledPlaces::default();
+        for s in &profile.samples {
+            places.add(profile, s);
+        }
+        places
+    }
+}
+
 struct FuncSamples {
     dso: DsoId,
     symbol: SymbolId,
-    /// (sample index, SVMA) of its samples.
-    samples: Vec<(u32, u64)>,
+    /// (site index, SVMA) of its samples.
+    sites: Vec<(usize, u64)>,
+    /// Its samples of the columns' events.
+    samples: u64,
     first_event: u64,
 }
 
-/// Annotates functions of a profile.
+/// Annotates functions of a profile read whole (see [`annotate_places`]).
 pub fn annotate(
     profile: &Profile,
     symbolizer: &mut Symbolizer,
     opts: &AnnotateOptions,
 ) -> Result<Annotation, AnalysisError> {
+    annotate_places(
+        profile,
+        &SampledPlaces::of_profile(profile),
+        symbolizer,
+        opts,
+    )
+}
+
+/// Annotates functions from the samples folded while reading: `profile` is the read's
+/// profile (its DSOs and events), `places` its samples.
+pub fn annotate_places(
+    profile: &Profile,
+    places: &SampledPlaces,
+    symbolizer: &mut Symbolizer,
+    opts: &AnnotateOptions,
+) -> Result<Annotation, AnalysisError> {
     let cols = event_columns(profile, &opts.events)?;
     let col_of = |e: EventId| cols.iter().position(|&c| c == e);
-    let anon: Vec<bool> = profile
-        .dsos
-        .iter()
-        .map(|d| d.kind == DsoKind::Anonymous)
-        .collect();
 
     // Resolve each distinct sampled location once.
     let mut qid: HashMap<Query, usize> = HashMap::new();
     let mut queries: Vec<Query> = Vec::new();
-    let mut sample_q: Vec<usize> = Vec::with_capacity(profile.samples.len());
-    for s in &profile.samples {
-        let pid = match s.location.dso {
-            Some(d) if anon.get(d as usize).copied().unwrap_or(false) => s.pid,
-            _ => -1,
-        };
-        let q = Query::of(s.location, pid);
-        let id = *qid.entry(q).or_insert_with(|| {
-            queries.push(q);
-            queries.len() - 1
-        });
-        sample_q.push(id);
-    }
+    let site_q: Vec<usize> = places
+        .sites
+        .iter()
+        .map(|site| {
+            *qid.entry(site.query).or_insert_with(|| {
+                queries.push(site.query);
+                queries.len() - 1
+            })
+        })
+        .collect();
     let resolved = symbolizer.resolve_batch(profile, &queries);
 
     // Group samples by function.
     let mut funcs: Vec<FuncSamples> = Vec::new();
     let mut func_of: HashMap<(DsoId, SymbolId), usize> = HashMap::new();
-    for (n, s) in profile.samples.iter().enumerate() {
-        let Some(col) = col_of(s.event) else { continue };
-        let r = resolved[sample_q[n]];
-        let (Some(dso), Some(sym)) = (queries[sample_q[n]].dso, r.symbol) else {
+    for (n, site) in places.sites.iter().enumerate() {
+        let Some(col) = col_of(site.event) else {
+            continue;
+        };
+        let r = resolved[site_q[n]];
+        let (Some(dso), Some(sym)) = (site.query.dso, r.symbol) else {
             continue;
         };
         let Some(svma) = r.svma.or_else(|| {
@@ -218,7 +341,7 @@ pub fn annotate(
                 k,
                 DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
             )
-            .then_some(s.location.file_offset)
+            .then_some(site.query.file_offset)
         }) else {
             continue;
         };
@@ -226,14 +349,16 @@ pub fn annotate(
             funcs.push(FuncSamples {
                 dso,
                 symbol: sym,
-                samples: Vec::new(),
+                sites: Vec::new(),
+                samples: 0,
                 first_event: 0,
             });
             funcs.len() - 1
         });
-        funcs[f].samples.push((n as u32, svma));
+        funcs[f].sites.push((n, svma));
+        funcs[f].samples += site.samples;
         if col == 0 {
-            funcs[f].first_event += 1;
+            funcs[f].first_event += site.samples;
         }
     }
     // A function asked for by name or address may have no samples of its own but be on
@@ -241,19 +366,17 @@ pub fn annotate(
     if !matches!(opts.target, Target::Hottest(_)) {
         let mut frame_queries: Vec<Query> = Vec::new();
         let mut seen: HashMap<Query, ()> = HashMap::new();
-        for s in &profile.samples {
-            if col_of(s.event).is_none() {
+        for fr in &places.frames {
+            if col_of(fr.event).is_none() {
                 continue;
             }
-            for fr in profile.callchain(s) {
-                let q = Query {
-                    dso: fr.location.dso,
-                    file_offset: fr.location.file_offset,
-                    pid: -1,
-                };
-                if q.dso.is_some() && seen.insert(q, ()).is_none() {
-                    frame_queries.push(q);
-                }
+            let q = Query {
+                dso: Some(fr.dso),
+                file_offset: fr.file_offset,
+                pid: -1,
+            };
+            if seen.insert(q, ()).is_none() {
+                frame_queries.push(q);
             }
         }
         let res = symbolizer.resolve_batch(profile, &frame_queries);
@@ -263,7 +386,8 @@ pub fn annotate(
                     funcs.push(FuncSamples {
                         dso,
                         symbol: sym,
-                        samples: Vec::new(),
+                        sites: Vec::new(),
+                        samples: 0,
                         first_event: 0,
                     });
                     funcs.len() - 1
@@ -274,7 +398,7 @@ pub fn annotate(
     funcs.sort_by(|a, b| {
         b.first_event
             .cmp(&a.first_event)
-            .then(b.samples.len().cmp(&a.samples.len()))
+            .then(b.samples.cmp(&a.samples))
     });
     let name_of = |symbolizer: &Symbolizer, f: &FuncSamples| -> String {
         symbolizer
@@ -308,17 +432,10 @@ pub fn annotate(
             .collect();
         return Ok(out);
     }
-    let has_callchains = profile.samples.iter().any(|s| !s.callchain.is_empty());
     for i in chosen {
         let f = &funcs[i];
-        out.functions.push(annotate_one(
-            profile,
-            symbolizer,
-            opts,
-            &cols,
-            f,
-            has_callchains,
-        ));
+        out.functions
+            .push(annotate_one(profile, places, symbolizer, opts, &cols, f));
     }
     Ok(out)
 }
@@ -351,12 +468,13 @@ fn label(profile: &Profile, symbolizer: &mut Symbolizer, dso: DsoId, addr: u64) 
 
 fn annotate_one(
     profile: &Profile,
+    places: &SampledPlaces,
     symbolizer: &mut Symbolizer,
     opts: &AnnotateOptions,
     cols: &[EventId],
     f: &FuncSamples,
-    has_callchains: bool,
 ) -> FunctionAnnotation {
+    let has_callchains = places.has_callchains;
     let ncol = cols.len();
     let (name, start, end) = match symbolizer.symbol(f.symbol) {
         Some(s) => (s.name.to_string(), s.start, s.end),
@@ -371,7 +489,7 @@ fn annotate_one(
     };
     if insns.is_empty() {
         // No code (kernel, missing file): one row per sampled address.
-        let mut addrs: Vec<u64> = f.samples.iter().map(|&(_, a)| a).collect();
+        let mut addrs: Vec<u64> = f.sites.iter().map(|&(_, a)| a).collect();
         addrs.sort_unstable();
         addrs.dedup();
         insns = addrs
@@ -399,18 +517,20 @@ fn annotate_one(
     let mut samples = vec![0u64; n * ncol];
     let mut period = vec![0u64; n * ncol];
     let mut precise = vec![0u64; n * ncol];
-    for &(si, svma) in &f.samples {
-        let s = &profile.samples[si as usize];
-        let Some(c) = cols.iter().position(|&e| e == s.event) else {
+    for &(si, svma) in &f.sites {
+        let site = &places.sites[si];
+        let Some(c) = cols.iter().position(|&e| e == site.event) else {
             continue;
         };
         let Some(i) = find(svma) else { continue };
-        samples[i * ncol + c] += 1;
-        period[i * ncol + c] += s.period;
-        let ev = &profile.events[usize::from(s.event)];
-        if s.exact_ip || skid::is_precise_event(ev) {
-            precise[i * ncol + c] += 1;
-        }
+        samples[i * ncol + c] += site.samples;
+        period[i * ncol + c] += site.period;
+        let ev = &profile.events[usize::from(site.event)];
+        precise[i * ncol + c] += if skid::is_precise_event(ev) {
+            site.samples
+        } else {
+            site.exact
+        };
     }
 
     // Inclusive cost of calls: a chain frame whose return address follows a call of this
@@ -423,38 +543,25 @@ fn annotate_one(
             .filter(|(_, i)| matches!(i.flow, Flow::Call | Flow::IndirectCall))
             .map(|(k, i)| (i.end(), k))
             .collect();
-        let mut svma_cache: HashMap<u64, Option<u64>> = HashMap::new();
-        let mut hit: Vec<usize> = Vec::new();
-        for s in &profile.samples {
-            let Some(c) = cols.iter().position(|&e| e == s.event) else {
+        for fr in &places.frames {
+            if fr.dso != f.dso || fr.samples == 0 {
+                continue;
+            }
+            let Some(c) = cols.iter().position(|&e| e == fr.event) else {
                 continue;
             };
-            let chain = profile.callchain(s);
-            let skip = usize::from(chain.first().is_some_and(|fr| fr.addr == s.ip));
-            hit.clear();
-            for fr in &chain[skip.min(chain.len())..] {
-                if fr.location.dso != Some(f.dso) {
-                    continue;
-                }
-                let off = fr.location.file_offset;
-                let svma = *svma_cache.entry(off).or_insert_with(|| {
-                    symbolizer
-                        .resolve(
-                            profile,
-                            Query {
-                                dso: Some(f.dso),
-                                file_offset: off,
-                                pid: -1,
-                            },
-                        )
-                        .svma
-                });
-                if let Some(k) = svma.and_then(|a| end_of.get(&a)) {
-                    if !hit.contains(k) {
-                        hit.push(*k);
-                        inclusive[k * ncol + c] += 1;
-                    }
-                }
+            let svma = symbolizer
+                .resolve(
+                    profile,
+                    Query {
+                        dso: Some(f.dso),
+                        file_offset: fr.file_offset,
+                        pid: -1,
+                    },
+                )
+                .svma;
+            if let Some(k) = svma.and_then(|a| end_of.get(&a)) {
+                inclusive[k * ncol + c] += fr.samples;
             }
         }
     }

@@ -305,6 +305,9 @@ pub struct Hotspots {
     pub top: Option<usize>,
     /// [`HotspotOptions::percent_limit`].
     pub percent_limit: f64,
+    /// Samples whose call-graph path was longer than [`PERF_MAX_STACK`] frames and was cut
+    /// there (a corrupt or runaway chain; perf's `--max-stack` does the same).
+    pub cut_call_paths: u64,
     /// Why the filters left no row (set only then).
     filter_why: Option<String>,
     /// Key texts and DSO names.

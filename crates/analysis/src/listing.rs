@@ -206,34 +206,50 @@ impl ListedSample {
 /// (symbol, DSO short name) of a location.
 type Names = (Option<String>, Option<String>);
 
-/// Lists the samples of a profile, in file order, naming each address once.
+/// Lists samples one at a time as a streaming read delivers them (the profile so far with
+/// each), naming each address once.
 pub struct Listing<'a> {
-    profile: &'a Profile,
     symbolizer: &'a mut Symbolizer,
+    /// Per event: its IBS kind (events may still arrive in a pipe-mode stream).
     kinds: Vec<Option<IbsKind>>,
-    ctx: Option<IbsContext>,
+    /// The IBS decoding context of the file's CPU, once the header's CPUID is known.
+    ctx: Option<Option<IbsContext>>,
     names: HashMap<(Option<u32>, u64), Names>,
 }
 
 impl<'a> Listing<'a> {
-    /// A listing of `profile`'s samples, named by `symbolizer`.
-    pub fn new(profile: &'a Profile, symbolizer: &'a mut Symbolizer) -> Listing<'a> {
+    /// A listing whose samples are named by `symbolizer`.
+    pub fn new(symbolizer: &'a mut Symbolizer) -> Listing<'a> {
         Listing {
-            profile,
             symbolizer,
-            kinds: profile
-                .events
-                .iter()
-                .map(|e| e.pmu.as_deref().and_then(IbsKind::from_pmu))
-                .collect(),
-            ctx: IbsContext::from_meta(&profile.meta),
+            kinds: Vec::new(),
+            ctx: None,
             names: HashMap::new(),
         }
     }
 
-    /// One sample of the profile as listed.
-    pub fn sample(&mut self, s: &Sample) -> ListedSample {
-        let profile = self.profile;
+    /// One sample of `profile` (the profile of the read so far: inside a
+    /// `Reader::fold` callback, or a whole profile) as listed.
+    pub fn sample(&mut self, profile: &Profile, s: &Sample) -> ListedSample {
+        if self.kinds.len() != profile.events.len() {
+            self.kinds = profile
+                .events
+                .iter()
+                .map(|e| e.pmu.as_deref().and_then(IbsKind::from_pmu))
+                .collect();
+        }
+        // The header's features (CPUID) come before the samples, in a file and in a
+        // pipe-mode stream alike; decided once the CPUID is known.
+        let ctx = match self.ctx {
+            Some(ctx) => ctx,
+            None => {
+                let ctx = IbsContext::from_meta(&profile.meta);
+                if profile.meta.cpuid.is_some() {
+                    self.ctx = Some(ctx);
+                }
+                ctx
+            }
+        };
         let symbolizer = &mut *self.symbolizer;
         let (sym, dso) = self
             .names
@@ -250,18 +266,18 @@ impl<'a> Listing<'a> {
             .clone();
         let kind = self.kinds.get(s.event as usize).copied().flatten();
         // perf decodes IBS only for AMD files (CPUID) whose PMU mapping names the IBS PMU.
-        let decoded = match (kind, &self.ctx) {
+        let decoded = match (kind, &ctx) {
             (Some(k), Some(c)) => Some(ibs::decode(k, profile.raw(s), c)),
             _ => None,
         };
-        let precise = match (&decoded, &self.ctx) {
+        let precise = match (&decoded, &ctx) {
             (Some(Ok(IbsSample::Op(op))), Some(c)) => {
                 Some(pebs::from_ibs_op(op, c, s.ip)).filter(|p| p.data_src.is_some())
             }
             (None, _) => pebs::from_pebs(s),
             _ => None,
         };
-        let (ibs, ibs_error) = match (&decoded, &self.ctx) {
+        let (ibs, ibs_error) = match (&decoded, &ctx) {
             (Some(Ok(d)), Some(c)) => (Some(d.perf_lines(c)), None),
             (Some(Err(e)), _) => (None, Some(e.to_string())),
             _ => (None, None),

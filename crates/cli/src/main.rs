@@ -3,6 +3,7 @@
 
 mod args;
 mod cmd;
+mod progress;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,6 @@
-//! Input bytes of a file: mapped (read whole for empty files, pipes and FIFOs), with a
+//! Input bytes of a regular file: mapped, with a
 //! callback that drops already-processed pages from the resident set.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::model::Profile;
@@ -14,10 +13,11 @@ pub(crate) fn with_file_header<T>(
     path: &Path,
     f: impl FnOnce(&[u8], bool, &header::FileHeader) -> Result<T, DecodeError>,
 ) -> Result<Option<T>, DecodeError> {
-    let file = std::fs::File::open(path).map_err(DecodeError::Io)?;
-    if !file.metadata().map_err(DecodeError::Io)?.is_file() {
+    // Not opened unless regular: opening a FIFO waits for its writer.
+    if !is_mappable(path)? {
         return Ok(None);
     }
+    let file = std::fs::File::open(path).map_err(DecodeError::Io)?;
     // SAFETY: as in `with_file`: a read-only private mapping of a file perf only appends to.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(DecodeError::Io)?;
     with_bytes_header(&map, f)
@@ -38,6 +38,13 @@ pub(crate) fn with_bytes_header<T>(
     f(data, be, &h).map(Some)
 }
 
+/// Whether `path` is a regular file that is mapped for reading (else it is read as a
+/// stream: a FIFO, a device, `/dev/stdin`). An empty regular file counts as a stream too.
+pub(crate) fn is_mappable(path: &Path) -> Result<bool, DecodeError> {
+    let meta = std::fs::metadata(path).map_err(DecodeError::Io)?;
+    Ok(meta.is_file() && meta.len() > 0)
+}
+
 /// A reader over bytes, given a callback releasing processed input up to an offset (callable
 /// from several threads at once).
 type ReadFn<'a> = dyn FnMut(&[u8], &(dyn Fn(usize) + Sync)) -> Result<Profile, DecodeError> + 'a;
@@ -45,13 +52,12 @@ type ReadFn<'a> = dyn FnMut(&[u8], &(dyn Fn(usize) + Sync)) -> Result<Profile, D
 /// Maps the file (or reads it, for empty files and pipes) and runs `f` over its bytes with a
 /// callback that releases already-processed pages.
 pub(crate) fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
-    let mut file = std::fs::File::open(path).map_err(DecodeError::Io)?;
+    let file = std::fs::File::open(path).map_err(DecodeError::Io)?;
     let meta = file.metadata().map_err(DecodeError::Io)?;
     if meta.len() == 0 || !meta.is_file() {
-        // Empty files and pipes/FIFOs cannot be mapped: read them whole.
-        let mut data = Vec::new();
-        file.read_to_end(&mut data).map_err(DecodeError::Io)?;
-        return f(&data, &|_| {});
+        // Empty files cannot be mapped; a FIFO or device is a stream (`Reader` reads those
+        // with `stream::read_input` and never gets here): nothing to read.
+        return f(&[], &|_| {});
     }
     // SAFETY: the mapping is read-only and private to this call. perf.data files are not
     // truncated while being read (perf only appends, then rewrites the header in place);

@@ -105,8 +105,9 @@ impl<'a> Reader<'a> {
         Reader::new(Source::File(path.to_path_buf()))
     }
 
-    /// Reads standard input: a pipe-mode stream is decoded as it arrives; a file-mode
-    /// perf.data needs random access, so it is read whole first.
+    /// Reads standard input: its magic is checked on the first bytes; a pipe-mode stream is
+    /// decoded as it arrives; a file-mode perf.data needs random access, so it is read whole
+    /// first.
     pub fn stdin() -> Reader<'a> {
         Reader::new(Source::Stdin)
     }
@@ -277,7 +278,11 @@ impl<'a> Reader<'a> {
     pub fn fold_parallel<F: Fold>(mut self, mut fold: F) -> Result<(Profile, F), ReadError> {
         let threads = self.threads.unwrap_or_else(default_threads);
         let parallel = threads > 1
-            && matches!(self.source, Source::File(_) | Source::Bytes(_))
+            && match &self.source {
+                Source::File(path) => file::is_mappable(path).unwrap_or(false),
+                Source::Bytes(_) => true,
+                Source::Stdin | Source::Read(_) => false,
+            }
             && !(self.unwinder.is_some() && self.may_unwind());
         if !parallel {
             let profile = self.read(Some(&mut |p: &Profile, s: &Sample| fold.add(p, s)))?;
@@ -365,6 +370,14 @@ impl<'a> Reader<'a> {
             }
         };
         let mut profile = match source {
+            // A FIFO or a device (`-i /dev/stdin`, `-i /dev/zero`) is a stream: its magic is
+            // checked first and it is read as it arrives, never mapped or read whole first.
+            Source::File(path) if !file::is_mappable(&path)? => stream::read_input(
+                std::fs::File::open(&path).map_err(DecodeError::Io)?,
+                reborrow_sink(&mut sink),
+                reborrow_unwinder(&mut unwinder),
+                skips,
+            )?,
             Source::File(path) => file::with_file(&path, &mut |data, release| {
                 reader::read(
                     data,

@@ -56,24 +56,19 @@ pub(crate) fn read<S: FnMut(&Profile, &Sample) + Send>(
         );
     }
     let count = sinks.len().max(1);
+    let shared = SharedProgress::new(count, progress);
     let results: Vec<Result<(Profile, reader::ShareOutcome), DecodeError>> =
         std::thread::scope(|scope| {
             // Not two shares: the work gets a thread of its own.
             if let Some(work) = side_work.take() {
                 scope.spawn(work);
             }
-            let last = sinks.len().saturating_sub(1);
-            let mut progress = Some(&mut *progress);
             let mut jobs = Vec::new();
             for (index, sink) in sinks.iter_mut().enumerate() {
                 let share = reader::Share { index, count };
-                let mut report = (index == last).then(|| progress.take()).flatten();
+                let shared = &shared;
                 jobs.push(move || {
-                    let mut on_progress = |done: u64, total: u64| {
-                        if let Some(p) = report.as_mut() {
-                            p(done, total);
-                        }
-                    };
+                    let mut on_progress = |done: u64, total: u64| shared.report(index, done, total);
                     // Each share drops the pages behind it; another share still reading
                     // them faults them back in from the page cache.
                     let mut keep = |at: usize| release(at);
@@ -102,11 +97,48 @@ pub(crate) fn read<S: FnMut(&Profile, &Sample) + Send>(
             }
             results
         });
+    shared.done(data.len() as u64);
     let mut parts = Vec::with_capacity(results.len());
     for r in results {
         parts.push(r?);
     }
     Ok((reader::merge_shares(parts), count))
+}
+
+/// The progress of a parallel read: each share reports the bytes of its own records it has
+/// read (not its replay of the records before them); the caller sees their sum, which only
+/// grows, reaching the total when the read ends.
+struct SharedProgress<'a> {
+    /// Per share its own bytes read, and the caller's callback.
+    inner: std::sync::Mutex<(Vec<u64>, ProgressFn<'a>)>,
+}
+
+/// The caller's `(done, total)` callback.
+type ProgressFn<'a> = &'a mut (dyn FnMut(u64, u64) + Send);
+
+impl<'a> SharedProgress<'a> {
+    fn new(shares: usize, progress: &'a mut (dyn FnMut(u64, u64) + Send)) -> Self {
+        SharedProgress {
+            inner: std::sync::Mutex::new((vec![0; shares], progress)),
+        }
+    }
+
+    /// Share `share` has read `done` bytes of its own records, of `total`.
+    fn report(&self, share: usize, done: u64, total: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (own, progress) = &mut *inner;
+        if let Some(d) = own.get_mut(share) {
+            *d = (*d).max(done);
+        }
+        let sum = own.iter().sum::<u64>().min(total);
+        progress(sum, total);
+    }
+
+    /// The read is over.
+    fn done(&self, total: u64) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        (inner.1)(total, total);
+    }
 }
 
 /// The result of the reading thread in `handle` (taken; a panic, or no thread, is an error).
@@ -136,8 +168,10 @@ fn read_two<S: FnMut(&Profile, &Sample) + Send>(
 ) -> Result<(Profile, usize), DecodeError> {
     type PartResult = Result<(Profile, reader::ShareOutcome), DecodeError>;
     let planned = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    let shared = SharedProgress::new(2, progress);
+    let result = std::thread::scope(|scope| {
         let planned = &planned;
+        let shared = &shared;
         let later = scope.spawn(move || {
             if let Some(work) = side_work {
                 work();
@@ -146,7 +180,7 @@ fn read_two<S: FnMut(&Profile, &Sample) + Send>(
             let sink: &mut OnSample<'_> = second;
             reader::read_share(
                 data,
-                progress,
+                &mut |done, total| shared.report(1, done, total),
                 &mut keep,
                 Some(sink),
                 None,
@@ -179,7 +213,7 @@ fn read_two<S: FnMut(&Profile, &Sample) + Send>(
         let sink: &mut OnSample<'_> = first;
         let head = reader::read_share(
             data,
-            &mut |_, _| {},
+            &mut |done, total| shared.report(0, done, total),
             &mut keep,
             Some(sink),
             None,
@@ -213,5 +247,7 @@ fn read_two<S: FnMut(&Profile, &Sample) + Send>(
             stop.records_read += skipped;
         }
         Ok((reader::merge_shares(vec![head, (p, outcome)]), 2))
-    })
+    });
+    shared.done(data.len() as u64);
+    result
 }

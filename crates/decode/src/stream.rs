@@ -38,9 +38,9 @@ use crate::abi::PIPE_HEADER_SIZE as PIPE_HEADER;
 /// println!("{n} samples, {} events", profile.events.len());
 /// # Ok(()) }
 /// ```
-pub struct StreamDecoder {
+pub struct StreamDecoder<'u> {
     /// The reader, once the 16-byte header is complete and checked.
-    reader: Option<Reader<'static, 'static>>,
+    reader: Option<Reader<'static, 'u>>,
     /// Bytes not framed yet: the header until it is complete, then an incomplete record.
     buf: Vec<u8>,
     /// Input offset of `buf[0]` (of the next byte to frame when `buf` is empty).
@@ -61,20 +61,20 @@ pub struct StreamDecoder {
     /// What [`StreamDecoder::profile`] shows before the header is complete.
     empty: Profile,
     /// DWARF unwinder waiting for the reader to exist ([`StreamDecoder::set_unwinder`]).
-    unwinder: Option<Box<dyn crate::unwind::UserStackUnwinder>>,
+    unwinder: Option<crate::unwind::Hook<'u>>,
     /// [`StreamDecoder::set_skip_callchains`], kept for the reader made at the header.
     skip_chains: bool,
     /// Code locations are left unresolved ([`crate::Reader::skip_locations`]).
     skip_locations: bool,
 }
 
-impl Default for StreamDecoder {
+impl Default for StreamDecoder<'_> {
     fn default() -> Self {
         StreamDecoder::new()
     }
 }
 
-impl std::fmt::Debug for StreamDecoder {
+impl std::fmt::Debug for StreamDecoder<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamDecoder")
             .field("offset", &self.offset())
@@ -84,9 +84,9 @@ impl std::fmt::Debug for StreamDecoder {
     }
 }
 
-impl StreamDecoder {
+impl<'u> StreamDecoder<'u> {
     /// A decoder waiting for the stream's first bytes.
-    pub fn new() -> StreamDecoder {
+    pub fn new() -> StreamDecoder<'u> {
         StreamDecoder {
             reader: None,
             buf: Vec::new(),
@@ -109,10 +109,15 @@ impl StreamDecoder {
     /// Unwinds the sampled user stacks of `--call-graph dwarf` streams with `unwinder` (as
     /// [`crate::Reader::unwinder`] does for files), from the next sample on. To read
     /// its warnings or statistics later, share it, e.g. through `Rc<RefCell<_>>`.
-    pub fn set_unwinder(&mut self, unwinder: Box<dyn crate::unwind::UserStackUnwinder>) {
+    pub fn set_unwinder(&mut self, unwinder: Box<dyn crate::unwind::UserStackUnwinder + 'u>) {
+        self.set_hook(crate::unwind::Hook::owned(unwinder));
+    }
+
+    /// [`StreamDecoder::set_unwinder`] with a borrowed unwinder (a [`crate::Reader`]'s).
+    fn set_hook(&mut self, hook: crate::unwind::Hook<'u>) {
         match self.reader.as_mut() {
-            Some(r) => r.unwind = Some(crate::unwind::Hook::owned(unwinder)),
-            None => self.unwinder = Some(unwinder),
+            Some(r) => r.unwind = Some(hook),
+            None => self.unwinder = Some(hook),
         }
     }
 
@@ -188,7 +193,7 @@ impl StreamDecoder {
                 ));
             }
             let mut reader = Reader::new_stream(be);
-            reader.unwind = self.unwinder.take().map(crate::unwind::Hook::owned);
+            reader.unwind = self.unwinder.take();
             reader.skip_chains = self.skip_chains;
             reader.skip_locations = self.skip_locations;
             self.reader = Some(reader);
@@ -265,12 +270,6 @@ impl StreamDecoder {
                 self.buf = Vec::new();
                 r.profile_mut().stopped = Some(s.clone());
                 self.stop = Some(s);
-            }
-            Framed::NoAttrs(at) => {
-                return Err(self.reject(
-                    at,
-                    "pipe-mode stream: a sample record before any HEADER_ATTR".into(),
-                ));
             }
         }
         Ok(())
@@ -426,12 +425,16 @@ fn stream_from(
     head: &[u8],
     mut input: impl Read,
     on_sample: Option<SampleSink<'_>>,
+    unwinder: Option<&mut dyn crate::unwind::UserStackUnwinder>,
     skips: Skips,
 ) -> Result<Profile, DecodeError> {
     let mut d = StreamDecoder::new();
     d.collect = on_sample.is_none();
     d.skip_chains = skips.chains;
     d.skip_locations = skips.locations;
+    if let Some(u) = unwinder {
+        d.set_hook(crate::unwind::Hook::new(u));
+    }
     let mut nothing = |_: &Profile, _: &Sample| {};
     let on_sample = match on_sample {
         Some(f) => f,
@@ -450,10 +453,11 @@ fn stream_from(
     d.finish_checked(on_sample)
 }
 
-/// Reads a perf.data stream (stdin for `-i -`) for [`crate::Reader`]. Pipe mode
-/// (`perf record -o -`) is decoded incrementally, in memory bounded by the unflushed round,
-/// unless user stacks are to be unwound (then it is read whole first, as a file-mode
-/// perf.data always is: its header points at the attributes and features at the end).
+/// Reads a perf.data stream (stdin for `-i -`, a FIFO, a device) for [`crate::Reader`]. The
+/// magic is checked on the first bytes, before anything else is read: a stream that is no
+/// perf.data fails at once. Pipe mode (`perf record -o -`) is decoded incrementally, in
+/// memory bounded by the unflushed round; a file-mode perf.data needs random access (its
+/// header points at the attributes and features after the data), so it is read whole first.
 pub(crate) fn read_input(
     mut input: impl Read,
     on_sample: Option<SampleSink<'_>>,
@@ -463,9 +467,11 @@ pub(crate) fn read_input(
     let mut head = [0u8; PIPE_HEADER];
     let n = read_full(&mut input, &mut head)?;
     let head = head.get(..n).unwrap_or(&[]);
-    if unwinder.is_none() && is_pipe_header(head) {
-        return stream_from(head, input, on_sample, skips);
+    if is_pipe_header(head) {
+        return stream_from(head, input, on_sample, unwinder, skips);
     }
+    // Not perf.data (or too short to be): say so without reading on.
+    header::byte_order(head)?;
     let mut data = head.to_vec();
     input.read_to_end(&mut data).map_err(DecodeError::Io)?;
     let (mut on_sample, mut unwinder) = (on_sample, unwinder);

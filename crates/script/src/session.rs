@@ -81,6 +81,8 @@ pub struct SessionIo<'a> {
     pub printing: Printing,
     /// Told what happens while the session runs.
     pub on_event: &'a mut dyn FnMut(SessionEvent),
+    /// Told the bytes read so far and the input's size while a file is read (a progress bar).
+    pub progress: Box<dyn FnMut(u64, u64) + Send + 'a>,
 }
 
 /// Why a session failed.
@@ -321,13 +323,14 @@ pub fn trace_file(
         out,
         printing,
         on_event,
+        progress,
     } = io;
     let sink = Sink::new(printing, out);
     let what = input.path().display().to_string();
     if timed {
         run_in_memory(prog, input, &what, sink, syms, on_event)
     } else {
-        run_streaming(prog, input, &what, sink, syms, on_event)
+        run_streaming(prog, input, &what, sink, syms, on_event, progress)
     }
 }
 
@@ -338,6 +341,7 @@ fn run_streaming(
     mut sink: Sink<'_>,
     syms: &mut Symbolizer,
     on_event: &mut dyn FnMut(SessionEvent),
+    progress: Box<dyn FnMut(u64, u64) + Send + '_>,
 ) -> Result<Outcome, SessionError> {
     // Bound on first sample: the events are known once the header is read.
     let mut runner: Option<Runner<'_>> = None;
@@ -397,7 +401,7 @@ fn run_streaming(
         skip_locations: !prog.uses_locations(),
         ..ReadPlan::default()
     };
-    let profile = input.for_each(&plan, &mut on_sample)?;
+    let profile = input.for_each(&plan, progress, &mut on_sample)?;
     if let Some(e) = failed {
         return Err(e.into());
     }

@@ -35,6 +35,7 @@ fn trace(
         out: &mut out,
         printing,
         on_event: &mut on_event,
+        progress: Box::new(|_, _| {}),
     };
     let outcome = session::trace_file(&prog, &input, timed, io).unwrap();
     (outcome, String::from_utf8(out).unwrap(), events)
@@ -99,6 +100,7 @@ fn a_probe_without_its_event_fails_to_bind() {
         out: &mut out,
         printing: Printing::Stream,
         on_event: &mut |_| {},
+        progress: Box::new(|_, _| {}),
     };
     let err = session::trace_file(&prog, &input, false, io).unwrap_err();
     assert!(matches!(err, session::SessionError::Bind(_)), "{err}");

@@ -70,15 +70,18 @@ impl ProfileInput {
             .collect()
     }
 
-    /// Streams every sample to `on_sample` in delivery order (see [`Reader::fold`]); the
-    /// returned profile has no samples.
+    /// Streams every sample to `on_sample` in delivery order (perf's time order, round by
+    /// round; see [`Reader::fold`]), reporting `progress(bytes done, total)` for a file; the
+    /// returned profile has no samples, and memory does not grow with the input.
     pub fn for_each(
         &self,
         plan: &ReadPlan,
+        progress: impl FnMut(u64, u64) + Send,
         on_sample: impl FnMut(&Profile, &Sample),
     ) -> Result<Profile, ReadError> {
         let mut unwinder = self.unwinder(plan);
         self.configure(self.reader(), plan, unwinder.as_mut())
+            .progress(progress)
             .fold(on_sample)
     }
 

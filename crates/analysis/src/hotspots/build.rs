@@ -318,6 +318,7 @@ pub fn hotspots_aggregated(
                     }
                 }
             }
+            let mut cut = false;
             for (i, p) in hits {
                 // Callers of the row: the frames after its position (skip the sampled IP's
                 // own frame, which the kernel puts first).
@@ -342,8 +343,16 @@ pub fn hotspots_aggregated(
                 if opts.call_graph == CallGraphMode::Caller {
                     path.reverse();
                 }
+                // perf's --max-stack: a tree (and its JSON) deeper than a real stack only
+                // comes from a corrupt or runaway chain; from the outermost caller (caller
+                // order) or the nearest one (callee order).
+                if path.len() > PERF_MAX_STACK {
+                    path.truncate(PERF_MAX_STACK);
+                    cut = true;
+                }
                 trees[i][col as usize].add(&path, s.period, s.samples);
             }
+            out.cut_call_paths += u64::from(cut);
         }
         for (i, row_trees) in trees.iter().enumerate() {
             if row_trees.iter().all(|t| t.samples == 0) {

@@ -216,6 +216,7 @@ pub(super) fn finish_rows<'l>(
         shown,
         event_tables,
         call_graphs: Vec::new(),
+        cut_call_paths: 0,
     };
     Ok((out, order))
 }

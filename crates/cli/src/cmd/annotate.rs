@@ -10,11 +10,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use culprit_analysis::annotate::{annotate, AnnotateOptions, SourceCache, Target, TextView};
+use culprit_analysis::annotate::{
+    annotate_places, AnnotateOptions, SampledPlaces, SourceCache, Target, TextView,
+};
 use culprit_symbols::disasm::Syntax;
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
+use crate::progress::Progress;
 
 /// Arguments of `culprit annotate`.
 #[derive(clap::Args, Debug)]
@@ -85,11 +88,17 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         .require("annotate", &[Format::Text, Format::Json])?;
     // `--call-graph dwarf` files: user chains are unwound while reading (inclusive cost on
     // calls); other files are untouched.
+    // Samples are folded into per-place counts while reading: memory follows the distinct
+    // places, not the file.
     let input = args.input.open();
-    let profile = input.read(&ReadPlan {
+    let mut places = SampledPlaces::default();
+    let bar = Progress::for_input(&input);
+    let plan = ReadPlan {
         unwind: !args.no_unwind,
         ..ReadPlan::default()
-    })?;
+    };
+    let profile = input.for_each(&plan, bar.callback(), |p, s| places.add(p, s))?;
+    bar.finish();
     let target = match (&args.symbol, args.addr) {
         (Some(s), _) => Target::Symbol(s.clone()),
         (None, Some(a)) => Target::Addr(a),
@@ -106,7 +115,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
         deskid: args.deskid,
     };
     let mut symbolizer = input.symbolizer();
-    let ann = annotate(&profile, &mut symbolizer, &opts)?;
+    let ann = annotate_places(&profile, &places, &mut symbolizer, &opts)?;
     for w in profile.warnings.iter().chain(symbolizer.warnings()) {
         eprintln!("culprit: warning: {w}");
     }

@@ -9,10 +9,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use culprit_analysis::listing::Listing;
+use culprit_decode::model::{Profile, Sample};
 use culprit_output::text::{cut, expand_tabs};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
+use crate::progress::Progress;
 
 /// Arguments of `culprit script`.
 #[derive(clap::Args, Debug)]
@@ -36,7 +38,6 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     args.output
         .require("script", &[Format::Text, Format::Json])?;
     let input = args.input.open();
-    let profile = input.read(&ReadPlan::default())?;
     let mut symbolizer = input.symbolizer();
     let mut out = args.output.writer()?;
     // One line per sample, like perf script: cut to the width on a terminal or with an
@@ -47,9 +48,12 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         None if args.output.is_tty() => args.output.text_options().width,
         None => None,
     };
-    let mut listing = Listing::new(&profile, &mut symbolizer);
-    for s in &profile.samples {
-        let sample = listing.sample(s);
+    // Each sample is printed as the reader delivers it (perf's time order, round by round):
+    // memory does not grow with the file.
+    let mut listing = Listing::new(&mut symbolizer);
+    let mut failed: Option<std::io::Error> = None;
+    let mut print = |profile: &Profile, s: &Sample| -> std::io::Result<()> {
+        let sample = listing.sample(profile, s);
         match args.output.format {
             Format::Json => culprit_output::json::write_line(&mut out, &sample)?,
             _ => {
@@ -61,6 +65,17 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Ok(())
+    };
+    let bar = Progress::for_input(&input);
+    let profile = input.for_each(&ReadPlan::default(), bar.callback(), |p, s| {
+        if failed.is_none() {
+            failed = print(p, s).err();
+        }
+    })?;
+    bar.finish();
+    if let Some(e) = failed {
+        return Err(e.into());
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {

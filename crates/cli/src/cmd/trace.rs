@@ -4,6 +4,7 @@
 //! flags and renders the outcome.
 
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,6 +62,37 @@ pub struct TraceArgs {
     pub mmap_pages: usize,
 }
 
+/// The largest trace program file read (`-s`): far beyond any program, and small enough
+/// that `-s /dev/zero` fails at once instead of filling memory.
+const MAX_PROGRAM_BYTES: u64 = 16 << 20;
+
+/// Reads a trace program file (`-s FILE`), refusing one larger than [`MAX_PROGRAM_BYTES`]
+/// (a device or FIFO is read only that far).
+fn read_program(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let what = || format!("cannot read {}", path.display());
+    let file = std::fs::File::open(path).with_context(what)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PROGRAM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(what)?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= MAX_PROGRAM_BYTES,
+        "{}: a trace program of more than {} MiB; not read",
+        path.display(),
+        MAX_PROGRAM_BYTES >> 20
+    );
+    // As read_to_string says it.
+    String::from_utf8(bytes)
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })
+        .with_context(what)
+}
+
 /// Runs `culprit trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     args.output
@@ -68,10 +100,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     refuse_inapplicable(&args)?;
     let (src, name) = match (&args.program, &args.script) {
         (Some(p), None) => (p.clone(), "<program>".to_string()),
-        (None, Some(f)) => (
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?,
-            f.display().to_string(),
-        ),
+        (None, Some(f)) => (read_program(f)?, f.display().to_string()),
         _ => bail!("give the program with -e PROGRAM or -s FILE"),
     };
     let opts = Options {
@@ -98,11 +127,20 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Format::Json => Printing::Collect,
         _ => Printing::Stream,
     };
+    let bar = args
+        .input
+        .input
+        .is_some()
+        .then(|| crate::progress::Progress::for_input(&args.input.open()));
     let io = SessionIo {
         syms: &mut syms,
         out: &mut out,
         printing,
         on_event: &mut print_event,
+        progress: match &bar {
+            Some(b) => Box::new(b.callback()),
+            None => Box::new(|_, _| {}),
+        },
     };
     let outcome = match &args.input.input {
         None => {
@@ -111,6 +149,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         }
         Some(_) => session::trace_file(&prog, &args.input.open(), args.stats, io)?,
     };
+    if let Some(b) = bar {
+        b.finish();
+    }
     let exit = outcome.exit;
     if printing == Printing::Collect {
         let input = args.input.input.as_ref().map(|p| p.display().to_string());

@@ -152,8 +152,6 @@ pub(crate) enum Framed {
         /// Records read before it.
         records: u64,
     },
-    /// Stream mode: a SAMPLE record at this input offset came before any HEADER_ATTR.
-    NoAttrs(u64),
 }
 
 /// Where a streaming read sends its samples.
@@ -211,6 +209,9 @@ pub(crate) struct Reader<'a, 'p> {
     suppressed_warnings: u64,
     progress: &'p mut dyn FnMut(u64, u64),
     next_progress: u64,
+    /// Where this reader's own records start (its share's start in a parallel read):
+    /// progress counts the bytes delivered from there, not the replay before it.
+    progress_from: u64,
     /// Told "bytes below this offset are no longer needed" (lets a memory-mapped input drop
     /// its pages from the resident set).
     release: &'p mut dyn FnMut(usize),
@@ -295,6 +296,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             suppressed_warnings: 0,
             progress,
             next_progress: 0,
+            progress_from: 0,
             release,
             sink,
             released: 0,
@@ -404,7 +406,28 @@ impl<'a, 'p> Reader<'a, 'p> {
         (attr, time)
     }
 
+    /// Makes the header's facts (host, CPU, command line, PMUs…) visible in the profile while
+    /// the records are read, for streaming readers (`Reader::fold`); the reader's own
+    /// counters stay. [`Reader::finish`] completes the rest.
+    pub(super) fn sync_meta(&mut self) {
+        let mut meta = self.features.meta.clone();
+        let own = &mut self.p.meta;
+        meta.time_range = own.time_range;
+        meta.pipe_mode = own.pipe_mode;
+        meta.compressed |= own.compressed;
+        meta.file_size = own.file_size;
+        meta.records = own.records;
+        meta.tracepoints = std::mem::take(&mut own.tracepoints);
+        *own = meta;
+    }
+
+    /// Reports the bytes of its own records this reader has framed (none while replaying
+    /// before its share), every 4 MiB.
     fn report_progress(&mut self, done: u64) {
+        if self.part.lite {
+            return;
+        }
+        let done = done.saturating_sub(self.progress_from);
         if done >= self.next_progress {
             (self.progress)(done, self.data.len() as u64);
             self.next_progress = done.saturating_add(1 << 22);
@@ -523,7 +546,13 @@ impl<'a, 'p> Reader<'a, 'p> {
                 .push(more_warnings(self.suppressed_warnings));
         }
         self.p.stopped = stopped;
-        (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        if !self.part.shared {
+            (self.progress)(self.data.len() as u64, self.data.len() as u64);
+        } else if !self.part.lite {
+            // A share's last bytes (the read's end is reported once, by its caller).
+            let own = (self.framing_at as u64).saturating_sub(self.progress_from);
+            (self.progress)(own, self.data.len() as u64);
+        }
         (self.p, outcome)
     }
 }
@@ -531,7 +560,7 @@ impl<'a, 'p> Reader<'a, 'p> {
 /// The incremental side of the reader, used by [`crate::StreamDecoder`]: the input arrives in
 /// chunks, queued records are copied out of them, and samples are collected in
 /// `Profile::samples` for the caller to hand out and clear.
-impl Reader<'static, 'static> {
+impl<'p> Reader<'static, 'p> {
     /// A reader for a pipe-mode stream whose 16-byte header (endianness `be`) was checked.
     pub(crate) fn new_stream(be: bool) -> Self {
         // No progress or page release for a stream; boxed zero-sized closures do not allocate.

@@ -468,6 +468,7 @@ pub(crate) fn read_share<'p>(
             }
         }
         r.build_events();
+        r.sync_meta();
         let start = usize::try_from(h.data.offset).unwrap_or(usize::MAX);
         let declared_end = h.data.offset.saturating_add(h.data.size);
         if start > data.len() {

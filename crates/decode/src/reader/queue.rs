@@ -257,6 +257,8 @@ impl<'a, 'p> Reader<'a, 'p> {
                         self.part.lite = false;
                         self.requeue_deferred();
                         self.part.started = true;
+                        self.progress_from = at as u64;
+                        self.next_progress = 0;
                     }
                     if let Some((split, start, end)) = self.split {
                         if let Some(t) = split.reached(at, start, end) {
@@ -358,6 +360,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                         let id = u32::try_from(id).unwrap_or(u32::MAX);
                         let rest = body.get(8..).unwrap_or(&[]);
                         header::parse_feature(&mut self.features, id, rest, self.be);
+                        self.sync_meta();
                     }
                 }
                 rt::HEADER_BUILD_ID => {
@@ -368,9 +371,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                 rt::EVENT_UPDATE => self.event_update(body),
                 t if t < 64 => {
                     if self.attrs.is_empty() {
-                        if self.stream && t == rt::SAMPLE {
-                            return Framed::NoAttrs(abs);
-                        }
+                        // As perf, and the same from a file or a stream: skipped.
                         if pipe {
                             self.warn(format!(
                                 "record type {t} at offset {abs} before any HEADER_ATTR; ignored"

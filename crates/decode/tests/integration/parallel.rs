@@ -427,3 +427,59 @@ fn test_parallel_read_equals_sequential_on_read_group_samples() {
     // 6000 leader samples; the member moved in two of three.
     assert_eq!(got.len(), 6000 + 4000);
 }
+
+/// Counts samples (a [`Fold`] for reads whose samples are not compared).
+struct Count(u64);
+
+impl Fold for Count {
+    fn add(&mut self, _: &Profile, _: &Sample) {
+        self.0 += 1;
+    }
+    fn split(&self) -> Self {
+        Count(0)
+    }
+    fn merge(&mut self, later: Self, _: &Profile) {
+        self.0 += later.0;
+    }
+}
+
+#[test]
+fn test_parallel_progress_only_grows_and_ends_at_the_total() {
+    // Before: only the last share reported, from its replay of the whole file (the bar
+    // restarted) or from its share's start (2 % then 50 %), and a share that read nothing
+    // reported 100 % at once.
+    let samples: Vec<(u64, Vec<(u64, u64)>)> = (0..200_000u64)
+        .map(|i| (10 + i, vec![(i + 1, crate::synth::ID_B)]))
+        .collect();
+    let data = crate::synth::read_group_file(&samples, 500);
+    let len = data.len() as u64;
+    assert!(
+        len > 16 << 20,
+        "{len} bytes: too small to report progress between ends"
+    );
+    for threads in [1, 2, 3] {
+        for split in [SplitRule::Fixed(0.5), SplitRule::Balanced] {
+            let reports = std::sync::Mutex::new(Vec::new());
+            let (_, count) = Reader::from_bytes(&data)
+                .threads(threads)
+                .split(split)
+                .progress(|done, total| reports.lock().unwrap().push((done, total)))
+                .fold_parallel(Count(0))
+                .unwrap();
+            assert!(count.0 > 0);
+            let reports = reports.into_inner().unwrap();
+            let what = format!("{threads} threads, {split:?}: {reports:?}");
+            assert!(reports.iter().all(|&(d, t)| t == len && d <= t), "{what}");
+            assert!(reports.windows(2).all(|w| w[0].0 <= w[1].0), "{what}");
+            // No leap over a share: reports come every 4 MiB of each share's own records.
+            let steps = reports.windows(2).map(|w| w[1].0 - w[0].0);
+            assert!(steps.max().unwrap_or(0) <= len / 4, "{what}");
+            assert_eq!(reports.last(), Some(&(len, len)), "{what}");
+            assert!(reports[0].0 < len / 2, "{what}");
+            assert!(
+                reports.iter().filter(|&&(d, _)| d > 0 && d < len).count() >= 2,
+                "{what}"
+            );
+        }
+    }
+}

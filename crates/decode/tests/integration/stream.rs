@@ -185,7 +185,8 @@ fn test_stream_rejects_non_pipe_input() {
     let mut d = StreamDecoder::new();
     let e = d.push(&data, &mut |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("pipe-mode"), "{e}");
-    // A sample before any HEADER_ATTR.
+    // A sample before any HEADER_ATTR is skipped with a warning, as a file reader skips it
+    // (it was an error for a stream only); a stream that never has attrs is still refused.
     let mut s = b"PERFILE2".to_vec();
     s.extend_from_slice(&16u64.to_le_bytes());
     s.extend_from_slice(&9u32.to_le_bytes());
@@ -193,8 +194,30 @@ fn test_stream_rejects_non_pipe_input() {
     s.extend_from_slice(&16u16.to_le_bytes());
     s.extend_from_slice(&[0; 8]);
     let mut d = StreamDecoder::new();
-    let e = d.push(&s, &mut |_, _| {}).unwrap_err();
-    assert!(e.to_string().contains("before any HEADER_ATTR"), "{e}");
+    d.push(&s, &mut |_, _| {}).unwrap();
+    let p = d.finish(&mut |_, _| {});
+    let stop = p.stopped.expect("no attrs");
+    assert!(
+        stop.reason.contains("without any HEADER_ATTR"),
+        "{}",
+        stop.reason
+    );
+    // Before real attrs: the same samples from a stream as from the bytes.
+    let data = std::fs::read(fixture("pipe-g.data")).unwrap();
+    let mut stray = data[..16].to_vec();
+    stray.extend_from_slice(&s[16..]);
+    stray.extend_from_slice(&data[16..]);
+    let want = reference(&stray).unwrap();
+    let mut got = Vec::new();
+    let p = Reader::from_read(Trickle(&stray, 0, 7))
+        .fold(|p, s| got.push(sample_view(p, s)))
+        .unwrap();
+    assert!(!got.is_empty());
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("before any HEADER_ATTR")));
+    assert_same("stray sample", "stream", &want, &(got, profile_view(&p)));
 }
 
 #[test]

@@ -17,6 +17,7 @@ use culprit_symbols::ReadPlan;
 
 use super::ReportArgs;
 use crate::args::Format;
+use crate::progress::Progress;
 
 /// The `--sort` default of the hotspot mode: branch mode then uses perf's branch default.
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -51,7 +52,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         skip_callchains: true,
         ..ReadPlan::default()
     };
-    let profile = input.for_each(&plan, |p, s| agg.add(p, s))?;
+    let bar = Progress::for_input(&input);
+    let profile = input.for_each(&plan, bar.callback(), |p, s| agg.add(p, s))?;
+    bar.finish();
     if !profile
         .events
         .iter()

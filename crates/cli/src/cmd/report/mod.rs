@@ -10,7 +10,7 @@
 mod branch;
 mod offenders;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -21,6 +21,7 @@ use culprit_output::Note;
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
+use crate::progress::Progress;
 
 /// Call-graph order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -163,7 +164,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
-    let bar = progress_bar();
     let filters = Filters {
         pids: args.pid.clone(),
         tids: args.tid.clone(),
@@ -225,18 +225,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         skip_locations: false,
         parallel: !chains_used || agg.keeps_places(),
     };
-    let read_bar = bar.clone();
+    let bar = Progress::for_input(&input);
     let (profile, mut agg) = input.fold(
         &plan,
         shows_symbols.then_some(&mut symbolizer),
         agg,
-        move |done, total| {
-            if let Some(b) = &read_bar {
-                b.set_length(total);
-                b.set_position(done);
-            }
-        },
+        bar.callback(),
     )?;
+    bar.finish();
     if mem_mode
         && !profile
             .events
@@ -279,25 +275,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.children || has_chains
     };
-    if let Some(b) = &bar {
-        b.set_message("symbolizing");
-        b.set_position(0);
-    }
-    let report = hotspots_aggregated(
-        &profile,
-        &agg,
-        &mut symbolizer,
-        &opts,
-        &mut |done, total| {
-            if let Some(b) = &bar {
-                b.set_length(total);
-                b.set_position(done);
-            }
-        },
-    )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let bar = Progress::new("symbolizing", 0);
+    let report = hotspots_aggregated(&profile, &agg, &mut symbolizer, &opts, &mut bar.callback())?;
+    bar.finish();
     // The rows own their values: free the aggregates before rendering (peak memory).
     drop(agg);
     let mut notes: Vec<Note> = profile
@@ -307,6 +287,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .map(Note::warning)
         .chain(children_without_chains.map(Note::warning))
         .collect();
+    if report.cut_call_paths > 0 {
+        notes.push(Note::warning(format!(
+            "{} samples have call chains deeper than {} frames: their call-graph paths were              cut there (perf's --max-stack)",
+            report.cut_call_paths,
+            hotspots::PERF_MAX_STACK
+        )));
+    }
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
     let file = args.input.path().display().to_string();
     let mut out = args.output.writer()?;
@@ -361,20 +348,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg:>12} [{bar:40}] {percent:>3}% {elapsed}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message("reading");
-    Some(bar)
 }
 
 /// perf's name of a record type, for the stop message.

@@ -12,6 +12,7 @@ use culprit_symbols::ReadPlan;
 
 use super::ReportArgs;
 use crate::args::Format;
+use crate::progress::Progress;
 
 /// The `--sort` default of the hotspot report (the offenders are per address: no keys).
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -67,7 +68,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         exact: args.exact,
     })?;
     let input = args.input.open();
-    let profile = input.for_each(&ReadPlan::default(), |p, s| builder.sample(p, s))?;
+    let bar = Progress::for_input(&input);
+    let profile = input.for_each(&ReadPlan::default(), bar.callback(), |p, s| {
+        builder.sample(p, s)
+    })?;
+    bar.finish();
     let mut sym = input.symbolizer();
     let report = builder.finish(&profile, &mut sym, &input.path().display().to_string())?;
     let mut out = args.output.writer()?;
