@@ -1,6 +1,9 @@
 //! Aggregations: keyed accumulators with a key limit that is never silent, and DTrace's
 //! output formats (sorted by value, quantize histograms).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use culprit_analysis::offenders::{Config as OffConfig, Detector, Observation, Step, Unit};
@@ -264,6 +267,126 @@ fn qvalue(i: usize) -> i64 {
     }
 }
 
+/// The byte budget shared by all of a program's aggregations: every entry inserted charges
+/// its estimated size (see [`entry_bytes`]), and a new key that does not fit is dropped.
+/// Entries may use 7/8 of the budget; the rest is kept for remembering distinct dropped
+/// keys, so that the count of dropped keys stays exact for a while past the limit.
+#[derive(Debug, Clone)]
+pub struct MemoryBudget {
+    limit: usize,
+    used: Arc<AtomicUsize>,
+}
+
+/// Estimated bytes to remember one distinct dropped key (a hash in a set, with the
+/// table's growth slack).
+const DROPPED_KEY_BYTES: usize = 2 * (std::mem::size_of::<u64>() + 1);
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes, none used.
+    pub fn new(limit: usize) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The budget in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes accounted so far (entries and remembered dropped keys).
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Charges `bytes` if the total stays within `cap`; whether it did.
+    fn charge_within(&self, bytes: usize, cap: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                u.checked_add(bytes).filter(|&t| t <= cap)
+            })
+            .is_ok()
+    }
+
+    /// Charges an entry of `bytes`, within the entries' share of the budget.
+    fn charge_entry(&self, bytes: usize) -> bool {
+        self.charge_within(bytes, self.limit - self.limit / 8)
+    }
+
+    /// Charges one remembered dropped key, within the whole budget.
+    fn charge_dropped_key(&self) -> bool {
+        self.charge_within(DROPPED_KEY_BYTES, self.limit)
+    }
+
+    /// Gives back `bytes` (entries removed by `trunc`/`clear`).
+    fn release(&self, bytes: usize) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(bytes))
+            });
+    }
+}
+
+impl Default for MemoryBudget {
+    /// An unlimited budget.
+    fn default() -> MemoryBudget {
+        MemoryBudget::new(usize::MAX)
+    }
+}
+
+/// `bytes` as `--agg-memory` takes it: in the largest binary unit that divides it (`512M`,
+/// `1536K`, `100`).
+pub fn format_size(bytes: usize) -> String {
+    for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Parses a size as `--agg-memory` takes it: bytes, or a number with a `K`, `M` or `G`
+/// suffix (binary units; `KiB`, `MB`… also accepted).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let bad = || format!("invalid size `{text}`: expected bytes or a number with K, M or G");
+    let n: usize = num.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(1usize << shift)
+        .ok_or_else(|| format!("size `{text}` is too large"))
+}
+
+/// Estimated bytes of one entry of an aggregation of `func`: the key and accumulator in the
+/// hash table (doubled: a table grows by doubling, so up to half its slots are empty), plus
+/// what the accumulator owns on the heap (histogram buckets; the offenders detector's table
+/// and the names of what it confirmed).
+pub fn entry_bytes(func: Func) -> usize {
+    use std::mem::size_of;
+    let slot = 2 * (size_of::<Key>() + size_of::<Acc>() + 1);
+    let buckets = func.buckets() * size_of::<i64>();
+    let offenders = match func {
+        Func::Offenders { .. } => {
+            let capacity = OffConfig::default().capacity.max(1);
+            size_of::<OffState>()
+                + capacity
+                    * (size_of::<culprit_analysis::offenders::Offender>()
+                        + size_of::<(Location, OffenderName)>())
+        }
+        _ => 0,
+    };
+    slot + buckets + offenders
+}
+
 /// One aggregation.
 #[derive(Debug)]
 pub struct Agg {
@@ -283,6 +406,13 @@ pub struct Agg {
     pub dropped_keys: FxHashSet<u64>,
     /// More distinct keys were dropped than `dropped_keys` holds.
     pub dropped_keys_capped: bool,
+    /// Keys were dropped because the program's memory budget was reached (else the key
+    /// limit dropped them).
+    pub budget_reached: bool,
+    /// The memory budget shared with the program's other aggregations.
+    pub budget: MemoryBudget,
+    /// Estimated bytes of one entry ([`entry_bytes`]).
+    pub entry_bytes: usize,
     /// Printed by printa (then not printed again at exit).
     pub printed: bool,
     /// normalize() factor.
@@ -298,8 +428,19 @@ fn saturate(v: i128) -> i64 {
 const DROPPED_CAP: usize = 1 << 20;
 
 impl Agg {
-    /// A new aggregation.
+    /// A new aggregation, with no memory budget (see [`Agg::with_budget`]).
     pub fn new(name: String, func: Func, key_types: Vec<Ty>, max_keys: usize) -> Agg {
+        Agg::with_budget(name, func, key_types, max_keys, MemoryBudget::default())
+    }
+
+    /// A new aggregation charging its entries to `budget`.
+    pub fn with_budget(
+        name: String,
+        func: Func,
+        key_types: Vec<Ty>,
+        max_keys: usize,
+        budget: MemoryBudget,
+    ) -> Agg {
         Agg {
             name,
             func,
@@ -309,6 +450,9 @@ impl Agg {
             dropped_samples: 0,
             dropped_keys: FxHashSet::default(),
             dropped_keys_capped: false,
+            budget_reached: false,
+            budget,
+            entry_bytes: entry_bytes(func),
             printed: false,
             norm: 1,
         }
@@ -332,11 +476,17 @@ impl Agg {
     /// [`Agg::update`] of a key not in the table yet (out of line: rare after warm-up).
     #[inline(never)]
     fn insert_and_update(&mut self, keys: &[i64], v: i64) {
-        if self.map.len() >= self.max_keys {
+        let over_budget =
+            self.map.len() < self.max_keys && !self.budget.charge_entry(self.entry_bytes);
+        if over_budget || self.map.len() >= self.max_keys {
+            self.budget_reached |= over_budget;
             self.dropped_samples += 1;
-            if self.dropped_keys.len() < DROPPED_CAP {
-                use std::hash::BuildHasher;
-                let h = FxBuildHasher.hash_one(keys);
+            use std::hash::BuildHasher;
+            let h = FxBuildHasher.hash_one(keys);
+            if self.dropped_keys.contains(&h) {
+                return;
+            }
+            if self.dropped_keys.len() < DROPPED_CAP && self.budget.charge_dropped_key() {
                 self.dropped_keys.insert(h);
             } else {
                 self.dropped_keys_capped = true;
@@ -464,6 +614,7 @@ impl Agg {
     /// `trunc(@a, n)`: keeps the n largest (n < 0: the |n| smallest); no n clears all keys.
     pub fn trunc(&mut self, n: Option<i64>, strings: &Interner) {
         let Some(n) = n else {
+            self.budget.release(self.map.len() * self.entry_bytes);
             self.map.clear();
             return;
         };
@@ -479,7 +630,9 @@ impl Agg {
             sorted[keep..].iter().collect()
         };
         for k in drop {
-            self.map.remove(k);
+            if self.map.remove(k).is_some() {
+                self.budget.release(self.entry_bytes);
+            }
         }
     }
 
@@ -582,14 +735,31 @@ impl Agg {
         })
     }
 
-    /// The limit note, if the key limit dropped anything.
+    /// The limit note, if the key limit or the memory budget dropped anything.
     pub fn dropped_note(&self) -> Option<String> {
         (self.dropped_samples > 0).then(|| {
+            let (what, raise) = if self.budget_reached {
+                (
+                    format!(
+                        "aggregation memory budget {} reached",
+                        format_size(self.budget.limit())
+                    ),
+                    "raise it with --agg-memory SIZE",
+                )
+            } else {
+                (
+                    format!("key limit {} reached", self.max_keys),
+                    "raise it with --max-keys or #pragma D option maxkeys=N",
+                )
+            };
             format!(
-                "@{}: key limit {} reached: {}{} more keys and {} samples dropped (raise it with --max-keys or #pragma D option maxkeys=N)",
+                "@{}: {what}: {}{} more keys and {} samples dropped ({raise})",
                 self.name,
-                self.max_keys,
-                if self.dropped_keys_capped { "at least " } else { "" },
+                if self.dropped_keys_capped {
+                    "at least "
+                } else {
+                    ""
+                },
                 self.dropped_keys.len(),
                 self.dropped_samples
             )
@@ -1108,5 +1278,21 @@ mod tests {
             s.update(&[], v);
         }
         assert_eq!(s.value(s.map.values().next().unwrap()), 2);
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes_and_print_back() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+        assert_eq!(format_size(512 << 20), "512M");
+        assert_eq!(format_size(1536 << 10), "1536K");
+        assert_eq!(format_size(1000), "1000");
     }
 }

@@ -94,13 +94,20 @@ pub struct Options {
     pub max_keys: usize,
     /// Quiet mode (`-q` or `#pragma D option quiet`).
     pub quiet: bool,
+    /// Bytes all of the program's aggregations may hold together (estimated per entry, see
+    /// [`crate::agg::entry_bytes`]); beyond it, new keys are dropped and counted.
+    pub agg_memory: usize,
 }
+
+/// The default of [`Options::agg_memory`]: 512 MiB.
+pub const DEFAULT_AGG_MEMORY: usize = 512 << 20;
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             max_keys: 100_000,
             quiet: false,
+            agg_memory: DEFAULT_AGG_MEMORY,
         }
     }
 }
@@ -400,6 +407,7 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         max_this,
         quiet,
         max_keys,
+        agg_memory: opts.agg_memory,
         locations: cx.locations,
     })
 }

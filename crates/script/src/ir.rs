@@ -51,6 +51,8 @@ pub struct Program {
     pub quiet: bool,
     /// Key limit.
     pub max_keys: usize,
+    /// Bytes the aggregations may hold together.
+    pub agg_memory: usize,
     /// See [`Program::uses_locations`].
     pub(crate) locations: bool,
 }
@@ -61,6 +63,7 @@ impl std::fmt::Debug for Program {
             .field("clauses", &self.infos)
             .field("quiet", &self.quiet)
             .field("max_keys", &self.max_keys)
+            .field("agg_memory", &self.agg_memory)
             .finish()
     }
 }

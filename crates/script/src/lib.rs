@@ -37,7 +37,7 @@ pub mod session;
 
 use rustc_hash::FxHashMap;
 
-pub use compile::{compile, Options};
+pub use compile::{compile, Options, DEFAULT_AGG_MEMORY};
 pub use env::{NoSymbols, SymbolSource, What};
 pub use error::ScriptError;
 pub use ir::{ClauseInfo, Program};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
 
-use crate::agg::Agg;
+use crate::agg::{Agg, MemoryBudget};
 use crate::env::{Env, Rt, SymbolSource};
 use crate::error::ScriptError;
 use crate::ir::Program;
@@ -246,10 +246,19 @@ impl Program {
         for d in &mut dispatch {
             d.sort_unstable();
         }
+        let budget = MemoryBudget::new(self.agg_memory);
         let aggs = self
             .aggs
             .iter()
-            .map(|a| Agg::new(a.name.clone(), a.func, a.key_types.clone(), self.max_keys))
+            .map(|a| {
+                Agg::with_budget(
+                    a.name.clone(),
+                    a.func,
+                    a.key_types.clone(),
+                    self.max_keys,
+                    budget.clone(),
+                )
+            })
             .collect();
         let rt = Rt::new(
             self.n_globals,
@@ -486,6 +495,12 @@ impl Runner<'_> {
     /// Bytes of output waiting.
     pub fn pending_output(&self) -> usize {
         self.rt.out.len()
+    }
+
+    /// Bytes the aggregations hold, as estimated against the `agg_memory` budget (entries
+    /// and remembered dropped keys); never more than the budget.
+    pub fn aggregation_bytes(&self) -> usize {
+        self.rt.aggs.first().map_or(0, |a| a.budget.used())
     }
 
     /// The `exit()` value, if the program called it.

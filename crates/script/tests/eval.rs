@@ -13,6 +13,7 @@ fn run(src: &str) -> (String, serde_json::Value, Vec<String>, Option<i64>) {
         &Options {
             max_keys: 1000,
             quiet: true,
+            ..Options::default()
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -136,6 +137,7 @@ fn runtime_errors_and_key_limit_are_reported() {
         &Options {
             max_keys: 3,
             quiet: true,
+            ..Options::default()
         },
     )
     .unwrap();
@@ -155,6 +157,7 @@ fn runtime_errors_and_key_limit_are_reported() {
         &Options {
             max_keys: 3,
             quiet: true,
+            ..Options::default()
         },
     )
     .unwrap();

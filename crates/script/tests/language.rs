@@ -31,6 +31,7 @@ fn run_on(p: &Profile, src: &str, quiet: bool) -> (String, serde_json::Value, us
         &Options {
             max_keys: 1000,
             quiet,
+            ..Options::default()
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -352,6 +353,7 @@ fn test_uses_locations() {
     let opts = Options {
         max_keys: 10,
         quiet: true,
+        ..Options::default()
     };
     let uses = |src: &str| {
         compile(src, &opts)

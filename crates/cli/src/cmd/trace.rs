@@ -53,6 +53,12 @@ pub struct TraceArgs {
     /// counted in a note.
     #[arg(long = "max-keys", value_name = "N", default_value_t = 100_000)]
     pub max_keys: usize,
+    /// Bytes all aggregations may hold together (K, M or G suffix; estimated per key:
+    /// histograms and offenders() cost the most); past it new keys are dropped and counted
+    /// in a note.
+    #[arg(long = "agg-memory", value_name = "SIZE", default_value = "512M",
+          value_parser = culprit_script::agg::parse_size)]
+    pub agg_memory: usize,
     /// Print timing to stderr; offline, reads the file into memory first so that the
     /// evaluation is timed alone (samples per second).
     #[arg(long = "stats")]
@@ -106,6 +112,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     let opts = Options {
         max_keys: args.max_keys.max(1),
         quiet: args.quiet,
+        agg_memory: args.agg_memory,
     };
     let prog = match culprit_script::compile(&src, &opts) {
         Ok(p) => p,
