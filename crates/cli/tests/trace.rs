@@ -319,6 +319,39 @@ fn key_limit_reports_what_it_dropped() {
 }
 
 #[test]
+fn aggregation_memory_budget_reports_what_it_dropped() {
+    let f = fixture("cpu-clock-g.data");
+    let f = f.to_str().unwrap();
+    let prog =
+        "pmc:::cpu-clock { @[timestamp] = lquantize(timestamp, 0, 10000, 1); @n = count(); }";
+    let all = trace_json(&["-i", f, "-e", prog]);
+    let total = entries(agg(&all, "n"))[0].1;
+    assert!(
+        entries(agg(&all, "")).len() as i64 == total && total > 4,
+        "{total}"
+    );
+    assert!(
+        all["notes"].as_array().is_none_or(|n| n.is_empty()),
+        "{all}"
+    );
+    // About 80 KB per key: 400K holds a few of them.
+    let doc = trace_json(&["-i", f, "--agg-memory", "400K", "-e", prog]);
+    let a = agg(&doc, "");
+    let kept = entries(a).len() as i64;
+    assert!(kept > 0 && kept < total, "{kept} of {total}");
+    assert_eq!(kept + a["dropped_samples"].as_i64().unwrap(), total);
+    assert_eq!(a["dropped_keys"].as_i64().unwrap(), total - kept);
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("aggregation memory budget 400K reached") && notes.contains("--agg-memory"),
+        "{notes}"
+    );
+    // A size that is not one is refused.
+    let e = trace_err(&["-i", f, "--agg-memory", "lots", "-e", prog]);
+    assert!(e.contains("invalid size `lots`"), "{e}");
+}
+
+#[test]
 fn pmc_script_on_a_recorded_file_matches_perf() {
     if !common::require_perf("pmc_script_on_a_recorded_file_matches_perf") {
         return;
