@@ -1687,3 +1687,36 @@ fn test_record_unprivileged_kernel_only_event_is_refused_with_the_reason() {
         assert!(!data.exists(), "{events}: a refused recording wrote a file");
     }
 }
+
+#[test]
+fn test_record_multi_line_command_keeps_the_report_header_one_line() {
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-multiline");
+    let data = dir.join("ml.data");
+    common::run_ok(
+        culprit()
+            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .arg(&data)
+            .args(["--", "sh", "-c", "true\ntrue"]),
+    );
+    let o = common::run_ok(common::culprit().args(["report", "-i"]).arg(&data));
+    let text = stdout(&o);
+    let header: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).collect();
+    let at = header
+        .iter()
+        .position(|l| l.contains("Command line:"))
+        .unwrap_or_else(|| panic!("no command line in\n{text}"));
+    // The line may wrap to the width: its continuation lines start with `#   `.
+    let cmd: String = std::iter::once(header[at])
+        .chain(
+            header[at + 1..]
+                .iter()
+                .copied()
+                .take_while(|l| l.starts_with("#   ")),
+        )
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The newline is escaped inside the `#` line, not a line break out of the header.
+    assert!(cmd.contains("true\\x0atrue"), "{cmd}");
+    assert!(!text.lines().any(|l| l == "true"), "{text}");
+}
