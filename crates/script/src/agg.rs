@@ -340,7 +340,7 @@ impl Default for MemoryBudget {
 /// `1536K`, `100`).
 pub fn format_size(bytes: usize) -> String {
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
