@@ -367,12 +367,13 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 /// Estimated bytes of one entry of an aggregation of `func`: the key and accumulator in the
-/// hash table (doubled: a table grows by doubling, so up to half its slots are empty), plus
+/// hash table (tripled: a table grows by doubling at 7/8 full, so up to 9/16 of its slots
+/// are empty, and the smaller tables it grew from are left to the allocator), plus
 /// what the accumulator owns on the heap (histogram buckets; the offenders detector's table
 /// and the names of what it confirmed).
 pub fn entry_bytes(func: Func) -> usize {
     use std::mem::size_of;
-    let slot = 2 * (size_of::<Key>() + size_of::<Acc>() + 1);
+    let slot = 3 * (size_of::<Key>() + size_of::<Acc>() + 1);
     let buckets = func.buckets() * size_of::<i64>();
     let offenders = match func {
         Func::Offenders { .. } => {
