@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the perf.data reader for a fixed time and prints executions and crashes.
-#   bash bench/fuzz.sh [SECONDS]        (default 60)
+# Fuzzes every parser target for a fixed time each and prints executions and crashes, then
+# runs the CLI-level mutation run (bench/cli-mutate.py: culprit's reading verbs on mutated
+# perf.data files, from files and stdin: executions, crashes, hangs, output bytes, peak RSS).
+#   bash bench/fuzz.sh [SECONDS]        (default 60, per target)
 # Uses cargo-fuzz (libFuzzer + ASan, nightly) when `cargo fuzz` and a nightly toolchain are
 # installed; otherwise the stable-Rust mutation fuzzer crates/decode/examples/fuzz_mutate.rs.
 # FUZZ_STABLE=1 forces the stable fallback. Seeds: the committed perf.data fixtures. Crashes
@@ -21,23 +23,35 @@ mkdir -p "$artifacts"
 
 if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
     && rustup run nightly rustc --version >/dev/null 2>&1; then
-  corpus=fuzz/corpus/perf_data
-  mkdir -p "$corpus"
-  cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true
-  log=$(mktemp)
-  echo "fuzz.sh: cargo +nightly fuzz run perf_data for ${secs}s (libFuzzer, ASan)"
-  set +e
-  (cd fuzz && cargo +nightly fuzz run perf_data -- -max_total_time="$secs" -rss_limit_mb=2048 \
-      -timeout=10 -print_final_stats=1 ../"$corpus") 2>&1 | tee "$log" | grep -E "^#[0-9]+.*(pulse|DONE)|ERROR|SUMMARY|stat::number_of_executed_units" || true
-  status=${PIPESTATUS[0]}
-  set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  crashes=$(grep -c -E '^==[0-9]+==ERROR|panicked at|deadly signal|Test unit written to' "$log" || true)
-  echo "fuzz.sh: executions: ${execs:-unknown}, crashes: ${crashes}, exit status ${status}"
-  rm -f "$log"
-  exit "$status"
+  status=0
+  for target in perf_data ibs_raw script_parse; do
+    corpus=fuzz/corpus/$target
+    mkdir -p "$corpus"
+    [ "$target" = perf_data ] && { cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true; }
+    log=$(mktemp)
+    echo "fuzz.sh: cargo +nightly fuzz run $target for ${secs}s (libFuzzer, ASan)"
+    set +e
+    (cd fuzz && cargo +nightly fuzz run "$target" -- -max_total_time="$secs" -rss_limit_mb=2048 \
+        -timeout=10 -print_final_stats=1 ../"$corpus") 2>&1 | tee "$log" | grep -E "^#[0-9]+.*(pulse|DONE)|ERROR|SUMMARY|stat::number_of_executed_units" || true
+    s=${PIPESTATUS[0]}
+    set -e
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    crashes=$(grep -c -E '^==[0-9]+==ERROR|panicked at|deadly signal|Test unit written to' "$log" || true)
+    echo "fuzz.sh: $target: executions: ${execs:-unknown}, crashes: ${crashes}, exit status ${s}"
+    rm -f "$log"
+    [ "$s" = 0 ] || status=$s
+  done
 else
   echo "fuzz.sh: stable mutation fuzzer for ${secs}s (cargo-fuzz or nightly missing, or FUZZ_STABLE=1)"
+  echo "fuzz.sh: (ibs_raw and script_parse need cargo-fuzz and nightly; only perf_data runs here)"
   cargo build -q --release -p culprit-decode --example fuzz_mutate
-  exec target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"
+  set +e
+  target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"
+  status=$?
+  set -e
 fi
+echo "fuzz.sh: CLI mutation run for ${secs}s"
+cargo build -q --release -p culprit-cli
+python3 bench/cli-mutate.py --seconds "$secs" || status=1
+exit "$status"
+
