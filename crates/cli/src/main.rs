@@ -74,7 +74,11 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            eprintln!("culprit: error: {}", error_text(&err));
+            // Names in the message are escaped; its own line breaks (a caret under a
+            // program's error) are kept.
+            let text = error_text(&err);
+            let lines: Vec<_> = text.split('\n').map(culprit_output::text::escape).collect();
+            eprintln!("culprit: error: {}", lines.join("\n"));
             ExitCode::from(2)
         }
     }

@@ -830,7 +830,7 @@ impl Agg {
 
     fn key_text(&self, i: usize, k: i64, strings: &Interner) -> String {
         match self.key_types.get(i) {
-            Some(Ty::Str) => strings.get(k as u32).to_string(),
+            Some(Ty::Str) => culprit_output::text::escape(strings.get(k as u32)).into_owned(),
             Some(Ty::Addr) => format!("0x{:x}", k as u64),
             _ => k.to_string(),
         }
@@ -1155,7 +1155,10 @@ pub fn print_many(
             None => {
                 for (i, v) in k.iter().enumerate() {
                     match first.key_types.get(i) {
-                        Some(Ty::Str) => out.push_str(&format!("  {:<50}", strings.get(*v as u32))),
+                        Some(Ty::Str) => out.push_str(&format!(
+                            "  {:<50}",
+                            culprit_output::text::escape(strings.get(*v as u32))
+                        )),
                         Some(Ty::Addr) => {
                             out.push_str(&format!("  {:>16}", format!("0x{:x}", *v as u64)))
                         }

@@ -327,8 +327,11 @@ fn exp(a: f64, p: usize, upper: bool) -> String {
     format!("{mant}{mark}{s}{:02}", e.unsigned_abs())
 }
 
-/// Formats a string with a conversion.
+/// Formats a string with a conversion. Control characters of the string (names from the
+/// file: a command or symbol holding a terminal escape or newline) are written as `\xNN`, so
+/// that a value can neither break the output's lines nor drive the terminal.
 pub fn string(out: &mut String, c: &Conv, s: &str) {
+    let s = &*culprit_output::text::escape(s);
     match c.precision {
         Some(p) => {
             let cut: String = s.chars().take(p).collect();

@@ -117,7 +117,7 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     let mut symbolizer = input.symbolizer();
     let ann = annotate_places(&profile, &places, &mut symbolizer, &opts)?;
     for w in profile.warnings.iter().chain(symbolizer.warnings()) {
-        eprintln!("culprit: warning: {w}");
+        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     if ann.functions.is_empty() {
         anyhow::bail!(ann.no_match_message(&target, &args.input.path().display().to_string()));

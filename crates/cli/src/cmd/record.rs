@@ -384,7 +384,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         opts.events.push(spec);
     }
-    let mut warn = |w: String| eprintln!("culprit: warning: {w}");
+    let mut warn = |w: String| eprintln!("culprit: warning: {}", culprit_output::text::escape(&w));
     let summary = match record::record(&opts, &mut warn) {
         Ok(summary) => summary,
         Err(e) => {

@@ -151,7 +151,12 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     };
     let outcome = match &args.input.input {
         None => {
-            let warn = Box::new(|w| eprintln!("culprit trace: warning: {w}"));
+            let warn = Box::new(|w: String| {
+                eprintln!(
+                    "culprit trace: warning: {}",
+                    culprit_output::text::escape(&w)
+                )
+            });
             session::trace_live(&prog, live_options(&prog, &args)?, warn, io)
                 .map_err(session_error)?
         }
@@ -169,7 +174,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         out.flush()?;
     } else {
         for n in &outcome.notes {
-            eprintln!("culprit trace: note: {n}");
+            eprintln!("culprit trace: note: {}", culprit_output::text::escape(n));
         }
     }
     Ok(match exit {
