@@ -28,7 +28,8 @@ fn symbolizer(tag: &str) -> Symbolizer {
     })
 }
 
-fn event(name: &str) -> EventInfo {
+/// A software event with no samples yet (shared by the crate's tests).
+pub(crate) fn event(name: &str) -> EventInfo {
     EventInfo {
         name: name.into(),
         attr_type: 1,

@@ -562,32 +562,11 @@ impl OffendersReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use culprit_decode::model::EventInfo;
 
     /// A profile of one software event.
     pub(crate) fn profile() -> Profile {
         let mut p = Profile::default();
-        p.events.push(EventInfo {
-            name: "cpu-clock".into(),
-            attr_type: 1,
-            config: 0,
-            config1: 0,
-            config2: 0,
-            period_or_freq: 1000,
-            freq: true,
-            sample_type: 0,
-            precise_ip: 0,
-            pmu: None,
-            samples: 0,
-            period: 0,
-            lost: 0,
-            read_format: 0,
-            attr_flags: 0,
-            sample_regs_user: 0,
-            sample_stack_user: 0,
-            branch_sample_type: 0,
-            ids: Vec::new(),
-        });
+        p.events.push(crate::tests::event("cpu-clock"));
         p.meta.time_range = Some((0, 1000));
         p
     }
