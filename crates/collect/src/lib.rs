@@ -11,6 +11,7 @@ pub mod ibs;
 pub mod inventory;
 pub mod launch;
 pub mod live;
+pub mod offcpu;
 pub mod perfdata;
 pub mod privilege;
 pub mod probe;
@@ -20,6 +21,7 @@ pub mod ring;
 pub mod stat;
 pub mod sysfs;
 pub mod target;
+pub mod tracefs;
 
 #[cfg(test)]
 mod testutil;

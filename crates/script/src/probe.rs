@@ -1,5 +1,7 @@
 //! Probe descriptions: `BEGIN`, `END`, `tick-N`, `pmc:::EVENT[-PERIOD]`, `ibs:::op[-N]`,
-//! `ibs:::fetch[-N]`, the provider's `ibs-exec-N`/`ibs-fetch-N`, `profile:::hz-N`.
+//! `ibs:::fetch[-N]`, the provider's `ibs-exec-N`/`ibs-fetch-N`, `profile:::hz-N`,
+//! `tracepoint:SYSTEM:NAME` (bpftrace's spelling; `tp:` and DTrace's
+//! `tracepoint:SYSTEM::NAME` too).
 
 use crate::error::hint;
 
@@ -37,6 +39,11 @@ pub enum Probe {
         /// Frequency.
         hz: u64,
     },
+    /// Hits of a kernel tracepoint, `system:name` (`*` and `?` glob).
+    Tracepoint {
+        /// `system:name`.
+        event: String,
+    },
 }
 
 /// The forms accepted, for error hints.
@@ -55,12 +62,39 @@ pub const FORMS: &[&str] = &[
     "ibs-fetch-N",
     "profile:::hz-N",
     "profile-N",
+    "tracepoint:SYSTEM:NAME",
 ];
 
 /// Parses one probe description.
 pub fn parse(desc: &str) -> Result<Probe, String> {
     // provider:module:function:name; the provider and name carry the meaning here.
     let parts: Vec<&str> = desc.split(':').collect();
+    // Tracepoints: bpftrace's `tracepoint:SYSTEM:NAME` (`tp:` for short), or DTrace's
+    // four parts with the system as the module, `tracepoint:SYSTEM::NAME`.
+    let tracepoint = match parts.as_slice() {
+        ["tracepoint" | "tp", sys, name] | ["tracepoint" | "tp", sys, "", name] => Some((*sys, *name)),
+        ["tracepoint" | "tp", ..] => {
+            return Err(format!(
+                "`{desc}`: expected tracepoint:SYSTEM:NAME (e.g. tracepoint:sched:sched_switch)"
+            ))
+        }
+        _ => None,
+    };
+    if let Some((sys, name)) = tracepoint {
+        let word = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'*' | b'?'))
+        };
+        if !word(sys) || !word(name) {
+            return Err(format!(
+                "`{desc}`: expected tracepoint:SYSTEM:NAME (e.g. tracepoint:sched:sched_switch)"
+            ));
+        }
+        return Ok(Probe::Tracepoint {
+            event: format!("{sys}:{name}"),
+        });
+    }
     let (provider, name) = match parts.as_slice() {
         [name] => ("", *name),
         [p, _, _, name] => (*p, *name),
@@ -127,8 +161,8 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
             hint(desc, FORMS.iter().copied())
         )),
         (p, _) => Err(format!(
-            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs)",
-            hint(p, ["dtrace", "profile", "pmc", "ibs"])
+            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs, tracepoint)",
+            hint(p, ["dtrace", "profile", "pmc", "ibs", "tracepoint"])
         )),
     }
 }

@@ -105,6 +105,12 @@ pub struct RecordArgs {
     /// `culprit report --topdown`, a per-function estimate (see docs/stat.md).
     #[arg(long = "topdown", conflicts_with_all = ["events", "ibs"])]
     pub topdown: bool,
+    /// Also record off-CPU time: where the target's threads block (sleep, I/O, locks) and
+    /// for how long, as samples of the event `offcpu-time` weighted by the nanoseconds off
+    /// the CPU, with the stack where they blocked (sched:sched_switch with call chains and
+    /// context-switch records; docs/record.md, "Off-CPU").
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// What to record.
     #[command(flatten)]
     pub target: TargetArgs,
@@ -215,6 +221,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
+        off_cpu: args.off_cpu,
     })
 }
 
