@@ -86,7 +86,11 @@ pub fn switch_event(specs: &mut Vec<EventSpec>) -> Result<usize, RecordError> {
     }
     let spec = EventParser::system()
         .tracepoints(SWITCH_EVENT)
-        .map_err(|e| RecordError::Invalid(format!("--off-cpu needs the {SWITCH_EVENT} tracepoint: {e}")))?;
+        .map_err(|e| {
+            RecordError::Invalid(format!(
+                "--off-cpu needs the {SWITCH_EVENT} tracepoint: {e}"
+            ))
+        })?;
     specs.extend(spec);
     Ok(specs.len() - 1)
 }
@@ -174,7 +178,12 @@ impl OffCpu {
     /// A converter for the sched_switch event with these ids and attr, whose raw records
     /// hold `prev_state` at `prev_state` (offset, size: from the tracepoint's format);
     /// `first` is the attr whose `sample_id` trailer every non-sample record carries.
-    pub fn new(switch_ids: Vec<u64>, switch: &Attr, prev_state: (usize, usize), first: &Attr) -> OffCpu {
+    pub fn new(
+        switch_ids: Vec<u64>,
+        switch: &Attr,
+        prev_state: (usize, usize),
+        first: &Attr,
+    ) -> OffCpu {
         // The trailer: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER (those set).
         let st = first.sample_type;
         let mut at = 0;
@@ -205,8 +214,14 @@ impl OffCpu {
 
     /// [`OffCpu::new`] with `prev_state`'s place read from this machine's sched_switch
     /// format.
-    pub fn for_switch_event(switch_ids: Vec<u64>, switch: &Attr, first: &Attr) -> Result<OffCpu, RecordError> {
-        let (sys, name) = SWITCH_EVENT.split_once(':').unwrap_or(("sched", "sched_switch"));
+    pub fn for_switch_event(
+        switch_ids: Vec<u64>,
+        switch: &Attr,
+        first: &Attr,
+    ) -> Result<OffCpu, RecordError> {
+        let (sys, name) = SWITCH_EVENT
+            .split_once(':')
+            .unwrap_or(("sched", "sched_switch"));
         let format = Tracefs::system()
             .ok_or_else(|| {
                 TracefsError::NotMounted {
@@ -447,7 +462,12 @@ mod tests {
         let mut o = OffCpu::new(vec![7], &switch_attr(), (32, 8), &FIRST);
         // Pass 1: ring 0 holds the switch-in of thread 5 (on CPU 0), ring 1 its switch-out
         // before it (on CPU 1): ordered by time, one sample of 2,000 ns. Thread 6 blocks.
-        let mut buf = [switch_in(5, 3000, 0), out(5, 1000, 1, 1), out(6, 2500, 2, 1)].concat();
+        let mut buf = [
+            switch_in(5, 3000, 0),
+            out(5, 1000, 1, 1),
+            out(6, 2500, 2, 1),
+        ]
+        .concat();
         let before = buf.len();
         o.extend(&mut buf);
         assert_eq!(o.samples, 1);
@@ -461,7 +481,12 @@ mod tests {
         assert_eq!(rd_u64(s, 72), Some(0x40_1000));
         assert_eq!(s.len(), u16::from_le_bytes([s[6], s[7]]) as usize);
         // Pass 2: thread 6 comes back; thread 7 was preempted (R+), not blocked.
-        let mut buf = [out(7, 4000, 0x100, 0), switch_in(7, 4100, 0), switch_in(6, 9000, 1)].concat();
+        let mut buf = [
+            out(7, 4000, 0x100, 0),
+            switch_in(7, 4100, 0),
+            switch_in(6, 9000, 1),
+        ]
+        .concat();
         o.extend(&mut buf);
         assert_eq!(o.samples, 2);
         assert_eq!(o.total_ns, 2000 + 6500);

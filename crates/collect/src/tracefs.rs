@@ -78,6 +78,23 @@ fn suggest(names: &[String]) -> String {
     }
 }
 
+/// Reads a tracefs file whole. Some of them (`events/header_page`) answer a short first read
+/// and then end-of-file, so they are read as perf does: large reads until one returns 0.
+fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Whether an event string has the shape of a tracepoint, `SYSTEM:NAME` (either part may
 /// hold `*` and `?`): returns the two parts. `cycles:u`, `cpu/…/:p` and other events with
 /// perf's modifier letters after the colon are not tracepoints.
@@ -150,7 +167,10 @@ impl Tracefs {
         let has_id = |sys: &str, name: &str| events.join(sys).join(name).join("id").is_file();
         let systems = dirs(&events)?;
         let mut out = Vec::new();
-        for sys in systems.iter().filter(|s| glob_match(sp.as_bytes(), s.as_bytes())) {
+        for sys in systems
+            .iter()
+            .filter(|s| glob_match(sp.as_bytes(), s.as_bytes()))
+        {
             for name in dirs(&events.join(sys)).unwrap_or_default() {
                 if glob_match(np.as_bytes(), name.as_bytes()) && has_id(sys, &name) {
                     out.push((sys.clone(), name));
@@ -169,7 +189,10 @@ impl Tracefs {
             }
             return Err(TracefsError::Unknown {
                 event: pattern.to_string(),
-                suggestions: crate::events::suggest::closest(pattern, all.iter().map(String::as_str)),
+                suggestions: crate::events::suggest::closest(
+                    pattern,
+                    all.iter().map(String::as_str),
+                ),
                 root: self.root.display().to_string(),
             });
         }
@@ -180,8 +203,9 @@ impl Tracefs {
     pub fn id(&self, system: &str, name: &str) -> Result<u64, TracefsError> {
         let event = format!("{system}:{name}");
         let path = self.root.join("events").join(system).join(name).join("id");
-        let text = std::fs::read_to_string(&path).map_err(|e| Self::unreadable(&event, &path, &e))?;
-        text.trim()
+        let text = read_whole(&path).map_err(|e| Self::unreadable(&event, &path, &e))?;
+        String::from_utf8_lossy(&text)
+            .trim()
             .parse()
             .map_err(|_| TracefsError::BadFormat {
                 event,
@@ -191,8 +215,13 @@ impl Tracefs {
 
     /// The text of a tracepoint's format file.
     pub fn format_text(&self, system: &str, name: &str) -> Result<Vec<u8>, TracefsError> {
-        let path = self.root.join("events").join(system).join(name).join("format");
-        std::fs::read(&path).map_err(|e| Self::unreadable(&format!("{system}:{name}"), &path, &e))
+        let path = self
+            .root
+            .join("events")
+            .join(system)
+            .join(name)
+            .join("format");
+        read_whole(&path).map_err(|e| Self::unreadable(&format!("{system}:{name}"), &path, &e))
     }
 
     /// A tracepoint's parsed format (fields, offsets, sizes), in this machine's byte order.
@@ -230,7 +259,7 @@ impl Tracefs {
     /// The tracing data for the given tracepoints (system, name), laid out as perf writes
     /// it (module docs); the events' format files are grouped by system in first-seen order.
     pub fn tracing_data(&self, events: &[(String, String)]) -> Result<Vec<u8>, TracefsError> {
-        let read_or_empty = |rel: &str| std::fs::read(self.root.join(rel)).unwrap_or_default();
+        let read_or_empty = |rel: &str| read_whole(&self.root.join(rel)).unwrap_or_default();
         let mut out = b"\x17\x08\x44tracing".to_vec();
         out.extend_from_slice(b"0.6\0");
         out.push(u8::from(cfg!(target_endian = "big")));
@@ -294,7 +323,8 @@ mod tests {
 
     /// A tracefs tree with sched:sched_switch, sched:sched_wakeup and two syscalls.
     fn tree(name: &str) -> Tracefs {
-        let root = std::env::temp_dir().join(format!("culprit-tracefs-{name}-{}", std::process::id()));
+        let root =
+            std::env::temp_dir().join(format!("culprit-tracefs-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let ev = root.join("events");
         for (sys, n, id) in [
@@ -328,7 +358,14 @@ mod tests {
             split_tracepoint("syscalls:sys_enter_*"),
             Some(("syscalls", "sys_enter_*"))
         );
-        for not in ["cycles:u", "cpu-clock:ppp", "cycles", "cpu/event=1/:p", "a:b:c", ":x"] {
+        for not in [
+            "cycles:u",
+            "cpu-clock:ppp",
+            "cycles",
+            "cpu/event=1/:p",
+            "a:b:c",
+            ":x",
+        ] {
             assert_eq!(split_tracepoint(not), None, "{not}");
         }
     }
@@ -357,7 +394,11 @@ mod tests {
     fn test_tracing_data_reads_back_with_decode() {
         let t = tree("data");
         let events = t.expand("syscalls:*").unwrap();
-        let mut events = [vec![("sched".to_string(), "sched_switch".to_string())], events].concat();
+        let mut events = [
+            vec![("sched".to_string(), "sched_switch".to_string())],
+            events,
+        ]
+        .concat();
         events.push(("sched".into(), "sched_switch".into())); // a duplicate is written once
         let data = t.tracing_data(&events).unwrap();
         let formats = tracepoint::parse_tracing_data(&data).unwrap();

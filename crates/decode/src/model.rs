@@ -580,7 +580,10 @@ impl Profile {
 
     /// The tracepoint format of an event (`attr.type` PERF_TYPE_TRACEPOINT whose id the
     /// tracing data describes); `None` for other events.
-    pub fn tracepoint_format(&self, event: EventId) -> Option<&crate::tracepoint::TracepointFormat> {
+    pub fn tracepoint_format(
+        &self,
+        event: EventId,
+    ) -> Option<&crate::tracepoint::TracepointFormat> {
         let e = self.events.get(event as usize)?;
         if e.attr_type != crate::abi::perf_type::TRACEPOINT {
             return None;

@@ -68,7 +68,9 @@ impl TracepointFormat {
     /// The event's own fields: all but the `common_*` header every record starts with
     /// (what `perf script` prints).
     pub fn own_fields(&self) -> impl Iterator<Item = &TracepointField> {
-        self.fields.iter().filter(|f| !f.name.starts_with("common_"))
+        self.fields
+            .iter()
+            .filter(|f| !f.name.starts_with("common_"))
     }
 
     /// The event's own fields decoded from a raw record (`PERF_SAMPLE_RAW`), in format
@@ -125,6 +127,8 @@ pub enum FieldValue {
     Signed(i64),
     /// An unsigned integer.
     Unsigned(u64),
+    /// A pointer (`char * buf`, `const char * filename`): shown in hex.
+    Address(u64),
     /// A string (bytes up to the first NUL; invalid UTF-8 replaced).
     Str(String),
     /// An array of signed integers.
@@ -134,10 +138,13 @@ pub enum FieldValue {
 }
 
 impl std::fmt::Display for FieldValue {
-    /// As `name=value` pairs show it: integers in decimal, strings as they are, arrays as
-    /// `[a, b, …]`.
+    /// As `name=value` pairs show it: integers in decimal, pointers in hex, strings as they
+    /// are, arrays as `[a, b, …]`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        fn list<T: std::fmt::Display>(f: &mut std::fmt::Formatter<'_>, v: &[T]) -> std::fmt::Result {
+        fn list<T: std::fmt::Display>(
+            f: &mut std::fmt::Formatter<'_>,
+            v: &[T],
+        ) -> std::fmt::Result {
             f.write_str("[")?;
             for (i, x) in v.iter().enumerate() {
                 if i > 0 {
@@ -150,6 +157,7 @@ impl std::fmt::Display for FieldValue {
         match self {
             FieldValue::Signed(v) => write!(f, "{v}"),
             FieldValue::Unsigned(v) => write!(f, "{v}"),
+            FieldValue::Address(v) => write!(f, "{v:#x}"),
             FieldValue::Str(s) => f.write_str(s),
             FieldValue::SignedArray(v) => list(f, v),
             FieldValue::UnsignedArray(v) => list(f, v),
@@ -189,7 +197,11 @@ impl TracepointField {
                     .filter(|&n| n > 0);
                 let elem = n.map_or_else(|| elem_size(base), |n| self.size / n);
                 FieldKind::Array {
-                    elem: if matches!(elem, 1 | 2 | 4 | 8) { elem } else { 1 },
+                    elem: if matches!(elem, 1 | 2 | 4 | 8) {
+                        elem
+                    } else {
+                        1
+                    },
                     signed: self.signed,
                     loc: Loc::InPlace,
                 }
@@ -252,6 +264,10 @@ impl TracepointField {
             }
         };
         match self.kind() {
+            FieldKind::Int { .. } if self.is_pointer() => match int(bytes(Loc::InPlace)?, false)? {
+                FieldValue::Unsigned(v) => Some(FieldValue::Address(v)),
+                other => Some(other),
+            },
             FieldKind::Int { signed } => int(bytes(Loc::InPlace)?, signed),
             FieldKind::Str { loc } => {
                 let b = bytes(loc)?;
@@ -292,8 +308,9 @@ fn elem_size(base: &str) -> u32 {
     let b = base.trim_start_matches("const ").trim();
     match b {
         "u8" | "s8" | "__u8" | "__s8" | "unsigned char" | "uint8_t" | "int8_t" | "bool" => 1,
-        "u16" | "s16" | "__u16" | "__s16" | "short" | "unsigned short" | "uint16_t"
-        | "int16_t" => 2,
+        "u16" | "s16" | "__u16" | "__s16" | "short" | "unsigned short" | "uint16_t" | "int16_t" => {
+            2
+        }
         "u32" | "s32" | "__u32" | "__s32" | "int" | "unsigned int" | "unsigned" | "pid_t"
         | "uint32_t" | "int32_t" => 4,
         "u64" | "s64" | "__u64" | "__s64" | "long" | "unsigned long" | "long long"
@@ -538,6 +555,65 @@ pub(crate) mod tests {
                 ("prev_comm", "char[16]", 8, 16)
             );
             assert!(formats[0].fields[2].signed && !formats[0].fields[0].signed);
+        }
+    }
+
+    #[test]
+    fn test_decode_field_kinds_both_byte_orders() {
+        let text = "name: t\nID: 9\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:short delta;\toffset:2;\tsize:2;\tsigned:1;\n\
+            \tfield:__data_loc char[] name;\toffset:4;\tsize:4;\tsigned:0;\n\
+            \tfield:const char * path;\toffset:8;\tsize:8;\tsigned:0;\n\
+            \tfield:unsigned int args[2];\toffset:16;\tsize:8;\tsigned:0;\n\
+            \tfield:char comm[8];\toffset:24;\tsize:8;\tsigned:0;\n";
+        for be in [false, true] {
+            let f = parse_format("s", text.as_bytes(), be).unwrap();
+            let mut raw = vec![0u8; 32];
+            let put = |raw: &mut Vec<u8>, at: usize, bytes: &[u8]| {
+                raw[at..at + bytes.len()].copy_from_slice(bytes)
+            };
+            let (d16, loc, p, a0, a1) = if be {
+                (
+                    (-3i16).to_be_bytes().to_vec(),
+                    ((3u32 << 16) | 32).to_be_bytes().to_vec(),
+                    0x7ffdu64.to_be_bytes().to_vec(),
+                    7u32.to_be_bytes().to_vec(),
+                    8u32.to_be_bytes().to_vec(),
+                )
+            } else {
+                (
+                    (-3i16).to_le_bytes().to_vec(),
+                    ((3u32 << 16) | 32).to_le_bytes().to_vec(),
+                    0x7ffdu64.to_le_bytes().to_vec(),
+                    7u32.to_le_bytes().to_vec(),
+                    8u32.to_le_bytes().to_vec(),
+                )
+            };
+            put(&mut raw, 2, &d16);
+            put(&mut raw, 4, &loc);
+            put(&mut raw, 8, &p);
+            put(&mut raw, 16, &a0);
+            put(&mut raw, 20, &a1);
+            put(&mut raw, 24, b"ab\0junk!");
+            raw.extend_from_slice(b"xy\0");
+            let got = f.decode(&raw);
+            assert_eq!(
+                got,
+                vec![
+                    ("delta", FieldValue::Signed(-3)),
+                    ("name", FieldValue::Str("xy".into())),
+                    ("path", FieldValue::Address(0x7ffd)),
+                    ("args", FieldValue::UnsignedArray(vec![7, 8])),
+                    ("comm", FieldValue::Str("ab".into())),
+                ],
+                "big-endian {be}"
+            );
+            assert_eq!(got[2].1.to_string(), "0x7ffd");
+            // A record too short for some fields: those are left out, no panic.
+            for cut in 0..raw.len() {
+                assert!(f.decode(&raw[..cut]).len() <= got.len());
+            }
         }
     }
 

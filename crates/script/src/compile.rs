@@ -18,8 +18,8 @@ use crate::ir::{AggDecl, CClause, ClauseInfo, IntFn, Program, StmtFn};
 use crate::probe::{self, Probe};
 use crate::{Interner, Ty};
 use culprit_analysis::offenders::Observation;
-use culprit_decode::tracepoint::{FieldKind, TracepointField, TracepointFormat};
 use culprit_decode::model::Location;
+use culprit_decode::tracepoint::{FieldKind, TracepointField, TracepointFormat};
 
 /// A numeric built-in read straight from the sample (fused into its users: no call).
 #[derive(Debug, Clone, Copy)]
@@ -436,7 +436,7 @@ pub(crate) fn tracepoint_type(f: &TracepointField) -> Ty {
     }
 }
 
-impl Cx<'_> {
+impl<'s> Cx<'s> {
     /// The 1-based line of a span's start.
     fn line_of(&self, span: Span) -> usize {
         self.line_starts.partition_point(|&l| l <= span.start)
@@ -541,9 +541,9 @@ impl Cx<'_> {
             }
             ExprKind::Args(_, path) if !self.tp_formats.is_empty() => {
                 // A tracepoint field of that name, if any format has one.
-                let field = path.first().and_then(|(n, _)| {
-                    self.tp_formats.iter().find_map(|f| f.field(n))
-                });
+                let field = path
+                    .first()
+                    .and_then(|(n, _)| self.tp_formats.iter().find_map(|f| f.field(n)));
                 match field {
                     Some(f) => tracepoint_type(f),
                     None => Ty::Int,

@@ -72,7 +72,9 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
     // Tracepoints: bpftrace's `tracepoint:SYSTEM:NAME` (`tp:` for short), or DTrace's
     // four parts with the system as the module, `tracepoint:SYSTEM::NAME`.
     let tracepoint = match parts.as_slice() {
-        ["tracepoint" | "tp", sys, name] | ["tracepoint" | "tp", sys, "", name] => Some((*sys, *name)),
+        ["tracepoint" | "tp", sys, name] | ["tracepoint" | "tp", sys, "", name] => {
+            Some((*sys, *name))
+        }
         ["tracepoint" | "tp", ..] => {
             return Err(format!(
                 "`{desc}`: expected tracepoint:SYSTEM:NAME (e.g. tracepoint:sched:sched_switch)"
@@ -83,8 +85,9 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
     if let Some((sys, name)) = tracepoint {
         let word = |s: &str| {
             !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'*' | b'?'))
+                && s.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'*' | b'?')
+                })
         };
         if !word(sys) || !word(name) {
             return Err(format!(
@@ -220,6 +223,33 @@ pub fn glob(pat: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracepoint_forms() {
+        let tp = |e: &str| {
+            Ok(Probe::Tracepoint {
+                event: e.to_string(),
+            })
+        };
+        assert_eq!(
+            parse("tracepoint:sched:sched_switch"),
+            tp("sched:sched_switch")
+        );
+        assert_eq!(parse("tp:syscalls:sys_enter_*"), tp("syscalls:sys_enter_*"));
+        assert_eq!(
+            parse("tracepoint:sched::sched_wakeup"),
+            tp("sched:sched_wakeup")
+        );
+        for bad in [
+            "tracepoint:sched",
+            "tracepoint::x",
+            "tracepoint:a:b:c:d",
+            "tp:a b:c",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("tracepoint:SYSTEM:NAME"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn forms() {

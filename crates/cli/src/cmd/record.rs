@@ -357,6 +357,11 @@ fn print_warnings(s: &RecordSummary) {
         .events
         .iter()
         .filter(|e| e.samples == 0 && any && !e.read_by_leader)
+        // A tracepoint that did not fire, or a target that never blocked: nothing missed.
+        .filter(|e| {
+            e.name != culprit_collect::offcpu::EVENT_NAME
+                && culprit_collect::tracefs::split_tracepoint(&e.name).is_none()
+        })
     {
         eprintln!(
             "culprit: warning: event '{}' recorded no samples while others did: it did not occur, or \

@@ -158,15 +158,29 @@ impl EventParser {
         self
     }
 
+    /// Whether an event string names a tracepoint: `SYSTEM:NAME` whose first part is no
+    /// event of its own (`cycles:x` is an event with a bad modifier, refused as such).
+    fn is_tracepoint(&self, event: &str) -> bool {
+        split_tracepoint(event).is_some_and(|(sys, _)| {
+            generic::lookup(generic::HARDWARE, sys).is_none()
+                && generic::lookup(generic::SOFTWARE, sys).is_none()
+                && generic::parse_cache(sys).is_none()
+                && catalog::lookup(sys, self.catalog_generation()).is_none()
+        })
+    }
+
     /// The tracepoints matching `SYSTEM:NAME` (wildcards expand to every match, as perf
     /// does), as events of type PERF_TYPE_TRACEPOINT with the tracepoint's id as config,
     /// named `system:name`.
     pub fn tracepoints(&self, pattern: &str) -> Result<Vec<EventSpec>, EventError> {
-        let tracefs = self.tracefs.as_ref().ok_or_else(|| EventError::Tracepoint {
-            error: TracefsError::NotMounted {
-                event: pattern.to_string(),
-            },
-        })?;
+        let tracefs = self
+            .tracefs
+            .as_ref()
+            .ok_or_else(|| EventError::Tracepoint {
+                error: TracefsError::NotMounted {
+                    event: pattern.to_string(),
+                },
+            })?;
         let wrap = |error| EventError::Tracepoint { error };
         tracefs
             .expand(pattern)
@@ -237,15 +251,9 @@ impl EventParser {
         out: &mut Vec<EventSpec>,
     ) -> Result<(), EventError> {
         let Some(body) = item.trim().strip_prefix('{') else {
-            if let Some((sys, _)) = split_tracepoint(item) {
-                // A generic name with a non-modifier suffix (`cycles:foo`) is not a
-                // tracepoint: parsed as an event, its modifiers are refused there.
-                let generic = generic::lookup(generic::HARDWARE, sys).is_some()
-                    || generic::lookup(generic::SOFTWARE, sys).is_some();
-                if !generic {
-                    out.extend(self.tracepoints(item.trim())?);
-                    return Ok(());
-                }
+            if self.is_tracepoint(item) {
+                out.extend(self.tracepoints(item.trim())?);
+                return Ok(());
             }
             out.push(self.parse_item(item, whole)?);
             return Ok(());
@@ -341,7 +349,7 @@ impl EventParser {
                 why: "no event or PMU name before `/`".to_string(),
             });
         }
-        if terms.is_none() && split_tracepoint(event).is_some() {
+        if terms.is_none() && self.is_tracepoint(event) {
             let mut tps = self.tracepoints(event)?;
             if tps.len() == 1 {
                 return Ok(tps.remove(0));

@@ -331,11 +331,17 @@ fn test_parse_tracepoints_and_wildcards() {
     let names: Vec<(&str, u64)> = list.iter().map(|e| (e.name.as_str(), e.config)).collect();
     assert_eq!(
         names[1..3],
-        [("syscalls:sys_enter_read", 600), ("syscalls:sys_enter_write", 601)]
+        [
+            ("syscalls:sys_enter_read", 600),
+            ("syscalls:sys_enter_write", 601)
+        ]
     );
     assert_eq!(list.len(), 4);
     assert!(list[3].exclude_kernel, "cycles:u keeps its modifier");
-    let msg = p.parse_event_list("sched:sched_swich").unwrap_err().to_string();
+    let msg = p
+        .parse_event_list("sched:sched_swich")
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("did you mean sched:sched_switch"), "{msg}");
     let msg = p.parse_event_list("nosuch:*").unwrap_err().to_string();
     assert!(msg.contains("unknown tracepoint `nosuch:*`"), "{msg}");

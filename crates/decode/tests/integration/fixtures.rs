@@ -329,7 +329,9 @@ fn test_sched_switch_fields_from_the_files_own_formats() {
         .unwrap();
     assert_eq!(p.samples.len(), 1);
     let s = &p.samples[0];
-    let f = p.tracepoint_format(s.event).expect("format of sched:sched_switch");
+    let f = p
+        .tracepoint_format(s.event)
+        .expect("format of sched:sched_switch");
     assert_eq!(f.full_name(), "sched:sched_switch");
     let fields = f.decode(p.raw(s));
     let want = [
@@ -353,7 +355,9 @@ fn test_sched_switch_fields_from_the_files_own_formats() {
     let mut seen = Vec::new();
     culprit_decode::Reader::open(fixture("sched-switch-pipe.data"))
         .fold(|p, s| {
-            let f = p.tracepoint_format(s.event).expect("format while streaming");
+            let f = p
+                .tracepoint_format(s.event)
+                .expect("format while streaming");
             seen.push(f.decode(p.raw(s))[3].1.clone());
         })
         .unwrap();

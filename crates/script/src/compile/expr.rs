@@ -206,13 +206,25 @@ impl Cx<'_> {
     /// `args->FIELD` of a tracepoint clause: typed by the formats its probes match (each
     /// must have the field, with one type), read at run time from the raw record with the
     /// offsets of the sample's own tracepoint (by its id, `attr.config`).
-    fn tracepoint_arg(&mut self, path: &[(String, Span)], span: Span) -> Result<(Ty, IntFn), ScriptError> {
+    fn tracepoint_arg(
+        &mut self,
+        path: &[(String, Span)],
+        span: Span,
+    ) -> Result<(Ty, IntFn), ScriptError> {
         let (formats, probes) = self.tp_clause.clone();
         let Some((name, name_span)) = path.first() else {
-            return Err(self.err(span, "unknown field", "`args` must be followed by `->FIELD`"));
+            return Err(self.err(
+                span,
+                "unknown field",
+                "`args` must be followed by `->FIELD`",
+            ));
         };
         if path.len() > 1 {
-            return Err(self.err(path[1].1, "unknown field", format!("`{name}` is a tracepoint field: it has no members")));
+            return Err(self.err(
+                path[1].1,
+                "unknown field",
+                format!("`{name}` is a tracepoint field: it has no members"),
+            ));
         }
         if formats.is_empty() {
             return Err(self.err(
@@ -240,7 +252,10 @@ impl Cx<'_> {
             };
             let t = tracepoint_type(field);
             if ty.is_some_and(|x| x != t) {
-                return Err(self.type_err(*name_span, format!("`{name}` has different types in the tracepoints of `{probes}`")));
+                return Err(self.type_err(
+                    *name_span,
+                    format!("`{name}` has different types in the tracepoints of `{probes}`"),
+                ));
             }
             ty = Some(t);
             places.push((f.id, field.clone(), f.big_endian));
@@ -248,12 +263,22 @@ impl Cx<'_> {
         let ty = ty.unwrap_or(Ty::Int);
         let one = places.len() == 1;
         let func: IntFn = Box::new(move |env: &mut Env<'_>| {
-            let id = env.p.events.get(env.s.event as usize).map_or(u64::MAX, |e| e.config);
-            let place = if one { places.first().filter(|p| p.0 == id) } else { places.iter().find(|p| p.0 == id) };
-            let Some((_, field, be)) = place else { return 0 };
+            let id = env
+                .p
+                .events
+                .get(env.s.event as usize)
+                .map_or(u64::MAX, |e| e.config);
+            let place = if one {
+                places.first().filter(|p| p.0 == id)
+            } else {
+                places.iter().find(|p| p.0 == id)
+            };
+            let Some((_, field, be)) = place else {
+                return 0;
+            };
             match field.read(env.p.raw(env.s), *be) {
                 Some(FieldValue::Signed(v)) => v,
-                Some(FieldValue::Unsigned(v)) => v as i64,
+                Some(FieldValue::Unsigned(v) | FieldValue::Address(v)) => v as i64,
                 Some(FieldValue::Str(s)) => i64::from(env.rt.strings.intern(&s)),
                 Some(FieldValue::SignedArray(v)) => v.first().copied().unwrap_or(0),
                 Some(FieldValue::UnsignedArray(v)) => v.first().map_or(0, |&x| x as i64),
