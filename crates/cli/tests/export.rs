@@ -25,9 +25,15 @@ fn require_inferno(test: &str) -> bool {
     )
 }
 
-/// `perf script -i FILE | inferno-collapse-perf [flags]`.
+/// `perf script -i FILE | inferno-collapse-perf [flags]`; with `--pid`/`--tid`, perf script
+/// prints the process id too (`-F +pid`: its default shows the thread id only).
 fn perf_pipeline(file: &Path, flags: &[&str]) -> String {
-    let script = common::run_ok(Command::new("perf").arg("script").arg("-i").arg(file));
+    let mut script = Command::new("perf");
+    script.arg("script").arg("-i").arg(file);
+    if flags.iter().any(|f| *f == "--pid" || *f == "--tid") {
+        script.args(["-F", "+pid"]);
+    }
+    let script = common::run_ok(&mut script);
     let mut collapse = Command::new("inferno-collapse-perf")
         .args(flags)
         .stdin(Stdio::piped())
@@ -134,7 +140,10 @@ fn test_folded_of_a_file_without_call_chains_and_of_shipped_fixtures() {
     }
     let fixtures = common::repo_root().join("crates/decode/tests/fixtures");
     // Recorded elsewhere: perf and culprit both name what this machine can resolve.
-    for name in ["cpu-clock-c.data", "cpu-clock-g.data", "two-events.data"] {
+    // (Not two-events.data: without call chains, inferno-collapse-perf stops folding after
+    // the first line of a second event — its parser stays "in the event" — so the
+    // pipeline's output is wrong there; culprit folds the first event's samples.)
+    for name in ["cpu-clock-c.data", "cpu-clock-g.data", "pipe-g.data"] {
         assert_same_folded(&fixtures.join(name), &[], &[]);
     }
 }
