@@ -33,7 +33,7 @@ pub const EVENT_NAME: &str = "offcpu-time";
 
 /// The sample id of the synthesized event's samples. Kernel ids count up from 1 over the
 /// machine's uptime; this one is never handed out.
-pub const EVENT_ID: u64 = u64::MAX - 0x0ff_c0u64;
+pub const EVENT_ID: u64 = u64::MAX - 0xffc0;
 
 /// `PERF_COUNT_SW_BPF_OUTPUT`: the software event perf's `offcpu-time` attr uses.
 const SW_BPF_OUTPUT: u64 = 10;
