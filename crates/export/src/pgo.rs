@@ -215,7 +215,12 @@ fn pick_binary(
         wanted.is_none_or(|w| d.short_name == w || d.path == w)
     };
     let best = (0..profile.dsos.len())
-        .filter(|&i| named(i) && (wanted.is_some() || profile.dsos[i].kind == DsoKind::Elf))
+        .filter(|&i| {
+            named(i)
+                && (wanted.is_some()
+                    || (profile.dsos[i].kind == DsoKind::Elf
+                        && weight.get(&(i as DsoId)).is_some_and(|&w| w > 0)))
+        })
         .max_by_key(|&i| (weight.get(&(i as DsoId)).copied().unwrap_or(0), usize::MAX - i));
     match best {
         Some(i) if usable(profile.dsos[i].kind) => {
@@ -255,7 +260,7 @@ fn pick_binary(
                     }
                 ),
                 None => "no taken branch of the samples is in an ELF file (kernel-only or JIT \
-                         code: name the DSO with --dso)"
+                         code: name the DSO with --dso, such as --dso '[kernel.kallsyms]')"
                     .to_string(),
             }))
         }

@@ -2,6 +2,8 @@
 
 pub mod annotate;
 pub mod demo;
+pub mod export;
+pub mod export_pgo;
 pub mod ibs;
 pub mod list;
 pub mod record;
