@@ -279,7 +279,10 @@ impl PgoAggregator {
                     events.join(", ")
                 },
                 if p.stats.ibs_invalid > 0 {
-                    format!("; {} IBS op samples could not be decoded", p.stats.ibs_invalid)
+                    format!(
+                        "; {} IBS op samples could not be decoded",
+                        p.stats.ibs_invalid
+                    )
                 } else {
                     String::new()
                 }

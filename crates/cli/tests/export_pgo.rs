@@ -49,12 +49,20 @@ struct Bolt {
 fn parse_bolt(text: &str) -> Bolt {
     let hex = |s: &str| -> u64 {
         assert!(
-            !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
             "not lower-case hex without 0x: {s:?}"
         );
         u64::from_str_radix(s, 16).unwrap()
     };
-    let end = |s: &str| if s == "X:0" { End::External } else { End::In(hex(s)) };
+    let end = |s: &str| {
+        if s == "X:0" {
+            End::External
+        } else {
+            End::In(hex(s))
+        }
+    };
     let num = |s: &str| -> u64 {
         assert!(s.chars().all(|c| c.is_ascii_digit()), "not a count: {s:?}");
         s.parse().unwrap()
@@ -126,7 +134,9 @@ fn perf_stacks(file: &Path) -> Vec<Vec<PerfEntry>> {
 }
 
 fn is_kernel(dso: &str, addr: u64) -> bool {
-    dso.starts_with("[kernel") || dso.ends_with(".ko") || (dso == "[unknown]" && addr >= KERNEL_BASE)
+    dso.starts_with("[kernel")
+        || dso.ends_with(".ko")
+        || (dso == "[unknown]" && addr >= KERNEL_BASE)
 }
 
 /// What the BOLT profile of `dso` must hold, computed from perf's entries by the rules of
@@ -141,13 +151,20 @@ fn expected_bolt(stacks: &[Vec<PerfEntry>], dso: &str) -> Bolt {
                 continue;
             }
             if !(fi && ti) {
-                let (od, oa) = if fi { (&e.to_dso, e.to) } else { (&e.from_dso, e.from) };
+                let (od, oa) = if fi {
+                    (&e.to_dso, e.to)
+                } else {
+                    (&e.from_dso, e.from)
+                };
                 if is_kernel(od, oa) {
                     continue;
                 }
             }
             let end = |inside: bool, a: u64| if inside { End::In(a) } else { End::External };
-            let v = b.branches.entry((end(fi, e.from), end(ti, e.to))).or_default();
+            let v = b
+                .branches
+                .entry((end(fi, e.from), end(ti, e.to)))
+                .or_default();
             v.0 += 1;
             v.1 += u64::from(e.mispred);
         }
@@ -204,7 +221,11 @@ fn test_bolt_profile_of_lbr_files_equals_perf_brstackoff() {
         assert!(!theirs.branches.is_empty(), "{name}: no branch of {dso}");
         // Totals first (a readable failure), then every line.
         let total = |b: &Bolt| b.branches.values().map(|v| v.0).sum::<u64>();
-        assert_eq!(total(&ours), total(&theirs), "{name}: taken branches of {dso}");
+        assert_eq!(
+            total(&ours),
+            total(&theirs),
+            "{name}: taken branches of {dso}"
+        );
         assert_eq!(
             ours.ranges.values().sum::<u64>(),
             theirs.ranges.values().sum::<u64>(),
@@ -232,7 +253,11 @@ fn perf_ibs_branches(file: &Path) -> Vec<(u64, u64, bool)> {
     let (mut rip, mut taken, mut misp) = (None, false, false);
     let hex = |s: &str| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).unwrap();
     for l in text.lines() {
-        if let Some(rest) = l.split("PERF_RECORD_MMAP").nth(1).filter(|_| l.contains(": [0x")) {
+        if let Some(rest) = l
+            .split("PERF_RECORD_MMAP")
+            .nth(1)
+            .filter(|_| l.contains(": [0x"))
+        {
             // `PERF_RECORD_MMAP pid/tid: [0xSTART(0xLEN) @ PGOFF]: ...`
             let inner = rest.split('[').nth(1).unwrap();
             start = hex(inner.split('(').next().unwrap());
@@ -279,7 +304,10 @@ fn test_bolt_profile_of_ibs_fixtures_equals_perf_report_dump() {
             v.0 += 1;
             v.1 += u64::from(misp);
         }
-        assert!(!theirs.branches.is_empty(), "{name}: perf shows no IBS taken branch");
+        assert!(
+            !theirs.branches.is_empty(),
+            "{name}: perf shows no IBS taken branch"
+        );
         assert_eq!(ours, theirs, "{name}");
     }
 }
@@ -421,10 +449,20 @@ fn calltree_samples(t: &Calltree) -> Vec<(Vec<(u64, u64, bool)>, usize)> {
 /// LLVM BOLT from Debian's bolt-19 (or another LLVM's), if installed. Run with
 /// `-aggregate-only` it is perf2bolt (which it is only when named exactly `perf2bolt`).
 fn perf2bolt() -> Option<PathBuf> {
-    ["perf2bolt", "llvm-bolt-19", "llvm-bolt", "/usr/lib/llvm-19/bin/llvm-bolt"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+    [
+        "perf2bolt",
+        "llvm-bolt-19",
+        "llvm-bolt",
+        "/usr/lib/llvm-19/bin/llvm-bolt",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 fn require_tool(test: &str, tool: Option<PathBuf>, name: &str) -> Option<PathBuf> {
@@ -512,17 +550,26 @@ fn addr2line(bin: &Path, addrs: &[u64]) -> Vec<u32> {
 
 /// `llvm-profdata` (Debian llvm), if installed.
 fn llvm_profdata() -> Option<PathBuf> {
-    ["llvm-profdata", "llvm-profdata-19", "llvm-profdata-16", "llvm-profdata-14"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| Command::new(p).arg("--help").output().is_ok_and(|o| o.status.success()))
+    [
+        "llvm-profdata",
+        "llvm-profdata-19",
+        "llvm-profdata-16",
+        "llvm-profdata-14",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| {
+        Command::new(p)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 #[test]
 fn test_autofdo_profile_of_crafted_lbr_file_is_read_by_llvm_profdata() {
     let test = "test_autofdo_profile_of_crafted_lbr_file_is_read_by_llvm_profdata";
-    let Some(profdata) = require_tool(test, llvm_profdata(), "llvm-profdata (Debian llvm)")
-    else {
+    let Some(profdata) = require_tool(test, llvm_profdata(), "llvm-profdata (Debian llvm)") else {
         return;
     };
     let t = calltree();
@@ -587,7 +634,8 @@ fn test_autofdo_profile_of_crafted_lbr_file_is_read_by_llvm_profdata() {
         .unwrap() as u32;
     let call_line = addr2line(&t.bin, &[t.call])[0];
     assert!(
-        text.lines().any(|l| l == format!(" {}: 5 c:5", call_line - b_decl)),
+        text.lines()
+            .any(|l| l == format!(" {}: 5 c:5", call_line - b_decl)),
         "{text}"
     );
 
@@ -599,10 +647,16 @@ fn test_autofdo_profile_of_crafted_lbr_file_is_read_by_llvm_profdata() {
     );
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
-        shown.contains(&format!("Function: c: {total}, 5, {} sampled lines", want.len())),
+        shown.contains(&format!(
+            "Function: c: {total}, 5, {} sampled lines",
+            want.len()
+        )),
         "{shown}"
     );
-    assert!(shown.contains("Function: b: 5, 0, 1 sampled lines"), "{shown}");
+    assert!(
+        shown.contains("Function: b: 5, 0, 1 sampled lines"),
+        "{shown}"
+    );
 }
 
 #[test]

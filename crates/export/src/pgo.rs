@@ -156,13 +156,17 @@ pub fn write_pgo(
         ..PgoSummary::default()
     };
     match opts.format {
-        PgoFormat::Bolt => crate::bolt::write(profile, pgo, symbolizer, &target, out, &mut summary)?,
+        PgoFormat::Bolt => {
+            crate::bolt::write(profile, pgo, symbolizer, &target, out, &mut summary)?
+        }
         PgoFormat::Autofdo => {
             crate::autofdo::write(profile, pgo, symbolizer, &target, out, &mut summary)?
         }
     }
     note_stats(&pgo.stats, &mut summary.warnings);
-    summary.warnings.extend(symbolizer.warnings().iter().cloned());
+    summary
+        .warnings
+        .extend(symbolizer.warnings().iter().cloned());
     Ok(summary)
 }
 
@@ -221,7 +225,12 @@ fn pick_binary(
                     || (profile.dsos[i].kind == DsoKind::Elf
                         && weight.get(&(i as DsoId)).is_some_and(|&w| w > 0)))
         })
-        .max_by_key(|&i| (weight.get(&(i as DsoId)).copied().unwrap_or(0), usize::MAX - i));
+        .max_by_key(|&i| {
+            (
+                weight.get(&(i as DsoId)).copied().unwrap_or(0),
+                usize::MAX - i,
+            )
+        });
     match best {
         Some(i) if usable(profile.dsos[i].kind) => {
             if weight.get(&(i as DsoId)).copied().unwrap_or(0) == 0 {

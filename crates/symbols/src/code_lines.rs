@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use culprit_decode::model::{DsoId, DsoKind, Profile};
 
-use crate::{elf, load_dwarf, DsoState, DwarfState, Dwarf, Query, Symbolizer};
+use crate::{elf, load_dwarf, DsoState, Dwarf, DwarfState, Query, Symbolizer};
 
 /// One frame of a [`CodeLine`]: a function, inlined or not, and the line in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

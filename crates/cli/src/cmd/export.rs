@@ -46,7 +46,12 @@ pub struct ExportArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Events to export (names as in the file).
-    #[arg(short = 'e', long = "event", value_name = "EVENT", value_delimiter = ',')]
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EVENT",
+        value_delimiter = ','
+    )]
     pub event: Vec<String>,
     /// bolt, autofdo: the binary the profile is for (short name or path); default the ELF
     /// file with the most taken branches.

@@ -47,7 +47,13 @@ pub fn run(args: PgoArgs<'_>) -> anyhow::Result<ExitCode> {
         "--summary json prints on stdout: give the export a file with -o"
     );
     let bar = Progress::for_input(&input);
-    let what = || format!("{}: {} export", args.input.path().display(), args.format.name());
+    let what = || {
+        format!(
+            "{}: {} export",
+            args.input.path().display(),
+            args.format.name()
+        )
+    };
     let (profile, summary) = if to_stdout {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
@@ -93,7 +99,13 @@ fn print_summary(args: &PgoArgs<'_>, s: &PgoSummary) -> anyhow::Result<()> {
             summary: &'a PgoSummary,
         }
         let mut out = std::io::stdout();
-        serde_json::to_writer_pretty(&mut out, &Json { schema: 1, summary: s })?;
+        serde_json::to_writer_pretty(
+            &mut out,
+            &Json {
+                schema: 1,
+                summary: s,
+            },
+        )?;
         writeln!(out)?;
     } else if !args.quiet {
         writeln!(
