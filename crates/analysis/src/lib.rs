@@ -17,6 +17,7 @@ pub mod offenders;
 pub mod pgo;
 pub mod recording;
 pub mod skid;
+pub mod stacks;
 pub mod top;
 pub mod topdown;
 

@@ -191,7 +191,14 @@ fn export(file: &Path, format: &str, extra: &[&str], out: &Path) -> serde_json::
             .arg("-i")
             .arg(file),
     );
-    serde_json::from_slice(&o.stdout).expect("summary JSON")
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    common::validate_json_schema("export", &text);
+    let mut json: serde_json::Value = serde_json::from_str(&text).expect("summary JSON");
+    assert_eq!(json["format"], format);
+    // The PGO part, with the summary's records and samples for the tests.
+    let mut pgo = json["pgo"].take();
+    pgo["records"] = json["records"].take();
+    pgo
 }
 
 #[test]

@@ -11,10 +11,13 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use culprit_analysis::pgo::{BranchSource, PgoAggregator, PgoOptions, PgoProfile, PgoStats};
+use culprit_analysis::recording::Stopped;
 use culprit_analysis::{AnalysisError, Filters};
 use culprit_decode::model::{DsoId, DsoKind, Profile};
 use culprit_decode::ReadError;
 use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
+
+use crate::{Counting, EventSummary, ExportError, ExportOptions, ExportSummary};
 
 /// The PGO formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +72,8 @@ pub enum PgoError {
 /// What a PGO export wrote.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PgoSummary {
-    /// `bolt` or `autofdo`.
+    /// `bolt` or `autofdo` (the export summary says it).
+    #[serde(skip)]
     pub format: String,
     /// The binary's path as recorded.
     pub dso: String,
@@ -80,7 +84,8 @@ pub struct PgoSummary {
     pub addresses: String,
     /// `lbr`, `ibs` or `lbr+ibs`.
     pub source: String,
-    /// Lines (bolt) or functions (autofdo) written.
+    /// Lines (bolt) or functions (autofdo) written (the export summary's `records`).
+    #[serde(skip)]
     pub records: u64,
     /// Taken branches written (sum of counts: bolt `B` lines, autofdo call targets and
     /// head samples).
@@ -94,7 +99,11 @@ pub struct PgoSummary {
     pub lbr_entries: u64,
     /// IBS op samples read.
     pub ibs_ops: u64,
-    /// Problems met (missing binary or debug info, …).
+    /// Samples read (after filters; the export summary's `samples`).
+    #[serde(skip)]
+    pub samples: u64,
+    /// Problems met (missing binary or debug info, …; the export summary's `warnings`).
+    #[serde(skip)]
     pub warnings: Vec<String>,
 }
 
@@ -130,6 +139,65 @@ pub fn export_pgo(
     Ok((profile, summary))
 }
 
+/// [`export_pgo`] for [`crate::export`]: options from [`ExportOptions`], the summary of
+/// every export.
+pub(crate) fn export_summary(
+    input: &ProfileInput,
+    opts: &ExportOptions,
+    format: PgoFormat,
+    out: &mut dyn Write,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<ExportSummary, ExportError> {
+    let mut out = Counting {
+        inner: out,
+        bytes: 0,
+    };
+    let pgo_opts = PgoExportOptions {
+        format,
+        events: opts.stacks.events.clone(),
+        filters: opts.stacks.filters.clone(),
+        dso: opts.dso.clone(),
+    };
+    let (profile, mut summary) = export_pgo(input, &pgo_opts, &mut out, progress)?;
+    out.flush()?;
+    let events: Vec<EventSummary> = profile
+        .events
+        .iter()
+        .filter(|e| e.samples > 0)
+        .map(|e| EventSummary {
+            name: e.name.clone(),
+            samples: e.samples,
+            period: e.period,
+        })
+        .collect();
+    let exported_events = profile
+        .events
+        .iter()
+        .filter(|e| {
+            e.samples > 0
+                && (pgo_opts.events.is_empty() || pgo_opts.events.iter().any(|w| e.matches(w)))
+        })
+        .map(|e| e.name.clone())
+        .collect();
+    let mut warnings = profile.warnings.clone();
+    warnings.append(&mut summary.warnings);
+    Ok(ExportSummary {
+        schema: 1,
+        format: format.name().to_string(),
+        input: input.path().display().to_string(),
+        events,
+        exported_events,
+        samples: summary.samples,
+        stacks: 0,
+        records: summary.records,
+        bytes: out.bytes,
+        lost: profile.lost,
+        warnings,
+        stopped: Stopped::of(&profile),
+        pgo: Some(summary),
+    })
+}
+
 /// Writes an aggregated branch profile in `opts.format` (see [`export_pgo`]).
 pub fn write_pgo(
     profile: &Profile,
@@ -153,6 +221,7 @@ pub fn write_pgo(
         .to_string(),
         lbr_entries: pgo.stats.lbr_entries,
         ibs_ops: pgo.stats.ibs_ops,
+        samples: pgo.stats.samples,
         ..PgoSummary::default()
     };
     match opts.format {

@@ -3,7 +3,6 @@
 pub mod annotate;
 pub mod demo;
 pub mod export;
-pub mod export_pgo;
 pub mod ibs;
 pub mod list;
 pub mod record;
