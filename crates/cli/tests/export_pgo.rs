@@ -345,9 +345,13 @@ const ANY_USER: u64 = 1 | 1 << 3;
 /// Where the crafted process maps the binary (whole file from offset 0).
 const BASE: u64 = 0x5555_5555_4000;
 
+/// A crafted sample: its branch stack, most recent first, as SVMAs (from, to, mispredicted),
+/// and how many times it is written.
+type CraftedSample = (Vec<(u64, u64, bool)>, usize);
+
 /// Writes a `perf record -j any,u` file: process 100 runs `bin` at [`BASE`]; each sample is
 /// `(branch stack most recent first as SVMAs (from, to, mispredicted), times)`.
-fn write_lbr_file(path: &Path, bin: &Path, samples: &[(Vec<(u64, u64, bool)>, usize)]) {
+fn write_lbr_file(path: &Path, bin: &Path, samples: &[CraftedSample]) {
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
     use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
     let st = sample_type::IDENTIFIER
@@ -445,7 +449,7 @@ fn calltree() -> Calltree {
 
 /// 5 samples: the call into `c`, then 7 loop iterations; 3 samples: 3 iterations, the
 /// last one falling out of the loop to `ret`.
-fn calltree_samples(t: &Calltree) -> Vec<(Vec<(u64, u64, bool)>, usize)> {
+fn calltree_samples(t: &Calltree) -> Vec<CraftedSample> {
     let mut entering = vec![(t.loop_jump, t.loop_head, false); 7];
     entering.push((t.call, t.c_start, false));
     let mut leaving = vec![(t.ret, t.ret_site, false)];
@@ -691,4 +695,45 @@ fn test_bolt_of_kernel_only_branches_needs_dso_and_writes_every_entry() {
         .branches
         .keys()
         .all(|(f, t)| matches!((f, t), (End::In(a), End::In(b)) if *a >= KERNEL_BASE && *b >= KERNEL_BASE)));
+}
+
+#[test]
+fn test_pgo_exports_of_every_corpus_file_end_cleanly() {
+    // Every real file, with or without branch data: an export or an error, never a crash.
+    let dir = common::scratch("export-pgo-corpus");
+    let mut files: Vec<PathBuf> = Vec::new();
+    for sub in std::fs::read_dir(corpus("")).unwrap() {
+        let sub = sub.unwrap().path();
+        if sub.is_dir() {
+            files.extend(std::fs::read_dir(sub).unwrap().map(|f| f.unwrap().path()));
+        }
+    }
+    files.sort();
+    assert!(files.len() > 20);
+    let mut exported = 0;
+    for file in &files {
+        for format in ["bolt", "autofdo"] {
+            let out = common::culprit()
+                .args(["export", "--format", format, "--summary", "none", "-o"])
+                .arg(dir.join("out"))
+                .arg("-i")
+                .arg(file)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            let code = out.status.code();
+            assert!(
+                matches!(code, Some(0..=2)) && !err.contains("panicked"),
+                "{format} of {}: {code:?}\n{err}",
+                file.display()
+            );
+            if code != Some(2) {
+                exported += 1;
+            } else {
+                assert!(err.contains("culprit: error:"), "{err}");
+            }
+        }
+    }
+    // The LBR files export to bolt (their binaries are elsewhere: autofdo needs DWARF).
+    assert!(exported >= 5, "{exported}");
 }

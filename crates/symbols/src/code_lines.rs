@@ -80,7 +80,10 @@ impl Symbolizer {
             return Vec::new();
         };
         // Both ends in the same segment: the range maps to SVMAs one to one.
-        if elf::offset_to_svma(segments.as_slice(), end) != Some(svma_start + (end - start)) {
+        let Some(svma_end) = svma_start.checked_add(end - start) else {
+            return Vec::new();
+        };
+        if elf::offset_to_svma(segments.as_slice(), end) != Some(svma_end) {
             return Vec::new();
         }
         if let DwarfState::NotTried = *dwarf {
@@ -92,9 +95,8 @@ impl Symbolizer {
         let DwarfState::Ready(ctx) = dwarf else {
             return Vec::new();
         };
-        let svma_end = svma_start + (end - start);
         let mut starts = vec![svma_start];
-        if let Ok(rows) = ctx.find_location_range(svma_start, svma_end + 1) {
+        if let Ok(rows) = ctx.find_location_range(svma_start, svma_end.saturating_add(1)) {
             for (addr, _, _) in rows {
                 if addr > svma_start && addr <= svma_end {
                     starts.push(addr);
