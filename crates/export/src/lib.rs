@@ -3,7 +3,14 @@
 //! symbolized once), one module per format.
 #![deny(missing_docs)]
 
+pub mod chrome;
+pub mod firefox;
 pub mod folded;
+mod naming;
+pub mod pprof;
+pub mod speedscope;
+#[cfg(test)]
+mod testutil;
 
 use std::io::{self, Write};
 
@@ -21,6 +28,14 @@ pub use folded::FoldedOptions;
 pub enum Format {
     /// Folded (collapsed) stacks, as `perf script | inferno-collapse-perf` writes them.
     Folded,
+    /// pprof's gzipped `profile.proto` (`go tool pprof`, Parca, Pyroscope).
+    Pprof,
+    /// The Firefox Profiler's processed profile JSON, symbols embedded.
+    Firefox,
+    /// speedscope's JSON file format.
+    Speedscope,
+    /// Chrome trace-event JSON (chrome://tracing, Perfetto UI): the samples over time.
+    Chrome,
 }
 
 impl Format {
@@ -28,13 +43,18 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::Pprof => "pprof",
+            Format::Firefox => "firefox",
+            Format::Speedscope => "speedscope",
+            Format::Chrome => "chrome",
         }
     }
 
     /// Whether the format is binary (not written to a terminal).
     pub fn is_binary(self) -> bool {
         match self {
-            Format::Folded => false,
+            Format::Pprof => true,
+            Format::Folded | Format::Firefox | Format::Speedscope | Format::Chrome => false,
         }
     }
 
@@ -42,6 +62,16 @@ impl Format {
     fn stack_options(self, base: &StackOptions) -> StackOptions {
         match self {
             Format::Folded => base.clone(),
+            // Line numbers in pprof's line entries, source files in speedscope's frames.
+            Format::Pprof | Format::Speedscope => StackOptions {
+                lines: true,
+                ..base.clone()
+            },
+            // The timeline formats need every sample's time.
+            Format::Firefox | Format::Chrome => StackOptions {
+                timeline: true,
+                ..base.clone()
+            },
         }
     }
 }
@@ -101,7 +131,8 @@ pub struct ExportSummary {
     pub samples: u64,
     /// Distinct call stacks.
     pub stacks: u64,
-    /// Lines or records written (folded: stack lines).
+    /// Lines or records written: folded, stack lines; pprof, samples (stack and thread
+    /// pairs); firefox, samples; speedscope, stacks over all profiles; chrome, trace events.
     pub records: u64,
     /// Bytes written.
     pub bytes: u64,
@@ -166,6 +197,22 @@ pub fn write_profile(
             folded::write(&mut out, &stacks)?;
             stacks.len() as u64
         }
+        Format::Pprof => {
+            exported_events = all_events(profile);
+            pprof::write(profile, &mut out)?
+        }
+        Format::Firefox => {
+            exported_events = all_events(profile);
+            firefox::write(profile, &mut out)?
+        }
+        Format::Speedscope => {
+            exported_events = all_events(profile);
+            speedscope::write(profile, &mut out)?
+        }
+        Format::Chrome => {
+            exported_events = all_events(profile);
+            chrome::write(profile, &mut out)?
+        }
     };
     out.flush()?;
     Ok(ExportSummary {
@@ -190,6 +237,11 @@ pub fn write_profile(
         warnings: profile.summary.warnings.clone(),
         stopped: profile.summary.stopped.clone(),
     })
+}
+
+/// The events of a multi-event format: every event of the profile.
+fn all_events(profile: &StackProfile) -> Vec<String> {
+    profile.events.iter().map(|e| e.name.clone()).collect()
 }
 
 /// The event a single-event format writes: the one named, else the first event sampled

@@ -19,12 +19,24 @@ use crate::progress::Progress;
 pub enum FormatArg {
     /// Folded stacks (Brendan Gregg's collapsed format; equals perf script | inferno-collapse-perf).
     Folded,
+    /// pprof profile.proto, gzipped (go tool pprof, Parca, Pyroscope); binary: give -o.
+    Pprof,
+    /// Firefox Profiler processed profile JSON with symbols embedded (profiler.firefox.com).
+    Firefox,
+    /// speedscope JSON (speedscope.app), one sampled profile per thread and event.
+    Speedscope,
+    /// Chrome trace-event JSON: the samples over time (chrome://tracing, ui.perfetto.dev).
+    Chrome,
 }
 
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         match f {
             FormatArg::Folded => Format::Folded,
+            FormatArg::Pprof => Format::Pprof,
+            FormatArg::Firefox => Format::Firefox,
+            FormatArg::Speedscope => Format::Speedscope,
+            FormatArg::Chrome => Format::Chrome,
         }
     }
 }
