@@ -4,9 +4,9 @@
 //!
 //! What the file holds, from a [`StackProfile`] with its timeline:
 //! - `M` (metadata) events naming each process (pid) and thread (tid) by its command;
-//! - for the first event, per thread, complete (`X`) slices: one per function and run of
-//!   consecutive samples that have it at the same depth below the same callers (so a slice
-//!   of `main` spans every sample under `main`). A sample lasts from its time to the thread's
+//! - for the primary event (the first in the file's order), per thread, complete (`X`)
+//!   slices: one per function and run of consecutive samples that have it at the same depth
+//!   below the same callers (so a slice of `main` spans every sample under `main`). A sample lasts from its time to the thread's
 //!   next sample, at most its period for clock events or the thread's median gap between
 //!   samples otherwise; a longer gap ends every open slice. Each slice carries `samples` and
 //!   `period` (the sum of its samples' periods) in `args`; kernel frames have category
@@ -26,7 +26,7 @@ use culprit_analysis::stacks::{PeriodUnit, StackProfile, ThreadInfo, TimedSample
 use serde::Serialize;
 use serde_json::json;
 
-use crate::naming::frame_name;
+use crate::common::{frame_name, primary_event};
 use crate::ExportError;
 
 /// Counter buckets: 1 ms of perf time.
@@ -94,14 +94,15 @@ pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportErro
         )?;
     }
 
-    // Slices of the first event, per thread.
+    // Slices of the primary event, per thread.
+    let primary = primary_event(profile).unwrap_or(0);
     let mut per_thread: BTreeMap<u32, Vec<&TimedSample>> = BTreeMap::new();
-    for s in profile.timeline.iter().filter(|s| s.event == 0) {
+    for s in profile.timeline.iter().filter(|s| s.event == primary) {
         per_thread.entry(s.thread).or_default().push(s);
     }
     let clock = profile
         .events
-        .first()
+        .get(primary as usize)
         .is_some_and(|e| e.unit == PeriodUnit::Nanoseconds);
     for (thread, mut samples) in per_thread {
         let Some(info) = profile.threads.get(thread as usize) else {
@@ -158,7 +159,7 @@ pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportErro
 
     // The other events: period per millisecond, per process.
     let mut buckets: BTreeMap<(u32, i32, u64), u64> = BTreeMap::new();
-    for s in profile.timeline.iter().filter(|s| s.event > 0) {
+    for s in profile.timeline.iter().filter(|s| s.event != primary) {
         if let Some(t) = profile.threads.get(s.thread as usize) {
             let bucket = (s.time - start) / COUNTER_BUCKET_NS;
             *buckets.entry((s.event, t.pid, bucket)).or_default() += s.period;
@@ -185,7 +186,7 @@ pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportErro
         "input": s.input,
         "hostname": s.hostname,
         "cmdline": s.cmdline,
-        "event": profile.events.first().map(|e| e.name.as_str()),
+        "event": profile.events.get(primary as usize).map(|e| e.name.as_str()),
     });
     write!(events.out, "],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
     serde_json::to_writer(&mut *events.out, &other).map_err(io::Error::from)?;

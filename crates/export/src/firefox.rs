@@ -4,7 +4,7 @@
 //!
 //! What the file holds, from a [`StackProfile`] with its timeline:
 //! - one process per pid (named after its main thread's command) and one thread track per
-//!   thread of the first event, every sample at its time;
+//!   thread of the primary event (the first in the file's order), every sample at its time;
 //! - frames named with the function names (inlined functions as frames of their own,
 //!   callers first): the symbols are in the file, the profile is marked symbolicated and
 //!   needs no symbol server. Kernel frames have the `Kernel` category, others `User`.
@@ -31,7 +31,7 @@ use fxprof_processed_profile::{
     ThreadHandle, Timestamp,
 };
 
-use crate::naming::frame_name;
+use crate::common::{frame_name, primary_event};
 use crate::ExportError;
 
 /// Writes `profile` (built with its timeline) as Firefox Profiler JSON; returns the number
@@ -53,7 +53,8 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         ));
     }
     let start = profile.timeline.iter().map(|s| s.time).min().unwrap_or(0);
-    let primary = profile.events.first();
+    let primary_index = primary_event(profile);
+    let primary = primary_index.and_then(|e| profile.events.get(e as usize));
     let interval = match primary {
         Some(e) if e.unit == PeriodUnit::Nanoseconds && e.samples > 0 => {
             SamplingInterval::from_nanos((e.period / e.samples).max(1))
@@ -86,6 +87,7 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         frames: HashMap::new(),
         stacks: HashMap::new(),
         samples: 0,
+        primary: primary_index.unwrap_or(0),
     };
     for s in &profile.timeline {
         w.add_sample(s.thread, s.event, s.stack, s.time, s.period);
@@ -104,7 +106,7 @@ struct Writer<'a> {
     processes: HashMap<i32, ProcessHandle>,
     /// Per (model thread, event): the thread track.
     tracks: HashMap<(u32, u32), ThreadHandle>,
-    /// Per (pid, event), for events after the first.
+    /// Per (pid, event), for the events besides the primary one.
     counters: HashMap<(i32, u32), CounterHandle>,
     /// Per (track, function, kernel).
     frames: HashMap<(ThreadHandle, u32, bool), FrameHandle>,
@@ -112,6 +114,8 @@ struct Writer<'a> {
     stacks: HashMap<(ThreadHandle, u32), StackHandle>,
     /// Samples added (a period past 2^31 − 1 adds several).
     samples: u64,
+    /// The event of the threads' main tracks.
+    primary: u32,
 }
 
 impl Writer<'_> {
@@ -142,7 +146,7 @@ impl Writer<'_> {
         let info = self.model.threads.get(thread as usize)?;
         let process = self.process(info.pid, time);
         let at = self.timestamp(time);
-        let first_event = event == 0;
+        let first_event = event == self.primary;
         let is_main = first_event && info.tid == info.pid;
         let t = self.fx.add_thread(process, info.tid as u32, at, is_main);
         let name = if first_event {
@@ -242,7 +246,7 @@ impl Writer<'_> {
                 break;
             }
         }
-        if event > 0 {
+        if event != self.primary {
             self.count(thread, event, at, period);
         }
     }

@@ -4,9 +4,9 @@
 #![deny(missing_docs)]
 
 pub mod chrome;
+mod common;
 pub mod firefox;
 pub mod folded;
-mod naming;
 pub mod pprof;
 pub mod speedscope;
 #[cfg(test)]

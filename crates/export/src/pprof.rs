@@ -4,8 +4,8 @@
 //! What the file holds, from a [`StackProfile`]:
 //! - two sample values per event: the number of samples (`samples`/`count`) and the summed
 //!   period (`EVENT`/`nanoseconds` for clock events, `EVENT`/`events` for the others). With
-//!   more than one event the count is named `EVENT_samples`. The first event's period is the
-//!   default sample type.
+//!   more than one event the count is named `EVENT_samples`. The period of the first event in
+//!   the file's order is the default sample type.
 //! - one sample per (stack, thread) with `pid`, `tid` (numbers) and `comm` (string) labels.
 //! - one location per code address, leaf first in each sample, with its line entries
 //!   innermost inlined function first (as `profile.proto` orders them) and the function the
@@ -26,6 +26,8 @@ use culprit_analysis::stacks::{MappingKind, PeriodUnit, StackProfile, NONE};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
+
+use crate::common::primary_event;
 
 pub mod proto;
 
@@ -62,7 +64,7 @@ pub fn build(profile: &StackProfile) -> proto::Profile {
             unit: strings.index(unit_name(e.unit)),
         });
     }
-    if let Some(first) = profile.events.first() {
+    if let Some(first) = primary_event(profile).and_then(|e| profile.events.get(e as usize)) {
         out.default_sample_type = strings.index(&first.name);
         out.period_type = Some(proto::ValueType {
             r#type: strings.index(&first.name),

@@ -9,7 +9,7 @@
 //!   model's thread order: its samples are the thread's distinct stacks (root first), its
 //!   weights their summed periods, in `nanoseconds` for clock events and `none` (a plain
 //!   count of events) otherwise;
-//! - the busiest profile of the first event is the one speedscope opens.
+//! - the busiest profile of the first event in the file's order is the one speedscope opens.
 //!
 //! Limits: samples are aggregated per stack, so speedscope's "Time Order" view shows stacks
 //! in order of first occurrence, not a timeline; there is no per-line frame.
@@ -20,7 +20,7 @@ use std::io::{self, Write};
 use culprit_analysis::stacks::{PeriodUnit, StackProfile};
 use serde::{Deserialize, Serialize};
 
-use crate::naming::frame_name;
+use crate::common::{frame_name, primary_event};
 
 /// The `$schema` value speedscope's importer checks.
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -157,8 +157,9 @@ pub fn build(profile: &StackProfile) -> File {
     order.sort_by_key(|&i| keys[i]);
     let profiles: Vec<SampledProfile> = order.iter().map(|&i| profiles[i].clone()).collect();
     let keys: Vec<(u32, u32)> = order.iter().map(|&i| keys[i]).collect();
+    let primary = primary_event(profile);
     let active_profile_index = (0..profiles.len())
-        .filter(|&i| keys[i].1 == 0)
+        .filter(|&i| Some(keys[i].1) == primary)
         .max_by_key(|&i| (profiles[i].end_value, std::cmp::Reverse(i)))
         .unwrap_or(0);
     File {

@@ -66,14 +66,14 @@ pub fn profile() -> StackProfile {
     p.events = vec![
         StackEvent {
             name: "cpu-clock".to_string(),
-            id: Default::default(),
+            id: 0,
             unit: PeriodUnit::Nanoseconds,
             samples: 0,
             period: 0,
         },
         StackEvent {
             name: "page-faults".to_string(),
-            id: Default::default(),
+            id: 1,
             unit: PeriodUnit::Events,
             samples: 0,
             period: 0,
