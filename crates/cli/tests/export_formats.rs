@@ -428,3 +428,52 @@ fn test_export_chrome_slices_nest_and_add_up_per_thread() {
     let names: BTreeSet<&str> = events.iter().filter_map(|e| e["name"].as_str()).collect();
     assert!(names.contains("heavy") && names.contains("thread_name"));
 }
+
+#[test]
+fn test_export_summary_json_of_each_format_counts_what_was_written() {
+    let test = "test_export_summary_json_of_each_format_counts_what_was_written";
+    let Some(file) = recording(test) else { return };
+    let dir = scratch("export-summary");
+    let totals = event_totals(&report(file, &[]));
+    for format in ["pprof", "firefox", "speedscope", "chrome"] {
+        let out = dir.join(format!("summary.{format}"));
+        let run = run_ok(
+            culprit()
+                .args(["export", "-i"])
+                .arg(file)
+                .args(["--format", format, "--summary", "json", "-o"])
+                .arg(&out),
+        );
+        let text = String::from_utf8(run.stdout).unwrap();
+        common::validate_json_schema("export", &text);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format"], format);
+        assert_eq!(
+            v["bytes"].as_u64().unwrap(),
+            out.metadata().unwrap().len(),
+            "{format}"
+        );
+        assert!(v["records"].as_u64().unwrap() > 0, "{format}");
+        let exported: BTreeSet<&str> = v["exported_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        let expected: BTreeSet<&str> = totals.keys().map(String::as_str).collect();
+        assert_eq!(exported, expected, "{format}: every event is exported");
+        let samples: u64 = totals.values().map(|t| t.0).sum();
+        assert_eq!(v["samples"].as_u64().unwrap(), samples, "{format}");
+    }
+    // The Firefox export writes one sample per sample read.
+    let out = dir.join("count.firefox");
+    let run = run_ok(
+        culprit()
+            .args(["export", "-i"])
+            .arg(file)
+            .args(["--format", "firefox", "--summary", "json", "-o"])
+            .arg(&out),
+    );
+    let v: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(v["records"], v["samples"]);
+}
