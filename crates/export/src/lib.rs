@@ -5,8 +5,15 @@
 
 pub mod autofdo;
 pub mod bolt;
+pub mod chrome;
+mod common;
+pub mod firefox;
 pub mod folded;
 pub mod pgo;
+pub mod pprof;
+pub mod speedscope;
+#[cfg(test)]
+mod testutil;
 
 use std::io::{self, Write};
 
@@ -28,6 +35,14 @@ pub enum Format {
     Bolt,
     /// AutoFDO / LLVM text sample profile, from branch data ([`autofdo`]).
     Autofdo,
+    /// pprof's gzipped `profile.proto` (`go tool pprof`, Parca, Pyroscope).
+    Pprof,
+    /// The Firefox Profiler's processed profile JSON, symbols embedded.
+    Firefox,
+    /// speedscope's JSON file format.
+    Speedscope,
+    /// Chrome trace-event JSON (chrome://tracing, Perfetto UI): the samples over time.
+    Chrome,
 }
 
 impl Format {
@@ -37,13 +52,23 @@ impl Format {
             Format::Folded => "folded",
             Format::Bolt => "bolt",
             Format::Autofdo => "autofdo",
+            Format::Pprof => "pprof",
+            Format::Firefox => "firefox",
+            Format::Speedscope => "speedscope",
+            Format::Chrome => "chrome",
         }
     }
 
     /// Whether the format is binary (not written to a terminal).
     pub fn is_binary(self) -> bool {
         match self {
-            Format::Folded | Format::Bolt | Format::Autofdo => false,
+            Format::Pprof => true,
+            Format::Folded
+            | Format::Bolt
+            | Format::Autofdo
+            | Format::Firefox
+            | Format::Speedscope
+            | Format::Chrome => false,
         }
     }
 
@@ -51,6 +76,16 @@ impl Format {
     fn stack_options(self, base: &StackOptions) -> StackOptions {
         match self {
             Format::Folded | Format::Bolt | Format::Autofdo => base.clone(),
+            // Line numbers in pprof's line entries, source files in speedscope's frames.
+            Format::Pprof | Format::Speedscope => StackOptions {
+                lines: true,
+                ..base.clone()
+            },
+            // The timeline formats need every sample's time.
+            Format::Firefox | Format::Chrome => StackOptions {
+                timeline: true,
+                ..base.clone()
+            },
         }
     }
 
@@ -59,7 +94,11 @@ impl Format {
         match self {
             Format::Bolt => Some(pgo::PgoFormat::Bolt),
             Format::Autofdo => Some(pgo::PgoFormat::Autofdo),
-            Format::Folded => None,
+            Format::Folded
+            | Format::Pprof
+            | Format::Firefox
+            | Format::Speedscope
+            | Format::Chrome => None,
         }
     }
 }
@@ -125,7 +164,8 @@ pub struct ExportSummary {
     pub samples: u64,
     /// Distinct call stacks.
     pub stacks: u64,
-    /// Lines or records written (folded: stack lines).
+    /// Lines or records written: folded, stack lines; pprof, samples (stack and thread
+    /// pairs); firefox, samples; speedscope, stacks over all profiles; chrome, trace events.
     pub records: u64,
     /// Bytes written.
     pub bytes: u64,
@@ -202,6 +242,22 @@ pub fn write_profile(
                 opts.format.name()
             )))
         }
+        Format::Pprof => {
+            exported_events = all_events(profile);
+            pprof::write(profile, &mut out)?
+        }
+        Format::Firefox => {
+            exported_events = all_events(profile);
+            firefox::write(profile, &mut out)?
+        }
+        Format::Speedscope => {
+            exported_events = all_events(profile);
+            speedscope::write(profile, &mut out)?
+        }
+        Format::Chrome => {
+            exported_events = all_events(profile);
+            chrome::write(profile, &mut out)?
+        }
     };
     out.flush()?;
     Ok(ExportSummary {
@@ -227,6 +283,11 @@ pub fn write_profile(
         stopped: profile.summary.stopped.clone(),
         pgo: None,
     })
+}
+
+/// The events of a multi-event format: every event of the profile.
+fn all_events(profile: &StackProfile) -> Vec<String> {
+    profile.events.iter().map(|e| e.name.clone()).collect()
 }
 
 /// The event a single-event format writes: the one named, else the first event sampled

@@ -23,6 +23,14 @@ pub enum FormatArg {
     Bolt,
     /// AutoFDO: LLVM text sample profile (clang -fprofile-sample-use) of one binary, from LBR or IBS ops.
     Autofdo,
+    /// pprof profile.proto, gzipped (go tool pprof, Parca, Pyroscope); binary: give -o.
+    Pprof,
+    /// Firefox Profiler processed profile JSON with symbols embedded (profiler.firefox.com).
+    Firefox,
+    /// speedscope JSON (speedscope.app), one sampled profile per thread and event.
+    Speedscope,
+    /// Chrome trace-event JSON: the samples over time (chrome://tracing, ui.perfetto.dev).
+    Chrome,
 }
 
 impl From<FormatArg> for Format {
@@ -31,6 +39,10 @@ impl From<FormatArg> for Format {
             FormatArg::Folded => Format::Folded,
             FormatArg::Bolt => Format::Bolt,
             FormatArg::Autofdo => Format::Autofdo,
+            FormatArg::Pprof => Format::Pprof,
+            FormatArg::Firefox => Format::Firefox,
+            FormatArg::Speedscope => Format::Speedscope,
+            FormatArg::Chrome => Format::Chrome,
         }
     }
 }
