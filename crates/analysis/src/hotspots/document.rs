@@ -164,6 +164,9 @@ fn deskid_what(profile: &Profile, e: &EventTotals) -> &'static str {
         Some(i) => match skid::classify_event(i) {
             EventClass::Memory => "memory event: skidded samples move to the culprit access",
             EventClass::Branch => "branch event: skidded samples move to the culprit branch",
+            EventClass::DataBreakpoint => {
+                "data breakpoint: samples move back one instruction to the access (exact)"
+            }
             EventClass::Stays => "stays where sampled",
         },
         None => "stays where sampled",
