@@ -797,6 +797,79 @@ mod tests {
     }
 
     #[test]
+    fn test_breakpoints_classify_by_access() {
+        let bp = perf_type::BREAKPOINT;
+        assert_eq!(
+            classify("mem:0x404048:rw", bp, 0),
+            EventClass::DataBreakpoint
+        );
+        assert_eq!(
+            classify("mem:0x404048:w", bp, 0),
+            EventClass::DataBreakpoint
+        );
+        // perf's default access is rw; a name without letters is a data breakpoint.
+        assert_eq!(classify("mem:0x404048", bp, 0), EventClass::DataBreakpoint);
+        // Execution breakpoints fault before the instruction: nothing to move.
+        assert_eq!(classify("mem:0x401126:x", bp, 0), EventClass::Stays);
+        assert_eq!(classify_name("mem:0x10:rw:u"), EventClass::DataBreakpoint);
+        assert!(EventClass::DataBreakpoint.exact() && !EventClass::Memory.exact());
+    }
+
+    #[test]
+    fn test_breakpoint_culprit_is_the_access_just_before() {
+        // pointer_chase's chase at -O1 (as in the memory-rule test above).
+        let chase = [
+            0x48, 0x85, 0xf6, // 11a9 test %rsi,%rsi
+            0x74, 0x1b, // 11ac je 11c9
+            0xb8, 0x00, 0x00, 0x00, 0x00, // 11ae mov $0,%eax
+            0xba, 0x00, 0x00, 0x00, 0x00, // 11b3 mov $0,%edx
+            0x48, 0x8b, 0x14, 0xd7, // 11b8 mov (%rdi,%rdx,8),%rdx
+            0x48, 0x83, 0xc0, 0x01, // 11bc add $1,%rax
+            0x48, 0x39, 0xc6, // 11c0 cmp %rax,%rsi
+            0x75, 0xf3, // 11c3 jne 11b8
+            0x48, 0x89, 0xd0, // 11c5 mov %rdx,%rax
+            0xc3, // 11c8 ret
+        ];
+        let insns = disassemble(&chase, 0x11a9, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::DataBreakpoint, &insns, &cfg, at(&insns, a));
+        let load = at(&insns, 0x11b8);
+        // The trap IP of the load is the add after it: one instruction back, exactly.
+        assert_eq!(c(0x11bc), Some((load, 1)));
+        // Nothing before accesses memory, or the instruction before is a branch (the
+        // sample is its target, and a jcc accesses no memory): the sample stays.
+        assert_eq!(c(0x11b8), None);
+        assert_eq!(c(0x11c5), None);
+        assert_eq!(c(0x11a9), None);
+        let mut raw = vec![0u64; insns.len()];
+        raw[at(&insns, 0x11bc)] = 382;
+        raw[at(&insns, 0x11c5)] = 1;
+        let d = deskid(
+            EventClass::DataBreakpoint,
+            &insns,
+            &cfg,
+            &raw,
+            &vec![0; insns.len()],
+        );
+        assert_eq!(d.counts[load], 382);
+        assert_eq!(d.counts[at(&insns, 0x11c5)], 1);
+        assert_eq!((d.stats.moved, d.stats.no_culprit), (382, 1));
+        assert_eq!(d.stats.distance.get(&1), Some(&382));
+
+        // A repeated string instruction traps on itself while iterations remain.
+        let copy = [
+            0x48, 0x89, 0xf8, // 1000 mov %rdi,%rax
+            0xf3, 0xa4, // 1003 rep movsb (%rsi),(%rdi)
+            0xc3, // 1005 ret
+        ];
+        let insns = disassemble(&copy, 0x1000, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::DataBreakpoint, &insns, &cfg, at(&insns, a));
+        assert_eq!(c(0x1003), Some((1, 0)));
+        assert_eq!(c(0x1005), Some((1, 1)));
+    }
+
+    #[test]
     fn test_spread90() {
         assert_eq!(spread90(&[]), 0);
         assert_eq!(spread90(&[0, 0]), 0);

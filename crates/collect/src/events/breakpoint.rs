@@ -195,6 +195,21 @@ mod tests {
     }
 
     #[test]
+    fn test_breakpoint_in_an_event_list() {
+        let fake = crate::sysfs::testutil::FakeSysfs::amd();
+        let p = super::super::EventParser::new(crate::sysfs::Sysfs::at(&fake.root), None);
+        // The `/` of a length is not a term list: the comma after it still separates.
+        let v = p
+            .parse_event_list("mem:0x404048/8:w,cpu-clock,mem:0x404050:rw:u")
+            .unwrap();
+        let names: Vec<&str> = v.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["mem:0x404048:w", "cpu-clock", "mem:0x404050:rw"]);
+        assert_eq!(v[0].config2, 8);
+        assert!(v[2].exclude_kernel && !v[2].exclude_user);
+        assert_eq!(v[1].bp_type, 0);
+    }
+
+    #[test]
     fn test_breakpoint_errors_say_why() {
         for (bad, says) in [
             ("mem:", "not an address"),
