@@ -136,8 +136,8 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
     if h.deskid {
         doc.footer(
             "~Deskid %: ESTIMATED (skid correction), see docs/skid.md: each non-precise sample \
-             of a memory or branch event counted at its estimated culprit instruction; the other \
-             columns are as sampled",
+             of a memory or branch event counted at its estimated culprit instruction (a data \
+             breakpoint's at the access before its trap: exact); the other columns are as sampled",
         );
     }
     doc
