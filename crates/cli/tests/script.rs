@@ -87,8 +87,11 @@ fn test_script_width_rule_and_schema_on_fixtures() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("script has no --format csv"));
 }
 
-/// Per sample of `culprit script --format json`: its frames as (ip, dso_offset, dso).
-fn json_frames(file: &str) -> Vec<Vec<(u64, Option<u64>, Option<String>)>> {
+/// A call-chain frame of script's JSON: (ip, dso_offset, dso).
+type JsonFrame = (u64, Option<u64>, Option<String>);
+
+/// Per sample of `culprit script --format json`: its frames.
+fn json_frames(file: &str) -> Vec<Vec<JsonFrame>> {
     script(&["-i", file, "--format", "json"])
         .lines()
         .map(|l| {

@@ -156,7 +156,7 @@ fn check_x86(event: &str, addr: u64, len: u64, bp_type: u32) -> Result<(), Event
             "a data breakpoint watches 1, 2, 4 or 8 bytes, not {len}"
         )));
     }
-    if addr % len != 0 {
+    if !addr.is_multiple_of(len) {
         return Err(unsupported(format!(
             "address {addr:#x} is not aligned to the length {len}: x86 watches aligned ranges (use mem:{:#x}/{len} or a shorter length)",
             addr - addr % len
