@@ -18,6 +18,7 @@
 //! feature sections and rewrites the header.
 
 pub mod attr;
+pub mod compress;
 pub mod features;
 pub mod pipe;
 pub mod records;
@@ -181,6 +182,11 @@ impl<W: Write + Seek> PerfDataWriter<W> {
     /// Bytes of records written so far.
     pub fn data_size(&self) -> u64 {
         self.data_size
+    }
+
+    /// Where the data section starts (the size of the header, ids and attrs).
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
     }
 
     /// Appends the feature index and sections, rewrites the header with the final data size
