@@ -997,6 +997,20 @@ fn record_into(
         }
         rates.push(rate);
     }
+    // The events the user asked for; with --overwrite a side-band event follows them.
+    let user_events = specs.len();
+    if opts.modes.overwrite {
+        // The sampling events write backward into overwrite rings, which keep only the
+        // newest records; COMM/MMAP2/FORK/EXIT must survive from the start, so they come
+        // from a dummy event of their own in ordinary rings, kept in memory.
+        specs.push(EventSpec::new(
+            "dummy",
+            Some("software"),
+            perf_type::SOFTWARE,
+            SW_DUMMY,
+        ));
+        rates.push(SampleRate::Period(1));
+    }
     if let CallGraph::Dwarf(size) = opts.call_graph {
         if size == 0 || size & 7 != 0 || size > 65528 {
             return Err(RecordError::Invalid(format!(
@@ -1054,7 +1068,15 @@ fn record_into(
         .zip(&rates)
         .enumerate()
         .map(|(i, (s, r))| {
-            let mut a = build_attr(s, *r, opts, i == 0);
+            let side_band = if opts.modes.overwrite {
+                i == user_events
+            } else {
+                i == 0
+            };
+            let mut a = build_attr(s, *r, opts, side_band);
+            if opts.modes.overwrite && i < user_events {
+                a.flags |= attr_flag::WRITE_BACKWARD;
+            }
             if access.user_only[i] {
                 a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
             }
@@ -1064,9 +1086,13 @@ fn record_into(
     let mut ids: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
     let mut fds: Vec<OpenFd> = Vec::with_capacity(nfds);
     let mut rings: Vec<Ring> = Vec::with_capacity(cpus.len());
+    // --overwrite: the sampling events' rings (the side-band event's are `rings`).
+    let mut overwrite_rings: Vec<Ring> = Vec::new();
     let mut pages = opts.mmap_pages;
     for &cpu in &cpus {
-        let mut ring_fd: Option<usize> = None;
+        // The fd owning this CPU's ring: an ordinary one, and an overwrite one (the kernel
+        // redirects an event only into a ring of the same direction).
+        let mut ring_fd: [Option<usize>; 2] = [None, None];
         // The fd (index in `fds`) of the current group's leader, per task.
         let mut leaders: HashMap<i32, usize> = HashMap::new();
         for (ei, spec) in specs.iter().enumerate() {
@@ -1124,10 +1150,16 @@ fn record_into(
                 let id = ring::event_id(&fd)
                     .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
                 ids[ei].push(id);
-                match ring_fd {
+                let backward = usize::from(attrs[ei].flags & attr_flag::WRITE_BACKWARD != 0);
+                match ring_fd[backward] {
                     None => {
                         let ring = loop {
-                            match Ring::map(&fd, pages) {
+                            let mapped = if backward == 1 {
+                                Ring::map_overwrite(&fd, pages)
+                            } else {
+                                Ring::map(&fd, pages)
+                            };
+                            match mapped {
                                 Ok(r) => break r,
                                 Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 8 => {
                                     // Over the locked-memory budget (perf_event_mlock_kb): halve.
@@ -1137,8 +1169,12 @@ fn record_into(
                                 Err(source) => return Err(RecordError::Mmap { cpu, source }),
                             }
                         };
-                        rings.push(ring);
-                        ring_fd = Some(fds.len());
+                        if backward == 1 {
+                            overwrite_rings.push(ring);
+                        } else {
+                            rings.push(ring);
+                        }
+                        ring_fd[backward] = Some(fds.len());
                     }
                     Some(i) => {
                         ring::set_output(&fd, &fds[i].fd).map_err(|source| RecordError::Ioctl {
@@ -1221,9 +1257,11 @@ fn record_into(
             tracker.id_to_event.insert(id, ei);
         }
     }
-    let first_id = ids.first().and_then(|l| l.first()).copied().unwrap_or(0);
+    // The synthesized records go with the event that carries the side-band flags.
+    let side_band = if opts.modes.overwrite { user_events } else { 0 };
+    let first_id = ids[side_band].first().copied().unwrap_or(0);
     let mut state = StateSpec {
-        attr: attrs[0],
+        attr: attrs[side_band],
         id: first_id,
         system: matches!(opts.target, Target::System(_)),
         pids: match &opts.target {
@@ -1279,6 +1317,8 @@ fn record_into(
         state,
         warn,
         notice,
+        side_band: opts.modes.overwrite.then(Vec::new),
+        side_band_compacted: false,
     };
     let modes = &opts.modes;
     let mut exit = None;
@@ -1342,6 +1382,9 @@ fn record_into(
         if by_signal || by_time {
             handled_usr2 = usr2;
             last_switch = Instant::now();
+            if opts.modes.overwrite {
+                snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+            }
             if let Err(e) = out.switch() {
                 out.failed = Some(e);
                 break;
@@ -1401,7 +1444,12 @@ fn record_into(
         let _ = ring::set_enabled(&f.fd, false);
     }
     let duration = started.elapsed();
-    drain(&mut rings, &mut buf, &mut out);
+    if opts.modes.overwrite {
+        snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+    } else {
+        drain(&mut rings, &mut buf, &mut out);
+    }
+    drop(overwrite_rings);
     drop(rings);
     drop(fds);
 
@@ -1429,7 +1477,7 @@ fn record_into(
         })));
     }
 
-    let events = specs
+    let events = specs[..user_events]
         .iter()
         .enumerate()
         .map(|(i, s)| EventSummary {
@@ -1477,6 +1525,47 @@ struct Out<'a> {
     state: StateSpec,
     warn: &'a mut dyn FnMut(String),
     notice: &'a mut dyn FnMut(Notice),
+    /// --overwrite: the side-band records so far (written at the head of each snapshot).
+    side_band: Option<Vec<u8>>,
+    /// The side-band outgrew [`SIDE_BAND_LIMIT`] once and was rebuilt from /proc.
+    side_band_compacted: bool,
+}
+
+/// The most side-band bytes (COMM, MMAP2, FORK, EXIT) `--overwrite` keeps in memory; past
+/// it they are replaced by the state of the processes alive, from /proc.
+const SIDE_BAND_LIMIT: usize = 64 << 20;
+
+/// `PERF_COUNT_SW_DUMMY`: a software event that never counts, for side-band records.
+const SW_DUMMY: u64 = 9;
+
+/// --overwrite: writes the side-band records and the newest records of every overwrite
+/// ring (paused while they are read) as one round.
+fn snapshot(overwrite_rings: &mut [Ring], rings: &mut [Ring], buf: &mut Vec<u8>, out: &mut Out<'_>) {
+    drain(rings, buf, out);
+    if out.failed.is_some() {
+        return;
+    }
+    buf.clear();
+    buf.extend_from_slice(out.side_band.as_deref().unwrap_or(&[]));
+    for r in overwrite_rings.iter() {
+        let _ = r.pause(true);
+    }
+    for r in overwrite_rings.iter_mut() {
+        r.snapshot_into(buf);
+    }
+    for r in overwrite_rings.iter() {
+        let _ = r.pause(false);
+    }
+    records::push_finished_round(buf);
+    if let Err(e) = out.files.emit(
+        buf,
+        &mut out.tracker,
+        &out.state,
+        &mut *out.notice,
+        &mut *out.warn,
+    ) {
+        out.failed = Some(e);
+    }
 }
 
 impl Out<'_> {
@@ -1501,6 +1590,22 @@ fn drain(rings: &mut [Ring], buf: &mut Vec<u8>, out: &mut Out<'_>) {
         r.drain_into(buf);
     }
     if buf.is_empty() || out.failed.is_some() {
+        return;
+    }
+    if let Some(side_band) = out.side_band.as_mut() {
+        // --overwrite: the side band waits in memory for the next snapshot.
+        side_band.extend_from_slice(buf);
+        if side_band.len() > SIDE_BAND_LIMIT {
+            *side_band = out.state.synthesize(&out.tracker);
+            if !out.side_band_compacted {
+                out.side_band_compacted = true;
+                (out.warn)(format!(
+                    "--overwrite: more than {} MiB of COMM/MMAP/FORK/EXIT records: replaced by \
+                     the processes alive now (exited ones lose their names and mappings)",
+                    SIDE_BAND_LIMIT >> 20
+                ));
+            }
+        }
         return;
     }
     records::push_finished_round(buf);

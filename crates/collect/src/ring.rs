@@ -108,6 +108,11 @@ pub struct Ring {
     data_off: usize,
     data_size: usize,
     fd: RawFd,
+    /// Overwrite (flight-recorder) mode: mapped read-only, the kernel writes backward
+    /// (`write_backward`) over the oldest data; read with [`Ring::snapshot_into`].
+    overwrite: bool,
+    /// Overwrite mode: `data_head` at the previous snapshot (what is before it was read).
+    prev_head: u64,
 }
 
 // SAFETY: the mapping is owned by the Ring and only accessed through &mut self or atomics.
@@ -116,17 +121,33 @@ unsafe impl Send for Ring {}
 impl Ring {
     /// Maps `data_pages` (a power of two) data pages of `fd`'s buffer.
     pub fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
+        Ring::map_mode(fd, data_pages, false)
+    }
+
+    /// Maps the buffer of an event opened with `write_backward` in overwrite mode: read-only,
+    /// so the kernel never waits for the reader and keeps only the newest records.
+    pub fn map_overwrite(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
+        Ring::map_mode(fd, data_pages, true)
+    }
+
+    fn map_mode(fd: &OwnedFd, data_pages: usize, overwrite: bool) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let map_len = page * (1 + data_pages);
-        // SAFETY: mapping a perf fd read-write and shared is the documented way to get its
-        // ring buffer; the result is checked against MAP_FAILED.
+        // The kernel's overwrite mode is a mapping without PROT_WRITE.
+        let prot = if overwrite {
+            libc::PROT_READ
+        } else {
+            libc::PROT_READ | libc::PROT_WRITE
+        };
+        // SAFETY: mapping a perf fd shared is the documented way to get its ring buffer;
+        // the result is checked against MAP_FAILED.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
                 0,
@@ -154,7 +175,61 @@ impl Ring {
             data_off,
             data_size,
             fd: fd.as_raw_fd(),
+            overwrite,
+            prev_head: 0,
         })
+    }
+
+    /// The bytes of data the ring holds.
+    pub fn data_size(&self) -> usize {
+        self.data_size
+    }
+
+    /// Stops (`true`) or resumes the kernel's writing into the ring
+    /// (`PERF_EVENT_IOC_PAUSE_OUTPUT`); records that arrive meanwhile are lost.
+    pub fn pause(&self, paused: bool) -> io::Result<()> {
+        // SAFETY: plain ioctl on the ring's descriptor, which the owner keeps open.
+        ioctl_result(unsafe { sys::ioctls::PAUSE_OUTPUT(self.fd, u32::from(paused)) })
+    }
+
+    /// Overwrite mode: appends the records written since the previous snapshot (at most
+    /// the ring's size: the newest ones, newest first, as the kernel writes backward) and
+    /// returns how many bytes. Pause the ring around it ([`Ring::pause`]) so that the kernel
+    /// does not overwrite what is read.
+    pub fn snapshot_into(&mut self, out: &mut Vec<u8>) -> usize {
+        if !self.overwrite {
+            return 0;
+        }
+        let head = self.head_atomic().load(Ordering::Acquire);
+        // Backward: data_head goes down from 0; the newest record starts at head.
+        let written = self.prev_head.wrapping_sub(head);
+        self.prev_head = head;
+        if written == 0 {
+            return 0;
+        }
+        let mask = self.data_size - 1;
+        let start = head as usize & mask;
+        let data = || {
+            // SAFETY: [data_off, data_off + data_size) is inside the mapping.
+            unsafe { std::slice::from_raw_parts(self.base.add(self.data_off), self.data_size) }
+        };
+        let buf = data();
+        let byte = |i: usize| buf[(start + i) & mask];
+        // Walk whole records from the newest, within what was written and what the ring
+        // holds (perf's overwrite_rb_find_range): the oldest one may be half overwritten.
+        let limit = (written as usize).min(self.data_size);
+        let mut len = 0usize;
+        while len + 8 <= limit {
+            let size = u16::from_le_bytes([byte(len + 6), byte(len + 7)]) as usize;
+            if size < 8 || len + size > limit {
+                break;
+            }
+            len += size;
+        }
+        let first = len.min(self.data_size - start);
+        out.extend_from_slice(&buf[start..start + first]);
+        out.extend_from_slice(&buf[..len - first]);
+        len
     }
 
     /// The descriptor this ring belongs to (for poll).
@@ -183,6 +258,10 @@ impl Ring {
     /// Appends every complete record waiting in the ring to `out` and frees that space.
     /// Returns the number of bytes appended.
     pub fn drain_into(&mut self, out: &mut Vec<u8>) -> usize {
+        if self.overwrite {
+            // Read-only: never written by us, read by snapshots.
+            return 0;
+        }
         let head = self.head_atomic().load(Ordering::Acquire);
         let tail = self.tail_atomic().load(Ordering::Relaxed);
         let avail = head.wrapping_sub(tail) as usize;

@@ -490,9 +490,8 @@ impl Files {
                     samples,
                 });
             }
-            if self.timestamped {
-                kept.splice(0..0, self.retention.kept());
-            } else {
+            kept.splice(0..0, self.retention.kept());
+            if !self.timestamped {
                 kept.push(path);
             }
         }
