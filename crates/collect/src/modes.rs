@@ -182,16 +182,20 @@ pub fn timestamp(now: SystemTime) -> String {
     )
 }
 
-/// `FILE.<timestamp>` for a file switched now; when that name exists (two switches in the
-/// same hundredth of a second), the timestamp's last digits go up until it does not, so
-/// that names stay unique and in order.
-pub fn switched_name(base: &Path, now: SystemTime) -> PathBuf {
-    let mut stamp: u128 = timestamp(now).parse().unwrap_or(0);
+/// `FILE.<timestamp>` for a file switched now. The timestamp is above `previous` (the last
+/// one given, updated) and names no existing file: two switches in the same hundredth of a
+/// second count up, so that names stay unique and sort in the order of the files.
+pub fn switched_name(base: &Path, now: SystemTime, previous: &mut Option<u64>) -> PathBuf {
+    let mut stamp: u64 = timestamp(now).parse().unwrap_or(0);
+    if let Some(p) = *previous {
+        stamp = stamp.max(p + 1);
+    }
     loop {
         let mut name = base.as_os_str().to_owned();
         name.push(format!(".{stamp:016}"));
         let p = PathBuf::from(name);
         if std::fs::symlink_metadata(&p).is_err() {
+            *previous = Some(stamp);
             return p;
         }
         stamp += 1;
@@ -267,7 +271,10 @@ mod tests {
             parse_switch_output("10M").unwrap(),
             SwitchOutput::Size(10 << 20)
         );
-        assert_eq!(parse_switch_output("1G").unwrap(), SwitchOutput::Size(1 << 30));
+        assert_eq!(
+            parse_switch_output("1G").unwrap(),
+            SwitchOutput::Size(1 << 30)
+        );
         assert_eq!(
             parse_switch_output("30s").unwrap(),
             SwitchOutput::Time(Duration::from_secs(30))
@@ -303,17 +310,18 @@ mod tests {
         let now = SystemTime::now();
         let mut r = Retention::new(Some(2));
         let mut names = Vec::new();
+        let mut previous = None;
         for _ in 0..4 {
-            let n = switched_name(&base, now);
+            let n = switched_name(&base, now, &mut previous);
             std::fs::write(&n, b"x").unwrap();
-            assert!(!names.contains(&n));
+            assert!(names.last().is_none_or(|last| *last < n), "in order");
             names.push(n.clone());
             assert!(r.push(n, 1).is_empty());
         }
         // while recording: one finished file + the one being written
         assert_eq!(r.kept(), names[3..].to_vec());
         assert_eq!(r.removed, names[..3].to_vec());
-        let last = switched_name(&base, now);
+        let last = switched_name(&base, now, &mut previous);
         std::fs::write(&last, b"x").unwrap();
         r.push(last.clone(), 0);
         assert_eq!(r.kept(), vec![names[3].clone(), last]);

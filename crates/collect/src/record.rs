@@ -850,7 +850,9 @@ fn check_modes(opts: &RecordOptions) -> Result<(), RecordError> {
         }
     }
     if stream && (m.switch_output.is_some() || m.overwrite) {
-        return invalid("--switch-output and --overwrite write files: they cannot be used with -o -");
+        return invalid(
+            "--switch-output and --overwrite write files: they cannot be used with -o -",
+        );
     }
     if m.switch_max_files.is_some() && m.switch_output.is_none() && !m.overwrite {
         return invalid("--switch-max-files needs --switch-output (or --overwrite)");
@@ -1540,7 +1542,12 @@ const SW_DUMMY: u64 = 9;
 
 /// --overwrite: writes the side-band records and the newest records of every overwrite
 /// ring (paused while they are read) as one round.
-fn snapshot(overwrite_rings: &mut [Ring], rings: &mut [Ring], buf: &mut Vec<u8>, out: &mut Out<'_>) {
+fn snapshot(
+    overwrite_rings: &mut [Ring],
+    rings: &mut [Ring],
+    buf: &mut Vec<u8>,
+    out: &mut Out<'_>,
+) {
     drain(rings, buf, out);
     if out.failed.is_some() {
         return;

@@ -425,4 +425,77 @@ mod tests {
         assert_eq!(pos, out.len());
         assert!(samples > 500, "{samples} samples");
     }
+
+    /// Overwrite mode: a one-page backward ring filled many times over keeps only its
+    /// newest records; a paused snapshot returns whole records, newest first, at most a
+    /// ring's worth, and the next snapshot only what came after.
+    #[test]
+    fn test_overwrite_ring_snapshot_keeps_the_newest_records() {
+        let _lock = crate::testutil::pmu_lock();
+        let mut attr = sw_attr(1);
+        attr.sample_period_or_freq = 20_000; // 50 kHz of task-clock
+        attr.flags |= attr_flag::WRITE_BACKWARD;
+        let fd = perf_event_open(&attr, 0, -1).expect("perf_event_open(task-clock, backward)");
+        let id = event_id(&fd).unwrap();
+        let mut ring = Ring::map_overwrite(&fd, 1).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            ring.drain_into(&mut out),
+            0,
+            "overwrite rings are not drained"
+        );
+        set_enabled(&fd, true).unwrap();
+        let spin = |ms: u64| {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < std::time::Duration::from_millis(ms) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        };
+        spin(200);
+        ring.pause(true).unwrap();
+        let n = ring.snapshot_into(&mut out);
+        ring.pause(false).unwrap();
+        assert_eq!(n, out.len());
+        assert!(
+            n <= ring.data_size(),
+            "{n} bytes from a {}-byte ring",
+            ring.data_size()
+        );
+        let times = |buf: &[u8]| {
+            let (mut pos, mut t) = (0, Vec::new());
+            while pos < buf.len() {
+                let ty = u32::from_le_bytes(buf[pos..pos + 4].try_into().unwrap());
+                let size = u16::from_le_bytes(buf[pos + 6..pos + 8].try_into().unwrap()) as usize;
+                assert!(size >= 8 && pos + size <= buf.len(), "bad record at {pos}");
+                if ty == 9 {
+                    assert_eq!(
+                        u64::from_le_bytes(buf[pos + 8..pos + 16].try_into().unwrap()),
+                        id
+                    );
+                    t.push(u64::from_le_bytes(
+                        buf[pos + 32..pos + 40].try_into().unwrap(),
+                    ));
+                }
+                pos += size;
+            }
+            t
+        };
+        let first = times(&out);
+        // 200 ms at 50 kHz fill a page many times: it holds ~100 of these 40-byte samples.
+        assert!(first.len() > 20, "{} samples", first.len());
+        assert!(first.windows(2).all(|w| w[0] >= w[1]), "newest first");
+        spin(50);
+        set_enabled(&fd, false).unwrap();
+        let mut next = Vec::new();
+        ring.pause(true).unwrap();
+        ring.snapshot_into(&mut next);
+        ring.pause(false).unwrap();
+        let second = times(&next);
+        assert!(!second.is_empty());
+        assert!(
+            second.iter().all(|&t| t > first[0]),
+            "the second snapshot repeats records of the first"
+        );
+    }
 }

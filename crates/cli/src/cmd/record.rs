@@ -457,7 +457,8 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
 
 /// What a long recording does as it happens, in perf's `[ perf record: … ]` style.
 fn print_notice(n: &Notice) {
-    let name = |p: &std::path::Path| culprit_output::text::escape(&p.display().to_string()).into_owned();
+    let name =
+        |p: &std::path::Path| culprit_output::text::escape(&p.display().to_string()).into_owned();
     match n {
         Notice::Dumped(f) => eprintln!(
             "[ culprit record: Dump {} ({:.3} MB, {} samples) ]",
@@ -466,7 +467,10 @@ fn print_notice(n: &Notice) {
             f.samples
         ),
         Notice::Removed(p) => {
-            eprintln!("[ culprit record: Removed {} (--switch-max-files) ]", name(p))
+            eprintln!(
+                "[ culprit record: Removed {} (--switch-max-files) ]",
+                name(p)
+            )
         }
         Notice::SizeLimit(bytes) => eprintln!(
             "[ culprit record: size limit reached ({} KB), stopping ]",
@@ -591,7 +595,9 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     if summary.stop_reason.is_some()
         && matches!(
             summary.exit,
-            Some(culprit_collect::launch::ChildExit::Signaled(libc::SIGTERM | libc::SIGKILL))
+            Some(culprit_collect::launch::ChildExit::Signaled(
+                libc::SIGTERM | libc::SIGKILL
+            ))
         )
     {
         return Ok(ExitCode::SUCCESS);
@@ -666,6 +672,50 @@ mod tests {
         let a = parse(&["sleep", "-c", "1"]).unwrap();
         assert_eq!(a.target.command, vec!["sleep", "-c", "1"]);
         assert_eq!(a.count, None);
+    }
+
+    #[test]
+    fn test_record_mode_flags_as_perf_spells_them() {
+        let m = modes(&parse(&["-z", "prog"]).unwrap()).unwrap();
+        assert_eq!(m.compression_level, Some(1));
+        let a = parse(&["--compression-level", "7", "prog"]).unwrap();
+        assert_eq!(modes(&a).unwrap().compression_level, Some(7));
+        assert!(parse(&["--compression-level=0", "prog"]).is_err());
+        // --switch-output takes an optional value: signal when none is given.
+        let a = parse(&["--switch-output", "--", "prog", "-x"]).unwrap();
+        assert_eq!(
+            modes(&a).unwrap().switch_output,
+            Some(modes::SwitchOutput::Signal)
+        );
+        assert_eq!(a.target.command, vec!["prog", "-x"]);
+        let a = parse(&["--switch-output", "100M", "--switch-max-files", "4", "prog"]).unwrap();
+        let m = modes(&a).unwrap();
+        assert_eq!(m.switch_output, Some(modes::SwitchOutput::Size(100 << 20)));
+        assert_eq!(m.switch_max_files, Some(4));
+        assert_eq!(a.target.command, vec!["prog"]);
+        let a = parse(&["--switch-output=30s", "prog"]).unwrap();
+        assert_eq!(
+            modes(&a).unwrap().switch_output,
+            Some(modes::SwitchOutput::Time(Duration::from_secs(30)))
+        );
+        // A command right after --switch-output is read as its value: the error says so.
+        let e = modes(&parse(&["--switch-output", "prog"]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("`--`"), "{e}");
+        let a = parse(&[
+            "--duration",
+            "1.5",
+            "--max-size",
+            "2M",
+            "--overwrite",
+            "prog",
+        ])
+        .unwrap();
+        let m = modes(&a).unwrap();
+        assert_eq!(m.duration, Some(Duration::from_millis(1500)));
+        assert_eq!(m.max_size, Some(2 << 20));
+        assert!(m.overwrite && m.dumps_on_signal());
+        assert!(modes(&parse(&["--duration=-1", "prog"]).unwrap()).is_err());
+        assert!(modes(&parse(&["--max-size", "lots", "prog"]).unwrap()).is_err());
     }
 
     #[test]

@@ -233,7 +233,10 @@ mod tests {
             let mut output = zstd_safe::OutBuffer::around(&mut buf[..]);
             while input.pos() < size - 8 {
                 d.decompress_stream(&mut output, &mut input).unwrap();
-                assert!(output.pos() <= limit, "a record decompresses past the limit");
+                assert!(
+                    output.pos() <= limit,
+                    "a record decompresses past the limit"
+                );
             }
             let n = output.pos();
             out.extend_from_slice(&buf[..n]);
@@ -285,6 +288,10 @@ mod tests {
         assert_eq!(chunk_len(&two, 40), 32);
         assert_eq!(chunk_len(&two, 64), 64);
         assert_eq!(chunk_len(&two, 8), 32, "at least one record");
-        assert_eq!(chunk_len(&two[..40], 64), 40, "a torn tail goes with the chunk");
+        assert_eq!(
+            chunk_len(&two[..40], 64),
+            40,
+            "a torn tail goes with the chunk"
+        );
     }
 }

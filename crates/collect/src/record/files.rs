@@ -106,6 +106,8 @@ pub(super) struct Files {
     /// Data size once the synthesized state is written (a file with nothing more is not
     /// switched again).
     state_end: u64,
+    /// The timestamp of the last switched name.
+    last_stamp: Option<u64>,
 }
 
 impl Files {
@@ -146,12 +148,15 @@ impl Files {
             recorded: Vec::new(),
             build_ids: Vec::new(),
             state_end: 0,
+            last_stamp: None,
         })
     }
 
     /// The current output (present until [`Files::finish`]).
     pub fn writer(&mut self) -> &mut Writer {
-        self.writer.as_mut().expect("the output is open until finish")
+        self.writer
+            .as_mut()
+            .expect("the output is open until finish")
     }
 
     /// Bytes of records in the current file.
@@ -196,8 +201,7 @@ impl Files {
         };
         // As perf: FINISHED_ROUND stays outside the compressed data.
         let round = piece.len() >= 8
-            && piece[piece.len() - 8..piece.len() - 4]
-                == record_type::FINISHED_ROUND.to_le_bytes()
+            && piece[piece.len() - 8..piece.len() - 4] == record_type::FINISHED_ROUND.to_le_bytes()
             && records::whole_records_len(&piece[piece.len() - 8..]) == 8;
         let body = if round {
             &piece[..piece.len() - 8]
@@ -405,8 +409,11 @@ impl Files {
         notice: &mut dyn FnMut(Notice),
         warn: &mut dyn FnMut(String),
     ) -> io::Result<PathBuf> {
-        let path = self.path.clone().expect("files are switched in file mode only");
-        let name = modes::switched_name(&path, SystemTime::now());
+        let path = self
+            .path
+            .clone()
+            .expect("files are switched in file mode only");
+        let name = modes::switched_name(&path, SystemTime::now(), &mut self.last_stamp);
         std::fs::rename(&path, &name)?;
         let file = RecordedFile {
             path: name.clone(),
@@ -417,7 +424,9 @@ impl Files {
         notice(Notice::Dumped(file));
         let before = self.retention.removed.len();
         for e in self.retention.push(name.clone(), writing) {
-            warn(format!("--switch-max-files: cannot remove an old file: {e}"));
+            warn(format!(
+                "--switch-max-files: cannot remove an old file: {e}"
+            ));
         }
         for old in self.retention.removed[before..].to_vec() {
             notice(Notice::Removed(old));
@@ -439,10 +448,7 @@ impl Files {
         self.dump(size, samples, 1, notice, warn)?;
         let path = self.path.clone().expect("file mode");
         let file = File::create(&path)?;
-        self.writer = Some(Writer::File(PerfDataWriter::new(
-            file,
-            self.attrs.clone(),
-        )?));
+        self.writer = Some(Writer::File(PerfDataWriter::new(file, self.attrs.clone())?));
         if let Some(level) = self.level {
             // Each file has its own zstd stream: it is read alone.
             self.compressor = Some(Compressor::new(level, self.chunk_limit)?);
