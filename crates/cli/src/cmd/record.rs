@@ -228,6 +228,8 @@ fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
 
 /// Turns the flags into recording options (no side effects besides reading sysfs for events).
 pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
+    // First: a command read as --switch-output's value is the mistake to name.
+    let modes = modes(args)?;
     let mut specs = Vec::new();
     for list in &args.events {
         specs.extend(events::parse_event_list(list)?);
@@ -277,7 +279,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
-        modes: modes(args)?,
+        modes,
     })
 }
 
