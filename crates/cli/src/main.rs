@@ -44,6 +44,8 @@ enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Live view of the hottest functions per event (perf top), with worst offenders.
     Top(cmd::top::TopArgs),
+    /// Export a perf.data file to folded stacks and other tools' formats.
+    Export(cmd::export::ExportArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -59,6 +61,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Top(args) => cmd::top::run(args),
+        Command::Export(args) => cmd::export::run(args),
     }
 }
 
