@@ -428,7 +428,7 @@ impl Files {
                 "--switch-max-files: cannot remove an old file: {e}"
             ));
         }
-        for old in self.retention.removed[before..].to_vec() {
+        for old in self.retention.removed[before..].iter().cloned() {
             notice(Notice::Removed(old));
         }
         Ok(name)
