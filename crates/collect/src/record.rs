@@ -1275,7 +1275,7 @@ fn record_into(
     let started = Instant::now();
     let start = (|| {
         files.write_state(&synth, &mut tracker).map_err(write_err)?;
-        if let Writer::Pipe(w) = files.writer() {
+        if let Some(Writer::Pipe(w)) = files.writer() {
             w.finish_init().map_err(write_err)?;
         }
         // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.

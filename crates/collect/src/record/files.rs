@@ -152,11 +152,9 @@ impl Files {
         })
     }
 
-    /// The current output (present until [`Files::finish`]).
-    pub fn writer(&mut self) -> &mut Writer {
-        self.writer
-            .as_mut()
-            .expect("the output is open until finish")
+    /// The current output (until [`Files::finish`], or a failed switch).
+    pub fn writer(&mut self) -> Option<&mut Writer> {
+        self.writer.as_mut()
     }
 
     /// Bytes of records in the current file.
@@ -185,7 +183,7 @@ impl Files {
     /// whole; compressed: none of this piece).
     fn write_piece(&mut self, piece: &[u8], tracker: &mut Tracker) -> io::Result<()> {
         let Some(c) = self.compressor.as_mut() else {
-            let w = self.writer.as_mut().expect("open");
+            let w = self.writer.as_mut().ok_or_else(no_file)?;
             let before = w.data_size();
             return match w.write_data(piece) {
                 Ok(()) => {
@@ -213,7 +211,10 @@ impl Files {
         if round {
             self.zbuf.extend_from_slice(&piece[piece.len() - 8..]);
         }
-        self.writer.as_mut().expect("open").write_data(&self.zbuf)?;
+        self.writer
+            .as_mut()
+            .ok_or_else(no_file)?
+            .write_data(&self.zbuf)?;
         tracker.walk(piece);
         Ok(())
     }
@@ -353,7 +354,10 @@ impl Files {
         let size = r.len() as u16;
         r[6..8].copy_from_slice(&size.to_le_bytes());
         self.dropped_in_file = 0;
-        self.writer.as_mut().expect("open").write_data(&r)
+        match self.writer.as_mut() {
+            Some(w) => w.write_data(&r),
+            None => Ok(()),
+        }
     }
 
     /// Closes the current file with its features. Returns its size, or the error with the
@@ -396,7 +400,10 @@ impl Files {
                     Err(e) => Err((e, Ok(0), false)),
                 }
             }
-            None => Ok(0),
+            None => match failed {
+                Some(e) => Err((e, Ok(0), false)),
+                None => Ok(0),
+            },
         }
     }
 
@@ -409,10 +416,7 @@ impl Files {
         notice: &mut dyn FnMut(Notice),
         warn: &mut dyn FnMut(String),
     ) -> io::Result<PathBuf> {
-        let path = self
-            .path
-            .clone()
-            .expect("files are switched in file mode only");
+        let path = self.path.clone().ok_or_else(not_a_file)?;
         let name = modes::switched_name(&path, SystemTime::now(), &mut self.last_stamp);
         std::fs::rename(&path, &name)?;
         let file = RecordedFile {
@@ -446,7 +450,7 @@ impl Files {
         let samples = tracker.file_samples;
         let size = self.close_current(tracker, None).map_err(|(e, ..)| e)?;
         self.dump(size, samples, 1, notice, warn)?;
-        let path = self.path.clone().expect("file mode");
+        let path = self.path.clone().ok_or_else(not_a_file)?;
         let file = File::create(&path)?;
         self.writer = Some(Writer::File(PerfDataWriter::new(file, self.attrs.clone())?));
         if let Some(level) = self.level {
@@ -516,6 +520,16 @@ impl Files {
             }),
         }
     }
+}
+
+/// No file is open: a switch failed to start the next one (the recording stops on that error).
+fn not_a_file() -> io::Error {
+    io::Error::other("a stream cannot be switched to a new file")
+}
+
+/// No file is open: a switch failed to start the next one (the recording stops on that error).
+fn no_file() -> io::Error {
+    io::Error::other("no output file is open (starting the next file failed)")
 }
 
 /// The length of the whole records at the start of `bytes` that fit in `cap` bytes.
