@@ -66,6 +66,8 @@ pub struct Features {
     pub pmu_caps: Vec<(String, Vec<(String, String)>)>,
     /// HEADER_GROUP_DESC: the event groups of more than one event.
     pub group_desc: Vec<GroupDesc>,
+    /// HEADER_COMPRESSED: the data section holds COMPRESSED records (`-z`).
+    pub compressed: Option<super::compress::CompressedHeader>,
 }
 
 /// One event group of HEADER_GROUP_DESC: its events are the attrs `leader..leader + members`.
@@ -200,6 +202,9 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
         let mut v = first.to_le_bytes().to_vec();
         v.extend_from_slice(&last.to_le_bytes());
         out.push((feature::SAMPLE_TIME, v));
+    }
+    if let Some(c) = &f.compressed {
+        out.push((feature::COMPRESSED, c.to_bytes()));
     }
     if let Some(caps) = &f.cpu_pmu_caps {
         let mut v = (caps.len() as u32).to_le_bytes().to_vec();
