@@ -64,3 +64,72 @@ for ev in "${configs[@]}"; do
   printf '%-36s %6s %10s %10s %8s %8s %9s %9s %7s\n' "$ev" "$FREQ" "$c" "$p" "$cl" "$pl" "$cs" "$ps" "$ratio"
 done
 echo "(medians of $REPS runs; ratio = culprit wall time / perf wall time; workload: shares $UNITS)"
+
+# ---------------------------------------------------------------------------------------
+# Recording modes (issue 21): what each costs at 1 kHz with call chains, on a ~1 s run of
+# workloads/shares. For each mode, the median wall time as a ratio to the bare workload and
+# to `perf record` with the same settings, and the file's bytes per sample (culprit, perf).
+#
+#   MODES_FREQ=1000 MODES_UNITS=100 bench/record.sh
+#   SKIP_MODES=1 bench/record.sh    # only the table above
+#
+# A mode is one line `name|culprit flags|perf flags` in MODE_LINES; a mode whose culprit
+# flag `culprit record --help` does not list is skipped (so a new mode, e.g. off-CPU, is
+# one line here: `off-cpu|--off-cpu|--off-cpu`).
+[ -z "${SKIP_MODES:-}" ] || exit 0
+MFREQ=${MODES_FREQ:-1000}
+MUNITS=${MODES_UNITS:-100}
+MODE_LINES=${MODE_LINES:-"plain||
+z1|-z|-z
+z9|--compression-level 9|--compression-level=9
+switch-1M|--switch-output=1M|--switch-output=1M
+overwrite|--overwrite|--overwrite
+off-cpu|--off-cpu|--off-cpu"}
+count_samples() { perf script -F period -i "$1" 2>/dev/null | grep -c . || true; }
+size_of() { cat "$@" 2>/dev/null | wc -c; }
+
+: > "$OUT/bare.txt"
+for i in $(seq "$REPS"); do
+  t0=$(now_ns); "$WORK" "$MUNITS" >/dev/null; t1=$(now_ns)
+  echo $(( (t1 - t0) / 1000000 )) >> "$OUT/bare.txt"
+done
+bare=$(median < "$OUT/bare.txt")
+echo
+echo "modes at $MFREQ Hz, cpu-clock -g, workload shares $MUNITS (bare: ${bare} ms, median of $REPS)"
+printf '%-10s %9s %9s %9s %9s %10s %9s %9s\n' mode c_ms p_ms c/bare p/bare c/perf c_B/smp p_B/smp
+help=$("$CULPRIT" record --help)
+while IFS='|' read -r name cflags pflags; do
+  [ -n "$name" ] || continue
+  flag=${cflags%% *}; flag=${flag%%=*}
+  if [ -n "$flag" ] && ! grep -q -- "$flag" <<< "$help"; then
+    printf '%-10s (culprit has no %s yet: skipped)\n' "$name" "$flag"; continue
+  fi
+  : > "$OUT/mc.txt"; : > "$OUT/mp.txt"
+  for i in $(seq "$REPS"); do
+    for tool in culprit perf; do
+      if [ $((i % 2)) -eq 0 ]; then tool=$([ "$tool" = culprit ] && echo perf || echo culprit); fi
+      d="$OUT/mode-$tool"; rm -rf "$d"; mkdir -p "$d"
+      t0=$(now_ns)
+      if [ "$tool" = culprit ]; then
+        # shellcheck disable=SC2086
+        "$CULPRIT" record -q -e cpu-clock -F "$MFREQ" -g $cflags -o "$d/perf.data" -- "$WORK" "$MUNITS" >/dev/null 2>&1
+      else
+        # shellcheck disable=SC2086
+        perf record -q -e cpu-clock -F "$MFREQ" -g $pflags -o "$d/perf.data" -- "$WORK" "$MUNITS" >/dev/null 2>&1
+      fi
+      t1=$(now_ns)
+      echo $(( (t1 - t0) / 1000000 )) >> "$OUT/m${tool:0:1}.txt"
+    done
+  done
+  c=$(median < "$OUT/mc.txt"); p=$(median < "$OUT/mp.txt")
+  # Bytes per sample over every file the last run left (rotation makes several).
+  cs=0; ps=0
+  for f in "$OUT"/mode-culprit/perf.data*; do cs=$((cs + $(count_samples "$f"))); done
+  for f in "$OUT"/mode-perf/perf.data*; do ps=$((ps + $(count_samples "$f"))); done
+  cb=$(size_of "$OUT"/mode-culprit/perf.data*); pb=$(size_of "$OUT"/mode-perf/perf.data*)
+  awk -v n="$name" -v c="$c" -v p="$p" -v b="$bare" -v cb="$cb" -v pb="$pb" -v cs="$cs" -v ps="$ps" 'BEGIN {
+    printf "%-10s %9d %9d %9.2f %9.2f %10.2f %9.1f %9.1f\n", n, c, p, c / b, p / b, c / p,
+      (cs ? cb / cs : 0), (ps ? pb / ps : 0) }'
+done <<< "$MODE_LINES"
+echo "(c/bare, p/bare: wall time under culprit/perf record over the bare run; c/perf: culprit over perf;"
+echo " B/smp: bytes of the files over the samples in them; overwrite keeps only the ring's last data)"

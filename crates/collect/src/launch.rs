@@ -229,6 +229,30 @@ pub fn sigint_count() -> usize {
     SIGINT_COUNT.load(Ordering::SeqCst)
 }
 
+static SIGUSR2_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_sigusr2(_: libc::c_int) {
+    SIGUSR2_COUNT.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Installs a SIGUSR2 handler that only counts the signal (`--switch-output=signal`,
+/// `--overwrite`: perf's signal to write a file), without SA_RESTART as for SIGINT.
+pub fn install_sigusr2_handler() {
+    // SAFETY: sigaction with a handler that only touches an atomic (async-signal-safe).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigusr2 as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0;
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+}
+
+/// How many SIGUSR2 signals arrived since [`install_sigusr2_handler`].
+pub fn sigusr2_count() -> usize {
+    SIGUSR2_COUNT.load(Ordering::SeqCst)
+}
+
 /// The number of the latest SIGINT/SIGTERM counted by [`sigint_count`] (`None` before any).
 pub fn last_signal() -> Option<i32> {
     Some(LAST_SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)

@@ -11,6 +11,7 @@ pub mod ibs;
 pub mod inventory;
 pub mod launch;
 pub mod live;
+pub mod modes;
 pub mod offcpu;
 pub mod perfdata;
 pub mod privilege;

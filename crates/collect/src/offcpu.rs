@@ -403,6 +403,7 @@ mod tests {
         read_format: 0,
         flags: 0,
         wakeup_events: 0,
+        bp_type: 0,
         config1: 0,
         config2: 0,
         sample_regs_user: 0,

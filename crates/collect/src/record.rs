@@ -36,12 +36,19 @@ use culprit_decode::model::CpuMode;
 use crate::error::{OutputFailure, RecordError, TargetAfterFailure};
 use crate::events::{EventSpec, SampleRate};
 use crate::launch::{self, ChildExit, PendingChild};
+use crate::modes::{
+    CompressionSummary, Notice, RecordModes, RecordedFile, StopReason, SwitchOutput,
+};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records::{self, MmapArgs, SampleId};
 use crate::perfdata::{Attr, BuildIdEntry, FileAttr, GroupDesc, PerfDataWriter};
 use crate::privilege::{self, Privileges};
 use crate::procfs;
 use crate::ring::{self, Ring};
+
+mod files;
+
+use files::{Files, StateSpec};
 
 /// Default sampling frequency when neither -c/-F nor the event says otherwise (perf's).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -151,6 +158,8 @@ pub struct RecordOptions {
     /// `--off-cpu`: also record where threads block and for how long, as samples of an
     /// `offcpu-time` event (`crate::offcpu`).
     pub off_cpu: bool,
+    /// Compression, bounds, output switching, flight recorder (default: none).
+    pub modes: RecordModes,
 }
 
 /// How long a launched command may take to exit after SIGTERM when the recording is stopped
@@ -214,6 +223,20 @@ pub struct RecordSummary {
     pub duration: Duration,
     /// Number of ring buffers (CPUs).
     pub rings: usize,
+    /// Why the recording stopped on its own (`--duration`, `--max-size`).
+    pub stop_reason: Option<StopReason>,
+    /// Samples read from the rings but not written (past `--max-size`); the file has a
+    /// LOST_SAMPLES record of them.
+    pub dropped_samples: u64,
+    /// What `-z` did.
+    pub compression: Option<CompressionSummary>,
+    /// Every file finished, in order (with `--switch-output`, including the ones
+    /// `--switch-max-files` removed since).
+    pub recorded: Vec<RecordedFile>,
+    /// The files left on disk, oldest first (the -o file, or the switched files kept).
+    pub files: Vec<PathBuf>,
+    /// Files removed by `--switch-max-files`.
+    pub removed_files: Vec<PathBuf>,
 }
 
 /// Builds the attr of one event.
@@ -312,6 +335,7 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         flags,
         config1: spec.config1,
         config2: spec.config2,
+        bp_type: spec.bp_type,
         sample_regs_user: regs,
         sample_stack_user: stack,
         ..Attr::default()
@@ -546,6 +570,19 @@ fn open_error(spec: &EventSpec, attr: &Attr, errno: i32, nfds: usize) -> RecordE
             };
             RecordError::EventNotSupported { event, reason }
         }
+        libc::ENOSPC if attr.attr_type == perf_type::BREAKPOINT => RecordError::EventNotSupported {
+            event,
+            reason: "no free debug register: x86 has 4 per CPU, shared with debuggers and other \
+                     tools (watch fewer addresses at once)"
+                .to_string(),
+        },
+        libc::EINVAL if attr.attr_type == perf_type::BREAKPOINT => RecordError::EventInvalid {
+            event,
+            reason:
+                "the kernel refused this breakpoint: x86 watches writes (:w), reads and writes \
+                     (:rw) or execution (:x) of 1, 2, 4 or 8 aligned bytes"
+                    .to_string(),
+        },
         libc::EINVAL => RecordError::EventInvalid {
             event,
             reason: "check its config terms and modifiers, the period/frequency (frequency above \
@@ -606,6 +643,8 @@ struct Tracker {
     /// `--off-cpu`: turns each pass's context switches into `offcpu-time` samples before
     /// the pass is written.
     off_cpu: Option<crate::offcpu::OffCpu>,
+    /// Samples in the current file.
+    file_samples: u64,
 }
 
 fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
@@ -674,6 +713,7 @@ impl Tracker {
                 };
                 let ev = self.event_of(id);
                 self.samples[ev] += 1;
+                self.file_samples += 1;
                 self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
                 self.last_time = self.last_time.max(time);
                 match CpuMode::from_misc(misc) {
@@ -750,6 +790,25 @@ impl Tracker {
         }
     }
 
+    /// A new file starts: its build ids, sample times and samples are counted afresh
+    /// (the mappings carry over).
+    fn start_file(&mut self) {
+        self.hit.clear();
+        self.kernel_hit = false;
+        self.first_time = None;
+        self.last_time = 0;
+        self.file_samples = 0;
+    }
+
+    /// The processes seen so far (with mappings, or forked).
+    fn known_pids(&self) -> Vec<i32> {
+        self.maps
+            .keys()
+            .filter(|&&p| p != u32::MAX && p != 0)
+            .map(|&p| p as i32)
+            .collect()
+    }
+
     /// Build-id entries of every object that got samples.
     fn build_ids(&self) -> Vec<BuildIdEntry> {
         let mut out = Vec::new();
@@ -796,6 +855,55 @@ pub fn record(
     opts: &RecordOptions,
     warn: &mut dyn FnMut(String),
 ) -> Result<RecordSummary, RecordError> {
+    record_with_notices(opts, warn, &mut |_| {})
+}
+
+/// Refuses combinations of [`RecordModes`] that cannot work.
+fn check_modes(opts: &RecordOptions) -> Result<(), RecordError> {
+    let m = &opts.modes;
+    let stream = matches!(opts.output, Output::Stream(_));
+    let invalid = |s: &str| Err(RecordError::Invalid(s.to_string()));
+    if let Some(level) = m.compression_level {
+        if !crate::perfdata::compress::LEVELS.contains(&level) {
+            return Err(RecordError::Invalid(format!(
+                "--compression-level {level}: zstd levels are 1 to 22"
+            )));
+        }
+        if stream {
+            return invalid("-z/--compression-level writes a file: it cannot be used with -o -");
+        }
+    }
+    if stream && (m.switch_output.is_some() || m.overwrite) {
+        return invalid(
+            "--switch-output and --overwrite write files: they cannot be used with -o -",
+        );
+    }
+    if m.switch_max_files.is_some() && m.switch_output.is_none() && !m.overwrite {
+        return invalid("--switch-max-files needs --switch-output (or --overwrite)");
+    }
+    if m.switch_max_files == Some(0) {
+        return invalid("--switch-max-files must be at least 1");
+    }
+    if m.overwrite && matches!(m.switch_output, Some(SwitchOutput::Size(_))) {
+        return invalid(
+            "--overwrite keeps the newest data in the ring buffers and writes it on SIGUSR2 or \
+             at the end: --switch-output can be `signal` or a time with it, not a size",
+        );
+    }
+    if m.max_size == Some(0) || m.duration == Some(Duration::ZERO) {
+        return invalid("--max-size and --duration must be more than 0");
+    }
+    Ok(())
+}
+
+/// [`record`], telling `notice` what long recordings do as it happens (files switched and
+/// removed, a bound reached).
+pub fn record_with_notices(
+    opts: &RecordOptions,
+    warn: &mut dyn FnMut(String),
+    notice: &mut dyn FnMut(Notice),
+) -> Result<RecordSummary, RecordError> {
+    check_modes(opts)?;
     if opts.mmap_pages == 0 || !opts.mmap_pages.is_power_of_two() {
         return Err(RecordError::Invalid(format!(
             "mmap pages must be a power of two, not {}",
@@ -805,16 +913,19 @@ pub fn record(
     check_ring_holds_a_sample(opts)?;
     raise_fd_limit();
     launch::install_sigint_handler();
+    if opts.modes.dumps_on_signal() {
+        launch::install_sigusr2_handler();
+    }
 
     // The output file is touched only once everything that can fail at the start has
     // succeeded (the command exists, the events open): a failed start never harms it.
     match &opts.output {
-        Output::File(p) => record_into(opts, Sink::File(p.clone()), warn),
+        Output::File(p) => record_into(opts, Sink::File(p.clone()), warn, notice),
         Output::Stream(s) => {
             let w = s.take().ok_or_else(|| {
                 RecordError::Invalid("the output stream was already used by a recording".into())
             })?;
-            record_into(opts, Sink::Pipe(w, s.is_stdout), warn)
+            record_into(opts, Sink::Pipe(w, s.is_stdout), warn, notice)
         }
     }
 }
@@ -853,6 +964,7 @@ fn record_into(
     opts: &RecordOptions,
     sink: Sink,
     warn: &mut dyn FnMut(String),
+    notice: &mut dyn FnMut(Notice),
 ) -> Result<RecordSummary, RecordError> {
     let stdout_is_stream = matches!(sink, Sink::Pipe(_, true));
     // CPUs.
@@ -924,6 +1036,20 @@ fn record_into(
         }
         rates.push(rate);
     }
+    // The events the user asked for; with --overwrite a side-band event follows them.
+    let user_events = specs.len();
+    if opts.modes.overwrite {
+        // The sampling events write backward into overwrite rings, which keep only the
+        // newest records; COMM/MMAP2/FORK/EXIT must survive from the start, so they come
+        // from a dummy event of their own in ordinary rings, kept in memory.
+        specs.push(EventSpec::new(
+            "dummy",
+            Some("software"),
+            perf_type::SOFTWARE,
+            SW_DUMMY,
+        ));
+        rates.push(SampleRate::Period(1));
+    }
     if let CallGraph::Dwarf(size) = opts.call_graph {
         if size == 0 || size & 7 != 0 || size > 65528 {
             return Err(RecordError::Invalid(format!(
@@ -981,7 +1107,15 @@ fn record_into(
         .zip(&rates)
         .enumerate()
         .map(|(i, (s, r))| {
-            let mut a = build_attr(s, *r, opts, i == 0);
+            let side_band = if opts.modes.overwrite {
+                i == user_events
+            } else {
+                i == 0
+            };
+            let mut a = build_attr(s, *r, opts, side_band);
+            if opts.modes.overwrite && i < user_events {
+                a.flags |= attr_flag::WRITE_BACKWARD;
+            }
             if access.user_only[i] {
                 a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
             }
@@ -999,9 +1133,13 @@ fn record_into(
     let mut ids: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
     let mut fds: Vec<OpenFd> = Vec::with_capacity(nfds);
     let mut rings: Vec<Ring> = Vec::with_capacity(cpus.len());
+    // --overwrite: the sampling events' rings (the side-band event's are `rings`).
+    let mut overwrite_rings: Vec<Ring> = Vec::new();
     let mut pages = opts.mmap_pages;
     for &cpu in &cpus {
-        let mut ring_fd: Option<usize> = None;
+        // The fd owning this CPU's ring: an ordinary one, and an overwrite one (the kernel
+        // redirects an event only into a ring of the same direction).
+        let mut ring_fd: [Option<usize>; 2] = [None, None];
         // The fd (index in `fds`) of the current group's leader, per task.
         let mut leaders: HashMap<i32, usize> = HashMap::new();
         for (ei, spec) in specs.iter().enumerate() {
@@ -1059,10 +1197,16 @@ fn record_into(
                 let id = ring::event_id(&fd)
                     .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
                 ids[ei].push(id);
-                match ring_fd {
+                let backward = usize::from(attrs[ei].flags & attr_flag::WRITE_BACKWARD != 0);
+                match ring_fd[backward] {
                     None => {
                         let ring = loop {
-                            match Ring::map(&fd, pages) {
+                            let mapped = if backward == 1 {
+                                Ring::map_overwrite(&fd, pages)
+                            } else {
+                                Ring::map(&fd, pages)
+                            };
+                            match mapped {
                                 Ok(r) => break r,
                                 Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 8 => {
                                     // Over the locked-memory budget (perf_event_mlock_kb): halve.
@@ -1072,8 +1216,12 @@ fn record_into(
                                 Err(source) => return Err(RecordError::Mmap { cpu, source }),
                             }
                         };
-                        rings.push(ring);
-                        ring_fd = Some(fds.len());
+                        if backward == 1 {
+                            overwrite_rings.push(ring);
+                        } else {
+                            rings.push(ring);
+                        }
+                        ring_fd[backward] = Some(fds.len());
                     }
                     Some(i) => {
                         ring::set_output(&fd, &fds[i].fd).map_err(|source| RecordError::Ioctl {
@@ -1131,14 +1279,19 @@ fn record_into(
         source,
     };
     // Unbuffered: each pass over the rings is one write, so the file grows while recording.
+    let mut base_features = procfs::host_features();
+    base_features.version = Some(opts.tool_version.clone());
+    base_features.cmdline = opts.cmdline.clone();
+    base_features.group_desc = group_desc(&specs);
+    base_features.tracing_data = tracing_data;
     let mut new_output = None;
-    let mut writer = match sink {
+    let (writer, path) = match sink {
         Sink::File(path) => {
             let (output, file) = NewOutput::create(&path)?;
-            match PerfDataWriter::new(file, file_attrs) {
+            match PerfDataWriter::new(file, file_attrs.clone()) {
                 Ok(w) => {
                     new_output = Some(output);
-                    Writer::File(w)
+                    (Writer::File(w), Some(path))
                 }
                 Err(e) => {
                     output.abandon();
@@ -1146,36 +1299,47 @@ fn record_into(
                 }
             }
         }
-        Sink::Pipe(w, _) => {
-            let mut features = procfs::host_features();
-            features.version = Some(opts.tool_version.clone());
-            features.cmdline = opts.cmdline.clone();
-            features.group_desc = group_desc(&specs);
-            features.tracing_data = tracing_data.clone();
-            Writer::Pipe(PipeWriter::new(w, &file_attrs, &features).map_err(write_err)?)
+        Sink::Pipe(w, _) => (
+            Writer::Pipe(PipeWriter::new(w, &file_attrs, &base_features).map_err(write_err)?),
+            None,
+        ),
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let files = Files::new(
+        writer,
+        file_attrs,
+        base_features,
+        path,
+        &opts.modes,
+        pages * page,
+    );
+    let mut files = match files {
+        Ok(f) => f,
+        Err(e) => {
+            if let Some(output) = new_output {
+                output.abandon();
+            }
+            return Err(write_err(e));
         }
     };
-    let first_id = ids.first().and_then(|l| l.first()).copied().unwrap_or(0);
-    let mut synth = Vec::new();
-    synthesize_kernel(&mut synth, &attrs[0], first_id);
-    match &opts.target {
-        Target::Pids(pids) => {
-            for &pid in pids {
-                synthesize_process(&mut synth, &attrs[0], first_id, pid);
-            }
-        }
-        Target::System(_) => {
-            for pid in procfs::all_pids() {
-                synthesize_process(&mut synth, &attrs[0], first_id, pid);
-            }
-        }
-        Target::Command(_) => {}
-    }
-    tracker.walk(&synth);
+    // The synthesized records go with the event that carries the side-band flags.
+    let side_band = if opts.modes.overwrite { user_events } else { 0 };
+    let first_id = ids[side_band].first().copied().unwrap_or(0);
+    let mut state = StateSpec {
+        attr: attrs[side_band],
+        id: first_id,
+        system: matches!(opts.target, Target::System(_)),
+        pids: match &opts.target {
+            Target::Pids(pids) => pids.clone(),
+            _ => Vec::new(),
+        },
+    };
+    let synth = state.synthesize(&tracker);
     let started = Instant::now();
     let start = (|| {
-        writer.write_data(&synth).map_err(write_err)?;
-        if let Writer::Pipe(w) = &mut writer {
+        files.write_state(&synth, &mut tracker).map_err(write_err)?;
+        if let Some(Writer::Pipe(w)) = files.writer() {
             w.finish_init().map_err(write_err)?;
         }
         // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
@@ -1192,13 +1356,15 @@ fn record_into(
     if let Err(e) = start {
         // Nothing was recorded (the held command exits without running when `child` is
         // dropped): the previous file comes back.
-        drop(writer);
+        drop(files);
         if let Some(output) = new_output {
             output.abandon();
         }
         return Err(e);
     }
     let child_pid = child.map(|c| c.go());
+    // A file started later describes the command's processes too.
+    state.pids.extend(child_pid);
 
     // 5. The loop.
     let mut pollfds: Vec<libc::pollfd> = rings
@@ -1210,17 +1376,29 @@ fn record_into(
         })
         .collect();
     let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
+    let mut out = Out {
+        files,
+        tracker,
+        failed: None,
+        state,
+        warn,
+        notice,
+        side_band: opts.modes.overwrite.then(Vec::new),
+        side_band_compacted: false,
+    };
+    let modes = &opts.modes;
     let mut exit = None;
     // Counted from the handler's installation: a Ctrl-C during set-up (synthesizing /proc
     // for -a can take a while) must stop the recording too.
     let mut handled_signals = 0;
+    let mut handled_usr2 = launch::sigusr2_count();
+    let mut last_switch = Instant::now();
     let mut interrupted = false;
     let mut interrupt_signal = None;
     let mut last_alive_check = Instant::now();
     let mut stopped = false;
+    let mut stop_reason = None;
     let mut forced = false;
-    // The output's first write error: the recording stops at once.
-    let mut failed: Option<std::io::Error> = None;
     loop {
         // SAFETY: pollfds is a valid array of pollfd for the duration of the call.
         unsafe {
@@ -1238,19 +1416,45 @@ fn record_into(
             }
             p.revents = 0;
         }
-        drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed);
-        if failed.is_some() {
+        drain(&mut rings, &mut buf, &mut out);
+        if out.failed.is_some() {
             break;
         }
 
-        if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+        // The recording's own ends: --max-size, --duration, or a live consumer that is done.
+        let own_end = if out.files.full {
+            Some(Some(StopReason::MaxSize))
+        } else if modes.duration.is_some_and(|d| started.elapsed() >= d) {
+            (out.notice)(Notice::DurationReached(modes.duration.unwrap_or_default()));
+            Some(Some(StopReason::Duration))
+        } else if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
             stopped = true;
+            Some(None)
+        } else {
+            None
+        };
+        if let Some(reason) = own_end {
+            stop_reason = reason;
             if let Some(pid) = child_pid {
-                exit = stop_child(pid, &mut || {
-                    drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
-                });
+                exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
             }
             break;
+        }
+        // --switch-output: a new file on SIGUSR2 or every TIME (SIZE is checked as records
+        // are written).
+        let usr2 = launch::sigusr2_count();
+        let by_signal = modes.dumps_on_signal() && usr2 > handled_usr2;
+        let by_time = matches!(modes.switch_output, Some(SwitchOutput::Time(t)) if last_switch.elapsed() >= t);
+        if by_signal || by_time {
+            handled_usr2 = usr2;
+            last_switch = Instant::now();
+            if opts.modes.overwrite {
+                snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+            }
+            if let Err(e) = out.switch() {
+                out.failed = Some(e);
+                break;
+            }
         }
         let signals = launch::sigint_count();
         if signals > handled_signals {
@@ -1269,9 +1473,7 @@ fn record_into(
                 // does (SIGTERM, then SIGKILL) and finish the file.
                 Some(pid) if exit.is_none() => {
                     forced = true;
-                    exit = stop_child(pid, &mut || {
-                        drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
-                    });
+                    exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
                     break;
                 }
                 _ => break,
@@ -1294,10 +1496,8 @@ fn record_into(
     // A write error: end the command we launched, as perf does (nothing would record it);
     // -p processes are not ours, they are detached.
     let target_after = match (child_pid, exit) {
-        (Some(pid), None) if failed.is_some() => {
-            exit = stop_child(pid, &mut || {
-                drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed)
-            });
+        (Some(pid), None) if out.failed.is_some() => {
+            exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
             TargetAfterFailure::Terminated
         }
         (Some(_), _) => TargetAfterFailure::Exited,
@@ -1310,65 +1510,40 @@ fn record_into(
         let _ = ring::set_enabled(&f.fd, false);
     }
     let duration = started.elapsed();
-    drain(&mut rings, &mut buf, &mut tracker, &mut writer, &mut failed);
+    if opts.modes.overwrite {
+        snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+    } else {
+        drain(&mut rings, &mut buf, &mut out);
+    }
+    drop(overwrite_rings);
     drop(rings);
     drop(fds);
 
-    let data_size = writer.data_size();
-    let build_ids = tracker.build_ids();
+    let Out {
+        files,
+        tracker,
+        failed,
+        warn,
+        notice,
+        ..
+    } = out;
     let samples: u64 = tracker.samples.iter().sum();
-    let output_failed = |error, closed, without_features| {
-        RecordError::OutputFailed(Box::new(OutputFailure {
+    let dropped_samples = files.dropped_samples;
+    let finished = files.finish(&tracker, failed, notice, warn);
+    if let Some((error, closed, without_features)) = finished.failure {
+        return Err(RecordError::OutputFailed(Box::new(OutputFailure {
             path: opts.output.display_name(),
             stream: matches!(opts.output, Output::Stream(_)),
             error,
-            data_size,
+            data_size: finished.data_size,
             samples,
             closed,
             without_features,
             target: target_after,
-        }))
-    };
-    let file_size = match writer {
-        Writer::File(writer) => {
-            let mut features = procfs::host_features();
-            features.version = Some(opts.tool_version.clone());
-            features.cmdline = opts.cmdline.clone();
-            features.build_ids = build_ids.clone();
-            features.sample_time = tracker.first_time.map(|f| (f, tracker.last_time));
-            features.group_desc = group_desc(&specs);
-            features.tracing_data = tracing_data;
-            // Whatever happened, the file ends with a header that covers the records
-            // written whole.
-            match writer.close(&features) {
-                Ok(closed) => {
-                    let without_features = closed.features_error.is_some();
-                    if let Some(error) = failed.or(closed.features_error) {
-                        return Err(output_failed(error, Ok(closed.size), without_features));
-                    }
-                    closed.size
-                }
-                Err(close_error) => {
-                    let closed = Err(std::io::Error::new(
-                        close_error.kind(),
-                        close_error.to_string(),
-                    ));
-                    return Err(output_failed(failed.unwrap_or(close_error), closed, false));
-                }
-            }
-        }
-        Writer::Pipe(writer) => {
-            if let Some(error) = failed {
-                return Err(output_failed(error, Ok(0), false));
-            }
-            match writer.finish(&build_ids) {
-                Ok((_, size)) => size,
-                Err(error) => return Err(output_failed(error, Ok(0), false)),
-            }
-        }
-    };
+        })));
+    }
 
-    let mut events: Vec<EventSummary> = specs
+    let mut events: Vec<EventSummary> = specs[..user_events]
         .iter()
         .enumerate()
         .map(|(i, s)| EventSummary {
@@ -1397,49 +1572,136 @@ fn record_into(
         lost_samples: tracker.lost_samples,
         throttle_records: tracker.throttle,
         unthrottle_records: tracker.unthrottle,
-        file_size,
-        data_size,
+        file_size: finished.file_size,
+        data_size: finished.data_size,
         exit,
         interrupted,
         interrupt_signal,
         stopped,
         forced,
-        build_ids,
+        build_ids: finished.build_ids,
         duration,
         rings: pollfds.len(),
+        stop_reason,
+        dropped_samples,
+        compression: finished.compression,
+        recorded: finished.recorded,
+        files: finished.kept,
+        removed_files: finished.removed,
     })
+}
+
+/// The output side of the recording loop: the files, what was written, and where notices
+/// and warnings go.
+struct Out<'a> {
+    files: Files,
+    tracker: Tracker,
+    /// The output's first write error: the recording stops at once.
+    failed: Option<std::io::Error>,
+    /// What a new file starts with.
+    state: StateSpec,
+    warn: &'a mut dyn FnMut(String),
+    notice: &'a mut dyn FnMut(Notice),
+    /// --overwrite: the side-band records so far (written at the head of each snapshot).
+    side_band: Option<Vec<u8>>,
+    /// The side-band outgrew [`SIDE_BAND_LIMIT`] once and was rebuilt from /proc.
+    side_band_compacted: bool,
+}
+
+/// The most side-band bytes (COMM, MMAP2, FORK, EXIT) `--overwrite` keeps in memory; past
+/// it they are replaced by the state of the processes alive, from /proc.
+const SIDE_BAND_LIMIT: usize = 64 << 20;
+
+/// `PERF_COUNT_SW_DUMMY`: a software event that never counts, for side-band records.
+const SW_DUMMY: u64 = 9;
+
+/// --overwrite: writes the side-band records and the newest records of every overwrite
+/// ring (paused while they are read) as one round.
+fn snapshot(
+    overwrite_rings: &mut [Ring],
+    rings: &mut [Ring],
+    buf: &mut Vec<u8>,
+    out: &mut Out<'_>,
+) {
+    drain(rings, buf, out);
+    if out.failed.is_some() {
+        return;
+    }
+    buf.clear();
+    buf.extend_from_slice(out.side_band.as_deref().unwrap_or(&[]));
+    for r in overwrite_rings.iter() {
+        let _ = r.pause(true);
+    }
+    for r in overwrite_rings.iter_mut() {
+        r.snapshot_into(buf);
+    }
+    for r in overwrite_rings.iter() {
+        let _ = r.pause(false);
+    }
+    records::push_finished_round(buf);
+    if let Err(e) = out.files.emit(
+        buf,
+        &mut out.tracker,
+        &out.state,
+        &mut *out.notice,
+        &mut *out.warn,
+    ) {
+        out.failed = Some(e);
+    }
+}
+
+impl Out<'_> {
+    /// Finishes the file and starts the next (`--switch-output`).
+    fn switch(&mut self) -> std::io::Result<()> {
+        self.files.switch(
+            &mut self.tracker,
+            &self.state,
+            &mut *self.notice,
+            &mut *self.warn,
+        )
+    }
 }
 
 /// Copies every ring's pending records to the output, with one FINISHED_ROUND after a pass
 /// that wrote something (readers sort by time round by round, as perf does), and counts
-/// the records written. After a write error (kept in `failed`) the rings are only emptied.
-fn drain(
-    rings: &mut [Ring],
-    buf: &mut Vec<u8>,
-    tracker: &mut Tracker,
-    writer: &mut Writer,
-    failed: &mut Option<std::io::Error>,
-) {
+/// the records written. After a write error (kept in `out.failed`) the rings are only
+/// emptied.
+fn drain(rings: &mut [Ring], buf: &mut Vec<u8>, out: &mut Out<'_>) {
     buf.clear();
     for r in rings.iter_mut() {
         r.drain_into(buf);
     }
-    if let Some(o) = tracker.off_cpu.as_mut() {
+    if let Some(o) = out.tracker.off_cpu.as_mut() {
         o.extend(buf);
     }
-    if buf.is_empty() || failed.is_some() {
+    if buf.is_empty() || out.failed.is_some() {
+        return;
+    }
+    if let Some(side_band) = out.side_band.as_mut() {
+        // --overwrite: the side band waits in memory for the next snapshot.
+        side_band.extend_from_slice(buf);
+        if side_band.len() > SIDE_BAND_LIMIT {
+            *side_band = out.state.synthesize(&out.tracker);
+            if !out.side_band_compacted {
+                out.side_band_compacted = true;
+                (out.warn)(format!(
+                    "--overwrite: more than {} MiB of COMM/MMAP/FORK/EXIT records: replaced by \
+                     the processes alive now (exited ones lose their names and mappings)",
+                    SIDE_BAND_LIMIT >> 20
+                ));
+            }
+        }
         return;
     }
     records::push_finished_round(buf);
-    let before = writer.data_size();
-    match writer.write_data(buf) {
-        Ok(()) => tracker.walk(buf),
-        Err(e) => {
-            // Count what the file keeps: the records written whole.
-            let kept = (writer.data_size() - before) as usize;
-            tracker.walk(&buf[..kept.min(buf.len())]);
-            *failed = Some(e);
-        }
+    if let Err(e) = out.files.emit(
+        buf,
+        &mut out.tracker,
+        &out.state,
+        &mut *out.notice,
+        &mut *out.warn,
+    ) {
+        out.failed = Some(e);
     }
 }
 
@@ -1573,6 +1835,7 @@ mod tests {
             tool_version: "test".into(),
             stop: None,
             off_cpu: false,
+            modes: RecordModes::default(),
         }
     }
 

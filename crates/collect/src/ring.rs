@@ -108,6 +108,11 @@ pub struct Ring {
     data_off: usize,
     data_size: usize,
     fd: RawFd,
+    /// Overwrite (flight-recorder) mode: mapped read-only, the kernel writes backward
+    /// (`write_backward`) over the oldest data; read with [`Ring::snapshot_into`].
+    overwrite: bool,
+    /// Overwrite mode: `data_head` at the previous snapshot (what is before it was read).
+    prev_head: u64,
 }
 
 // SAFETY: the mapping is owned by the Ring and only accessed through &mut self or atomics.
@@ -116,17 +121,33 @@ unsafe impl Send for Ring {}
 impl Ring {
     /// Maps `data_pages` (a power of two) data pages of `fd`'s buffer.
     pub fn map(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
+        Ring::map_mode(fd, data_pages, false)
+    }
+
+    /// Maps the buffer of an event opened with `write_backward` in overwrite mode: read-only,
+    /// so the kernel never waits for the reader and keeps only the newest records.
+    pub fn map_overwrite(fd: &OwnedFd, data_pages: usize) -> io::Result<Ring> {
+        Ring::map_mode(fd, data_pages, true)
+    }
+
+    fn map_mode(fd: &OwnedFd, data_pages: usize, overwrite: bool) -> io::Result<Ring> {
         // SAFETY: sysconf has no preconditions.
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let map_len = page * (1 + data_pages);
-        // SAFETY: mapping a perf fd read-write and shared is the documented way to get its
-        // ring buffer; the result is checked against MAP_FAILED.
+        // The kernel's overwrite mode is a mapping without PROT_WRITE.
+        let prot = if overwrite {
+            libc::PROT_READ
+        } else {
+            libc::PROT_READ | libc::PROT_WRITE
+        };
+        // SAFETY: mapping a perf fd shared is the documented way to get its ring buffer;
+        // the result is checked against MAP_FAILED.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
                 0,
@@ -154,7 +175,61 @@ impl Ring {
             data_off,
             data_size,
             fd: fd.as_raw_fd(),
+            overwrite,
+            prev_head: 0,
         })
+    }
+
+    /// The bytes of data the ring holds.
+    pub fn data_size(&self) -> usize {
+        self.data_size
+    }
+
+    /// Stops (`true`) or resumes the kernel's writing into the ring
+    /// (`PERF_EVENT_IOC_PAUSE_OUTPUT`); records that arrive meanwhile are lost.
+    pub fn pause(&self, paused: bool) -> io::Result<()> {
+        // SAFETY: plain ioctl on the ring's descriptor, which the owner keeps open.
+        ioctl_result(unsafe { sys::ioctls::PAUSE_OUTPUT(self.fd, u32::from(paused)) })
+    }
+
+    /// Overwrite mode: appends the records written since the previous snapshot (at most
+    /// the ring's size: the newest ones, newest first, as the kernel writes backward) and
+    /// returns how many bytes. Pause the ring around it ([`Ring::pause`]) so that the kernel
+    /// does not overwrite what is read.
+    pub fn snapshot_into(&mut self, out: &mut Vec<u8>) -> usize {
+        if !self.overwrite {
+            return 0;
+        }
+        let head = self.head_atomic().load(Ordering::Acquire);
+        // Backward: data_head goes down from 0; the newest record starts at head.
+        let written = self.prev_head.wrapping_sub(head);
+        self.prev_head = head;
+        if written == 0 {
+            return 0;
+        }
+        let mask = self.data_size - 1;
+        let start = head as usize & mask;
+        let data = || {
+            // SAFETY: [data_off, data_off + data_size) is inside the mapping.
+            unsafe { std::slice::from_raw_parts(self.base.add(self.data_off), self.data_size) }
+        };
+        let buf = data();
+        let byte = |i: usize| buf[(start + i) & mask];
+        // Walk whole records from the newest, within what was written and what the ring
+        // holds (perf's overwrite_rb_find_range): the oldest one may be half overwritten.
+        let limit = (written as usize).min(self.data_size);
+        let mut len = 0usize;
+        while len + 8 <= limit {
+            let size = u16::from_le_bytes([byte(len + 6), byte(len + 7)]) as usize;
+            if size < 8 || len + size > limit {
+                break;
+            }
+            len += size;
+        }
+        let first = len.min(self.data_size - start);
+        out.extend_from_slice(&buf[start..start + first]);
+        out.extend_from_slice(&buf[..len - first]);
+        len
     }
 
     /// The descriptor this ring belongs to (for poll).
@@ -183,6 +258,10 @@ impl Ring {
     /// Appends every complete record waiting in the ring to `out` and frees that space.
     /// Returns the number of bytes appended.
     pub fn drain_into(&mut self, out: &mut Vec<u8>) -> usize {
+        if self.overwrite {
+            // Read-only: never written by us, read by snapshots.
+            return 0;
+        }
         let head = self.head_atomic().load(Ordering::Acquire);
         let tail = self.tail_atomic().load(Ordering::Relaxed);
         let avail = head.wrapping_sub(tail) as usize;
@@ -345,5 +424,78 @@ mod tests {
         }
         assert_eq!(pos, out.len());
         assert!(samples > 500, "{samples} samples");
+    }
+
+    /// Overwrite mode: a one-page backward ring filled many times over keeps only its
+    /// newest records; a paused snapshot returns whole records, newest first, at most a
+    /// ring's worth, and the next snapshot only what came after.
+    #[test]
+    fn test_overwrite_ring_snapshot_keeps_the_newest_records() {
+        let _lock = crate::testutil::pmu_lock();
+        let mut attr = sw_attr(1);
+        attr.sample_period_or_freq = 20_000; // 50 kHz of task-clock
+        attr.flags |= attr_flag::WRITE_BACKWARD;
+        let fd = perf_event_open(&attr, 0, -1).expect("perf_event_open(task-clock, backward)");
+        let id = event_id(&fd).unwrap();
+        let mut ring = Ring::map_overwrite(&fd, 1).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(
+            ring.drain_into(&mut out),
+            0,
+            "overwrite rings are not drained"
+        );
+        set_enabled(&fd, true).unwrap();
+        let spin = |ms: u64| {
+            let t = std::time::Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < std::time::Duration::from_millis(ms) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        };
+        spin(200);
+        ring.pause(true).unwrap();
+        let n = ring.snapshot_into(&mut out);
+        ring.pause(false).unwrap();
+        assert_eq!(n, out.len());
+        assert!(
+            n <= ring.data_size(),
+            "{n} bytes from a {}-byte ring",
+            ring.data_size()
+        );
+        let times = |buf: &[u8]| {
+            let (mut pos, mut t) = (0, Vec::new());
+            while pos < buf.len() {
+                let ty = u32::from_le_bytes(buf[pos..pos + 4].try_into().unwrap());
+                let size = u16::from_le_bytes(buf[pos + 6..pos + 8].try_into().unwrap()) as usize;
+                assert!(size >= 8 && pos + size <= buf.len(), "bad record at {pos}");
+                if ty == 9 {
+                    assert_eq!(
+                        u64::from_le_bytes(buf[pos + 8..pos + 16].try_into().unwrap()),
+                        id
+                    );
+                    t.push(u64::from_le_bytes(
+                        buf[pos + 32..pos + 40].try_into().unwrap(),
+                    ));
+                }
+                pos += size;
+            }
+            t
+        };
+        let first = times(&out);
+        // 200 ms at 50 kHz fill a page many times: it holds ~100 of these 40-byte samples.
+        assert!(first.len() > 20, "{} samples", first.len());
+        assert!(first.windows(2).all(|w| w[0] >= w[1]), "newest first");
+        spin(50);
+        set_enabled(&fd, false).unwrap();
+        let mut next = Vec::new();
+        ring.pause(true).unwrap();
+        ring.snapshot_into(&mut next);
+        ring.pause(false).unwrap();
+        let second = times(&next);
+        assert!(!second.is_empty());
+        assert!(
+            second.iter().all(|&t| t > first[0]),
+            "the second snapshot repeats records of the first"
+        );
     }
 }

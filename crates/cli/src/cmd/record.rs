@@ -4,13 +4,16 @@
 //!
 //! Exit status: the recorded command's (128 + signal if it was killed); 128 + the signal
 //! when a SIGINT/SIGTERM interrupted the recording of a command; 0 for `-p`/`-a` without a
-//! command; 141 when the output pipe was closed; 2 when recording failed.
+//! command; 0 when `--duration`/`--max-size` ended the recording (and the command culprit
+//! terminated then); 141 when the output pipe was closed; 2 when recording failed.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use culprit_collect::events::{self, SampleRate};
+use culprit_collect::modes::{self, Notice, RecordModes, StopReason};
 use culprit_collect::record::{
     self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput,
 };
@@ -109,11 +112,70 @@ pub struct RecordArgs {
     /// for how long, as samples of the event `offcpu-time` weighted by the nanoseconds off
     /// the CPU, with the stack where they blocked (sched:sched_switch with call chains and
     /// context-switch records; docs/record.md, "Off-CPU").
-    #[arg(long = "off-cpu")]
+    #[arg(long = "off-cpu", conflicts_with = "overwrite")]
     pub off_cpu: bool,
+    /// Compress the records with zstd, level 1 (perf's -z): perf and culprit read the file.
+    #[arg(short = 'z')]
+    pub z: bool,
+    /// Compress the records with zstd at level N, 1 (fastest) to 22 (smallest).
+    #[arg(long = "compression-level", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=22))]
+    pub compression_level: Option<u32>,
+    /// Stop after SECONDS (decimals allowed); a launched command gets SIGTERM.
+    #[arg(long = "duration", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Stop cleanly when the file reaches SIZE (B, K, M, G: `500M`); the samples read
+    /// after it are counted as dropped.
+    #[arg(long = "max-size", value_name = "SIZE")]
+    pub max_size: Option<String>,
+    /// Rotate to FILE.<timestamp> files, each complete: on SIGUSR2 (`signal`, the
+    /// default), at a size (`100M`: B, K, M, G) or every TIME (`30s`: s, m, h, d).
+    #[arg(
+        long = "switch-output",
+        value_name = "signal|SIZE|TIME",
+        num_args = 0..=1,
+        default_missing_value = "signal"
+    )]
+    pub switch_output: Option<String>,
+    /// With --switch-output: keep only the newest N files (the one being written counts).
+    #[arg(long = "switch-max-files", value_name = "N")]
+    pub switch_max_files: Option<usize>,
+    /// Flight recorder: the ring buffers (-m) keep only the newest data, written on SIGUSR2
+    /// (to FILE.<timestamp>) and at the end.
+    #[arg(long = "overwrite")]
+    pub overwrite: bool,
     /// What to record.
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+/// The recording modes of the flags (`-z`, `--duration`, `--max-size`, `--switch-output`,
+/// `--switch-max-files`, `--overwrite`).
+fn modes(args: &RecordArgs) -> anyhow::Result<RecordModes> {
+    let duration = match args.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
+        Some(s) => bail!("--duration {s}: expected a number of seconds > 0"),
+    };
+    let max_size = args
+        .max_size
+        .as_deref()
+        .map(modes::parse_size)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--max-size {e}"))?;
+    let switch_output = args
+        .switch_output
+        .as_deref()
+        .map(modes::parse_switch_output)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(RecordModes {
+        compression_level: args.compression_level.or(args.z.then_some(1)),
+        duration,
+        max_size,
+        switch_output,
+        switch_max_files: args.switch_max_files,
+        overwrite: args.overwrite,
+    })
 }
 
 /// The `ibs_op`/`ibs_fetch` events of `--ibs` and its companion flags, validated against
@@ -172,6 +234,8 @@ fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
 
 /// Turns the flags into recording options (no side effects besides reading sysfs for events).
 pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
+    // First: a command read as --switch-output's value is the mistake to name.
+    let modes = modes(args)?;
     let mut specs = Vec::new();
     for list in &args.events {
         specs.extend(events::parse_event_list(list)?);
@@ -222,6 +286,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
         off_cpu: args.off_cpu,
+        modes,
     })
 }
 
@@ -242,6 +307,26 @@ struct JsonSummary<'a> {
     exit_code: Option<i32>,
     signal: Option<i32>,
     interrupted: bool,
+    stop_reason: Option<StopReason>,
+    dropped_samples: u64,
+    compression: Option<JsonCompression>,
+    files: Vec<JsonFile>,
+}
+
+#[derive(Serialize)]
+struct JsonCompression {
+    level: u32,
+    raw_bytes: u64,
+    compressed_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct JsonFile {
+    path: String,
+    size: u64,
+    samples: u64,
+    /// Still on disk (not removed by --switch-max-files).
+    kept: bool,
 }
 
 #[derive(Serialize)]
@@ -293,6 +378,23 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
             exit_code,
             signal,
             interrupted: s.interrupted,
+            stop_reason: s.stop_reason,
+            dropped_samples: s.dropped_samples,
+            compression: s.compression.map(|c| JsonCompression {
+                level: c.level,
+                raw_bytes: c.raw_bytes,
+                compressed_bytes: c.compressed_bytes,
+            }),
+            files: s
+                .recorded
+                .iter()
+                .map(|f| JsonFile {
+                    path: f.path.display().to_string(),
+                    size: f.size,
+                    samples: f.samples,
+                    kept: s.files.contains(&f.path),
+                })
+                .collect(),
         };
         if args.output.as_os_str() == "-" {
             // stdout carries the recording.
@@ -305,12 +407,33 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
     if args.quiet {
         return Ok(());
     }
-    eprintln!(
-        "[ culprit record: Captured and wrote {:.3} MB {} ({} samples) ]",
-        s.file_size as f64 / (1024.0 * 1024.0),
-        args.output.display(),
-        total
-    );
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let compressed = match s.compression {
+        Some(c) if c.compressed_bytes > 0 => format!(
+            ", compressed (original {:.3} MB, ratio is {:.3})",
+            mb(c.raw_bytes),
+            c.raw_bytes as f64 / c.compressed_bytes as f64
+        ),
+        _ => String::new(),
+    };
+    if args.switch_output.is_some() || s.recorded.len() > 1 {
+        let bytes: u64 = s.recorded.iter().map(|f| f.size).sum();
+        eprintln!(
+            "[ culprit record: Captured and wrote {:.3} MB in {} files ({} samples){compressed}; {} kept, {} removed ]",
+            mb(bytes),
+            s.recorded.len(),
+            total,
+            s.files.len(),
+            s.removed_files.len()
+        );
+    } else {
+        eprintln!(
+            "[ culprit record: Captured and wrote {:.3} MB {} ({} samples){compressed} ]",
+            mb(s.file_size),
+            culprit_output::text::escape(&args.output.display().to_string()),
+            total
+        );
+    }
     for e in &s.events {
         eprintln!(
             "[ culprit record: {:>8} samples  {}  ({}){} ]",
@@ -332,7 +455,41 @@ fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
         "[ culprit record: {} lost samples ({} LOST records), {} throttle / {} unthrottle events ]",
         s.lost_samples, s.lost_records, s.throttle_records, s.unthrottle_records
     );
+    if s.dropped_samples > 0 {
+        eprintln!(
+            "[ culprit record: {} samples dropped after the size limit (the file's LOST_SAMPLES record counts them) ]",
+            s.dropped_samples
+        );
+    }
     Ok(())
+}
+
+/// What a long recording does as it happens, in perf's `[ perf record: … ]` style.
+fn print_notice(n: &Notice) {
+    let name =
+        |p: &std::path::Path| culprit_output::text::escape(&p.display().to_string()).into_owned();
+    match n {
+        Notice::Dumped(f) => eprintln!(
+            "[ culprit record: Dump {} ({:.3} MB, {} samples) ]",
+            name(&f.path),
+            f.size as f64 / (1024.0 * 1024.0),
+            f.samples
+        ),
+        Notice::Removed(p) => {
+            eprintln!(
+                "[ culprit record: Removed {} (--switch-max-files) ]",
+                name(p)
+            )
+        }
+        Notice::SizeLimit(bytes) => eprintln!(
+            "[ culprit record: size limit reached ({} KB), stopping ]",
+            bytes >> 10
+        ),
+        Notice::DurationReached(d) => eprintln!(
+            "[ culprit record: duration of {:.3} s reached, stopping ]",
+            d.as_secs_f64()
+        ),
+    }
 }
 
 fn print_warnings(s: &RecordSummary) {
@@ -397,7 +554,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         opts.events.push(spec);
     }
     let mut warn = |w: String| eprintln!("culprit: warning: {}", culprit_output::text::escape(&w));
-    let summary = match record::record(&opts, &mut warn) {
+    let quiet = args.quiet;
+    let mut notice = |n: Notice| {
+        if !quiet {
+            print_notice(&n);
+        }
+    };
+    let summary = match record::record_with_notices(&opts, &mut warn, &mut notice) {
         Ok(summary) => summary,
         Err(e) => {
             // Printed here, once, with its own status: a closed pipe is a failure of
@@ -440,6 +603,18 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(code) = interrupted_by {
         return Ok(code);
+    }
+    // --duration or --max-size ended the recording as asked: a command culprit ended then
+    // is no failure.
+    if summary.stop_reason.is_some()
+        && matches!(
+            summary.exit,
+            Some(culprit_collect::launch::ChildExit::Signaled(
+                libc::SIGTERM | libc::SIGKILL
+            ))
+        )
+    {
+        return Ok(ExitCode::SUCCESS);
     }
     if let Some(e) = summary.exit {
         if let culprit_collect::launch::ChildExit::Signaled(sig) = e {
@@ -511,6 +686,50 @@ mod tests {
         let a = parse(&["sleep", "-c", "1"]).unwrap();
         assert_eq!(a.target.command, vec!["sleep", "-c", "1"]);
         assert_eq!(a.count, None);
+    }
+
+    #[test]
+    fn test_record_mode_flags_as_perf_spells_them() {
+        let m = modes(&parse(&["-z", "prog"]).unwrap()).unwrap();
+        assert_eq!(m.compression_level, Some(1));
+        let a = parse(&["--compression-level", "7", "prog"]).unwrap();
+        assert_eq!(modes(&a).unwrap().compression_level, Some(7));
+        assert!(parse(&["--compression-level=0", "prog"]).is_err());
+        // --switch-output takes an optional value: signal when none is given.
+        let a = parse(&["--switch-output", "--", "prog", "-x"]).unwrap();
+        assert_eq!(
+            modes(&a).unwrap().switch_output,
+            Some(modes::SwitchOutput::Signal)
+        );
+        assert_eq!(a.target.command, vec!["prog", "-x"]);
+        let a = parse(&["--switch-output", "100M", "--switch-max-files", "4", "prog"]).unwrap();
+        let m = modes(&a).unwrap();
+        assert_eq!(m.switch_output, Some(modes::SwitchOutput::Size(100 << 20)));
+        assert_eq!(m.switch_max_files, Some(4));
+        assert_eq!(a.target.command, vec!["prog"]);
+        let a = parse(&["--switch-output=30s", "prog"]).unwrap();
+        assert_eq!(
+            modes(&a).unwrap().switch_output,
+            Some(modes::SwitchOutput::Time(Duration::from_secs(30)))
+        );
+        // A command right after --switch-output is read as its value: the error says so.
+        let e = modes(&parse(&["--switch-output", "prog"]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("`--`"), "{e}");
+        let a = parse(&[
+            "--duration",
+            "1.5",
+            "--max-size",
+            "2M",
+            "--overwrite",
+            "prog",
+        ])
+        .unwrap();
+        let m = modes(&a).unwrap();
+        assert_eq!(m.duration, Some(Duration::from_millis(1500)));
+        assert_eq!(m.max_size, Some(2 << 20));
+        assert!(m.overwrite && m.dumps_on_signal());
+        assert!(modes(&parse(&["--duration=-1", "prog"]).unwrap()).is_err());
+        assert!(modes(&parse(&["--max-size", "lots", "prog"]).unwrap()).is_err());
     }
 
     #[test]

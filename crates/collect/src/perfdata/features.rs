@@ -69,6 +69,8 @@ pub struct Features {
     /// HEADER_TRACING_DATA: the tracepoints' formats (`crate::tracefs::Tracefs::tracing_data`);
     /// in a pipe-mode stream a TRACING_DATA record after the attrs instead.
     pub tracing_data: Option<Vec<u8>>,
+    /// HEADER_COMPRESSED: the data section holds COMPRESSED records (`-z`).
+    pub compressed: Option<super::compress::CompressedHeader>,
 }
 
 /// One event group of HEADER_GROUP_DESC: its events are the attrs `leader..leader + members`.
@@ -206,6 +208,9 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
         let mut v = first.to_le_bytes().to_vec();
         v.extend_from_slice(&last.to_le_bytes());
         out.push((feature::SAMPLE_TIME, v));
+    }
+    if let Some(c) = &f.compressed {
+        out.push((feature::COMPRESSED, c.to_bytes()));
     }
     if let Some(caps) = &f.cpu_pmu_caps {
         let mut v = (caps.len() as u32).to_le_bytes().to_vec();

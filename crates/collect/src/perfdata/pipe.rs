@@ -179,6 +179,11 @@ impl<W: Write> PipeWriter<W> {
         self.data_size
     }
 
+    /// Bytes of the stream so far (the head included).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
     /// Writes the build-id records and returns the writer and the stream's total size.
     pub fn finish(mut self, build_ids: &[BuildIdEntry]) -> io::Result<(W, u64)> {
         let ids = encode_build_ids(build_ids);
