@@ -21,7 +21,7 @@ command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-samples_of() { perf script -i "$1" 2>/dev/null | wc -l; }
+samples_of() { perf script -F event -i "$1" 2>/dev/null | wc -l; }  # one line per sample, call chains or not
 
 run() { # name file cmd...
   local name=$1 file=$2; shift 2
