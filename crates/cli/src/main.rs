@@ -44,6 +44,8 @@ enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Live view of the hottest functions per event (perf top), with worst offenders.
     Top(cmd::top::TopArgs),
+    /// Difference of two perf.data files (perf diff): baseline, delta and ratio per row.
+    Diff(cmd::diff::DiffArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -59,6 +61,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Top(args) => cmd::top::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod annotate;
 pub mod demo;
+pub mod diff;
 pub mod ibs;
 pub mod list;
 pub mod record;

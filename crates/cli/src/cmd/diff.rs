@@ -1,0 +1,202 @@
+//! `culprit diff`: the difference of two perf.data files (perf diff): per event, each row's
+//! baseline share, its Delta and Ratio in the other file, new and vanished rows, sorted by
+//! the absolute Delta; as text, JSON (docs/schemas/diff.schema.json) or CSV. The numbers are
+//! `culprit_analysis::diff`'s, over the two files' hotspots (docs/diff.md).
+//!
+//! Exit status: 0 on success; 1 when an input is truncated or corrupt (the diff of what was
+//! read is still printed); 2 when a file cannot be read or an argument is wrong.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use culprit_analysis::diff::{self, DiffSide, DEFAULT_KEYS};
+use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
+use culprit_analysis::recording::{period_is_ns, RecordingMeta};
+use culprit_analysis::{HotspotOptions, Hotspots, SortKey};
+use culprit_decode::model::Profile;
+use culprit_output::Note;
+use culprit_symbols::{ProfileInput, ReadPlan};
+
+use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
+use crate::progress::Progress;
+
+/// Arguments of `culprit diff`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Difference of two perf.data files (perf diff): baseline share, delta and ratio per row",
+    after_help = "EXAMPLES:\n  culprit diff                                perf.data.old (baseline) against perf.data\n  culprit diff before.data after.data\n  culprit diff a.data b.data --sort sym -e cpu-clock --format csv\n\nDelta = the row's share of the event total in the other file minus its share in the baseline\n(points, as perf diff); Ratio = other period / baseline period; rows by |Delta|."
+)]
+pub struct DiffArgs {
+    /// The baseline file and the file compared with it (default: perf.data.old perf.data).
+    #[arg(value_name = "FILE", num_args = 0..=2)]
+    pub files: Vec<PathBuf>,
+    /// Sort (match) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip,
+    /// cpu (default dso,sym as perf diff). Rows match across files by these keys' names.
+    #[arg(short = 's', long = "sort", value_name = "KEYS")]
+    pub sort: Option<String>,
+    /// Only these events (comma-separated names); default: every event both files have.
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EVENT",
+        value_delimiter = ','
+    )]
+    pub event: Vec<String>,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`), for both files.
+    #[command(flatten)]
+    pub kernel: KernelSymbolArgs,
+    /// Look every recorded file up under DIR first (both inputs).
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's build-id cache is DIR instead of ~/.debug (both inputs).
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dir: Option<PathBuf>,
+    /// --format text, json or csv (docs/diff.md), -o, --color, --width.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl DiffArgs {
+    /// The two inputs: baseline, other.
+    fn inputs(&self) -> anyhow::Result<[ProfileInput; 2]> {
+        let (a, b) = match self.files.as_slice() {
+            [] => (PathBuf::from("perf.data.old"), PathBuf::from("perf.data")),
+            [a, b] => (a.clone(), b.clone()),
+            _ => anyhow::bail!(
+                "culprit diff takes two files, the baseline and the other (or none: \
+                 perf.data.old and perf.data)"
+            ),
+        };
+        let open = |p: PathBuf| {
+            InputArgs {
+                input: Some(p),
+                kernel: self.kernel.clone(),
+                symfs: self.symfs.clone(),
+                debug_dir: self.debug_dir.clone(),
+            }
+            .open()
+        };
+        Ok([open(a), open(b)])
+    }
+}
+
+/// One file read and grouped.
+struct Read {
+    profile: Profile,
+    hotspots: Hotspots,
+    warnings: Vec<String>,
+}
+
+/// Reads `input` and groups its samples by `opts` (self values only).
+fn read(input: &ProfileInput, opts: &HotspotOptions) -> anyhow::Result<Read> {
+    let mut symbolizer = input.symbolizer();
+    let mut agg = SampleAggregator::new(false, &opts.filters);
+    agg.only_for(opts);
+    let plan = ReadPlan {
+        unwind: false,
+        skip_callchains: true,
+        skip_locations: false,
+        parallel: true,
+    };
+    let bar = Progress::for_input(input);
+    let (profile, mut agg) = input
+        .fold(&plan, Some(&mut symbolizer), agg, bar.callback())
+        .with_context(|| format!("cannot read {}", input.path().display()))?;
+    bar.finish();
+    agg.finish();
+    let hotspots = hotspots_aggregated(&profile, &agg, &mut symbolizer, opts, &mut |_, _| {})
+        .with_context(|| input.path().display().to_string())?;
+    let file = input.path().display();
+    let warnings = profile
+        .warnings
+        .iter()
+        .chain(symbolizer.warnings())
+        .map(|w| format!("{file}: {w}"))
+        .chain(profile.stopped.as_ref().map(|s| {
+            format!(
+                "{file}: reading stopped at byte offset {}: {}; the diff covers the {} records \
+                 read before it",
+                s.offset, s.reason, s.records_read
+            )
+        }))
+        .collect();
+    Ok(Read {
+        profile,
+        hotspots,
+        warnings,
+    })
+}
+
+/// Runs `culprit diff`.
+pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let keys = match &args.sort {
+        Some(s) => SortKey::parse_list(s).context("error parsing flag --sort")?,
+        None => DEFAULT_KEYS.to_vec(),
+    };
+    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
+    if let Some(k) = keys.iter().find(|k| k.is_memory()) {
+        anyhow::bail!(
+            "--sort {}: memory keys are not supported by diff (rows are compared by period)",
+            k.name()
+        );
+    }
+    let opts = HotspotOptions {
+        keys,
+        events: args.event.clone(),
+        ..HotspotOptions::default()
+    };
+    let [a, b] = args.inputs()?;
+    let ra = read(&a, &opts)?;
+    let rb = read(&b, &opts)?;
+    let ns = |r: &Read| -> Vec<bool> {
+        r.hotspots
+            .events
+            .iter()
+            .map(|e| period_is_ns(&r.profile, e.id))
+            .collect()
+    };
+    let (ns_a, ns_b) = (ns(&ra), ns(&rb));
+    let (meta_a, meta_b) = (
+        RecordingMeta::of(&ra.profile),
+        RecordingMeta::of(&rb.profile),
+    );
+    let (file_a, file_b) = (
+        a.path().display().to_string(),
+        b.path().display().to_string(),
+    );
+    let warnings: Vec<String> = ra.warnings.iter().chain(&rb.warnings).cloned().collect();
+    let d = diff::diff(
+        DiffSide {
+            file: &file_a,
+            hotspots: &ra.hotspots,
+            meta: &meta_a,
+            period_is_ns: &ns_a,
+        },
+        DiffSide {
+            file: &file_b,
+            hotspots: &rb.hotspots,
+            meta: &meta_b,
+            period_is_ns: &ns_b,
+        },
+        warnings,
+    );
+    let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
+    culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
+    let mut out = args.output.writer()?;
+    match args.output.format {
+        Format::Text => {
+            culprit_output::text::write(&mut out, &diff::document(&d), &args.output.text_options())?
+        }
+        Format::Json => culprit_output::json::write(&mut out, &d)?,
+        Format::Csv => culprit_output::csv::write(&mut out, &diff::csv_table(&d))?,
+    }
+    out.flush()?;
+    let stopped = ra.profile.stopped.is_some() || rb.profile.stopped.is_some();
+    Ok(if stopped {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
