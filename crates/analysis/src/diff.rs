@@ -23,9 +23,13 @@ use culprit_output::units::{human_count, human_ns};
 use culprit_output::{Column, Document, Table, TextColumn, Values};
 use serde::{Serialize, Serializer};
 
-use crate::hotspots::{key_header, key_text_into, Hotspots, Row};
-use crate::recording::RecordingMeta;
-use crate::{pct, SortKey};
+use culprit_decode::ReadError;
+use culprit_symbols::{ProfileInput, ReadPlan};
+
+use crate::hotspots::{hotspots_aggregated, key_header, key_text_into, Hotspots, Row};
+use crate::hotspots::{HotspotOptions, SampleAggregator};
+use crate::recording::{period_is_ns, RecordingMeta, Stopped};
+use crate::{pct, AnalysisError, SortKey};
 
 /// The version of the diff JSON (`schema`), bumped on incompatible changes.
 pub const SCHEMA: u32 = 1;
@@ -46,6 +50,8 @@ pub struct DiffSide<'a> {
     /// Whether the periods of each of its events (by index in `hotspots.events`) are
     /// nanoseconds (cpu-clock, task-clock), for the header lines.
     pub period_is_ns: &'a [bool],
+    /// Where reading a damaged file stopped.
+    pub stopped: Option<&'a Stopped>,
 }
 
 /// The diff of two profiles (its JSON is docs/schemas/diff.schema.json).
@@ -76,6 +82,8 @@ pub struct DiffFile {
     pub file: String,
     /// Its recording's header facts.
     pub meta: RecordingMeta,
+    /// Where reading a damaged file stopped, or null (the diff covers what was read).
+    pub stopped: Option<Stopped>,
 }
 
 /// Totals of one event in one file.
@@ -192,6 +200,152 @@ impl Serialize for Keys {
     }
 }
 
+/// What [`diff_inputs`] compares.
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
+    /// Match keys ([`DEFAULT_KEYS`]: perf diff's `dso,sym`); memory keys are refused.
+    pub keys: Vec<SortKey>,
+    /// Only these events (each must be in both files); empty: every event of both.
+    pub events: Vec<String>,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            keys: DEFAULT_KEYS.to_vec(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// Why two files could not be diffed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiffError {
+    /// A file could not be read.
+    #[error("cannot read {file}: {source}")]
+    Read {
+        /// The file as given.
+        file: String,
+        /// Why.
+        source: ReadError,
+    },
+    /// The options do not fit a file (an unknown event).
+    #[error("{file}: {source}")]
+    Analysis {
+        /// The file as given.
+        file: String,
+        /// Why.
+        source: AnalysisError,
+    },
+    /// A memory key: rows of memory mode weigh sample weights, not periods.
+    #[error("--sort {0}: memory keys are not supported by diff (rows are compared by period)")]
+    MemoryKey(&'static str),
+}
+
+/// One file read and grouped for a diff.
+struct Grouped {
+    hotspots: Hotspots,
+    meta: RecordingMeta,
+    period_is_ns: Vec<bool>,
+    stopped: Option<Stopped>,
+    warnings: Vec<String>,
+}
+
+/// Reads `input` (no call chains) and groups its samples by `opts`' keys.
+fn group(
+    input: &ProfileInput,
+    opts: &DiffOptions,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<Grouped, DiffError> {
+    let file = input.path().display().to_string();
+    let hopts = HotspotOptions {
+        keys: opts.keys.clone(),
+        events: opts.events.clone(),
+        ..HotspotOptions::default()
+    };
+    let mut symbolizer = input.symbolizer();
+    let mut agg = SampleAggregator::new(false, &hopts.filters);
+    agg.only_for(&hopts);
+    let plan = ReadPlan {
+        unwind: false,
+        skip_callchains: true,
+        skip_locations: false,
+        parallel: true,
+    };
+    let (profile, mut agg) = input
+        .fold(&plan, Some(&mut symbolizer), agg, progress)
+        .map_err(|source| DiffError::Read {
+            file: file.clone(),
+            source,
+        })?;
+    agg.finish();
+    let hotspots = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})
+        .map_err(|source| DiffError::Analysis {
+            file: file.clone(),
+            source,
+        })?;
+    let stopped = Stopped::of(&profile);
+    let warnings = profile
+        .warnings
+        .iter()
+        .chain(symbolizer.warnings())
+        .map(|w| format!("{file}: {w}"))
+        .chain(stopped.as_ref().map(|s| {
+            format!(
+                "{file}: reading stopped at byte offset {}: {}; the diff covers the {} records \
+                 read before it",
+                s.offset, s.reason, s.records_read
+            )
+        }))
+        .collect();
+    Ok(Grouped {
+        period_is_ns: hotspots
+            .events
+            .iter()
+            .map(|e| period_is_ns(&profile, e.id))
+            .collect(),
+        meta: RecordingMeta::of(&profile),
+        hotspots,
+        stopped,
+        warnings,
+    })
+}
+
+/// Reads both files (streaming, without call chains), groups each by `opts.keys` and diffs
+/// `other` against `baseline`. `progress[i](done, total)` reports the bytes read of file `i`.
+pub fn diff_inputs(
+    baseline: &ProfileInput,
+    other: &ProfileInput,
+    opts: &DiffOptions,
+    progress: [Box<dyn FnMut(u64, u64) + Send>; 2],
+) -> Result<Diff, DiffError> {
+    if let Some(k) = opts.keys.iter().find(|k| k.is_memory()) {
+        return Err(DiffError::MemoryKey(k.name()));
+    }
+    let [pa, pb] = progress;
+    let a = group(baseline, opts, pa)?;
+    let b = group(other, opts, pb)?;
+    let (file_a, file_b) = (
+        baseline.path().display().to_string(),
+        other.path().display().to_string(),
+    );
+    let warnings = a.warnings.iter().chain(&b.warnings).cloned().collect();
+    Ok(diff(a.side(&file_a), b.side(&file_b), warnings))
+}
+
+impl Grouped {
+    fn side<'a>(&'a self, file: &'a str) -> DiffSide<'a> {
+        DiffSide {
+            file,
+            hotspots: &self.hotspots,
+            meta: &self.meta,
+            period_is_ns: &self.period_is_ns,
+            stopped: self.stopped.as_ref(),
+        }
+    }
+}
+
 /// Diffs `other` against `baseline`. Both must be grouped by the same keys (the baseline's
 /// are used to match rows); each is read whole, with no `--top` or percent limit.
 pub fn diff(baseline: DiffSide<'_>, other: DiffSide<'_>, warnings: Vec<String>) -> Diff {
@@ -273,10 +427,12 @@ pub fn diff(baseline: DiffSide<'_>, other: DiffSide<'_>, warnings: Vec<String>) 
         baseline: DiffFile {
             file: baseline.file.to_string(),
             meta: baseline.meta.clone(),
+            stopped: baseline.stopped.cloned(),
         },
         other: DiffFile {
             file: other.file.to_string(),
             meta: other.meta.clone(),
+            stopped: other.stopped.cloned(),
         },
         sort: a.keys.iter().map(|k| k.name()).collect(),
         events,

@@ -11,13 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use culprit_analysis::diff::{self, DiffSide, DEFAULT_KEYS};
-use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
-use culprit_analysis::recording::{period_is_ns, RecordingMeta};
-use culprit_analysis::{HotspotOptions, Hotspots, SortKey};
-use culprit_decode::model::Profile;
+use culprit_analysis::diff::{self, DiffOptions, DEFAULT_KEYS};
+use culprit_analysis::SortKey;
 use culprit_output::Note;
-use culprit_symbols::{ProfileInput, ReadPlan};
+use culprit_symbols::ProfileInput;
 
 use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
 use crate::progress::Progress;
@@ -82,53 +79,6 @@ impl DiffArgs {
     }
 }
 
-/// One file read and grouped.
-struct Read {
-    profile: Profile,
-    hotspots: Hotspots,
-    warnings: Vec<String>,
-}
-
-/// Reads `input` and groups its samples by `opts` (self values only).
-fn read(input: &ProfileInput, opts: &HotspotOptions) -> anyhow::Result<Read> {
-    let mut symbolizer = input.symbolizer();
-    let mut agg = SampleAggregator::new(false, &opts.filters);
-    agg.only_for(opts);
-    let plan = ReadPlan {
-        unwind: false,
-        skip_callchains: true,
-        skip_locations: false,
-        parallel: true,
-    };
-    let bar = Progress::for_input(input);
-    let (profile, mut agg) = input
-        .fold(&plan, Some(&mut symbolizer), agg, bar.callback())
-        .with_context(|| format!("cannot read {}", input.path().display()))?;
-    bar.finish();
-    agg.finish();
-    let hotspots = hotspots_aggregated(&profile, &agg, &mut symbolizer, opts, &mut |_, _| {})
-        .with_context(|| input.path().display().to_string())?;
-    let file = input.path().display();
-    let warnings = profile
-        .warnings
-        .iter()
-        .chain(symbolizer.warnings())
-        .map(|w| format!("{file}: {w}"))
-        .chain(profile.stopped.as_ref().map(|s| {
-            format!(
-                "{file}: reading stopped at byte offset {}: {}; the diff covers the {} records \
-                 read before it",
-                s.offset, s.reason, s.records_read
-            )
-        }))
-        .collect();
-    Ok(Read {
-        profile,
-        hotspots,
-        warnings,
-    })
-}
-
 /// Runs `culprit diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let keys = match &args.sort {
@@ -136,52 +86,20 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         None => DEFAULT_KEYS.to_vec(),
     };
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
-    if let Some(k) = keys.iter().find(|k| k.is_memory()) {
-        anyhow::bail!(
-            "--sort {}: memory keys are not supported by diff (rows are compared by period)",
-            k.name()
-        );
-    }
-    let opts = HotspotOptions {
+    let opts = DiffOptions {
         keys,
         events: args.event.clone(),
-        ..HotspotOptions::default()
     };
     let [a, b] = args.inputs()?;
-    let ra = read(&a, &opts)?;
-    let rb = read(&b, &opts)?;
-    let ns = |r: &Read| -> Vec<bool> {
-        r.hotspots
-            .events
-            .iter()
-            .map(|e| period_is_ns(&r.profile, e.id))
-            .collect()
-    };
-    let (ns_a, ns_b) = (ns(&ra), ns(&rb));
-    let (meta_a, meta_b) = (
-        RecordingMeta::of(&ra.profile),
-        RecordingMeta::of(&rb.profile),
-    );
-    let (file_a, file_b) = (
-        a.path().display().to_string(),
-        b.path().display().to_string(),
-    );
-    let warnings: Vec<String> = ra.warnings.iter().chain(&rb.warnings).cloned().collect();
-    let d = diff::diff(
-        DiffSide {
-            file: &file_a,
-            hotspots: &ra.hotspots,
-            meta: &meta_a,
-            period_is_ns: &ns_a,
-        },
-        DiffSide {
-            file: &file_b,
-            hotspots: &rb.hotspots,
-            meta: &meta_b,
-            period_is_ns: &ns_b,
-        },
-        warnings,
-    );
+    let (bar_a, bar_b) = (Progress::for_input(&a), Progress::for_input(&b));
+    let d = diff::diff_inputs(
+        &a,
+        &b,
+        &opts,
+        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
+    )?;
+    bar_a.finish();
+    bar_b.finish();
     let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
     let mut out = args.output.writer()?;
@@ -193,7 +111,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         Format::Csv => culprit_output::csv::write(&mut out, &diff::csv_table(&d))?,
     }
     out.flush()?;
-    let stopped = ra.profile.stopped.is_some() || rb.profile.stopped.is_some();
+    let stopped = d.baseline.stopped.is_some() || d.other.stopped.is_some();
     Ok(if stopped {
         ExitCode::from(1)
     } else {
