@@ -222,8 +222,8 @@ impl Default for DiffOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiffError {
-    /// A file could not be read.
-    #[error("cannot read {file}: {source}")]
+    /// A file could not be read (the read error names the file).
+    #[error("{source}")]
     Read {
         /// The file as given.
         file: String,
