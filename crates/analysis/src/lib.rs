@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod offenders;
 pub mod recording;
 pub mod skid;
+pub mod stacks;
 pub mod top;
 pub mod topdown;
 

@@ -46,6 +46,8 @@ enum Command {
     Top(cmd::top::TopArgs),
     /// Difference of two perf.data files (perf diff): baseline, delta and ratio per row.
     Diff(cmd::diff::DiffArgs),
+    /// Export a perf.data file to folded stacks and other tools' formats.
+    Export(cmd::export::ExportArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -62,6 +64,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Demo(args) => cmd::demo::run(args),
         Command::Top(args) => cmd::top::run(args),
         Command::Diff(args) => cmd::diff::run(args),
+        Command::Export(args) => cmd::export::run(args),
     }
 }
 

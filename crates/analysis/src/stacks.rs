@@ -1,0 +1,728 @@
+//! Call stacks of a profile, aggregated once for every export: the one model that folded
+//! stacks, flame graphs, pprof, the Firefox Profiler, speedscope, Chrome traces, the HTML
+//! report and Parquet are written from.
+//!
+//! Samples are folded while the file is read: each distinct code address (DSO and file
+//! offset, per process for JIT code) becomes one [`Location`], symbolized once at the end
+//! (with its inlined functions when [`StackOptions::inline`]); each distinct call path becomes
+//! one node of a prefix tree ([`StackNode`], root first); samples are summed per (stack,
+//! thread, event). Memory follows the distinct stacks, not the samples, unless the timeline
+//! ([`StackOptions::timeline`]) is kept.
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use culprit_decode::abi::perf_type;
+use culprit_decode::model::{CpuMode, DsoKind, EventId, EventInfo, Profile, Sample};
+use culprit_symbols::{ProfileInput, Query, ReadPlan, Symbolizer};
+
+use crate::{AnalysisError, Filters};
+
+/// No parent / no mapping.
+pub const NONE: u32 = u32::MAX;
+
+/// What a stack profile keeps.
+#[derive(Debug, Clone, Default)]
+pub struct StackOptions {
+    /// Only these events (perf's names and spellings, see `EventInfo::matches`); empty: every
+    /// event with samples.
+    pub events: Vec<String>,
+    /// Expand inlined functions into frames of their own (from DWARF), and give every frame
+    /// its source line.
+    pub inline: bool,
+    /// Keep the source line of each location (implied by `inline`).
+    pub lines: bool,
+    /// Keep every sample's time, thread, event, stack and period ([`StackProfile::timeline`]).
+    pub timeline: bool,
+    /// Which samples count (pids, tids, comms; DSO filters are not applied to stacks).
+    pub filters: Filters,
+    /// Unwind `--call-graph dwarf` user stacks.
+    pub unwind: bool,
+}
+
+/// Facts about the recording, for headers and summaries.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProfileSummary {
+    /// The input as given (`-` for stdin).
+    pub input: String,
+    /// HEADER_HOSTNAME.
+    pub hostname: Option<String>,
+    /// HEADER_OSRELEASE.
+    pub os_release: Option<String>,
+    /// HEADER_ARCH.
+    pub arch: Option<String>,
+    /// HEADER_CPUDESC.
+    pub cpu: Option<String>,
+    /// HEADER_CMDLINE.
+    pub cmdline: Option<String>,
+    /// The perf version that wrote the file.
+    pub perf_version: Option<String>,
+    /// First and last sample time (ns), of every sample read.
+    pub time_range: Option<(u64, u64)>,
+    /// Samples kept (after event and thread filters).
+    pub samples: u64,
+    /// Samples the kernel reported lost.
+    pub lost: u64,
+    /// Problems met while reading and symbolizing.
+    pub warnings: Vec<String>,
+    /// Where reading stopped, for a truncated or corrupt file (what was read is kept).
+    pub stopped: Option<crate::recording::Stopped>,
+}
+
+/// What an event's period counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeriodUnit {
+    /// Nanoseconds (cpu-clock, task-clock, off-CPU time).
+    Nanoseconds,
+    /// Occurrences of the event (cycles, cache misses, page faults, ...).
+    Events,
+}
+
+/// One event of the stack profile, with its totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct StackEvent {
+    /// The event's name as the file has it.
+    pub name: String,
+    /// Index of the event in the profile (`Profile::events`).
+    pub id: EventId,
+    /// What the period counts.
+    pub unit: PeriodUnit,
+    /// Samples kept.
+    pub samples: u64,
+    /// Sum of their periods.
+    pub period: u64,
+}
+
+/// A thread samples were taken in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ThreadInfo {
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// The command name at the time of the samples.
+    pub comm: String,
+}
+
+/// What a mapping is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MappingKind {
+    /// An ELF file (executable or library).
+    File,
+    /// The kernel image.
+    Kernel,
+    /// A kernel module.
+    KernelModule,
+    /// The vDSO.
+    Vdso,
+    /// Anonymous memory, JIT code.
+    Anonymous,
+}
+
+/// A mapped object code was sampled in.
+#[derive(Debug, Clone, Serialize)]
+pub struct Mapping {
+    /// Path as recorded (`[kernel.kallsyms]`, `/usr/lib/…/libc.so.6`).
+    pub path: String,
+    /// perf's short name.
+    pub short_name: String,
+    /// Build id in lower-case hex, if recorded.
+    pub build_id: Option<String>,
+    /// What the object is.
+    pub kind: MappingKind,
+    /// Lowest and highest sampled runtime address in it (for pprof's memory range).
+    pub address_range: (u64, u64),
+}
+
+/// A function (or, when unknown, the unknown code of one mapping).
+#[derive(Debug, Clone, Serialize)]
+pub struct Function {
+    /// Demangled name; `[unknown]` when no symbol covers the address.
+    pub name: String,
+    /// The mapping it is in ([`NONE`]: no mapping).
+    pub mapping: u32,
+    /// Source file, when DWARF names it.
+    pub file: Option<String>,
+    /// No symbol was found: the name is `[unknown]`.
+    pub unknown: bool,
+}
+
+/// One frame of a location: a function and the line in it (innermost inlined first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LineFrame {
+    /// Index into [`StackProfile::functions`].
+    pub function: u32,
+    /// Source line, when known.
+    pub line: Option<u32>,
+}
+
+/// One code address of the profile, symbolized once.
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    /// The mapping ([`NONE`]: no mapping covered the address).
+    pub mapping: u32,
+    /// The runtime address (of the first sample seen there: ASLR differs per process).
+    pub address: u64,
+    /// Offset in the mapped file (the address itself for the kernel, JIT code, unmapped).
+    pub file_offset: u64,
+    /// The address as the ELF file states it, when computed.
+    pub svma: Option<u64>,
+    /// Whether the address is a return address (a caller's frame), not a sampled IP.
+    pub return_address: bool,
+    /// Kernel code.
+    pub kernel: bool,
+    /// Functions at the address: innermost inlined first, the symbol's function last (≥ 1).
+    pub frames: Vec<LineFrame>,
+}
+
+/// A node of the stack prefix tree: a location called from its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StackNode {
+    /// The caller's node ([`NONE`] at the root).
+    pub parent: u32,
+    /// Index into [`StackProfile::locations`].
+    pub location: u32,
+}
+
+/// Samples summed per (stack, thread, event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StackSample {
+    /// The leaf node of the stack.
+    pub stack: u32,
+    /// Index into [`StackProfile::threads`].
+    pub thread: u32,
+    /// Index into [`StackProfile::events`].
+    pub event: u32,
+    /// Samples.
+    pub count: u64,
+    /// Sum of their periods.
+    pub period: u64,
+}
+
+/// One sample in time order (with [`StackOptions::timeline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TimedSample {
+    /// Time (ns, the perf clock).
+    pub time: u64,
+    /// Index into [`StackProfile::threads`].
+    pub thread: u32,
+    /// Index into [`StackProfile::events`].
+    pub event: u32,
+    /// The leaf node of the stack.
+    pub stack: u32,
+    /// The sample's period.
+    pub period: u64,
+    /// The CPU it was taken on.
+    pub cpu: u32,
+}
+
+/// The call stacks of a profile: see the module documentation.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StackProfile {
+    /// Facts about the recording.
+    pub summary: ProfileSummary,
+    /// Events kept, in file order.
+    pub events: Vec<StackEvent>,
+    /// Threads, in order of first sample.
+    pub threads: Vec<ThreadInfo>,
+    /// Mapped objects sampled in.
+    pub mappings: Vec<Mapping>,
+    /// Functions.
+    pub functions: Vec<Function>,
+    /// Code addresses.
+    pub locations: Vec<Location>,
+    /// The stack prefix tree (a parent always comes before its children).
+    pub nodes: Vec<StackNode>,
+    /// Samples summed per (stack, thread, event), in order of first occurrence.
+    pub samples: Vec<StackSample>,
+    /// Every sample in delivery (time) order, when asked for.
+    pub timeline: Vec<TimedSample>,
+}
+
+impl StackProfile {
+    /// The locations of a stack, leaf first (`stack` is a leaf node).
+    pub fn stack_locations(&self, stack: u32) -> impl Iterator<Item = &Location> + '_ {
+        let mut node = stack;
+        std::iter::from_fn(move || {
+            let n = self.nodes.get(node as usize)?;
+            node = n.parent;
+            self.locations.get(n.location as usize)
+        })
+    }
+
+    /// The function frames of a stack, root first (inlined functions expanded: callers
+    /// before the functions inlined into them).
+    pub fn stack_frames(&self, stack: u32) -> Vec<(LineFrame, &Location)> {
+        let mut out = Vec::new();
+        for loc in self.stack_locations(stack) {
+            // Locations list innermost first; the root-first order reverses them too.
+            for f in &loc.frames {
+                out.push((*f, loc));
+            }
+        }
+        out.reverse();
+        out
+    }
+
+    /// The name of a function.
+    pub fn function_name(&self, function: u32) -> &str {
+        self.functions
+            .get(function as usize)
+            .map_or("[unknown]", |f| f.name.as_str())
+    }
+
+    /// The mapping of a location or function, if any.
+    pub fn mapping(&self, mapping: u32) -> Option<&Mapping> {
+        self.mappings.get(mapping as usize)
+    }
+
+    /// Index of the event named `name` (perf's spellings), if kept.
+    pub fn event_index(&self, name: &str) -> Option<u32> {
+        self.events
+            .iter()
+            .position(|e| {
+                e.name == name || culprit_decode::model::event_name_matches(&e.name, |n| n == name)
+            })
+            .map(|i| i as u32)
+    }
+}
+
+/// What an event's period counts: time for the clock events (and off-CPU time).
+pub fn period_unit(e: &EventInfo) -> PeriodUnit {
+    // PERF_COUNT_SW_CPU_CLOCK (0) and PERF_COUNT_SW_TASK_CLOCK (1) count nanoseconds.
+    let clock = e.attr_type == perf_type::SOFTWARE && e.config <= 1;
+    if clock || e.name.starts_with("offcpu-time") || e.name.starts_with("off-cpu") {
+        PeriodUnit::Nanoseconds
+    } else {
+        PeriodUnit::Events
+    }
+}
+
+/// A code address as samples see it, before symbolization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct LocKey {
+    dso: u32,
+    file_offset: u64,
+    /// The process, for per-process (anonymous/JIT) code; -1 otherwise.
+    pid: i32,
+    return_address: bool,
+    kernel: bool,
+}
+
+/// Folds samples into a [`StackProfile`] while a file is read.
+pub struct StackBuilder {
+    opts: StackOptions,
+    /// Per profile event: kept (`Some(index in events)`), or not; grows with the profile.
+    event_slot: Vec<Option<Option<u32>>>,
+    events: Vec<(EventId, u64, u64)>,
+    threads: FxHashMap<(i32, i32, u32), u32>,
+    thread_keys: Vec<(i32, i32, u32)>,
+    loc_ids: FxHashMap<LocKey, u32>,
+    locs: Vec<(LocKey, u64)>,
+    node_ids: FxHashMap<(u32, u32), u32>,
+    nodes: Vec<StackNode>,
+    sample_ids: FxHashMap<(u32, u32, u32), u32>,
+    samples: Vec<StackSample>,
+    timeline: Vec<TimedSample>,
+    /// Scratch: the current sample's locations, leaf first.
+    path: Vec<u32>,
+    kept: u64,
+    time_range: Option<(u64, u64)>,
+}
+
+impl StackBuilder {
+    /// A builder keeping what `opts` asks for.
+    pub fn new(opts: &StackOptions) -> StackBuilder {
+        StackBuilder {
+            opts: opts.clone(),
+            event_slot: Vec::new(),
+            events: Vec::new(),
+            threads: FxHashMap::default(),
+            thread_keys: Vec::new(),
+            loc_ids: FxHashMap::default(),
+            locs: Vec::new(),
+            node_ids: FxHashMap::default(),
+            nodes: Vec::new(),
+            sample_ids: FxHashMap::default(),
+            samples: Vec::new(),
+            timeline: Vec::new(),
+            path: Vec::new(),
+            kept: 0,
+            time_range: None,
+        }
+    }
+
+    fn event(&mut self, profile: &Profile, id: EventId) -> Option<u32> {
+        let i = usize::from(id);
+        if self.event_slot.len() <= i {
+            self.event_slot.resize(i + 1, None);
+        }
+        if let Some(slot) = self.event_slot[i] {
+            return slot;
+        }
+        let info = profile.events.get(i)?;
+        let wanted =
+            self.opts.events.is_empty() || self.opts.events.iter().any(|w| info.matches(w));
+        let slot = wanted.then(|| {
+            self.events.push((id, 0, 0));
+            (self.events.len() - 1) as u32
+        });
+        self.event_slot[i] = Some(slot);
+        slot
+    }
+
+    fn location(&mut self, profile: &Profile, key: LocKey, addr: u64) -> u32 {
+        if let Some(&id) = self.loc_ids.get(&key) {
+            return id;
+        }
+        let _ = profile;
+        let id = self.locs.len() as u32;
+        self.locs.push((key, addr));
+        self.loc_ids.insert(key, id);
+        id
+    }
+
+    /// Adds one sample (call it for every sample, in delivery order).
+    pub fn add(&mut self, profile: &Profile, sample: &Sample) {
+        if let Some(t) = (sample.time != 0).then_some(sample.time) {
+            self.time_range = Some(match self.time_range {
+                Some((a, b)) => (a.min(t), b.max(t)),
+                None => (t, t),
+            });
+        }
+        let Some(event) = self.event(profile, sample.event) else {
+            return;
+        };
+        let f = &self.opts.filters;
+        if (!f.pids.is_empty() && !f.pids.contains(&sample.pid))
+            || (!f.tids.is_empty() && !f.tids.contains(&sample.tid))
+            || (!f.comms.is_empty() && !f.comms.iter().any(|c| c == profile.str(sample.comm)))
+        {
+            return;
+        }
+        let thread_key = (sample.pid, sample.tid, sample.comm);
+        let thread = match self.threads.get(&thread_key) {
+            Some(&t) => t,
+            None => {
+                let t = self.thread_keys.len() as u32;
+                self.thread_keys.push(thread_key);
+                self.threads.insert(thread_key, t);
+                t
+            }
+        };
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        let chain = profile.callchain(sample);
+        let anon = |dso: Option<u32>| {
+            dso.and_then(|d| profile.dsos.get(d as usize))
+                .is_some_and(|d| d.kind == DsoKind::Anonymous)
+        };
+        let kernel_mode = |m: CpuMode| matches!(m, CpuMode::Kernel | CpuMode::GuestKernel);
+        if chain.is_empty() {
+            let key = LocKey {
+                dso: sample.location.dso.unwrap_or(NONE),
+                file_offset: sample.location.file_offset,
+                pid: if anon(sample.location.dso) {
+                    sample.pid
+                } else {
+                    -1
+                },
+                return_address: false,
+                kernel: kernel_mode(sample.cpumode),
+            };
+            path.push(self.location(profile, key, sample.ip));
+        } else {
+            for (i, fr) in chain.iter().enumerate() {
+                let key = LocKey {
+                    dso: fr.location.dso.unwrap_or(NONE),
+                    file_offset: fr.location.file_offset,
+                    pid: if anon(fr.location.dso) {
+                        sample.pid
+                    } else {
+                        -1
+                    },
+                    return_address: i > 0,
+                    kernel: kernel_mode(fr.cpumode),
+                };
+                path.push(self.location(profile, key, fr.addr));
+            }
+        }
+        let mut parent = NONE;
+        for &loc in path.iter().rev() {
+            parent = match self.node_ids.get(&(parent, loc)) {
+                Some(&n) => n,
+                None => {
+                    let n = self.nodes.len() as u32;
+                    self.nodes.push(StackNode {
+                        parent,
+                        location: loc,
+                    });
+                    self.node_ids.insert((parent, loc), n);
+                    n
+                }
+            };
+        }
+        self.path = path;
+        let stack = parent;
+        let key = (stack, thread, event);
+        let slot = match self.sample_ids.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = self.samples.len() as u32;
+                self.samples.push(StackSample {
+                    stack,
+                    thread,
+                    event,
+                    count: 0,
+                    period: 0,
+                });
+                self.sample_ids.insert(key, s);
+                s
+            }
+        };
+        let s = &mut self.samples[slot as usize];
+        s.count += 1;
+        s.period += sample.period;
+        let e = &mut self.events[event as usize];
+        e.1 += 1;
+        e.2 += sample.period;
+        self.kept += 1;
+        if self.opts.timeline {
+            self.timeline.push(TimedSample {
+                time: sample.time,
+                thread,
+                event,
+                stack,
+                period: sample.period,
+                cpu: sample.cpu,
+            });
+        }
+    }
+
+    /// Symbolizes the locations and returns the profile. `profile` is the read's profile
+    /// (its DSOs, strings, events and header facts).
+    pub fn finish(
+        self,
+        profile: &Profile,
+        symbolizer: &mut Symbolizer,
+    ) -> Result<StackProfile, AnalysisError> {
+        if !self.opts.events.is_empty() && self.events.is_empty() {
+            culprit_decode::model::select_events(profile, &self.opts.events)?;
+            return Err(AnalysisError::UnknownEvent {
+                wanted: self.opts.events.join(","),
+                available: profile.events.iter().map(|e| e.name.clone()).collect(),
+            });
+        }
+        let mut out = StackProfile {
+            summary: summary(profile, self.kept, self.time_range),
+            ..StackProfile::default()
+        };
+        out.events = self
+            .events
+            .iter()
+            .map(|&(id, samples, period)| {
+                let info = &profile.events[usize::from(id)];
+                StackEvent {
+                    name: info.name.clone(),
+                    id,
+                    unit: period_unit(info),
+                    samples,
+                    period,
+                }
+            })
+            .collect();
+        out.threads = self
+            .thread_keys
+            .iter()
+            .map(|&(pid, tid, comm)| ThreadInfo {
+                pid,
+                tid,
+                comm: profile.str(comm).to_string(),
+            })
+            .collect();
+
+        // Mappings, in order of first use.
+        let mut mapping_of: FxHashMap<u32, u32> = FxHashMap::default();
+        for (key, addr) in &self.locs {
+            if key.dso == NONE {
+                continue;
+            }
+            let Some(dso) = profile.dsos.get(key.dso as usize) else {
+                continue;
+            };
+            let m = *mapping_of.entry(key.dso).or_insert_with(|| {
+                out.mappings.push(Mapping {
+                    path: dso.path.clone(),
+                    short_name: dso.short_name.clone(),
+                    build_id: dso.build_id.as_deref().map(hex),
+                    kind: match dso.kind {
+                        DsoKind::Elf => MappingKind::File,
+                        DsoKind::Kernel => MappingKind::Kernel,
+                        DsoKind::KernelModule => MappingKind::KernelModule,
+                        DsoKind::Vdso => MappingKind::Vdso,
+                        DsoKind::Anonymous => MappingKind::Anonymous,
+                    },
+                    address_range: (*addr, *addr),
+                });
+                (out.mappings.len() - 1) as u32
+            });
+            let r = &mut out.mappings[m as usize].address_range;
+            *r = (r.0.min(*addr), r.1.max(*addr));
+        }
+
+        // Symbols, resolved in one sorted batch.
+        let queries: Vec<Query> = self
+            .locs
+            .iter()
+            .map(|(k, _)| Query {
+                dso: (k.dso != NONE).then_some(k.dso),
+                file_offset: k.file_offset,
+                pid: k.pid,
+            })
+            .collect();
+        let resolved = symbolizer.resolve_batch(profile, &queries);
+        let mut function_ids: FxHashMap<(String, u32), u32> = FxHashMap::default();
+        let mut function = |out: &mut StackProfile, name: &str, mapping: u32, unknown: bool| {
+            if let Some(&f) = function_ids.get(&(name.to_string(), mapping)) {
+                return f;
+            }
+            out.functions.push(Function {
+                name: name.to_string(),
+                mapping,
+                file: None,
+                unknown,
+            });
+            let f = (out.functions.len() - 1) as u32;
+            function_ids.insert((name.to_string(), mapping), f);
+            f
+        };
+        let with_lines = self.opts.inline || self.opts.lines;
+        out.locations.reserve(self.locs.len());
+        for (i, (key, addr)) in self.locs.iter().enumerate() {
+            let mapping = mapping_of.get(&key.dso).copied().unwrap_or(NONE);
+            let r = resolved[i];
+            let symbol = r
+                .symbol
+                .and_then(|id| symbolizer.symbol(id))
+                .map(|s| s.name.to_string());
+            let outer = match &symbol {
+                Some(name) => function(&mut out, name, mapping, false),
+                None => function(&mut out, "[unknown]", mapping, true),
+            };
+            let dso = (key.dso != NONE).then_some(key.dso);
+            let mut frames = Vec::with_capacity(1);
+            let mut outer_line = None;
+            let mut outer_file = None;
+            if with_lines && symbol.is_some() {
+                let source = if self.opts.inline {
+                    symbolizer.source(profile, dso, key.file_offset, key.return_address)
+                } else {
+                    symbolizer
+                        .source_line(profile, dso, key.file_offset)
+                        .into_iter()
+                        .collect()
+                };
+                if let Some((last, inner)) = source.split_last() {
+                    for sf in inner {
+                        let name = sf.function.as_deref().unwrap_or("[unknown]");
+                        let f = function(&mut out, name, mapping, sf.function.is_none());
+                        if out.functions[f as usize].file.is_none() {
+                            out.functions[f as usize].file = sf.file.clone();
+                        }
+                        frames.push(LineFrame {
+                            function: f,
+                            line: sf.line,
+                        });
+                    }
+                    outer_line = last.line;
+                    outer_file = last.file.clone();
+                }
+            }
+            if out.functions[outer as usize].file.is_none() {
+                out.functions[outer as usize].file = outer_file;
+            }
+            frames.push(LineFrame {
+                function: outer,
+                line: outer_line,
+            });
+            out.locations.push(Location {
+                mapping,
+                address: *addr,
+                file_offset: key.file_offset,
+                svma: r.svma,
+                return_address: key.return_address,
+                kernel: key.kernel
+                    || out.mappings.get(mapping as usize).is_some_and(|m| {
+                        matches!(m.kind, MappingKind::Kernel | MappingKind::KernelModule)
+                    }),
+                frames,
+            });
+        }
+        out.nodes = self.nodes;
+        out.samples = self.samples;
+        out.timeline = self.timeline;
+        out.summary
+            .warnings
+            .extend(symbolizer.warnings().iter().cloned());
+        Ok(out)
+    }
+}
+
+fn summary(profile: &Profile, kept: u64, time_range: Option<(u64, u64)>) -> ProfileSummary {
+    let m = &profile.meta;
+    let warnings = profile.warnings.clone();
+    ProfileSummary {
+        input: String::new(),
+        hostname: m.hostname.clone(),
+        os_release: m.os_release.clone(),
+        arch: m.arch.clone(),
+        cpu: m.cpu_desc.clone(),
+        cmdline: m.cmdline.clone(),
+        perf_version: m.perf_version.clone(),
+        time_range: time_range.or(m.time_range),
+        samples: kept,
+        lost: profile.lost,
+        warnings,
+        stopped: crate::recording::Stopped::of(profile),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads `input` once, streaming, and returns its stack profile. `progress(done, total)`
+/// reports bytes read.
+pub fn stack_profile(
+    input: &ProfileInput,
+    opts: &StackOptions,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<StackProfile, StackError> {
+    let mut builder = StackBuilder::new(opts);
+    let plan = ReadPlan {
+        unwind: opts.unwind,
+        ..ReadPlan::default()
+    };
+    let profile = input
+        .for_each(&plan, progress, |p, s| builder.add(p, s))
+        .map_err(StackError::Read)?;
+    let mut symbolizer = input.symbolizer();
+    let mut out = builder
+        .finish(&profile, &mut symbolizer)
+        .map_err(StackError::Analysis)?;
+    out.summary.input = input.path().display().to_string();
+    Ok(out)
+}
+
+/// Why a stack profile could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    /// The input could not be read.
+    #[error(transparent)]
+    Read(culprit_decode::ReadError),
+    /// The options do not fit the file (e.g. an unknown event).
+    #[error(transparent)]
+    Analysis(AnalysisError),
+}

@@ -1,0 +1,215 @@
+//! culprit-export: the profile in the formats of the tools users have. Every export is
+//! written from one model, [`culprit_analysis::stacks::StackProfile`] (call stacks read and
+//! symbolized once), one module per format.
+#![deny(missing_docs)]
+
+pub mod folded;
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use culprit_analysis::recording::Stopped;
+use culprit_analysis::stacks::{stack_profile, StackError, StackOptions, StackProfile};
+use culprit_symbols::ProfileInput;
+
+pub use folded::FoldedOptions;
+
+/// The formats `culprit export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// Folded (collapsed) stacks, as `perf script | inferno-collapse-perf` writes them.
+    Folded,
+}
+
+impl Format {
+    /// The format's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Folded => "folded",
+        }
+    }
+
+    /// Whether the format is binary (not written to a terminal).
+    pub fn is_binary(self) -> bool {
+        match self {
+            Format::Folded => false,
+        }
+    }
+
+    /// What the stack profile must keep for this format.
+    fn stack_options(self, base: &StackOptions) -> StackOptions {
+        match self {
+            Format::Folded => base.clone(),
+        }
+    }
+}
+
+/// What to export and how.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The format.
+    pub format: Format,
+    /// Which samples and events, inline expansion, unwinding.
+    pub stacks: StackOptions,
+    /// The one event of single-event formats (folded); `None`: the first event sampled.
+    pub event: Option<String>,
+    /// Frame naming of folded stacks.
+    pub folded: FoldedOptions,
+}
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Reading or analysing the input failed.
+    #[error(transparent)]
+    Stacks(#[from] StackError),
+    /// Writing the output failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The input cannot give this format (the message says why and what to record).
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// One event in an export summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventSummary {
+    /// The event's name.
+    pub name: String,
+    /// Samples exported.
+    pub samples: u64,
+    /// Sum of their periods.
+    pub period: u64,
+}
+
+/// What an export wrote (`culprit export --summary json`: schema docs/schemas/export.schema.json).
+#[derive(Debug, Clone, Serialize)]
+pub struct ExportSummary {
+    /// Version of this JSON layout.
+    pub schema: u32,
+    /// The format written.
+    pub format: String,
+    /// The input.
+    pub input: String,
+    /// Events in the profile, with what was exported of each.
+    pub events: Vec<EventSummary>,
+    /// The events written (single-event formats write one).
+    pub exported_events: Vec<String>,
+    /// Samples read (after filters).
+    pub samples: u64,
+    /// Distinct call stacks.
+    pub stacks: u64,
+    /// Lines or records written (folded: stack lines).
+    pub records: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Samples the kernel reported lost.
+    pub lost: u64,
+    /// Problems met.
+    pub warnings: Vec<String>,
+    /// Where reading stopped, for a damaged file.
+    pub stopped: Option<Stopped>,
+}
+
+/// Counts the bytes written through it.
+struct Counting<'a> {
+    inner: &'a mut dyn Write,
+    bytes: u64,
+}
+
+impl Write for Counting<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Reads `input` and writes it to `out` in `opts.format`; `progress(done, total)` reports
+/// bytes read.
+pub fn export(
+    input: &ProfileInput,
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<ExportSummary, ExportError> {
+    let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
+    write_profile(&profile, opts, out)
+}
+
+/// Writes an already read stack profile in `opts.format`.
+pub fn write_profile(
+    profile: &StackProfile,
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, ExportError> {
+    let mut out = Counting {
+        inner: out,
+        bytes: 0,
+    };
+    let mut exported_events = Vec::new();
+    let records = match opts.format {
+        Format::Folded => {
+            let event = single_event(profile, opts.event.as_deref())?;
+            let stacks = match event {
+                Some(e) => {
+                    exported_events.push(profile.events[e as usize].name.clone());
+                    folded::folded_stacks(profile, e, &opts.folded)
+                }
+                None => Vec::new(),
+            };
+            folded::write(&mut out, &stacks)?;
+            stacks.len() as u64
+        }
+    };
+    out.flush()?;
+    Ok(ExportSummary {
+        schema: 1,
+        format: opts.format.name().to_string(),
+        input: profile.summary.input.clone(),
+        events: profile
+            .events
+            .iter()
+            .map(|e| EventSummary {
+                name: e.name.clone(),
+                samples: e.samples,
+                period: e.period,
+            })
+            .collect(),
+        exported_events,
+        samples: profile.summary.samples,
+        stacks: profile.samples.len() as u64,
+        records,
+        bytes: out.bytes,
+        lost: profile.summary.lost,
+        warnings: profile.summary.warnings.clone(),
+        stopped: profile.summary.stopped.clone(),
+    })
+}
+
+/// The event a single-event format writes: the one named, else the first event sampled
+/// (`None`: the profile has no samples).
+pub fn single_event(
+    profile: &StackProfile,
+    name: Option<&str>,
+) -> Result<Option<u32>, ExportError> {
+    match name {
+        Some(n) => profile.event_index(n).map(Some).ok_or_else(|| {
+            ExportError::Unsupported(format!(
+                "no samples of event '{n}' in the file (events sampled: {})",
+                profile
+                    .events
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        }),
+        None => Ok((!profile.events.is_empty()).then_some(0)),
+    }
+}
