@@ -48,6 +48,8 @@ enum Command {
     Diff(cmd::diff::DiffArgs),
     /// Export a perf.data file to folded stacks and other tools' formats.
     Export(cmd::export::ExportArgs),
+    /// Flame graph (SVG) of a perf.data file, or the differential graph of two.
+    Flamegraph(cmd::flamegraph::FlameGraphArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -65,6 +67,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Top(args) => cmd::top::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Export(args) => cmd::export::run(args),
+        Command::Flamegraph(args) => cmd::flamegraph::run(args),
     }
 }
 

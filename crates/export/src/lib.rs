@@ -3,6 +3,7 @@
 //! symbolized once), one module per format.
 #![deny(missing_docs)]
 
+pub mod flamegraph;
 pub mod folded;
 
 use std::io::{self, Write};

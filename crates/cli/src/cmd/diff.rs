@@ -12,7 +12,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use culprit_analysis::diff::{self, DiffOptions, DEFAULT_KEYS};
+use culprit_analysis::stacks::StackOptions;
 use culprit_analysis::SortKey;
+use culprit_export::flamegraph::{self, FlameGraphOptions};
 use culprit_output::Note;
 use culprit_symbols::ProfileInput;
 
@@ -50,6 +52,11 @@ pub struct DiffArgs {
     /// perf's build-id cache is DIR instead of ~/.debug (both inputs).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dir: Option<PathBuf>,
+    /// Also draw the differential flame graph of the two files to FILE (SVG): the other
+    /// file's stacks, red where a frame's share grew, blue where it shrank (its event: the
+    /// first -e, else the first the other file sampled).
+    #[arg(long = "flamegraph", value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
     /// --format text, json or csv (docs/diff.md), -o, --color, --width.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -79,6 +86,41 @@ impl DiffArgs {
     }
 }
 
+/// Draws the differential flame graph of `b` against `a` to `path`.
+fn draw_differential(
+    a: &ProfileInput,
+    b: &ProfileInput,
+    events: &[String],
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let opts = FlameGraphOptions {
+        event: events.first().cloned(),
+        ..FlameGraphOptions::default()
+    };
+    let stacks = StackOptions {
+        events: events.to_vec(),
+        unwind: true,
+        ..StackOptions::default()
+    };
+    let (bar_a, bar_b) = (Progress::for_input(a), Progress::for_input(b));
+    // The diff has warned about the files already.
+    flamegraph::flamegraph(
+        a,
+        Some(b),
+        &stacks,
+        &opts,
+        &mut out,
+        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
+    )
+    .with_context(|| format!("--flamegraph {}", path.display()))?;
+    out.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
 /// Runs `culprit diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let keys = match &args.sort {
@@ -100,6 +142,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     )?;
     bar_a.finish();
     bar_b.finish();
+    if let Some(path) = &args.flamegraph {
+        draw_differential(&a, &b, &args.event, path)?;
+    }
     let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
     let mut out = args.output.writer()?;
