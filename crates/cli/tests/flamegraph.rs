@@ -420,3 +420,81 @@ fn test_differential_flamegraph_colours_changes_like_diff() {
     );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), svg);
 }
+
+/// Whether inferno's tools (cargo install inferno) are here; on CI they must be.
+fn require_inferno(test: &str) -> bool {
+    let ok = ["inferno-collapse-perf", "inferno-flamegraph"]
+        .iter()
+        .all(|t| {
+            std::process::Command::new(t)
+                .arg("--help")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    if ok {
+        return true;
+    }
+    if std::env::var("CI").is_ok() {
+        panic!("{test}: inferno is not installed, but .ci/run installs it");
+    }
+    common::skip(test, "inferno is not installed (cargo install inferno)")
+}
+
+/// Runs `cmd` with `input` on its stdin; its stdout.
+fn pipe(cmd: &mut std::process::Command, input: Vec<u8>) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn test_flamegraph_draws_the_frames_of_perf_script_inferno_pipeline() {
+    let test = "test_flamegraph_draws_the_frames_of_perf_script_inferno_pipeline";
+    if !common::require_perf(test) || !require_inferno(test) {
+        return;
+    }
+    let (a, _) = recordings();
+    // The pipeline users run: perf script | inferno-collapse-perf --all | inferno-flamegraph.
+    let script = common::run_ok(
+        std::process::Command::new("perf")
+            .arg("script")
+            .arg("-i")
+            .arg(&a),
+    );
+    let folded = pipe(
+        std::process::Command::new("inferno-collapse-perf").arg("--all"),
+        script.stdout,
+    );
+    let theirs = String::from_utf8(pipe(
+        &mut std::process::Command::new("inferno-flamegraph"),
+        folded,
+    ))
+    .unwrap();
+    let mine = flamegraph(&["-i", a.to_str().unwrap()]);
+    // The same frames, each with the same weight and share (colours, titles and the count's
+    // unit name differ).
+    let key = |f: &Frame| (f.name.clone(), f.count, (f.percent * 100.0).round() as i64);
+    let mut theirs: Vec<_> = frames(&theirs).iter().map(key).collect();
+    let mut mine: Vec<_> = frames(&mine).iter().map(key).collect();
+    theirs.sort();
+    mine.sort();
+    assert!(mine.len() > 10, "{mine:?}");
+    assert_eq!(mine, theirs);
+}
