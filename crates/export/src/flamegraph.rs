@@ -385,3 +385,99 @@ fn insert(map: &mut PaletteMap, name: String, hue: BasicPalette) {
 fn is_program(dso: &str, comm: &str) -> bool {
     !comm.is_empty() && (dso == comm || (comm.len() >= 15 && dso.starts_with(comm)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use culprit_analysis::stacks::{Function, Mapping, ThreadInfo};
+
+    fn mapping(path: &str, kind: MappingKind) -> Mapping {
+        Mapping {
+            path: path.to_string(),
+            short_name: path.rsplit('/').next().unwrap().to_string(),
+            build_id: None,
+            kind,
+            address_range: (0, 0),
+        }
+    }
+
+    fn function(name: &str, mapping: u32, unknown: bool) -> Function {
+        Function {
+            name: name.to_string(),
+            mapping,
+            file: None,
+            unknown,
+        }
+    }
+
+    #[test]
+    fn test_dso_palette_colours_kernel_program_libraries_and_unknown_code() {
+        let profile = StackProfile {
+            threads: vec![ThreadInfo {
+                pid: 1,
+                tid: 1,
+                comm: "prog".to_string(),
+            }],
+            mappings: vec![
+                mapping("[kernel.kallsyms]", MappingKind::Kernel),
+                mapping("/usr/bin/prog", MappingKind::File),
+                mapping("/usr/lib/libc.so.6", MappingKind::File),
+                mapping("//anon", MappingKind::Anonymous),
+            ],
+            functions: vec![
+                function("schedule", 0, false),
+                function("main", 1, false),
+                function("ns::f(int)", 1, false),
+                function("memcpy", 2, false),
+                function("[unknown]", 2, true),
+                function("jitted", 3, false),
+                function("[unknown]", NONE, true),
+            ],
+            ..StackProfile::default()
+        };
+        let map = dso_palette(&profile);
+        let get = |name: &str| {
+            map.get(name)
+                .unwrap_or_else(|| panic!("no colour for {name}"))
+        };
+        // Kernel: orange (FlameGraph's), under the annotated name the folded stacks use.
+        let k = get("schedule_[k]");
+        assert!(k.r >= 190 && (90..=155).contains(&k.g) && k.b == 0, "{k:?}");
+        assert!(map.get("schedule").is_none());
+        // The program: red to yellow, names as the folded stacks write them.
+        for name in ["main", "ns::f"] {
+            let c = get(name);
+            assert!(c.r >= 205 && c.b == 55, "{name}: {c:?}");
+        }
+        // A library: its own hue, not the program's; its unknown code by the file name.
+        for name in ["memcpy", "[libc.so.6]"] {
+            let c = get(name);
+            assert!(!(c.r >= 205 && c.b == 55), "{name}: {c:?}");
+        }
+        let j = get("jitted_[j]");
+        assert!(j.g >= 200 && j.r <= 60 && j.b <= 60, "{j:?}");
+        // Outside any mapping: grey, or orange in the kernel.
+        let u = get("[unknown]");
+        assert!(u.r == u.g && u.g == u.b, "{u:?}");
+        assert_eq!(get("[unknown]_[k]").b, 0);
+        // The same names always get the same colours.
+        assert_eq!(dso_palette(&profile), map);
+    }
+
+    #[test]
+    fn test_colors_parse_dso_and_inferno_palettes() {
+        assert_eq!(Colors::parse("dso"), Ok(Colors::Dso));
+        assert!(matches!(Colors::parse("hot"), Ok(Colors::Palette(_))));
+        assert!(matches!(Colors::parse("rust"), Ok(Colors::Palette(_))));
+        let err = Colors::parse("nosuch").unwrap_err();
+        assert!(err.contains("dso") && err.contains("java"), "{err}");
+    }
+
+    #[test]
+    fn test_is_program_matches_the_command_name_cut_to_15_bytes() {
+        assert!(is_program("prog", "prog"));
+        assert!(is_program("a_very_long_program_name", "a_very_long_pro"));
+        assert!(!is_program("libc.so.6", "prog"));
+        assert!(!is_program("prog", ""));
+    }
+}
