@@ -50,6 +50,10 @@ pub struct DiffSide<'a> {
     /// Whether the periods of each of its events (by index in `hotspots.events`) are
     /// nanoseconds (cpu-clock, task-clock), for the header lines.
     pub period_is_ns: &'a [bool],
+    /// The perf_event_attr type and config of each of its events (by index in
+    /// `hotspots.events`): events match across files by them, as perf diff matches them
+    /// (`task-clock` and `task-clock/period=100000/` are one event); by name when absent.
+    pub event_kinds: &'a [(u32, u64)],
     /// Where reading a damaged file stopped.
     pub stopped: Option<&'a Stopped>,
 }
@@ -103,8 +107,11 @@ pub struct EventSide {
 /// The rows of one event.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventDiff {
-    /// The event's name (the same in both files).
+    /// The event's name in the baseline.
     pub name: String,
+    /// Its name in the other file, when that differs (other modifiers or terms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_name: Option<String>,
     /// Its totals in the baseline.
     pub baseline: EventSide,
     /// Its totals in the other file.
@@ -248,6 +255,7 @@ struct Grouped {
     hotspots: Hotspots,
     meta: RecordingMeta,
     period_is_ns: Vec<bool>,
+    event_kinds: Vec<(u32, u64)>,
     stopped: Option<Stopped>,
     warnings: Vec<String>,
 }
@@ -305,6 +313,12 @@ fn group(
             .iter()
             .map(|e| period_is_ns(&profile, e.id))
             .collect(),
+        event_kinds: hotspots
+            .events
+            .iter()
+            .filter_map(|e| profile.events.get(usize::from(e.id)))
+            .map(|e| (e.attr_type, e.config))
+            .collect(),
         meta: RecordingMeta::of(&profile),
         hotspots,
         stopped,
@@ -341,6 +355,7 @@ impl Grouped {
             hotspots: &self.hotspots,
             meta: &self.meta,
             period_is_ns: &self.period_is_ns,
+            event_kinds: &self.event_kinds,
             stopped: self.stopped.as_ref(),
         }
     }
@@ -364,7 +379,7 @@ pub fn diff(baseline: DiffSide<'_>, other: DiffSide<'_>, warnings: Vec<String>) 
     let mut events = Vec::new();
     let mut only_in_baseline = Vec::new();
     for (ea, event) in a.events.iter().enumerate() {
-        let Some(eb) = b.events.iter().position(|e| e.name == event.name) else {
+        let Some(eb) = matching_event(&baseline, ea, &other) else {
             only_in_baseline.push(event.name.clone());
             continue;
         };
@@ -409,18 +424,18 @@ pub fn diff(baseline: DiffSide<'_>, other: DiffSide<'_>, warnings: Vec<String>) 
                 .then_with(|| base(y).total_cmp(&base(x)))
                 .then_with(|| x.texts.cmp(&y.texts))
         });
+        let other_name = &b.events[eb].name;
         events.push(EventDiff {
             name: event.name.clone(),
+            other_name: (*other_name != event.name).then(|| other_name.clone()),
             baseline: ta,
             other: tb,
             rows,
         });
     }
-    let only_in_other = b
-        .events
-        .iter()
-        .filter(|e| !a.events.iter().any(|x| x.name == e.name))
-        .map(|e| e.name.clone())
+    let only_in_other = (0..b.events.len())
+        .filter(|&eb| matching_event(&other, eb, &baseline).is_none())
+        .map(|eb| b.events[eb].name.clone())
         .collect();
     Diff {
         schema: SCHEMA,
@@ -439,6 +454,19 @@ pub fn diff(baseline: DiffSide<'_>, other: DiffSide<'_>, warnings: Vec<String>) 
         only_in_baseline,
         only_in_other,
         warnings,
+    }
+}
+
+/// The event of `other` that event `e` of `side` is: the same attr type and config (as
+/// perf diff), the same name when the kinds are unknown.
+fn matching_event(side: &DiffSide<'_>, e: usize, other: &DiffSide<'_>) -> Option<usize> {
+    let events = &other.hotspots.events;
+    match side.event_kinds.get(e) {
+        Some(kind) => (0..events.len()).find(|&i| other.event_kinds.get(i) == Some(kind)),
+        None => {
+            let name = &side.hotspots.events.get(e)?.name;
+            events.iter().position(|x| x.name == *name)
+        }
     }
 }
 
@@ -646,9 +674,12 @@ pub fn document(d: &Diff) -> Document {
             );
         }
         let mut t = Table::new(columns);
+        let label = match &e.other_name {
+            Some(o) => format!("Event '{}' (other file: '{o}')", e.name),
+            None => format!("Event '{}'", e.name),
+        };
         t.title = Some(format!(
-            "Event '{}': baseline {}; other {}",
-            e.name,
+            "{label}: baseline {}; other {}",
             totals_text(&e.baseline),
             totals_text(&e.other)
         ));
