@@ -15,6 +15,7 @@ pub mod ibs;
 pub mod listing;
 pub mod metrics;
 pub mod offenders;
+pub mod pgo;
 pub mod recording;
 pub mod skid;
 pub mod stacks;

@@ -47,7 +47,9 @@ pub fn folded_stacks(
         let Some(thread) = profile.threads.get(s.thread as usize) else {
             continue;
         };
-        line.push_str(&thread.comm.replace(' ', "_"));
+        // Control characters (a newline would end the line) are escaped like every name
+        // culprit prints: `\xNN`.
+        line.push_str(&culprit_output::text::escape(&thread.comm).replace(' ', "_"));
         if opts.tid {
             line.push_str(&format!("-{}/{}", thread.pid, thread.tid));
         } else if opts.pid {
@@ -118,7 +120,7 @@ fn unknown_name(profile: &StackProfile, mapping: u32, addr: Option<u64>) -> Stri
         }
         Some(path) => path.rsplit('/').next().unwrap_or(path),
     };
-    let base = base.replace(';', ":");
+    let base = culprit_output::text::escape(base).replace(';', ":");
     match addr {
         Some(a) => format!("[{base} <{a:x}>]"),
         None => format!("[{base}]"),
@@ -129,7 +131,7 @@ fn unknown_name(profile: &StackProfile, mapping: u32, addr: Option<u64>) -> Stri
 /// (`ns::f(int)` → `ns::f`), except Go's method receivers (`pkg.(*T).M`) and C++'s
 /// `(anonymous namespace)`.
 pub fn tidy(name: &str) -> String {
-    let name = name.replace(';', ":");
+    let name = culprit_output::text::escape(name).replace(';', ":");
     let mut depth = 0i32;
     let mut after_dot = None;
     for (i, c) in name.char_indices() {

@@ -3,8 +3,11 @@
 //! symbolized once), one module per format.
 #![deny(missing_docs)]
 
+pub mod autofdo;
+pub mod bolt;
 pub mod flamegraph;
 pub mod folded;
+pub mod pgo;
 
 use std::io::{self, Write};
 
@@ -22,6 +25,10 @@ pub use folded::FoldedOptions;
 pub enum Format {
     /// Folded (collapsed) stacks, as `perf script | inferno-collapse-perf` writes them.
     Folded,
+    /// BOLT's pre-aggregated profile (`perf2bolt -pa`), from branch data ([`bolt`]).
+    Bolt,
+    /// AutoFDO / LLVM text sample profile, from branch data ([`autofdo`]).
+    Autofdo,
 }
 
 impl Format {
@@ -29,20 +36,31 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::Bolt => "bolt",
+            Format::Autofdo => "autofdo",
         }
     }
 
     /// Whether the format is binary (not written to a terminal).
     pub fn is_binary(self) -> bool {
         match self {
-            Format::Folded => false,
+            Format::Folded | Format::Bolt | Format::Autofdo => false,
         }
     }
 
     /// What the stack profile must keep for this format.
     fn stack_options(self, base: &StackOptions) -> StackOptions {
         match self {
-            Format::Folded => base.clone(),
+            Format::Folded | Format::Bolt | Format::Autofdo => base.clone(),
+        }
+    }
+
+    /// The PGO format this is, if it is one: those read branch data, not call stacks.
+    pub fn pgo(self) -> Option<pgo::PgoFormat> {
+        match self {
+            Format::Bolt => Some(pgo::PgoFormat::Bolt),
+            Format::Autofdo => Some(pgo::PgoFormat::Autofdo),
+            Format::Folded => None,
         }
     }
 }
@@ -58,6 +76,9 @@ pub struct ExportOptions {
     pub event: Option<String>,
     /// Frame naming of folded stacks.
     pub folded: FoldedOptions,
+    /// bolt, autofdo: the binary (short name or path); `None`: the ELF file with the most
+    /// taken branches.
+    pub dso: Option<String>,
 }
 
 /// Why an export failed.
@@ -72,6 +93,9 @@ pub enum ExportError {
     /// The input cannot give this format (the message says why and what to record).
     #[error("{0}")]
     Unsupported(String),
+    /// A PGO export (bolt, autofdo) failed.
+    #[error(transparent)]
+    Pgo(#[from] pgo::PgoError),
 }
 
 /// One event in an export summary.
@@ -112,12 +136,15 @@ pub struct ExportSummary {
     pub warnings: Vec<String>,
     /// Where reading stopped, for a damaged file.
     pub stopped: Option<Stopped>,
+    /// bolt, autofdo: the binary and the branch data written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgo: Option<pgo::PgoSummary>,
 }
 
 /// Counts the bytes written through it.
-struct Counting<'a> {
-    inner: &'a mut dyn Write,
-    bytes: u64,
+pub(crate) struct Counting<'a> {
+    pub(crate) inner: &'a mut dyn Write,
+    pub(crate) bytes: u64,
 }
 
 impl Write for Counting<'_> {
@@ -139,6 +166,9 @@ pub fn export(
     out: &mut dyn Write,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<ExportSummary, ExportError> {
+    if let Some(format) = opts.format.pgo() {
+        return pgo::export_summary(input, opts, format, out, progress);
+    }
     let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
     write_profile(&profile, opts, out)
 }
@@ -167,6 +197,12 @@ pub fn write_profile(
             folded::write(&mut out, &stacks)?;
             stacks.len() as u64
         }
+        Format::Bolt | Format::Autofdo => {
+            return Err(ExportError::Unsupported(format!(
+                "{} is written from branch data, not call stacks: use export()",
+                opts.format.name()
+            )))
+        }
     };
     out.flush()?;
     Ok(ExportSummary {
@@ -190,6 +226,7 @@ pub fn write_profile(
         lost: profile.summary.lost,
         warnings: profile.summary.warnings.clone(),
         stopped: profile.summary.stopped.clone(),
+        pgo: None,
     })
 }
 
