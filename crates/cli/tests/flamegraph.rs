@@ -1,4 +1,5 @@
 //! `culprit flamegraph`: the SVG parses as XML (roxmltree, not the writer's own library);
+//! its frames equal those of perf script | inferno-collapse-perf --all | inferno-flamegraph;
 //! every frame's details (`name (N ns, P%)`) equal the folded stacks it was drawn from
 //! (`culprit export --format folded`, itself checked against inferno-collapse-perf in
 //! export.rs); names holding markup are text, never markup; colours follow the code's
@@ -421,72 +422,38 @@ fn test_differential_flamegraph_colours_changes_like_diff() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), svg);
 }
 
-/// Whether inferno's tools (cargo install inferno) are here; on CI they must be.
-fn require_inferno(test: &str) -> bool {
-    let ok = ["inferno-collapse-perf", "inferno-flamegraph"]
-        .iter()
-        .all(|t| {
-            std::process::Command::new(t)
-                .arg("--help")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    if ok {
-        return true;
-    }
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: inferno is not installed, but .ci/run installs it");
-    }
-    common::skip(test, "inferno is not installed (cargo install inferno)")
-}
-
-/// Runs `cmd` with `input` on its stdin; its stdout.
-fn pipe(cmd: &mut std::process::Command, input: Vec<u8>) -> Vec<u8> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 #[test]
 fn test_flamegraph_draws_the_frames_of_perf_script_inferno_pipeline() {
     let test = "test_flamegraph_draws_the_frames_of_perf_script_inferno_pipeline";
-    if !common::require_perf(test) || !require_inferno(test) {
+    if !common::require_perf(test) {
         return;
     }
     let (a, _) = recordings();
-    // The pipeline users run: perf script | inferno-collapse-perf --all | inferno-flamegraph.
+    // The pipeline users run, perf script | inferno-collapse-perf --all | inferno-flamegraph,
+    // with inferno's tools as a library (the binaries' own code).
+    use inferno::collapse::Collapse;
     let script = common::run_ok(
         std::process::Command::new("perf")
             .arg("script")
             .arg("-i")
             .arg(&a),
     );
-    let folded = pipe(
-        std::process::Command::new("inferno-collapse-perf").arg("--all"),
-        script.stdout,
-    );
-    let theirs = String::from_utf8(pipe(
-        &mut std::process::Command::new("inferno-flamegraph"),
-        folded,
-    ))
-    .unwrap();
+    let mut collapse = inferno::collapse::perf::Options::default();
+    collapse.annotate_kernel = true;
+    collapse.annotate_jit = true;
+    let mut folded = Vec::new();
+    inferno::collapse::perf::Folder::from(collapse)
+        .collapse(std::io::Cursor::new(script.stdout), &mut folded)
+        .expect("inferno collapses perf script's output");
+    let folded = String::from_utf8(folded).unwrap();
+    let mut theirs = Vec::new();
+    inferno::flamegraph::from_lines(
+        &mut inferno::flamegraph::Options::default(),
+        folded.lines(),
+        &mut theirs,
+    )
+    .expect("inferno draws the folded stacks");
+    let theirs = String::from_utf8(theirs).unwrap();
     let mine = flamegraph(&["-i", a.to_str().unwrap()]);
     // The same frames, each with the same weight and share (colours, titles and the count's
     // unit name differ).
