@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample, PerfLine};
 use culprit_decode::model::{Location, Profile, Sample};
 use culprit_decode::pebs::{self, MemOp, PreciseSample, PreciseSource, Snoop, Tlb};
+use culprit_decode::tracepoint::FieldValue;
 use culprit_output::text::escape;
 use culprit_symbols::{Query, Symbolizer};
 use serde::{Serialize, Serializer};
@@ -87,6 +88,27 @@ pub struct ListedSample {
     /// Precise memory fields (IBS op with a data source, or PEBS).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precise: Option<PreciseJson>,
+    /// A tracepoint's fields (`{"prev_comm": "sleep", "prev_pid": 42, …}`, format order),
+    /// decoded with the format recorded in the file.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "tracepoint_fields"
+    )]
+    pub fields: Option<Vec<(String, FieldValue)>>,
+}
+
+/// `fields` as one object, in the format's order.
+fn tracepoint_fields<S: Serializer>(
+    fields: &Option<Vec<(String, FieldValue)>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let fields = fields.as_deref().unwrap_or(&[]);
+    let mut m = s.serialize_map(Some(fields.len()))?;
+    for (k, v) in fields {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 /// One frame of a call chain.
@@ -259,7 +281,7 @@ impl ListedSample {
     pub fn text_lines(&self) -> Vec<String> {
         let secs = self.time / 1_000_000_000;
         let usecs = (self.time % 1_000_000_000) / 1000;
-        let head = format!(
+        let mut head = format!(
             "{:>16} {:>7}/{:<7} [{:03}] {:>5}.{:06}: {:>10} {}:",
             escape(&self.comm),
             self.pid,
@@ -270,22 +292,26 @@ impl ListedSample {
             self.period,
             escape(&self.event),
         );
-        let mut lines = if self.callchain.is_empty() {
-            vec![format!(
-                "{head} {:16x} {} ({})",
+        if self.callchain.is_empty() {
+            let _ = write!(
+                head,
+                " {:16x} {} ({})",
                 self.ip,
                 escape(self.sym.as_deref().unwrap_or("[unknown]")),
                 escape(self.dso.as_deref().unwrap_or("[unknown]"))
-            )]
-        } else {
-            let mut v = vec![head];
-            v.extend(
-                self.callchain
-                    .iter()
-                    .map(|f| f.perf_line(true, true, true, false)),
             );
-            v
-        };
+        }
+        // A tracepoint's fields follow on the line, `name=value` as perf's print formats
+        // mostly write them.
+        for (name, value) in self.fields.iter().flatten() {
+            let _ = write!(head, " {}={}", escape(name), escape(&value.to_string()));
+        }
+        let mut lines = vec![head];
+        lines.extend(
+            self.callchain
+                .iter()
+                .map(|f| f.perf_line(true, true, true, false)),
+        );
         if let Some(p) = &self.precise {
             lines.push(p.text());
         }
@@ -454,6 +480,12 @@ impl<'a> Listing<'a> {
             ibs,
             ibs_error,
             precise: precise.as_ref().map(PreciseJson::of),
+            fields: profile.tracepoint_format(s.event).map(|f| {
+                f.decode(profile.raw(s))
+                    .into_iter()
+                    .map(|(n, v)| (n.to_string(), v))
+                    .collect()
+            }),
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod launch;
 pub mod live;
 pub mod modes;
+pub mod offcpu;
 pub mod perfdata;
 pub mod privilege;
 pub mod probe;
@@ -21,6 +22,7 @@ pub mod ring;
 pub mod stat;
 pub mod sysfs;
 pub mod target;
+pub mod tracefs;
 
 #[cfg(test)]
 mod testutil;

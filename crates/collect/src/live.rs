@@ -177,6 +177,7 @@ pub fn run(
         cmdline: opts.cmdline,
         tool_version: opts.tool_version,
         stop: Some(stop.clone()),
+        off_cpu: false,
         modes: crate::modes::RecordModes::default(),
     };
     let recorder = std::thread::Builder::new()

@@ -155,6 +155,9 @@ pub struct RecordOptions {
     /// stops at its next turn; a launched command still running gets SIGTERM, then SIGKILL
     /// after [`STOP_GRACE`].
     pub stop: Option<Arc<AtomicBool>>,
+    /// `--off-cpu`: also record where threads block and for how long, as samples of an
+    /// `offcpu-time` event (`crate::offcpu`).
+    pub off_cpu: bool,
     /// Compression, bounds, output switching, flight recorder (default: none).
     pub modes: RecordModes,
 }
@@ -261,6 +264,10 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
             regs = X86_64_REGS_MASK;
             stack = size;
         }
+    }
+    if spec.attr_type == perf_type::TRACEPOINT {
+        // The tracepoint's fields (decoded with its format, saved in the file).
+        st |= sample_type::RAW;
     }
     if spec.pmu.as_deref().is_some_and(|p| p.starts_with("ibs")) {
         st |= sample_type::RAW;
@@ -633,6 +640,9 @@ struct Tracker {
     name_ids: HashMap<String, u32>,
     hit: HashSet<u32>,
     kernel_hit: bool,
+    /// `--off-cpu`: turns each pass's context switches into `offcpu-time` samples before
+    /// the pass is written.
+    off_cpu: Option<crate::offcpu::OffCpu>,
     /// Samples in the current file.
     file_samples: u64,
 }
@@ -985,13 +995,26 @@ fn record_into(
         }
         specs.push(spec);
     }
+    // --off-cpu: the sched_switch tracepoint says where threads block.
+    let off_cpu_source = if opts.off_cpu {
+        Some(crate::offcpu::switch_event(&mut specs)?)
+    } else {
+        None
+    };
     let max_rate = procfs::max_sample_rate();
     let mut rates = Vec::new();
     for spec in &specs {
-        let mut rate = spec
-            .rate
-            .or(opts.rate)
-            .unwrap_or(SampleRate::Frequency(DEFAULT_FREQUENCY));
+        let default = if spec.attr_type == perf_type::TRACEPOINT {
+            // As perf: every hit of a tracepoint is a sample, unless a period is asked.
+            SampleRate::Period(1)
+        } else {
+            SampleRate::Frequency(DEFAULT_FREQUENCY)
+        };
+        let global = match opts.rate {
+            Some(SampleRate::Frequency(_)) if spec.attr_type == perf_type::TRACEPOINT => None,
+            r => r,
+        };
+        let mut rate = spec.rate.or(global).unwrap_or(default);
         match rate {
             SampleRate::Period(0) | SampleRate::Frequency(0) => {
                 return Err(RecordError::Invalid(format!(
@@ -1095,6 +1118,14 @@ fn record_into(
             }
             if access.user_only[i] {
                 a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
+            }
+            if off_cpu_source == Some(i) {
+                // The blocked thread's stack, even without -g.
+                a.sample_type |= sample_type::CALLCHAIN;
+            }
+            if opts.off_cpu && i == 0 {
+                // PERF_RECORD_SWITCH: when a blocked thread gets a CPU back.
+                a.flags |= attr_flag::CONTEXT_SWITCH;
             }
             a
         })
@@ -1209,7 +1240,7 @@ fn record_into(
 
     // 4. Only now the output: the command exists (held, not started) and the events are
     //    open, so a failed start never touched the previous file.
-    let file_attrs: Vec<FileAttr> = specs
+    let mut file_attrs: Vec<FileAttr> = specs
         .iter()
         .zip(&attrs)
         .zip(&ids)
@@ -1219,6 +1250,30 @@ fn record_into(
             ids: ids.clone(),
         })
         .collect();
+    let tracing_data = crate::offcpu::tracing_data(&specs)?;
+    let off_cpu = match off_cpu_source {
+        Some(i) => {
+            file_attrs.push(FileAttr {
+                attr: crate::offcpu::event_attr(&attrs[i]),
+                name: crate::offcpu::EVENT_NAME.to_string(),
+                ids: vec![crate::offcpu::EVENT_ID],
+            });
+            Some(crate::offcpu::OffCpu::for_switch_event(
+                ids[i].clone(),
+                &attrs[i],
+                &attrs[0],
+            )?)
+        }
+        None => None,
+    };
+    // Events in the file: the opened ones, then `offcpu-time`.
+    let mut tracker = Tracker::new(file_attrs.len());
+    for (ei, a) in file_attrs.iter().enumerate() {
+        for &id in &a.ids {
+            tracker.id_to_event.insert(id, ei);
+        }
+    }
+    tracker.off_cpu = off_cpu;
     let write_err = |source| RecordError::Write {
         path: opts.output.display_name(),
         source,
@@ -1228,6 +1283,7 @@ fn record_into(
     base_features.version = Some(opts.tool_version.clone());
     base_features.cmdline = opts.cmdline.clone();
     base_features.group_desc = group_desc(&specs);
+    base_features.tracing_data = tracing_data;
     let mut new_output = None;
     let (writer, path) = match sink {
         Sink::File(path) => {
@@ -1267,12 +1323,6 @@ fn record_into(
             return Err(write_err(e));
         }
     };
-    let mut tracker = Tracker::new(specs.len());
-    for (ei, list) in ids.iter().enumerate() {
-        for &id in list {
-            tracker.id_to_event.insert(id, ei);
-        }
-    }
     // The synthesized records go with the event that carries the side-band flags.
     let side_band = if opts.modes.overwrite { user_events } else { 0 };
     let first_id = ids[side_band].first().copied().unwrap_or(0);
@@ -1493,7 +1543,7 @@ fn record_into(
         })));
     }
 
-    let events = specs[..user_events]
+    let mut events: Vec<EventSummary> = specs[..user_events]
         .iter()
         .enumerate()
         .map(|(i, s)| EventSummary {
@@ -1505,6 +1555,17 @@ fn record_into(
             read_by_leader: s.group.is_some_and(|g| g.leader_sampling && !g.leader),
         })
         .collect();
+    if off_cpu_source.is_some() {
+        let i = specs.len();
+        events.push(EventSummary {
+            name: crate::offcpu::EVENT_NAME.to_string(),
+            samples: tracker.samples[i],
+            lost: 0,
+            throttled: 0,
+            rate: SampleRate::Period(1),
+            read_by_leader: false,
+        });
+    }
     Ok(RecordSummary {
         events,
         lost_records: tracker.lost_records,
@@ -1609,6 +1670,9 @@ fn drain(rings: &mut [Ring], buf: &mut Vec<u8>, out: &mut Out<'_>) {
     buf.clear();
     for r in rings.iter_mut() {
         r.drain_into(buf);
+    }
+    if let Some(o) = out.tracker.off_cpu.as_mut() {
+        o.extend(buf);
     }
     if buf.is_empty() || out.failed.is_some() {
         return;
@@ -1770,6 +1834,7 @@ mod tests {
             cmdline: vec![],
             tool_version: "test".into(),
             stop: None,
+            off_cpu: false,
             modes: RecordModes::default(),
         }
     }

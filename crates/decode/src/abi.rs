@@ -149,6 +149,8 @@ pub mod attr_flag {
     pub const MMAP2: u64 = 1 << 23;
     /// `comm_exec`: flag COMM records caused by exec.
     pub const COMM_EXEC: u64 = 1 << 24;
+    /// `context_switch`: PERF_RECORD_SWITCH records when the task leaves or enters a CPU.
+    pub const CONTEXT_SWITCH: u64 = 1 << 26;
     /// `write_backward`: the kernel writes records backward into the ring (overwrite mode).
     pub const WRITE_BACKWARD: u64 = 1 << 27;
     /// `build_id`: MMAP2 records carry build ids.

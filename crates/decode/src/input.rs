@@ -253,6 +253,29 @@ impl<'a> Reader<'a> {
             .collect()
     }
 
+    /// The tracepoint formats of the header's tracing data (HEADER_TRACING_DATA), read from
+    /// the header alone, so that a reader can check names against them before the records
+    /// are read. `None` for streams and pipe-mode files (their formats arrive in a
+    /// TRACING_DATA record while reading) and inputs that are no perf.data file; empty for
+    /// files without tracepoints.
+    pub fn tracepoint_formats(&self) -> Option<Vec<crate::tracepoint::TracepointFormat>> {
+        let formats = |data: &[u8], be: bool, h: &header::FileHeader| {
+            let mut features = header::Features::default();
+            let (sections, _) = header::file_feature_sections(data, h);
+            for (id, sec) in sections {
+                if let (header::feat::TRACING_DATA, Some(b)) = (id, sec.slice(data)) {
+                    header::parse_feature(&mut features, id, b, be);
+                }
+            }
+            Ok(features.tracepoints)
+        };
+        match &self.source {
+            Source::File(p) => file::with_file_header(p, formats).ok().flatten(),
+            Source::Bytes(b) => file::with_bytes_header(b, formats).ok().flatten(),
+            Source::Stdin | Source::Read(_) => None,
+        }
+    }
+
     /// Reads everything: the profile with its samples.
     pub fn collect(self) -> Result<Profile, ReadError> {
         self.read(None)

@@ -578,6 +578,19 @@ impl Profile {
             .unwrap_or(&[])
     }
 
+    /// The tracepoint format of an event (`attr.type` PERF_TYPE_TRACEPOINT whose id the
+    /// tracing data describes); `None` for other events.
+    pub fn tracepoint_format(
+        &self,
+        event: EventId,
+    ) -> Option<&crate::tracepoint::TracepointFormat> {
+        let e = self.events.get(event as usize)?;
+        if e.attr_type != crate::abi::perf_type::TRACEPOINT {
+            return None;
+        }
+        self.meta.tracepoints.iter().find(|t| t.id == e.config)
+    }
+
     /// The raw payload of a sample (empty if none).
     pub fn raw(&self, sample: &Sample) -> &[u8] {
         self.raw

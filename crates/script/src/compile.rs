@@ -19,6 +19,7 @@ use crate::probe::{self, Probe};
 use crate::{Interner, Ty};
 use culprit_analysis::offenders::Observation;
 use culprit_decode::model::Location;
+use culprit_decode::tracepoint::{FieldKind, TracepointField, TracepointFormat};
 
 /// A numeric built-in read straight from the sample (fused into its users: no call).
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +98,9 @@ pub struct Options {
     /// Bytes all of the program's aggregations may hold together (estimated per entry, see
     /// [`crate::agg::entry_bytes`]); beyond it, new keys are dropped and counted.
     pub agg_memory: usize,
+    /// The tracepoint formats `tracepoint:` probes are typed with (`args->FIELD`): the
+    /// recording's (its tracing data), or this machine's for a live trace.
+    pub tracepoints: Vec<TracepointFormat>,
 }
 
 /// The default of [`Options::agg_memory`]: 512 MiB.
@@ -108,6 +112,7 @@ impl Default for Options {
             max_keys: 100_000,
             quiet: false,
             agg_memory: DEFAULT_AGG_MEMORY,
+            tracepoints: Vec::new(),
         }
     }
 }
@@ -213,6 +218,10 @@ struct Cx<'s> {
     args: Option<Result<ArgsKind, String>>,
     /// `this` declarations: (name, type, width, line).
     this_decls: Vec<ThisDecl>,
+    /// Every tracepoint format known (from the options).
+    tp_formats: &'s [TracepointFormat],
+    /// The formats the current clause's tracepoint probes match, and the probes' text.
+    tp_clause: (Vec<&'s TracepointFormat>, String),
     /// Some expression names the sample's code location (`sym`, `mod`, `srcline`, `%a`,
     /// `offenders`): samples must come with their location resolved.
     locations: bool,
@@ -323,6 +332,8 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
         strings: Interner::default(),
         args: None,
         this_decls: Vec::new(),
+        tp_formats: &opts.tracepoints,
+        tp_clause: (Vec::new(), String::new()),
         locations: false,
     };
     cx.declare(&ast.decls)?;
@@ -350,6 +361,7 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
     for c in &ast.clauses {
         let (info, kind) = cx.probes(c)?;
         cx.args = kind;
+        cx.tp_clause = cx.tracepoint_formats(&info);
         cx.this.clear();
         for (i, (n, ty, narrow, line)) in cx.this_decls.iter().enumerate() {
             cx.this.insert(
@@ -414,7 +426,17 @@ pub fn compile(src: &str, opts: &Options) -> Result<Program, ScriptError> {
 
 type Kind = Option<Result<ArgsKind, String>>;
 
-impl Cx<'_> {
+/// The language type of a tracepoint field: strings for `char[N]` and `__data_loc char[]`,
+/// addresses for pointers, integers otherwise (arrays read their first element).
+pub(crate) fn tracepoint_type(f: &TracepointField) -> Ty {
+    match f.kind() {
+        FieldKind::Str { .. } => Ty::Str,
+        _ if f.is_pointer() => Ty::Addr,
+        _ => Ty::Int,
+    }
+}
+
+impl<'s> Cx<'s> {
     /// The 1-based line of a span's start.
     fn line_of(&self, span: Span) -> usize {
         self.line_starts.partition_point(|&l| l <= span.start)
@@ -517,6 +539,16 @@ impl Cx<'_> {
                     Ty::Int
                 }
             }
+            ExprKind::Args(_, path) if !self.tp_formats.is_empty() => {
+                // A tracepoint field of that name, if any format has one.
+                let field = path
+                    .first()
+                    .and_then(|(n, _)| self.tp_formats.iter().find_map(|f| f.field(n)));
+                match field {
+                    Some(f) => tracepoint_type(f),
+                    None => Ty::Int,
+                }
+            }
             ExprKind::Args(_, path) => {
                 let names: Vec<&str> = path.iter().map(|p| p.0.as_str()).collect();
                 let addr = [ArgsKind::Op, ArgsKind::Fetch, ArgsKind::Pmc]
@@ -540,6 +572,26 @@ impl Cx<'_> {
         self.err(span, "type error", msg)
     }
 
+    /// The formats the clause's tracepoint probes match (`*`/`?` globs), with the probes'
+    /// text for messages.
+    fn tracepoint_formats(&self, info: &ClauseInfo) -> (Vec<&'s TracepointFormat>, String) {
+        let mut out: Vec<&'s TracepointFormat> = Vec::new();
+        let mut texts = Vec::new();
+        let formats: &'s [TracepointFormat] = self.tp_formats;
+        for (p, text) in &info.probes {
+            if let Probe::Tracepoint { event } = p {
+                texts.push(text.as_str());
+                for f in formats {
+                    let name = f.full_name();
+                    if probe::glob(event, &name) && !out.iter().any(|o| std::ptr::eq(*o, f)) {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+        (out, texts.join(", "))
+    }
+
     fn probes(&self, c: &ast::Clause) -> Result<(ClauseInfo, Kind), ScriptError> {
         let mut probes = Vec::new();
         let mut kinds: Vec<(ArgsKind, &str)> = Vec::new();
@@ -553,6 +605,7 @@ impl Cx<'_> {
                 Probe::Pmc { .. } | Probe::Profile { .. } | Probe::Breakpoint { .. } => {
                     kinds.push((ArgsKind::Pmc, text))
                 }
+                Probe::Tracepoint { .. } => kinds.push((ArgsKind::Tracepoint, text)),
             }
             probes.push((p, text.clone()));
         }

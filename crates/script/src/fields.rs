@@ -17,6 +17,8 @@ pub enum ArgsKind {
     Fetch,
     /// A PMU sample (pmc:::, profile:::): perf's sample fields and PEBS memory fields.
     Pmc,
+    /// A tracepoint hit: the fields of its format (`args->prev_comm`).
+    Tracepoint,
 }
 
 impl ArgsKind {
@@ -26,6 +28,7 @@ impl ArgsKind {
             ArgsKind::Op => "ibs_exec_data",
             ArgsKind::Fetch => "ibs_fetch_data",
             ArgsKind::Pmc => "pmc_sample",
+            ArgsKind::Tracepoint => "tracepoint record",
         }
     }
 }
@@ -248,6 +251,10 @@ pub fn resolve(kind: ArgsKind, path: &[&str]) -> Result<Field, FieldError> {
     };
     match kind {
         ArgsKind::Pmc => resolve_pmc(path),
+        ArgsKind::Tracepoint => Err((
+            0,
+            "a tracepoint's fields come from its format (compile with the formats)".into(),
+        )),
         ArgsKind::Op | ArgsKind::Fetch => {
             let (unions, plain, aliases) = if kind == ArgsKind::Op {
                 (OP_UNIONS, OP_PLAIN, OP_ALIASES)

@@ -1,6 +1,7 @@
 //! Probe descriptions: `BEGIN`, `END`, `tick-N`, `pmc:::EVENT[-PERIOD]`, `ibs:::op[-N]`,
 //! `ibs:::fetch[-N]`, the provider's `ibs-exec-N`/`ibs-fetch-N`, `profile:::hz-N`,
-//! `mem:::ADDR[:ACCESS[:LEN]]` (hardware breakpoints).
+//! `tracepoint:SYSTEM:NAME` (bpftrace's spelling; `tp:` and DTrace's
+//! `tracepoint:SYSTEM::NAME` too), `mem:::ADDR[:ACCESS[:LEN]]` (hardware breakpoints).
 
 use crate::error::hint;
 
@@ -37,6 +38,11 @@ pub enum Probe {
     Profile {
         /// Frequency.
         hz: u64,
+    },
+    /// Hits of a kernel tracepoint, `system:name` (`*` and `?` glob).
+    Tracepoint {
+        /// `system:name`.
+        event: String,
     },
     /// Hits of a hardware breakpoint (`mem:::0x404048:rw`): every access to the watched
     /// bytes is a sample.
@@ -75,6 +81,7 @@ pub const FORMS: &[&str] = &[
     "ibs-fetch-N",
     "profile:::hz-N",
     "profile-N",
+    "tracepoint:SYSTEM:NAME",
     "mem:::ADDR",
     "mem:::ADDR:rw",
     "mem:::ADDR:w:8",
@@ -87,6 +94,35 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
     }
     // provider:module:function:name; the provider and name carry the meaning here.
     let parts: Vec<&str> = desc.split(':').collect();
+    // Tracepoints: bpftrace's `tracepoint:SYSTEM:NAME` (`tp:` for short), or DTrace's
+    // four parts with the system as the module, `tracepoint:SYSTEM::NAME`.
+    let tracepoint = match parts.as_slice() {
+        ["tracepoint" | "tp", sys, name] | ["tracepoint" | "tp", sys, "", name] => {
+            Some((*sys, *name))
+        }
+        ["tracepoint" | "tp", ..] => {
+            return Err(format!(
+                "`{desc}`: expected tracepoint:SYSTEM:NAME (e.g. tracepoint:sched:sched_switch)"
+            ))
+        }
+        _ => None,
+    };
+    if let Some((sys, name)) = tracepoint {
+        let word = |s: &str| {
+            !s.is_empty()
+                && s.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'*' | b'?')
+                })
+        };
+        if !word(sys) || !word(name) {
+            return Err(format!(
+                "`{desc}`: expected tracepoint:SYSTEM:NAME (e.g. tracepoint:sched:sched_switch)"
+            ));
+        }
+        return Ok(Probe::Tracepoint {
+            event: format!("{sys}:{name}"),
+        });
+    }
     let (provider, name) = match parts.as_slice() {
         [name] => ("", *name),
         [p, _, _, name] => (*p, *name),
@@ -153,8 +189,8 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
             hint(desc, FORMS.iter().copied())
         )),
         (p, _) => Err(format!(
-            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs, mem)",
-            hint(p, ["dtrace", "profile", "pmc", "ibs", "mem"])
+            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs, tracepoint, mem)",
+            hint(p, ["dtrace", "profile", "pmc", "ibs", "tracepoint", "mem"])
         )),
     }
 }
@@ -245,6 +281,33 @@ pub fn glob(pat: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tracepoint_forms() {
+        let tp = |e: &str| {
+            Ok(Probe::Tracepoint {
+                event: e.to_string(),
+            })
+        };
+        assert_eq!(
+            parse("tracepoint:sched:sched_switch"),
+            tp("sched:sched_switch")
+        );
+        assert_eq!(parse("tp:syscalls:sys_enter_*"), tp("syscalls:sys_enter_*"));
+        assert_eq!(
+            parse("tracepoint:sched::sched_wakeup"),
+            tp("sched:sched_wakeup")
+        );
+        for bad in [
+            "tracepoint:sched",
+            "tracepoint::x",
+            "tracepoint:a:b:c:d",
+            "tp:a b:c",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("tracepoint:SYSTEM:NAME"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn forms() {

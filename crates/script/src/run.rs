@@ -213,6 +213,18 @@ impl Program {
                             .collect(),
                         period.map(|p| (p, false)),
                     ),
+                    Probe::Tracepoint { event } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| {
+                                e.attr_type == culprit_decode::abi::perf_type::TRACEPOINT
+                                    && event_matches(event, &e.name)
+                            })
+                            .map(|(i, _)| i)
+                            .collect(),
+                        None,
+                    ),
                     Probe::Breakpoint { addr, access, .. } => (
                         events
                             .iter()

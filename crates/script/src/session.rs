@@ -15,7 +15,9 @@ use culprit_collect::events::EventSpec;
 use culprit_collect::launch::ChildExit;
 use culprit_collect::live::events::{probe_event_specs, EventRequest, ProbeEventError};
 use culprit_collect::live::{self, LiveError, LiveOptions};
+use culprit_collect::tracefs::Tracefs;
 use culprit_decode::model::{Profile, Sample};
+use culprit_decode::tracepoint::TracepointFormat;
 use culprit_decode::ReadError;
 use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
 use serde::Serialize;
@@ -182,6 +184,44 @@ pub fn may_name_code(source: &str) -> bool {
         .any(|t| source.contains(t))
 }
 
+/// The tracepoint formats a program's `tracepoint:` probes are typed with
+/// ([`crate::Options::tracepoints`]): a recording's own (its header's tracing data) when
+/// `input` is a perf.data file, else (live, or a stream whose formats arrive with its
+/// records) this machine's formats of the tracepoints the probes name. Empty when the
+/// program has no tracepoint probe or does not parse (compiling it says why).
+pub fn tracepoint_formats(source: &str, input: Option<&ProfileInput>) -> Vec<TracepointFormat> {
+    let Ok(ast) = crate::parser::parse(source) else {
+        return Vec::new();
+    };
+    let patterns: Vec<String> = ast
+        .clauses
+        .iter()
+        .flat_map(|c| c.probes.iter())
+        .filter_map(|(text, _)| match crate::probe::parse(text) {
+            Ok(Probe::Tracepoint { event }) => Some(event),
+            _ => None,
+        })
+        .collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    if let Some(formats) = input.and_then(|i| i.reader().tracepoint_formats()) {
+        return formats;
+    }
+    let Some(tracefs) = Tracefs::system() else {
+        return Vec::new();
+    };
+    let mut out: Vec<TracepointFormat> = Vec::new();
+    for p in &patterns {
+        for f in tracefs.formats(std::slice::from_ref(p)).unwrap_or_default() {
+            if !out.iter().any(|o| o.id == f.id) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
 /// The events to record live for the program's sample probes (`per_process`: the target
 /// is processes, not whole CPUs).
 pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, SessionError> {
@@ -201,6 +241,7 @@ pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, 
                 },
                 Probe::IbsOp { period } => EventRequest::IbsOp { period },
                 Probe::IbsFetch { period } => EventRequest::IbsFetch { period },
+                Probe::Tracepoint { event } => EventRequest::Tracepoint { event },
                 Probe::Begin | Probe::End | Probe::Tick { .. } => return None,
             };
             Some((req, text))

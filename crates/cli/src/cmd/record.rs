@@ -108,6 +108,12 @@ pub struct RecordArgs {
     /// `culprit report --topdown`, a per-function estimate (see docs/stat.md).
     #[arg(long = "topdown", conflicts_with_all = ["events", "ibs"])]
     pub topdown: bool,
+    /// Also record off-CPU time: where the target's threads block (sleep, I/O, locks) and
+    /// for how long, as samples of the event `offcpu-time` weighted by the nanoseconds off
+    /// the CPU, with the stack where they blocked (sched:sched_switch with call chains and
+    /// context-switch records; docs/record.md, "Off-CPU").
+    #[arg(long = "off-cpu", conflicts_with = "overwrite")]
+    pub off_cpu: bool,
     /// Compress the records with zstd, level 1 (perf's -z): perf and culprit read the file.
     #[arg(short = 'z')]
     pub z: bool,
@@ -279,6 +285,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
+        off_cpu: args.off_cpu,
         modes,
     })
 }
@@ -507,6 +514,11 @@ fn print_warnings(s: &RecordSummary) {
         .events
         .iter()
         .filter(|e| e.samples == 0 && any && !e.read_by_leader)
+        // A tracepoint that did not fire, or a target that never blocked: nothing missed.
+        .filter(|e| {
+            e.name != culprit_collect::offcpu::EVENT_NAME
+                && culprit_collect::tracefs::split_tracepoint(&e.name).is_none()
+        })
     {
         eprintln!(
             "culprit: warning: event '{}' recorded no samples while others did: it did not occur, or \

@@ -109,10 +109,12 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         (None, Some(f)) => (read_program(f)?, f.display().to_string()),
         _ => bail!("give the program with -e PROGRAM or -s FILE"),
     };
+    let input = args.input.input.is_some().then(|| args.input.open());
     let opts = Options {
         max_keys: args.max_keys.max(1),
         quiet: args.quiet,
         agg_memory: args.agg_memory,
+        tracepoints: session::tracepoint_formats(&src, input.as_ref()),
     };
     let prog = match culprit_script::compile(&src, &opts) {
         Ok(p) => p,

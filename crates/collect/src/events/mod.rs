@@ -19,7 +19,7 @@ pub mod breakpoint;
 pub mod catalog;
 pub mod generic;
 mod parse;
-mod suggest;
+pub(crate) mod suggest;
 
 pub use parse::EventParser;
 
@@ -223,6 +223,12 @@ pub enum EventError {
         event: String,
         /// What is unsupported and what to do instead.
         what: String,
+    },
+    /// A tracepoint (`SYSTEM:NAME`) that cannot be used.
+    #[error(transparent)]
+    Tracepoint {
+        /// Why.
+        error: crate::tracefs::TracefsError,
     },
     /// A PMU's sysfs description could not be read or parsed.
     #[error("reading PMU `{pmu}`: {message}")]

@@ -14,6 +14,7 @@
 use culprit_decode::abi::perf_type;
 
 use crate::sysfs::{ConfigWord, CpuIdentity, FormatField, Pmu, Sysfs};
+use crate::tracefs::{split_tracepoint, Tracefs, TracefsError};
 
 use super::catalog::{self, CatalogEvent};
 use super::generic;
@@ -29,6 +30,8 @@ const CONFIG_TERMS: &[&str] = &["config", "config1", "config2"];
 pub struct EventParser {
     sysfs: Sysfs,
     cpu: Option<CpuIdentity>,
+    /// Where tracepoints (`SYSTEM:NAME`) are looked up; `None`: not mounted.
+    tracefs: Option<Tracefs>,
 }
 
 /// What a name (before `/` or `:`) resolved to.
@@ -135,12 +138,64 @@ impl EventParser {
     /// A parser for the running system: `/sys/bus/event_source/devices` and `/proc/cpuinfo`.
     pub fn system() -> EventParser {
         EventParser::new(Sysfs::system(), crate::sysfs::cpu_identity())
+            .with_tracefs(Tracefs::system())
     }
 
     /// A parser for the given PMU tree and CPU (`None`: unknown CPU; catalog events are then
     /// accepted with their first encoding).
     pub fn new(sysfs: Sysfs, cpu: Option<CpuIdentity>) -> EventParser {
-        EventParser { sysfs, cpu }
+        EventParser {
+            sysfs,
+            cpu,
+            tracefs: None,
+        }
+    }
+
+    /// The same parser, looking tracepoints up in `tracefs` (`None`: tracepoints are
+    /// refused as "not mounted").
+    pub fn with_tracefs(mut self, tracefs: Option<Tracefs>) -> EventParser {
+        self.tracefs = tracefs;
+        self
+    }
+
+    /// Whether an event string names a tracepoint: `SYSTEM:NAME` whose first part is no
+    /// event of its own (`cycles:x` is an event with a bad modifier, refused as such).
+    fn is_tracepoint(&self, event: &str) -> bool {
+        split_tracepoint(event).is_some_and(|(sys, _)| {
+            generic::lookup(generic::HARDWARE, sys).is_none()
+                && generic::lookup(generic::SOFTWARE, sys).is_none()
+                && generic::parse_cache(sys).is_none()
+                && catalog::lookup(sys, self.catalog_generation()).is_none()
+        })
+    }
+
+    /// The tracepoints matching `SYSTEM:NAME` (wildcards expand to every match, as perf
+    /// does), as events of type PERF_TYPE_TRACEPOINT with the tracepoint's id as config,
+    /// named `system:name`.
+    pub fn tracepoints(&self, pattern: &str) -> Result<Vec<EventSpec>, EventError> {
+        let tracefs = self
+            .tracefs
+            .as_ref()
+            .ok_or_else(|| EventError::Tracepoint {
+                error: TracefsError::NotMounted {
+                    event: pattern.to_string(),
+                },
+            })?;
+        let wrap = |error| EventError::Tracepoint { error };
+        tracefs
+            .expand(pattern)
+            .map_err(wrap)?
+            .into_iter()
+            .map(|(sys, name)| {
+                let id = tracefs.id(&sys, &name).map_err(wrap)?;
+                Ok(EventSpec::new(
+                    format!("{sys}:{name}"),
+                    Some("tracepoint"),
+                    perf_type::TRACEPOINT,
+                    id,
+                ))
+            })
+            .collect()
     }
 
     /// The PMU tree this parser reads.
@@ -197,6 +252,10 @@ impl EventParser {
         out: &mut Vec<EventSpec>,
     ) -> Result<(), EventError> {
         let Some(body) = item.trim().strip_prefix('{') else {
+            if self.is_tracepoint(item) {
+                out.extend(self.tracepoints(item.trim())?);
+                return Ok(());
+            }
             out.push(self.parse_item(item, whole)?);
             return Ok(());
         };
@@ -296,13 +355,17 @@ impl EventParser {
                 why: "no event or PMU name before `/`".to_string(),
             });
         }
-        if terms.is_none()
-            && mods.chars().any(|c| !"ukhpPGHISDWebR".contains(c))
-            && (mods.contains('_') || mods.len() > 4)
-        {
+        if terms.is_none() && self.is_tracepoint(event) {
+            let mut tps = self.tracepoints(event)?;
+            if tps.len() == 1 {
+                return Ok(tps.remove(0));
+            }
             return Err(EventError::Unsupported {
                 event: event.to_string(),
-                what: "tracepoints (`subsystem:name`) are not supported by culprit; `culprit list` shows the events it can use".to_string(),
+                what: format!(
+                    "matches {} tracepoints where one event is expected; `-e` lists expand it",
+                    tps.len()
+                ),
             });
         }
         let target = self.resolve(head, event, terms)?;

@@ -301,7 +301,50 @@ fn test_parse_event_bad_modifiers() {
     let msg = p.parse_event("cycles:pppp").unwrap_err().to_string();
     assert!(msg.contains("at most three `p`"), "{msg}");
     let msg = p.parse_event("sched:sched_switch").unwrap_err().to_string();
-    assert!(msg.contains("tracepoints"), "{msg}");
+    assert!(msg.contains("tracing file system is not mounted"), "{msg}");
+}
+
+#[test]
+fn test_parse_tracepoints_and_wildcards() {
+    let root = std::env::temp_dir().join(format!("culprit-events-tp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (sys, name, id) in [
+        ("sched", "sched_switch", 316),
+        ("syscalls", "sys_enter_read", 600),
+        ("syscalls", "sys_enter_write", 601),
+        ("syscalls", "sys_exit_read", 602),
+    ] {
+        let d = root.join("events").join(sys).join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("id"), format!("{id}\n")).unwrap();
+    }
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake).with_tracefs(Some(crate::tracefs::Tracefs::at(&root)));
+    let tp = p.parse_event("sched:sched_switch").unwrap();
+    assert_eq!(
+        (tp.name.as_str(), tp.attr_type, tp.config),
+        ("sched:sched_switch", perf_type::TRACEPOINT, 316)
+    );
+    let list = p
+        .parse_event_list("cpu-clock,syscalls:sys_enter_*,cycles:u")
+        .unwrap();
+    let names: Vec<(&str, u64)> = list.iter().map(|e| (e.name.as_str(), e.config)).collect();
+    assert_eq!(
+        names[1..3],
+        [
+            ("syscalls:sys_enter_read", 600),
+            ("syscalls:sys_enter_write", 601)
+        ]
+    );
+    assert_eq!(list.len(), 4);
+    assert!(list[3].exclude_kernel, "cycles:u keeps its modifier");
+    let msg = p
+        .parse_event_list("sched:sched_swich")
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("did you mean sched:sched_switch"), "{msg}");
+    let msg = p.parse_event_list("nosuch:*").unwrap_err().to_string();
+    assert!(msg.contains("unknown tracepoint `nosuch:*`"), "{msg}");
 }
 
 #[test]

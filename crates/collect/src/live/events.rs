@@ -32,6 +32,11 @@ pub enum EventRequest {
         /// Fetches per sample (`None`: the PMU's default).
         period: Option<u64>,
     },
+    /// Every hit of the tracepoints matching `system:name` (`*` and `?` glob).
+    Tracepoint {
+        /// `system:name`.
+        event: String,
+    },
 }
 
 /// Why the probes of a program cannot be recorded live.
@@ -39,7 +44,7 @@ pub enum EventRequest {
 #[non_exhaustive]
 pub enum ProbeEventError {
     /// The program samples nothing.
-    #[error("the program has no sample probes (pmc:::, profile:::, ibs:::): nothing to record live; give -i FILE to run it over a recording")]
+    #[error("the program has no sample probes (pmc:::, profile:::, ibs:::, tracepoint:): nothing to record live; give -i FILE to run it over a recording")]
     NoSampleProbes,
     /// A wildcard that matches no event.
     #[error(
@@ -167,6 +172,19 @@ pub fn probe_event_specs(
                         spec.rate = Some(SampleRate::Period(*p));
                     }
                     specs.push(spec);
+                }
+            }
+            EventRequest::Tracepoint { event } => {
+                let tps = events::EventParser::system()
+                    .tracepoints(event)
+                    .map_err(|source| ProbeEventError::Event {
+                        probe: text.clone(),
+                        error: Box::new(source),
+                    })?;
+                for spec in tps {
+                    if !specs.iter().any(|s| s.name == spec.name) {
+                        specs.push(spec);
+                    }
                 }
             }
             EventRequest::Profile { hz } => {

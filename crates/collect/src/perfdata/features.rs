@@ -66,6 +66,9 @@ pub struct Features {
     pub pmu_caps: Vec<(String, Vec<(String, String)>)>,
     /// HEADER_GROUP_DESC: the event groups of more than one event.
     pub group_desc: Vec<GroupDesc>,
+    /// HEADER_TRACING_DATA: the tracepoints' formats (`crate::tracefs::Tracefs::tracing_data`);
+    /// in a pipe-mode stream a TRACING_DATA record after the attrs instead.
+    pub tracing_data: Option<Vec<u8>>,
     /// HEADER_COMPRESSED: the data section holds COMPRESSED records (`-z`).
     pub compressed: Option<super::compress::CompressedHeader>,
 }
@@ -102,6 +105,9 @@ pub(crate) fn encode(f: &Features, events: &[EventDesc<'_>]) -> Vec<(u32, Vec<u8
         push_string(&mut v, s);
         v
     };
+    if let Some(t) = &f.tracing_data {
+        out.push((feature::TRACING_DATA, t.clone()));
+    }
     if !f.build_ids.is_empty() {
         let mut v = Vec::new();
         for e in &f.build_ids {

@@ -80,6 +80,7 @@ pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8
     let head = Features {
         build_ids: Vec::new(),
         sample_time: None,
+        tracing_data: None,
         ..features.clone()
     };
     for (b, bytes) in features::encode(&head, &descs) {
@@ -90,6 +91,19 @@ pub fn encode_head(attrs: &[FileAttr], features: &Features) -> io::Result<Vec<u8
         body.extend_from_slice(&bytes);
         // A feature too large for one record is skipped: it is descriptive only.
         let _ = push_record(&mut out, record_type::HEADER_FEATURE, 0, &body);
+    }
+    if let Some(t) = &features.tracing_data {
+        // As perf: a 16-byte record (header, u32 size, padding) followed by the data padded
+        // to 8 bytes; the record's size does not cover the data.
+        let padded = t.len().next_multiple_of(8);
+        let size = u32::try_from(padded).map_err(|_| too_big("the tracing data", padded))?;
+        out.extend_from_slice(&record_type::HEADER_TRACING_DATA.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&16u16.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(t);
+        out.resize(out.len() + padded - t.len(), 0);
     }
     Ok(out)
 }

@@ -417,7 +417,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         meta.compressed |= own.compressed;
         meta.file_size = own.file_size;
         meta.records = own.records;
-        meta.tracepoints = std::mem::take(&mut own.tracepoints);
+        // Streaming readers decode tracepoint fields as the samples arrive: the formats
+        // known so far (file header, or a pipe's TRACING_DATA record) are visible now.
+        meta.tracepoints = if self.features.tracepoints.is_empty() {
+            std::mem::take(&mut own.tracepoints)
+        } else {
+            self.features.tracepoints.clone()
+        };
         *own = meta;
     }
 

@@ -333,6 +333,7 @@ impl<'a, 'p> Reader<'a, 'p> {
                             header::add_tracing_data(&mut self.features, tracing);
                             next = e;
                             self.build_events();
+                            self.sync_meta();
                         }
                         None if !eof && size.is_some() => return Framed::More(off),
                         None => {

@@ -315,3 +315,52 @@ fn test_read_file_streaming_sees_the_same_samples() {
         assert_eq!(totals(&streamed), totals(&full), "{file}");
     }
 }
+
+/// The sched_switch fields of perf's recordings, decoded from the formats in the files
+/// themselves (HEADER_TRACING_DATA; the pipe-mode TRACING_DATA record while streaming), as
+/// `perf script` prints them for these files.
+#[test]
+fn test_sched_switch_fields_from_the_files_own_formats() {
+    use culprit_decode::tracepoint::FieldValue::{Signed, Str};
+    // perf script: `sleep 28032 … prev_comm=sleep prev_pid=28032 prev_prio=120
+    // prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120`.
+    let p = culprit_decode::Reader::open(fixture("sched-switch.data"))
+        .collect()
+        .unwrap();
+    assert_eq!(p.samples.len(), 1);
+    let s = &p.samples[0];
+    let f = p
+        .tracepoint_format(s.event)
+        .expect("format of sched:sched_switch");
+    assert_eq!(f.full_name(), "sched:sched_switch");
+    let fields = f.decode(p.raw(s));
+    let want = [
+        ("prev_comm", Str("sleep".into())),
+        ("prev_pid", Signed(28032)),
+        ("prev_prio", Signed(120)),
+        ("prev_state", Signed(1)),
+        ("next_comm", Str("swapper/1".into())),
+        ("next_pid", Signed(0)),
+        ("next_prio", Signed(120)),
+    ];
+    assert_eq!(fields, want.to_vec());
+    // The header alone names the formats (before any record is read).
+    let header = culprit_decode::Reader::open(fixture("sched-switch.data"))
+        .tracepoint_formats()
+        .unwrap();
+    assert_eq!(header.len(), 1);
+    assert_eq!(header[0].id, f.id);
+
+    // Pipe mode, streamed: the formats are known when the first sample arrives.
+    let mut seen = Vec::new();
+    culprit_decode::Reader::open(fixture("sched-switch-pipe.data"))
+        .fold(|p, s| {
+            let f = p
+                .tracepoint_format(s.event)
+                .expect("format while streaming");
+            seen.push(f.decode(p.raw(s))[3].1.clone());
+        })
+        .unwrap();
+    // perf script: prev_state=D, then S (TASK_UNINTERRUPTIBLE 2, TASK_INTERRUPTIBLE 1).
+    assert_eq!(seen[..2], [Signed(2), Signed(1)]);
+}

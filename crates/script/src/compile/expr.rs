@@ -2,6 +2,7 @@
 //! constants folded into the operator's closure).
 
 use super::*;
+use culprit_decode::tracepoint::FieldValue;
 
 impl Cx<'_> {
     pub(super) fn expr(&mut self, e: &Expr) -> Result<(Ty, IntFn), ScriptError> {
@@ -151,6 +152,9 @@ impl Cx<'_> {
                 format!("only `args[0]` exists (the {})", kind.struct_name()),
             ));
         }
+        if kind == ArgsKind::Tracepoint {
+            return self.tracepoint_arg(path, span);
+        }
         let names: Vec<&str> = path.iter().map(|p| p.0.as_str()).collect();
         let f = fields::resolve(kind, &names).map_err(|(i, m)| {
             let at = path.get(i).map_or(span, |p| p.1);
@@ -196,6 +200,92 @@ impl Cx<'_> {
                 })
             }
         };
+        Ok((ty, func))
+    }
+
+    /// `args->FIELD` of a tracepoint clause: typed by the formats its probes match (each
+    /// must have the field, with one type), read at run time from the raw record with the
+    /// offsets of the sample's own tracepoint (by its id, `attr.config`).
+    fn tracepoint_arg(
+        &mut self,
+        path: &[(String, Span)],
+        span: Span,
+    ) -> Result<(Ty, IntFn), ScriptError> {
+        let (formats, probes) = self.tp_clause.clone();
+        let Some((name, name_span)) = path.first() else {
+            return Err(self.err(
+                span,
+                "unknown field",
+                "`args` must be followed by `->FIELD`",
+            ));
+        };
+        if path.len() > 1 {
+            return Err(self.err(
+                path[1].1,
+                "unknown field",
+                format!("`{name}` is a tracepoint field: it has no members"),
+            ));
+        }
+        if formats.is_empty() {
+            return Err(self.err(
+                span,
+                "unknown field",
+                format!("no format is known for `{probes}`: offline, the recording has no such tracepoint in its tracing data; live, this machine has none (culprit list tracepoint shows them)"),
+            ));
+        }
+        let mut ty = None;
+        // Per tracepoint id: the field's place in that tracepoint's records.
+        let mut places: Vec<(u64, TracepointField, bool)> = Vec::new();
+        for f in &formats {
+            let Some(field) = f.field(name) else {
+                let names: Vec<&str> = f.own_fields().map(|x| x.name.as_str()).collect();
+                return Err(self.err(
+                    *name_span,
+                    "unknown field",
+                    format!(
+                        "`{}` has no field `{name}`{} (its fields: {})",
+                        f.full_name(),
+                        hint(name, names.iter().copied()),
+                        names.join(", ")
+                    ),
+                ));
+            };
+            let t = tracepoint_type(field);
+            if ty.is_some_and(|x| x != t) {
+                return Err(self.type_err(
+                    *name_span,
+                    format!("`{name}` has different types in the tracepoints of `{probes}`"),
+                ));
+            }
+            ty = Some(t);
+            places.push((f.id, field.clone(), f.big_endian));
+        }
+        let ty = ty.unwrap_or(Ty::Int);
+        let one = places.len() == 1;
+        let func: IntFn = Box::new(move |env: &mut Env<'_>| {
+            let id = env
+                .p
+                .events
+                .get(env.s.event as usize)
+                .map_or(u64::MAX, |e| e.config);
+            let place = if one {
+                places.first().filter(|p| p.0 == id)
+            } else {
+                places.iter().find(|p| p.0 == id)
+            };
+            let Some((_, field, be)) = place else {
+                return 0;
+            };
+            match field.read(env.p.raw(env.s), *be) {
+                Some(FieldValue::Signed(v)) => v,
+                Some(FieldValue::Unsigned(v) | FieldValue::Address(v)) => v as i64,
+                Some(FieldValue::Str(s)) => i64::from(env.rt.strings.intern(&s)),
+                Some(FieldValue::SignedArray(v)) => v.first().copied().unwrap_or(0),
+                Some(FieldValue::UnsignedArray(v)) => v.first().map_or(0, |&x| x as i64),
+                None if ty == Ty::Str => i64::from(env.rt.strings.intern("")),
+                None => 0,
+            }
+        });
         Ok((ty, func))
     }
 

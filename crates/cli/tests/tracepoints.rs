@@ -1,0 +1,452 @@
+//! Tracepoints and off-CPU time, end to end on this machine's kernel: `culprit record -e
+//! SYSTEM:NAME` (wildcards too) writes the tracing data so that perf 6.1 reads the fields
+//! with no warning; `culprit script` shows the same fields as `perf script`; the trace
+//! language's `tracepoint:` probe with `args->FIELD` on a file and live; `culprit record
+//! --off-cpu` weights blocked intervals by their time off the CPU (oracles: perf script,
+//! perf report, the workloads' construction).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn perf(args: &[&str]) -> Output {
+    Command::new("perf")
+        .args(args)
+        .env("PAGER", "cat")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run perf")
+}
+
+/// Whether tracepoints can be opened here (tracefs mounted and readable).
+fn require_tracefs(test: &str) -> bool {
+    if Path::new("/sys/kernel/tracing/events/sched/sched_switch/id").exists()
+        || Path::new("/sys/kernel/debug/tracing/events/sched/sched_switch/id").exists()
+    {
+        return true;
+    }
+    if std::env::var("CI").is_ok() {
+        panic!("{test}: no readable tracefs, which the CI machines have");
+    }
+    common::skip(test, "tracefs is not mounted or not readable")
+}
+
+/// `culprit record ARGS -o FILE -- CMD`, checked.
+fn record(file: &Path, args: &[&str], cmd: &[&str]) -> Output {
+    common::run_ok(
+        common::culprit()
+            .arg("record")
+            .arg("-q")
+            .args(args)
+            .arg("-o")
+            .arg(file)
+            .arg("--")
+            .args(cmd),
+    )
+}
+
+/// perf script's output for `file`, asserting perf read it with an empty stderr.
+fn perf_script_cleanly(file: &Path) -> String {
+    let f = file.to_str().unwrap();
+    for c in [vec!["report", "-i", f, "--stdio"], vec!["evlist", "-i", f]] {
+        let o = perf(&c);
+        assert!(o.status.success(), "perf {c:?}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).trim().is_empty(),
+            "perf {c:?} warned:\n{}",
+            text(&o.stderr)
+        );
+    }
+    let o = perf(&["script", "-i", f]);
+    assert!(o.status.success(), "perf script: {}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).trim().is_empty(),
+        "perf script warned:\n{}",
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// The `name=value` pairs after `EVENT:` on each line of perf script or culprit script
+/// output that shows `event` (perf's print format for sched_switch puts `==>` between
+/// the previous and next task: dropped).
+fn field_lines(out: &str, event: &str) -> Vec<BTreeMap<String, String>> {
+    out.lines()
+        .filter_map(|l| l.split_once(&format!("{event}:")).map(|(_, r)| r))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn test_record_sched_switch_fields_read_by_perf_and_culprit_script() {
+    let test = "test_record_sched_switch_fields_read_by_perf_and_culprit_script";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("tp-sched-switch");
+    let file = dir.join("switch.data");
+    let wl = common::workload("offcpu");
+    record(
+        &file,
+        &["-e", "sched:sched_switch"],
+        &[wl.to_str().unwrap(), "sleep", "3"],
+    );
+    let perf_out = perf_script_cleanly(&file);
+    let theirs = field_lines(&perf_out, "sched:sched_switch");
+    assert!(theirs.len() >= 6, "perf script:\n{perf_out}");
+    assert!(
+        theirs.iter().all(|f| f.contains_key("prev_comm")),
+        "{perf_out}"
+    );
+
+    let o = common::run_ok(common::culprit().args(["script", "-i"]).arg(&file));
+    let ours = field_lines(&text(&o.stdout), "sched:sched_switch");
+    assert_eq!(ours.len(), theirs.len(), "{}", text(&o.stdout));
+    for (a, b) in ours.iter().zip(&theirs) {
+        // Fields perf prints as numbers or names verbatim; prev_state perf names (S, D, R+).
+        for k in [
+            "prev_comm",
+            "prev_pid",
+            "prev_prio",
+            "next_comm",
+            "next_pid",
+            "next_prio",
+        ] {
+            assert_eq!(a.get(k), b.get(k), "{k}: culprit {a:?} perf {b:?}");
+        }
+        let state: i64 = a["prev_state"].parse().unwrap();
+        let perf_state = b["prev_state"].as_str();
+        match perf_state {
+            "S" => assert_eq!(state, 1),
+            "D" => assert_eq!(state, 2),
+            s if s.starts_with('R') => assert_eq!(state & 0xff, 0, "{s}"),
+            _ => {}
+        }
+    }
+
+    // JSON: the fields as an object, valid against the schema.
+    let o = common::run_ok(
+        common::culprit()
+            .args(["script", "--format", "json", "-i"])
+            .arg(&file),
+    );
+    let json = text(&o.stdout);
+    common::validate_json_schema("script", &json);
+    let first: Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["fields"]["prev_comm"], "offcpu");
+    assert!(first["fields"]["prev_pid"].is_i64(), "{first}");
+
+    // A pipe-mode stream: perf reads its TRACING_DATA record, culprit too.
+    let out = common::culprit()
+        .args(["record", "-q", "-e", "sched:sched_switch", "-o", "-", "--"])
+        .args([wl.to_str().unwrap(), "sleep", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pipe = dir.join("pipe.data");
+    std::fs::write(&pipe, &out.stdout).unwrap();
+    let perf_pipe = field_lines(&perf_script_cleanly(&pipe), "sched:sched_switch");
+    let o = common::run_ok(common::culprit().args(["script", "-i"]).arg(&pipe));
+    let ours = field_lines(&text(&o.stdout), "sched:sched_switch");
+    assert_eq!(ours.len(), perf_pipe.len());
+    assert!(ours
+        .iter()
+        .all(|f| f.get("prev_comm").is_some_and(|c| c == "offcpu")));
+}
+
+#[test]
+fn test_record_tracepoint_wildcard_opens_every_match() {
+    let test = "test_record_tracepoint_wildcard_opens_every_match";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let root = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|r| r.join("events/syscalls").is_dir());
+    let Some(root) = root else {
+        common::skip(test, "no syscalls tracepoints in this kernel");
+        return;
+    };
+    let mut want: Vec<String> = std::fs::read_dir(root.join("events/syscalls"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|d| d.file_name().into_string().ok())
+        .filter(|n| n.starts_with("sys_enter_read"))
+        .map(|n| format!("syscalls:{n}"))
+        .collect();
+    want.sort();
+    assert!(!want.is_empty());
+    let dir = common::scratch("tp-wildcard");
+    let file = dir.join("read.data");
+    let o = common::run_ok(
+        common::culprit()
+            .args([
+                "record",
+                "--format",
+                "json",
+                "-e",
+                "syscalls:sys_enter_read*",
+                "-o",
+            ])
+            .arg(&file)
+            .args(["--", "sh", "-c", "head -c 100 /etc/passwd > /dev/null"]),
+    );
+    let summary: Value = serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    let mut got: Vec<String> = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    // perf lists the same events and decodes the reads' fields (fd, buf, count).
+    let evlist = text(&perf(&["evlist", "-i", file.to_str().unwrap()]).stdout);
+    let listed: Vec<&str> = evlist.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(listed, want, "{evlist}");
+    let script = perf_script_cleanly(&file);
+    // perf prints the syscall's print format, `fd: 0x…, buf: 0x…, count: 0x…`.
+    let reads: Vec<BTreeMap<String, u64>> = script
+        .lines()
+        .filter_map(|l| l.split_once("syscalls:sys_enter_read:").map(|(_, r)| r))
+        .map(|r| {
+            r.split(',')
+                .filter_map(|kv| kv.trim().split_once(": "))
+                .filter_map(|(k, v)| {
+                    Some((
+                        k.to_string(),
+                        u64::from_str_radix(v.trim_start_matches("0x"), 16).ok()?,
+                    ))
+                })
+                .collect()
+        })
+        .collect();
+    assert!(!reads.is_empty(), "{script}");
+    let o = common::run_ok(common::culprit().args(["script", "-i"]).arg(&file));
+    let ours = field_lines(&text(&o.stdout), "syscalls:sys_enter_read");
+    assert_eq!(ours.len(), reads.len());
+    for (a, b) in ours.iter().zip(&reads) {
+        // culprit: decimal integers, hex pointers (`buf=0x7ffd…`).
+        let n = |s: &str| match s.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => s.parse().ok(),
+        };
+        assert!(a["buf"].starts_with("0x"), "{a:?}");
+        for k in ["fd", "buf", "count"] {
+            assert_eq!(n(&a[k]), b.get(k).copied(), "{k}: {a:?} {b:?}");
+        }
+    }
+}
+
+/// `@[…] = count()` lines of trace's text output: key → count.
+fn counts(out: &str) -> BTreeMap<String, u64> {
+    out.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let k = w.next()?.to_string();
+            let v = w.next()?.parse().ok()?;
+            Some((k, v))
+        })
+        .collect()
+}
+
+#[test]
+fn test_trace_tracepoint_probe_args_on_a_file_and_live() {
+    let test = "test_trace_tracepoint_probe_args_on_a_file_and_live";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("tp-trace");
+    let file = dir.join("switch.data");
+    let wl = common::workload("offcpu");
+    record(
+        &file,
+        &["-e", "sched:sched_switch"],
+        &[wl.to_str().unwrap(), "sleep", "4"],
+    );
+    let prog =
+        "tracepoint:sched:sched_switch /args->prev_state == 1/ { @[args->prev_comm] = count(); }";
+    let o = common::run_ok(
+        common::culprit()
+            .args(["trace", "-q", "-e", prog, "-i"])
+            .arg(&file),
+    );
+    let ours = counts(&text(&o.stdout));
+    // perf's count of the same switches: prev_state=S by prev_comm.
+    let mut theirs: BTreeMap<String, u64> = BTreeMap::new();
+    for f in field_lines(&perf_script_cleanly(&file), "sched:sched_switch") {
+        if f.get("prev_state").map(String::as_str) == Some("S") {
+            *theirs.entry(f["prev_comm"].clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(ours, theirs, "{}", text(&o.stdout));
+    assert!(ours.get("offcpu").is_some_and(|&n| n >= 8), "{ours:?}");
+
+    // A field the format lacks is an error naming the fields.
+    let o = common::culprit()
+        .args([
+            "trace",
+            "-q",
+            "-e",
+            "tracepoint:sched:sched_switch { @[args->prev_cmm] = count(); }",
+            "-i",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("prev_comm"), "{}", text(&o.stderr));
+
+    // Live: the same program records the tracepoint itself.
+    let o = common::run_ok(
+        common::culprit()
+            .args(["trace", "-q", "-e", prog, "--"])
+            .args([wl.to_str().unwrap(), "sleep", "4"]),
+    );
+    let live = counts(&text(&o.stdout));
+    assert!(
+        live.get("offcpu").is_some_and(|&n| n >= 8),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// `culprit report -e offcpu-time --children --sort sym` as (sym → children period).
+fn offcpu_children(file: &Path) -> BTreeMap<String, u64> {
+    let o = common::run_ok(
+        common::culprit()
+            .args([
+                "report",
+                "-e",
+                "offcpu-time",
+                "--children",
+                "--sort",
+                "sym",
+                "--format",
+                "json",
+                "-i",
+            ])
+            .arg(file),
+    );
+    let v: Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["keys"]["sym"].as_str().unwrap_or("?").to_string(),
+                r["children_period"]["offcpu-time"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn test_off_cpu_sleeps_split_one_to_ten() {
+    let test = "test_off_cpu_sleeps_split_one_to_ten";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("tp-offcpu-sleep");
+    let file = dir.join("offcpu.data");
+    let wl = common::workload("offcpu");
+    // Off-CPU time runs until the thread is back on a CPU (as perf's --off-cpu): on a
+    // loaded machine the wait for a CPU after each wake-up would blur 2 ms against 20 ms,
+    // so the workload runs at a real-time priority, which gets a CPU at once.
+    let o = common::run_ok(
+        common::culprit()
+            .args(["record", "--off-cpu", "--format", "json", "-o"])
+            .arg(&file)
+            .args([
+                "--",
+                "chrt",
+                "-f",
+                "10",
+                wl.to_str().unwrap(),
+                "sleep",
+                "30",
+            ]),
+    );
+    let summary: Value = serde_json::from_str(text(&o.stdout).lines().last().unwrap()).unwrap();
+    let off = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "offcpu-time")
+        .unwrap_or_else(|| panic!("no offcpu-time in {summary}"));
+    assert!(off["samples"].as_u64().unwrap() >= 50, "{summary}");
+    let children = offcpu_children(&file);
+    let (short, long) = (children["short_sleep"], children["long_sleep"]);
+    let ratio = long as f64 / short as f64;
+    assert!(
+        (6.0..=14.0).contains(&ratio),
+        "long_sleep {long} ns vs short_sleep {short} ns: {ratio:.2}"
+    );
+    // perf reads the synthesized samples as its own offcpu-time event.
+    let script = perf_script_cleanly(&file);
+    assert!(
+        script.lines().filter(|l| l.contains("offcpu-time")).count() >= 50,
+        "{script}"
+    );
+    let o = perf(&[
+        "report",
+        "-i",
+        file.to_str().unwrap(),
+        "--stdio",
+        "--sort",
+        "sym",
+        "--children",
+    ]);
+    assert!(
+        text(&o.stdout).contains("long_sleep"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn test_off_cpu_pipe_reader_blocks_in_its_own_function() {
+    let test = "test_off_cpu_pipe_reader_blocks_in_its_own_function";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("tp-offcpu-pipe");
+    let file = dir.join("pipe.data");
+    let wl = common::workload("offcpu");
+    // DWARF call chains: with frame pointers, the caller of libc's read() (which keeps no
+    // frame pointer) is the frame an FP walk skips.
+    record(
+        &file,
+        &["--off-cpu", "--call-graph", "dwarf"],
+        &[wl.to_str().unwrap(), "pipe", "20"],
+    );
+    let children = offcpu_children(&file);
+    let total: u64 =
+        children.get("main").copied().unwrap_or(0) + children.get("writer").copied().unwrap_or(0);
+    let reader = children.get("reader_waits").copied().unwrap_or(0);
+    assert!(
+        reader > 0,
+        "no off-CPU time under reader_waits: {children:?}"
+    );
+    // The reader waits for every byte; the writer sleeps between them: about half each.
+    assert!(
+        reader as f64 >= 0.25 * total as f64,
+        "reader_waits {reader} ns of {total} ns: {children:?}"
+    );
+    perf_script_cleanly(&file);
+}
