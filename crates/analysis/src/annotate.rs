@@ -727,7 +727,10 @@ fn derived_columns(profile: &Profile, cols: &[EventId], rows: &[AnnotatedInsn]) 
     }
     for c in 0..cols.len() {
         let e = info(c);
-        if skid::classify_event(e) == EventClass::Stays {
+        if !matches!(
+            skid::classify_event(e),
+            EventClass::Memory | EventClass::Branch
+        ) {
             continue;
         }
         let access = access_name_for(&e.name);

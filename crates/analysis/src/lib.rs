@@ -9,11 +9,13 @@
 
 pub mod annotate;
 pub mod branches;
+pub mod diff;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;
 pub mod metrics;
 pub mod offenders;
+pub mod pgo;
 pub mod recording;
 pub mod skid;
 pub mod stacks;

@@ -1,20 +1,28 @@
 //! The sample listing of `culprit script`: per sample its time, task, CPU, event, period,
 //! address with symbol and DSO, the decoded IBS registers (perf 6.1's labels and fields) and
 //! the precise memory fields (IBS op or PEBS), as an owned record that is one JSON line
-//! (`schema` 1, docs/schemas/script.schema.json) or perf-script-like text lines.
+//! (`schema` 1, docs/schemas/script.schema.json) or perf-script-like text lines, with the
+//! sample's call chain (perf script's layout: one line per frame, then an empty line).
+//! [`fields`] renders the text as `perf script -F …` does.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample, PerfLine};
-use culprit_decode::model::{Profile, Sample};
+use culprit_decode::model::{Location, Profile, Sample};
 use culprit_decode::pebs::{self, MemOp, PreciseSample, PreciseSource, Snoop, Tlb};
 use culprit_output::text::escape;
 use culprit_symbols::{Query, Symbolizer};
 use serde::{Serialize, Serializer};
 
+pub mod fields;
+
 /// Version of script's JSON lines (`"schema"`).
 pub const SCHEMA: u32 = 1;
+
+/// Most frames of a chain listed, innermost first: perf script's default
+/// (`kernel.perf_event_max_stack`, 127).
+pub const MAX_FRAMES: usize = 127;
 
 /// One sample as `culprit script` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -43,6 +51,30 @@ pub struct ListedSample {
     pub sym: Option<String>,
     /// DSO short name, when known.
     pub dso: Option<String>,
+    /// The call chain, innermost frame first (absent when the sample has none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callchain: Vec<ListedFrame>,
+    /// The DSO as perf script names it (the path; `[kernel.kallsyms]`), for `-F dso`.
+    #[serde(skip)]
+    pub dso_path: Option<String>,
+    /// Offset of `ip` from its symbol's start, for `-F symoff`.
+    #[serde(skip)]
+    pub symoff: Option<u64>,
+    /// Offset of `ip` in its DSO's file, for `-F dsoff`.
+    #[serde(skip)]
+    pub dso_offset: Option<u64>,
+    /// PERF_SAMPLE_ADDR, for `-F addr`.
+    #[serde(skip)]
+    pub addr: Option<u64>,
+    /// PERF_SAMPLE_WEIGHT, for `-F weight`.
+    #[serde(skip)]
+    pub weight: Option<u64>,
+    /// PERF_SAMPLE_PHYS_ADDR, for `-F phys_addr`.
+    #[serde(skip)]
+    pub phys_addr: Option<u64>,
+    /// Index of the event in the profile, for `-F`'s per-event checks.
+    #[serde(skip)]
+    pub event_id: usize,
     /// Decoded IBS registers by perf's label, each with its `value` and perf's fields.
     #[serde(
         skip_serializing_if = "Option::is_none",
@@ -55,6 +87,55 @@ pub struct ListedSample {
     /// Precise memory fields (IBS op with a data source, or PEBS).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub precise: Option<PreciseJson>,
+}
+
+/// One frame of a call chain.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedFrame {
+    /// The address as recorded (a return address for all frames but the first).
+    pub ip: u64,
+    /// Function containing it, when known.
+    pub sym: Option<String>,
+    /// Offset of `ip` from the function's start.
+    pub symoff: Option<u64>,
+    /// DSO short name, when known.
+    pub dso: Option<String>,
+    /// Offset of `ip` in the DSO's file (perf's `map_ip`: what perf 6.1 printed as a user
+    /// frame's address); null outside any DSO.
+    pub dso_offset: Option<u64>,
+    /// The DSO as perf script names it (its path).
+    #[serde(skip)]
+    pub dso_path: Option<String>,
+}
+
+impl ListedFrame {
+    /// perf script's frame line: tab, address (16 wide), ` sym+0xoff` (`[unknown]` when
+    /// unresolved), ` (dso path)` or ` (dso path+0xoffset)`; each part as the fields ask.
+    pub fn perf_line(&self, sym: bool, symoff: bool, dso: bool, dsoff: bool) -> String {
+        let mut t = format!("\t{:16x}", self.ip);
+        if sym {
+            t.push(' ');
+            t.push_str(&sym_text(self.sym.as_deref(), self.symoff, symoff));
+        }
+        if dso {
+            t.push_str(" (");
+            t.push_str(&escape(self.dso_path.as_deref().unwrap_or("[unknown]")));
+            if let (true, Some(o)) = (dsoff, self.dso_offset) {
+                t.push_str(&format!("+{o:#x}"));
+            }
+            t.push(')');
+        }
+        t
+    }
+}
+
+/// `name+0xoff` (or the name alone, or `[unknown]`), escaped.
+fn sym_text(sym: Option<&str>, off: Option<u64>, with_offset: bool) -> String {
+    match (sym, off) {
+        (Some(s), Some(o)) if with_offset => format!("{}+{o:#x}", escape(s)),
+        (Some(s), _) => escape(s).into_owned(),
+        (None, _) => "[unknown]".to_string(),
+    }
 }
 
 /// `ibs` as `{label: {"value": n, field: n, …}}`.
@@ -171,13 +252,15 @@ impl PreciseJson {
 
 impl ListedSample {
     /// The text lines of the sample: perf script's line (names escaped: a control
-    /// character in a file's names cannot drive the terminal), the precise fields, and
-    /// perf's decoded IBS lines verbatim (tab-separated, as `perf report -D`).
+    /// character in a file's names cannot drive the terminal), the call chain as perf script
+    /// prints it (the line ends at the event, one line per frame with `sym+0xoff (dso
+    /// path)`, an empty line after the sample), the precise fields, and perf's decoded IBS
+    /// lines verbatim (tab-separated, as `perf report -D`).
     pub fn text_lines(&self) -> Vec<String> {
         let secs = self.time / 1_000_000_000;
         let usecs = (self.time % 1_000_000_000) / 1000;
-        let mut lines = vec![format!(
-            "{:>16} {:>7}/{:<7} [{:03}] {:>5}.{:06}: {:>10} {}: {:16x} {} ({})",
+        let head = format!(
+            "{:>16} {:>7}/{:<7} [{:03}] {:>5}.{:06}: {:>10} {}:",
             escape(&self.comm),
             self.pid,
             self.tid,
@@ -186,10 +269,23 @@ impl ListedSample {
             usecs,
             self.period,
             escape(&self.event),
-            self.ip,
-            escape(self.sym.as_deref().unwrap_or("[unknown]")),
-            escape(self.dso.as_deref().unwrap_or("[unknown]"))
-        )];
+        );
+        let mut lines = if self.callchain.is_empty() {
+            vec![format!(
+                "{head} {:16x} {} ({})",
+                self.ip,
+                escape(self.sym.as_deref().unwrap_or("[unknown]")),
+                escape(self.dso.as_deref().unwrap_or("[unknown]"))
+            )]
+        } else {
+            let mut v = vec![head];
+            v.extend(
+                self.callchain
+                    .iter()
+                    .map(|f| f.perf_line(true, true, true, false)),
+            );
+            v
+        };
         if let Some(p) = &self.precise {
             lines.push(p.text());
         }
@@ -199,12 +295,23 @@ impl ListedSample {
         if let Some(e) = &self.ibs_error {
             lines.push(format!("ibs: {e}"));
         }
+        if !self.callchain.is_empty() {
+            lines.push(String::new());
+        }
         lines
     }
 }
 
-/// (symbol, DSO short name) of a location.
-type Names = (Option<String>, Option<String>);
+/// What a location is called: symbol and offset in it, DSO short name and path, offset in
+/// the DSO's file.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    sym: Option<String>,
+    symoff: Option<u64>,
+    dso: Option<String>,
+    dso_path: Option<String>,
+    dso_offset: Option<u64>,
+}
 
 /// Lists samples one at a time as a streaming read delivers them (the profile so far with
 /// each), naming each address once.
@@ -215,6 +322,7 @@ pub struct Listing<'a> {
     /// The IBS decoding context of the file's CPU, once the header's CPUID is known.
     ctx: Option<Option<IbsContext>>,
     names: HashMap<(Option<u32>, u64), Names>,
+    callchains: bool,
 }
 
 impl<'a> Listing<'a> {
@@ -225,7 +333,35 @@ impl<'a> Listing<'a> {
             kinds: Vec::new(),
             ctx: None,
             names: HashMap::new(),
+            callchains: true,
         }
+    }
+
+    /// Whether samples are listed with their call chains (default: yes). Without, no frame
+    /// is symbolized.
+    pub fn with_callchains(mut self, on: bool) -> Listing<'a> {
+        self.callchains = on;
+        self
+    }
+
+    /// The names of a location, looked up once.
+    fn names(&mut self, profile: &Profile, location: Location, pid: i32) -> Names {
+        let symbolizer = &mut *self.symbolizer;
+        self.names
+            .entry((location.dso, location.file_offset))
+            .or_insert_with(|| {
+                let r = symbolizer.resolve(profile, Query::of(location, pid));
+                let sym = r.symbol.and_then(|id| symbolizer.symbol(id));
+                let dso = profile.dso(&location);
+                Names {
+                    symoff: sym.zip(r.svma).map(|(s, a)| a.saturating_sub(s.start)),
+                    sym: sym.map(|s| s.name.to_string()),
+                    dso: dso.map(|d| d.short_name.clone()),
+                    dso_path: dso.map(|d| d.path.clone()),
+                    dso_offset: dso.map(|_| location.file_offset),
+                }
+            })
+            .clone()
     }
 
     /// One sample of `profile` (the profile of the read so far: inside a
@@ -250,20 +386,28 @@ impl<'a> Listing<'a> {
                 ctx
             }
         };
-        let symbolizer = &mut *self.symbolizer;
-        let (sym, dso) = self
-            .names
-            .entry((s.location.dso, s.location.file_offset))
-            .or_insert_with(|| {
-                let r = symbolizer.resolve(profile, Query::of(s.location, s.pid));
-                (
-                    r.symbol
-                        .and_then(|id| symbolizer.symbol(id))
-                        .map(|s| s.name.to_string()),
-                    profile.dso(&s.location).map(|d| d.short_name.clone()),
-                )
-            })
-            .clone();
+        let here = self.names(profile, s.location, s.pid);
+        let mut callchain = Vec::new();
+        if self.callchains {
+            let range = s.callchain.start as usize..s.callchain.end as usize;
+            for f in profile
+                .frames
+                .get(range)
+                .unwrap_or(&[])
+                .iter()
+                .take(MAX_FRAMES)
+            {
+                let n = self.names(profile, f.location, s.pid);
+                callchain.push(ListedFrame {
+                    ip: f.addr,
+                    sym: n.sym,
+                    symoff: n.symoff,
+                    dso: n.dso,
+                    dso_offset: n.dso_offset,
+                    dso_path: n.dso_path,
+                });
+            }
+        }
         let kind = self.kinds.get(s.event as usize).copied().flatten();
         // perf decodes IBS only for AMD files (CPUID) whose PMU mapping names the IBS PMU.
         let decoded = match (kind, &ctx) {
@@ -297,8 +441,16 @@ impl<'a> Listing<'a> {
             period: s.period,
             ip: s.ip,
             exact_ip: s.exact_ip,
-            sym,
-            dso,
+            sym: here.sym,
+            dso: here.dso,
+            callchain,
+            dso_path: here.dso_path,
+            symoff: here.symoff,
+            dso_offset: here.dso_offset,
+            addr: s.addr,
+            weight: s.weight,
+            phys_addr: s.phys_addr,
+            event_id: s.event as usize,
             ibs,
             ibs_error,
             precise: precise.as_ref().map(PreciseJson::of),

@@ -14,7 +14,13 @@
 //!   a predecessor block in the control-flow graph, searched breadth-first backwards through
 //!   blocks entered by fall-through or unconditional jumps, at most [`MAX_BRANCH_DEPTH`]
 //!   blocks away.
-//! - [`EventClass::Stays`] (cycles, instructions, clocks, everything else): not moved.
+//! - [`EventClass::DataBreakpoint`] (hardware data breakpoints, `mem:ADDR:rw`/`:w`): the
+//!   debug exception is a trap taken after the accessing instruction completes, so the
+//!   sampled IP is the next instruction and the culprit is the one just before it, when that
+//!   one accesses memory and falls through to the sample (a rep-string instruction with
+//!   iterations left is its own culprit). This rule is exact, not an estimate.
+//! - [`EventClass::Stays`] (cycles, instructions, clocks, execution breakpoints, everything
+//!   else): not moved.
 //!
 //! Precise samples (`exact_ip`, IBS, PEBS: see [`is_precise_event`]) are never moved.
 //! Everything here is a pure function of the disassembly ([`Insn`]) and counts.
@@ -34,8 +40,18 @@ pub enum EventClass {
     Memory,
     /// Branch mispredictions: the culprit is a branch.
     Branch,
+    /// Hardware data breakpoints: the trap comes right after the accessing instruction, so
+    /// the culprit is the instruction before the sampled one (exact).
+    DataBreakpoint,
     /// Cycles, instructions, clocks and anything else: samples stay where they are.
     Stays,
+}
+
+impl EventClass {
+    /// Whether the rule's answer is exact (data breakpoints) rather than an estimate.
+    pub fn exact(self) -> bool {
+        self == EventClass::DataBreakpoint
+    }
 }
 
 /// Classifies an event by its generic type/config, else by its name (modifiers and the
@@ -60,9 +76,28 @@ pub fn classify(name: &str, attr_type: u32, config: u64) -> EventClass {
                 _ => EventClass::Stays,
             }
         }
+        perf_type::BREAKPOINT => return breakpoint_class(name),
         _ => {}
     }
     classify_name(name)
+}
+
+/// A breakpoint by its name (`mem:0x404048:rw`, as perf and culprit name them): an
+/// execution breakpoint (`:x` only) faults *before* its instruction, whose address is the
+/// sample's: it stays; data breakpoints (`r`/`w`, or no access letters: perf's default `rw`)
+/// trap after the access.
+fn breakpoint_class(name: &str) -> EventClass {
+    let access = name
+        .trim_start_matches("mem:")
+        .split(':')
+        .nth(1)
+        .filter(|a| !a.is_empty() && a.chars().all(|c| "rwx".contains(c)))
+        .unwrap_or("rw");
+    if access.contains(['r', 'w']) {
+        EventClass::DataBreakpoint
+    } else {
+        EventClass::Stays
+    }
 }
 
 /// Classifies an event by name only (see [`classify`]).
@@ -80,6 +115,9 @@ pub fn classify_name(name: &str) -> EventClass {
         n = base.to_string();
     }
     let n = n.as_str();
+    if name.starts_with("mem:") {
+        return breakpoint_class(name);
+    }
     let memory = [
         "cache-misses",
         "cache-references",
@@ -281,7 +319,25 @@ pub fn culprit(class: EventClass, insns: &[Insn], cfg: &Cfg, idx: usize) -> Opti
         EventClass::Stays => None,
         EventClass::Memory => memory_culprit(insns, cfg, idx),
         EventClass::Branch => branch_culprit(insns, cfg, idx),
+        EventClass::DataBreakpoint => breakpoint_culprit(insns, idx),
     }
+}
+
+/// The instruction whose data access raised a breakpoint trap sampled at `idx`: x86 takes
+/// the debug exception after the access completes, with the IP of the next instruction to
+/// run. That is the following instruction when the access falls through, so the culprit is
+/// the one ending exactly at the sample and accessing memory. A repeated string instruction
+/// (`rep movs…`) traps after the iteration that hit, on itself while iterations remain.
+/// `None` (the sample stays) when the instruction before cannot be it: the access was a
+/// control transfer through memory (`ret`, `call *`, `jmp *`), whose trap IP is its target.
+fn breakpoint_culprit(insns: &[Insn], idx: usize) -> Option<(usize, u32)> {
+    let here = &insns[idx];
+    if here.text.starts_with("rep") && !here.mem.is_empty() {
+        return Some((idx, 0));
+    }
+    let prev = idx.checked_sub(1)?;
+    let p = &insns[prev];
+    (p.end() == here.addr && p.flow == Flow::Next && !p.mem.is_empty()).then_some((prev, 1))
 }
 
 /// How far back (in instructions along the path) the memory rule searches.
@@ -738,6 +794,79 @@ mod tests {
         assert_eq!(c(0x11c8), Some((load, 1 + 3 + 1)));
         assert_eq!(cfg.back_pred[cfg.block_of[at(&insns, 0x11c5)]], None);
         assert_eq!(cfg.back_pred[cfg.block_of[load]], Some(cfg.block_of[load]));
+    }
+
+    #[test]
+    fn test_breakpoints_classify_by_access() {
+        let bp = perf_type::BREAKPOINT;
+        assert_eq!(
+            classify("mem:0x404048:rw", bp, 0),
+            EventClass::DataBreakpoint
+        );
+        assert_eq!(
+            classify("mem:0x404048:w", bp, 0),
+            EventClass::DataBreakpoint
+        );
+        // perf's default access is rw; a name without letters is a data breakpoint.
+        assert_eq!(classify("mem:0x404048", bp, 0), EventClass::DataBreakpoint);
+        // Execution breakpoints fault before the instruction: nothing to move.
+        assert_eq!(classify("mem:0x401126:x", bp, 0), EventClass::Stays);
+        assert_eq!(classify_name("mem:0x10:rw:u"), EventClass::DataBreakpoint);
+        assert!(EventClass::DataBreakpoint.exact() && !EventClass::Memory.exact());
+    }
+
+    #[test]
+    fn test_breakpoint_culprit_is_the_access_just_before() {
+        // pointer_chase's chase at -O1 (as in the memory-rule test above).
+        let chase = [
+            0x48, 0x85, 0xf6, // 11a9 test %rsi,%rsi
+            0x74, 0x1b, // 11ac je 11c9
+            0xb8, 0x00, 0x00, 0x00, 0x00, // 11ae mov $0,%eax
+            0xba, 0x00, 0x00, 0x00, 0x00, // 11b3 mov $0,%edx
+            0x48, 0x8b, 0x14, 0xd7, // 11b8 mov (%rdi,%rdx,8),%rdx
+            0x48, 0x83, 0xc0, 0x01, // 11bc add $1,%rax
+            0x48, 0x39, 0xc6, // 11c0 cmp %rax,%rsi
+            0x75, 0xf3, // 11c3 jne 11b8
+            0x48, 0x89, 0xd0, // 11c5 mov %rdx,%rax
+            0xc3, // 11c8 ret
+        ];
+        let insns = disassemble(&chase, 0x11a9, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::DataBreakpoint, &insns, &cfg, at(&insns, a));
+        let load = at(&insns, 0x11b8);
+        // The trap IP of the load is the add after it: one instruction back, exactly.
+        assert_eq!(c(0x11bc), Some((load, 1)));
+        // Nothing before accesses memory, or the instruction before is a branch (the
+        // sample is its target, and a jcc accesses no memory): the sample stays.
+        assert_eq!(c(0x11b8), None);
+        assert_eq!(c(0x11c5), None);
+        assert_eq!(c(0x11a9), None);
+        let mut raw = vec![0u64; insns.len()];
+        raw[at(&insns, 0x11bc)] = 382;
+        raw[at(&insns, 0x11c5)] = 1;
+        let d = deskid(
+            EventClass::DataBreakpoint,
+            &insns,
+            &cfg,
+            &raw,
+            &vec![0; insns.len()],
+        );
+        assert_eq!(d.counts[load], 382);
+        assert_eq!(d.counts[at(&insns, 0x11c5)], 1);
+        assert_eq!((d.stats.moved, d.stats.no_culprit), (382, 1));
+        assert_eq!(d.stats.distance.get(&1), Some(&382));
+
+        // A repeated string instruction traps on itself while iterations remain.
+        let copy = [
+            0x48, 0x89, 0xf8, // 1000 mov %rdi,%rax
+            0xf3, 0xa4, // 1003 rep movsb (%rsi),(%rdi)
+            0xc3, // 1005 ret
+        ];
+        let insns = disassemble(&copy, 0x1000, Syntax::Att);
+        let cfg = build_cfg(&insns);
+        let c = |a: u64| culprit(EventClass::DataBreakpoint, &insns, &cfg, at(&insns, a));
+        assert_eq!(c(0x1003), Some((1, 0)));
+        assert_eq!(c(0x1005), Some((1, 1)));
     }
 
     #[test]

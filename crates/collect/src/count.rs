@@ -134,6 +134,7 @@ fn base_attr(
     attr.config = spec.config;
     attr.config1 = spec.config1;
     attr.config2 = spec.config2;
+    attr.bp_type = spec.bp_type;
     attr.read_format = (sys::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
         | sys::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING
         | sys::bindings::PERF_FORMAT_ID

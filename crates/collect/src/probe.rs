@@ -35,6 +35,7 @@ fn spec_attr(spec: &EventSpec) -> sys::bindings::perf_event_attr {
     let mut attr = counting_attr(spec.attr_type, spec.config);
     attr.config1 = spec.config1;
     attr.config2 = spec.config2;
+    attr.bp_type = spec.bp_type;
     attr
 }
 

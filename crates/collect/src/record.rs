@@ -328,6 +328,7 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         flags,
         config1: spec.config1,
         config2: spec.config2,
+        bp_type: spec.bp_type,
         sample_regs_user: regs,
         sample_stack_user: stack,
         ..Attr::default()
@@ -562,6 +563,19 @@ fn open_error(spec: &EventSpec, attr: &Attr, errno: i32, nfds: usize) -> RecordE
             };
             RecordError::EventNotSupported { event, reason }
         }
+        libc::ENOSPC if attr.attr_type == perf_type::BREAKPOINT => RecordError::EventNotSupported {
+            event,
+            reason: "no free debug register: x86 has 4 per CPU, shared with debuggers and other \
+                     tools (watch fewer addresses at once)"
+                .to_string(),
+        },
+        libc::EINVAL if attr.attr_type == perf_type::BREAKPOINT => RecordError::EventInvalid {
+            event,
+            reason:
+                "the kernel refused this breakpoint: x86 watches writes (:w), reads and writes \
+                     (:rw) or execution (:x) of 1, 2, 4 or 8 aligned bytes"
+                    .to_string(),
+        },
         libc::EINVAL => RecordError::EventInvalid {
             event,
             reason: "check its config terms and modifiers, the period/frequency (frequency above \

@@ -164,6 +164,8 @@ pub(crate) struct Attr {
     pub sample_type: u64,
     pub read_format: u64,
     pub flags: u64,
+    /// `bp_type` of a hardware breakpoint (`HW_BREAKPOINT_R` 1, `W` 2, `X` 4).
+    pub bp_type: u32,
     pub config1: u64,
     pub config2: u64,
     pub branch_sample_type: u64,
@@ -204,6 +206,7 @@ pub(crate) fn parse_attr(b: &[u8], big_endian: bool) -> Option<(Attr, usize)> {
         sample_type: field(24),
         read_format: field(32),
         flags: field(40),
+        bp_type: u32_field(52),
         config1: field(56),
         config2: field(64),
         branch_sample_type: field(72),

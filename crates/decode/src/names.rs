@@ -64,7 +64,15 @@ pub(crate) fn event_name(attr: &Attr, pmus: &[(u32, String)]) -> String {
         perf_type::TRACEPOINT => format!("tracepoint:{:#x}", attr.config),
         perf_type::HW_CACHE => cache_name(attr.config),
         perf_type::RAW => format!("r{:x}", attr.config),
-        perf_type::BREAKPOINT => format!("mem:{:#x}", attr.config1),
+        // As perf's __evsel__bp_name: address, then the access letters.
+        perf_type::BREAKPOINT => {
+            let access: String = [(1, 'r'), (2, 'w'), (4, 'x')]
+                .iter()
+                .filter(|(bit, _)| attr.bp_type & bit != 0)
+                .map(|(_, c)| *c)
+                .collect();
+            format!("mem:{:#x}:{access}", attr.config1)
+        }
         t => {
             let pmu = pmus
                 .iter()
@@ -195,6 +203,14 @@ mod tests {
         assert_eq!(event_name(&attr(1, 0, EXCL_GUEST), &no), "cpu-clock");
         assert_eq!(event_name(&attr(1, 9, 0), &no), "dummy:HG");
         assert_eq!(event_name(&attr(4, 0x1c2, EXCL_GUEST), &no), "r1c2");
+        // perf record -e mem:0x404048 names it mem:0x404048:rw (perf evlist).
+        let bp = Attr {
+            bp_type: 3,
+            config1: 0x404048,
+            config2: 4,
+            ..attr(5, 0, EXCL_GUEST)
+        };
+        assert_eq!(event_name(&bp, &no), "mem:0x404048:rw");
         // cycles:u = exclude_kernel + exclude_hv; with a modifier, exclude_guest is the
         // default and not excluding the guest is what gets spelled.
         assert_eq!(

@@ -3,7 +3,18 @@
 //! symbolized once), one module per format.
 #![deny(missing_docs)]
 
+pub mod autofdo;
+pub mod bolt;
+pub mod chrome;
+mod common;
+pub mod firefox;
+pub mod flamegraph;
 pub mod folded;
+pub mod pgo;
+pub mod pprof;
+pub mod speedscope;
+#[cfg(test)]
+mod testutil;
 
 use std::io::{self, Write};
 
@@ -21,6 +32,18 @@ pub use folded::FoldedOptions;
 pub enum Format {
     /// Folded (collapsed) stacks, as `perf script | inferno-collapse-perf` writes them.
     Folded,
+    /// BOLT's pre-aggregated profile (`perf2bolt -pa`), from branch data ([`bolt`]).
+    Bolt,
+    /// AutoFDO / LLVM text sample profile, from branch data ([`autofdo`]).
+    Autofdo,
+    /// pprof's gzipped `profile.proto` (`go tool pprof`, Parca, Pyroscope).
+    Pprof,
+    /// The Firefox Profiler's processed profile JSON, symbols embedded.
+    Firefox,
+    /// speedscope's JSON file format.
+    Speedscope,
+    /// Chrome trace-event JSON (chrome://tracing, Perfetto UI): the samples over time.
+    Chrome,
 }
 
 impl Format {
@@ -28,20 +51,55 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Folded => "folded",
+            Format::Bolt => "bolt",
+            Format::Autofdo => "autofdo",
+            Format::Pprof => "pprof",
+            Format::Firefox => "firefox",
+            Format::Speedscope => "speedscope",
+            Format::Chrome => "chrome",
         }
     }
 
     /// Whether the format is binary (not written to a terminal).
     pub fn is_binary(self) -> bool {
         match self {
-            Format::Folded => false,
+            Format::Pprof => true,
+            Format::Folded
+            | Format::Bolt
+            | Format::Autofdo
+            | Format::Firefox
+            | Format::Speedscope
+            | Format::Chrome => false,
         }
     }
 
     /// What the stack profile must keep for this format.
     fn stack_options(self, base: &StackOptions) -> StackOptions {
         match self {
-            Format::Folded => base.clone(),
+            Format::Folded | Format::Bolt | Format::Autofdo => base.clone(),
+            // Line numbers in pprof's line entries, source files in speedscope's frames.
+            Format::Pprof | Format::Speedscope => StackOptions {
+                lines: true,
+                ..base.clone()
+            },
+            // The timeline formats need every sample's time.
+            Format::Firefox | Format::Chrome => StackOptions {
+                timeline: true,
+                ..base.clone()
+            },
+        }
+    }
+
+    /// The PGO format this is, if it is one: those read branch data, not call stacks.
+    pub fn pgo(self) -> Option<pgo::PgoFormat> {
+        match self {
+            Format::Bolt => Some(pgo::PgoFormat::Bolt),
+            Format::Autofdo => Some(pgo::PgoFormat::Autofdo),
+            Format::Folded
+            | Format::Pprof
+            | Format::Firefox
+            | Format::Speedscope
+            | Format::Chrome => None,
         }
     }
 }
@@ -57,6 +115,9 @@ pub struct ExportOptions {
     pub event: Option<String>,
     /// Frame naming of folded stacks.
     pub folded: FoldedOptions,
+    /// bolt, autofdo: the binary (short name or path); `None`: the ELF file with the most
+    /// taken branches.
+    pub dso: Option<String>,
 }
 
 /// Why an export failed.
@@ -71,6 +132,9 @@ pub enum ExportError {
     /// The input cannot give this format (the message says why and what to record).
     #[error("{0}")]
     Unsupported(String),
+    /// A PGO export (bolt, autofdo) failed.
+    #[error(transparent)]
+    Pgo(#[from] pgo::PgoError),
 }
 
 /// One event in an export summary.
@@ -101,7 +165,8 @@ pub struct ExportSummary {
     pub samples: u64,
     /// Distinct call stacks.
     pub stacks: u64,
-    /// Lines or records written (folded: stack lines).
+    /// Lines or records written: folded, stack lines; pprof, samples (stack and thread
+    /// pairs); firefox, samples; speedscope, stacks over all profiles; chrome, trace events.
     pub records: u64,
     /// Bytes written.
     pub bytes: u64,
@@ -111,12 +176,15 @@ pub struct ExportSummary {
     pub warnings: Vec<String>,
     /// Where reading stopped, for a damaged file.
     pub stopped: Option<Stopped>,
+    /// bolt, autofdo: the binary and the branch data written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pgo: Option<pgo::PgoSummary>,
 }
 
 /// Counts the bytes written through it.
-struct Counting<'a> {
-    inner: &'a mut dyn Write,
-    bytes: u64,
+pub(crate) struct Counting<'a> {
+    pub(crate) inner: &'a mut dyn Write,
+    pub(crate) bytes: u64,
 }
 
 impl Write for Counting<'_> {
@@ -138,6 +206,9 @@ pub fn export(
     out: &mut dyn Write,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<ExportSummary, ExportError> {
+    if let Some(format) = opts.format.pgo() {
+        return pgo::export_summary(input, opts, format, out, progress);
+    }
     let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
     write_profile(&profile, opts, out)
 }
@@ -166,6 +237,28 @@ pub fn write_profile(
             folded::write(&mut out, &stacks)?;
             stacks.len() as u64
         }
+        Format::Bolt | Format::Autofdo => {
+            return Err(ExportError::Unsupported(format!(
+                "{} is written from branch data, not call stacks: use export()",
+                opts.format.name()
+            )))
+        }
+        Format::Pprof => {
+            exported_events = all_events(profile);
+            pprof::write(profile, &mut out)?
+        }
+        Format::Firefox => {
+            exported_events = all_events(profile);
+            firefox::write(profile, &mut out)?
+        }
+        Format::Speedscope => {
+            exported_events = all_events(profile);
+            speedscope::write(profile, &mut out)?
+        }
+        Format::Chrome => {
+            exported_events = all_events(profile);
+            chrome::write(profile, &mut out)?
+        }
     };
     out.flush()?;
     Ok(ExportSummary {
@@ -189,7 +282,13 @@ pub fn write_profile(
         lost: profile.summary.lost,
         warnings: profile.summary.warnings.clone(),
         stopped: profile.summary.stopped.clone(),
+        pgo: None,
     })
+}
+
+/// The events of a multi-event format: every event of the profile.
+fn all_events(profile: &StackProfile) -> Vec<String> {
+    profile.events.iter().map(|e| e.name.clone()).collect()
 }
 
 /// The event a single-event format writes: the one named, else the first event sampled

@@ -550,7 +550,9 @@ impl Cx<'_> {
                 Probe::Begin | Probe::End | Probe::Tick { .. } => non_sample = true,
                 Probe::IbsOp { .. } => kinds.push((ArgsKind::Op, text)),
                 Probe::IbsFetch { .. } => kinds.push((ArgsKind::Fetch, text)),
-                Probe::Pmc { .. } | Probe::Profile { .. } => kinds.push((ArgsKind::Pmc, text)),
+                Probe::Pmc { .. } | Probe::Profile { .. } | Probe::Breakpoint { .. } => {
+                    kinds.push((ArgsKind::Pmc, text))
+                }
             }
             probes.push((p, text.clone()));
         }

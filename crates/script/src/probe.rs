@@ -1,5 +1,6 @@
 //! Probe descriptions: `BEGIN`, `END`, `tick-N`, `pmc:::EVENT[-PERIOD]`, `ibs:::op[-N]`,
-//! `ibs:::fetch[-N]`, the provider's `ibs-exec-N`/`ibs-fetch-N`, `profile:::hz-N`.
+//! `ibs:::fetch[-N]`, the provider's `ibs-exec-N`/`ibs-fetch-N`, `profile:::hz-N`,
+//! `mem:::ADDR[:ACCESS[:LEN]]` (hardware breakpoints).
 
 use crate::error::hint;
 
@@ -37,6 +38,25 @@ pub enum Probe {
         /// Frequency.
         hz: u64,
     },
+    /// Hits of a hardware breakpoint (`mem:::0x404048:rw`): every access to the watched
+    /// bytes is a sample.
+    Breakpoint {
+        /// The watched address.
+        addr: u64,
+        /// Access letters (`rw`, `w`, `x`) as written; `None`: perf's default when recording
+        /// (`rw`), any breakpoint on the address when reading a file.
+        access: Option<String>,
+        /// Bytes watched; `None`: perf's default (4, or 8 for `x`).
+        len: Option<u64>,
+    },
+}
+
+impl Probe {
+    /// The `-e` event a breakpoint probe records (`mem:0x404048:rw`, `mem:0x404048/8:w`).
+    pub fn breakpoint_event(addr: u64, access: Option<&str>, len: Option<u64>) -> String {
+        let len = len.map(|l| format!("/{l}")).unwrap_or_default();
+        format!("mem:{addr:#x}{len}:{}", access.unwrap_or("rw"))
+    }
 }
 
 /// The forms accepted, for error hints.
@@ -55,10 +75,16 @@ pub const FORMS: &[&str] = &[
     "ibs-fetch-N",
     "profile:::hz-N",
     "profile-N",
+    "mem:::ADDR",
+    "mem:::ADDR:rw",
+    "mem:::ADDR:w:8",
 ];
 
 /// Parses one probe description.
 pub fn parse(desc: &str) -> Result<Probe, String> {
+    if let Some(rest) = desc.strip_prefix("mem:::") {
+        return parse_breakpoint(desc, rest);
+    }
     // provider:module:function:name; the provider and name carry the meaning here.
     let parts: Vec<&str> = desc.split(':').collect();
     let (provider, name) = match parts.as_slice() {
@@ -127,10 +153,43 @@ pub fn parse(desc: &str) -> Result<Probe, String> {
             hint(desc, FORMS.iter().copied())
         )),
         (p, _) => Err(format!(
-            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs)",
-            hint(p, ["dtrace", "profile", "pmc", "ibs"])
+            "unknown provider `{p}` in `{desc}`{} (providers: dtrace, profile, pmc, ibs, mem)",
+            hint(p, ["dtrace", "profile", "pmc", "ibs", "mem"])
         )),
     }
+}
+
+/// `mem:::ADDR[:ACCESS[:LEN]]`: the address (hex or decimal), access letters from `rwx`, and
+/// the length in bytes.
+fn parse_breakpoint(desc: &str, rest: &str) -> Result<Probe, String> {
+    let bad = |what: &str| {
+        format!("`{desc}`: {what} (write mem:::0xADDR, mem:::0xADDR:rw or mem:::0xADDR:w:8)")
+    };
+    let mut parts = rest.split(':');
+    let addr_text = parts.next().unwrap_or("");
+    let addr = match addr_text
+        .strip_prefix("0x")
+        .or_else(|| addr_text.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => addr_text.parse().ok(),
+    }
+    .ok_or_else(|| bad(&format!("`{addr_text}` is not an address")))?;
+    let access = match parts.next() {
+        None => None,
+        Some(a) if !a.is_empty() && a.chars().all(|c| "rwx".contains(c)) => Some(a.to_string()),
+        Some(a) => return Err(bad(&format!("`{a}` is not an access (letters r, w, x)"))),
+    };
+    let len = match parts.next() {
+        None => None,
+        Some(l) => {
+            Some(positive(l).ok_or_else(|| bad(&format!("`{l}` is not a length in bytes")))?)
+        }
+    };
+    if parts.next().is_some() {
+        return Err(bad("too many parts"));
+    }
+    Ok(Probe::Breakpoint { addr, access, len })
 }
 
 /// `cycles-10000` → (`cycles`, 10000); `cpu-clock` → (`cpu-clock`, None).
@@ -226,6 +285,38 @@ mod tests {
             })
         );
         assert_eq!(parse("profile:::hz-99"), Ok(Probe::Profile { hz: 99 }));
+        assert_eq!(
+            parse("mem:::0x404048"),
+            Ok(Probe::Breakpoint {
+                addr: 0x404048,
+                access: None,
+                len: None
+            })
+        );
+        assert_eq!(
+            parse("mem:::4210760:w:8"),
+            Ok(Probe::Breakpoint {
+                addr: 0x404048,
+                access: Some("w".into()),
+                len: Some(8)
+            })
+        );
+        assert_eq!(
+            Probe::breakpoint_event(0x404048, None, None),
+            "mem:0x404048:rw"
+        );
+        assert_eq!(
+            Probe::breakpoint_event(0x404048, Some("w"), Some(8)),
+            "mem:0x404048/8:w"
+        );
+        for bad in [
+            "mem:::",
+            "mem:::0x10:q",
+            "mem:::0x10:rw:0",
+            "mem:::0x10:rw:8:9",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         assert!(parse("ibs-exec-0").is_err());
         assert!(parse("ibs-exec-70000").is_err());
         let e = parse("ibs:::opp").unwrap_err();

@@ -94,13 +94,31 @@ fn event_matches(pat: &str, name: &str) -> bool {
 
 /// DTrace's `FUNCTION:NAME` of a probe as written: the last two of four `:`-separated parts
 /// (`syscall::read:entry` → `read:entry`), else an empty function (`BEGIN` → `:BEGIN`,
-/// `pmc:::cycles-1000` → `:cycles-1000`).
+/// `pmc:::cycles-1000` → `:cycles-1000`; `mem:::0x10:rw` → `:0x10:rw`).
 fn function_name(text: &str) -> String {
     let parts: Vec<&str> = text.split(':').collect();
     match parts.as_slice() {
         [_, _, f, n] => format!("{f}:{n}"),
+        // `mem:::0x404048:rw`: the name is the address and its access.
+        [_, _, f, name @ ..] if name.len() > 1 => format!("{f}:{}", name.join(":")),
         _ => format!(":{}", parts.last().copied().unwrap_or(text)),
     }
+}
+
+/// Whether `e` is a breakpoint on `addr` (bp_addr is config1) with these access letters
+/// (as its name spells them, `mem:0x404048:rw`; any access when the probe names none).
+fn breakpoint_matches(e: &EventInfo, addr: u64, access: Option<&str>) -> bool {
+    let letters = |s: &str| -> Vec<char> {
+        let mut v: Vec<char> = s.chars().collect();
+        v.sort_unstable();
+        v
+    };
+    e.attr_type == culprit_decode::abi::perf_type::BREAKPOINT
+        && e.config1 == addr
+        && access.is_none_or(|want| {
+            let have = e.name.split(':').nth(2).unwrap_or("rw");
+            letters(have) == letters(want)
+        })
 }
 
 fn is_cpu_clock(e: &EventInfo) -> bool {
@@ -194,6 +212,15 @@ impl Program {
                             .map(|(i, _)| i)
                             .collect(),
                         period.map(|p| (p, false)),
+                    ),
+                    Probe::Breakpoint { addr, access, .. } => (
+                        events
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, e)| breakpoint_matches(e, *addr, access.as_deref()))
+                            .map(|(i, _)| i)
+                            .collect(),
+                        None,
                     ),
                     Probe::Profile { hz } => (
                         events

@@ -32,6 +32,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod code_lines;
 mod demangle;
 pub mod disasm;
 mod elf;
@@ -48,6 +49,7 @@ use std::sync::Arc;
 
 use culprit_decode::model::{DsoId, DsoKind, Location, Profile};
 
+pub use code_lines::{CodeLine, LineFrame};
 pub use demangle::demangle;
 pub use elf::Segment;
 pub use input::{ProfileInput, ReadPlan};
@@ -239,6 +241,8 @@ pub struct Symbolizer {
     /// [`Symbolizer::preload_elf`]: loaded ELF files by path and recorded build-id, with
     /// their warnings not given yet.
     preloaded: HashMap<(String, Option<Vec<u8>>), LoadedElf>,
+    /// [`Symbolizer::code_lines`]: functions' first lines per DSO.
+    decl_lines: HashMap<DsoId, code_lines::DeclLines>,
 }
 
 /// A loaded ELF file's state and its warnings (keyed like [`Symbolizer::warn`]), not given
@@ -450,6 +454,7 @@ impl Symbolizer {
             warned: HashSet::new(),
             prefetched: None,
             preloaded: HashMap::new(),
+            decl_lines: HashMap::new(),
         }
     }
 

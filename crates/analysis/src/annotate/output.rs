@@ -51,6 +51,7 @@ pub fn class_name(c: EventClass) -> &'static str {
     match c {
         EventClass::Memory => "memory",
         EventClass::Branch => "branch",
+        EventClass::DataBreakpoint => "data_breakpoint",
         EventClass::Stays => "stays",
     }
 }
@@ -152,6 +153,10 @@ impl FunctionAnnotation {
                 match (e.class, precise) {
                     (_, true) => "precise: never moved".to_string(),
                     (EventClass::Stays, _) => "stays (cycles/instructions/clocks)".to_string(),
+                    (EventClass::DataBreakpoint, _) => {
+                        "data breakpoint: the trap comes one instruction after the access"
+                            .to_string()
+                    }
                     (c, _) => format!("{} event: skids", class_name(c)),
                 }
             );
@@ -175,18 +180,31 @@ impl FunctionAnnotation {
                 None => format!("{} = {} (no samples)", d.name, d.formula),
             });
         }
-        let any_movable = self
+        let any_estimate = self
             .events
             .iter()
-            .any(|e| e.class != EventClass::Stays && !e.precise);
-        if view.deskid && any_movable {
+            .any(|e| movable(e, true) && !e.class.exact());
+        let any_exact = self
+            .events
+            .iter()
+            .any(|e| movable(e, true) && e.class.exact());
+        if view.deskid && any_estimate {
             h.push(
                 "~ columns are ESTIMATES: non-precise samples of memory and branch events moved \
                  to their plausible culprit (docs/skid.md); the raw columns are what the PMU \
                  reported"
                     .to_string(),
             );
-        } else if view.deskid {
+        }
+        if view.deskid && any_exact {
+            h.push(
+                "= columns are EXACT: data-breakpoint samples moved back one instruction, to the \
+                 access that raised the trap (x86 reports the instruction after it; \
+                 docs/skid.md)"
+                    .to_string(),
+            );
+        }
+        if view.deskid && !any_estimate && !any_exact {
             h.push(
                 "--deskid: no event here moves (cycles, instructions, clocks and precise samples \
                  stay where they were sampled)"
@@ -251,18 +269,25 @@ impl FunctionAnnotation {
             ));
             if movable(e, view.deskid) {
                 let w = widest(&|r| r.deskid[i]).max(MIN_NAME);
+                // `~` marks estimates; `=` the exact rule of data breakpoints.
+                let mark = if e.class.exact() { "=" } else { "~" };
                 cols.push(
                     Column::new(
-                        format!("~{}", e.name),
+                        format!("{mark}{}", e.name),
                         format!("{}:deskid", e.name),
                         sparse_counts(rows.iter().map(|r| r.deskid[i])),
                     )
                     .shrink(w),
                 );
+                let percents = sparse_percents(rows.iter().map(|r| r.deskid[i]), e.samples);
                 cols.push(Column::new(
-                    "~%",
+                    format!("{mark}%"),
                     format!("{}:deskid_percent", e.name),
-                    Values::Estimate(sparse_percents(rows.iter().map(|r| r.deskid[i]), e.samples)),
+                    if e.class.exact() {
+                        Values::Percent(percents)
+                    } else {
+                        Values::Estimate(percents)
+                    },
                 ));
             }
             if self.has_callchains {
@@ -452,7 +477,11 @@ impl FunctionAnnotation {
                     file_samples: e.file_samples,
                 })
                 .collect(),
-            deskid_is_estimate: deskid,
+            deskid_is_estimate: deskid
+                && self
+                    .events
+                    .iter()
+                    .any(|e| movable(e, true) && !e.class.exact()),
             has_callchains: self.has_callchains,
             derived: self
                 .derived
@@ -512,7 +541,8 @@ pub struct FunctionJson {
     pub events: Vec<String>,
     /// Per event: figures.
     pub event_info: Vec<EventJson>,
-    /// Whether `deskid` columns are present (estimates).
+    /// Whether some `deskid` column is an estimate (with `--deskid`, unless every event that
+    /// moves is a data breakpoint, whose rule is exact).
     pub deskid_is_estimate: bool,
     /// Whether `inclusive` columns are present.
     pub has_callchains: bool,

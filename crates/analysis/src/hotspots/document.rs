@@ -136,8 +136,8 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
     if h.deskid {
         doc.footer(
             "~Deskid %: ESTIMATED (skid correction), see docs/skid.md: each non-precise sample \
-             of a memory or branch event counted at its estimated culprit instruction; the other \
-             columns are as sampled",
+             of a memory or branch event counted at its estimated culprit instruction (a data \
+             breakpoint's at the access before its trap: exact); the other columns are as sampled",
         );
     }
     doc
@@ -164,6 +164,9 @@ fn deskid_what(profile: &Profile, e: &EventTotals) -> &'static str {
         Some(i) => match skid::classify_event(i) {
             EventClass::Memory => "memory event: skidded samples move to the culprit access",
             EventClass::Branch => "branch event: skidded samples move to the culprit branch",
+            EventClass::DataBreakpoint => {
+                "data breakpoint: samples move back one instruction to the access (exact)"
+            }
             EventClass::Stays => "stays where sampled",
         },
         None => "stays where sampled",
@@ -180,7 +183,7 @@ fn empty_text(h: &Hotspots, hidden: usize) -> String {
 
 /// Appends a key's text as the text report shows it: the tag and name of a symbol
 /// (`[unknown] DSO+0xOFFSET` without one), the DSO and address of `ip`.
-fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
+pub(crate) fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
     match v.key {
         SortKey::Sym => {
             out.push_str(v.tag().unwrap_or("[.]"));

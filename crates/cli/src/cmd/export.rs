@@ -19,12 +19,30 @@ use crate::progress::Progress;
 pub enum FormatArg {
     /// Folded stacks (Brendan Gregg's collapsed format; equals perf script | inferno-collapse-perf).
     Folded,
+    /// BOLT's pre-aggregated profile (perf2bolt -pa) of one binary, from LBR branch stacks or IBS ops.
+    Bolt,
+    /// AutoFDO: LLVM text sample profile (clang -fprofile-sample-use) of one binary, from LBR or IBS ops.
+    Autofdo,
+    /// pprof profile.proto, gzipped (go tool pprof, Parca, Pyroscope); binary: give -o.
+    Pprof,
+    /// Firefox Profiler processed profile JSON with symbols embedded (profiler.firefox.com).
+    Firefox,
+    /// speedscope JSON (speedscope.app), one sampled profile per thread and event.
+    Speedscope,
+    /// Chrome trace-event JSON: the samples over time (chrome://tracing, ui.perfetto.dev).
+    Chrome,
 }
 
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         match f {
             FormatArg::Folded => Format::Folded,
+            FormatArg::Bolt => Format::Bolt,
+            FormatArg::Autofdo => Format::Autofdo,
+            FormatArg::Pprof => Format::Pprof,
+            FormatArg::Firefox => Format::Firefox,
+            FormatArg::Speedscope => Format::Speedscope,
+            FormatArg::Chrome => Format::Chrome,
         }
     }
 }
@@ -45,7 +63,7 @@ pub enum SummaryArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Export a perf.data file to folded stacks and other tools' formats",
-    after_help = "EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n\nFormats and their limits: docs/export.md."
+    after_help = "EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n  culprit export -i perf.data --format bolt --dso prog -o prog.preagg   (then perf2bolt -pa)\n  culprit export -i perf.data --format autofdo -o prog.afdo\n\nFormats and their limits: docs/export.md."
 )]
 pub struct ExportArgs {
     /// The input file and where its symbols are found.
@@ -102,6 +120,10 @@ pub struct ExportArgs {
     /// Do not unwind the sampled user stacks of `--call-graph dwarf` recordings.
     #[arg(long = "no-unwind")]
     pub no_unwind: bool,
+    /// bolt, autofdo: the binary the profile is for (short name or path as recorded);
+    /// default the ELF file with the most taken branches.
+    #[arg(long, value_name = "DSO")]
+    pub dso: Option<String>,
 }
 
 /// Runs `culprit export`.
@@ -141,6 +163,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             addrs: args.addrs,
             count_samples: args.count_samples,
         },
+        dso: args.dso.clone(),
     };
     let progress = Progress::for_input(&input);
     let summary = match &args.output {

@@ -1,5 +1,6 @@
-//! `culprit script`: one line (text) or one JSON object per line (json) per sample, with the
-//! decoded IBS registers (perf 6.1's labels and field names) and precise memory fields.
+//! `culprit script`: one line (text) or one JSON object per line (json) per sample, with its
+//! call chain (perf script's layout), the decoded IBS registers (perf 6.1's labels and field
+//! names) and precise memory fields; `-F` chooses the fields as `perf script -F` does.
 //!
 //! The JSON schema is documented in docs/script.md. Exit status: 0 on success; 1 when the
 //! input is truncated or corrupt (what was read is still printed); 2 when nothing could be
@@ -8,6 +9,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use culprit_analysis::listing::fields::{FieldList, PerfLayout};
 use culprit_analysis::listing::Listing;
 use culprit_decode::model::{Profile, Sample};
 use culprit_output::text::{cut, expand_tabs};
@@ -19,8 +21,8 @@ use crate::progress::Progress;
 /// Arguments of `culprit script`.
 #[derive(clap::Args, Debug)]
 #[command(
-    about = "One line (or JSON object) per sample, with decoded IBS/PEBS fields",
-    after_help = "EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead."
+    about = "One line (or JSON object) per sample, with call chains and decoded IBS/PEBS fields",
+    after_help = "EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i perf.data -F comm,tid,time,event,ip,sym,dso\n  culprit script -i perf.data -F +addr,-dso\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nWith call chains (record -g), each sample is followed by one line per frame and an empty\nline, as perf script prints them. -F takes perf script's field names (docs/script.md).\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead."
 )]
 pub struct ScriptArgs {
     /// The input file and where its symbols are found.
@@ -31,12 +33,33 @@ pub struct ScriptArgs {
     /// perf script).
     #[command(flatten)]
     pub output: OutputArgs,
+    /// perf script's field list, with its names: `comm,tid,time,event,ip,sym,dso,period,addr,…`
+    /// prints those fields in perf's layout; `+field`/`-field` add to or remove from perf's
+    /// default. Text only.
+    #[arg(
+        short = 'F',
+        long = "fields",
+        value_name = "FIELDS",
+        allow_hyphen_values = true
+    )]
+    pub fields: Option<String>,
 }
 
 /// Runs `culprit script`.
 pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     args.output
         .require("script", &[Format::Text, Format::Json])?;
+    let mut layout = match &args.fields {
+        Some(_) if args.output.format == Format::Json => {
+            anyhow::bail!(
+                "-F/--fields chooses text fields; --format json always has every field (docs/script.md)"
+            )
+        }
+        Some(f) => Some(PerfLayout::new(
+            FieldList::parse(f).map_err(|e| anyhow::anyhow!(e))?,
+        )),
+        None => None,
+    };
     let input = args.input.open();
     let mut symbolizer = input.symbolizer();
     let mut out = args.output.writer()?;
@@ -50,14 +73,19 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     };
     // Each sample is printed as the reader delivers it (perf's time order, round by round):
     // memory does not grow with the file.
-    let mut listing = Listing::new(&mut symbolizer);
-    let mut failed: Option<std::io::Error> = None;
-    let mut print = |profile: &Profile, s: &Sample| -> std::io::Result<()> {
+    let chains = layout.as_ref().is_none_or(PerfLayout::may_print_chains);
+    let mut listing = Listing::new(&mut symbolizer).with_callchains(chains);
+    let mut failed: Option<anyhow::Error> = None;
+    let mut print = |profile: &Profile, s: &Sample| -> anyhow::Result<()> {
         let sample = listing.sample(profile, s);
         match args.output.format {
             Format::Json => culprit_output::json::write_line(&mut out, &sample)?,
             _ => {
-                for line in sample.text_lines() {
+                let lines = match layout.as_mut() {
+                    Some(l) => l.lines(profile, &sample).map_err(|e| anyhow::anyhow!(e))?,
+                    None => sample.text_lines(),
+                };
+                for line in lines {
                     match width {
                         Some(w) => writeln!(out, "{}", cut(&expand_tabs(&line), w))?,
                         None => writeln!(out, "{line}")?,
@@ -68,14 +96,20 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let bar = Progress::for_input(&input);
-    let profile = input.for_each(&ReadPlan::default(), bar.callback(), |p, s| {
+    // As perf script: user stacks of --call-graph dwarf files are unwound for the chains.
+    let plan = ReadPlan {
+        unwind: chains,
+        skip_callchains: !chains,
+        ..ReadPlan::default()
+    };
+    let profile = input.for_each(&plan, bar.callback(), |p, s| {
         if failed.is_none() {
             failed = print(p, s).err();
         }
     })?;
     bar.finish();
     if let Some(e) = failed {
-        return Err(e.into());
+        return Err(e);
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {

@@ -15,6 +15,7 @@ use culprit_decode::abi::perf_type;
 
 use crate::sysfs::{CpuIdentity, Sysfs};
 
+pub mod breakpoint;
 pub mod catalog;
 pub mod generic;
 mod parse;
@@ -61,6 +62,10 @@ pub struct EventSpec {
     /// Membership of an event group (`{a,b}`, `{a,b}:S`); `None` outside a group. A group's
     /// members follow its leader in the list.
     pub group: Option<EventGroup>,
+    /// `perf_event_attr.bp_type` of a hardware breakpoint (`mem:ADDR:rw`; see
+    /// [`breakpoint`]): `HW_BREAKPOINT_R`/`W`/`X` bits; 0 for every other event. Its address
+    /// and length are `config1` and `config2` (bp_addr and bp_len share their places).
+    pub bp_type: u32,
 }
 
 /// An event's place in an event group (`perf record -e '{a,b}'`): its events are scheduled
@@ -90,6 +95,7 @@ impl EventSpec {
             exclude_hv: false,
             precise_ip: 0,
             group: None,
+            bp_type: 0,
         }
     }
 }

@@ -158,7 +158,8 @@ impl EventParser {
         let mut depth = 0usize;
         for (i, c) in spec.char_indices() {
             match c {
-                '/' => inside = !inside,
+                // `mem:ADDR/LEN` has one `/`, not a term list.
+                '/' if !super::breakpoint::is_breakpoint(&spec[start..i]) => inside = !inside,
                 '{' if !inside => {
                     if depth > 0 || !spec[start..i].trim().is_empty() {
                         return Err(group_error(
@@ -263,6 +264,11 @@ impl EventParser {
             return Err(EventError::Empty {
                 spec: s.to_string(),
             });
+        }
+        if super::breakpoint::is_breakpoint(event) {
+            let (mut spec, mods) = super::breakpoint::parse(event)?;
+            self.apply_modifiers(&mut spec, mods, event)?;
+            return Ok(spec);
         }
         let (head, terms, mods) = match event.split_once('/') {
             Some((head, rest)) => {

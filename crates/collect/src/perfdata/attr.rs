@@ -25,9 +25,11 @@ pub struct Attr {
     pub flags: u64,
     /// `wakeup_events` (or `wakeup_watermark`).
     pub wakeup_events: u32,
-    /// `config1`.
+    /// `bp_type` (hardware breakpoints: `HW_BREAKPOINT_R`/`W`/`X`; 0 otherwise).
+    pub bp_type: u32,
+    /// `config1` (`bp_addr` of a breakpoint).
     pub config1: u64,
-    /// `config2`.
+    /// `config2` (`bp_len` of a breakpoint).
     pub config2: u64,
     /// `sample_regs_user`.
     pub sample_regs_user: u64,
@@ -52,6 +54,7 @@ impl Attr {
         put64(&mut b, 32, self.read_format);
         put64(&mut b, 40, self.flags);
         put32(&mut b, 48, self.wakeup_events);
+        put32(&mut b, 52, self.bp_type);
         put64(&mut b, 56, self.config1);
         put64(&mut b, 64, self.config2);
         put64(&mut b, 80, self.sample_regs_user);
