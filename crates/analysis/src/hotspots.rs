@@ -39,6 +39,7 @@ pub use aggregate::SampleAggregator;
 use aggregate::*;
 pub use build::hotspots_aggregated;
 use build::*;
+pub(crate) use document::key_text_into;
 pub use document::{csv_table, document, key_header, DocOptions, Layout};
 pub use json::{json_report, EventJson, HotspotsJson, RowsJson, SCHEMA};
 use locations::*;

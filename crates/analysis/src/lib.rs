@@ -9,6 +9,7 @@
 
 pub mod annotate;
 pub mod branches;
+pub mod diff;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;

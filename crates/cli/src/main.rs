@@ -44,8 +44,12 @@ enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Live view of the hottest functions per event (perf top), with worst offenders.
     Top(cmd::top::TopArgs),
+    /// Difference of two perf.data files (perf diff): baseline, delta and ratio per row.
+    Diff(cmd::diff::DiffArgs),
     /// Export a perf.data file to folded stacks and other tools' formats.
     Export(cmd::export::ExportArgs),
+    /// Flame graph (SVG) of a perf.data file, or the differential graph of two.
+    Flamegraph(cmd::flamegraph::FlameGraphArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -61,7 +65,9 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::List(args) => cmd::list::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Top(args) => cmd::top::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
         Command::Export(args) => cmd::export::run(args),
+        Command::Flamegraph(args) => cmd::flamegraph::run(args),
     }
 }
 

@@ -129,3 +129,28 @@ fn test_report_json_on_fixtures_validates() {
         common::validate_json_schema("report", &String::from_utf8_lossy(&out.stdout));
     }
 }
+
+#[test]
+fn test_diff_json_on_fixtures_validates() {
+    let fixtures = repo_root().join("crates/decode/tests/fixtures");
+    // The same file (every row in both), two programs (new and vanished rows), and a file
+    // with an event the other lacks (only_in_baseline).
+    for (a, b) in [
+        ("cpu-clock-g.data", "cpu-clock-g.data"),
+        ("cpu-clock-g.data", "pipe-g.data"),
+        ("two-events.data", "cpu-clock-g.data"),
+    ] {
+        let out = culprit()
+            .args(["diff", "--format", "json"])
+            .arg(fixtures.join(a))
+            .arg(fixtures.join(b))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{a} {b}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        common::validate_json_schema("diff", &String::from_utf8_lossy(&out.stdout));
+    }
+}

@@ -8,6 +8,7 @@ pub mod bolt;
 pub mod chrome;
 mod common;
 pub mod firefox;
+pub mod flamegraph;
 pub mod folded;
 pub mod pgo;
 pub mod pprof;

@@ -81,4 +81,26 @@ mod tests {
             "sym,cpu-clock:percent,cpu-clock:period\n\"a,b\",12.3457,1000000\n\"q\"\"x\",0.0000,5\n"
         );
     }
+
+    #[test]
+    fn test_delta_is_signed_in_text_and_raw_in_csv_and_nan_is_empty() {
+        let v = Values::Delta(vec![39.654_9, -0.001, 0.0, f64::NAN]);
+        let text = |i| {
+            let mut s = String::new();
+            v.text_into(i, &mut s);
+            s
+        };
+        let csv = |i| {
+            let mut s = String::new();
+            v.csv_into(i, &mut s);
+            s
+        };
+        // perf diff's spelling: always a sign, two decimals (`-0.00%` for a tiny fall).
+        assert_eq!(
+            [text(0), text(1), text(2), text(3)],
+            ["+39.65%", "-0.00%", "+0.00%", ""]
+        );
+        assert_eq!([csv(0), csv(1), csv(3)], ["39.6549", "-0.0010", ""]);
+        assert!(v.right_aligned() && v.percent(0).is_none());
+    }
 }

@@ -129,6 +129,9 @@ pub enum Values {
     Percent(Vec<f64>),
     /// Estimated percentages: `~12.34%`.
     Estimate(Vec<f64>),
+    /// Signed differences of percentages (perf diff's Delta): `+1.23%`, `-0.00%`; NaN shows
+    /// empty.
+    Delta(Vec<f64>),
     /// Sizes in bytes: `4.0 KiB`.
     Bytes(Vec<u64>),
     /// Addresses: `0x401000`; `None` shows empty.
@@ -209,7 +212,9 @@ impl Values {
     pub fn len(&self) -> usize {
         match self {
             Values::Count(v) | Values::Human(v) | Values::Ns(v) | Values::Bytes(v) => v.len(),
-            Values::Percent(v) | Values::Estimate(v) | Values::Float(v, _) => v.len(),
+            Values::Percent(v) | Values::Estimate(v) | Values::Delta(v) | Values::Float(v, _) => {
+                v.len()
+            }
             Values::Address(v) => v.len(),
             Values::Text(v) => v.len(),
             Values::Texts(v) => v.len(),
@@ -267,6 +272,11 @@ impl Values {
                     let _ = write!(out, "~{x:.2}%");
                 }
             }
+            Values::Delta(v) => {
+                if let Some(x) = v.get(i).filter(|x| !x.is_nan()) {
+                    let _ = write!(out, "{x:+.2}%");
+                }
+            }
             Values::Address(v) => {
                 if let Some(Some(x)) = v.get(i) {
                     let _ = write!(out, "{x:#x}");
@@ -299,7 +309,7 @@ impl Values {
                     let _ = write!(out, "{x}");
                 }
             }
-            Values::Percent(v) | Values::Estimate(v) => {
+            Values::Percent(v) | Values::Estimate(v) | Values::Delta(v) => {
                 if let Some(x) = v.get(i).filter(|x| !x.is_nan()) {
                     let _ = write!(out, "{x:.4}");
                 }

@@ -265,7 +265,7 @@ impl CellCache {
             Values::Count(v) | Values::Human(v) | Values::Ns(v) | Values::Bytes(v) => {
                 v.get(row).copied().unwrap_or(0)
             }
-            Values::Percent(v) | Values::Estimate(v) | Values::Float(v, _) => {
+            Values::Percent(v) | Values::Estimate(v) | Values::Delta(v) | Values::Float(v, _) => {
                 v.get(row).copied().unwrap_or(f64::NAN).to_bits()
             }
             Values::Address(v) => match v.get(row).copied().flatten() {

@@ -183,7 +183,7 @@ fn empty_text(h: &Hotspots, hidden: usize) -> String {
 
 /// Appends a key's text as the text report shows it: the tag and name of a symbol
 /// (`[unknown] DSO+0xOFFSET` without one), the DSO and address of `ip`.
-fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
+pub(crate) fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
     match v.key {
         SortKey::Sym => {
             out.push_str(v.tag().unwrap_or("[.]"));

@@ -2,7 +2,9 @@
 
 pub mod annotate;
 pub mod demo;
+pub mod diff;
 pub mod export;
+pub mod flamegraph;
 pub mod ibs;
 pub mod list;
 pub mod record;

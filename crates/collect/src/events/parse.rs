@@ -161,6 +161,10 @@ impl EventParser {
     /// Whether an event string names a tracepoint: `SYSTEM:NAME` whose first part is no
     /// event of its own (`cycles:x` is an event with a bad modifier, refused as such).
     fn is_tracepoint(&self, event: &str) -> bool {
+        // `mem:…` is a breakpoint, even a malformed one (its parser says what is wrong).
+        if super::breakpoint::is_breakpoint(event) {
+            return false;
+        }
         split_tracepoint(event).is_some_and(|(sys, _)| {
             generic::lookup(generic::HARDWARE, sys).is_none()
                 && generic::lookup(generic::SOFTWARE, sys).is_none()

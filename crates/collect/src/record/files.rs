@@ -219,11 +219,21 @@ impl Files {
         Ok(())
     }
 
+    /// Bytes of records after the file's synthesized state: what `--switch-output=SIZE`
+    /// counts (with `-a` the state of every process can be hundreds of KiB: counting it, a
+    /// small SIZE would switch after every drain).
+    fn records_after_state(&self) -> u64 {
+        self.data_size().saturating_sub(self.state_end)
+    }
+
     /// Room left before a size bound, and whether it is `--max-size`'s.
     fn room(&self) -> Option<(u64, bool)> {
-        let used = self.file_bytes();
-        let max = self.max_size.map(|m| (m.saturating_sub(used), true));
-        let switch = self.switch_size.map(|s| (s.saturating_sub(used), false));
+        let max = self
+            .max_size
+            .map(|m| (m.saturating_sub(self.file_bytes()), true));
+        let switch = self
+            .switch_size
+            .map(|s| (s.saturating_sub(self.records_after_state()), false));
         match (max, switch) {
             (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
             (a, b) => a.or(b),
@@ -262,7 +272,7 @@ impl Files {
                     self.reach_max(notice);
                     continue;
                 }
-                if self.data_size() > self.state_end {
+                if self.records_after_state() > 0 {
                     self.switch(tracker, state, notice, warn)?;
                     continue;
                 }
@@ -281,7 +291,10 @@ impl Files {
                     continue;
                 }
             }
-            if self.switch_size.is_some_and(|s| self.file_bytes() >= s) {
+            if self
+                .switch_size
+                .is_some_and(|s| self.records_after_state() >= s)
+            {
                 self.switch(tracker, state, notice, warn)?;
             }
         }

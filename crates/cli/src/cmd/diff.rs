@@ -1,0 +1,165 @@
+//! `culprit diff`: the difference of two perf.data files (perf diff): per event, each row's
+//! baseline share, its Delta and Ratio in the other file, new and vanished rows, sorted by
+//! the absolute Delta; as text, JSON (docs/schemas/diff.schema.json) or CSV. The numbers are
+//! `culprit_analysis::diff`'s, over the two files' hotspots (docs/diff.md).
+//!
+//! Exit status: 0 on success; 1 when an input is truncated or corrupt (the diff of what was
+//! read is still printed); 2 when a file cannot be read or an argument is wrong.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use culprit_analysis::diff::{self, DiffOptions, DEFAULT_KEYS};
+use culprit_analysis::stacks::StackOptions;
+use culprit_analysis::SortKey;
+use culprit_export::flamegraph::{self, FlameGraphOptions};
+use culprit_output::Note;
+use culprit_symbols::ProfileInput;
+
+use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
+use crate::progress::Progress;
+
+/// Arguments of `culprit diff`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Difference of two perf.data files (perf diff): baseline share, delta and ratio per row",
+    after_help = "EXAMPLES:\n  culprit diff                                perf.data.old (baseline) against perf.data\n  culprit diff before.data after.data\n  culprit diff a.data b.data --sort sym -e cpu-clock --format csv\n\nDelta = the row's share of the event total in the other file minus its share in the baseline\n(points, as perf diff); Ratio = other period / baseline period; rows by |Delta|."
+)]
+pub struct DiffArgs {
+    /// The baseline file and the file compared with it (default: perf.data.old perf.data).
+    #[arg(value_name = "FILE", num_args = 0..=2)]
+    pub files: Vec<PathBuf>,
+    /// Sort (match) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip,
+    /// cpu (default dso,sym as perf diff). Rows match across files by these keys' names.
+    #[arg(short = 's', long = "sort", value_name = "KEYS")]
+    pub sort: Option<String>,
+    /// Only these events (comma-separated names); default: every event both files have.
+    #[arg(
+        short = 'e',
+        long = "event",
+        value_name = "EVENT",
+        value_delimiter = ','
+    )]
+    pub event: Vec<String>,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`), for both files.
+    #[command(flatten)]
+    pub kernel: KernelSymbolArgs,
+    /// Look every recorded file up under DIR first (both inputs).
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's build-id cache is DIR instead of ~/.debug (both inputs).
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dir: Option<PathBuf>,
+    /// Also draw the differential flame graph of the two files to FILE (SVG): the other
+    /// file's stacks, red where a frame's share grew, blue where it shrank (its event: the
+    /// first -e, else the first the other file sampled).
+    #[arg(long = "flamegraph", value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+    /// --format text, json or csv (docs/diff.md), -o, --color, --width.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl DiffArgs {
+    /// The two inputs: baseline, other.
+    fn inputs(&self) -> anyhow::Result<[ProfileInput; 2]> {
+        let (a, b) = match self.files.as_slice() {
+            [] => (PathBuf::from("perf.data.old"), PathBuf::from("perf.data")),
+            [a, b] => (a.clone(), b.clone()),
+            _ => anyhow::bail!(
+                "culprit diff takes two files, the baseline and the other (or none: \
+                 perf.data.old and perf.data)"
+            ),
+        };
+        let open = |p: PathBuf| {
+            InputArgs {
+                input: Some(p),
+                kernel: self.kernel.clone(),
+                symfs: self.symfs.clone(),
+                debug_dir: self.debug_dir.clone(),
+            }
+            .open()
+        };
+        Ok([open(a), open(b)])
+    }
+}
+
+/// Draws the differential flame graph of `b` against `a` to `path`.
+fn draw_differential(
+    a: &ProfileInput,
+    b: &ProfileInput,
+    events: &[String],
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    let opts = FlameGraphOptions {
+        event: events.first().cloned(),
+        ..FlameGraphOptions::default()
+    };
+    let stacks = StackOptions {
+        events: events.to_vec(),
+        unwind: true,
+        ..StackOptions::default()
+    };
+    let (bar_a, bar_b) = (Progress::for_input(a), Progress::for_input(b));
+    // The diff has warned about the files already.
+    flamegraph::flamegraph(
+        a,
+        Some(b),
+        &stacks,
+        &opts,
+        &mut out,
+        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
+    )
+    .with_context(|| format!("--flamegraph {}", path.display()))?;
+    out.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Runs `culprit diff`.
+pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let keys = match &args.sort {
+        Some(s) => SortKey::parse_list(s).context("error parsing flag --sort")?,
+        None => DEFAULT_KEYS.to_vec(),
+    };
+    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
+    let opts = DiffOptions {
+        keys,
+        events: args.event.clone(),
+    };
+    let [a, b] = args.inputs()?;
+    let (bar_a, bar_b) = (Progress::for_input(&a), Progress::for_input(&b));
+    let d = diff::diff_inputs(
+        &a,
+        &b,
+        &opts,
+        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
+    )?;
+    bar_a.finish();
+    bar_b.finish();
+    if let Some(path) = &args.flamegraph {
+        draw_differential(&a, &b, &args.event, path)?;
+    }
+    let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
+    culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
+    let mut out = args.output.writer()?;
+    match args.output.format {
+        Format::Text => {
+            culprit_output::text::write(&mut out, &diff::document(&d), &args.output.text_options())?
+        }
+        Format::Json => culprit_output::json::write(&mut out, &d)?,
+        Format::Csv => culprit_output::csv::write(&mut out, &diff::csv_table(&d))?,
+    }
+    out.flush()?;
+    let stopped = d.baseline.stopped.is_some() || d.other.stopped.is_some();
+    Ok(if stopped {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
