@@ -121,6 +121,68 @@ mod tests {
         );
     }
 
+    /// A page whose names are markup.
+    fn page_named(name: &str) -> Page {
+        use super::super::model::*;
+        Page {
+            schema: SCHEMA,
+            generator: "culprit test".to_string(),
+            summary: Summary {
+                input: name.to_string(),
+                ..Summary::default()
+            },
+            events: Vec::new(),
+            functions: FunctionTable {
+                rows: vec![FunctionRow {
+                    name: name.to_string(),
+                    dso: name.to_string(),
+                    tag: "[.]".to_string(),
+                    addr: None,
+                    samples: vec![1],
+                    period: vec![1],
+                    percent: vec![culprit_output::json::Round4(100.0)],
+                    annotation: None,
+                    frame: None,
+                }],
+                hidden: 0,
+            },
+            flame: FlameTree::default(),
+            annotations: Vec::new(),
+            annotate_note: String::new(),
+            topdown: None,
+            topdown_note: None,
+            ibs: None,
+            ibs_note: None,
+            diff: None,
+            diff_hidden: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn test_data_json_cannot_close_its_script_and_reads_back_the_same() {
+        let name = "</script><script>alert(1)</script>&amp;<!--";
+        let data = data_json(&page_named(name)).unwrap();
+        for b in [b'<', b'>', b'&'] {
+            assert!(!data.contains(&b), "{} in the data block", b as char);
+        }
+        let back: serde_json::Value = serde_json::from_slice(&data).unwrap();
+        assert_eq!(back["functions"]["rows"][0]["name"], name);
+        assert_eq!(back["summary"]["input"], name);
+    }
+
+    #[test]
+    fn test_write_page_has_one_data_block_and_escapes_the_title() {
+        let name = "</script><title>x";
+        let mut out = Vec::new();
+        let n = write_page(&page_named(name), &mut out).unwrap();
+        assert_eq!(n, out.len() as u64);
+        let html = String::from_utf8(out).unwrap();
+        assert_eq!(html.matches("<script").count(), 2);
+        assert_eq!(html.matches("</script>").count(), 2);
+        assert!(html.contains("<title>culprit: &lt;/script&gt;&lt;title&gt;x</title>"));
+        assert!(html.contains(&csp_hash(JS)) && html.contains(&csp_hash(CSS)));
+    }
+
     #[test]
     fn test_csp_hash_is_the_base64_sha256_of_the_text() {
         // SHA-256 of the empty string.
