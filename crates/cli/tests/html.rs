@@ -321,7 +321,10 @@ fn assert_percent(shown: &str, exact: f64, what: &str) {
 
 /// The page is offline by construction: a CSP that allows no fetch, no URL anywhere.
 fn assert_self_contained(page: &str) {
-    assert!(page.contains("default-src 'none'"), "no CSP forbidding fetches");
+    assert!(
+        page.contains("default-src 'none'"),
+        "no CSP forbidding fetches"
+    );
     for url in ["http://", "https://", "//cdn", "src=\"", "href=\""] {
         assert!(!page.contains(url), "the page refers to {url}");
     }
@@ -360,7 +363,11 @@ fn title_samples(title: &str) -> u64 {
 fn assert_screenshot(page: &Path, dir: &Path) {
     let png = dir.join("screenshot.png");
     let mut child = Command::new("chromium")
-        .args(CHROME_ARGS.iter().filter(|a| !a.starts_with("--window-size")))
+        .args(
+            CHROME_ARGS
+                .iter()
+                .filter(|a| !a.starts_with("--window-size")),
+        )
         .arg("--window-size=1200,900")
         .arg(format!("--user-data-dir={}", dir.join("profile").display()))
         .arg(format!("--screenshot={}", png.display()))
@@ -430,7 +437,10 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     assert_no_requests(&b);
     // The summary names the recording.
     let kv = b.rows("#summary-table tr");
-    let command = kv.iter().find(|r| r[0] == "Command").expect("a Command row");
+    let command = kv
+        .iter()
+        .find(|r| r[0] == "Command")
+        .expect("a Command row");
     assert!(command[1].contains("shares"), "{command:?}");
     let samples = kv.iter().find(|r| r[0] == "Samples").unwrap();
     assert_eq!(
@@ -445,7 +455,9 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     assert_eq!(shown.len(), rows.len(), "one table row per report row");
     for r in rows {
         let sym = r["keys"]["sym"].as_str().unwrap();
-        let mut name = format!("{} {sym}", r["sym_level"].as_str().unwrap_or("")).trim().to_string();
+        let mut name = format!("{} {sym}", r["sym_level"].as_str().unwrap_or(""))
+            .trim()
+            .to_string();
         if let Some(a) = r["keys"]["sym_addr"].as_str() {
             name = format!("{name} {a}");
         }
@@ -475,8 +487,13 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
         "#functions-table tbody tr[data-row='{}']",
         row.as_str().unwrap()
     ));
-    b.wait_until("const t = document.getElementById('ann-title'); return t && t.textContent === 'light'");
-    assert_eq!(b.js("return document.getElementById('v-annotate').hidden"), json!(false));
+    b.wait_until(
+        "const t = document.getElementById('ann-title'); return t && t.textContent === 'light'",
+    );
+    assert_eq!(
+        b.js("return document.getElementById('v-annotate').hidden"),
+        json!(false)
+    );
     let ann = json_of(&["annotate", "-i", data_s, "light", "--format", "json"]);
     let insns = ann["instructions"].as_array().unwrap();
     let asm = b.js(
@@ -507,7 +524,14 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     b.type_into("#flame-search", "heavy");
     let status = b.wait_until("return document.getElementById('flame-status').textContent");
     let children = json_of(&[
-        "report", "-i", data_s, "--sort", "sym", "--children", "--format", "json",
+        "report",
+        "-i",
+        data_s,
+        "--sort",
+        "sym",
+        "--children",
+        "--format",
+        "json",
     ]);
     let heavy = children["rows"]
         .as_array()
@@ -524,13 +548,18 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     );
     // Icicle: the same frames, drawn from the top.
     b.click("#flame-icicle");
-    assert_eq!(b.js("return document.getElementById('flame-icicle').checked"), json!(true));
+    assert_eq!(
+        b.js("return document.getElementById('flame-icicle').checked"),
+        json!(true)
+    );
 
     // Callers and callees of the function picked in the table.
     b.click("#tab-trees");
-    let title = b.wait_until("const t = document.getElementById('tree-title'); return t && t.textContent");
+    let title =
+        b.wait_until("const t = document.getElementById('tree-title'); return t && t.textContent");
     assert_eq!(title, json!("light (shares)"));
-    let callers = b.js("return [...document.querySelectorAll('#callers .name')].map(n => n.textContent)");
+    let callers =
+        b.js("return [...document.querySelectorAll('#callers .name')].map(n => n.textContent)");
     // (light is a leaf without a frame pointer: its chains skip main, as perf's do.)
     assert!(
         callers
@@ -564,7 +593,11 @@ fn test_html_names_with_markup_stay_text() {
     // In the file: escaped in the data block, never as markup.
     let text = std::fs::read_to_string(&page).unwrap();
     assert_self_contained(&text);
-    assert_eq!(text.matches("<script").count(), 2, "only the page's own two scripts");
+    assert_eq!(
+        text.matches("<script").count(),
+        2,
+        "only the page's own two scripts"
+    );
     for n in names.iter().chain([&caller]) {
         assert!(!text.contains(n), "{n} is in the HTML unescaped");
     }
@@ -593,7 +626,9 @@ fn test_html_names_with_markup_stay_text() {
             "#functions-table tbody tr[data-row='{}']",
             data_row.as_str().unwrap()
         ));
-        let title = b.wait_until("const t = document.getElementById('ann-title'); return t && t.textContent");
+        let title = b.wait_until(
+            "const t = document.getElementById('ann-title'); return t && t.textContent",
+        );
         assert_eq!(title, json!(n));
         b.click("#tab-functions");
     }
@@ -601,12 +636,14 @@ fn test_html_names_with_markup_stay_text() {
     // The call trees: the caller of every leaf, by its name.
     b.click("#tab-trees");
     b.wait_until("return document.getElementById('tree-title') !== null");
-    let callers = b.js("return [...document.querySelectorAll('#callers .name')].map(n => n.textContent)");
+    let callers =
+        b.js("return [...document.querySelectorAll('#callers .name')].map(n => n.textContent)");
     assert!(
         callers.as_array().unwrap().contains(&json!(caller)),
         "callers: {callers}"
     );
-    let options = b.js("return [...document.querySelectorAll('#tree-fn option')].map(o => o.textContent)");
+    let options =
+        b.js("return [...document.querySelectorAll('#tree-fn option')].map(o => o.textContent)");
     for n in names.iter().chain([&caller]) {
         assert!(
             options
@@ -623,7 +660,10 @@ fn test_html_names_with_markup_stay_text() {
     b.type_into("#flame-search", "<img src");
     let status = b.wait_until("return document.getElementById('flame-status').textContent");
     let matched = status.as_str().unwrap().trim_start_matches("matched: ");
-    assert!(percent(matched.split(' ').next().unwrap()) > 5.0, "{status}");
+    assert!(
+        percent(matched.split(' ').next().unwrap()) > 5.0,
+        "{status}"
+    );
 
     assert_eq!(b.js(injected), json!("0:2"), "an element was injected");
     assert!(b.alert().is_none(), "an alert opened");
@@ -690,7 +730,9 @@ fn test_html_diff_view_equals_culprit_diff() {
     }
     // The renamed functions: `gone'&` vanished, `fresh<&>` is new.
     assert!(shown.iter().any(|s| s[6] == "[.] gone'&" && s[4] == "[-]"));
-    assert!(shown.iter().any(|s| s[6] == "[.] fresh<&>" && s[4] == "[+]"));
+    assert!(shown
+        .iter()
+        .any(|s| s[6] == "[.] fresh<&>" && s[4] == "[+]"));
 }
 
 #[test]
@@ -711,7 +753,10 @@ fn test_html_ibs_tables_equal_culprit_ibs() {
     b.open(&page);
     assert_no_requests(&b);
     // No Top-Down events: no tab, and the summary says why.
-    assert_eq!(b.js("return document.getElementById('tab-topdown')"), Value::Null);
+    assert_eq!(
+        b.js("return document.getElementById('tab-topdown')"),
+        Value::Null
+    );
     let notes = b.js("return [...document.querySelectorAll('#v-summary .note')].map(n => n.textContent).join('\\n')");
     assert!(notes.as_str().unwrap().contains("no Top-Down"), "{notes}");
     b.click("#tab-ibs");
@@ -720,7 +765,9 @@ fn test_html_ibs_tables_equal_culprit_ibs() {
         ("#ibs-op-rows", &ibs["op"]["rows"], "all"),
         ("#ibs-fetch-rows", &ibs["fetch"]["rows"], "all"),
     ] {
-        b.wait_until(&format!("return document.querySelector('{table}') !== null"));
+        b.wait_until(&format!(
+            "return document.querySelector('{table}') !== null"
+        ));
         let shown = b.rows(&format!("{table} tbody tr"));
         let rows = json_rows.as_array().unwrap();
         assert!(!rows.is_empty(), "{table}: no rows in culprit ibs");
@@ -733,7 +780,11 @@ fn test_html_ibs_tables_equal_culprit_ibs() {
     }
     let op = b.rows("#ibs-op-functions tbody tr");
     for (r, s) in ibs["op"]["functions"].as_array().unwrap().iter().zip(&op) {
-        assert_eq!(s[3].replace(',', ""), r["dc_miss"].to_string(), "DC misses {s:?}");
+        assert_eq!(
+            s[3].replace(',', ""),
+            r["dc_miss"].to_string(),
+            "DC misses {s:?}"
+        );
     }
 }
 

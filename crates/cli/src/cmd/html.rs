@@ -26,7 +26,12 @@ pub struct HtmlArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Output HTML file (`-`: stdout).
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "report.html")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
     pub output: PathBuf,
     /// Also show the diff of OTHER against the input (as `culprit diff INPUT OTHER`).
     #[arg(long = "diff", value_name = "OTHER")]

@@ -138,7 +138,10 @@ fn describe(
 fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u64>>) -> FlameTree {
     let n = parent.len();
     // Each node's largest share of an event's total (the root: 1).
-    let totals: Vec<u64> = value.iter().map(|v| v.first().copied().unwrap_or(0)).collect();
+    let totals: Vec<u64> = value
+        .iter()
+        .map(|v| v.first().copied().unwrap_or(0))
+        .collect();
     let share: Vec<f64> = (0..n)
         .map(|i| {
             value
@@ -172,10 +175,16 @@ fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u
             continue;
         }
         new_id[i] = out.parent.len() as u32;
-        out.parent
-            .push(if p == NONE { -1 } else { i64::from(new_id[p as usize]) });
-        out.frame
-            .push(if frame[i] == NONE { -1 } else { i64::from(frame[i]) });
+        out.parent.push(if p == NONE {
+            -1
+        } else {
+            i64::from(new_id[p as usize])
+        });
+        out.frame.push(if frame[i] == NONE {
+            -1
+        } else {
+            i64::from(frame[i])
+        });
         for (o, v) in out.value.iter_mut().zip(&value) {
             o.push(v[i]);
         }

@@ -3,6 +3,7 @@
 // textContent, text nodes, attribute values or canvas fillText: never parsed as markup.
 'use strict';
 (function () {
+  const T0 = performance.now();
   const D = JSON.parse(document.getElementById('culprit-data').textContent);
   const E = D.events;
   const F = D.flame;
@@ -506,5 +507,7 @@
   };
 
   show('summary');
+  // Milliseconds from the script's start (data parsed, first view drawn): bench/html.sh.
+  document.body.dataset.renderMs = String(Math.round(performance.now() - T0));
   document.body.dataset.ready = '1';
 })();

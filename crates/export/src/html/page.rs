@@ -195,7 +195,12 @@ mod tests {
     #[test]
     fn test_the_script_never_writes_markup() {
         // Names reach the DOM through textContent only.
-        for bad in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"] {
+        for bad in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+        ] {
             assert!(!JS.contains(bad), "page.js uses {bad}");
         }
     }
