@@ -829,3 +829,65 @@ fn test_html_errors_and_limits() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cpu-clock"));
 }
+
+/// A crafted `culprit record --topdown` file of a Zen 4 (its level-1 sampling events, in
+/// different mixes in `heavy` and `light` of workloads/shares): the page's Top-Down table
+/// equals `culprit report --sort sym --topdown --format json`.
+#[test]
+fn test_html_topdown_table_equals_report_topdown() {
+    if !require_browser("test_html_topdown_table_equals_report_topdown") {
+        return;
+    }
+    use culprit_analysis::topdown::{sampling_events, Model};
+    let dir = common::scratch("html-topdown");
+    let bin = common::workload("shares");
+    // In this PIE the text's file offsets equal its SVMAs (see annotate.rs).
+    let heavy = common::objdump_function(&bin, "heavy")[0].addr;
+    let light = common::objdump_function(&bin, "light")[0].addr;
+    let defs = sampling_events(Model::Zen4).unwrap();
+    let events: Vec<(&str, u32, u64)> = defs
+        .iter()
+        .map(|d| (d.name.as_str(), d.attr_type, d.config))
+        .collect();
+    let samples: Vec<Vec<(u64, u64, bool)>> = (0..defs.len() as u64)
+        .map(|i| vec![(heavy, 40 + 7 * i, false), (light, 60 - 5 * i, false)])
+        .collect();
+    let features = culprit_collect::perfdata::Features {
+        cpuid: Some("AuthenticAMD,25,17,1".to_string()),
+        ..Default::default()
+    };
+    let file = dir.join("topdown.data");
+    common::write_crafted_file_with(&file, &bin, 0x5555_5555_4000, &events, &samples, &features);
+    let f = file.to_str().unwrap();
+    let page = dir.join("topdown.html");
+    let summary = html(&["-i", f], &page);
+    assert_eq!(summary["topdown"], json!(true));
+    let report = json_of(&["report", "-i", f, "--sort", "sym", "--topdown", "--format", "json"]);
+    let rows = report["topdown"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{report}");
+
+    let b = Browser::start();
+    b.open(&page);
+    b.click("#tab-topdown");
+    b.wait_until("return document.querySelectorAll('#topdown-table tbody tr').length > 0");
+    let shown = b.rows("#topdown-table tbody tr");
+    assert_eq!(shown.len(), rows.len());
+    let keys = [
+        "frontend_bound",
+        "bad_speculation",
+        "backend_bound",
+        "retiring",
+        "smt_contention",
+    ];
+    for (r, s) in rows.iter().zip(&shown) {
+        assert_eq!(s[7], r["keys"]["sym"].as_str().unwrap());
+        for (k, key) in keys.iter().enumerate() {
+            let exact = r["level1"][key].as_f64().unwrap() * 100.0;
+            assert_percent(&s[k], exact, &format!("{} {key}", s[7]));
+        }
+        assert_eq!(s[5].replace(',', ""), r["samples"].to_string());
+        assert_eq!(s[6].replace(',', ""), r["min_samples"].to_string());
+    }
+    let note = b.js("return document.querySelector('#v-topdown .est').textContent");
+    assert!(note.as_str().unwrap().contains("estimate"), "{note}");
+}

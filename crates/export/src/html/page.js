@@ -197,8 +197,14 @@
     }
   }
   function matches(i) { return state.query !== '' && F.frame[i] >= 0 && F.frames[F.frame[i]].name.toLowerCase().includes(state.query); }
+  function noSamples(v) {
+    if (E.length && N > 1) return false;
+    clear(v).append(el('p', { class: 'note', text: 'No samples to draw.' }));
+    return true;
+  }
   render.flame = function () {
     const v = document.getElementById('v-flame');
+    if (noSamples(v)) return;
     if (!v.firstChild) {
       const search = el('input', { type: 'search', id: 'flame-search', placeholder: 'search frames' });
       search.addEventListener('input', () => { state.query = search.value.toLowerCase(); drawFlame(); });
@@ -360,6 +366,7 @@
   }
   render.trees = function () {
     const v = clear(document.getElementById('v-trees'));
+    if (noSamples(v)) return;
     const e = state.ev;
     const tops = topFrames(e);
     if (state.tree === undefined && tops.length) state.tree = tops[0][0];
