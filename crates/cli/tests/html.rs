@@ -862,7 +862,16 @@ fn test_html_topdown_table_equals_report_topdown() {
     let page = dir.join("topdown.html");
     let summary = html(&["-i", f], &page);
     assert_eq!(summary["topdown"], json!(true));
-    let report = json_of(&["report", "-i", f, "--sort", "sym", "--topdown", "--format", "json"]);
+    let report = json_of(&[
+        "report",
+        "-i",
+        f,
+        "--sort",
+        "sym",
+        "--topdown",
+        "--format",
+        "json",
+    ]);
     let rows = report["topdown"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{report}");
 
