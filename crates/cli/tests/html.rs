@@ -220,6 +220,22 @@ impl Browser {
         self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})));
     }
 
+    /// Clicks at (`dx`, `dy`) pixels from the centre of the element `css` (WebDriver
+    /// actions: a real pointer move, press and release).
+    fn click_at(&self, css: &str, dx: i64, dy: i64) {
+        let id = self.find(css);
+        let element = json!({ "element-6066-11e4-a52e-4f735466cecf": id });
+        let actions = json!({"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [
+                {"type": "pointerMove", "duration": 0, "origin": element, "x": dx, "y": dy},
+                {"type": "pointerDown", "button": 0},
+                {"type": "pointerUp", "button": 0},
+            ],
+        }]});
+        self.session_call("POST", "/actions", Some(actions));
+    }
+
     /// Types `text` into the element `css`.
     fn type_into(&self, css: &str, text: &str) {
         let id = self.find(css);
@@ -545,6 +561,47 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     assert!(
         (percent(matched) - exact).abs() <= 0.01,
         "flame search matched {matched}, report --children says {exact}"
+    );
+    // Zoom: heavy and light are the frames above __libc_start_call_main (depth 3, heavy
+    // first: 0-75% of the width, light 75-100%). A click at 90% zooms into light, which then
+    // spans the width: a click at 10% finds light too; after Reset zoom, heavy again.
+    b.js("document.getElementById('flame-search').value = ''; \
+          document.getElementById('flame-search').dispatchEvent(new Event('input'))");
+    // Clicks the frame at `fraction` of the width in row `depth` (0: the root, at the
+    // bottom; rows are 17 px), measured afresh: zooming changes the canvas' height.
+    let click_frame = |b: &Browser, fraction: f64, depth: f64| {
+        let size = b.js(
+            "const r = document.getElementById('flame').getBoundingClientRect(); \
+             return [r.width, r.height]",
+        );
+        let (w, h) = (size[0].as_f64().unwrap(), size[1].as_f64().unwrap());
+        let dx = ((fraction - 0.5) * w).round() as i64;
+        let dy = (h - (depth + 1.0) * 17.0 + 8.0 - h / 2.0).round() as i64;
+        b.click_at("#flame", dx, dy);
+    };
+    let info = |b: &Browser| {
+        b.js("return document.getElementById('frame-info').textContent")
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    click_frame(&b, 0.1, 3.0);
+    assert!(info(&b).starts_with("heavy (shares)"), "{}", info(&b));
+    b.click("#flame-reset");
+    click_frame(&b, 0.9, 3.0);
+    assert!(info(&b).starts_with("light (shares)"), "{}", info(&b));
+    click_frame(&b, 0.1, 3.0);
+    assert!(
+        info(&b).starts_with("light (shares)"),
+        "zoomed: {}",
+        info(&b)
+    );
+    b.click("#flame-reset");
+    click_frame(&b, 0.1, 3.0);
+    assert!(
+        info(&b).starts_with("heavy (shares)"),
+        "reset: {}",
+        info(&b)
     );
     // Icicle: the same frames, drawn from the top.
     b.click("#flame-icicle");
