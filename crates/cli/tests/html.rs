@@ -957,3 +957,103 @@ fn test_html_topdown_table_equals_report_topdown() {
     let note = b.js("return document.querySelector('#v-topdown .est').textContent");
     assert!(note.as_str().unwrap().contains("estimate"), "{note}");
 }
+
+/// A crafted file with a memory event (an AMD cache-fill event, not precise) and cycles in
+/// workloads/simple_classic's multiply_matrices: the annotation has a de-skid column for the
+/// memory event only, marked `~` and said to be an estimate, with `culprit annotate --deskid
+/// --format json`'s numbers.
+#[test]
+fn test_html_annotation_marks_deskid_estimates() {
+    if !require_browser("test_html_annotation_marks_deskid_estimates") {
+        return;
+    }
+    let bin = common::workload("simple_classic");
+    let f = common::objdump_function(&bin, "multiply_matrices");
+    let mul = f
+        .iter()
+        .position(|l| l.mnem == "mulss")
+        .expect("mulss in multiply_matrices");
+    // Skidded samples after the load before mulss (the culprit), as a cache-fill event lands.
+    let samples = vec![
+        (f[mul + 2].addr, 440, false),
+        (f[mul + 3].addr, 300, false),
+        (f[mul].addr, 90, false),
+        (f[mul + 1].addr, 70, false),
+    ];
+    let dir = common::scratch("html-deskid");
+    let file = dir.join("crafted.data");
+    let fill = "ls_dmnd_fills_from_sys.all";
+    common::write_crafted_file(
+        &file,
+        &bin,
+        0x5555_5555_4000,
+        &[(fill, 4, 0xff43), ("cycles", 0, 0)],
+        &samples,
+    );
+    let d = file.to_str().unwrap();
+    let page = dir.join("deskid.html");
+    html(&["-i", d], &page);
+    let ann = json_of(&[
+        "annotate",
+        "-i",
+        d,
+        "multiply_matrices",
+        "--deskid",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(ann["deskid_is_estimate"], json!(true));
+    let fill_samples = ann["event_info"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == fill)
+        .unwrap()["samples"]
+        .as_u64()
+        .unwrap();
+
+    let b = Browser::start();
+    b.open(&page);
+    b.click("#tab-annotate");
+    let title =
+        b.wait_until("const t = document.getElementById('ann-title'); return t && t.textContent");
+    assert_eq!(title, json!("multiply_matrices"));
+    let heads =
+        b.js("return [...document.querySelectorAll('#ann-asm thead th')].map(h => h.textContent)");
+    assert_eq!(
+        heads,
+        json!([
+            fill,
+            format!("~{fill}"),
+            "cycles",
+            "Address",
+            "Instruction",
+            "Source"
+        ]),
+        "one de-skid column, for the memory event only"
+    );
+    let note = b.js("return [...document.querySelectorAll('#v-annotate .est')].map(n => n.textContent).join(' ')");
+    assert!(note.as_str().unwrap().contains("estimates"), "{note}");
+    let rows = b.js(
+        "return [...document.querySelectorAll('#ann-asm tbody tr[data-addr]')].map(r =>\
+           [r.dataset.addr, r.children[1].textContent])",
+    );
+    let rows: Vec<(String, String)> = serde_json::from_value(rows).unwrap();
+    let mut moved = 0;
+    for insn in ann["instructions"].as_array().unwrap() {
+        let ip = insn["ip"].as_str().unwrap();
+        let (_, shown) = rows
+            .iter()
+            .find(|r| r.0 == ip)
+            .unwrap_or_else(|| panic!("no row {ip}"));
+        let n = insn["deskid"][fill].as_u64().unwrap();
+        if n == 0 {
+            assert_eq!(shown, "", "{ip}");
+        } else {
+            moved += 1;
+            let exact = n as f64 * 100.0 / fill_samples as f64;
+            assert_percent(shown, exact, ip);
+        }
+    }
+    assert!(moved > 0, "no de-skidded samples");
+}
