@@ -304,6 +304,8 @@
         ctx.fillText(label.length > fit ? label.slice(0, Math.max(fit - 2, 0)) + '..' : label, x + 3, y + ROW / 2);
       }
     }
+    // Deep stacks make a tall canvas: show the roots (the bottom of a flame graph).
+    canvas.parentElement.scrollTop = state.icicle ? 0 : canvas.parentElement.scrollHeight;
     const status = document.getElementById('flame-status');
     status.textContent = state.query ? 'matched: ' + fmtPct(share(matched, v[0])) + ' of all' : '';
   }
