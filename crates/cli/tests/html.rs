@@ -877,6 +877,38 @@ fn test_html_errors_and_limits() {
     assert!(s["hidden_functions"].as_u64().unwrap() >= 2, "{s}");
     let full = html(&["-i", d, "--annotate-top", "2"], &dir.join("full.html"));
     assert_eq!(full["annotated"], json!(2));
+    // --diff reads the input twice: not from stdin.
+    let o = common::culprit()
+        .args(["html", "-i", "-", "--diff", d, "-o"])
+        .arg(dir.join("d.html"))
+        .stdin(std::fs::File::open(&data).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("stdin"));
+    // A truncated file: the page of what was read, exit 1, the summary says where it stopped.
+    let bytes = std::fs::read(&data).unwrap();
+    let cut = dir.join("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let page = dir.join("cut.html");
+    let o = common::culprit()
+        .args(["html", "-i"])
+        .arg(&cut)
+        .arg("-o")
+        .arg(&page)
+        .args(["--summary", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(s["stopped"]["offset"].as_u64().is_some(), "{s}");
+    assert!(s["samples"].as_u64().unwrap() > 0, "{s}");
+    assert!(std::fs::metadata(&page).unwrap().len() > 0);
     // An unknown event is an error naming the file's events.
     let o = common::culprit()
         .args(["html", "-i", d, "-e", "nosuch", "-o"])

@@ -89,6 +89,9 @@ pub enum HtmlError {
     /// Writing the page failed.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The input cannot give what was asked (the message says why).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// Progress callbacks of [`build_page`]: bytes read of the input, then of the other file.
@@ -103,6 +106,11 @@ pub fn build_page(
 ) -> Result<Page, HtmlError> {
     let [pa, pb] = progress;
     let file = input.path().display().to_string();
+    if other.is_some() && input.is_stdin() {
+        return Err(HtmlError::Unsupported(
+            "--diff reads the input a second time: give it as a file, not stdin".to_string(),
+        ));
+    }
     let stack_opts = StackOptions {
         events: opts.events.clone(),
         unwind: opts.unwind,
@@ -198,7 +206,16 @@ pub fn build_page(
         ),
         Err(e) => (None, Some(e.to_string())),
     };
-    let (ibs, ibs_note) = if has_ibs(&profile) {
+    let (ibs, ibs_note) = if has_ibs(&profile) && input.is_stdin() {
+        (
+            None,
+            Some(
+                "the file has IBS samples, but its IBS tables need a second read of the input: \
+                 give it as a file, not stdin"
+                    .to_string(),
+            ),
+        )
+    } else if has_ibs(&profile) {
         // The IBS tables decode each sample's registers: the file is read again, whole.
         let whole = input.read(&ReadPlan::default())?;
         let req = IbsRequest {
