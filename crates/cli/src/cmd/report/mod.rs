@@ -8,9 +8,11 @@
 //! 2 when nothing could be read or an argument is wrong.
 
 mod branch;
+mod fleet;
 mod offenders;
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -20,7 +22,7 @@ use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
 use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, InputArgs, OutputArgs};
+use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
 use crate::progress::Progress;
 
 /// Call-graph order.
@@ -34,16 +36,78 @@ pub enum CallGraphArg {
     None,
 }
 
+/// The inputs of `culprit report`: one perf.data file or several (`-i a -i b`: one report
+/// of all, docs/report.md "Many inputs"), or Parquet exports (`--from-parquet DIR…`), and
+/// where the symbols of what they recorded are found (the flags of [`InputArgs`]).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ReportInputArgs {
+    /// Input perf.data file (`-` reads a pipe-mode stream from stdin); default perf.data.
+    /// Repeat it for one report of several files: each read and symbolized on its own,
+    /// rows matched by key and events by name (docs/report.md, "Many inputs").
+    #[arg(short = 'i', long = "input", value_name = "FILE", action = clap::ArgAction::Append)]
+    pub inputs: Vec<PathBuf>,
+    /// Report the tables of these `culprit export --format parquet` directories instead
+    /// of perf.data files, as one report (keys comm, pid, tid, dso, sym, srcline,
+    /// srcfile, cpu; self and children; docs/report.md, "From Parquet").
+    #[arg(
+        long = "from-parquet",
+        value_name = "DIR",
+        num_args = 1..,
+        conflicts_with = "inputs"
+    )]
+    pub from_parquet: Vec<PathBuf>,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: KernelSymbolArgs,
+    /// Look every recorded file up under DIR first (DIR/usr/lib/libc.so.6 for
+    /// /usr/lib/libc.so.6), then where it was recorded: the files of another machine.
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's build-id cache (copies of recorded files by build-id) is DIR instead of
+    /// ~/.debug.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dir: Option<PathBuf>,
+}
+
+impl ReportInputArgs {
+    /// The flags of the first input (`perf.data` by default) as every reading verb has them.
+    pub fn first(&self) -> InputArgs {
+        InputArgs {
+            input: self.inputs.first().cloned(),
+            kernel: self.kernel.clone(),
+            symfs: self.symfs.clone(),
+            debug_dir: self.debug_dir.clone(),
+        }
+    }
+
+    /// Whether the report is over several inputs or Parquet exports.
+    pub fn many(&self) -> bool {
+        self.inputs.len() > 1 || !self.from_parquet.is_empty()
+    }
+
+    /// The (first) input file as given.
+    pub fn path(&self) -> &Path {
+        self.inputs
+            .first()
+            .map_or(Path::new("perf.data"), PathBuf::as_path)
+    }
+
+    /// The (first) input to read, with its symbol options.
+    pub fn open(&self) -> culprit_symbols::ProfileInput {
+        self.first().open()
+    }
+}
+
 /// Arguments of `culprit report`.
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Hotspot report from a perf.data file (culprit's or perf's)",
-    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
+    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n  culprit report -i host1.data -i host2.data --sort sym   one report of several files\n  culprit report --from-parquet export1/ export2/ --sort dso,sym   Parquet exports\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
 )]
 pub struct ReportArgs {
-    /// The input file and where its symbols are found.
+    /// The input files and where their symbols are found.
     #[command(flatten)]
-    pub input: InputArgs,
+    pub input: ReportInputArgs,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     /// With --branch: comm, pid, dso_from, symbol_from, dso_to, symbol_to, srcline_from,
@@ -142,6 +206,20 @@ pub struct ReportArgs {
 
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.input.many() {
+        let what = [
+            (args.offenders, "--offenders"),
+            (args.branch, "--branch"),
+            (args.topdown, "--topdown"),
+        ];
+        if let Some((_, flag)) = what.iter().find(|w| w.0) {
+            anyhow::bail!(
+                "{flag} reads one perf.data file: give a single -i (several inputs and \
+                 --from-parquet make hotspot reports)"
+            );
+        }
+        return fleet::run(&args);
+    }
     if args.offenders {
         return offenders::run(&args);
     }
@@ -162,14 +240,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 8 * 1024 * 1024);
     }
-    let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
-    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
-    let filters = Filters {
-        pids: args.pid.clone(),
-        tids: args.tid.clone(),
-        comms: args.comm.clone(),
-        dsos: args.dso.clone(),
-    };
+    let mut opts = hotspot_options(&args)?;
+    let keys = &opts.keys;
     // perf's memory mode (a memory key) adds each sample to its own row only: no children.
     let mem_mode = keys.iter().any(|k| k.is_memory());
     // Chains are needed for children (the default when the file has them) and call graphs.
@@ -186,25 +258,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let mut opts = HotspotOptions {
-        keys,
-        events: args.event.clone(),
-        // Known once the file is read (whether it has call chains).
-        children: false,
-        filters,
-        percent_limit: args.percent_limit,
-        top: args.top,
-        call_graph: match args.call_graph {
-            Some(CallGraphArg::Caller) => CallGraphMode::Caller,
-            Some(CallGraphArg::Callee) => CallGraphMode::Callee,
-            Some(CallGraphArg::None) | None => CallGraphMode::None,
-        },
-        call_graph_threshold: 0.5,
-        deskid: args.deskid,
-        sort_event: args.sort_event.clone(),
-        // perf's layout: one table per event (text only: JSON and CSV have one row set).
-        per_event: args.output.format == Format::Text && !args.group && !args.topdown,
-    };
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
     // and a flat report folds away what its keys do not show.
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
@@ -350,8 +403,38 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The report's options from its flags (`children` is decided once the input is read).
+fn hotspot_options(args: &ReportArgs) -> anyhow::Result<HotspotOptions> {
+    let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
+    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
+    Ok(HotspotOptions {
+        keys,
+        events: args.event.clone(),
+        // Known once the file is read (whether it has call chains).
+        children: false,
+        filters: Filters {
+            pids: args.pid.clone(),
+            tids: args.tid.clone(),
+            comms: args.comm.clone(),
+            dsos: args.dso.clone(),
+        },
+        percent_limit: args.percent_limit,
+        top: args.top,
+        call_graph: match args.call_graph {
+            Some(CallGraphArg::Caller) => CallGraphMode::Caller,
+            Some(CallGraphArg::Callee) => CallGraphMode::Callee,
+            Some(CallGraphArg::None) | None => CallGraphMode::None,
+        },
+        call_graph_threshold: 0.5,
+        deskid: args.deskid,
+        sort_event: args.sort_event.clone(),
+        // perf's layout: one table per event (text only: JSON and CSV have one row set).
+        per_event: args.output.format == Format::Text && !args.group && !args.topdown,
+    })
+}
+
 /// perf's name of a record type, for the stop message.
-fn record_name(t: u32) -> &'static str {
+pub(super) fn record_name(t: u32) -> &'static str {
     match t {
         1 => "MMAP",
         2 => "LOST",
