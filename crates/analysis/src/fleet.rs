@@ -278,7 +278,6 @@ pub struct FleetMerge {
     merge: HotspotsMerge,
     inputs: Vec<InputSummary>,
     warnings: Vec<String>,
-    any_chains: bool,
     any_data_src: bool,
 }
 
@@ -289,7 +288,6 @@ impl FleetMerge {
             merge: HotspotsMerge::new(&opts.hotspots.keys, opts.hotspots.deskid),
             inputs: Vec::new(),
             warnings: Vec::new(),
-            any_chains: false,
             any_data_src: false,
         }
     }
@@ -304,14 +302,26 @@ impl FleetMerge {
         has_data_src: bool,
     ) {
         self.merge.add(part, facts);
-        self.any_chains |= part.has_callchains;
         self.any_data_src |= has_data_src;
         self.inputs.push(summary);
     }
 
-    /// Adds an input that counts nothing (unreadable, or without the events asked for).
-    pub fn add_empty(&mut self, summary: InputSummary) {
+    /// The merge, for inputs whose rows are made outside a perf.data report (Parquet
+    /// tables: [`HotspotsMerge::add_event`], [`HotspotsMerge::add_row`]); list each such
+    /// input with [`add_input`](Self::add_input).
+    pub fn rows(&mut self) -> &mut HotspotsMerge {
+        &mut self.merge
+    }
+
+    /// Lists an input (its rows added through [`rows`](Self::rows), or none: unreadable,
+    /// or without the events asked for).
+    pub fn add_input(&mut self, summary: InputSummary) {
         self.inputs.push(summary);
+    }
+
+    /// The inputs listed so far.
+    pub fn inputs(&self) -> &[InputSummary] {
+        &self.inputs
     }
 
     /// Adds a warning (naming its input).
@@ -321,6 +331,7 @@ impl FleetMerge {
 
     /// The merged report for `opts`.
     pub fn finish(mut self, opts: &FleetOptions) -> Result<FleetReport, FleetError> {
+        let any_chains = self.merge.has_callchains();
         if self.inputs.iter().all(|i| i.error.is_some()) {
             return Err(FleetError::NothingRead(
                 self.inputs.iter().filter_map(|i| i.error.clone()).collect(),
@@ -343,10 +354,10 @@ impl FleetMerge {
             CallGraphMode::Callee => Some("-g callee"),
             CallGraphMode::None => None,
         };
-        if let Some(flag) = flag.filter(|_| !self.any_chains && !mem_mode) {
+        if let Some(flag) = flag.filter(|_| !any_chains && !mem_mode) {
             return Err(FleetError::NoCallChains { flag });
         }
-        if opts.children == Some(true) && !self.any_chains && !mem_mode {
+        if opts.children == Some(true) && !any_chains && !mem_mode {
             self.warnings.push(
                 "--children: no input has call chains, so children equal self (record with -g \
                  for callers' totals)"
@@ -357,7 +368,7 @@ impl FleetMerge {
         fin.children = match opts.children {
             Some(false) => false,
             Some(true) => !mem_mode,
-            None => !mem_mode && self.any_chains,
+            None => !mem_mode && any_chains,
         };
         let (hotspots, events) = self.merge.finish(&fin)?;
         if hotspots.cut_call_paths > 0 {
@@ -409,7 +420,7 @@ pub fn report_inputs(
             Ok(r) => r,
             Err(e) => {
                 fleet.warn(e.to_string());
-                fleet.add_empty(InputSummary::failed(&file, e.to_string()));
+                fleet.add_input(InputSummary::failed(&file, e.to_string()));
                 continue;
             }
         };
@@ -451,7 +462,7 @@ pub fn report_inputs(
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
-            fleet.add_empty(summary);
+            fleet.add_input(summary);
             continue;
         }
         if plan.mem_mode && !has_data_src {

@@ -44,7 +44,7 @@ pub(crate) use document::key_text_into;
 pub use document::{csv_table, document, document_with, key_header, DocOptions, Layout};
 pub use json::{json_report, json_report_with, EventJson, HotspotsJson, RowsJson, SCHEMA};
 use locations::*;
-pub use merge::{EventFacts, HotspotsMerge};
+pub use merge::{EventFacts, HotspotsMerge, KeyPart};
 use rows::*;
 
 /// perf's default `--max-stack` (the kernel's `perf_event_max_stack`, 127): `perf report

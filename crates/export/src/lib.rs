@@ -13,6 +13,8 @@ pub mod folded;
 pub mod pgo;
 pub mod pprof;
 pub mod speedscope;
+// Reads the tables of Parquet exports back (`culprit report --from-parquet`).
+pub mod parquet_read;
 #[cfg(test)]
 mod testutil;
 

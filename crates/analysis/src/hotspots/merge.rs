@@ -40,6 +40,35 @@ impl EventFacts {
     }
 }
 
+/// One key of a row made outside a perf.data report (from Parquet tables), as the report
+/// would show it ([`HotspotsMerge::add_row`]).
+#[derive(Debug, Clone, Copy)]
+pub enum KeyPart<'a> {
+    /// `comm`, `dso`, `srcline` and the memory keys: the text.
+    Text(&'a str),
+    /// `pid`, `tid`, `cpu`: the number and its text (`pid:comm`).
+    Number(i64, &'a str),
+    /// `sym`: the function (`None`: unnamed, grouped by `addr`) in DSO `dso` (its short
+    /// name), kernel code or not (the `[k]`/`[.]` tag).
+    Sym {
+        /// The function's name.
+        name: Option<&'a str>,
+        /// The DSO's short name.
+        dso: &'a str,
+        /// Kernel code.
+        kernel: bool,
+        /// The address an unnamed one groups by.
+        addr: u64,
+    },
+    /// `srcfile`: the source file's name, or `None` (`[unknown]`, one row per DSO).
+    Srcfile {
+        /// The file name.
+        file: Option<&'a str>,
+        /// The DSO's short name.
+        dso: &'a str,
+    },
+}
+
 /// A call-graph tree being merged: children by name, in first-seen order.
 #[derive(Debug, Default)]
 struct MergeNode {
@@ -212,10 +241,8 @@ impl HotspotsMerge {
         self.no_row_comms.extend(part.no_row_comms.iter().cloned());
         let nv = self.nv;
         let pnv = part.nv;
-        let mut buf = std::mem::take(&mut self.scratch);
         let mut kvs: Vec<KeyValue> = Vec::with_capacity(self.keys.len());
         for row in part.rows() {
-            buf.clear();
             kvs.clear();
             for k in row.keys() {
                 let text = self.intern(row.text(&k));
@@ -223,35 +250,13 @@ impl HotspotsMerge {
                     Some(d) => self.intern(d),
                     None => NONE,
                 };
-                let kv = KeyValue { text, dso, ..k };
-                let (a, b) = match k.key {
-                    SortKey::Pid | SortKey::Tid | SortKey::Cpu => (k.value, 0),
-                    SortKey::Sym if k.has_addr => (u64::from(dso), k.value),
-                    SortKey::Sym => (u64::from(dso) | 1 << 32, u64::from(text)),
-                    SortKey::Ip => (u64::from(dso), k.value),
-                    SortKey::Srcfile => (u64::from(text), u64::from(dso)),
-                    _ => (u64::from(text), 0),
-                };
-                buf.push(a);
-                buf.push(b);
-                kvs.push(kv);
+                kvs.push(KeyValue { text, dso, ..k });
             }
-            let next = self.nrows as u32;
-            let r = self.index.get_or_insert(&buf, next);
-            if r == next {
-                self.row_keys.extend_from_slice(&kvs);
-                self.nrows += 1;
-            }
+            let r = self.row_of(&kvs);
             for (pe, &c) in cols.iter().enumerate() {
-                let v = &mut self.values[c];
-                let at = r as usize * nv;
-                if v.len() < at + nv {
-                    v.resize(self.nrows * nv, 0);
-                }
-                for (j, slot) in v[at..at + nv].iter_mut().enumerate() {
-                    if j < pnv {
-                        *slot += row.value(pe, j);
-                    }
+                let v = self.row_values(r, c);
+                for (j, slot) in v.iter_mut().enumerate().take(pnv.min(nv)) {
+                    *slot += row.value(pe, j);
                 }
                 if let Some(g) = row.call_graph(pe) {
                     self.graphs
@@ -264,7 +269,135 @@ impl HotspotsMerge {
                 }
             }
         }
+    }
+
+    /// The merged row of keys `kvs` (texts and DSOs as ids into `strings`), made on first
+    /// sight.
+    fn row_of(&mut self, kvs: &[KeyValue]) -> u32 {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        for k in kvs {
+            let (a, b) = match k.key {
+                SortKey::Pid | SortKey::Tid | SortKey::Cpu => (k.value, 0),
+                SortKey::Sym if k.has_addr => (u64::from(k.dso), k.value),
+                SortKey::Sym => (u64::from(k.dso) | 1 << 32, u64::from(k.text)),
+                SortKey::Ip => (u64::from(k.dso), k.value),
+                SortKey::Srcfile => (u64::from(k.text), u64::from(k.dso)),
+                _ => (u64::from(k.text), 0),
+            };
+            buf.push(a);
+            buf.push(b);
+        }
+        let next = self.nrows as u32;
+        let r = self.index.get_or_insert(&buf, next);
+        if r == next {
+            self.row_keys.extend_from_slice(kvs);
+            self.nrows += 1;
+        }
         self.scratch = buf;
+        r
+    }
+
+    /// The `nv` values of row `r` for merged event `c`.
+    fn row_values(&mut self, r: u32, c: usize) -> &mut [u64] {
+        let nv = self.nv;
+        let nrows = self.nrows;
+        let v = &mut self.values[c];
+        let at = r as usize * nv;
+        if v.len() < at + nv {
+            v.resize(nrows * nv, 0);
+        }
+        &mut v[at..at + nv]
+    }
+
+    /// Adds `samples` samples of summed `period` (and `lost` lost samples) to the totals of
+    /// the event named `name` (made on first sight with `facts`); returns its merged
+    /// column, for [`add_row`](Self::add_row). For rows made from outside a perf.data
+    /// report (Parquet tables).
+    pub fn add_event(
+        &mut self,
+        name: &str,
+        facts: EventFacts,
+        samples: u64,
+        period: u64,
+        lost: u64,
+    ) -> usize {
+        let c = self.event(name, facts);
+        let t = &mut self.events[c];
+        t.samples += samples;
+        t.period += period;
+        t.lost += lost;
+        c
+    }
+
+    /// Adds to the row of `keys` (one per sort key, in order) the values of event column
+    /// `event` ([`add_event`](Self::add_event)): self samples and period, children samples
+    /// and period (equal to self without call chains). For rows made from outside a
+    /// perf.data report.
+    pub fn add_row(&mut self, keys: &[KeyPart<'_>], event: usize, values: [u64; 4]) {
+        let mut kvs: Vec<KeyValue> = Vec::with_capacity(keys.len());
+        for (&key, part) in self.keys.clone().iter().zip(keys) {
+            let mut v = KeyValue {
+                key,
+                level: Level::None,
+                has_number: false,
+                has_addr: false,
+                text: NONE,
+                dso: NONE,
+                value: 0,
+            };
+            match *part {
+                KeyPart::Text(t) => v.text = self.intern(t),
+                KeyPart::Number(n, t) => {
+                    v.has_number = true;
+                    v.value = n as u64;
+                    v.text = self.intern(t);
+                }
+                KeyPart::Sym {
+                    name,
+                    dso,
+                    kernel,
+                    addr,
+                } => {
+                    v.level = if kernel { Level::Kernel } else { Level::User };
+                    v.dso = self.intern(dso);
+                    match name {
+                        Some(n) => v.text = self.intern(n),
+                        None => {
+                            v.text = self.intern("[unknown]");
+                            v.has_addr = true;
+                            v.value = addr;
+                        }
+                    }
+                }
+                KeyPart::Srcfile { file, dso } => match file {
+                    Some(f) => v.text = self.intern(f),
+                    None => {
+                        v.text = self.intern("[unknown]");
+                        v.dso = self.intern(dso);
+                    }
+                },
+            }
+            kvs.push(v);
+        }
+        let r = self.row_of(&kvs);
+        if event >= self.values.len() {
+            return;
+        }
+        let nv = self.nv;
+        for (slot, x) in self.row_values(r, event).iter_mut().zip(values).take(nv) {
+            *slot += x;
+        }
+    }
+
+    /// Records that an input had call chains (rows added with [`add_row`](Self::add_row)).
+    pub fn set_has_callchains(&mut self) {
+        self.has_callchains = true;
+    }
+
+    /// Whether any input so far had call chains.
+    pub fn has_callchains(&self) -> bool {
+        self.has_callchains
     }
 
     /// The merged report, sorted, cut and with call graphs as `opts` asks (its keys and

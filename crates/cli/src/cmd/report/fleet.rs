@@ -31,7 +31,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let report = if args.input.from_parquet.is_empty() {
         read_files(args, &opts)?
     } else {
-        anyhow::bail!("--from-parquet: TODO")
+        culprit_export::parquet_read::report(&args.input.from_parquet, &opts)?
     };
     render(args, report)
 }
