@@ -44,6 +44,7 @@ use serde::Serialize;
 use culprit_analysis::recording::Stopped;
 use culprit_analysis::stacks::{period_unit, PeriodUnit, StackError, StackOptions};
 use culprit_analysis::AnalysisError;
+use culprit_decode::abi::mem;
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample};
 use culprit_decode::model::{CpuMode, DsoKind, Profile, Sample};
 use culprit_decode::pebs;
@@ -78,7 +79,7 @@ pub struct ParquetOptions {
     pub host: Option<String>,
     /// Rows per row group of every table.
     pub row_group_rows: usize,
-    /// Sample rows per file (at least one row group): a bigger input continues in
+    /// Sample rows per file: a bigger input continues in
     /// `<file_id>-1.parquet`, `<file_id>-2.parquet`, …
     pub file_rows: u64,
 }
@@ -504,12 +505,24 @@ fn precise_from_fields(s: &Sample) -> PreciseFields {
         dc_miss: src
             .filter(|d| d.level != pebs::MemLevel::Na)
             .map(|d| d.l1_miss()),
-        dtlb_miss: src.and_then(|d| match d.tlb {
-            pebs::Tlb::Na => None,
-            pebs::Tlb::Miss => Some(true),
-            _ => Some(false),
-        }),
+        dtlb_miss: src.and_then(|d| l1_dtlb_miss(d.value)),
         ..PreciseFields::default()
+    }
+}
+
+/// Whether a `perf_mem_data_src` says the access missed the first-level DTLB: a TLB miss,
+/// or a hit in the L2 TLB alone; `None` when the TLB outcome is not available or names no
+/// single level (Intel's "L1 or L2 hit").
+fn l1_dtlb_miss(data_src: u64) -> Option<bool> {
+    let tlb = (data_src >> mem::TLB_SHIFT) & 0x7f;
+    let (l1, l2) = (tlb & mem::TLB_L1 != 0, tlb & mem::TLB_L2 != 0);
+    if tlb & mem::TLB_MISS != 0 {
+        return Some(true);
+    }
+    match (tlb & mem::TLB_HIT != 0, l1, l2) {
+        (true, true, false) => Some(false),
+        (true, false, true) => Some(true),
+        _ => None,
     }
 }
 
@@ -527,7 +540,7 @@ fn precise_from_ibs(kind: IbsKind, raw: &[u8], ctx: &IbsContext, ip: u64) -> Pre
                 weight: p.latency,
                 data_src: p.data_src.map(|d| d.value),
                 dc_miss: mem_op.map(|d| d.dc_miss),
-                dtlb_miss: mem_op.map(|d| d.dc_l1_tlb_miss || d.dc_l2_tlb_miss),
+                dtlb_miss: mem_op.map(|d| d.dc_l1_tlb_miss),
                 branch_taken: branch.map(|d| d.brn_taken),
                 branch_mispredicted: branch.map(|d| d.brn_misp),
                 ibs_op_latency: op.data.map(|d| u64::from(d.tag_to_ret)),
@@ -786,7 +799,10 @@ impl<'a> SampleWriter<'a> {
             .append_option(i64s(precise.ibs_fetch_latency));
         c.rows += 1;
         self.samples += 1;
-        if c.rows >= BATCH_ROWS {
+        // Batches end where a samples file ends, so that files hold exactly
+        // `file_rows` rows.
+        let batch = BATCH_ROWS.min(self.opts.row_group_rows.max(1));
+        if c.rows >= batch || self.file_rows_written + c.rows as u64 >= self.opts.file_rows {
             if let Err(e) = self.flush() {
                 self.error = Some(e);
             }
@@ -799,7 +815,7 @@ impl<'a> SampleWriter<'a> {
         if rows == 0 {
             return Ok(());
         }
-        if self.file_rows_written >= self.opts.file_rows.max(self.opts.row_group_rows as u64) {
+        if self.file_rows_written >= self.opts.file_rows.max(1) {
             self.close_file()?;
         }
         if self.out.is_none() {
