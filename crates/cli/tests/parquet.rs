@@ -713,3 +713,57 @@ print(sorted(collections.Counter(s.column("host").to_pylist()).items()), sorted(
         format!("[('web-1', {n}), ('web-2', {n})] ['web-1', 'web-2'] 2")
     );
 }
+
+#[test]
+fn test_parquet_inline_frames_extend_the_stacks_and_keep_the_leaf_functions() {
+    let test = "test_parquet_inline_frames_extend_the_stacks_and_keep_the_leaf_functions";
+    if !require_pyarrow(test) {
+        return;
+    }
+    // workloads/shares: spin() is always inlined into heavy() and light().
+    let file = live_recording();
+    let plain = scratch(&format!("{test}-plain"));
+    let inline = scratch(&format!("{test}-inline"));
+    assert!(export(&[file], &plain, &[]).status.success());
+    let out = export(&[file], &inline, &["--inline"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plain = read_back(&plain, 1000);
+    let inline = read_back(&inline, 1000);
+    // The leaf (depth 0) functions are report's, with or without --inline.
+    assert_top_equals_report(&inline, file, file);
+    let plain = file_entry(&plain, file)["chains"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let inline = file_entry(&inline, file)["chains"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(plain.len(), inline.len());
+    let mut spin = 0;
+    for (p, i) in plain.iter().zip(&inline) {
+        let frames = i["chain"].as_array().unwrap();
+        // Without the inline frames, the same stack.
+        let outer: Vec<&Value> = frames.iter().filter(|f| f[3] == 0).collect();
+        let p: Vec<&Value> = p["chain"].as_array().unwrap().iter().collect();
+        assert_eq!(outer, p, "depth-0 frames of an --inline stack");
+        // Inline frames come before (inside) the frame they are inlined into, deepest first.
+        let mut last_depth = None;
+        for f in frames {
+            let d = f[3].as_u64().unwrap();
+            if let Some(l) = last_depth {
+                assert!(l == 0 || d == l - 1, "inline depths in order: {frames:?}");
+            }
+            last_depth = Some(d);
+            if d > 0 && f[0] == "spin" {
+                spin += 1;
+            }
+        }
+        assert_eq!(last_depth, Some(0), "a stack ends with a depth-0 frame");
+    }
+    assert!(spin > 0, "no inlined spin() frame");
+}

@@ -627,15 +627,20 @@ impl<'a> SampleWriter<'a> {
         id
     }
 
-    fn dso_names(&mut self, profile: &Profile, dso: u32) -> (Option<&str>, &str) {
+    /// The build id and short name of DSO `dso`, computed once per DSO into `cache`.
+    fn dso_names<'c>(
+        cache: &'c mut Vec<Option<(Option<String>, String)>>,
+        profile: &Profile,
+        dso: u32,
+    ) -> (Option<&'c str>, &'c str) {
         let i = dso as usize;
         if dso == NONE {
             return (None, "[unknown]");
         }
-        if self.dso_names.len() <= i {
-            self.dso_names.resize(i + 1, None);
+        if cache.len() <= i {
+            cache.resize(i + 1, None);
         }
-        let slot = &mut self.dso_names[i];
+        let slot = &mut cache[i];
         if slot.is_none() {
             *slot = Some(match profile.dsos.get(i) {
                 Some(d) => (d.build_id.as_deref().map(hex), d.short_name.clone()),
@@ -761,10 +766,7 @@ impl<'a> SampleWriter<'a> {
         };
 
         let file_id = self.file_id;
-        let (build_id, dso_name) = {
-            let (b, n) = self.dso_names(profile, leaf_key.dso);
-            (b.map(str::to_string), n.to_string())
-        };
+        let (build_id, dso_name) = Self::dso_names(&mut self.dso_names, profile, leaf_key.dso);
         let c = &mut self.columns;
         c.file_id.append_value(file_id);
         c.host.append_value(&self.host);
