@@ -700,3 +700,328 @@ fn test_fleet_report_bad_inputs_fail_but_the_others_count() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--offenders reads one perf.data file"));
 }
+
+// ---- --from-parquet: the report of Parquet exports equals -i over the files exported ----
+
+/// `culprit export --format parquet` of `inputs` into `dir` (extra flags `extra`).
+fn export_parquet(inputs: &[&Path], dir: &Path, extra: &[&str]) {
+    let mut cmd = common::culprit();
+    cmd.args(["export", "--format", "parquet", "--summary", "none", "-o"])
+        .arg(dir)
+        .args(extra);
+    for i in inputs {
+        cmd.arg("-i").arg(i);
+    }
+    common::run_ok(&mut cmd);
+}
+
+/// `culprit report --from-parquet DIRS --format json` with `extra` flags: exit code, JSON
+/// (Null when it printed none) and stderr.
+fn report_parquet(dirs: &[&Path], extra: &[&str]) -> (i32, Value, String) {
+    let mut cmd = common::culprit();
+    cmd.args(["report", "--format", "json", "--from-parquet"]);
+    cmd.args(dirs);
+    cmd.args(extra);
+    let out = cmd.output().expect("run culprit report --from-parquet");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let json = if out.stdout.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{cmd:?}: no JSON ({e})\nstderr:\n{stderr}"))
+    };
+    (out.status.code().unwrap_or(-1), json, stderr)
+}
+
+fn report_parquet_ok(dirs: &[&Path], extra: &[&str]) -> Value {
+    let (code, json, stderr) = report_parquet(dirs, extra);
+    assert_eq!(
+        code, 0,
+        "report --from-parquet {dirs:?} {extra:?}:\n{stderr}"
+    );
+    json
+}
+
+/// Asserts that the report from the tables equals the sum of the one-file reports of the
+/// files exported (rows, totals, percentages, order: [`assert_merged_is_sum`]), and that it
+/// says the same about call chains as `-i` over the same files.
+fn assert_parquet_equals_files(what: &str, dirs: &[&Path], files: &[&Path], flags: &[&str]) {
+    // A file without the events of `-e` counts nothing (its own report refuses them).
+    let parts: Vec<Value> = files
+        .iter()
+        .filter_map(|f| {
+            let (code, json, stderr) = report(&[*f], flags);
+            match code {
+                0 => Some(json),
+                2 if stderr.contains("no event '") => None,
+                _ => panic!("report -i {} {flags:?}: exit {code}\n{stderr}", f.display()),
+            }
+        })
+        .collect();
+    let from_tables = report_parquet_ok(dirs, flags);
+    assert_merged_is_sum(what, &from_tables, &parts);
+    // Children as `-i` over the files gives them: asked for, or when a file has chains.
+    let children = !flags.contains(&"--no-children")
+        && (flags.contains(&"--children") || parts.iter().any(|p| p["children"] == true));
+    assert_eq!(
+        from_tables["children"],
+        Value::Bool(children),
+        "{what}: children"
+    );
+    assert_eq!(
+        from_tables["inputs"].as_array().map(Vec::len),
+        Some(files.len()),
+        "{what}: one input per exported file"
+    );
+}
+
+#[test]
+fn test_from_parquet_equals_report_of_the_exported_files() {
+    let test = "test_from_parquet_equals_report_of_the_exported_files";
+    let files = live_recordings(test);
+    let busy = real_fixture("real-perf-data/google-perf_data_converter/perf.data.busy.0-3.8");
+    let hwsw = real_fixture("real-perf-data/google-perf_data_converter/perf.data.hw_and_sw-3.4");
+    let system = real_fixture("system-wide-g.data");
+    let two = real_fixture("two-events.data");
+    // Two export directories: the live recordings in one, the fixtures in the other.
+    let dir = common::scratch(&format!("{test}-parquet"));
+    let (d1, d2) = (dir.join("live"), dir.join("real"));
+    let live: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let real: Vec<&Path> = vec![&busy, &hwsw, &system, &two];
+    export_parquet(&live, &d1, &[]);
+    export_parquet(&real, &d2, &[]);
+    let all: Vec<&Path> = live.iter().chain(&real).copied().collect();
+    for sort in [
+        "comm,dso,sym",
+        "sym",
+        "pid",
+        "tid,dso",
+        "srcline",
+        "srcfile",
+        "cpu",
+    ] {
+        for mode in ["--no-children", "--children"] {
+            let flags = ["--sort", sort, mode];
+            assert_parquet_equals_files(
+                &format!("--from-parquet live real --sort {sort} {mode}"),
+                &[&d1, &d2],
+                &all,
+                &flags,
+            );
+        }
+    }
+    // One directory; the default mode; limits, filters and -e on the merged rows.
+    assert_parquet_equals_files("live, default mode", &[&d1], &live, &[]);
+    for flags in [
+        &["--sort", "sym", "-e", "cpu-clock", "--no-children"][..],
+        &[
+            "--sort",
+            "comm,sym",
+            "--comm",
+            "shares,calltree",
+            "--children",
+        ],
+        &["--sort", "dso", "--pid", "0", "--no-children"],
+    ] {
+        assert_parquet_equals_files(&format!("{flags:?}"), &[&d1, &d2], &all, flags);
+    }
+    let top = ["--sort", "sym", "--no-children", "--top", "7"];
+    let (a, b) = (report_parquet_ok(&[&d1, &d2], &top), report_ok(&all, &top));
+    assert_eq!(a["rows"].as_array().unwrap().len(), 7);
+    assert_eq!(a["hidden_rows"], b["hidden_rows"]);
+    let periods = |j: &Value| -> Vec<u64> {
+        let ev = j["sort_event"].as_str().unwrap();
+        j["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["period"][ev].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(periods(&a), periods(&b), "--top 7 rows");
+    common::validate_json_schema("report", &a.to_string());
+    // Text: each input listed.
+    let out = common::run_ok(
+        common::culprit()
+            .args(["report", "--sort", "comm", "--width", "0", "--from-parquet"])
+            .arg(&d1)
+            .arg(&d2),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("# {} inputs, merged", all.len())),
+        "{text}"
+    );
+    for f in &all {
+        assert!(
+            text.contains(&format!("# Input {} (", f.display())),
+            "{} not listed in\n{text}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn test_from_parquet_of_several_processes_and_inline_exports() {
+    let test = "test_from_parquet_of_several_processes_and_inline_exports";
+    let dir = common::scratch(test);
+    // Several processes running one DSO at different addresses (fork + exec here; a
+    // system-wide recording of a real machine): the tables keep one address per code
+    // location, so children rows of unnamed code (keyed by address, as perf keys them) are
+    // not in them (docs/report.md); every other key is exact in both modes, `sym` self too.
+    let exec = real_fixture("exec-g.data");
+    let callgraph =
+        real_fixture("real-perf-data/google-perf_data_converter/perf.data.callgraph-3.8");
+    let d = dir.join("processes");
+    export_parquet(&[&exec, &callgraph], &d, &[]);
+    let both: Vec<&Path> = vec![&exec, &callgraph];
+    for sort in [
+        "comm",
+        "pid",
+        "tid",
+        "dso",
+        "comm,pid,dso",
+        "srcline",
+        "srcfile",
+    ] {
+        for mode in ["--no-children", "--children"] {
+            assert_parquet_equals_files(
+                &format!("several processes --sort {sort} {mode}"),
+                &[&d],
+                &both,
+                &["--sort", sort, mode],
+            );
+        }
+    }
+    for sort in ["pid,sym", "comm,dso,sym"] {
+        assert_parquet_equals_files(
+            &format!("several processes --sort {sort} --no-children"),
+            &[&d],
+            &both,
+            &["--sort", sort, "--no-children"],
+        );
+    }
+    // --inline exports: inlined frames count for their function (sym), and a sample's
+    // srcline is its innermost inline frame's.
+    let files = live_recordings(&format!("{test}-live"));
+    let live: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let inline = dir.join("inline");
+    export_parquet(&live, &inline, &["--inline"]);
+    for (sort, mode) in [
+        ("sym", "--children"),
+        ("comm,dso,sym", "--children"),
+        ("srcline", "--no-children"),
+        ("srcfile", "--no-children"),
+    ] {
+        assert_parquet_equals_files(
+            &format!("--inline export --sort {sort} {mode}"),
+            &[&inline],
+            &live,
+            &["--sort", sort, mode],
+        );
+    }
+}
+
+#[test]
+fn test_from_parquet_bad_inputs() {
+    let test = "test_from_parquet_bad_inputs";
+    let files = live_recordings(test);
+    let live: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let dir = common::scratch(&format!("{test}-parquet"));
+    let good = dir.join("good");
+    export_parquet(&live, &good, &[]);
+
+    // A directory that is not an export, and one that does not exist: exit 2, saying so.
+    let plain = dir.join("plain");
+    std::fs::create_dir_all(plain.join("hosts")).unwrap();
+    for (d, why) in [
+        (&plain, "no events, frames, stacks, samples table"),
+        (&dir.join("nosuch"), "no such directory"),
+    ] {
+        let (code, _, stderr) = report_parquet(&[&good, d], &[]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{} is not a culprit Parquet export ({why})",
+                d.display()
+            )),
+            "{stderr}"
+        );
+    }
+    // Keys and modes the tables cannot give: exit 2, naming what to use instead.
+    for (flags, says) in [
+        (&["--sort", "ip"][..], "sort key 'ip' is not in the tables"),
+        (
+            &["--sort", "sym", "-g", "caller"],
+            "call graphs (-g caller|callee)",
+        ),
+        (&["--sort", "sym", "--deskid"], "--deskid disassembles"),
+        (&["--sort", "mem"], "sort key 'mem' is not in the tables"),
+    ] {
+        let (code, _, stderr) = report_parquet(&[&good], flags);
+        assert_eq!(code, 2, "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+    let (code, _, stderr) = report_parquet(&[&good], &["-e", "nosuch"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no input has an event 'nosuch'"),
+        "{stderr}"
+    );
+    // --from-parquet and -i do not mix.
+    let out = common::culprit()
+        .args(["report", "-i"])
+        .arg(live[0])
+        .arg("--from-parquet")
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    // One input of an export lost its samples table, another's frames are not Parquet:
+    // exit 1, each listed with its error, the other input still counted.
+    let broken = dir.join("broken");
+    export_parquet(&live, &broken, &[]);
+    let mut ids: Vec<String> = std::fs::read_dir(broken.join("hosts"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .replace(".parquet", "")
+        })
+        .collect();
+    ids.sort();
+    std::fs::remove_file(broken.join("samples").join(format!("{}.parquet", ids[0]))).unwrap();
+    std::fs::write(
+        broken.join("frames").join(format!("{}.parquet", ids[1])),
+        b"not parquet",
+    )
+    .unwrap();
+    let (code, json, stderr) = report_parquet(&[&broken], &["--sort", "comm,sym", "--no-children"]);
+    assert_eq!(code, 1, "{stderr}");
+    let inputs = json["inputs"].as_array().unwrap();
+    let failed: Vec<&Value> = inputs.iter().filter(|i| !i["error"].is_null()).collect();
+    assert_eq!(failed.len(), 2, "{inputs:?}");
+    assert!(
+        failed[0]["error"].as_str().unwrap().contains("missing"),
+        "{failed:?}"
+    );
+    assert!(stderr.contains("not read"), "{stderr}");
+    // The one left is one of the live files, counted in full.
+    let ok = inputs.iter().find(|i| i["error"].is_null()).unwrap();
+    let file = ok["file"].as_str().unwrap();
+    let source = live
+        .iter()
+        .find(|f| file.starts_with(&format!("{} (", f.display())))
+        .unwrap_or_else(|| panic!("{file} is none of the exported files"));
+    assert_merged_is_sum(
+        "export with broken inputs",
+        &json,
+        &[report_ok(
+            &[*source],
+            &["--sort", "comm,sym", "--no-children"],
+        )],
+    );
+    common::validate_json_schema("report", &json.to_string());
+}

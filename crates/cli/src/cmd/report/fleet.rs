@@ -28,23 +28,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         },
         unwind: !args.no_unwind && args.call_graph != Some(CallGraphArg::None),
     };
-    let report = if args.input.from_parquet.is_empty() {
+    let report = if args.from_parquet.is_empty() {
         read_files(args, &opts)?
     } else {
-        culprit_export::parquet_read::report(&args.input.from_parquet, &opts)?
+        culprit_export::parquet_read::report(&args.from_parquet, &opts)?
     };
     render(args, report)
 }
 
 /// The report of the `-i` files, with one progress bar over all of them.
 fn read_files(args: &ReportArgs, opts: &FleetOptions) -> anyhow::Result<FleetReport> {
-    let first = args.input.first();
-    let inputs: Vec<culprit_symbols::ProfileInput> = args
-        .input
-        .inputs
-        .iter()
-        .map(|p| culprit_symbols::ProfileInput::new(p, first.symbolizer_options()))
-        .collect();
+    let inputs = args.input.open();
     // Bytes of the inputs before each one (stdin and unreadable inputs count 0).
     let sizes: Vec<u64> = inputs
         .iter()

@@ -12,7 +12,7 @@ mod fleet;
 mod offenders;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -22,7 +22,7 @@ use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
 use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
+use crate::args::{Format, InputArgs, MultiInputArgs, OutputArgs};
 use crate::progress::Progress;
 
 /// Call-graph order.
@@ -36,68 +36,6 @@ pub enum CallGraphArg {
     None,
 }
 
-/// The inputs of `culprit report`: one perf.data file or several (`-i a -i b`: one report
-/// of all, docs/report.md "Many inputs"), or Parquet exports (`--from-parquet DIR…`), and
-/// where the symbols of what they recorded are found (the flags of [`InputArgs`]).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct ReportInputArgs {
-    /// Input perf.data file (`-` reads a pipe-mode stream from stdin); default perf.data.
-    /// Repeat it for one report of several files: each read and symbolized on its own,
-    /// rows matched by key and events by name (docs/report.md, "Many inputs").
-    #[arg(short = 'i', long = "input", value_name = "FILE", action = clap::ArgAction::Append)]
-    pub inputs: Vec<PathBuf>,
-    /// Report the tables of these `culprit export --format parquet` directories instead
-    /// of perf.data files, as one report (keys comm, pid, tid, dso, sym, srcline,
-    /// srcfile, cpu; self and children; docs/report.md, "From Parquet").
-    #[arg(
-        long = "from-parquet",
-        value_name = "DIR",
-        num_args = 1..,
-        conflicts_with = "inputs"
-    )]
-    pub from_parquet: Vec<PathBuf>,
-    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
-    #[command(flatten)]
-    pub kernel: KernelSymbolArgs,
-    /// Look every recorded file up under DIR first (DIR/usr/lib/libc.so.6 for
-    /// /usr/lib/libc.so.6), then where it was recorded: the files of another machine.
-    #[arg(long = "symfs", value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-    /// perf's build-id cache (copies of recorded files by build-id) is DIR instead of
-    /// ~/.debug.
-    #[arg(long = "debug-dir", value_name = "DIR")]
-    pub debug_dir: Option<PathBuf>,
-}
-
-impl ReportInputArgs {
-    /// The flags of the first input (`perf.data` by default) as every reading verb has them.
-    pub fn first(&self) -> InputArgs {
-        InputArgs {
-            input: self.inputs.first().cloned(),
-            kernel: self.kernel.clone(),
-            symfs: self.symfs.clone(),
-            debug_dir: self.debug_dir.clone(),
-        }
-    }
-
-    /// Whether the report is over several inputs or Parquet exports.
-    pub fn many(&self) -> bool {
-        self.inputs.len() > 1 || !self.from_parquet.is_empty()
-    }
-
-    /// The (first) input file as given.
-    pub fn path(&self) -> &Path {
-        self.inputs
-            .first()
-            .map_or(Path::new("perf.data"), PathBuf::as_path)
-    }
-
-    /// The (first) input to read, with its symbol options.
-    pub fn open(&self) -> culprit_symbols::ProfileInput {
-        self.first().open()
-    }
-}
-
 /// Arguments of `culprit report`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -105,9 +43,21 @@ impl ReportInputArgs {
     after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n  culprit report -i host1.data -i host2.data --sort sym   one report of several files\n  culprit report --from-parquet export1/ export2/ --sort dso,sym   Parquet exports\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
 )]
 pub struct ReportArgs {
-    /// The input files and where their symbols are found.
+    /// The input files and where their symbols are found: `-i` once, or repeated for one
+    /// report of several files, each read and symbolized on its own, rows matched by key and
+    /// events by name (docs/report.md, "Many inputs").
     #[command(flatten)]
-    pub input: ReportInputArgs,
+    pub input: MultiInputArgs,
+    /// Report the tables of these `culprit export --format parquet` directories instead
+    /// of perf.data files, as one report (keys comm, pid, tid, cpu, dso, sym, srcline,
+    /// srcfile; self and children; docs/report.md, "From Parquet").
+    #[arg(
+        long = "from-parquet",
+        value_name = "DIR",
+        num_args = 1..,
+        conflicts_with = "inputs"
+    )]
+    pub from_parquet: Vec<PathBuf>,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     /// With --branch: comm, pid, dso_from, symbol_from, dso_to, symbol_to, srcline_from,
@@ -204,9 +154,25 @@ pub struct ReportArgs {
     pub branch: bool,
 }
 
+impl ReportArgs {
+    /// The first input (`perf.data` by default) with the symbol flags, as every verb that
+    /// reads one file has it.
+    pub fn first_input(&self) -> InputArgs {
+        match self.input.inputs.first() {
+            Some(p) => self.input.single(p),
+            None => self.input.single(std::path::Path::new("perf.data")),
+        }
+    }
+
+    /// Whether the report is over several inputs or Parquet exports.
+    pub fn many(&self) -> bool {
+        self.input.inputs.len() > 1 || !self.from_parquet.is_empty()
+    }
+}
+
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    if args.input.many() {
+    if args.many() {
         let what = [
             (args.offenders, "--offenders"),
             (args.branch, "--branch"),
@@ -250,7 +216,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let input = args.input.open();
+    let input_args = args.first_input();
+    let input = input_args.open();
     let mut symbolizer = input.symbolizer();
     // When the report shows symbols, they are loaded while the file is read.
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
@@ -297,7 +264,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             "--sort {}: memory keys read PERF_SAMPLE_DATA_SRC, which no event of {} recorded \
              (record with `perf mem record` or `perf record -d`)",
             args.sort,
-            args.input.path().display()
+            input_args.path().display()
         );
     }
     agg.finish();
@@ -313,14 +280,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{flag} needs call chains, and {} has none: record with -g (or --call-graph \
              dwarf|lbr)",
-            args.input.path().display()
+            input_args.path().display()
         );
     }
     let children_without_chains = (args.children && !has_chains && !mem_mode).then(|| {
         format!(
             "--children: {} has no call chains, so children equal self (record with -g for \
              callers' totals)",
-            args.input.path().display()
+            input_args.path().display()
         )
     });
     opts.children = if args.no_children || mem_mode {
@@ -348,7 +315,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let file = args.input.path().display().to_string();
+    let file = input_args.path().display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
         _ if args.topdown => {
@@ -388,7 +355,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report covers the \
              {} records ({} samples) read before it",
-            args.input.path().display(),
+            input_args.path().display(),
             stop.offset,
             match stop.record_type {
                 Some(t) => format!("record type {t} ({})", record_name(t)),
