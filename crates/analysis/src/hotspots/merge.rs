@@ -107,7 +107,7 @@ impl MergeNode {
             .into_iter()
             .filter(|c| c.period >= threshold.max(1))
             .collect();
-        kids.sort_by(|a, b| b.period.cmp(&a.period));
+        kids.sort_by_key(|k| std::cmp::Reverse(k.period));
         CallNode {
             name: self.name,
             period: self.period,
