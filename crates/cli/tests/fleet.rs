@@ -822,7 +822,13 @@ fn test_from_parquet_equals_report_of_the_exported_files() {
             "--children",
         ],
         &["--sort", "dso", "--pid", "0", "--no-children"],
-        &["--sort", "comm,sym", "--dso", "libc.so.6,[kernel.kallsyms]", "--children"],
+        &[
+            "--sort",
+            "comm,sym",
+            "--dso",
+            "libc.so.6,[kernel.kallsyms]",
+            "--children",
+        ],
     ] {
         assert_parquet_equals_files(&format!("{flags:?}"), &[&d1, &d2], &all, flags);
     }

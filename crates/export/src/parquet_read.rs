@@ -103,7 +103,7 @@ enum TableError {
 }
 
 /// An export directory and the input files it holds (their file ids as 16 hex digits,
-/// from the names of `hosts/*.parquet`), sorted.
+/// from the names of `hosts/*.parquet`), by host and recorded file.
 #[derive(Debug, Clone)]
 pub struct ExportDir {
     /// The directory as given.
@@ -147,11 +147,31 @@ pub fn open_export(dir: &Path) -> Result<ExportDir, ParquetReadError> {
     if files.is_empty() {
         return Err(not("hosts/ has no <file_id>.parquet".to_string()));
     }
-    files.sort();
+    // By host, then recorded file (as exported), then id: the order the report lists them.
+    let mut keyed: Vec<((String, String), String)> = files
+        .into_iter()
+        .map(|id| (host_and_file(dir, &id).unwrap_or_default(), id))
+        .collect();
+    keyed.sort();
+    let files = keyed.into_iter().map(|(_, id)| id).collect();
     Ok(ExportDir {
         dir: dir.to_path_buf(),
         files,
     })
+}
+
+/// The host and recorded file of input `id` of `dir` (`None` when its hosts row cannot be
+/// read: reading the input says why).
+fn host_and_file(dir: &Path, id: &str) -> Option<(String, String)> {
+    let path = table_path(dir, "hosts", id);
+    let b = batches(&path, &["host", "file"]).ok()?.next()?.ok()?;
+    let c = Cols {
+        batch: &b,
+        path: &path,
+    };
+    let host = c.strs("host").ok()?.get(0)?.to_string();
+    let file = c.strs("file").ok()?.get(0)?.to_string();
+    Some((host, file))
 }
 
 /// Streams the batches of `columns` of one Parquet file (every column must exist).
