@@ -857,7 +857,7 @@ fn test_merge_of_reports_equals_the_report_of_all_samples() {
     let mut a = Builder::new(&["cpu-clock", "faults"]);
     let mut b = Builder::new(&["cpu-clock"]);
     let mut all = Builder::new(&["cpu-clock", "faults"]);
-    let mut add = |x: &mut Builder, all: &mut Builder, e: u16, comm: u32, p: u64, c: &[u64]| {
+    let add = |x: &mut Builder, all: &mut Builder, e: u16, comm: u32, p: u64, c: &[u64]| {
         x.sample(e, comm, p, c);
         all.sample(e, comm, p, c);
     };
