@@ -1128,15 +1128,80 @@ fn remove_stale(dir: &Path, id_hex: &str) -> Result<(), ExportError> {
     Ok(())
 }
 
-/// What writing the frames gave: row count, and per depth-0 frame its inline frames' ids
-/// (innermost first) for the stacks.
+/// What writing the frames gave: the rows written, and per depth-0 frame the ids of the
+/// frames inlined into it, innermost first (empty for most), for the stacks.
 struct FramesWritten {
     rows: u64,
-    /// `inline_ids[frame]`: range into `inline_list`… kept simple: one Vec per frame with
-    /// inline frames (empty for most).
     inline_ids: Vec<Vec<i64>>,
 }
 
+/// One row of `frames`.
+struct FrameRow<'a> {
+    frame_id: i64,
+    build_id: Option<&'a str>,
+    dso: &'a str,
+    file_offset: Option<i64>,
+    address: i64,
+    function: Option<&'a str>,
+    source_file: Option<&'a str>,
+    line: Option<u32>,
+    inline_depth: i32,
+    kernel: bool,
+}
+
+/// The frames table's column builders.
+#[derive(Default)]
+struct FrameColumns {
+    frame_id: Int64Builder,
+    build_id: StringBuilder,
+    dso: StringBuilder,
+    file_offset: Int64Builder,
+    address: Int64Builder,
+    function: StringBuilder,
+    source_file: StringBuilder,
+    line: Int32Builder,
+    inline_depth: Int32Builder,
+    kernel: BooleanBuilder,
+    rows: usize,
+}
+
+impl FrameColumns {
+    fn append(&mut self, r: FrameRow<'_>) {
+        self.frame_id.append_value(r.frame_id);
+        self.build_id.append_option(r.build_id);
+        self.dso.append_value(r.dso);
+        self.file_offset.append_option(r.file_offset);
+        self.address.append_value(r.address);
+        self.function.append_option(r.function);
+        self.source_file.append_option(r.source_file);
+        self.line.append_option(r.line.map(|l| l as i32));
+        self.inline_depth.append_value(r.inline_depth);
+        self.kernel.append_value(r.kernel);
+        self.rows += 1;
+    }
+
+    /// The columns of the rows appended since the last call, in schema order.
+    fn finish(&mut self, file_id: i64) -> Vec<ArrayRef> {
+        let rows = std::mem::take(&mut self.rows);
+        vec![
+            Arc::new(Int64Array::from_value(file_id, rows)),
+            Arc::new(self.frame_id.finish()),
+            Arc::new(self.build_id.finish()),
+            Arc::new(self.dso.finish()),
+            Arc::new(self.file_offset.finish()),
+            Arc::new(self.address.finish()),
+            Arc::new(self.function.finish()),
+            Arc::new(self.source_file.finish()),
+            Arc::new(self.line.finish()),
+            Arc::new(self.inline_depth.finish()),
+            Arc::new(self.kernel.finish()),
+        ]
+    }
+}
+
+/// Symbolizes the interned locations (one sorted batch, as `culprit report` does) and
+/// writes `frames`: per location its depth-0 frame (id = the location's index), then with
+/// `--inline` the functions inlined there.
 fn write_frames(
     w: &SampleWriter<'_>,
     profile: &Profile,
@@ -1158,127 +1223,74 @@ fn write_frames(
     let resolved = symbolizer.resolve_batch(profile, &queries);
     let schema = Arc::new(frames_schema());
     let mut out = TableFile::create(&dir.join("frames"), name, schema, w.opts.row_group_rows)?;
-    let mut file_id = Int64Builder::new();
-    let mut frame_id = Int64Builder::new();
-    let mut build_id = StringBuilder::new();
-    let mut dso = StringBuilder::new();
-    let mut file_offset = Int64Builder::new();
-    let mut address = Int64Builder::new();
-    let mut function = StringBuilder::new();
-    let mut source_file = StringBuilder::new();
-    let mut line = Int32Builder::new();
-    let mut inline_depth = Int32Builder::new();
-    let mut kernel = BooleanBuilder::new();
+    let mut cols = FrameColumns::default();
     let mut rows = 0u64;
-    let mut pending = 0usize;
     let mut next_id = w.frames.len() as i64;
     let mut inline_ids = vec![Vec::new(); w.frames.len()];
-    let mut dso_names: FxHashMap<u32, (Option<String>, String)> = FxHashMap::default();
-
-    let flush = |out: &mut TableFile,
-                 cols: [&mut dyn arrow_array::builder::ArrayBuilder; 11]|
-     -> Result<(), ExportError> {
-        let arrays: Vec<ArrayRef> = cols.into_iter().map(|b| b.finish()).collect();
-        out.write(arrays)
-    };
-
+    let mut names: Vec<Option<(Option<String>, String)>> = Vec::new();
     for (i, ((key, addr), r)) in w.frames.iter().zip(&resolved).enumerate() {
         let d = (key.dso != NONE).then_some(key.dso);
-        let (bid, short) = dso_names
-            .entry(key.dso)
-            .or_insert_with(|| match d.and_then(|d| profile.dsos.get(d as usize)) {
-                Some(x) => (x.build_id.as_deref().map(hex), x.short_name.clone()),
-                None => (None, "[unknown]".to_string()),
-            })
-            .clone();
-        let is_kernel = key.kernel
-            || d.and_then(|d| profile.dsos.get(d as usize))
-                .is_some_and(|x| matches!(x.kind, DsoKind::Kernel | DsoKind::KernelModule));
+        let dso_info = d.and_then(|d| profile.dsos.get(d as usize));
+        let kernel = key.kernel
+            || dso_info.is_some_and(|x| matches!(x.kind, DsoKind::Kernel | DsoKind::KernelModule));
+        let (build_id, dso) = SampleWriter::dso_names(&mut names, profile, key.dso);
         let symbol = r
             .symbol
             .and_then(|id| symbolizer.symbol(id))
             .map(|s| s.name.to_string());
-        // Source lines (and with --inline, the inlined functions) of code with a symbol.
-        let source = if symbol.is_some() {
-            if inline {
-                symbolizer.source(profile, d, key.file_offset, key.return_address)
-            } else {
-                symbolizer
-                    .source_line(profile, d, key.file_offset)
-                    .into_iter()
-                    .collect()
-            }
-        } else {
-            Vec::new()
+        // Source lines (and with --inline, the inlined functions) of code with a symbol:
+        // innermost first, the symbol's own function last.
+        let source = match (&symbol, inline) {
+            (None, _) => Vec::new(),
+            (Some(_), true) => symbolizer.source(profile, d, key.file_offset, key.return_address),
+            (Some(_), false) => symbolizer
+                .source_line(profile, d, key.file_offset)
+                .into_iter()
+                .collect(),
         };
-        // Depth 0: the symbol's function (the last, outermost source frame gives its line);
-        // then the inlined functions, outer to inner.
-        let mut levels: Vec<(i64, Option<String>, Option<String>, Option<u32>)> = Vec::new();
-        let (outer_file, outer_line) = source
-            .last()
-            .map_or((None, None), |f| (f.file.clone(), f.line));
-        levels.push((i as i64, symbol, outer_file, outer_line));
-        if source.len() > 1 {
-            for sf in source[..source.len() - 1].iter().rev() {
-                levels.push((next_id, sf.function.clone(), sf.file.clone(), sf.line));
-                inline_ids[i].push(next_id);
-                next_id += 1;
-            }
-            // Stacks list frames innermost first.
-            inline_ids[i].reverse();
-        }
-        for (depth, (id, func, file, ln)) in levels.into_iter().enumerate() {
-            file_id.append_value(w.file_id);
-            frame_id.append_value(id);
-            build_id.append_option(bid.as_deref());
-            dso.append_value(&short);
-            file_offset.append_option(d.map(|_| key.file_offset as i64));
-            address.append_value(*addr as i64);
-            function.append_option(func);
-            source_file.append_option(file);
-            line.append_option(ln.map(|l| l as i32));
-            inline_depth.append_value(depth as i32);
-            kernel.append_value(is_kernel);
+        let row = |frame_id, function, source_file, line, inline_depth| FrameRow {
+            frame_id,
+            build_id,
+            dso,
+            file_offset: d.map(|_| key.file_offset as i64),
+            address: *addr as i64,
+            function,
+            source_file,
+            line,
+            inline_depth,
+            kernel,
+        };
+        let outer = source.last();
+        cols.append(row(
+            i as i64,
+            symbol.as_deref(),
+            outer.and_then(|f| f.file.as_deref()),
+            outer.and_then(|f| f.line),
+            0,
+        ));
+        rows += 1;
+        // The inlined functions, outer to inner (depth 1, 2, …).
+        let inner = &source[..source.len().saturating_sub(1)];
+        for (depth, sf) in inner.iter().rev().enumerate() {
+            cols.append(row(
+                next_id,
+                sf.function.as_deref(),
+                sf.file.as_deref(),
+                sf.line,
+                depth as i32 + 1,
+            ));
+            inline_ids[i].push(next_id);
+            next_id += 1;
             rows += 1;
-            pending += 1;
         }
-        if pending >= BATCH_ROWS {
-            pending = 0;
-            flush(
-                &mut out,
-                [
-                    &mut file_id,
-                    &mut frame_id,
-                    &mut build_id,
-                    &mut dso,
-                    &mut file_offset,
-                    &mut address,
-                    &mut function,
-                    &mut source_file,
-                    &mut line,
-                    &mut inline_depth,
-                    &mut kernel,
-                ],
-            )?;
+        // Stacks list frames innermost first.
+        inline_ids[i].reverse();
+        if cols.rows >= BATCH_ROWS {
+            out.write(cols.finish(w.file_id))?;
         }
     }
-    if pending > 0 || rows == 0 {
-        flush(
-            &mut out,
-            [
-                &mut file_id,
-                &mut frame_id,
-                &mut build_id,
-                &mut dso,
-                &mut file_offset,
-                &mut address,
-                &mut function,
-                &mut source_file,
-                &mut line,
-                &mut inline_depth,
-                &mut kernel,
-            ],
-        )?;
+    if cols.rows > 0 || rows == 0 {
+        out.write(cols.finish(w.file_id))?;
     }
     *bytes += out.finish()?;
     Ok(FramesWritten { rows, inline_ids })
