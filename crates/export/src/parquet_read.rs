@@ -136,7 +136,7 @@ pub fn open_export(dir: &Path) -> Result<ExportDir, ParquetReadError> {
     }
     let entries = std::fs::read_dir(dir.join("hosts"))
         .map_err(|e| not(format!("hosts/ cannot be listed: {e}")))?;
-    let mut files: Vec<String> = entries
+    let files: Vec<String> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
