@@ -33,6 +33,7 @@ mod children;
 mod document;
 mod json;
 mod locations;
+mod merge;
 mod rows;
 
 pub use aggregate::SampleAggregator;
@@ -40,9 +41,10 @@ use aggregate::*;
 pub use build::hotspots_aggregated;
 use build::*;
 pub(crate) use document::key_text_into;
-pub use document::{csv_table, document, key_header, DocOptions, Layout};
-pub use json::{json_report, EventJson, HotspotsJson, RowsJson, SCHEMA};
+pub use document::{csv_table, document, document_with, key_header, DocOptions, Layout};
+pub use json::{json_report, json_report_with, EventJson, HotspotsJson, RowsJson, SCHEMA};
 use locations::*;
+pub use merge::{EventFacts, HotspotsMerge, KeyPart};
 use rows::*;
 
 /// perf's default `--max-stack` (the kernel's `perf_event_max_stack`, 127): `perf report
@@ -167,7 +169,7 @@ pub struct KeyValue {
     has_addr: bool,
     /// Display text id: the name, the number, or `[unknown]`.
     text: u32,
-    /// DSO short name id (sym and ip), or `NONE`.
+    /// DSO short name id (sym, ip, and srcfile without a source file), or `NONE`.
     dso: u32,
     /// The number (pid, tid, cpu) or the address (sym without a name, ip).
     value: u64,
@@ -241,10 +243,9 @@ impl KeyColumn {
     }
 
     fn has_extra(&self) -> bool {
-        !matches!(
-            self.key,
-            SortKey::Comm | SortKey::Dso | SortKey::Srcline | SortKey::Srcfile
-        ) && !self.key.is_memory()
+        // srcfile keeps the DSO of `[unknown]` (rows of different DSOs are apart).
+        !matches!(self.key, SortKey::Comm | SortKey::Dso | SortKey::Srcline)
+            && !self.key.is_memory()
     }
 
     fn push(&mut self, v: &KeyValue) {
@@ -311,6 +312,9 @@ pub struct Hotspots {
     pub cut_call_paths: u64,
     /// Why the filters left no row (set only then).
     filter_why: Option<String>,
+    /// The commands of the samples when `--comm` left no row (a merge of several reports
+    /// says why from all of them).
+    no_row_comms: Vec<String>,
     /// Key texts and DSO names.
     strings: Vec<String>,
     /// One column per sort key.

@@ -10,6 +10,7 @@
 pub mod annotate;
 pub mod branches;
 pub mod diff;
+pub mod fleet;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;

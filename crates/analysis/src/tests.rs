@@ -796,3 +796,124 @@ fn test_map_hash_spreads_high_bit_only_differences_over_low_bits() {
         assert!(n > 800, "{what}: only {n} distinct buckets of 4096");
     }
 }
+
+/// A report as comparable values: per row (its key texts, DSOs, numbers and addresses), per
+/// event: self and children samples and periods, and its call graph.
+type RowsView = Vec<(String, Vec<(u64, u64, u64, u64, Option<CallNode>)>)>;
+
+fn rows_view(h: &Hotspots) -> RowsView {
+    h.rows()
+        .map(|r| {
+            let key = r
+                .keys()
+                .map(|k| {
+                    format!(
+                        "{}|{:?}|{:?}|{:?}|{:?}",
+                        r.text(&k),
+                        r.dso(&k),
+                        k.number(),
+                        k.addr(),
+                        k.tag()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let values = (0..h.events.len())
+                .map(|e| {
+                    (
+                        r.samples(e),
+                        r.period(e),
+                        r.children_samples(e),
+                        r.children_period(e),
+                        r.call_graph(e).cloned(),
+                    )
+                })
+                .collect();
+            (key, values)
+        })
+        .collect()
+}
+
+/// Merges the reports of `parts` (each made with the part options of `opts`).
+fn merged(parts: &[&Profile], tag: &str, opts: &HotspotOptions) -> Hotspots {
+    let mut m = hotspots::HotspotsMerge::new(&opts.keys, opts.deskid);
+    let part_opts = hotspots::HotspotsMerge::part_options(opts);
+    for (i, p) in parts.iter().enumerate() {
+        let h = run(p, &format!("{tag}-{i}"), &part_opts);
+        let facts: Vec<hotspots::EventFacts> = h
+            .events
+            .iter()
+            .map(|e| hotspots::EventFacts::of(p, e.id))
+            .collect();
+        m.add(&h, &facts);
+    }
+    m.finish(opts).unwrap().0
+}
+
+#[test]
+fn test_merge_of_reports_equals_the_report_of_all_samples() {
+    // Two profiles of one process (same symbols), the second with an event of its own; and
+    // the profile holding the samples of both: its report is what the merge must give.
+    let mut a = Builder::new(&["cpu-clock", "faults"]);
+    let mut b = Builder::new(&["cpu-clock"]);
+    let mut all = Builder::new(&["cpu-clock", "faults"]);
+    let add = |x: &mut Builder, all: &mut Builder, e: u16, comm: u32, p: u64, c: &[u64]| {
+        x.sample(e, comm, p, c);
+        all.sample(e, comm, p, c);
+    };
+    for _ in 0..3 {
+        add(&mut a, &mut all, 0, 0, 100, &[0x1010, 0x3020]);
+    }
+    add(&mut a, &mut all, 1, 0, 7, &[0x2010, 0x1050, 0x3020]);
+    add(&mut a, &mut all, 0, 1, 100, &[0x9000, 0x3020]);
+    add(&mut b, &mut all, 0, 0, 300, &[0x2010, 0x1050, 0x3020]);
+    add(&mut b, &mut all, 0, 1, 50, &[0x1010, 0x2020, 0x3020]);
+    add(&mut b, &mut all, 0, 0, 1, &[0x9000, 0x1020, 0x3020]);
+    for keys in [
+        vec![SortKey::Sym],
+        vec![SortKey::Comm, SortKey::Sym],
+        vec![SortKey::Pid, SortKey::Ip],
+        vec![SortKey::Comm],
+    ] {
+        for children in [false, true] {
+            for call_graph in [
+                CallGraphMode::None,
+                CallGraphMode::Caller,
+                CallGraphMode::Callee,
+            ] {
+                for (top, percent_limit) in [(None, 0.0), (Some(2), 0.0), (None, 10.0)] {
+                    let opts = HotspotOptions {
+                        keys: keys.clone(),
+                        children,
+                        call_graph,
+                        top,
+                        percent_limit,
+                        // Nodes under 2 % of the merged total are cut: some of a's and b's
+                        // are above 2 % of their own totals only.
+                        call_graph_threshold: 2.0,
+                        ..HotspotOptions::default()
+                    };
+                    let what = format!(
+                        "{keys:?} children {children} {call_graph:?} {top:?} {percent_limit}"
+                    );
+                    let want = run(&all.p, "merge-all", &opts);
+                    let got = merged(&[&a.p, &b.p], "merge-parts", &opts);
+                    let names = |h: &Hotspots| -> Vec<(String, u64, u64)> {
+                        h.events
+                            .iter()
+                            .map(|e| (e.name.clone(), e.samples, e.period))
+                            .collect()
+                    };
+                    assert_eq!(names(&got), names(&want), "{what}: events");
+                    assert_eq!(got.hidden_rows, want.hidden_rows, "{what}: hidden rows");
+                    assert_eq!(got.children, want.children, "{what}: children");
+                    let (mut g, mut w) = (rows_view(&got), rows_view(&want));
+                    // Equal values may come in another order (first-seen differs).
+                    g.sort_by(|x, y| x.0.cmp(&y.0));
+                    w.sort_by(|x, y| x.0.cmp(&y.0));
+                    assert_eq!(g, w, "{what}: rows");
+                }
+            }
+        }
+    }
+}

@@ -258,6 +258,53 @@ impl InputArgs {
     }
 }
 
+/// The inputs of the verbs that read several perf.data files at once (`-i a.data -i b.data`,
+/// e.g. `export --format parquet`): the flags of [`InputArgs`] with `-i` repeatable.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MultiInputArgs {
+    /// Input perf.data file (`-` reads a pipe-mode stream from stdin); default perf.data.
+    /// Repeat for several files (formats and verbs that take several say so).
+    #[arg(short = 'i', long = "input", value_name = "FILE", action = clap::ArgAction::Append)]
+    pub inputs: Vec<PathBuf>,
+    /// The recorded kernel's symbols (`--kallsyms FILE`, `--vmlinux FILE`).
+    #[command(flatten)]
+    pub kernel: KernelSymbolArgs,
+    /// Look every recorded file up under DIR first (DIR/usr/lib/libc.so.6 for
+    /// /usr/lib/libc.so.6), then where it was recorded: the files of another machine.
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+    /// perf's build-id cache (copies of recorded files by build-id) is DIR instead of
+    /// ~/.debug.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dir: Option<PathBuf>,
+}
+
+impl MultiInputArgs {
+    /// The input paths as given (`perf.data` when none is).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        if self.inputs.is_empty() {
+            vec![PathBuf::from("perf.data")]
+        } else {
+            self.inputs.clone()
+        }
+    }
+
+    /// The [`InputArgs`] of input `path` with these symbol flags.
+    pub fn single(&self, path: &Path) -> InputArgs {
+        InputArgs {
+            input: Some(path.to_path_buf()),
+            kernel: self.kernel.clone(),
+            symfs: self.symfs.clone(),
+            debug_dir: self.debug_dir.clone(),
+        }
+    }
+
+    /// The inputs to read, with their symbol options, in the order given.
+    pub fn open(&self) -> Vec<ProfileInput> {
+        self.paths().iter().map(|p| self.single(p).open()).collect()
+    }
+}
+
 /// `--kallsyms FILE` and `--vmlinux FILE` of the verbs that read a perf.data file (perf's
 /// flags of the same names): the recorded kernel's symbols, when this machine's kernel is
 /// not the recorded one.

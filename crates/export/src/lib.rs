@@ -11,9 +11,12 @@ pub mod firefox;
 pub mod flamegraph;
 pub mod folded;
 pub mod html;
+pub mod parquet;
 pub mod pgo;
 pub mod pprof;
 pub mod speedscope;
+// Reads the tables of Parquet exports back (`culprit report --from-parquet`).
+pub mod parquet_read;
 #[cfg(test)]
 mod testutil;
 
@@ -45,6 +48,8 @@ pub enum Format {
     Speedscope,
     /// Chrome trace-event JSON (chrome://tracing, Perfetto UI): the samples over time.
     Chrome,
+    /// Parquet tables in a directory, one row per sample ([`parquet`], docs/fleet.md).
+    Parquet,
 }
 
 impl Format {
@@ -58,13 +63,14 @@ impl Format {
             Format::Firefox => "firefox",
             Format::Speedscope => "speedscope",
             Format::Chrome => "chrome",
+            Format::Parquet => "parquet",
         }
     }
 
     /// Whether the format is binary (not written to a terminal).
     pub fn is_binary(self) -> bool {
         match self {
-            Format::Pprof => true,
+            Format::Pprof | Format::Parquet => true,
             Format::Folded
             | Format::Bolt
             | Format::Autofdo
@@ -88,6 +94,8 @@ impl Format {
                 timeline: true,
                 ..base.clone()
             },
+            // Streamed sample by sample by [`parquet::export_file`].
+            Format::Parquet => base.clone(),
         }
     }
 
@@ -100,7 +108,8 @@ impl Format {
             | Format::Pprof
             | Format::Firefox
             | Format::Speedscope
-            | Format::Chrome => None,
+            | Format::Chrome
+            | Format::Parquet => None,
         }
     }
 }
@@ -136,6 +145,12 @@ pub enum ExportError {
     /// A PGO export (bolt, autofdo) failed.
     #[error(transparent)]
     Pgo(#[from] pgo::PgoError),
+    /// Writing a Parquet file failed.
+    #[error("writing Parquet: {0}")]
+    Parquet(#[from] ::parquet::errors::ParquetError),
+    /// Assembling the Arrow batches of a Parquet file failed.
+    #[error("writing Parquet: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
 }
 
 /// One event in an export summary.
@@ -180,6 +195,9 @@ pub struct ExportSummary {
     /// bolt, autofdo: the binary and the branch data written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pgo: Option<pgo::PgoSummary>,
+    /// parquet: the export directory and what was written for each input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parquet: Option<parquet::ParquetSummary>,
 }
 
 /// Counts the bytes written through it.
@@ -210,6 +228,11 @@ pub fn export(
     if let Some(format) = opts.format.pgo() {
         return pgo::export_summary(input, opts, format, out, progress);
     }
+    if opts.format == Format::Parquet {
+        return Err(ExportError::Unsupported(
+            "parquet is written to a directory: use parquet::export_file()".to_string(),
+        ));
+    }
     let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
     write_profile(&profile, opts, out)
 }
@@ -225,42 +248,47 @@ pub fn write_profile(
         bytes: 0,
     };
     let mut exported_events = Vec::new();
-    let records = match opts.format {
-        Format::Folded => {
-            let event = single_event(profile, opts.event.as_deref())?;
-            let stacks = match event {
-                Some(e) => {
-                    exported_events.push(profile.events[e as usize].name.clone());
-                    folded::folded_stacks(profile, e, &opts.folded)
-                }
-                None => Vec::new(),
-            };
-            folded::write(&mut out, &stacks)?;
-            stacks.len() as u64
-        }
-        Format::Bolt | Format::Autofdo => {
-            return Err(ExportError::Unsupported(format!(
-                "{} is written from branch data, not call stacks: use export()",
-                opts.format.name()
-            )))
-        }
-        Format::Pprof => {
-            exported_events = all_events(profile);
-            pprof::write(profile, &mut out)?
-        }
-        Format::Firefox => {
-            exported_events = all_events(profile);
-            firefox::write(profile, &mut out)?
-        }
-        Format::Speedscope => {
-            exported_events = all_events(profile);
-            speedscope::write(profile, &mut out)?
-        }
-        Format::Chrome => {
-            exported_events = all_events(profile);
-            chrome::write(profile, &mut out)?
-        }
-    };
+    let records =
+        match opts.format {
+            Format::Folded => {
+                let event = single_event(profile, opts.event.as_deref())?;
+                let stacks = match event {
+                    Some(e) => {
+                        exported_events.push(profile.events[e as usize].name.clone());
+                        folded::folded_stacks(profile, e, &opts.folded)
+                    }
+                    None => Vec::new(),
+                };
+                folded::write(&mut out, &stacks)?;
+                stacks.len() as u64
+            }
+            Format::Bolt | Format::Autofdo => {
+                return Err(ExportError::Unsupported(format!(
+                    "{} is written from branch data, not call stacks: use export()",
+                    opts.format.name()
+                )))
+            }
+            Format::Pprof => {
+                exported_events = all_events(profile);
+                pprof::write(profile, &mut out)?
+            }
+            Format::Firefox => {
+                exported_events = all_events(profile);
+                firefox::write(profile, &mut out)?
+            }
+            Format::Speedscope => {
+                exported_events = all_events(profile);
+                speedscope::write(profile, &mut out)?
+            }
+            Format::Chrome => {
+                exported_events = all_events(profile);
+                chrome::write(profile, &mut out)?
+            }
+            Format::Parquet => return Err(ExportError::Unsupported(
+                "parquet is written to a directory, sample by sample: use parquet::export_file()"
+                    .to_string(),
+            )),
+        };
     out.flush()?;
     Ok(ExportSummary {
         schema: 1,
@@ -284,6 +312,7 @@ pub fn write_profile(
         warnings: profile.summary.warnings.clone(),
         stopped: profile.summary.stopped.clone(),
         pgo: None,
+        parquet: None,
     })
 }
 

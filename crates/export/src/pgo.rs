@@ -195,6 +195,7 @@ pub(crate) fn export_summary(
         warnings,
         stopped: Stopped::of(&profile),
         pgo: Some(summary),
+        parquet: None,
     })
 }
 

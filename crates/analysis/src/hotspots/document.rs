@@ -7,7 +7,7 @@ use culprit_output::{
 };
 
 use super::*;
-use crate::recording::{header_lines, period_is_ns};
+use crate::recording::header_lines;
 
 /// How the events of a report with several are laid out in text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,12 +59,30 @@ fn key_min_width(k: SortKey) -> usize {
 
 /// The hotspot report `h` of `profile` as a text document.
 pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
+    let mut header = header_lines(profile, &o.file, true);
+    header.push(format!("Total lost samples: {}", profile.lost));
+    let facts: Vec<EventFacts> = h
+        .events
+        .iter()
+        .map(|e| EventFacts::of(profile, e.id))
+        .collect();
+    document_with(h, header, &facts, o.layout)
+}
+
+/// The hotspot report `h` as a text document under the `header` lines (without `# `);
+/// `facts` has one entry per event of `h` (a merged report's, [`super::HotspotsMerge`]).
+pub fn document_with(
+    h: &Hotspots,
+    header: Vec<String>,
+    facts: &[EventFacts],
+    layout: Layout,
+) -> Document {
     let mut doc = Document::new();
-    for l in header_lines(profile, &o.file, true) {
+    for l in header {
         doc.header(l);
     }
-    doc.header(format!("Total lost samples: {}", profile.lost));
-    let apart = h.has_event_tables() && o.layout == Layout::PerEvent;
+    let ns = |e: usize| facts.get(e).is_some_and(|f| f.period_is_ns);
+    let apart = h.has_event_tables() && layout == Layout::PerEvent;
     let group = h.events.len() > 1 && !apart;
     if !apart {
         for (i, e) in h.events.iter().enumerate() {
@@ -73,7 +91,7 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
             } else {
                 String::new()
             };
-            doc.header(format!("{label}{}", event_line(profile, e)));
+            doc.header(format!("{label}{}", event_line(ns(i), e)));
         }
     }
     let keys: Vec<&str> = h.keys.iter().map(|k| k.name()).collect();
@@ -99,8 +117,9 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
         );
     }
     if h.deskid {
-        for e in &h.events {
-            doc.header(format!("Deskid '{}': {}", e.name, deskid_what(profile, e)));
+        for (i, e) in h.events.iter().enumerate() {
+            let what = facts.get(i).map_or("stays where sampled", |f| f.deskid);
+            doc.header(format!("Deskid '{}': {what}", e.name));
         }
     }
     if apart {
@@ -115,8 +134,8 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
         }
         for (i, e) in h.events.iter().enumerate() {
             let (rows, hidden) = h.event_rows(i);
-            let title = event_line(profile, e);
-            let mut t = text_table(h, profile, &mut rows.into_iter(), &[i], false);
+            let title = event_line(ns(i), e);
+            let mut t = text_table(h, &ns, &mut rows.into_iter(), &[i], false);
             t.title = Some(title);
             t.empty = Some(empty_text(h, hidden));
             doc.table(t);
@@ -129,7 +148,7 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
             ));
         }
         let events: Vec<usize> = (0..h.events.len()).collect();
-        let mut t = text_table(h, profile, &mut h.rows(), &events, group);
+        let mut t = text_table(h, &ns, &mut h.rows(), &events, group);
         t.empty = Some(empty_text(h, h.hidden_rows));
         doc.table(t);
     }
@@ -144,8 +163,8 @@ pub fn document(h: &Hotspots, profile: &Profile, o: &DocOptions) -> Document {
 }
 
 /// `Event 'cpu-clock': 12 samples, event count 12000000 (12.00 ms), 0 lost`.
-fn event_line(profile: &Profile, e: &EventTotals) -> String {
-    let period = if period_is_ns(profile, e.id) {
+fn event_line(period_is_ns: bool, e: &EventTotals) -> String {
+    let period = if period_is_ns {
         culprit_output::units::human_ns(e.period)
     } else {
         culprit_output::units::human_count(e.period)
@@ -156,10 +175,10 @@ fn event_line(profile: &Profile, e: &EventTotals) -> String {
     )
 }
 
-/// What de-skid does to the samples of event `e`.
-fn deskid_what(profile: &Profile, e: &EventTotals) -> &'static str {
+/// What de-skid does to the samples of event `id`.
+pub(super) fn deskid_what(profile: &Profile, id: EventId) -> &'static str {
     use crate::skid::{self, EventClass};
-    match profile.events.get(usize::from(e.id)) {
+    match profile.events.get(usize::from(id)) {
         Some(i) if skid::is_precise_event(i) => "precise samples, never moved",
         Some(i) => match skid::classify_event(i) {
             EventClass::Memory => "memory event: skidded samples move to the culprit access",
@@ -222,7 +241,7 @@ struct EventColumns {
 /// event's number, for side-by-side events) and the keys, call graphs under the rows.
 fn text_table(
     h: &Hotspots,
-    profile: &Profile,
+    period_is_ns: &dyn Fn(usize) -> bool,
     rows: &mut dyn ExactSizeIterator<Item = Row<'_>>,
     events: &[usize],
     labels: bool,
@@ -316,7 +335,7 @@ fn text_table(
             csv("samples"),
             Values::Count(c.samples),
         ));
-        let period = if period_is_ns(profile, h.events[e].id) {
+        let period = if period_is_ns(e) {
             Values::Ns(c.period)
         } else {
             Values::Human(c.period)

@@ -23,10 +23,13 @@ pub struct HotspotsJson<'a> {
     pub deskid_is_estimate: Option<bool>,
     /// The events reported.
     pub events: Vec<EventJson>,
-    /// The input file.
+    /// The input file (several: their names joined by `, `).
     pub file: String,
     /// Rows dropped by `--top` or `--percent-limit`.
     pub hidden_rows: usize,
+    /// A report over several inputs (or Parquet exports): each input with its totals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<crate::fleet::InputSummary>>,
     /// Set in perf's memory mode (periods are sample weights).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_mode: Option<bool>,
@@ -45,7 +48,7 @@ pub struct HotspotsJson<'a> {
 }
 
 /// An event of the report.
-#[derive(Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventJson {
     /// Its name.
     pub name: String,
@@ -62,6 +65,26 @@ pub fn json_report<'a>(
     h: &'a Hotspots,
     profile: &Profile,
     file: &str,
+    warnings: Vec<String>,
+) -> HotspotsJson<'a> {
+    json_report_with(
+        h,
+        file,
+        RecordingMeta::of(profile),
+        Stopped::of(profile),
+        None,
+        warnings,
+    )
+}
+
+/// The JSON of report `h` of `file` (several inputs: their names, and each in `inputs`),
+/// with its header facts `meta`, where reading stopped, and `warnings`.
+pub fn json_report_with<'a>(
+    h: &'a Hotspots,
+    file: &str,
+    meta: RecordingMeta,
+    stopped: Option<Stopped>,
+    inputs: Option<Vec<crate::fleet::InputSummary>>,
     warnings: Vec<String>,
 ) -> HotspotsJson<'a> {
     // Events in name order, one per distinct name (the last one), for the per-event maps.
@@ -90,8 +113,9 @@ pub fn json_report<'a>(
             .collect(),
         file: file.to_string(),
         hidden_rows: h.hidden_rows,
+        inputs,
         mem_mode: h.keys.iter().any(|k| k.is_memory()).then_some(true),
-        meta: RecordingMeta::of(profile),
+        meta,
         rows: RowsJson { h, by_name: dedup },
         sort: h.keys.iter().map(|k| k.name()).collect(),
         sort_event: h
@@ -99,7 +123,7 @@ pub fn json_report<'a>(
             .get(h.sort_event)
             .map(|e| e.name.clone())
             .unwrap_or_default(),
-        stopped: Stopped::of(profile),
+        stopped,
         warnings,
     }
 }

@@ -54,6 +54,104 @@ pub(super) fn finish_rows<'l>(
         };
         f.dsos.iter().any(|x| *x == d.short_name || *x == d.path)
     };
+    let dso_ok = |r: u32| f.dsos.is_empty() || dso_filter_ok(rep_of(r).loc);
+    let Arranged {
+        order,
+        shown,
+        hidden_rows,
+        sort_event,
+        event_tables,
+        no_sample_kept,
+    } = arrange(&totals, &acc_values, nv, nrows, opts, &dso_ok)?;
+    let event_samples = totals.iter().any(|t| t.samples > 0);
+    let filtered =
+        !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty() && f.dsos.is_empty());
+    let mut no_row_comms = Vec::new();
+    let filter_why = (no_sample_kept && event_samples && filtered).then(|| {
+        if !f.comms.is_empty() {
+            no_row_comms = sampled_comms();
+        }
+        filters_matched_nothing(f, &no_row_comms)
+    });
+
+    let mut texts = TextCache::default();
+    let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
+    for &r in &order {
+        let rep = rep_of(r);
+        for c in columns.iter_mut() {
+            c.push(&texts.key_value(c.key, profile, symbolizer, src_strs, &rep));
+        }
+    }
+    // With a cut (--top), keep the values of the stored rows only.
+    let (values, order_out) = if order.len() * 2 < nrows {
+        let mut v = Vec::with_capacity(order.len() * ncol * nv);
+        for &r in &order {
+            let r = r as usize;
+            v.extend_from_slice(&acc_values[r * ncol * nv..(r + 1) * ncol * nv]);
+        }
+        drop(acc_values);
+        (v, (0..order.len() as u32).collect())
+    } else {
+        (acc_values, order.clone())
+    };
+    let out = Hotspots {
+        events: totals,
+        keys: keys.clone(),
+        children: opts.children && has_callchains,
+        has_callchains,
+        deskid: opts.deskid,
+        hidden_rows,
+        sort_event,
+        top: opts.top,
+        percent_limit: opts.percent_limit,
+        filter_why,
+        no_row_comms,
+        strings: texts.strings,
+        columns,
+        values,
+        nv,
+        order: order_out,
+        shown,
+        event_tables,
+        call_graphs: Vec::new(),
+        cut_call_paths: 0,
+    };
+    Ok((out, order))
+}
+
+/// The rows of a report in their tables: what [`arrange`] returns.
+pub(super) struct Arranged {
+    /// The stored rows (accumulated row numbers): the main table's, sorted, then those
+    /// only the per-event tables show.
+    pub(super) order: Vec<u32>,
+    /// Rows of the main table (the first of `order`).
+    pub(super) shown: usize,
+    /// Rows the limits hid from the main table.
+    pub(super) hidden_rows: usize,
+    /// The event the main table is sorted and limited by.
+    pub(super) sort_event: usize,
+    /// With [`HotspotOptions::per_event`] and several events: each event's table (rows as
+    /// positions in `order`).
+    pub(super) event_tables: Vec<EventTable>,
+    /// No row had a value (before the limits).
+    pub(super) no_sample_kept: bool,
+}
+
+/// Picks the rows with a value (among `nrows` accumulated rows whose `values` are
+/// `[(row * totals.len() + column) * nv + V_*]`, and which `keep` accepts), sorts them (by
+/// the sort event's value, ties by the next events', then in first-seen order) and limits
+/// them (`percent_limit`, `top`, by the sort event); with [`HotspotOptions::per_event`],
+/// also one such table per event. Shared by the report of one file and the merge of
+/// several (`merge`), so that both sort and cut alike.
+pub(super) fn arrange(
+    totals: &[EventTotals],
+    acc_values: &[u64],
+    nv: usize,
+    nrows: usize,
+    opts: &HotspotOptions,
+    keep: &dyn Fn(u32) -> bool,
+) -> Result<Arranged, AnalysisError> {
+    let ncol = totals.len();
     let (v_sort, v_sort_samples) = if opts.children {
         (V_CH_PERIOD, V_CH_SAMPLES)
     } else {
@@ -68,16 +166,11 @@ pub(super) fn finish_rows<'l>(
             || (opts.deskid && val(r, c, V_DS_SAMPLES) > 0)
     };
     let candidates: Vec<u32> = (0..nrows)
-        .filter(|&r| {
-            if !f.dsos.is_empty() && !dso_filter_ok(rep_of(r as u32).loc) {
-                return false;
-            }
-            (0..ncol).any(|c| has_event(r, c))
-        })
+        .filter(|&r| keep(r as u32) && (0..ncol).any(|c| has_event(r, c)))
         .map(|r| r as u32)
         .collect();
     let sort_event = match &opts.sort_event {
-        Some(name) => find_event(&totals, name).ok_or_else(|| AnalysisError::UnknownEvent {
+        Some(name) => find_event(totals, name).ok_or_else(|| AnalysisError::UnknownEvent {
             wanted: name.clone(),
             available: totals.iter().map(|t| t.name.clone()).collect(),
         })?,
@@ -171,54 +264,14 @@ pub(super) fn finish_rows<'l>(
             event_tables.push(EventTable { rows, hidden });
         }
     }
-    let event_samples = totals.iter().any(|t| t.samples > 0);
-    let filtered =
-        !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty() && f.dsos.is_empty());
-    let filter_why = (no_sample_kept && event_samples && filtered)
-        .then(|| filters_matched_nothing(f, sampled_comms));
-
-    let mut texts = TextCache::default();
-    let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
-    for &r in &order {
-        let rep = rep_of(r);
-        for c in columns.iter_mut() {
-            c.push(&texts.key_value(c.key, profile, symbolizer, src_strs, &rep));
-        }
-    }
-    // With a cut (--top), keep the values of the stored rows only.
-    let (values, order_out) = if order.len() * 2 < nrows {
-        let mut v = Vec::with_capacity(order.len() * ncol * nv);
-        for &r in &order {
-            let r = r as usize;
-            v.extend_from_slice(&acc_values[r * ncol * nv..(r + 1) * ncol * nv]);
-        }
-        drop(acc_values);
-        (v, (0..order.len() as u32).collect())
-    } else {
-        (acc_values, order.clone())
-    };
-    let out = Hotspots {
-        events: totals,
-        keys: keys.clone(),
-        children: opts.children && has_callchains,
-        has_callchains,
-        deskid: opts.deskid,
+    Ok(Arranged {
+        order,
+        shown,
         hidden_rows,
         sort_event,
-        top: opts.top,
-        percent_limit: opts.percent_limit,
-        filter_why,
-        strings: texts.strings,
-        columns,
-        values,
-        nv,
-        order: order_out,
-        shown,
         event_tables,
-        call_graphs: Vec::new(),
-        cut_call_paths: 0,
-    };
-    Ok((out, order))
+        no_sample_kept,
+    })
 }
 
 /// The report event named `name`: the same name, else the same name without perf's
@@ -240,7 +293,7 @@ fn find_event(totals: &[EventTotals], name: &str) -> Option<usize> {
 
 /// Why the filters left no row: `--comm nosuch matched none of the file's 3 commands: a,
 /// b, c`, or the filters given.
-fn filters_matched_nothing(f: &Filters, sampled_comms: &dyn Fn() -> Vec<String>) -> String {
+pub(super) fn filters_matched_nothing(f: &Filters, sampled_comms: &[String]) -> String {
     let list = |v: &[String]| v.join(",");
     let nums = |v: &[i32]| {
         v.iter()
@@ -268,7 +321,7 @@ fn filters_matched_nothing(f: &Filters, sampled_comms: &dyn Fn() -> Vec<String>)
     if f.comms.is_empty() {
         return format!("{what} matched no sample");
     }
-    let mut comms = sampled_comms();
+    let mut comms = sampled_comms.to_vec();
     comms.sort();
     comms.dedup();
     const SHOWN: usize = 10;
@@ -506,7 +559,11 @@ impl TextCache {
                         dso_short(profile, l.dso()),
                         l.file_offset
                     )),
-                    None => self.intern("[unknown]"),
+                    None => {
+                        // Keyed by DSO (see `KeyWords::push`): kept for merging reports.
+                        v.dso = self.dso(profile, l.dso());
+                        self.intern("[unknown]")
+                    }
                 };
             }
             SortKey::Ip => {

@@ -11,7 +11,7 @@ use culprit_analysis::stacks::StackOptions;
 use culprit_analysis::Filters;
 use culprit_export::{ExportOptions, FoldedOptions, Format};
 
-use crate::args::InputArgs;
+use crate::args::MultiInputArgs;
 use crate::progress::Progress;
 
 /// The formats on the command line.
@@ -31,6 +31,9 @@ pub enum FormatArg {
     Speedscope,
     /// Chrome trace-event JSON: the samples over time (chrome://tracing, ui.perfetto.dev).
     Chrome,
+    /// Parquet tables, one row per sample, into the directory -o DIR (Spark, DataFusion,
+    /// DuckDB, Trino; docs/fleet.md); several -i files go into the same directory.
+    Parquet,
 }
 
 impl From<FormatArg> for Format {
@@ -43,6 +46,7 @@ impl From<FormatArg> for Format {
             FormatArg::Firefox => Format::Firefox,
             FormatArg::Speedscope => Format::Speedscope,
             FormatArg::Chrome => Format::Chrome,
+            FormatArg::Parquet => Format::Parquet,
         }
     }
 }
@@ -63,16 +67,16 @@ pub enum SummaryArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Export a perf.data file to folded stacks and other tools' formats",
-    after_help = "EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n  culprit export -i perf.data --format bolt --dso prog -o prog.preagg   (then perf2bolt -pa)\n  culprit export -i perf.data --format autofdo -o prog.afdo\n\nFormats and their limits: docs/export.md."
+    after_help = "EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n  culprit export -i perf.data --format bolt --dso prog -o prog.preagg   (then perf2bolt -pa)\n  culprit export -i perf.data --format autofdo -o prog.afdo\n  culprit export --format parquet -i a.data -i b.data -o fleet/ --host web-17\n\nFormats and their limits: docs/export.md."
 )]
 pub struct ExportArgs {
-    /// The input file and where its symbols are found.
+    /// The input file (parquet: files, `-i` repeated) and where its symbols are found.
     #[command(flatten)]
-    pub input: InputArgs,
+    pub input: MultiInputArgs,
     /// The format to write.
     #[arg(short = 'f', long = "format", value_enum)]
     pub format: FormatArg,
-    /// Output file (`-`: stdout, the default for text formats).
+    /// Output file (`-`: stdout, the default for text formats); parquet: the directory.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Events to export (names as in the file); single-event formats (folded) take one,
@@ -124,11 +128,53 @@ pub struct ExportArgs {
     /// default the ELF file with the most taken branches.
     #[arg(long, value_name = "DSO")]
     pub dso: Option<String>,
+    /// parquet: the host name of the rows (default: the host the file was recorded on).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// parquet: rows per row group.
+    #[arg(long = "row-group-rows", value_name = "N", default_value_t = culprit_export::parquet::DEFAULT_ROW_GROUP_ROWS)]
+    pub row_group_rows: usize,
+    /// parquet: sample rows per file; a bigger input continues in FILE_ID-1.parquet, ….
+    #[arg(long = "file-rows", value_name = "N", default_value_t = culprit_export::parquet::DEFAULT_FILE_ROWS)]
+    pub file_rows: u64,
+}
+
+/// Options of the formats that are not parquet's.
+fn check_single_input(args: &ExportArgs, format: Format) -> anyhow::Result<()> {
+    if format != Format::Parquet {
+        if args.input.inputs.len() > 1 {
+            anyhow::bail!(
+                "{} takes one input (-i given {} times); only parquet exports several files",
+                format.name(),
+                args.input.inputs.len()
+            );
+        }
+        for (flag, given) in [
+            ("--host", args.host.is_some()),
+            (
+                "--row-group-rows",
+                args.row_group_rows != culprit_export::parquet::DEFAULT_ROW_GROUP_ROWS,
+            ),
+            (
+                "--file-rows",
+                args.file_rows != culprit_export::parquet::DEFAULT_FILE_ROWS,
+            ),
+        ] {
+            if given {
+                anyhow::bail!("{flag} is for --format parquet");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs `culprit export`.
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let format = Format::from(args.format);
+    check_single_input(&args, format)?;
+    if format == Format::Parquet {
+        return run_parquet(&args);
+    }
     let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
     if to_stdout && args.summary == SummaryArg::Json {
         anyhow::bail!("--summary json prints on stdout: give the export a file with -o");
@@ -139,21 +185,10 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             format.name()
         );
     }
-    let input = args.input.open();
+    let input = args.input.open().remove(0);
     let opts = ExportOptions {
         format,
-        stacks: StackOptions {
-            events: args.event.clone(),
-            inline: args.inline,
-            filters: Filters {
-                pids: args.pids.clone(),
-                tids: args.tids.clone(),
-                comms: args.comms.clone(),
-                dsos: Vec::new(),
-            },
-            unwind: !args.no_unwind,
-            ..StackOptions::default()
-        },
+        stacks: stack_options(&args),
         event: args.event.first().cloned(),
         folded: FoldedOptions {
             pid: args.pid,
@@ -197,6 +232,95 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             culprit_output::text::escape(&stop.reason)
         );
     }
+    print_summary(&args, &summary)?;
+    Ok(if summary.stopped.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Which samples, events and frames the stack model keeps.
+fn stack_options(args: &ExportArgs) -> StackOptions {
+    StackOptions {
+        events: args.event.clone(),
+        inline: args.inline,
+        filters: Filters {
+            pids: args.pids.clone(),
+            tids: args.tids.clone(),
+            comms: args.comms.clone(),
+            dsos: Vec::new(),
+        },
+        unwind: !args.no_unwind,
+        ..StackOptions::default()
+    }
+}
+
+/// `--format parquet`: every input into the directory `-o DIR`.
+fn run_parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let Some(dir) = args.output.as_ref().filter(|p| p.as_os_str() != "-") else {
+        anyhow::bail!("parquet writes a directory of tables: give it with -o DIR");
+    };
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory (parquet writes a directory of tables)",
+            dir.display()
+        );
+    }
+    if args
+        .input
+        .paths()
+        .iter()
+        .filter(|p| p.as_os_str() == "-")
+        .count()
+        > 1
+    {
+        anyhow::bail!("stdin (-i -) can be read once");
+    }
+    if args.row_group_rows == 0 || args.file_rows == 0 {
+        anyhow::bail!("--row-group-rows and --file-rows must be at least 1");
+    }
+    let opts = culprit_export::parquet::ParquetOptions {
+        stacks: stack_options(args),
+        host: args.host.clone(),
+        row_group_rows: args.row_group_rows,
+        file_rows: args.file_rows,
+    };
+    let mut files = Vec::new();
+    for input in args.input.open() {
+        let progress = Progress::for_input(&input);
+        let file = culprit_export::parquet::export_file(&input, dir, &opts, progress.callback())
+            .with_context(|| format!("exporting {}", input.path().display()))?;
+        progress.finish();
+        if let Some(stop) = &file.stopped {
+            eprintln!(
+                "warning: {}: reading stopped at byte {} after {} records ({}); what was read is exported",
+                culprit_output::text::escape(&file.input),
+                stop.offset,
+                stop.records_read,
+                culprit_output::text::escape(&stop.reason)
+            );
+        }
+        files.push(file);
+    }
+    let summary = culprit_export::parquet::summary(dir, files);
+    for w in &summary.warnings {
+        eprintln!("warning: {}", culprit_output::text::escape(w));
+    }
+    print_summary(args, &summary)?;
+    let truncated = summary
+        .parquet
+        .as_ref()
+        .is_some_and(|p| p.files.iter().any(|f| f.stopped.is_some()));
+    Ok(if truncated {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Prints what an export wrote, as `--summary` asks.
+fn print_summary(args: &ExportArgs, summary: &culprit_export::ExportSummary) -> anyhow::Result<()> {
     match args.summary {
         SummaryArg::Json => {
             let stdout = std::io::stdout();
@@ -209,20 +333,26 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             } else {
                 summary.exported_events.join(",")
             };
-            eprintln!(
-                "exported {} samples ({}) as {}: {} records, {}",
-                summary.samples,
-                culprit_output::text::escape(&events),
-                summary.format,
-                summary.records,
-                culprit_output::units::human_bytes(summary.bytes)
-            );
+            match &summary.parquet {
+                Some(p) => eprintln!(
+                    "exported {} samples ({}) of {} file(s) as parquet into {}: {}",
+                    summary.samples,
+                    culprit_output::text::escape(&events),
+                    p.files.len(),
+                    culprit_output::text::escape(&p.dir),
+                    culprit_output::units::human_bytes(summary.bytes)
+                ),
+                None => eprintln!(
+                    "exported {} samples ({}) as {}: {} records, {}",
+                    summary.samples,
+                    culprit_output::text::escape(&events),
+                    summary.format,
+                    summary.records,
+                    culprit_output::units::human_bytes(summary.bytes)
+                ),
+            }
         }
         SummaryArg::None => {}
     }
-    Ok(if summary.stopped.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(())
 }

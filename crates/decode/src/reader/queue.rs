@@ -362,6 +362,11 @@ impl<'a, 'p> Reader<'a, 'p> {
                         let rest = body.get(8..).unwrap_or(&[]);
                         header::parse_feature(&mut self.features, id, rest, self.be);
                         self.sync_meta();
+                        // Event names and PMUs of a stream are final from here on: samples
+                        // delivered before the stream ends (streaming readers) see them.
+                        if matches!(id, abi::feature::EVENT_DESC | abi::feature::PMU_MAPPINGS) {
+                            self.build_events();
+                        }
                     }
                 }
                 rt::HEADER_BUILD_ID => {

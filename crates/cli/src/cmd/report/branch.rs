@@ -46,7 +46,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         dsos: Vec::new(),
     };
     let mut agg = BranchAggregator::new(&keys, &filters);
-    let input = args.input.open();
+    let input_args = args.first_input();
+    let input = input_args.open();
     // Branch mode never looks at call chains.
     let plan = ReadPlan {
         skip_callchains: true,
@@ -63,7 +64,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{}: no event of the file has branch stacks (record with `perf record -b` or \
              `--call-graph lbr`)",
-            args.input.path().display()
+            input_args.path().display()
         );
     }
     let mut symbolizer = input.symbolizer();
@@ -86,7 +87,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .map(Note::warning)
         .collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let file = args.input.path().display().to_string();
+    let file = input_args.path().display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
         Format::Text => {
@@ -112,7 +113,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {}: {}; the report covers the \
              {} records read before it",
-            args.input.path().display(),
+            input_args.path().display(),
             stop.offset,
             stop.reason,
             stop.records_read

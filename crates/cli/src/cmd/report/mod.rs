@@ -8,9 +8,11 @@
 //! 2 when nothing could be read or an argument is wrong.
 
 mod branch;
+mod fleet;
 mod offenders;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -20,7 +22,7 @@ use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
 use culprit_symbols::ReadPlan;
 
-use crate::args::{Format, InputArgs, OutputArgs};
+use crate::args::{Format, InputArgs, MultiInputArgs, OutputArgs};
 use crate::progress::Progress;
 
 /// Call-graph order.
@@ -38,12 +40,24 @@ pub enum CallGraphArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Hotspot report from a perf.data file (culprit's or perf's)",
-    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
+    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n  culprit report -i host1.data -i host2.data --sort sym   one report of several files\n  culprit report --from-parquet export1/ export2/ --sort dso,sym   Parquet exports\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
 )]
 pub struct ReportArgs {
-    /// The input file and where its symbols are found.
+    /// The input files and where their symbols are found: `-i` once, or repeated for one
+    /// report of several files, each read and symbolized on its own, rows matched by key and
+    /// events by name (docs/report.md, "Many inputs").
     #[command(flatten)]
-    pub input: InputArgs,
+    pub input: MultiInputArgs,
+    /// Report the tables of these `culprit export --format parquet` directories instead
+    /// of perf.data files, as one report (keys comm, pid, tid, cpu, dso, sym, srcline,
+    /// srcfile; self and children; docs/report.md, "From Parquet").
+    #[arg(
+        long = "from-parquet",
+        value_name = "DIR",
+        num_args = 1..,
+        conflicts_with = "inputs"
+    )]
+    pub from_parquet: Vec<PathBuf>,
     /// Sort (group) keys, comma-separated: comm, pid, tid, dso, sym, srcline, srcfile, ip, cpu;
     /// memory keys (perf --mem-mode: samples weigh their weight) mem, snoop, tlb, locked, blocked.
     /// With --branch: comm, pid, dso_from, symbol_from, dso_to, symbol_to, srcline_from,
@@ -140,8 +154,38 @@ pub struct ReportArgs {
     pub branch: bool,
 }
 
+impl ReportArgs {
+    /// The first input (`perf.data` by default) with the symbol flags, as every verb that
+    /// reads one file has it.
+    pub fn first_input(&self) -> InputArgs {
+        match self.input.inputs.first() {
+            Some(p) => self.input.single(p),
+            None => self.input.single(std::path::Path::new("perf.data")),
+        }
+    }
+
+    /// Whether the report is over several inputs or Parquet exports.
+    pub fn many(&self) -> bool {
+        self.input.inputs.len() > 1 || !self.from_parquet.is_empty()
+    }
+}
+
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.many() {
+        let what = [
+            (args.offenders, "--offenders"),
+            (args.branch, "--branch"),
+            (args.topdown, "--topdown"),
+        ];
+        if let Some((_, flag)) = what.iter().find(|w| w.0) {
+            anyhow::bail!(
+                "{flag} reads one perf.data file: give a single -i (several inputs and \
+                 --from-parquet make hotspot reports)"
+            );
+        }
+        return fleet::run(&args);
+    }
     if args.offenders {
         return offenders::run(&args);
     }
@@ -162,14 +206,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 8 * 1024 * 1024);
     }
-    let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
-    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
-    let filters = Filters {
-        pids: args.pid.clone(),
-        tids: args.tid.clone(),
-        comms: args.comm.clone(),
-        dsos: args.dso.clone(),
-    };
+    let mut opts = hotspot_options(&args)?;
+    let keys = &opts.keys;
     // perf's memory mode (a memory key) adds each sample to its own row only: no children.
     let mem_mode = keys.iter().any(|k| k.is_memory());
     // Chains are needed for children (the default when the file has them) and call graphs.
@@ -178,7 +216,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let input = args.input.open();
+    let input_args = args.first_input();
+    let input = input_args.open();
     let mut symbolizer = input.symbolizer();
     // When the report shows symbols, they are loaded while the file is read.
     let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
@@ -186,25 +225,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             args.call_graph,
             Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
         );
-    let mut opts = HotspotOptions {
-        keys,
-        events: args.event.clone(),
-        // Known once the file is read (whether it has call chains).
-        children: false,
-        filters,
-        percent_limit: args.percent_limit,
-        top: args.top,
-        call_graph: match args.call_graph {
-            Some(CallGraphArg::Caller) => CallGraphMode::Caller,
-            Some(CallGraphArg::Callee) => CallGraphMode::Callee,
-            Some(CallGraphArg::None) | None => CallGraphMode::None,
-        },
-        call_graph_threshold: 0.5,
-        deskid: args.deskid,
-        sort_event: args.sort_event.clone(),
-        // perf's layout: one table per event (text only: JSON and CSV have one row set).
-        per_event: args.output.format == Format::Text && !args.group && !args.topdown,
-    };
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
     // and a flat report folds away what its keys do not show.
     let mut agg = SampleAggregator::new(with_chains, &opts.filters);
@@ -244,7 +264,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             "--sort {}: memory keys read PERF_SAMPLE_DATA_SRC, which no event of {} recorded \
              (record with `perf mem record` or `perf record -d`)",
             args.sort,
-            args.input.path().display()
+            input_args.path().display()
         );
     }
     agg.finish();
@@ -260,14 +280,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!(
             "{flag} needs call chains, and {} has none: record with -g (or --call-graph \
              dwarf|lbr)",
-            args.input.path().display()
+            input_args.path().display()
         );
     }
     let children_without_chains = (args.children && !has_chains && !mem_mode).then(|| {
         format!(
             "--children: {} has no call chains, so children equal self (record with -g for \
              callers' totals)",
-            args.input.path().display()
+            input_args.path().display()
         )
     });
     opts.children = if args.no_children || mem_mode {
@@ -295,7 +315,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let file = args.input.path().display().to_string();
+    let file = input_args.path().display().to_string();
     let mut out = args.output.writer()?;
     match args.output.format {
         _ if args.topdown => {
@@ -335,7 +355,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report covers the \
              {} records ({} samples) read before it",
-            args.input.path().display(),
+            input_args.path().display(),
             stop.offset,
             match stop.record_type {
                 Some(t) => format!("record type {t} ({})", record_name(t)),
@@ -350,8 +370,38 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The report's options from its flags (`children` is decided once the input is read).
+fn hotspot_options(args: &ReportArgs) -> anyhow::Result<HotspotOptions> {
+    let keys = SortKey::parse_list(&args.sort).context("error parsing flag --sort")?;
+    anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
+    Ok(HotspotOptions {
+        keys,
+        events: args.event.clone(),
+        // Known once the file is read (whether it has call chains).
+        children: false,
+        filters: Filters {
+            pids: args.pid.clone(),
+            tids: args.tid.clone(),
+            comms: args.comm.clone(),
+            dsos: args.dso.clone(),
+        },
+        percent_limit: args.percent_limit,
+        top: args.top,
+        call_graph: match args.call_graph {
+            Some(CallGraphArg::Caller) => CallGraphMode::Caller,
+            Some(CallGraphArg::Callee) => CallGraphMode::Callee,
+            Some(CallGraphArg::None) | None => CallGraphMode::None,
+        },
+        call_graph_threshold: 0.5,
+        deskid: args.deskid,
+        sort_event: args.sort_event.clone(),
+        // perf's layout: one table per event (text only: JSON and CSV have one row set).
+        per_event: args.output.format == Format::Text && !args.group && !args.topdown,
+    })
+}
+
 /// perf's name of a record type, for the stop message.
-fn record_name(t: u32) -> &'static str {
+pub(super) fn record_name(t: u32) -> &'static str {
     match t {
         1 => "MMAP",
         2 => "LOST",

@@ -67,7 +67,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         },
         exact: args.exact,
     })?;
-    let input = args.input.open();
+    let input_args = args.first_input();
+    let input = input_args.open();
     let bar = Progress::for_input(&input);
     let profile = input.for_each(&ReadPlan::default(), bar.callback(), |p, s| {
         builder.sample(p, s)
