@@ -82,7 +82,7 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         kernel: fx.add_category("Kernel", CategoryColor::Orange).into(),
         fx,
         processes: FxHashMap::default(),
-        tracks: FxHashMap::default(),
+        tracks: vec![None; profile.threads.len() * profile.events.len()],
         counters: FxHashMap::default(),
         frames: FxHashMap::default(),
         stacks: FxHashMap::default(),
@@ -104,8 +104,8 @@ struct Writer<'a> {
     user: CategoryPairHandle,
     kernel: CategoryPairHandle,
     processes: FxHashMap<i32, ProcessHandle>,
-    /// Per (model thread, event): the thread track.
-    tracks: FxHashMap<(u32, u32), ThreadHandle>,
+    /// Per (model thread, event), at `thread * events + event`: the thread track.
+    tracks: Vec<Option<ThreadHandle>>,
     /// Per (pid, event), for the events besides the primary one.
     counters: FxHashMap<(i32, u32), CounterHandle>,
     /// Per (track, function, kernel).
@@ -140,8 +140,12 @@ impl Writer<'_> {
     }
 
     fn track(&mut self, thread: u32, event: u32, time: u64) -> Option<ThreadHandle> {
-        if let Some(&t) = self.tracks.get(&(thread, event)) {
+        let slot = thread as usize * self.model.events.len() + event as usize;
+        if let Some(&Some(t)) = self.tracks.get(slot) {
             return Some(t);
+        }
+        if event as usize >= self.model.events.len() {
+            return None;
         }
         let info = self.model.threads.get(thread as usize)?;
         let process = self.process(info.pid, time);
@@ -163,7 +167,9 @@ impl Writer<'_> {
         if first_event {
             self.fx.add_initial_visible_thread(t);
         }
-        self.tracks.insert((thread, event), t);
+        if let Some(s) = self.tracks.get_mut(slot) {
+            *s = Some(t);
+        }
         Some(t)
     }
 
