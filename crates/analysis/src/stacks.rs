@@ -847,7 +847,10 @@ impl culprit_decode::Fold for StackBuilder {
 }
 
 /// Reads `input` once, streaming (on several threads when the file allows it, see
-/// [`ProfileInput::fold`]; the symbols are loaded meanwhile), and returns its stack profile.
+/// [`ProfileInput::fold`]), and returns its stack profile. The symbols the profile will need
+/// (the kernel's, and those of the ELF files the header lists as sampled) are loaded
+/// meanwhile on a thread of their own: on two reading threads, loading them before the second
+/// share (as `ProfileInput::fold` does) would make that share the longest.
 /// `progress(done, total)` reports bytes read.
 pub fn stack_profile(
     input: &ProfileInput,
@@ -860,14 +863,21 @@ pub fn stack_profile(
         ..ReadPlan::default()
     };
     let mut symbolizer = input.symbolizer();
-    let (profile, builder) = input
-        .fold(
-            &plan,
-            Some(&mut symbolizer),
-            StackBuilder::new(opts),
-            progress,
-        )
-        .map_err(StackError::Read)?;
+    let sampled = input.reader().sampled_elf_build_ids();
+    let read = std::thread::scope(|scope| {
+        let loading = scope.spawn(|| {
+            symbolizer.load_kernel_symbols();
+            for (path, build_id) in &sampled {
+                symbolizer.preload_elf(path, Some(build_id));
+            }
+        });
+        let read = input.fold(&plan, None, StackBuilder::new(opts), progress);
+        if let Err(panic) = loading.join() {
+            std::panic::resume_unwind(panic);
+        }
+        read
+    });
+    let (profile, builder) = read.map_err(StackError::Read)?;
     let mut out = builder
         .finish(&profile, &mut symbolizer)
         .map_err(StackError::Analysis)?;
