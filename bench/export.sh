@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): culprit's exports against the pipelines users run today, on a
-# ~1M-sample `-g` recording, in one run: wall time and peak RSS (GNU time) of
+# ~1M-sample `-g` recording, in one run: wall time, CPU time and peak RSS (GNU time) of
 #   culprit export --format folded   vs  perf script | inferno-collapse-perf
 #   culprit flamegraph               vs  perf script | inferno-collapse-perf | inferno-flamegraph
-#   culprit export --format firefox  vs  samply import --save-only   (when culprit has firefox)
-# A pipeline's time is its wall time; its peak RSS is the biggest of its processes'.
+#   culprit export --format firefox  vs  samply import --save-only
+# A pipeline's wall time is the whole pipeline's, its CPU time the sum of its processes' (user
+# + system), its peak RSS the biggest of its processes'. Each command runs REPEAT times,
+# reference and culprit in turn, and the fastest run of each counts (the least disturbed by
+# other work on the machine). The machine's load average is printed before and after.
 # Prints a markdown table with the ratios; docs/performance.md keeps the latest results.
 #
 #   bench/export.sh                      # record (once) and time everything
-#   SAMPLES_S=60 FREQ=20000 bench/export.sh
+#   SAMPLES_S=60 FREQ=20000 REPEAT=5 bench/export.sh
 #
 # Needs: perf, GNU time (/usr/bin/time; `apt-get install time`), inferno
 # (`cargo install --locked inferno`), samply for the firefox row (`cargo install --locked
-# samply`), a release build of culprit (built here if missing). The recording is kept in $OUT
-# and reused; delete it to record again.
+# samply`; without it the row says so and the rest runs), a release build of culprit (built
+# here if missing). samply's --save-only profile has no symbols (samply symbolizes when it
+# serves the profile); culprit's has them embedded. The recording is kept in $OUT and reused;
+# delete it to record again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${OUT:-target/bench-export}
 FREQ=${FREQ:-20000}              # cpu-clock sampling frequency per thread
 SAMPLES_S=${SAMPLES_S:-50}       # seconds of CPU to record: FREQ * SAMPLES_S samples
+REPEAT=${REPEAT:-3}              # runs of each command; the fastest counts
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 CULPRIT=${CULPRIT:-$TARGET_DIR/release/culprit}
 TIME=/usr/bin/time
@@ -45,26 +51,44 @@ fi
 samples=$(perf report -i "$OUT/bench.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
 
 # Runs a command line (in bash, so pipelines count as one) with its output to /dev/null;
-# prints "seconds maxrss_kb" (the biggest process of a pipeline: GNU time on each stage).
+# prints "wall_seconds cpu_seconds maxrss_kb" (CPU summed and RSS the biggest over the
+# stages of a pipeline: GNU time on each stage).
 measure() {
-  local dir log cmd=$1
+  local dir cmd=$1
   dir=$(mktemp -d)
   # Every stage of the pipeline runs under its own GNU time, each writing its own log.
   local stages=() i=0 stage
   IFS='|' read -r -a stages <<< "$cmd"
   local timed=""
   for stage in "${stages[@]}"; do
-    timed+="${timed:+ | }$TIME -f '%M' -o $dir/rss.$i $stage"
+    timed+="${timed:+ | }$TIME -f '%U %S %M' -o $dir/stage.$i $stage"
     i=$((i + 1))
   done
   local start end
   start=$(date +%s.%N)
   bash -c "$timed" > /dev/null 2> "$dir/err" || { echo "bench: failed: $cmd" >&2; cat "$dir/err" >&2; }
   end=$(date +%s.%N)
-  local rss
-  rss=$(cat "$dir"/rss.* | sort -n | tail -1)
-  awk -v s="$start" -v e="$end" -v r="$rss" 'BEGIN { printf "%.3f %d\n", e - s, r }'
+  cat "$dir"/stage.* | awk -v s="$start" -v e="$end" \
+    '{ cpu += $1 + $2; if ($3 > rss) rss = $3 } END { printf "%.3f %.3f %d\n", e - s, cpu, rss }'
   rm -rf "$dir"
+}
+
+# The fastest of REPEAT runs of the reference and of culprit, taken in turn: prints
+# "ref_wall ref_cpu ref_rss culprit_wall culprit_cpu culprit_rss".
+best_of() {
+  local ref=$1 mine=$2 t c m
+  local rt="" rc="" rm="" ct="" cc="" cm=""
+  for _ in $(seq "$REPEAT"); do
+    read -r t c m < <(measure "$ref")
+    if [ -z "$rt" ] || awk -v a="$t" -v b="$rt" 'BEGIN { exit !(a < b) }'; then rt=$t; fi
+    if [ -z "$rc" ] || awk -v a="$c" -v b="$rc" 'BEGIN { exit !(a < b) }'; then rc=$c; fi
+    if [ -z "$rm" ] || [ "$m" -gt "$rm" ]; then rm=$m; fi
+    read -r t c m < <(measure "$mine")
+    if [ -z "$ct" ] || awk -v a="$t" -v b="$ct" 'BEGIN { exit !(a < b) }'; then ct=$t; fi
+    if [ -z "$cc" ] || awk -v a="$c" -v b="$cc" 'BEGIN { exit !(a < b) }'; then cc=$c; fi
+    if [ -z "$cm" ] || [ "$m" -gt "$cm" ]; then cm=$m; fi
+  done
+  echo "$rt $rc $rm $ct $cc $cm"
 }
 
 # Warm the page cache and symbol caches once.
@@ -72,16 +96,16 @@ perf script -i "$OUT/bench.data" > /dev/null 2>&1 || true
 "$CULPRIT" export -i "$OUT/bench.data" --format folded -o /dev/null --summary none > /dev/null 2>&1 || true
 
 D="$OUT/bench.data"
-echo "File: bench.data, $samples samples ($(du -h "$D" | cut -f1)), culprit $("$CULPRIT" --version | awk '{print $2}'), $(perf --version)"
+load() { awk '{ print $1, $2, $3 }' /proc/loadavg; }
+echo "File: bench.data, $samples samples ($(du -h "$D" | cut -f1)), culprit $("$CULPRIT" --version | awk '{print $2}'), $(perf --version), $(nproc) CPUs, load average before: $(load); fastest of $REPEAT runs"
 echo
-echo "| export | reference pipeline | reference | culprit | speed-up | reference RSS | culprit RSS | RSS ratio |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| export | reference pipeline | reference | culprit | speed-up | reference CPU | culprit CPU | CPU ratio | reference RSS | culprit RSS | RSS ratio |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 row() {
   local name=$1 refname=$2 ref=$3 mine=$4
-  read -r rt rm < <(measure "$ref")
-  read -r ct cm < <(measure "$mine")
-  awk -v n="$name" -v rn="$refname" -v rt="$rt" -v rm="$rm" -v ct="$ct" -v cm="$cm" \
-    'BEGIN { printf "| %s | %s | %.2f s | %.2f s | %.1fx | %.0f MB | %.0f MB | %.2fx |\n", n, rn, rt, ct, (ct > 0 ? rt / ct : 0), rm / 1024, cm / 1024, (rm > 0 ? cm / rm : 0) }'
+  read -r rt rc rm ct cc cm < <(best_of "$ref" "$mine")
+  awk -v n="$name" -v rn="$refname" -v rt="$rt" -v rc="$rc" -v rm="$rm" -v ct="$ct" -v cc="$cc" -v cm="$cm" \
+    'BEGIN { printf "| %s | %s | %.2f s | %.2f s | %.1fx | %.2f s | %.2f s | %.1fx | %.0f MB | %.0f MB | %.2fx |\n", n, rn, rt, ct, (ct > 0 ? rt / ct : 0), rc, cc, (cc > 0 ? rc / cc : 0), rm / 1024, cm / 1024, (rm > 0 ? cm / rm : 0) }'
 }
 
 row "folded" "perf script \\| inferno-collapse-perf" \
@@ -90,14 +114,12 @@ row "folded" "perf script \\| inferno-collapse-perf" \
 row "flame graph (SVG)" "perf script \\| inferno-collapse-perf \\| inferno-flamegraph" \
   "perf script -i $D | inferno-collapse-perf | inferno-flamegraph" \
   "$CULPRIT flamegraph -i $D -o /dev/stdout"
-if "$CULPRIT" export --help 2>/dev/null | grep -q firefox; then
-  if command -v samply >/dev/null; then
-    row "firefox" "samply import --save-only" \
-      "samply import --save-only -o $OUT/samply.json $D" \
-      "$CULPRIT export -i $D --format firefox -o $OUT/culprit.json --summary none"
-  else
-    echo "| firefox | samply import | (samply missing: cargo install --locked samply) | | | | | |"
-  fi
+if command -v samply >/dev/null; then
+  row "firefox" "samply import --save-only" \
+    "samply import --save-only -o $OUT/samply.json $D" \
+    "$CULPRIT export -i $D --format firefox -o $OUT/culprit.json --summary none"
 else
-  echo "| firefox | samply import | (culprit has no firefox export yet: row skipped) | | | | | |"
+  echo "| firefox | samply import --save-only | (samply missing: cargo install --locked samply) | | | | | | | | |"
 fi
+echo
+echo "Load average after: $(load)"

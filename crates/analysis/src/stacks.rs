@@ -311,7 +311,22 @@ struct LocKey {
     kernel: bool,
 }
 
-/// Folds samples into a [`StackProfile`] while a file is read.
+/// The last stack a thread was sampled in: consecutive samples of a thread mostly share
+/// their callers (and often the whole chain), so a new sample looks up only the frames below
+/// the part it shares with the last one.
+#[derive(Debug, Clone, Default)]
+struct LastStack {
+    /// The locations' keys, root first.
+    keys: Vec<LocKey>,
+    /// The node of each of them (`nodes[i]` is the node of `keys[..=i]`).
+    nodes: Vec<u32>,
+    /// The last sample's (leaf node, event) and its entry in `samples`.
+    sample: Option<(u32, u32, u32)>,
+}
+
+/// Folds samples into a [`StackProfile`] while a file is read (or, as a
+/// [`culprit_decode::Fold`], on several threads whose builders are merged in share order:
+/// the same profile, ids in the same order of first occurrence).
 pub struct StackBuilder {
     opts: StackOptions,
     /// Per profile event: kept (`Some(index in events)`), or not; grows with the profile.
@@ -319,15 +334,21 @@ pub struct StackBuilder {
     events: Vec<(EventId, u64, u64)>,
     threads: FxHashMap<(i32, i32, u32), u32>,
     thread_keys: Vec<(i32, i32, u32)>,
+    /// Per thread (index into `thread_keys`): its last stack.
+    last: Vec<LastStack>,
     loc_ids: FxHashMap<LocKey, u32>,
     locs: Vec<(LocKey, u64)>,
-    node_ids: FxHashMap<(u32, u32), u32>,
+    /// The node of (parent node, location key): one look-up per frame (the location's id
+    /// is looked up only for a new node).
+    node_ids: FxHashMap<(u32, LocKey), u32>,
     nodes: Vec<StackNode>,
+    /// The last sample's thread key and index.
+    last_thread: Option<((i32, i32, u32), u32)>,
     sample_ids: FxHashMap<(u32, u32, u32), u32>,
     samples: Vec<StackSample>,
     timeline: Vec<TimedSample>,
-    /// Scratch: the current sample's locations, leaf first.
-    path: Vec<u32>,
+    /// Scratch: the current sample's location keys and addresses, leaf first.
+    path: Vec<(LocKey, u64)>,
     kept: u64,
     time_range: Option<(u64, u64)>,
 }
@@ -341,10 +362,12 @@ impl StackBuilder {
             events: Vec::new(),
             threads: FxHashMap::default(),
             thread_keys: Vec::new(),
+            last: Vec::new(),
             loc_ids: FxHashMap::default(),
             locs: Vec::new(),
             node_ids: FxHashMap::default(),
             nodes: Vec::new(),
+            last_thread: None,
             sample_ids: FxHashMap::default(),
             samples: Vec::new(),
             timeline: Vec::new(),
@@ -373,14 +396,58 @@ impl StackBuilder {
         slot
     }
 
-    fn location(&mut self, profile: &Profile, key: LocKey, addr: u64) -> u32 {
-        if let Some(&id) = self.loc_ids.get(&key) {
+    fn location(&mut self, key: LocKey, addr: u64) -> u32 {
+        let next = self.locs.len() as u32;
+        let id = *self.loc_ids.entry(key).or_insert(next);
+        if id == next {
+            self.locs.push((key, addr));
+        }
+        id
+    }
+
+    /// The node of `key` (at `addr`) called from `parent`.
+    fn node(&mut self, parent: u32, key: LocKey, addr: u64) -> u32 {
+        if let Some(&id) = self.node_ids.get(&(parent, key)) {
             return id;
         }
-        let _ = profile;
-        let id = self.locs.len() as u32;
-        self.locs.push((key, addr));
-        self.loc_ids.insert(key, id);
+        let location = self.location(key, addr);
+        let id = self.nodes.len() as u32;
+        self.nodes.push(StackNode { parent, location });
+        self.node_ids.insert((parent, key), id);
+        id
+    }
+
+    fn thread(&mut self, key: (i32, i32, u32)) -> u32 {
+        if let Some((k, id)) = self.last_thread {
+            if k == key {
+                return id;
+            }
+        }
+        let next = self.thread_keys.len() as u32;
+        let id = *self.threads.entry(key).or_insert(next);
+        if id == next {
+            self.thread_keys.push(key);
+            self.last.push(LastStack::default());
+        }
+        self.last_thread = Some((key, id));
+        id
+    }
+
+    fn sample_slot(&mut self, stack: u32, thread: u32, event: u32) -> u32 {
+        let next = self.samples.len() as u32;
+        let id = *self
+            .sample_ids
+            .entry((stack, thread, event))
+            .or_insert(next);
+        if id == next {
+            self.samples.push(StackSample {
+                stack,
+                thread,
+                event,
+                count: 0,
+                period: 0,
+            });
+        }
         id
     }
 
@@ -402,16 +469,7 @@ impl StackBuilder {
         {
             return;
         }
-        let thread_key = (sample.pid, sample.tid, sample.comm);
-        let thread = match self.threads.get(&thread_key) {
-            Some(&t) => t,
-            None => {
-                let t = self.thread_keys.len() as u32;
-                self.thread_keys.push(thread_key);
-                self.threads.insert(thread_key, t);
-                t
-            }
-        };
+        let thread = self.thread((sample.pid, sample.tid, sample.comm));
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let chain = profile.callchain(sample);
@@ -432,9 +490,9 @@ impl StackBuilder {
                 return_address: false,
                 kernel: kernel_mode(sample.cpumode),
             };
-            path.push(self.location(profile, key, sample.ip));
+            path.push((key, sample.ip));
         } else {
-            for (i, fr) in chain.iter().enumerate() {
+            path.extend(chain.iter().enumerate().map(|(i, fr)| {
                 let key = LocKey {
                     dso: fr.location.dso.unwrap_or(NONE),
                     file_offset: fr.location.file_offset,
@@ -446,42 +504,58 @@ impl StackBuilder {
                     return_address: i > 0,
                     kernel: kernel_mode(fr.cpumode),
                 };
-                path.push(self.location(profile, key, fr.addr));
-            }
+                (key, fr.addr)
+            }));
         }
-        let mut parent = NONE;
-        for &loc in path.iter().rev() {
-            parent = match self.node_ids.get(&(parent, loc)) {
-                Some(&n) => n,
-                None => {
-                    let n = self.nodes.len() as u32;
-                    self.nodes.push(StackNode {
-                        parent,
-                        location: loc,
-                    });
-                    self.node_ids.insert((parent, loc), n);
-                    n
-                }
+        // The part of the chain (from the root) this thread's last stack had: its nodes are
+        // known; only the frames below it are looked up.
+        let mut last = std::mem::take(&mut self.last[thread as usize]);
+        let shared = last
+            .keys
+            .iter()
+            .zip(path.iter().rev())
+            .take_while(|(a, (b, _))| *a == b)
+            .count();
+        last.keys.truncate(shared);
+        last.nodes.truncate(shared);
+        let mut parent = last.nodes.last().copied().unwrap_or(NONE);
+        let mut below = path.len() - shared;
+        // Known nodes, from the root.
+        while below > 0 {
+            let key = path[below - 1].0;
+            let Some(&node) = self.node_ids.get(&(parent, key)) else {
+                break;
             };
+            parent = node;
+            last.keys.push(key);
+            last.nodes.push(node);
+            below -= 1;
+        }
+        if below > 0 {
+            // New nodes from here to the leaf. Their locations get ids leaf first (the order
+            // of the chain), then the nodes from the root.
+            let locations: Vec<u32> = path[..below]
+                .iter()
+                .map(|&(key, addr)| self.location(key, addr))
+                .collect();
+            for (i, &location) in locations.iter().enumerate().rev() {
+                let key = path[i].0;
+                let node = self.nodes.len() as u32;
+                self.nodes.push(StackNode { parent, location });
+                self.node_ids.insert((parent, key), node);
+                parent = node;
+                last.keys.push(key);
+                last.nodes.push(node);
+            }
         }
         self.path = path;
         let stack = parent;
-        let key = (stack, thread, event);
-        let slot = match self.sample_ids.get(&key) {
-            Some(&s) => s,
-            None => {
-                let s = self.samples.len() as u32;
-                self.samples.push(StackSample {
-                    stack,
-                    thread,
-                    event,
-                    count: 0,
-                    period: 0,
-                });
-                self.sample_ids.insert(key, s);
-                s
-            }
+        let slot = match last.sample {
+            Some((s, e, slot)) if s == stack && e == event => slot,
+            _ => self.sample_slot(stack, thread, event),
         };
+        last.sample = Some((stack, event, slot));
+        self.last[thread as usize] = last;
         let s = &mut self.samples[slot as usize];
         s.count += 1;
         s.period += sample.period;
@@ -499,6 +573,71 @@ impl StackBuilder {
                 cpu: sample.cpu,
             });
         }
+    }
+
+    /// Appends `later`, the builder of the samples delivered after this one's (the next
+    /// share of a parallel read): everything `later` saw first gets ids after this one's, in
+    /// `later`'s order, as one builder fed both shares would have given them.
+    pub fn merge(&mut self, later: StackBuilder) {
+        let events: Vec<u32> = later
+            .events
+            .iter()
+            .map(|&(id, samples, period)| {
+                let i = match self.events.iter().position(|e| e.0 == id) {
+                    Some(i) => i,
+                    None => {
+                        self.events.push((id, 0, 0));
+                        let slot = usize::from(id);
+                        if self.event_slot.len() <= slot {
+                            self.event_slot.resize(slot + 1, None);
+                        }
+                        self.event_slot[slot] = Some(Some((self.events.len() - 1) as u32));
+                        self.events.len() - 1
+                    }
+                };
+                self.events[i].1 += samples;
+                self.events[i].2 += period;
+                i as u32
+            })
+            .collect();
+        let threads: Vec<u32> = later.thread_keys.iter().map(|&k| self.thread(k)).collect();
+        // Locations first, in `later`'s order (each new one was first met with a new node).
+        for &(key, addr) in &later.locs {
+            self.location(key, addr);
+        }
+        // Parents come before their children: each parent is mapped before it is needed.
+        let mut nodes: Vec<u32> = Vec::with_capacity(later.nodes.len());
+        for n in &later.nodes {
+            let parent = if n.parent == NONE {
+                NONE
+            } else {
+                nodes[n.parent as usize]
+            };
+            let (key, addr) = later.locs[n.location as usize];
+            nodes.push(self.node(parent, key, addr));
+        }
+        for s in &later.samples {
+            let slot = self.sample_slot(
+                nodes[s.stack as usize],
+                threads[s.thread as usize],
+                events[s.event as usize],
+            );
+            let mine = &mut self.samples[slot as usize];
+            mine.count += s.count;
+            mine.period += s.period;
+        }
+        self.timeline
+            .extend(later.timeline.iter().map(|t| TimedSample {
+                thread: threads[t.thread as usize],
+                event: events[t.event as usize],
+                stack: nodes[t.stack as usize],
+                ..*t
+            }));
+        self.kept += later.kept;
+        self.time_range = match (self.time_range, later.time_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (x, y) => x.or(y),
+        };
     }
 
     /// Symbolizes the locations and returns the profile. `profile` is the read's profile
@@ -693,22 +832,52 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads `input` once, streaming, and returns its stack profile. `progress(done, total)`
-/// reports bytes read.
+impl culprit_decode::Fold for StackBuilder {
+    fn add(&mut self, profile: &Profile, sample: &Sample) {
+        StackBuilder::add(self, profile, sample);
+    }
+
+    fn split(&self) -> Self {
+        StackBuilder::new(&self.opts)
+    }
+
+    fn merge(&mut self, later: Self, _profile: &Profile) {
+        StackBuilder::merge(self, later);
+    }
+}
+
+/// Reads `input` once, streaming (on several threads when the file allows it, see
+/// [`ProfileInput::fold`]), and returns its stack profile. The symbols the profile will need
+/// (the kernel's, and those of the ELF files the header lists as sampled) are loaded
+/// meanwhile on a thread of their own: on two reading threads, loading them before the second
+/// share (as `ProfileInput::fold` does) would make that share the longest.
+/// `progress(done, total)` reports bytes read.
 pub fn stack_profile(
     input: &ProfileInput,
     opts: &StackOptions,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<StackProfile, StackError> {
-    let mut builder = StackBuilder::new(opts);
     let plan = ReadPlan {
         unwind: opts.unwind,
+        parallel: true,
         ..ReadPlan::default()
     };
-    let profile = input
-        .for_each(&plan, progress, |p, s| builder.add(p, s))
-        .map_err(StackError::Read)?;
     let mut symbolizer = input.symbolizer();
+    let sampled = input.reader().sampled_elf_build_ids();
+    let read = std::thread::scope(|scope| {
+        let loading = scope.spawn(|| {
+            symbolizer.load_kernel_symbols();
+            for (path, build_id) in &sampled {
+                symbolizer.preload_elf(path, Some(build_id));
+            }
+        });
+        let read = input.fold(&plan, None, StackBuilder::new(opts), progress);
+        if let Err(panic) = loading.join() {
+            std::panic::resume_unwind(panic);
+        }
+        read
+    });
+    let (profile, builder) = read.map_err(StackError::Read)?;
     let mut out = builder
         .finish(&profile, &mut symbolizer)
         .map_err(StackError::Analysis)?;

@@ -916,4 +916,131 @@ fn test_merge_of_reports_equals_the_report_of_all_samples() {
             }
         }
     }
+/// Samples of two threads and two events whose chains share callers, repeat, grow, shrink
+/// and become prefixes of each other (a caller sampled itself), with times.
+fn stack_samples() -> Profile {
+    let mut b = Builder::new(&["cpu-clock", "page-faults"]);
+    let chains: [(u16, i32, &[u64]); 12] = [
+        (0, PID, &[0x1010, 0x3020]),
+        (0, PID, &[0x1014, 0x3020]),
+        (0, PID + 1, &[0x1014, 0x3020]),
+        (0, PID, &[0x2010, 0x1050, 0x3020]),
+        (1, PID, &[0x2010, 0x1050, 0x3020]),
+        (0, PID, &[0x1050, 0x3020]),
+        (0, PID, &[0x3020]),
+        (0, PID + 1, &[0x9000, 0x2010, 0x1050, 0x3020]),
+        (0, PID, &[0x2010, 0x1050, 0x3020]),
+        (0, PID, &[0x2010, 0x1050, 0x3020]),
+        (1, PID + 1, &[0x1010, 0x3024]),
+        (0, PID, &[0x1010, 0x3020]),
+    ];
+    for (i, (event, tid, chain)) in chains.into_iter().enumerate() {
+        b.sample(event, 0, 10 + i as u64, chain);
+        let s = b.p.samples.last_mut().unwrap();
+        s.tid = tid;
+        s.time = 1000 + i as u64;
+    }
+    b.p
+}
+
+#[test]
+fn test_stack_builder_reuses_nodes_and_keeps_each_samples_chain() {
+    let p = stack_samples();
+    let opts = stacks::StackOptions {
+        timeline: true,
+        ..Default::default()
+    };
+    let mut builder = stacks::StackBuilder::new(&opts);
+    for s in &p.samples {
+        builder.add(&p, s);
+    }
+    let out = builder.finish(&p, &mut symbolizer("stacks")).unwrap();
+    // Every sample's stack is its chain, leaf first (the anonymous code's offsets are the
+    // addresses), the leaf alone not a return address.
+    assert_eq!(out.timeline.len(), p.samples.len());
+    for (t, s) in out.timeline.iter().zip(&p.samples) {
+        let got: Vec<(u64, bool)> = out
+            .stack_locations(t.stack)
+            .map(|l| (l.file_offset, l.return_address))
+            .collect();
+        let want: Vec<(u64, bool)> = p
+            .callchain(s)
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.addr, i > 0))
+            .collect();
+        assert_eq!(got, want, "sample at {}", s.time);
+    }
+    // One node per (caller, location), each location once, in the order of first
+    // occurrence along the chains (leaf first), as one look-up per frame gives them.
+    let nodes: std::collections::HashSet<(u32, u32)> =
+        out.nodes.iter().map(|n| (n.parent, n.location)).collect();
+    assert_eq!(nodes.len(), out.nodes.len());
+    let mut first_seen: Vec<(u64, bool)> = Vec::new();
+    for s in &p.samples {
+        for (i, f) in p.callchain(s).iter().enumerate() {
+            if !first_seen.contains(&(f.addr, i > 0)) {
+                first_seen.push((f.addr, i > 0));
+            }
+        }
+    }
+    let locations: Vec<(u64, bool)> = out
+        .locations
+        .iter()
+        .map(|l| (l.file_offset, l.return_address))
+        .collect();
+    assert_eq!(locations, first_seen);
+    // Samples summed per (stack, thread, event): the two equal samples in a row share one.
+    let counts: u64 = out.samples.iter().map(|s| s.count).sum();
+    assert_eq!(counts, p.samples.len() as u64);
+    assert!(out.samples.iter().any(|s| s.count == 2));
+    assert_eq!(out.threads.len(), 2);
+    assert_eq!(out.summary.time_range, Some((1000, 1011)));
+}
+
+#[test]
+fn test_stack_builder_merge_equals_one_builder_at_every_split() {
+    let p = stack_samples();
+    let opts = stacks::StackOptions {
+        timeline: true,
+        ..Default::default()
+    };
+    let mut s = symbolizer("stacks-merge");
+    let build = |parts: &[&[Sample]], s: &mut Symbolizer| -> String {
+        let mut builders = parts.iter().map(|part| {
+            let mut b = stacks::StackBuilder::new(&opts);
+            for smp in *part {
+                b.add(&p, smp);
+            }
+            b
+        });
+        let mut first = builders.next().unwrap();
+        for later in builders {
+            first.merge(later);
+        }
+        serde_json::to_string(&first.finish(&p, s).unwrap()).unwrap()
+    };
+    let all = &p.samples[..];
+    let want = build(&[all], &mut s);
+    let n = all.len();
+    for i in 0..=n {
+        for j in i..=n {
+            let got = build(&[&all[..i], &all[i..j], &all[j..]], &mut s);
+            assert_eq!(got, want, "split at {i} and {j}");
+        }
+    }
+    // Only page-faults in the first share: the events keep the order they were first
+    // sampled in, whichever share saw them.
+    let events = |json: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(events(&want), ["cpu-clock", "page-faults"]);
+    let pf_first = build(&[&all[4..5], &all[..4], &all[5..]], &mut s);
+    assert_eq!(events(&pf_first), ["page-faults", "cpu-clock"]);
 }

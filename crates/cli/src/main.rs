@@ -1,6 +1,7 @@
 //! The `culprit` binary: argument parsing, dispatch and printing. The work is done by the
 //! library crates (collect, decode, symbols, analysis).
 
+mod alloc;
 mod args;
 mod cmd;
 mod progress;
@@ -8,6 +9,10 @@ mod progress;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// The system allocator with huge pages for large blocks (see `alloc`).
+#[global_allocator]
+static GLOBAL: alloc::HugePages = alloc::HugePages;
 
 /// culprit: a precise sampling profiler for Linux.
 ///

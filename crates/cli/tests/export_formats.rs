@@ -477,3 +477,83 @@ fn test_export_summary_json_of_each_format_counts_what_was_written() {
     let v: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(v["records"], v["samples"]);
 }
+
+#[test]
+fn test_exports_read_on_several_threads_equal_the_sequential_read() {
+    let test = "test_exports_read_on_several_threads_equal_the_sequential_read";
+    if !common::require_perf(test) {
+        return;
+    }
+    // Two processes sampled at once (their samples interleave in time order); small ring
+    // buffers (`-m 8`: 8 pages) make perf write many rounds, for the file to be cut into
+    // shares.
+    let shares = common::workload("shares");
+    let file = {
+        let _lock = common::pmu_lock();
+        let cmd = format!("{0} 60 & {0} 60; wait", shares.display());
+        common::perf_record(
+            "export-threads",
+            &[
+                "-e",
+                "cpu-clock",
+                "-F",
+                "4000",
+                "-e",
+                "page-faults/period=1/",
+                "-g",
+                "-m",
+                "8",
+            ],
+            &["sh", "-c", &cmd],
+        )
+    };
+    let stats = Command::new("perf")
+        .args(["report", "--stats", "-i"])
+        .arg(&file)
+        .output()
+        .expect("perf report --stats");
+    let stats = String::from_utf8_lossy(&stats.stdout);
+    let rounds: u64 = stats
+        .lines()
+        .find(|l| l.contains("FINISHED_ROUND events:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(rounds >= 4, "too few rounds to cut the file: {stats}");
+    let dir = scratch("export-threads-out");
+    let read = |threads: usize, format: &str, extra: &[&str]| -> Vec<u8> {
+        let out = dir.join(format!("{threads}.{format}"));
+        let mut cmd = culprit();
+        if format == "svg" {
+            cmd.args(["flamegraph", "-i"]).arg(&file);
+        } else {
+            cmd.args(["export", "-i"])
+                .arg(&file)
+                .args(["--format", format]);
+        }
+        run_ok(
+            cmd.args(extra)
+                .arg("-o")
+                .arg(&out)
+                .env("CULPRIT_READ_THREADS", threads.to_string()),
+        );
+        std::fs::read(&out).unwrap()
+    };
+    for (format, extra) in [
+        ("folded", &["--tid"][..]),
+        ("pprof", &[][..]),
+        ("firefox", &[][..]),
+        ("speedscope", &[][..]),
+        ("chrome", &[][..]),
+        ("svg", &[][..]),
+    ] {
+        let one = read(1, format, extra);
+        assert!(!one.is_empty(), "{format}");
+        for threads in [2, 3] {
+            assert!(
+                read(threads, format, extra) == one,
+                "{format}: read on {threads} threads differs from the sequential read"
+            );
+        }
+    }
+}

@@ -20,7 +20,6 @@
 //! profile's start is the Unix epoch plus the first sample's perf time. Weights are 32-bit:
 //! a sample whose period passes 2^31 − 1 is written as several samples at the same time.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -30,6 +29,7 @@ use fxprof_processed_profile::{
     FrameInfo, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StackHandle,
     ThreadHandle, Timestamp,
 };
+use rustc_hash::FxHashMap;
 
 use crate::common::{frame_name, primary_event};
 use crate::ExportError;
@@ -81,11 +81,11 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         user: fx.add_category("User", CategoryColor::Yellow).into(),
         kernel: fx.add_category("Kernel", CategoryColor::Orange).into(),
         fx,
-        processes: HashMap::new(),
-        tracks: HashMap::new(),
-        counters: HashMap::new(),
-        frames: HashMap::new(),
-        stacks: HashMap::new(),
+        processes: FxHashMap::default(),
+        tracks: vec![None; profile.threads.len() * profile.events.len()],
+        counters: FxHashMap::default(),
+        frames: FxHashMap::default(),
+        stacks: FxHashMap::default(),
         samples: 0,
         primary: primary_index.unwrap_or(0),
     };
@@ -103,15 +103,15 @@ struct Writer<'a> {
     fx: Profile,
     user: CategoryPairHandle,
     kernel: CategoryPairHandle,
-    processes: HashMap<i32, ProcessHandle>,
-    /// Per (model thread, event): the thread track.
-    tracks: HashMap<(u32, u32), ThreadHandle>,
+    processes: FxHashMap<i32, ProcessHandle>,
+    /// Per (model thread, event), at `thread * events + event`: the thread track.
+    tracks: Vec<Option<ThreadHandle>>,
     /// Per (pid, event), for the events besides the primary one.
-    counters: HashMap<(i32, u32), CounterHandle>,
+    counters: FxHashMap<(i32, u32), CounterHandle>,
     /// Per (track, function, kernel).
-    frames: HashMap<(ThreadHandle, u32, bool), FrameHandle>,
+    frames: FxHashMap<(ThreadHandle, u32, bool), FrameHandle>,
     /// Per (track, stack node): its innermost frame's stack.
-    stacks: HashMap<(ThreadHandle, u32), StackHandle>,
+    stacks: FxHashMap<(ThreadHandle, u32), StackHandle>,
     /// Samples added (a period past 2^31 − 1 adds several).
     samples: u64,
     /// The event of the threads' main tracks.
@@ -140,8 +140,12 @@ impl Writer<'_> {
     }
 
     fn track(&mut self, thread: u32, event: u32, time: u64) -> Option<ThreadHandle> {
-        if let Some(&t) = self.tracks.get(&(thread, event)) {
+        let slot = thread as usize * self.model.events.len() + event as usize;
+        if let Some(&Some(t)) = self.tracks.get(slot) {
             return Some(t);
+        }
+        if event as usize >= self.model.events.len() {
+            return None;
         }
         let info = self.model.threads.get(thread as usize)?;
         let process = self.process(info.pid, time);
@@ -163,7 +167,9 @@ impl Writer<'_> {
         if first_event {
             self.fx.add_initial_visible_thread(t);
         }
-        self.tracks.insert((thread, event), t);
+        if let Some(s) = self.tracks.get_mut(slot) {
+            *s = Some(t);
+        }
         Some(t)
     }
 
