@@ -39,7 +39,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use serde::Serialize;
 
 use culprit_analysis::recording::Stopped;
@@ -671,6 +671,12 @@ struct SampleWriter<'a> {
     /// Whether a node is some sample's stack (a row of `stacks`).
     is_stack: Vec<bool>,
     stacks: u64,
+    /// Stacks by the hash of their frame keys: (leaf node, leaf frame, range in
+    /// `stack_keys`).
+    stack_cache: FxHashMap<u64, (u32, u32, u32, u32)>,
+    stack_keys: Vec<FrameKey>,
+    /// Scratch: the current sample's frame keys and addresses, leaf first.
+    keys: Vec<(FrameKey, u64)>,
     path: Vec<u32>,
     columns: SampleColumns,
     out: Option<TableFile>,
@@ -715,6 +721,54 @@ impl<'a> SampleWriter<'a> {
         self.frames.push((key, addr));
         self.frame_ids.insert(key, id);
         id
+    }
+
+    /// The stack (leaf node) and leaf frame of a sample's frames (`keys`, leaf first, with
+    /// the address each was seen at). A stack seen before is found by the hash of its keys
+    /// (one lookup); a new one interns its frames and walks the prefix tree.
+    fn stack(&mut self, keys: &[(FrameKey, u64)]) -> (u32, u32) {
+        let mut h = FxHasher::default();
+        for (k, _) in keys {
+            k.hash(&mut h);
+        }
+        let h = h.finish();
+        if let Some(&(node, leaf, start, len)) = self.stack_cache.get(&h) {
+            let known = &self.stack_keys[start as usize..(start + len) as usize];
+            if known.len() == keys.len() && known.iter().zip(keys).all(|(a, (b, _))| a == b) {
+                return (node, leaf);
+            }
+        }
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        for &(key, addr) in keys {
+            path.push(self.frame(key, addr));
+        }
+        let mut node = NONE;
+        for &frame in path.iter().rev() {
+            node = match self.node_ids.get(&(node, frame)) {
+                Some(&n) => n,
+                None => {
+                    let n = self.nodes.len() as u32;
+                    self.nodes.push((node, frame));
+                    self.is_stack.push(false);
+                    self.node_ids.insert((node, frame), n);
+                    n
+                }
+            };
+        }
+        let leaf = path[0];
+        self.path = path;
+        if !self.is_stack[node as usize] {
+            self.is_stack[node as usize] = true;
+            self.stacks += 1;
+        }
+        // Cached unless another stack has the same hash (that one keeps the slot).
+        if let std::collections::hash_map::Entry::Vacant(e) = self.stack_cache.entry(h) {
+            let start = self.stack_keys.len() as u32;
+            self.stack_keys.extend(keys.iter().map(|(k, _)| *k));
+            e.insert((node, leaf, start, keys.len() as u32));
+        }
+        (node, leaf)
     }
 
     /// The build id and short name of DSO `dso`, computed once per DSO into `cache`.
@@ -810,36 +864,18 @@ impl<'a> SampleWriter<'a> {
             kernel: kernel_mode(mode),
         };
         let leaf_key = key_of(s.location, s.cpumode, false);
-        let leaf = self.frame(leaf_key, s.ip);
-        let mut path = std::mem::take(&mut self.path);
-        path.clear();
-        path.push(leaf);
-        let chain = profile.callchain(s);
-        for (i, fr) in chain.iter().enumerate() {
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.push((leaf_key, s.ip));
+        for (i, fr) in profile.callchain(s).iter().enumerate() {
             let key = key_of(fr.location, fr.cpumode, i > 0);
             if i == 0 && key == leaf_key {
                 continue;
             }
-            path.push(self.frame(key, fr.addr));
+            keys.push((key, fr.addr));
         }
-        let mut node = NONE;
-        for &frame in path.iter().rev() {
-            node = match self.node_ids.get(&(node, frame)) {
-                Some(&n) => n,
-                None => {
-                    let n = self.nodes.len() as u32;
-                    self.nodes.push((node, frame));
-                    self.is_stack.push(false);
-                    self.node_ids.insert((node, frame), n);
-                    n
-                }
-            };
-        }
-        self.path = path;
-        if !self.is_stack[node as usize] {
-            self.is_stack[node as usize] = true;
-            self.stacks += 1;
-        }
+        let (node, leaf) = self.stack(&keys);
+        self.keys = keys;
 
         let precise = match precise_kind {
             Precise::Fields => precise_from_fields(s),
@@ -1018,6 +1054,9 @@ pub fn export_file(
         nodes: Vec::new(),
         is_stack: Vec::new(),
         stacks: 0,
+        stack_cache: FxHashMap::default(),
+        stack_keys: Vec::new(),
+        keys: Vec::new(),
         path: Vec::new(),
         columns: SampleColumns::new(),
         out: None,
