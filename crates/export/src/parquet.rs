@@ -319,6 +319,9 @@ impl TableFile {
         schema: SchemaRef,
         row_group_rows: usize,
     ) -> Result<TableFile, ExportError> {
+        // Table directories are made as their first file is written: an input that cannot
+        // be read leaves nothing behind.
+        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
         let file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
@@ -1025,7 +1028,8 @@ fn host_name(opts: &ParquetOptions, hostname: Option<&str>) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// Exports one input file into the export directory `dir` (created if needed), reporting
+/// Exports one input file into the export directory `dir` (created if needed, with its table
+/// directories), reporting
 /// `progress(bytes done, total)`. A truncated input is exported up to where reading stopped
 /// (`stopped` in the summary).
 pub fn export_file(
@@ -1034,10 +1038,6 @@ pub fn export_file(
     opts: &ParquetOptions,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<ParquetFileSummary, ExportError> {
-    for t in TABLES {
-        let d = dir.join(t);
-        fs::create_dir_all(&d).map_err(|e| io_error(&d, e))?;
-    }
     let mut w = SampleWriter {
         opts,
         dir,
