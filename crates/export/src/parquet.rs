@@ -1549,3 +1549,77 @@ pub fn summary(dir: &Path, files: Vec<ParquetFileSummary>) -> ExportSummary {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    fn tlb(bits: u64) -> u64 {
+        bits << mem::TLB_SHIFT
+    }
+
+    #[test]
+    fn test_l1_dtlb_miss_of_each_data_src_tlb_outcome() {
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_MISS | mem::TLB_L2)), Some(true));
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L1)), Some(false));
+        // A hit in the L2 TLB missed the L1 DTLB (IBS: DcL1TlbMiss without DcL2TlbMiss).
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L2)), Some(true));
+        // Intel's "L1 or L2 hit" does not say which.
+        assert_eq!(
+            l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L1 | mem::TLB_L2)),
+            None
+        );
+        assert_eq!(l1_dtlb_miss(tlb(1)), None, "TLB N/A");
+        assert_eq!(l1_dtlb_miss(0), None);
+    }
+
+    #[test]
+    fn test_sparse_column_is_one_null_array_until_a_value_comes() {
+        let mut c = Sparse::new(Int64Builder::new());
+        for _ in 0..5 {
+            c.push(None);
+        }
+        let a = c.finish();
+        assert_eq!((a.len(), a.null_count()), (5, 5));
+        // Shorter batches reuse the null array.
+        c.push(None);
+        assert_eq!(c.finish().null_count(), 1);
+        // Nulls before the first value are kept in place.
+        c.push(None);
+        c.push(None);
+        c.push(Some(7));
+        c.push(None);
+        let a = c.finish();
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        let got: Vec<Option<i64>> = a.iter().collect();
+        assert_eq!(got, [None, None, Some(7), None]);
+        // And the next batch starts empty.
+        c.push(Some(1));
+        assert_eq!(c.finish().len(), 1);
+    }
+
+    #[test]
+    fn test_every_table_has_a_schema_and_frame_ids_are_a_list_of_int64() {
+        for t in TABLES {
+            let s = schema(t).unwrap();
+            assert_eq!(s.field(0).name(), "file_id", "{t}");
+        }
+        assert!(schema("nope").is_none());
+        let stacks = stacks_schema();
+        let f = stacks.field_with_name("frame_ids").unwrap();
+        assert_eq!(f.data_type(), &DataType::List(frame_ids_item()));
+        // No dictionary on the stacks' frame lists.
+        assert!(!DICTIONARY_COLUMNS.contains(&"frame_ids"));
+    }
+
+    #[test]
+    fn test_host_name_prefers_the_flag_then_the_header() {
+        let mut opts = ParquetOptions::default();
+        assert_eq!(host_name(&opts, Some("vm")), "vm");
+        assert_eq!(host_name(&opts, None), "unknown");
+        assert_eq!(host_name(&opts, Some("")), "unknown");
+        opts.host = Some("web-17".to_string());
+        assert_eq!(host_name(&opts, Some("vm")), "web-17");
+    }
+}
