@@ -50,6 +50,8 @@ enum Command {
     Export(cmd::export::ExportArgs),
     /// Flame graph (SVG) of a perf.data file, or the differential graph of two.
     Flamegraph(cmd::flamegraph::FlameGraphArgs),
+    /// Offline HTML report: hot functions, flame graph, call trees, annotate, diff.
+    Html(cmd::html::HtmlArgs),
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -68,6 +70,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Export(args) => cmd::export::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
+        Command::Html(args) => cmd::html::run(args),
     }
 }
 

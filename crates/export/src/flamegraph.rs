@@ -382,7 +382,7 @@ fn insert(map: &mut PaletteMap, name: String, hue: BasicPalette) {
 
 /// Whether the mapping named `dso` is the program of a thread named `comm` (a command name
 /// is the program's file name, cut to 15 bytes by the kernel).
-fn is_program(dso: &str, comm: &str) -> bool {
+pub(crate) fn is_program(dso: &str, comm: &str) -> bool {
     !comm.is_empty() && (dso == comm || (comm.len() >= 15 && dso.starts_with(comm)))
 }
 

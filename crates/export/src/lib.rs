@@ -10,6 +10,7 @@ mod common;
 pub mod firefox;
 pub mod flamegraph;
 pub mod folded;
+pub mod html;
 pub mod parquet;
 pub mod pgo;
 pub mod pprof;

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod flamegraph;
+pub mod html;
 pub mod ibs;
 pub mod list;
 pub mod record;

@@ -194,7 +194,27 @@ pub fn write_crafted_file(
     events: &[(&str, u32, u64)],
     samples: &[(u64, u64, bool)],
 ) {
-    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    let per_event = vec![samples.to_vec(); events.len()];
+    write_crafted_file_with(
+        path,
+        bin,
+        base,
+        events,
+        &per_event,
+        &culprit_collect::perfdata::Features::default(),
+    );
+}
+
+/// [`write_crafted_file`] with each event's own samples and the header features given.
+pub fn write_crafted_file_with(
+    path: &Path,
+    bin: &Path,
+    base: u64,
+    events: &[(&str, u32, u64)],
+    samples: &[Vec<(u64, u64, bool)>],
+    features: &culprit_collect::perfdata::Features,
+) {
+    use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
     use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
     let st = sample_type::IDENTIFIER
         | sample_type::IP
@@ -227,7 +247,7 @@ pub fn write_crafted_file(
     push_process(&mut buf, &a0, b"simple_classic", bin, base);
     let mut time = 10u64;
     for (e, _) in events.iter().enumerate() {
-        for &(svma, n, exact) in samples {
+        for &(svma, n, exact) in &samples[e] {
             for _ in 0..n {
                 // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
                 let misc: u16 = misc::USER | if exact { 1 << 14 } else { 0 };
@@ -247,7 +267,7 @@ pub fn write_crafted_file(
         }
     }
     w.write_data(&buf).unwrap();
-    w.finish(&Features::default()).unwrap();
+    w.finish(features).unwrap();
 }
 
 /// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
