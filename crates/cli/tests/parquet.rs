@@ -4,7 +4,8 @@
 //! - top functions by period per event (samples joined to their depth-0 leaf frame) equal
 //!   `culprit report --sort sym --no-children`, and sample counts per event equal;
 //! - the stacks (stacks.frame_ids → frames) equal `culprit script`'s call chains;
-//! - the precise fields of the IBS fixtures equal what `culprit script` decodes;
+//! - the precise fields of the IBS fixtures and of PEBS samples equal what `culprit script`
+//!   decodes;
 //! - a truncated input exits 1 with what was read exported;
 //! - the tables' columns and types equal the schema documented in docs/fleet.md.
 
@@ -766,4 +767,88 @@ fn test_parquet_inline_frames_extend_the_stacks_and_keep_the_leaf_functions() {
         assert_eq!(last_depth, Some(0), "a stack ends with a depth-0 frame");
     }
     assert!(spin > 0, "no inlined spin() frame");
+}
+
+#[test]
+fn test_parquet_precise_fields_of_pebs_samples_equal_script() {
+    let test = "test_parquet_precise_fields_of_pebs_samples_equal_script";
+    if !require_pyarrow(test) {
+        return;
+    }
+    // Intel PEBS load-latency samples (MEM_TRANS_RETIRED.LOAD_LATENCY) recorded elsewhere:
+    // ADDR, WEIGHT_STRUCT and DATA_SRC.
+    let file = fixtures().join("real-perf-data/google-perf_data_converter/perf.data.weight_struct");
+    let dir = scratch(test);
+    let out = export(&[&file], &dir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = read_back(&dir, 100_000);
+    assert_top_equals_report(&read, &file, &file);
+    let rows = file_entry(&read, &file)["precise"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let out = run_ok(
+        culprit()
+            .args(["script", "--format", "json", "-i"])
+            .arg(&file),
+    );
+    let script: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), script.len());
+    let mut checked = 0;
+    for (n, (row, s)) in rows.iter().zip(&script).enumerate() {
+        assert_eq!(
+            (&row["time"], &row["tid"]),
+            (&s["time"], &s["tid"]),
+            "sample {n}"
+        );
+        let Some(p) = s.get("precise") else {
+            for k in ["data_addr", "weight", "data_src", "dc_miss", "dtlb_miss"] {
+                assert_eq!(
+                    row[k],
+                    Value::Null,
+                    "sample {n}: {k} without precise fields"
+                );
+            }
+            continue;
+        };
+        assert_eq!(row["data_addr"], p["addr"], "sample {n}: address");
+        assert_eq!(row["phys_addr"], p["phys_addr"], "sample {n}");
+        assert_eq!(row["weight"], p["latency"], "sample {n}: latency");
+        let src = p.get("data_src").cloned().unwrap_or(Value::Null);
+        assert_eq!(row["data_src"], src, "sample {n}: data_src");
+        // dc_miss: served beyond the L1 data cache, by script's level.
+        let dc_miss = match p["level"].as_str() {
+            Some("L1") => Value::Bool(false),
+            None | Some("N/A") => Value::Null,
+            Some(_) => Value::Bool(true),
+        };
+        assert_eq!(row["dc_miss"], dc_miss, "sample {n}: level {}", p["level"]);
+        // dtlb_miss from perf_mem_data_src's mem_dtlb bits (bit 26: N/A, HIT, MISS, L1, L2).
+        let dtlb = src.as_u64().map(|v| (v >> 26) & 0x7f);
+        let want = match dtlb {
+            Some(t) if t & 0x04 != 0 => Value::Bool(true),
+            Some(t) if t & 0x02 != 0 && t & 0x18 == 0x08 => Value::Bool(false),
+            Some(t) if t & 0x02 != 0 && t & 0x18 == 0x10 => Value::Bool(true),
+            _ => Value::Null,
+        };
+        assert_eq!(row["dtlb_miss"], want, "sample {n}: tlb {}", p["tlb"]);
+        for k in ["branch_taken", "ibs_op_latency", "ibs_fetch_latency"] {
+            assert_eq!(row[k], Value::Null, "sample {n}: {k} of a PEBS sample");
+        }
+        if row["data_addr"] != Value::Null && row["weight"] != Value::Null {
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 10,
+        "{checked} PEBS samples with address and latency"
+    );
 }

@@ -39,7 +39,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use serde::Serialize;
 
 use culprit_analysis::recording::Stopped;
@@ -319,6 +319,9 @@ impl TableFile {
         schema: SchemaRef,
         row_group_rows: usize,
     ) -> Result<TableFile, ExportError> {
+        // Table directories are made as their first file is written: an input that cannot
+        // be read leaves nothing behind.
+        fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
         let file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
@@ -671,6 +674,12 @@ struct SampleWriter<'a> {
     /// Whether a node is some sample's stack (a row of `stacks`).
     is_stack: Vec<bool>,
     stacks: u64,
+    /// Stacks by the hash of their frame keys: (leaf node, leaf frame, range in
+    /// `stack_keys`).
+    stack_cache: FxHashMap<u64, (u32, u32, u32, u32)>,
+    stack_keys: Vec<FrameKey>,
+    /// Scratch: the current sample's frame keys and addresses, leaf first.
+    keys: Vec<(FrameKey, u64)>,
     path: Vec<u32>,
     columns: SampleColumns,
     out: Option<TableFile>,
@@ -715,6 +724,54 @@ impl<'a> SampleWriter<'a> {
         self.frames.push((key, addr));
         self.frame_ids.insert(key, id);
         id
+    }
+
+    /// The stack (leaf node) and leaf frame of a sample's frames (`keys`, leaf first, with
+    /// the address each was seen at). A stack seen before is found by the hash of its keys
+    /// (one lookup); a new one interns its frames and walks the prefix tree.
+    fn stack(&mut self, keys: &[(FrameKey, u64)]) -> (u32, u32) {
+        let mut h = FxHasher::default();
+        for (k, _) in keys {
+            k.hash(&mut h);
+        }
+        let h = h.finish();
+        if let Some(&(node, leaf, start, len)) = self.stack_cache.get(&h) {
+            let known = &self.stack_keys[start as usize..(start + len) as usize];
+            if known.len() == keys.len() && known.iter().zip(keys).all(|(a, (b, _))| a == b) {
+                return (node, leaf);
+            }
+        }
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        for &(key, addr) in keys {
+            path.push(self.frame(key, addr));
+        }
+        let mut node = NONE;
+        for &frame in path.iter().rev() {
+            node = match self.node_ids.get(&(node, frame)) {
+                Some(&n) => n,
+                None => {
+                    let n = self.nodes.len() as u32;
+                    self.nodes.push((node, frame));
+                    self.is_stack.push(false);
+                    self.node_ids.insert((node, frame), n);
+                    n
+                }
+            };
+        }
+        let leaf = path[0];
+        self.path = path;
+        if !self.is_stack[node as usize] {
+            self.is_stack[node as usize] = true;
+            self.stacks += 1;
+        }
+        // Cached unless another stack has the same hash (that one keeps the slot).
+        if let std::collections::hash_map::Entry::Vacant(e) = self.stack_cache.entry(h) {
+            let start = self.stack_keys.len() as u32;
+            self.stack_keys.extend(keys.iter().map(|(k, _)| *k));
+            e.insert((node, leaf, start, keys.len() as u32));
+        }
+        (node, leaf)
     }
 
     /// The build id and short name of DSO `dso`, computed once per DSO into `cache`.
@@ -810,36 +867,18 @@ impl<'a> SampleWriter<'a> {
             kernel: kernel_mode(mode),
         };
         let leaf_key = key_of(s.location, s.cpumode, false);
-        let leaf = self.frame(leaf_key, s.ip);
-        let mut path = std::mem::take(&mut self.path);
-        path.clear();
-        path.push(leaf);
-        let chain = profile.callchain(s);
-        for (i, fr) in chain.iter().enumerate() {
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.push((leaf_key, s.ip));
+        for (i, fr) in profile.callchain(s).iter().enumerate() {
             let key = key_of(fr.location, fr.cpumode, i > 0);
             if i == 0 && key == leaf_key {
                 continue;
             }
-            path.push(self.frame(key, fr.addr));
+            keys.push((key, fr.addr));
         }
-        let mut node = NONE;
-        for &frame in path.iter().rev() {
-            node = match self.node_ids.get(&(node, frame)) {
-                Some(&n) => n,
-                None => {
-                    let n = self.nodes.len() as u32;
-                    self.nodes.push((node, frame));
-                    self.is_stack.push(false);
-                    self.node_ids.insert((node, frame), n);
-                    n
-                }
-            };
-        }
-        self.path = path;
-        if !self.is_stack[node as usize] {
-            self.is_stack[node as usize] = true;
-            self.stacks += 1;
-        }
+        let (node, leaf) = self.stack(&keys);
+        self.keys = keys;
 
         let precise = match precise_kind {
             Precise::Fields => precise_from_fields(s),
@@ -989,7 +1028,8 @@ fn host_name(opts: &ParquetOptions, hostname: Option<&str>) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// Exports one input file into the export directory `dir` (created if needed), reporting
+/// Exports one input file into the export directory `dir` (created if needed, with its table
+/// directories), reporting
 /// `progress(bytes done, total)`. A truncated input is exported up to where reading stopped
 /// (`stopped` in the summary).
 pub fn export_file(
@@ -998,10 +1038,6 @@ pub fn export_file(
     opts: &ParquetOptions,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<ParquetFileSummary, ExportError> {
-    for t in TABLES {
-        let d = dir.join(t);
-        fs::create_dir_all(&d).map_err(|e| io_error(&d, e))?;
-    }
     let mut w = SampleWriter {
         opts,
         dir,
@@ -1018,6 +1054,9 @@ pub fn export_file(
         nodes: Vec::new(),
         is_stack: Vec::new(),
         stacks: 0,
+        stack_cache: FxHashMap::default(),
+        stack_keys: Vec::new(),
+        keys: Vec::new(),
         path: Vec::new(),
         columns: SampleColumns::new(),
         out: None,
@@ -1508,5 +1547,79 @@ pub fn summary(dir: &Path, files: Vec<ParquetFileSummary>) -> ExportSummary {
             schema_version: SCHEMA_VERSION,
             files,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    fn tlb(bits: u64) -> u64 {
+        bits << mem::TLB_SHIFT
+    }
+
+    #[test]
+    fn test_l1_dtlb_miss_of_each_data_src_tlb_outcome() {
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_MISS | mem::TLB_L2)), Some(true));
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L1)), Some(false));
+        // A hit in the L2 TLB missed the L1 DTLB (IBS: DcL1TlbMiss without DcL2TlbMiss).
+        assert_eq!(l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L2)), Some(true));
+        // Intel's "L1 or L2 hit" does not say which.
+        assert_eq!(
+            l1_dtlb_miss(tlb(mem::TLB_HIT | mem::TLB_L1 | mem::TLB_L2)),
+            None
+        );
+        assert_eq!(l1_dtlb_miss(tlb(1)), None, "TLB N/A");
+        assert_eq!(l1_dtlb_miss(0), None);
+    }
+
+    #[test]
+    fn test_sparse_column_is_one_null_array_until_a_value_comes() {
+        let mut c = Sparse::new(Int64Builder::new());
+        for _ in 0..5 {
+            c.push(None);
+        }
+        let a = c.finish();
+        assert_eq!((a.len(), a.null_count()), (5, 5));
+        // Shorter batches reuse the null array.
+        c.push(None);
+        assert_eq!(c.finish().null_count(), 1);
+        // Nulls before the first value are kept in place.
+        c.push(None);
+        c.push(None);
+        c.push(Some(7));
+        c.push(None);
+        let a = c.finish();
+        let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
+        let got: Vec<Option<i64>> = a.iter().collect();
+        assert_eq!(got, [None, None, Some(7), None]);
+        // And the next batch starts empty.
+        c.push(Some(1));
+        assert_eq!(c.finish().len(), 1);
+    }
+
+    #[test]
+    fn test_every_table_has_a_schema_and_frame_ids_are_a_list_of_int64() {
+        for t in TABLES {
+            let s = schema(t).unwrap();
+            assert_eq!(s.field(0).name(), "file_id", "{t}");
+        }
+        assert!(schema("nope").is_none());
+        let stacks = stacks_schema();
+        let f = stacks.field_with_name("frame_ids").unwrap();
+        assert_eq!(f.data_type(), &DataType::List(frame_ids_item()));
+        // No dictionary on the stacks' frame lists.
+        assert!(!DICTIONARY_COLUMNS.contains(&"frame_ids"));
+    }
+
+    #[test]
+    fn test_host_name_prefers_the_flag_then_the_header() {
+        let mut opts = ParquetOptions::default();
+        assert_eq!(host_name(&opts, Some("vm")), "vm");
+        assert_eq!(host_name(&opts, None), "unknown");
+        assert_eq!(host_name(&opts, Some("")), "unknown");
+        opts.host = Some("web-17".to_string());
+        assert_eq!(host_name(&opts, Some("vm")), "web-17");
     }
 }
