@@ -916,6 +916,8 @@ fn test_merge_of_reports_equals_the_report_of_all_samples() {
             }
         }
     }
+}
+
 /// Samples of two threads and two events whose chains share callers, repeat, grow, shrink
 /// and become prefixes of each other (a caller sampled itself), with times.
 fn stack_samples() -> Profile {
