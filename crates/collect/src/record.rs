@@ -619,6 +619,9 @@ struct Mapping {
     start: u64,
     end: u64,
     name: u32,
+    pgoff: u64,
+    prot: u32,
+    flags: u32,
 }
 
 /// Walks records as they are written: counts per-event samples, LOST and THROTTLE records,
@@ -636,6 +639,9 @@ struct Tracker {
     first_time: Option<u64>,
     last_time: u64,
     maps: HashMap<u32, Vec<Mapping>>,
+    /// The last command name of each process seen in the stream: a rotated file describes
+    /// a process that exited before the switch from these (its /proc entry is gone).
+    comms: HashMap<u32, Vec<u8>>,
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
     hit: HashSet<u32>,
@@ -757,18 +763,31 @@ impl Tracker {
                 if pid != ppid {
                     let inherited = self.maps.get(&ppid).cloned().unwrap_or_default();
                     self.maps.insert(pid, inherited);
+                    if let Some(comm) = self.comms.get(&ppid).cloned() {
+                        self.comms.insert(pid, comm);
+                    }
                 }
             }
-            record_type::COMM if misc & misc::COMM_EXEC != 0 => {
-                // exec replaced the process image: its old mappings are gone.
-                if let Some(pid) = rd_u32(r, 8) {
+            record_type::COMM => {
+                let (Some(pid), Some(tid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
+                    return;
+                };
+                if misc & misc::COMM_EXEC != 0 {
+                    // exec replaced the process image: its old mappings are gone.
                     self.maps.remove(&pid);
+                }
+                if pid == tid {
+                    self.comms
+                        .insert(pid, c_str(r.get(16..).unwrap_or(&[])).to_vec());
                 }
             }
             record_type::MMAP2 => {
                 let (Some(pid), Some(addr), Some(len), Some(prot)) =
                     (rd_u32(r, 8), rd_u64(r, 16), rd_u64(r, 24), rd_u32(r, 64))
                 else {
+                    return;
+                };
+                let (Some(pgoff), Some(flags)) = (rd_u64(r, 32), rd_u32(r, 68)) else {
                     return;
                 };
                 if prot & libc::PROT_EXEC as u32 == 0 || pid == u32::MAX {
@@ -784,6 +803,9 @@ impl Tracker {
                     start: addr,
                     end,
                     name,
+                    pgoff,
+                    prot,
+                    flags,
                 });
             }
             _ => {}
@@ -801,6 +823,42 @@ impl Tracker {
     }
 
     /// The processes seen so far (with mappings, or forked).
+    /// COMM and MMAP2 records of process `pid` as the stream described it (its executable
+    /// mappings): the state of a process that exited before a file switch.
+    fn synthesize_from_stream(&self, out: &mut Vec<u8>, attr: &Attr, id: u64, pid: u32) {
+        // Only processes the stream mapped code for (not kernel threads).
+        if self.maps.get(&pid).is_none_or(|m| m.is_empty()) {
+            return;
+        }
+        let sid = SampleId {
+            pid,
+            tid: pid,
+            time: 0,
+            id,
+            cpu: 0,
+        };
+        if let Some(name) = self.comms.get(&pid) {
+            records::push_comm(out, attr, pid, pid, name, false, &sid);
+        }
+        for m in self.maps.get(&pid).into_iter().flatten() {
+            let args = MmapArgs {
+                pid,
+                tid: pid,
+                start: m.start,
+                len: m.end - m.start,
+                pgoff: m.pgoff,
+                maj: 0,
+                min: 0,
+                ino: 0,
+                prot: m.prot,
+                flags: m.flags,
+                filename: self.names[m.name as usize].as_bytes(),
+                misc: misc::USER,
+            };
+            records::push_mmap2(out, attr, &args, &sid);
+        }
+    }
+
     fn known_pids(&self) -> Vec<i32> {
         self.maps
             .keys()
@@ -1767,12 +1825,14 @@ fn synthesize_kernel(out: &mut Vec<u8>, attr: &Attr, id: u64) {
 
 /// COMM for every thread and MMAP2 for every executable mapping (every mapping with
 /// `mmap_data`) of a running process.
-fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
+///
+/// Returns the number of mappings written (none for a process that is gone or a zombie).
+fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) -> usize {
     // With mmap_data (dwarf call graphs) the data mappings matter too, as for perf.
     let data = attr.flags & attr_flag::MMAP_DATA != 0;
     let tids = procfs::threads(pid);
     if tids.is_empty() {
-        return;
+        return 0;
     }
     let p = pid as u32;
     for &tid in &tids {
@@ -1794,7 +1854,9 @@ fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
         id,
         cpu: 0,
     };
+    let mut written = 0;
     for m in procfs::maps(pid).iter().filter(|m| data || m.is_exec()) {
+        written += 1;
         let name = if m.path.is_empty() {
             "//anon"
         } else {
@@ -1816,6 +1878,7 @@ fn synthesize_process(out: &mut Vec<u8>, attr: &Attr, id: u64, pid: i32) {
         };
         records::push_mmap2(out, attr, &args, &sid);
     }
+    written
 }
 
 #[cfg(test)]

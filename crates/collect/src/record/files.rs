@@ -50,8 +50,23 @@ impl StateSpec {
         };
         pids.sort_unstable();
         pids.dedup();
-        for pid in pids {
-            synthesize_process(&mut out, &self.attr, self.id, pid);
+        // A process that exited before the switch (its samples may still be in the rings,
+        // as at the last switch, when the command has exited: a zombie without maps, or
+        // gone) is described from what the stream said of it; without that, the new file's
+        // samples of it had no mappings.
+        let mut gone: Vec<i32> = tracker
+            .known_pids()
+            .into_iter()
+            .filter(|pid| pids.binary_search(pid).is_err())
+            .collect();
+        gone.sort_unstable();
+        for &pid in &pids {
+            if synthesize_process(&mut out, &self.attr, self.id, pid) == 0 {
+                gone.push(pid);
+            }
+        }
+        for pid in gone {
+            tracker.synthesize_from_stream(&mut out, &self.attr, self.id, pid as u32);
         }
         out
     }
