@@ -176,6 +176,18 @@ pub struct KeyValue {
 }
 
 impl KeyValue {
+    /// The value of `key` with no text, DSO, number or address yet.
+    pub(crate) fn blank(key: SortKey) -> KeyValue {
+        KeyValue {
+            key,
+            level: Level::None,
+            has_number: false,
+            has_addr: false,
+            text: NONE,
+            dso: NONE,
+            value: 0,
+        }
+    }
     /// Numeric value for pid, tid and cpu.
     pub fn number(&self) -> Option<i64> {
         self.has_number.then_some(self.value as i64)
@@ -260,13 +272,8 @@ impl KeyColumn {
 
     fn get(&self, i: usize) -> KeyValue {
         let mut v = KeyValue {
-            key: self.key,
-            level: Level::None,
-            has_number: false,
-            has_addr: false,
             text: self.text.get(i).copied().unwrap_or(NONE),
-            dso: NONE,
-            value: 0,
+            ..KeyValue::blank(self.key)
         };
         if self.has_extra() {
             let f = self.flags.get(i).copied().unwrap_or(0);

@@ -336,16 +336,8 @@ impl HotspotsMerge {
     /// perf.data report.
     pub fn add_row(&mut self, keys: &[KeyPart<'_>], event: usize, values: [u64; 4]) {
         let mut kvs: Vec<KeyValue> = Vec::with_capacity(keys.len());
-        for (&key, part) in self.keys.clone().iter().zip(keys) {
-            let mut v = KeyValue {
-                key,
-                level: Level::None,
-                has_number: false,
-                has_addr: false,
-                text: NONE,
-                dso: NONE,
-                value: 0,
-            };
+        for (i, part) in keys.iter().enumerate().take(self.keys.len()) {
+            let mut v = KeyValue::blank(self.keys[i]);
             match *part {
                 KeyPart::Text(t) => v.text = self.intern(t),
                 KeyPart::Number(n, t) => {

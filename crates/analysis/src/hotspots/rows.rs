@@ -485,15 +485,7 @@ impl TextCache {
         rep: &RowRep<'_>,
     ) -> KeyValue {
         let (s, l, frame) = (&rep.sample, rep.loc, rep.frame);
-        let mut v = KeyValue {
-            key,
-            level: Level::None,
-            has_number: false,
-            has_addr: false,
-            text: NONE,
-            dso: NONE,
-            value: 0,
-        };
+        let mut v = KeyValue::blank(key);
         let number = |v: &mut KeyValue, n: i64| {
             v.has_number = true;
             v.value = n as u64;
