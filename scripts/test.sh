@@ -8,8 +8,11 @@ export CULPRIT_SKIP_LOG="$PWD/target/skipped-tests.txt"
 mkdir -p target && : > "$CULPRIT_SKIP_LOG"
 make -s -C workloads
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+# One build serves both: the workspace with culprit-cli's `sql` feature (DataFusion, its
+# tests/sql.rs and the Spark test), then the default lean culprit-cli linted on its own.
+cargo clippy --workspace --all-targets --features culprit-cli/sql -- -D warnings
+cargo clippy -p culprit-cli --all-targets -- -D warnings
+cargo test --workspace --features culprit-cli/sql
 skipped=$(wc -l < "$CULPRIT_SKIP_LOG")
 if [ "$skipped" -gt 0 ]; then
   echo "=================================================================="

@@ -57,6 +57,16 @@ enum Command {
     Flamegraph(cmd::flamegraph::FlameGraphArgs),
     /// Offline HTML report: hot functions, flame graph, call trees, annotate, diff.
     Html(cmd::html::HtmlArgs),
+    /// SQL over Parquet exports (Apache DataFusion), with named queries for fleets.
+    #[cfg(feature = "sql")]
+    Sql(cmd::sql::SqlArgs),
+    /// (Not in this build: `cargo build --release --features sql` adds it.)
+    #[cfg(not(feature = "sql"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Sql {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 fn run() -> anyhow::Result<ExitCode> {
@@ -76,6 +86,13 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Export(args) => cmd::export::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Html(args) => cmd::html::run(args),
+        #[cfg(feature = "sql")]
+        Command::Sql(args) => cmd::sql::run(args),
+        #[cfg(not(feature = "sql"))]
+        Command::Sql { .. } => anyhow::bail!(
+            "this culprit was built without `culprit sql` (Apache DataFusion, a long build): \
+             build it with `cargo build --release --features sql` (README, docs/fleet.md)"
+        ),
     }
 }
 

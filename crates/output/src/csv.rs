@@ -83,6 +83,37 @@ mod tests {
     }
 
     #[test]
+    fn test_int_is_exact_signed_and_none_is_empty() {
+        let v = Values::Int(vec![Some(-12), None, Some(i64::MAX)]);
+        let both = |i| {
+            let (mut t, mut c) = (String::new(), String::new());
+            v.text_into(i, &mut t);
+            v.csv_into(i, &mut c);
+            (t, c)
+        };
+        assert_eq!(both(0), ("-12".into(), "-12".into()));
+        assert_eq!(both(1), (String::new(), String::new()));
+        assert_eq!(both(2).0, i64::MAX.to_string());
+        assert!(v.right_aligned() && v.len() == 3);
+        // Right-aligned under its header in text output, NULL empty.
+        let mut d = crate::Document::new();
+        d.table(Table::new(vec![Column::new("delta", "delta", v.clone())]));
+        let mut out = Vec::new();
+        let o = crate::TextOptions::detect(crate::ColorChoice::Never, Some(0), false);
+        crate::text::write(&mut out, &d, &o).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let w = lines[0].len();
+        assert!(lines[0].ends_with("delta"), "{text}");
+        assert!(lines[1].len() == w && lines[1].ends_with(" -12"), "{text}");
+        assert!(lines[2].trim().is_empty(), "{text}");
+        assert!(
+            lines[3].len() == w && lines[3].ends_with(&i64::MAX.to_string()),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn test_delta_is_signed_in_text_and_raw_in_csv_and_nan_is_empty() {
         let v = Values::Delta(vec![39.654_9, -0.001, 0.0, f64::NAN]);
         let text = |i| {

@@ -121,6 +121,8 @@ pub enum Fit {
 pub enum Values {
     /// Plain integers (sample counts): `1234`.
     Count(Vec<u64>),
+    /// Signed integers, shown plainly (`-1234`); `None` shows empty (SQL results' NULL).
+    Int(Vec<Option<i64>>),
     /// Integers with a unit prefix (event counts): `1.23 M`.
     Human(Vec<u64>),
     /// Durations in nanoseconds: `1.234 s`, `12.30 ms`.
@@ -216,6 +218,7 @@ impl Values {
                 v.len()
             }
             Values::Address(v) => v.len(),
+            Values::Int(v) => v.len(),
             Values::Text(v) => v.len(),
             Values::Texts(v) => v.len(),
         }
@@ -244,6 +247,11 @@ impl Values {
         match self {
             Values::Count(v) => {
                 if let Some(x) = v.get(i) {
+                    let _ = write!(out, "{x}");
+                }
+            }
+            Values::Int(v) => {
+                if let Some(Some(x)) = v.get(i) {
                     let _ = write!(out, "{x}");
                 }
             }
@@ -306,6 +314,11 @@ impl Values {
         match self {
             Values::Count(v) | Values::Human(v) | Values::Ns(v) | Values::Bytes(v) => {
                 if let Some(x) = v.get(i) {
+                    let _ = write!(out, "{x}");
+                }
+            }
+            Values::Int(v) => {
+                if let Some(Some(x)) = v.get(i) {
                     let _ = write!(out, "{x}");
                 }
             }

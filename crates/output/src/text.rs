@@ -272,6 +272,10 @@ impl CellCache {
                 Some(a) => a,
                 None => return Cow::Borrowed(""),
             },
+            Values::Int(v) => match v.get(row).copied().flatten() {
+                Some(x) => x as u64,
+                None => return Cow::Borrowed(""),
+            },
         };
         let i = ((bits ^ (col as u64).rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> (64 - Self::BITS)) as usize;

@@ -11,6 +11,8 @@ pub mod list;
 pub mod record;
 pub mod report;
 pub mod script;
+#[cfg(feature = "sql")]
+pub mod sql;
 pub mod stat;
 pub mod top;
 pub mod trace;
