@@ -2,10 +2,11 @@
 """Top functions by self period per event, computed by Apache Spark (pyspark, local mode)
 from culprit Parquet exports (`culprit export --format parquet -o DIR`).
 
-    python3 fleet_spark.py [--limit N] [--timing] DIR [DIR ...]
+    python3 fleet_spark.py [--limit N] [--precise] [--timing] DIR [DIR ...]
 
 Prints one JSON object: {"rows": [{"event", "function", "dso", "sym_addr", "samples",
-"period"}, ...], "seconds": query time}. The query is the Spark SQL of docs/fleet.md
+"period"}, ...], "seconds": query time}; with --precise also "precise": every sample's
+precise fields (IBS/PEBS) with its file, time, tid and event. The query is the Spark SQL of docs/fleet.md
 ("Spark"): the numbers of `culprit report --sort sym --no-children` and of
 `culprit sql --top-functions` (tests/sql.rs checks all three are equal; bench/fleet.sh times
 it). Written against the Parquet schema only: no culprit code is involved.
@@ -55,11 +56,21 @@ FROM ranked
 ORDER BY event, rank
 """
 
+# The precise columns of every sample with its file (PRECISE_SQL in tests/sql.rs).
+PRECISE = """
+SELECT h.file, s.time, s.tid, s.event, s.data_addr, s.phys_addr,
+       s.weight, s.data_src, s.dc_miss, s.dtlb_miss, s.branch_taken, s.branch_mispredicted,
+       s.ibs_op_latency, s.ibs_dc_miss_latency, s.ibs_fetch_latency
+FROM samples s JOIN hosts h ON h.file_id = s.file_id
+ORDER BY h.file, s.time, s.tid, s.event
+"""
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+", help="culprit Parquet export directories")
     ap.add_argument("--limit", type=int, help="at most N functions per event")
+    ap.add_argument("--precise", action="store_true", help="also print every sample's precise fields (\"precise\": rows)")
     ap.add_argument("--timing", action="store_true", help="also run the query a second time, warm, and report that time")
     args = ap.parse_args()
     for d in args.dirs:
@@ -111,6 +122,8 @@ def main():
     }
     if args.timing:
         out["warm_seconds"] = warm
+    if args.precise:
+        out["precise"] = [r.asDict() for r in spark.sql(PRECISE).collect()]
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     spark.stop()

@@ -443,93 +443,17 @@ fn test_parquet_precise_fields_round_trip_on_the_ibs_fixtures() {
         for (n, (row, s)) in rows.iter().zip(&script).enumerate() {
             let at = format!("{name}: sample {n}");
             assert_eq!((&row["time"], &row["tid"]), (&s["time"], &s["tid"]), "{at}");
-            let ibs = &s["ibs"];
-            let bit = |v: &Value| v.as_u64().map(|b| b == 1);
-            if let Some(fetch) = ibs.get("ibs_fetch_ctl") {
-                assert_eq!(
-                    row["ibs_fetch_latency"], fetch["Lat"],
-                    "{at}: fetch latency"
-                );
-                for k in ["data_addr", "dc_miss", "ibs_op_latency", "branch_taken"] {
-                    assert_eq!(row[k], Value::Null, "{at}: {k} of a fetch");
-                }
-                *checked.entry("fetch").or_default() += 1;
-                continue;
+            let (want, kinds) = common::expected_ibs_precise_columns(s);
+            for (k, v) in &want {
+                assert_eq!(&row[*k], v, "{at}: {k}");
             }
-            let Some(data3) = ibs.get("ibs_op_data3") else {
-                // A payload perf rejects (En or Val clear): no precise fields.
-                assert!(s.get("ibs_error").is_some(), "{at}: neither fetch nor op");
-                assert_eq!(row["ibs_op_latency"], Value::Null, "{at}");
-                continue;
-            };
-            let p = &s["precise"];
-            // What script decodes as perf mem's precise sample.
-            assert_eq!(row["data_addr"], p["addr"], "{at}: data address");
-            assert_eq!(row["phys_addr"], p["phys_addr"], "{at}: physical address");
-            assert_eq!(row["weight"], p["latency"], "{at}: weight");
-            assert_eq!(row["data_src"], p["data_src"], "{at}: data_src");
-            // The registers themselves.
-            let mem_op = data3["LdOp"] == 1 || data3["StOp"] == 1;
-            let when_mem = |v: Option<bool>| if mem_op { v.map(Value::Bool) } else { None };
-            assert_eq!(
-                row["dc_miss"],
-                when_mem(bit(&data3["DcMiss"])).unwrap_or(Value::Null),
-                "{at}: DcMiss"
-            );
-            assert_eq!(
-                row["dtlb_miss"],
-                when_mem(bit(&data3["DcL1TlbMiss"])).unwrap_or(Value::Null),
-                "{at}: DcL1TlbMiss"
-            );
-            let op = &ibs["ibs_op_data"];
-            assert_eq!(
-                row["ibs_op_latency"], op["TagToRetCtr"],
-                "{at}: tag to retire"
-            );
-            let load_miss = data3["LdOp"] == 1 && data3["DcMiss"] == 1;
-            let lat = if load_miss {
-                data3["DcMissLat"].clone()
-            } else {
-                Value::Null
-            };
-            assert_eq!(row["ibs_dc_miss_latency"], lat, "{at}: DcMissLat");
-            if op["BrnRet"] == 1 {
-                assert_eq!(
-                    row["branch_taken"],
-                    Value::Bool(op["OpBrnTaken"] == 1),
-                    "{at}"
-                );
-                assert_eq!(
-                    row["branch_mispredicted"],
-                    Value::Bool(op["OpBrnMisp"] == 1),
-                    "{at}"
-                );
-                *checked.entry("branch").or_default() += 1;
-            } else {
-                assert_eq!(row["branch_taken"], Value::Null, "{at}");
-                assert_eq!(row["branch_mispredicted"], Value::Null, "{at}");
+            for k in kinds {
+                *checked.entry(k).or_default() += 1;
             }
-            if load_miss {
-                *checked.entry("load miss").or_default() += 1;
-            }
-            if row["data_addr"] != Value::Null {
-                *checked.entry("data address").or_default() += 1;
-            }
-            if row["dtlb_miss"] == Value::Bool(true) {
-                *checked.entry("dtlb miss").or_default() += 1;
-            }
-            *checked.entry("op").or_default() += 1;
         }
     }
     // The fixtures exercise each kind of field.
-    for k in [
-        "fetch",
-        "op",
-        "branch",
-        "load miss",
-        "data address",
-        "dtlb miss",
-    ] {
+    for k in common::IBS_PRECISE_KINDS {
         assert!(
             checked.get(k).copied().unwrap_or(0) > 0,
             "no {k} sample checked: {checked:?}"

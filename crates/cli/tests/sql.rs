@@ -532,6 +532,91 @@ fn test_text_csv_escaping_and_show_query() {
     assert_eq!(plain["named"], Value::Null);
 }
 
+/// The AMD IBS fixtures (fetch and op samples of Zen 2, 3 and 4).
+const IBS_FIXTURES: &[&str] = &[
+    "ibs-fam17h_m31_zen2.data",
+    "ibs-fam19h_m01_zen3.data",
+    "ibs-fam19h_m11_zen4.data",
+    "ibs-fam19h_m21_zen3.data",
+];
+
+/// The precise columns of every sample with the file it came from (the same query is
+/// `PRECISE` in tests/fleet_spark.py).
+const PRECISE_SQL: &str = "SELECT h.file, s.time, s.tid, s.event, s.data_addr, s.phys_addr, \
+     s.weight, s.data_src, s.dc_miss, s.dtlb_miss, s.branch_taken, s.branch_mispredicted, \
+     s.ibs_op_latency, s.ibs_dc_miss_latency, s.ibs_fetch_latency \
+     FROM samples s JOIN hosts h ON h.file_id = s.file_id \
+     ORDER BY h.file, s.time, s.tid, s.event";
+
+/// A query's rows as objects keyed by column name.
+fn row_objects(v: &Value) -> Vec<serde_json::Map<String, Value>> {
+    let c = columns(v);
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| c.iter().map(|(n, &i)| (n.clone(), r[i].clone())).collect())
+        .collect()
+}
+
+/// A column that Parquet stores as INT64 but means an unsigned value, as script prints it.
+fn unsigned(v: &Value) -> Value {
+    match v.as_i64() {
+        Some(i) if i < 0 => Value::from(i as u64),
+        _ => v.clone(),
+    }
+}
+
+/// The precise fields of the IBS fixtures, queried with SQL from one export of all four,
+/// equal what `culprit script` decodes, sample by sample (exact IBS register fields: latencies,
+/// data and physical addresses, DC/DTLB miss, branch taken/mispredicted, data source).
+#[test]
+fn test_precise_fields_round_trip_on_the_ibs_fixtures() {
+    let dir = scratch("sql-precise").join("ibs");
+    let inputs: Vec<PathBuf> = IBS_FIXTURES.iter().map(|f| fixture(f)).collect();
+    export(&inputs, &dir, None);
+    let rows = row_objects(&sql_json(&[PRECISE_SQL], &[&dir]));
+    let mut checked = BTreeMap::<&str, u64>::new();
+    for input in &inputs {
+        let name = input.file_name().unwrap().to_string_lossy();
+        let file = input.to_str().unwrap();
+        let mine: Vec<_> = rows.iter().filter(|r| r["file"] == file).collect();
+        let out = run_ok(
+            culprit()
+                .args(["script", "--format", "json", "-i"])
+                .arg(input),
+        );
+        let script: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(mine.len(), script.len(), "{name}: samples");
+        // Times are unique in these files: the query's order is script's.
+        for (n, (row, s)) in mine.iter().zip(&script).enumerate() {
+            let at = format!("{name}: sample {n}");
+            assert_eq!((&row["time"], &row["tid"]), (&s["time"], &s["tid"]), "{at}");
+            let (want, kinds) = common::expected_ibs_precise_columns(s);
+            for (k, v) in &want {
+                let got = match *k {
+                    "data_addr" | "phys_addr" | "data_src" => unsigned(&row[*k]),
+                    _ => row[*k].clone(),
+                };
+                assert_eq!(&got, v, "{at}: {k}");
+            }
+            for k in kinds {
+                *checked.entry(k).or_default() += 1;
+            }
+        }
+    }
+    for k in common::IBS_PRECISE_KINDS {
+        assert!(
+            checked.get(k).copied().unwrap_or(0) > 0,
+            "no {k} sample checked: {checked:?}"
+        );
+    }
+}
+
 /// Whether pyspark and java are here; on CI (or with CULPRIT_REQUIRE_SPARK=1) they must be.
 fn require_spark(test: &str) -> bool {
     let pyspark = Command::new("python3")
@@ -575,6 +660,8 @@ fn test_spark_top_functions_equal_sql_and_report() {
         "two-events.data",
         "system-wide-g.data",
         "real-perf-data/google-perf_data_converter/perf.data.busy.1-3.8",
+        "ibs-fam19h_m11_zen4.data",
+        "ibs-fam17h_m31_zen2.data",
     ];
     let mut want = Rows::new();
     let mut dirs = Vec::new();
@@ -595,7 +682,12 @@ fn test_spark_top_functions_equal_sql_and_report() {
     assert_rows_eq("culprit sql vs report", &sql, &want);
 
     let script = repo_root().join("crates/cli/tests/fleet_spark.py");
-    let out = run_ok(Command::new("python3").arg(&script).args(&dirs));
+    let out = run_ok(
+        Command::new("python3")
+            .arg(&script)
+            .arg("--precise")
+            .args(&dirs),
+    );
     let v = json(&out);
     let mut spark = Rows::new();
     for r in v["rows"].as_array().unwrap() {
@@ -612,4 +704,22 @@ fn test_spark_top_functions_equal_sql_and_report() {
     }
     assert!(spark.len() > 10, "{v}");
     assert_rows_eq("Spark vs report", &spark, &want);
+
+    // The precise fields, sample by sample: Spark reads what DataFusion reads.
+    let sql_precise = row_objects(&sql_json(&[PRECISE_SQL], &dir_refs));
+    let spark_precise: Vec<serde_json::Map<String, Value>> = v["precise"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_object().unwrap().clone())
+        .collect();
+    let ibs_ops = sql_precise
+        .iter()
+        .filter(|r| r["ibs_op_latency"] != Value::Null)
+        .count();
+    assert!(ibs_ops > 10, "few IBS op samples: {ibs_ops}");
+    assert_eq!(sql_precise.len(), spark_precise.len(), "precise rows");
+    for (n, (a, b)) in sql_precise.iter().zip(&spark_precise).enumerate() {
+        assert_eq!(a, b, "precise row {n}: culprit sql vs Spark");
+    }
 }

@@ -466,3 +466,87 @@ for i, d in enumerate(docs):
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// What `culprit script --format json` decodes of one IBS sample `s`, as the precise columns
+/// of the Parquet `samples` table must hold it (docs/fleet.md): the expected value of each
+/// column the sample determines (`data_addr`, `phys_addr` and `data_src` as unsigned), and the
+/// kinds of field it exercises ("fetch", "op", "branch", "load miss", "data address", "dtlb
+/// miss"), for tests to check the fixtures cover each.
+pub fn expected_ibs_precise_columns(
+    s: &serde_json::Value,
+) -> (BTreeMap<&'static str, serde_json::Value>, Vec<&'static str>) {
+    use serde_json::Value;
+    let mut want = BTreeMap::new();
+    let mut kinds = Vec::new();
+    let ibs = &s["ibs"];
+    let bit = |v: &Value| v.as_u64().map(|b| b == 1);
+    if let Some(fetch) = ibs.get("ibs_fetch_ctl") {
+        want.insert("ibs_fetch_latency", fetch["Lat"].clone());
+        for k in ["data_addr", "dc_miss", "ibs_op_latency", "branch_taken"] {
+            want.insert(k, Value::Null);
+        }
+        kinds.push("fetch");
+        return (want, kinds);
+    }
+    let Some(data3) = ibs.get("ibs_op_data3") else {
+        // A payload perf rejects (En or Val clear): no precise fields.
+        assert!(s.get("ibs_error").is_some(), "neither fetch nor op: {s}");
+        want.insert("ibs_op_latency", Value::Null);
+        return (want, kinds);
+    };
+    let p = &s["precise"];
+    // What script decodes as perf mem's precise sample.
+    want.insert("data_addr", p["addr"].clone());
+    want.insert("phys_addr", p["phys_addr"].clone());
+    want.insert("weight", p["latency"].clone());
+    want.insert("data_src", p["data_src"].clone());
+    // The registers themselves.
+    let mem_op = data3["LdOp"] == 1 || data3["StOp"] == 1;
+    let when_mem = |v: Option<bool>| match v {
+        Some(b) if mem_op => Value::Bool(b),
+        _ => Value::Null,
+    };
+    want.insert("dc_miss", when_mem(bit(&data3["DcMiss"])));
+    want.insert("dtlb_miss", when_mem(bit(&data3["DcL1TlbMiss"])));
+    let op = &ibs["ibs_op_data"];
+    want.insert("ibs_op_latency", op["TagToRetCtr"].clone());
+    let load_miss = data3["LdOp"] == 1 && data3["DcMiss"] == 1;
+    want.insert(
+        "ibs_dc_miss_latency",
+        if load_miss {
+            data3["DcMissLat"].clone()
+        } else {
+            Value::Null
+        },
+    );
+    if op["BrnRet"] == 1 {
+        want.insert("branch_taken", Value::Bool(op["OpBrnTaken"] == 1));
+        want.insert("branch_mispredicted", Value::Bool(op["OpBrnMisp"] == 1));
+        kinds.push("branch");
+    } else {
+        want.insert("branch_taken", Value::Null);
+        want.insert("branch_mispredicted", Value::Null);
+    }
+    if load_miss {
+        kinds.push("load miss");
+    }
+    if want["data_addr"] != Value::Null {
+        kinds.push("data address");
+    }
+    if want["dtlb_miss"] == Value::Bool(true) {
+        kinds.push("dtlb miss");
+    }
+    kinds.push("op");
+    (want, kinds)
+}
+
+/// The kinds of IBS field [`expected_ibs_precise_columns`] names: the IBS fixtures exercise
+/// each.
+pub const IBS_PRECISE_KINDS: [&str; 6] = [
+    "fetch",
+    "op",
+    "branch",
+    "load miss",
+    "data address",
+    "dtlb miss",
+];
