@@ -102,10 +102,22 @@ pub struct SqlResult {
     pub rows: Vec<Vec<Cell>>,
 }
 
+/// One cell per row of `array`: `value(i)`, or NULL where the row is null.
+fn or_null(array: &dyn Array, value: impl Fn(usize) -> Cell) -> Vec<Cell> {
+    (0..array.len())
+        .map(|i| {
+            if array.is_valid(i) {
+                value(i)
+            } else {
+                Cell::Null
+            }
+        })
+        .collect()
+}
+
 /// The cells of `array` (any type).
 fn cells(array: &ArrayRef) -> Vec<Cell> {
     let n = array.len();
-    let valid = |i: usize| array.is_valid(i);
     let typed = |to: &DataType| cast(array, to).ok();
     match array.data_type() {
         DataType::Null => vec![Cell::Null; n],
@@ -116,73 +128,33 @@ fn cells(array: &ArrayRef) -> Vec<Cell> {
         t => match ColumnKind::of(t) {
             ColumnKind::Bool => {
                 let a = array.as_boolean();
-                (0..n)
-                    .map(|i| {
-                        if valid(i) {
-                            Cell::Bool(a.value(i))
-                        } else {
-                            Cell::Null
-                        }
-                    })
-                    .collect()
+                or_null(array.as_ref(), |i| Cell::Bool(a.value(i)))
             }
             ColumnKind::Int => match typed(&DataType::Int64) {
                 Some(a) => {
                     let a = a.as_primitive::<Int64Type>();
-                    (0..n)
-                        .map(|i| {
-                            if valid(i) {
-                                Cell::Int(a.value(i))
-                            } else {
-                                Cell::Null
-                            }
-                        })
-                        .collect()
+                    or_null(array.as_ref(), |i| Cell::Int(a.value(i)))
                 }
                 None => formatted(array),
             },
             ColumnKind::UInt => match typed(&DataType::UInt64) {
                 Some(a) => {
                     let a = a.as_primitive::<UInt64Type>();
-                    (0..n)
-                        .map(|i| {
-                            if valid(i) {
-                                Cell::UInt(a.value(i))
-                            } else {
-                                Cell::Null
-                            }
-                        })
-                        .collect()
+                    or_null(array.as_ref(), |i| Cell::UInt(a.value(i)))
                 }
                 None => formatted(array),
             },
             ColumnKind::Float => match typed(&DataType::Float64) {
                 Some(a) => {
                     let a = a.as_primitive::<Float64Type>();
-                    (0..n)
-                        .map(|i| {
-                            if valid(i) {
-                                Cell::Float(a.value(i))
-                            } else {
-                                Cell::Null
-                            }
-                        })
-                        .collect()
+                    or_null(array.as_ref(), |i| Cell::Float(a.value(i)))
                 }
                 None => formatted(array),
             },
             ColumnKind::Text => match typed(&DataType::Utf8) {
                 Some(a) => {
                     let a = a.as_string::<i32>();
-                    (0..n)
-                        .map(|i| {
-                            if valid(i) {
-                                Cell::Text(a.value(i).to_string())
-                            } else {
-                                Cell::Null
-                            }
-                        })
-                        .collect()
+                    or_null(array.as_ref(), |i| Cell::Text(a.value(i).to_string()))
                 }
                 None => formatted(array),
             },
@@ -195,43 +167,18 @@ fn cells(array: &ArrayRef) -> Vec<Cell> {
 /// The cells of a list array: each list's values.
 fn list_cells(array: &ArrayRef) -> Option<Vec<Cell>> {
     let one = |v: ArrayRef| Cell::List(cells(&v));
-    let n = array.len();
     let out = match array.data_type() {
         DataType::List(_) => {
             let a = array.as_list::<i32>();
-            (0..n)
-                .map(|i| {
-                    if a.is_valid(i) {
-                        one(a.value(i))
-                    } else {
-                        Cell::Null
-                    }
-                })
-                .collect()
+            or_null(a, |i| one(a.value(i)))
         }
         DataType::LargeList(_) => {
             let a = array.as_list::<i64>();
-            (0..n)
-                .map(|i| {
-                    if a.is_valid(i) {
-                        one(a.value(i))
-                    } else {
-                        Cell::Null
-                    }
-                })
-                .collect()
+            or_null(a, |i| one(a.value(i)))
         }
         DataType::FixedSizeList(..) => {
             let a = array.as_fixed_size_list();
-            (0..n)
-                .map(|i| {
-                    if a.is_valid(i) {
-                        one(a.value(i))
-                    } else {
-                        Cell::Null
-                    }
-                })
-                .collect()
+            or_null(a, |i| one(a.value(i)))
         }
         _ => return None,
     };
@@ -242,15 +189,7 @@ fn list_cells(array: &ArrayRef) -> Option<Vec<Cell>> {
 fn formatted(array: &ArrayRef) -> Vec<Cell> {
     let options = FormatOptions::default();
     match ArrayFormatter::try_new(array.as_ref(), &options) {
-        Ok(f) => (0..array.len())
-            .map(|i| {
-                if array.is_valid(i) {
-                    Cell::Text(f.value(i).to_string())
-                } else {
-                    Cell::Null
-                }
-            })
-            .collect(),
+        Ok(f) => or_null(array.as_ref(), |i| Cell::Text(f.value(i).to_string())),
         Err(e) => vec![Cell::Text(format!("<{e}>")); array.len()],
     }
 }
