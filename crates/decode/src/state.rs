@@ -1,8 +1,9 @@
 //! Process, thread and mapping state over time, and DSO / comm interning.
 //!
-//! perf keeps the same state while it replays a file: COMM names threads (and with
-//! `COMM_EXEC` starts a fresh address space), FORK copies the parent's comm (and its maps for
-//! a new process), MMAP/MMAP2 add executable mappings that replace what they overlap. Kernel
+//! perf keeps the same state while it replays a file: COMM names threads (with `COMM_EXEC`
+//! the process keeps its maps, as in perf, until the new image's MMAPs replace them), FORK
+//! copies the parent's comm (and its maps for a new process), MMAP/MMAP2 add executable
+//! mappings that replace what they overlap. Kernel
 //! mappings (`[kernel.kallsyms]`, modules) are shared by all processes.
 
 use std::cell::Cell;
@@ -302,14 +303,15 @@ impl State {
         }
     }
 
-    pub(crate) fn set_comm(&mut self, p: &mut Profile, pid: i32, tid: i32, comm: &str, exec: bool) {
+    /// Names thread `tid`. An exec's COMM (`COMM_EXEC`) changes nothing else: exec starts a
+    /// new address space, but perf keeps the process's maps and only the new image's MMAPs
+    /// replace what they overlap. A sample taken inside execve after the COMM, whose user IP
+    /// and stack are still the old image's, resolves to the old libc in perf, and so here
+    /// (clearing the maps made those frames `[unknown]`).
+    pub(crate) fn set_comm(&mut self, p: &mut Profile, tid: i32, comm: &str) {
         let c = self.intern(p, comm);
         self.threads.insert(tid, Thread { comm: c });
         self.forget_threads();
-        if exec {
-            // exec starts a new address space; the new executable's MMAPs follow.
-            self.procs.insert(pid, Rc::default());
-        }
     }
 
     pub(crate) fn fork(&mut self, p: &mut Profile, pid: i32, ppid: i32, tid: i32, ptid: i32) {
@@ -530,6 +532,29 @@ mod tests {
         }
         assert!(refused > 0);
         assert!(st.map_budget < 13);
+    }
+
+    #[test]
+    fn test_exec_keeps_the_maps_until_the_new_image_replaces_them() {
+        // As perf: a sample inside execve after the exec's COMM still has the old image's
+        // user IP; the old libc resolves it. The new image's mappings replace what they
+        // overlap.
+        let mut st = State {
+            map_budget: 100,
+            ..State::default()
+        };
+        let mut p = Profile::default();
+        assert!(st.add_map(false, 7, m(0x7f00_0000, 0x7f01_0000, 0, 1)));
+        st.set_comm(&mut p, 7, "shares");
+        let old = st
+            .user_maps(7)
+            .and_then(|u| u.find(0x7f00_0100))
+            .map(|m| m.dso);
+        assert_eq!(old, Some(1));
+        assert!(st.add_map(false, 7, m(0x7f00_8000, 0x7f02_0000, 0, 2)));
+        let maps = st.user_maps(7).unwrap();
+        assert_eq!(maps.find(0x7f00_0100).map(|m| m.dso), Some(1));
+        assert_eq!(maps.find(0x7f00_9000).map(|m| m.dso), Some(2));
     }
 
     #[test]

@@ -359,12 +359,19 @@ impl SqlResult {
             None => "culprit sql".to_string(),
         };
         let rows = self.rows.len();
+        // A fleet's hundreds of directories would fill the screen: past three, the count and
+        // the first and last (JSON lists them all).
+        let dirs = match self.dirs.as_slice() {
+            [first, .., last] if self.dirs.len() > 3 => {
+                format!("{} directories ({first} … {last})", self.dirs.len())
+            }
+            all => all.join(", "),
+        };
         doc.header(format!(
-            "{what}: {rows} row{} over {} recording{} in {}",
+            "{what}: {rows} row{} over {} recording{} in {dirs}",
             if rows == 1 { "" } else { "s" },
             self.recordings,
             if self.recordings == 1 { "" } else { "s" },
-            self.dirs.join(", ")
         ));
         doc.table(self.table());
         doc
@@ -456,6 +463,41 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!([[-1, 7, 1.25, [1, null]], [null, 8, 3.0, null]])
+        );
+    }
+
+    #[test]
+    fn test_header_names_few_directories_and_counts_many() {
+        let header = |n: usize| {
+            let r = SqlResult {
+                schema: 1,
+                named: None,
+                query: String::new(),
+                dirs: (0..n).map(|i| format!("d{i}/")).collect(),
+                recordings: n,
+                columns: vec![],
+                rows: vec![],
+            };
+            let mut out = Vec::new();
+            let o = culprit_output::TextOptions {
+                width: None,
+                color: false,
+            };
+            culprit_output::text::write(&mut out, &r.document(), &o).unwrap();
+            String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            header(3),
+            "# culprit sql: 0 rows over 3 recordings in d0/, d1/, d2/"
+        );
+        assert_eq!(
+            header(100),
+            "# culprit sql: 0 rows over 100 recordings in 100 directories (d0/ … d99/)"
         );
     }
 }

@@ -110,7 +110,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         match ty {
             rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
-            rt::COMM => self.comm(r, misc, body),
+            rt::COMM => self.comm(r, body),
             rt::FORK => self.fork(body),
             rt::EXIT => Some(()),
             rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
@@ -153,14 +153,14 @@ impl<'a, 'p> Reader<'a, 'p> {
         body.get(..body.len().saturating_sub(t)).unwrap_or(body)
     }
 
-    pub(super) fn comm(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+    pub(super) fn comm(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
         let body = self.without_trailer(r.attr, body);
         let mut c = Cur::new(body, self.be);
-        let pid = c.i32()?;
+        let _pid = c.i32()?;
         let tid = c.i32()?;
         let name = c_string(body.get(8..)?);
-        let exec = misc & abi::misc::COMM_EXEC != 0;
-        self.st.set_comm(&mut self.p, pid, tid, &name, exec);
+        // An exec's COMM (COMM_EXEC) keeps the process's maps, as perf does (State::set_comm).
+        self.st.set_comm(&mut self.p, tid, &name);
         Some(())
     }
 
