@@ -562,19 +562,16 @@ fn test_fleet_report_limits_apply_to_the_merged_rows() {
 fn test_fleet_report_text_and_csv() {
     let test = "test_fleet_report_text_and_csv";
     let files = live_recordings(test);
-    let mut cmd = common::culprit();
-    cmd.args([
-        "report",
-        "--sort",
-        "comm,sym",
-        "--no-children",
-        "--width",
-        "0",
-    ]);
-    for f in &files {
-        cmd.arg("-i").arg(f);
-    }
-    let text = String::from_utf8(common::run_ok(&mut cmd).stdout).unwrap();
+    // `culprit report ARGS -i F…` over the three recordings: its stdout.
+    let merged = |args: &[&str]| {
+        let mut cmd = common::culprit();
+        cmd.arg("report").args(args);
+        for f in &files {
+            cmd.arg("-i").arg(f);
+        }
+        String::from_utf8(common::run_ok(&mut cmd).stdout).unwrap()
+    };
+    let text = merged(&["--sort", "comm,sym", "--no-children", "--width", "0"]);
     assert!(text.starts_with("# 3 inputs, merged"), "{text}");
     for f in &files {
         let line = format!("# Input {}: host ", f.display());
@@ -595,19 +592,7 @@ fn test_fleet_report_text_and_csv() {
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .collect();
     assert_eq!(body.len(), json["rows"].as_array().unwrap().len());
-    let mut cmd = common::culprit();
-    cmd.args([
-        "report",
-        "--sort",
-        "comm,sym",
-        "--no-children",
-        "--format",
-        "csv",
-    ]);
-    for f in &files {
-        cmd.arg("-i").arg(f);
-    }
-    let csv = String::from_utf8(common::run_ok(&mut cmd).stdout).unwrap();
+    let csv = merged(&["--sort", "comm,sym", "--no-children", "--format", "csv"]);
     assert_eq!(
         csv.lines().count(),
         1 + json["rows"].as_array().unwrap().len()

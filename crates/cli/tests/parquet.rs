@@ -429,16 +429,7 @@ fn test_parquet_precise_fields_round_trip_on_the_ibs_fixtures() {
         let entry = file_entry(&read, &file);
         assert_top_equals_report(&read, &file, &file);
         let rows = entry["precise"].as_array().unwrap();
-        let out = run_ok(
-            culprit()
-                .args(["script", "--format", "json", "-i"])
-                .arg(&file),
-        );
-        let script: Vec<Value> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let script = common::script_json(&file);
         assert_eq!(rows.len(), script.len(), "{name}: samples");
         for (n, (row, s)) in rows.iter().zip(&script).enumerate() {
             let at = format!("{name}: sample {n}");
@@ -715,16 +706,7 @@ fn test_parquet_precise_fields_of_pebs_samples_equal_script() {
         .as_array()
         .unwrap()
         .clone();
-    let out = run_ok(
-        culprit()
-            .args(["script", "--format", "json", "-i"])
-            .arg(&file),
-    );
-    let script: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let script = common::script_json(&file);
     assert_eq!(rows.len(), script.len());
     let mut checked = 0;
     for (n, (row, s)) in rows.iter().zip(&script).enumerate() {

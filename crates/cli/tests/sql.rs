@@ -581,16 +581,7 @@ fn test_precise_fields_round_trip_on_the_ibs_fixtures() {
         let name = input.file_name().unwrap().to_string_lossy();
         let file = input.to_str().unwrap();
         let mine: Vec<_> = rows.iter().filter(|r| r["file"] == file).collect();
-        let out = run_ok(
-            culprit()
-                .args(["script", "--format", "json", "-i"])
-                .arg(input),
-        );
-        let script: Vec<Value> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let script = common::script_json(input);
         assert_eq!(mine.len(), script.len(), "{name}: samples");
         // Times are unique in these files: the query's order is script's.
         for (n, (row, s)) in mine.iter().zip(&script).enumerate() {

@@ -467,6 +467,20 @@ for i, d in enumerate(docs):
     );
 }
 
+/// `culprit script --format json -i FILE`: one JSON object per sample, in delivery order.
+pub fn script_json(file: &Path) -> Vec<serde_json::Value> {
+    let out = run_ok(
+        culprit()
+            .args(["script", "--format", "json", "-i"])
+            .arg(file),
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// What `culprit script --format json` decodes of one IBS sample `s`, as the precise columns
 /// of the Parquet `samples` table must hold it (docs/fleet.md): the expected value of each
 /// column the sample determines (`data_addr`, `phys_addr` and `data_src` as unsigned), and the
