@@ -6,13 +6,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CULPRIT_SKIP_LOG="$PWD/target/skipped-tests.txt"
 mkdir -p target && : > "$CULPRIT_SKIP_LOG"
+# The build-id cache every test's culprit and perf use ($HOME=target/test-home): fresh each run.
+rm -rf target/test-home
 make -s -C workloads
 cargo fmt --all -- --check
 # One build serves both: the workspace with culprit-cli's `sql` feature (DataFusion, its
 # tests/sql.rs and the Spark test), then the default lean culprit-cli linted on its own.
 cargo clippy --workspace --all-targets --features culprit-cli/sql -- -D warnings
 cargo clippy -p culprit-cli --all-targets -- -D warnings
-cargo test --workspace --features culprit-cli/sql
+# --no-fail-fast: a failing test binary does not hide the failures of the others; cargo
+# still exits non-zero when any test failed (reported after the skip summary below).
+status=0
+cargo test --workspace --features culprit-cli/sql --no-fail-fast || status=$?
 skipped=$(wc -l < "$CULPRIT_SKIP_LOG")
 if [ "$skipped" -gt 0 ]; then
   echo "=================================================================="
@@ -20,3 +25,4 @@ if [ "$skipped" -gt 0 ]; then
   sed 's/^/  - /' "$CULPRIT_SKIP_LOG"
   echo "=================================================================="
 fi
+exit "$status"

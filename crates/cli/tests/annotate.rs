@@ -397,7 +397,7 @@ fn parse_perf_annotate(text: &str) -> BTreeMap<u64, f64> {
 
 fn record_perf(bin: &Path, out: &Path, extra: &[&str], args: &[&str]) {
     common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["record", "-q", "-o"])
             .arg(out)
             .args(extra)
@@ -450,7 +450,7 @@ fn check_against_perf_and_report(file: &Path) {
 
     // perf annotate, percentages of the function's samples (local hits).
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["annotate", "--stdio", "--percent-type", "local-hits", "-i"])
             .arg(&file)
             .arg("multiply_matrices"),

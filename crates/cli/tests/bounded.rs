@@ -157,15 +157,21 @@ fn test_stdin_and_file_agree_on_a_stream_with_a_sample_before_its_attrs() {
     let bytes = sample_before_attrs(&std::fs::read(fixture("pipe-g.data")).unwrap());
     let file = dir.join("stray.data");
     std::fs::write(&file, &bytes).unwrap();
+    // pipe-g.data recorded no build-id: its binary is found by path, in the fixtures' symfs.
+    let symfs = common::fixture_symfs();
     for verb in reading_verbs() {
         let from_file = common::culprit()
             .args(&verb)
+            .arg("--symfs")
+            .arg(&symfs)
             .arg("-i")
             .arg(&file)
             .output()
             .unwrap();
         let mut child = common::culprit()
             .args(&verb)
+            .arg("--symfs")
+            .arg(&symfs)
             .args(["-i", "-"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

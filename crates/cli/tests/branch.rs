@@ -43,7 +43,7 @@ fn test_branch_entries_equal_perf_script_brstack() {
     for name in BRANCH_FILES {
         let file = corpus(name);
         let out = common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .args(["script", "-F", "brstack", "-i"])
                 .arg(&file),
         );
@@ -133,7 +133,7 @@ fn empty_kallsyms() -> PathBuf {
 /// `perf report --branch-stack -t '|'` → table, and the branch count of each event.
 fn perf_branch_table(file: &Path, sort: &str) -> (Table, BTreeMap<String, u64>) {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             // `-F overhead,KEYS` sorts by KEYS like `--sort KEYS` but without the IPC column,
             // on which perf 6.1 crashes (SIGSEGV) for branches into unmapped addresses.
             .args(["report", "--stdio", "--branch-stack", "-t", "|", "-F"])
@@ -260,7 +260,7 @@ fn test_report_branch_matches_perf_branch_stack() {
         // needs the dso_* keys), and all the branch keys.
         let has_vdso = String::from_utf8_lossy(
             &common::run_ok(
-                Command::new("perf")
+                common::perf()
                     .args([
                         "report",
                         "--stdio",
@@ -469,7 +469,7 @@ fn symbol_addr(bin: &Path, name: &str) -> u64 {
 /// symbol → (children %, self %).
 fn perf_children_by_sym(file: &Path) -> BTreeMap<String, (f64, f64)> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args([
                 "report",
                 "--stdio",
@@ -644,7 +644,7 @@ fn test_lbr_call_graph_children_match_perf() {
 /// `perf report --no-branch-stack --sort comm,dso` (self) → event → "comm\tdso" → %.
 fn perf_plain(file: &Path) -> Table {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args([
                 "report",
                 "--stdio",

@@ -62,10 +62,10 @@ fn record(test: &str, workload: &str, args: &[String]) -> (PathBuf, String) {
 /// perf's view of the file: its event line from `perf evlist -v`, and the offsets in `func`
 /// of the workload's samples there (`perf script -F comm,ip,sym,symoff`).
 fn perf_view(file: &Path, comm: &str, func: &str) -> (String, Vec<u64>) {
-    let ev = common::run_ok(Command::new("perf").args(["evlist", "-v", "-i"]).arg(file));
+    let ev = common::run_ok(common::perf().args(["evlist", "-v", "-i"]).arg(file));
     let evlist = String::from_utf8_lossy(&ev.stdout).to_string();
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["script", "-F", "comm,ip,sym,symoff", "-i"])
             .arg(file),
     );

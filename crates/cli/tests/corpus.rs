@@ -14,7 +14,6 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -177,7 +176,7 @@ fn perf_table(input: &Path, keys: &[&str], children: bool) -> Result<(Table, boo
     } else {
         "--no-children"
     };
-    let out = Command::new("perf")
+    let out = common::perf()
         .arg("report")
         .arg("-i")
         .arg(input)
@@ -479,7 +478,7 @@ fn compare_samples(
 /// Whether the file's samples carry user stacks for DWARF unwinding (perf evlist prints each
 /// attr's sample_type).
 fn has_dwarf_stacks(file: &Path) -> bool {
-    let out = Command::new("perf")
+    let out = common::perf()
         .args(["evlist", "-v", "-i"])
         .arg(file)
         .output()

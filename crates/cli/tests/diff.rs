@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::Deserialize;
 
@@ -116,12 +115,7 @@ struct PerfRow {
 }
 
 fn perf_diff(a: &Path, b: &Path) -> Vec<PerfRow> {
-    let out = common::run_ok(
-        Command::new("perf")
-            .args(["diff", "-p", "-t", ";"])
-            .arg(a)
-            .arg(b),
-    );
+    let out = common::run_ok(common::perf().args(["diff", "-p", "-t", ";"]).arg(a).arg(b));
     let text = String::from_utf8_lossy(&out.stdout);
     let mut rows = Vec::new();
     for line in text.lines() {

@@ -5,14 +5,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 /// `perf script -i FILE | inferno-collapse-perf [flags]`, with inferno's collapser (the
 /// library inferno-collapse-perf runs); with `--pid`/`--tid`, perf script prints the process
 /// id too (`-F +pid`: its default shows the thread id only).
 fn perf_pipeline(file: &Path, flags: &[&str]) -> String {
     use inferno::collapse::Collapse;
-    let mut script = Command::new("perf");
+    let mut script = common::perf();
     script.arg("script").arg("-i").arg(file);
     if flags.iter().any(|f| *f == "--pid" || *f == "--tid") {
         script.args(["-F", "+pid"]);

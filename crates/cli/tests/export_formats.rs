@@ -507,7 +507,7 @@ fn test_exports_read_on_several_threads_equal_the_sequential_read() {
             &["sh", "-c", &cmd],
         )
     };
-    let stats = Command::new("perf")
+    let stats = common::perf()
         .args(["report", "--stats", "-i"])
         .arg(&file)
         .output()

@@ -122,7 +122,7 @@ fn parse_brstackoff(token: &str) -> PerfEntry {
 /// The branch stacks of a file as perf reads them, most recent entry first.
 fn perf_stacks(file: &Path) -> Vec<Vec<PerfEntry>> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["script", "-F", "brstackoff,dso", "-i"])
             .arg(file),
     );
@@ -253,7 +253,7 @@ fn test_bolt_profile_of_lbr_files_equals_perf_brstackoff() {
 /// The IBS taken branches `perf report -D` prints: (IbsOpRip, IbsBrTarget) as file offsets
 /// of the one mapping, with the mispredicted bit.
 fn perf_ibs_branches(file: &Path) -> Vec<(u64, u64, bool)> {
-    let out = common::run_ok(Command::new("perf").args(["report", "-D", "-i"]).arg(file));
+    let out = common::run_ok(common::perf().args(["report", "-D", "-i"]).arg(file));
     let text = String::from_utf8_lossy(&out.stdout);
     let (mut start, mut pgoff) = (0u64, 0u64);
     let mut out = Vec::new();

@@ -432,12 +432,7 @@ fn test_flamegraph_draws_the_frames_of_perf_script_inferno_pipeline() {
     // The pipeline users run, perf script | inferno-collapse-perf --all | inferno-flamegraph,
     // with inferno's tools as a library (the binaries' own code).
     use inferno::collapse::Collapse;
-    let script = common::run_ok(
-        std::process::Command::new("perf")
-            .arg("script")
-            .arg("-i")
-            .arg(&a),
-    );
+    let script = common::run_ok(common::perf().arg("script").arg("-i").arg(&a));
     let mut collapse = inferno::collapse::perf::Options::default();
     collapse.annotate_kernel = true;
     collapse.annotate_jit = true;

@@ -14,7 +14,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -233,7 +232,7 @@ fn live_recordings(test: &str) -> Vec<PathBuf> {
     if common::perf_installed() {
         let file = dir.join("branchy.data");
         common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .args(["record", "-q", "-e", "cpu-clock", "-F", "2000", "-o"])
                 .arg(&file)
                 .arg("--")
@@ -299,7 +298,7 @@ fn test_fleet_report_counts_agree_with_perf_per_file() {
     let mut want: BTreeMap<(String, String), u64> = BTreeMap::new();
     for f in &files {
         let out = common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .arg("report")
                 .arg("-i")
                 .arg(f)

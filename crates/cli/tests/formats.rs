@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -50,7 +50,7 @@ fn culprit_events(json: &Value) -> BTreeMap<String, u64> {
 /// header abbreviates counts past 999).
 fn perf_events(file: &Path) -> BTreeMap<String, u64> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args([
                 "report",
                 "--stdio",
@@ -87,7 +87,7 @@ fn assert_events_like_perf(file: &Path) -> Value {
 /// `perf record ARGS -- CMD` into `dir/NAME`: file mode, or pipe mode through stdout.
 fn record(dir: &Path, name: &str, pipe: bool, args: &[&str], cmd: &[&str]) -> PathBuf {
     let path = dir.join(name);
-    let mut c = Command::new("perf");
+    let mut c = common::perf();
     c.arg("record").arg("-q").args(args);
     if pipe {
         c.args(["-o", "-"])
@@ -195,9 +195,7 @@ struct ProbeGuard(String);
 
 impl Drop for ProbeGuard {
     fn drop(&mut self) {
-        let _ = Command::new("perf")
-            .args(["probe", "-q", "-d", &self.0])
-            .output();
+        let _ = common::perf().args(["probe", "-q", "-d", &self.0]).output();
     }
 }
 
@@ -212,7 +210,7 @@ fn test_uprobe_pipe_and_file_named_and_counted_like_perf() {
     std::fs::copy(common::workload("simple_classic"), &bin).unwrap();
     let group = "probe_culprit_fmt_uprobe";
     let _guard = ProbeGuard(format!("{group}:*"));
-    let added = Command::new("perf")
+    let added = common::perf()
         .args(["probe", "-q", "-x"])
         .arg(&bin)
         .arg("main")

@@ -6,7 +6,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::perf_record;
 
@@ -27,7 +26,7 @@ fn leader_sampled(test: &str) -> PathBuf {
 /// (event, period) of every sample as `perf script` prints them.
 fn perf_script_periods(file: &std::path::Path) -> Vec<(String, u64)> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["script", "-F", "event,period", "-i"])
             .arg(file),
     );
@@ -126,7 +125,7 @@ fn test_annotate_and_trace_see_leader_sampled_members() {
 
 /// `perf evlist -v` of a file: per event, its `key: value` fields.
 fn perf_evlist(file: &std::path::Path) -> Vec<(String, BTreeMap<String, String>)> {
-    let out = common::run_ok(Command::new("perf").args(["evlist", "-v", "-i"]).arg(file));
+    let out = common::run_ok(common::perf().args(["evlist", "-v", "-i"]).arg(file));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -219,7 +218,7 @@ fn test_record_groups_read_by_perf_as_perf_records_them() {
     for f in [&file, &pipe, &plain] {
         // perf sees the group, and it and culprit count the same samples per event.
         let header = common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .args(["report", "--header-only", "-i"])
                 .arg(f),
         );

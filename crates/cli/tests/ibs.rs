@@ -972,7 +972,7 @@ fn test_script_ibs_lines_equal_live_perf_report_dump() {
     };
     for variant in VARIANTS {
         let file = fixture(&format!("ibs-{variant}.data"));
-        let perf = std::process::Command::new("perf")
+        let perf = common::perf()
             .args(["report", "-D", "-i"])
             .arg(&file)
             .output()

@@ -7,7 +7,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -90,7 +89,7 @@ fn compare_mem_sort(file: &Path, sort: &str) {
 fn compare_mem_sort_mode(file: &Path, sort: &str, mode: &[&str]) {
     let keys: Vec<&str> = sort.split(',').collect();
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .arg("report")
             .arg("-i")
             .arg(file)
@@ -146,7 +145,7 @@ fn test_report_memory_keys_match_perf_mem_mode_on_real_pebs_file() {
     // `perf mem report` is `perf report --mem-mode`: same rows (it adds a Samples column).
     let sort = "mem,snoop,tlb,locked,blocked";
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["mem", "report", "--stdio", "-i"])
             .arg(&f)
             .args(["--sort", sort]),
@@ -192,7 +191,7 @@ struct ScriptAccess {
 
 fn perf_script_accesses(file: &Path) -> Vec<ScriptAccess> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args(["script", "-F", "comm,addr,weight,data_src", "-i"])
             .arg(file),
     );

@@ -74,7 +74,7 @@ fn record_json(args: &[&str]) -> (Value, Output) {
 }
 
 fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
+    common::perf()
         .args(args)
         .env("PAGER", "cat")
         .env("PERF_PAGER", "cat")
@@ -1125,7 +1125,7 @@ fn test_record_to_stdout_pipe_mode_read_by_perf_and_culprit() {
     let light_pipe = culprit_report_percent("-", File::open(&file).unwrap().into(), "light");
 
     if common::require_perf("test_record_to_stdout_pipe_mode_read_by_perf_and_culprit") {
-        let o = Command::new("perf")
+        let o = common::perf()
             .args(["report", "-i", "-", "--stdio", "--sort", "sym"])
             .env("PAGER", "cat")
             .stdin(File::open(&file).unwrap())

@@ -11,7 +11,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -21,7 +21,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
+    common::perf()
         .args(args)
         .env("PAGER", "cat")
         .env("PERF_PAGER", "cat")

@@ -262,7 +262,7 @@ fn compare_with_perf(file: &Path, sort: &str, children: bool) {
 
 /// Whether perf finds a kernel build-id in the file (`perf buildid-list`).
 fn records_kernel_build_id(file: &Path) -> bool {
-    let out = common::run_ok(Command::new("perf").arg("buildid-list").arg("-i").arg(file));
+    let out = common::run_ok(common::perf().arg("buildid-list").arg("-i").arg(file));
     String::from_utf8_lossy(&out.stdout).lines().any(|l| {
         let mut f = l.split_whitespace();
         matches!((f.next(), f.next()), (Some(id), Some(path))
@@ -279,7 +279,7 @@ fn compare_with_perf_filtered(file: &Path, sort: &str, children: bool, filter: &
         "--no-children"
     };
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .arg("report")
             .arg("-i")
             .arg(file)
@@ -1030,7 +1030,7 @@ fn test_report_matches_perf_leader_sampling() {
         );
         let out = std::fs::File::create(&pipe).unwrap();
         common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .args([
                     "record",
                     "-q",

@@ -115,7 +115,7 @@ fn json_frames(file: &str) -> Vec<Vec<JsonFrame>> {
 }
 
 fn perf_script(args: &[&str]) -> std::process::Output {
-    std::process::Command::new("perf")
+    common::perf()
         .arg("script")
         .args(args)
         .output()

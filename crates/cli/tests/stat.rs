@@ -524,7 +524,7 @@ fn test_topdown_level1_matches_perf_stat_oracle() {
             "{{{}}}",
             g.iter().map(perf_event).collect::<Vec<_>>().join(",")
         );
-        let o = Command::new("perf")
+        let o = common::perf()
             .args(["stat", "-x,", "-e", &spec, "--"])
             .args(cmd)
             .output()

@@ -380,7 +380,7 @@ fn pmc_script_on_a_recorded_file_matches_perf() {
         "pmc:::cpu-clock { @c[execname] = count(); @p[execname] = sum(period); }",
     ]);
     // perf script's own view of the same file.
-    let out = common::run_ok(std::process::Command::new("perf").args([
+    let out = common::run_ok(common::perf().args([
         "script",
         "-F",
         "comm,period",

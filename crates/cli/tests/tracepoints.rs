@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -18,7 +18,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn perf(args: &[&str]) -> Output {
-    Command::new("perf")
+    common::perf()
         .args(args)
         .env("PAGER", "cat")
         .stdin(Stdio::null())

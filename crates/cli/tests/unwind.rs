@@ -13,7 +13,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use culprit_decode::model::{CpuMode, Profile, Sample};
 use culprit_decode::unwind::{x86_64_reg, UnwindInput, UserStackUnwinder};
@@ -64,7 +63,7 @@ fn children_of(rows: &[(String, f64, f64)], sym: &str) -> Option<f64> {
 /// `perf report --stdio --children --sort sym -g none`: (symbol, children %, self %).
 fn perf_children(file: &Path) -> Vec<(String, f64, f64)> {
     let out = common::run_ok(
-        Command::new("perf")
+        common::perf()
             .args([
                 "report",
                 "--stdio",
@@ -138,7 +137,7 @@ fn test_unwind_perf_dwarf_recording_matches_known_tree_and_perf() {
     {
         let _lock = common::pmu_lock();
         common::run_ok(
-            Command::new("perf")
+            common::perf()
                 .args(["record", "-q", "--call-graph", "dwarf", "-e", "cpu-clock"])
                 .args(["-F", "2000", "-o"])
                 .arg(&file)
@@ -326,7 +325,7 @@ fn test_unwind_stream_decoder_matches_file_reader() {
     {
         let _lock = common::pmu_lock();
         let out = std::fs::File::create(&file).expect("create the pipe-mode file");
-        let status = Command::new("perf")
+        let status = common::perf()
             .args(["record", "-q", "--call-graph", "dwarf", "-e", "cpu-clock"])
             .args(["-F", "2000", "-o", "-", "--"])
             .arg(&exe)

@@ -16,10 +16,7 @@ use crate::perfdata::BuildIdEntry;
 
 /// The cache directory: `$PERF_BUILDID_DIR`, else `$HOME/.debug`; `None` without either.
 pub fn default_dir() -> Option<PathBuf> {
-    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    nonempty("PERF_BUILDID_DIR")
-        .map(PathBuf::from)
-        .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".debug")))
+    culprit_decode::abi::buildid_cache_dir()
 }
 
 fn hex(id: &[u8]) -> String {

@@ -415,3 +415,13 @@ pub mod mem {
         | (LOCK_NA << LOCK_SHIFT)
         | (TLB_NA << TLB_SHIFT);
 }
+
+/// perf's build-id cache directory, where `record` stores copies of the recorded objects
+/// and readers look them up by build-id: `$PERF_BUILDID_DIR` (perf's `buildid.dir`), else
+/// `$HOME/.debug`; `None` without either.
+pub fn buildid_cache_dir() -> Option<std::path::PathBuf> {
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    nonempty("PERF_BUILDID_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| nonempty("HOME").map(|h| std::path::PathBuf::from(h).join(".debug")))
+}

@@ -84,7 +84,7 @@ pub enum SymbolError {
 pub struct SymbolizerOptions {
     /// Root of separate debug files (`/usr/lib/debug`).
     pub debug_root: PathBuf,
-    /// perf's build-id cache (`$HOME/.debug`), if any.
+    /// perf's build-id cache (`$PERF_BUILDID_DIR`, else `$HOME/.debug`), if any.
     pub buildid_cache: Option<PathBuf>,
     /// The kallsyms file (`/proc/kallsyms`).
     pub kallsyms: PathBuf,
@@ -128,7 +128,7 @@ impl Default for SymbolizerOptions {
     fn default() -> Self {
         SymbolizerOptions {
             debug_root: PathBuf::from("/usr/lib/debug"),
-            buildid_cache: std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug")),
+            buildid_cache: culprit_decode::abi::buildid_cache_dir(),
             kallsyms: PathBuf::from("/proc/kallsyms"),
             kernel_notes: PathBuf::from("/sys/kernel/notes"),
             modules: PathBuf::from("/proc/modules"),

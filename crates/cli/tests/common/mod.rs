@@ -9,9 +9,70 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
-/// The `culprit` binary cargo built for these tests.
+/// The `culprit` binary cargo built for these tests, with `$HOME` at [`test_home`].
 pub fn culprit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_culprit"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_culprit"));
+    in_test_home(&mut c);
+    c
+}
+
+/// `perf`, with `$HOME` at [`test_home`] (its build-id cache and config), as culprit.
+pub fn perf() -> Command {
+    let mut c = Command::new("perf");
+    in_test_home(&mut c);
+    c
+}
+
+/// Runs `c` with `$HOME` at [`test_home`] and no `$PERF_BUILDID_DIR`: the build-id cache
+/// that culprit and perf read (and that `record` fills) is the suite's own, never the
+/// user's `~/.debug`.
+pub fn in_test_home(c: &mut Command) -> &mut Command {
+    c.env("HOME", test_home()).env_remove("PERF_BUILDID_DIR")
+}
+
+/// The `$HOME` of every culprit and perf the tests run: target/test-home, whose `.debug`
+/// (perf's build-id cache) holds the binaries the committed fixtures were recorded with
+/// (copied from crates/decode/tests/fixtures/buildid-cache), so that their names resolve on
+/// any machine, in any checkout.
+pub fn test_home() -> PathBuf {
+    static HOME: OnceLock<PathBuf> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let root = repo_root();
+        let home = root.join("target/test-home");
+        copy_missing(
+            &root.join("crates/decode/tests/fixtures/buildid-cache"),
+            &home.join(".debug"),
+        );
+        home
+    })
+    .clone()
+}
+
+/// The `--symfs` root of the fixtures that recorded no build-id (pipe mode, `-z`): their
+/// recorded paths, inside the repository (crates/decode/tests/fixtures/README.md).
+pub fn fixture_symfs() -> PathBuf {
+    repo_root().join("crates/decode/tests/fixtures/symfs")
+}
+
+/// Copies every file under `from` to the same place under `to` that does not exist there
+/// yet (written to a temporary name, then renamed: test binaries may run at once).
+fn copy_missing(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type().unwrap().is_dir() {
+            copy_missing(&src, &dst);
+        } else if !dst.exists() {
+            let tmp = to.join(format!(
+                ".{}.{}",
+                entry.file_name().to_string_lossy(),
+                std::process::id()
+            ));
+            std::fs::copy(&src, &tmp).unwrap();
+            std::fs::rename(&tmp, &dst).unwrap();
+        }
+    }
 }
 
 /// Repository root.
@@ -324,7 +385,7 @@ pub fn perf_record(test: &str, args: &[&str], cmd: &[&str]) -> PathBuf {
     let dir = scratch(test);
     let file = dir.join("perf.data");
     run_ok(
-        Command::new("perf")
+        perf()
             .arg("record")
             .arg("-q")
             .arg("-o")
@@ -391,7 +452,7 @@ pub fn culprit_event_totals(json: &serde_json::Value) -> BTreeMap<String, (u64, 
 /// event in `file`.
 pub fn assert_event_totals_match(file: &Path) -> BTreeMap<String, (u64, u64)> {
     let out = run_ok(
-        Command::new("perf")
+        perf()
             .arg("report")
             .arg("-i")
             .arg(file)

@@ -18,6 +18,16 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// `perf` with `$HOME` at target/test-home and no `$PERF_BUILDID_DIR`: its build-id cache
+/// (which `perf record` fills) is the suite's own, never the user's `~/.debug`.
+pub fn perf() -> Command {
+    let home = repo_root().join("target/test-home");
+    let _ = std::fs::create_dir_all(&home);
+    let mut c = Command::new("perf");
+    c.env("HOME", home).env_remove("PERF_BUILDID_DIR");
+    c
+}
+
 /// A fresh scratch directory under target/test-tmp/decode-NAME.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = repo_root()
@@ -31,7 +41,7 @@ pub fn scratch(name: &str) -> PathBuf {
 pub fn perf_installed() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
     *HAVE.get_or_init(|| {
-        Command::new("perf")
+        perf()
             .arg("--version")
             .output()
             .map(|o| o.status.success())
@@ -110,7 +120,7 @@ pub struct PerfSample {
 }
 
 pub fn perf_script(path: &Path) -> Vec<PerfSample> {
-    let out = Command::new("perf")
+    let out = perf()
         .args([
             "script",
             "-F",

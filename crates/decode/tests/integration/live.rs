@@ -3,12 +3,12 @@
 //! `perf script` and with `perf report`'s totals.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::common::*;
 
 fn record(out: &Path, args: &[&str], workload: &Path, pipe: bool) {
-    let mut cmd = Command::new("perf");
+    let mut cmd = crate::common::perf();
     cmd.arg("record").arg("-q").args(args);
     if pipe {
         cmd.args(["-o", "-"]);
@@ -23,7 +23,7 @@ fn record(out: &Path, args: &[&str], workload: &Path, pipe: bool) {
 
 /// `# Samples: N  of event 'NAME'` and `# Event count (approx.): P` lines of perf report.
 fn perf_report_totals(path: &Path) -> Vec<(String, Option<u64>, u64)> {
-    let out = Command::new("perf")
+    let out = crate::common::perf()
         .args(["report", "--stdio", "--sort", "comm", "-i"])
         .arg(path)
         .output()

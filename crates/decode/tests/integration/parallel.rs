@@ -196,7 +196,7 @@ fn test_parallel_read_equals_sequential_on_live_multiprocess_recording() {
         "for i in 1 2 3 4; do {} 4 > /dev/null; done",
         shares.display()
     );
-    let status = std::process::Command::new("perf")
+    let status = crate::common::perf()
         .args([
             "record",
             "-q",

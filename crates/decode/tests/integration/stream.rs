@@ -3,7 +3,7 @@
 //! meta, warnings, stop point), including streams cut anywhere and live `perf record -o -`.
 
 use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use culprit_decode::model::{Profile, Sample};
 use culprit_decode::{Reader, StreamDecoder};
@@ -276,7 +276,7 @@ fn test_stream_live_perf_record_pipe() {
         &["-e", "cpu-clock", "-F", "4000", "-g"][..],
         &["-e", "cpu-clock,page-faults", "-c", "20000", "-z"][..],
     ] {
-        let mut child = Command::new("perf")
+        let mut child = crate::common::perf()
             .args(["record", "-q", "-o", "-"])
             .args(args)
             .arg("--")
