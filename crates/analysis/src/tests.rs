@@ -10,7 +10,9 @@ const PID: i32 = 4242;
 
 /// Symbols: f1 at 0x1000, f2 at 0x2000, main at 0x3000, each 0x100 long; 0x9000 unknown.
 fn symbolizer(tag: &str) -> Symbolizer {
-    let dir = std::env::temp_dir().join(format!("culprit-analysis-{tag}-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-tmp")
+        .join(format!("culprit-analysis-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join(format!("perf-{PID}.map")),

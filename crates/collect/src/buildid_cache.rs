@@ -108,7 +108,9 @@ mod tests {
 
     #[test]
     fn test_add_stores_elf_and_build_id_link_as_perf() {
-        let dir = std::env::temp_dir().join(format!("culprit-bidcache-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("culprit-bidcache-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let exe = std::env::current_exe().unwrap();
         let Some(id) = crate::buildid::file_build_id(exe.to_str().unwrap()) else {

@@ -303,7 +303,9 @@ mod tests {
 
     #[test]
     fn test_switched_names_are_unique_and_retention_keeps_the_newest() {
-        let dir = std::env::temp_dir().join(format!("culprit-modes-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("culprit-modes-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let base = dir.join("perf.data");

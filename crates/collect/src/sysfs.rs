@@ -531,11 +531,13 @@ pub(crate) mod testutil {
         /// An empty tree.
         pub fn empty() -> FakeSysfs {
             static N: AtomicU32 = AtomicU32::new(0);
-            let root = std::env::temp_dir().join(format!(
-                "culprit-fake-sysfs-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/test-tmp")
+                .join(format!(
+                    "culprit-fake-sysfs-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
             let _ = std::fs::remove_dir_all(&root);
             std::fs::create_dir_all(&root).unwrap();
             FakeSysfs { root }

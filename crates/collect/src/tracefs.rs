@@ -323,8 +323,9 @@ mod tests {
 
     /// A tracefs tree with sched:sched_switch, sched:sched_wakeup and two syscalls.
     fn tree(name: &str) -> Tracefs {
-        let root =
-            std::env::temp_dir().join(format!("culprit-tracefs-{name}-{}", std::process::id()));
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("culprit-tracefs-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let ev = root.join("events");
         for (sys, n, id) in [

@@ -306,7 +306,9 @@ fn test_parse_event_bad_modifiers() {
 
 #[test]
 fn test_parse_tracepoints_and_wildcards() {
-    let root = std::env::temp_dir().join(format!("culprit-events-tp-{}", std::process::id()));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-tmp")
+        .join(format!("culprit-events-tp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for (sys, name, id) in [
         ("sched", "sched_switch", 316),
