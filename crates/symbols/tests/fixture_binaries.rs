@@ -1,6 +1,6 @@
-//! Every committed perf.data fixture finds the binaries it has samples in *inside the
-//! repository*, never at the path where it was recorded: a DSO with a recorded build-id in
-//! the fixtures' build-id cache (`crates/decode/tests/fixtures/buildid-cache`, perf's
+//! Every committed perf.data fixture finds the binaries it has samples in, and every file of
+//! its build-id table, *inside the repository*, never at the path where it was recorded: a
+//! DSO with a recorded build-id in the fixtures' build-id cache (`crates/decode/tests/fixtures/buildid-cache`, perf's
 //! `.build-id/xx/rest/elf` layout, which the suite's `$HOME/.debug` is filled from), a DSO
 //! without one (pipe mode, `-z`) under the fixtures' `--symfs` root
 //! (`crates/decode/tests/fixtures/symfs`). The few exceptions are listed with why.
@@ -143,7 +143,11 @@ fn test_every_fixture_finds_its_binaries_inside_the_repository() {
         let p = culprit_decode::Reader::open(&path)
             .collect()
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        for d in hit_dsos(&p) {
+        // The DSOs with samples, and every file of the build-id table (perf writes the
+        // objects with hits there).
+        let mut wanted = hit_dsos(&p);
+        wanted.extend((0..p.dsos.len()).filter(|&d| p.dsos[d].build_id.is_some()));
+        for d in wanted {
             let dso = &p.dsos[d];
             if dso.kind != DsoKind::Elf {
                 continue; // the kernel, the vDSO, anonymous memory: not files
