@@ -8,8 +8,13 @@ export CULPRIT_SKIP_LOG="$PWD/target/skipped-tests.txt"
 mkdir -p target && : > "$CULPRIT_SKIP_LOG"
 # The build-id cache every test's culprit and perf use ($HOME=target/test-home): fresh each run.
 rm -rf target/test-home
+# The toolchain of rust-toolchain.toml, offline where this machine's stable is that version.
+bash scripts/toolchain.sh
 make -s -C workloads
 cargo fmt --all -- --check
+# Dependencies' licences and RustSec advisories (deny.toml; offline where GitHub is not
+# reachable: see the script).
+bash scripts/deny.sh
 # One build serves both: the workspace with culprit-cli's `sql` feature (DataFusion, its
 # tests/sql.rs and the Spark test), then the default lean culprit-cli linted on its own.
 cargo clippy --workspace --all-targets --features culprit-cli/sql -- -D warnings
