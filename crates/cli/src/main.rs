@@ -113,7 +113,19 @@ fn main() -> ExitCode {
             let text = error_text(&err);
             let lines: Vec<_> = text.split('\n').map(culprit_output::text::escape).collect();
             eprintln!("culprit: error: {}", lines.join("\n"));
-            ExitCode::from(2)
+            // A file of malformed samples only is damaged data (1, as a truncated file),
+            // not a usage or I/O error (2).
+            let damaged = err.chain().any(|cause| {
+                let decode = cause
+                    .downcast_ref::<culprit_decode::ReadError>()
+                    .map(|r| &r.error)
+                    .or_else(|| cause.downcast_ref::<culprit_decode::DecodeError>());
+                matches!(
+                    decode,
+                    Some(culprit_decode::DecodeError::AllSamplesMalformed(_))
+                )
+            });
+            ExitCode::from(if damaged { 1 } else { 2 })
         }
     }
 }

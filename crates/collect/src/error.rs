@@ -17,6 +17,16 @@ pub enum RecordError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// Another recording holds the output file (or its `.old`) locked.
+    #[error(
+        "{} is being written by another recording (it holds the file locked); use another -o, \
+         or wait for that recording to end",
+        path.display()
+    )]
+    OutputInUse {
+        /// The locked path.
+        path: PathBuf,
+    },
     /// Writing the head of the output failed, before the recording started (the previous
     /// file, if any, is back in place).
     #[error("writing {}: {source}", path.display())]

@@ -131,8 +131,10 @@ pub fn spawn_held_with(
     }
     // SAFETY: pipe2 returned two new descriptors we own.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: fork; the child only calls async-signal-safe functions (close, read, execvp,
-    // write, _exit) on data prepared above.
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: fork; the child only calls async-signal-safe functions (close, prctl, getppid,
+    // read, execvp, write, _exit) on data prepared above.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(std::io::Error::last_os_error().into());
@@ -141,6 +143,20 @@ pub fn spawn_held_with(
         // Child.
         unsafe {
             libc::close(wr.as_raw_fd());
+            // The command must not outlive a recorder killed outright (SIGKILL leaves it no
+            // chance to end it): SIGTERM when culprit dies, so it can still clean up
+            // (docs/record.md). If culprit died before the prctl, nothing will send it: the
+            // parent is no longer culprit, so stop here.
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::_exit(127);
+            }
             let mut b = 0u8;
             let n = libc::read(rd.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
             if n != 1 {
@@ -236,7 +252,8 @@ extern "C" fn on_sigusr2(_: libc::c_int) {
 }
 
 /// Installs a SIGUSR2 handler that only counts the signal (`--switch-output=signal`,
-/// `--overwrite`: perf's signal to write a file), without SA_RESTART as for SIGINT.
+/// `--overwrite`: perf's signal to write a file; other recordings ignore it, as perf),
+/// without SA_RESTART as for SIGINT.
 pub fn install_sigusr2_handler() {
     // SAFETY: sigaction with a handler that only touches an atomic (async-signal-safe).
     unsafe {

@@ -435,6 +435,43 @@ struct NewOutput {
     created: bool,
     /// The path was an empty regular file, written in place.
     was_empty: bool,
+    /// The previous file (now `FILE.old`) and whatever `FILE.old` was, held locked until the
+    /// recording has started: a concurrent `record -o FILE` must not move them meanwhile.
+    _held: Vec<File>,
+}
+
+/// Takes an exclusive lock on the regular file at `path` if there is one (`None`: no
+/// regular file there), without waiting: a lock held elsewhere is another recording of
+/// the same output ([`RecordError::OutputInUse`]). The lock is taken on what the path names
+/// after the lock too (else the file was moved meanwhile: it is retried).
+fn lock_existing(path: &std::path::Path) -> Result<Option<File>, RecordError> {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::io::AsRawFd;
+    for _ in 0..8 {
+        // Only regular files: opening a FIFO would block, and a device is never moved.
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return Ok(None);
+        }
+        let Ok(file) = File::open(path) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(RecordError::OutputInUse {
+                path: path.to_path_buf(),
+            });
+        }
+        let same = match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            return Ok(Some(file));
+        }
+    }
+    Err(RecordError::OutputInUse {
+        path: path.to_path_buf(),
+    })
 }
 
 impl NewOutput {
@@ -446,6 +483,10 @@ impl NewOutput {
             path: path.to_path_buf(),
             source,
         };
+        // Two recordings of one output: the file being written is locked by its recording
+        // (and the previous one and `.old` while they move), so the second one stops here
+        // instead of moving or truncating them.
+        let previous = lock_existing(path)?;
         let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
         let is_data = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
         let mut out = NewOutput {
@@ -453,14 +494,20 @@ impl NewOutput {
             old: None,
             created: false,
             was_empty: false,
+            _held: Vec::new(),
         };
         if is_data || (link && std::fs::metadata(path).is_ok_and(|m| m.is_file())) {
             let mut old = path.as_os_str().to_owned();
             old.push(".old");
             let old = PathBuf::from(old);
+            if let Some(older) = lock_existing(&old)? {
+                out._held.push(older);
+            }
             std::fs::rename(path, &old).map_err(|e| not_writable(&old, e))?;
             out.old = Some(old);
         }
+        // Last: `pop` lets the in-place file's lock go below.
+        out._held.extend(previous);
         let opened = match std::fs::symlink_metadata(path) {
             // An empty file or a device: written in place, never removed.
             Ok(m) => {
@@ -476,7 +523,34 @@ impl NewOutput {
             }
         };
         match opened {
-            Ok(file) => Ok((out, file)),
+            Ok(file) => {
+                use std::os::unix::io::AsRawFd;
+                // The new file is this recording's for as long as it is open: locked on the
+                // writer's own descriptor (an empty file written in place was locked through
+                // `previous`, another description: that lock is let go first). A device is
+                // not locked.
+                if !(out.created || out.was_empty) {
+                    return Ok((out, file));
+                }
+                if out.was_empty {
+                    out._held.pop();
+                }
+                // SAFETY: flock on the descriptor just opened.
+                if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                    // Another recording took the path in between: it is theirs, untouched.
+                    return Err(RecordError::OutputInUse {
+                        path: path.to_path_buf(),
+                    });
+                }
+                Ok((out, file))
+            }
+            Err(e) if out.created && e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // Another recording created the path after this one looked: it is theirs (the
+                // previous file stays at `.old`, as after any recording).
+                Err(RecordError::OutputInUse {
+                    path: path.to_path_buf(),
+                })
+            }
             Err(e) => {
                 out.created = false;
                 out.abandon();
@@ -971,9 +1045,10 @@ pub fn record_with_notices(
     check_ring_holds_a_sample(opts)?;
     raise_fd_limit();
     launch::install_sigint_handler();
-    if opts.modes.dumps_on_signal() {
-        launch::install_sigusr2_handler();
-    }
+    // Always caught, as perf ignores it: SIGUSR2's default would kill the recorder and leave
+    // an unfinished file and an unprofiled command. Counted only; only the modes that dump on
+    // it act. (A caught signal, unlike SIG_IGN, is back to its default in the exec'd command.)
+    launch::install_sigusr2_handler();
 
     // The output file is touched only once everything that can fail at the start has
     // succeeded (the command exists, the events open): a failed start never harms it.
@@ -1585,7 +1660,6 @@ fn record_into(
         notice,
         ..
     } = out;
-    let samples: u64 = tracker.samples.iter().sum();
     let dropped_samples = files.dropped_samples;
     let finished = files.finish(&tracker, failed, notice, warn);
     if let Some((error, closed, without_features)) = finished.failure {
@@ -1594,7 +1668,9 @@ fn record_into(
             stream: matches!(opts.output, Output::Stream(_)),
             error,
             data_size: finished.data_size,
-            samples,
+            // The samples of the file being written, which is what is kept of it (the
+            // earlier files of a --switch-output rotation are complete on their own).
+            samples: tracker.file_samples,
             closed,
             without_features,
             target: target_after,

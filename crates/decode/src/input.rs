@@ -19,6 +19,7 @@ pub struct ReadError {
     /// The input as messages name it: the path, or `perf.data from stdin`.
     pub input: String,
     /// What went wrong.
+    #[source]
     pub error: DecodeError,
 }
 
@@ -362,6 +363,7 @@ impl<'a> Reader<'a> {
         for later in folds {
             fold.merge(later, &profile);
         }
+        let profile = check_samples(profile).map_err(fail)?;
         Ok((profile, fold))
     }
 
@@ -376,7 +378,9 @@ impl<'a> Reader<'a> {
             }
             self.read_here(sink)
         });
-        result.map_err(|error| ReadError { input: name, error })
+        result
+            .and_then(check_samples)
+            .map_err(|error| ReadError { input: name, error })
     }
 
     fn read_here(self, mut sink: Option<SampleSink<'_>>) -> Result<Profile, DecodeError> {
@@ -395,12 +399,19 @@ impl<'a> Reader<'a> {
         let mut profile = match source {
             // A FIFO or a device (`-i /dev/stdin`, `-i /dev/zero`) is a stream: its magic is
             // checked first and it is read as it arrives, never mapped or read whole first.
-            Source::File(path) if !file::is_mappable(&path)? => stream::read_input(
-                std::fs::File::open(&path).map_err(DecodeError::Io)?,
-                reborrow_sink(&mut sink),
-                reborrow_unwinder(&mut unwinder),
-                skips,
-            )?,
+            Source::File(path) if !file::is_mappable(&path)? => {
+                let waiting = WaitNotice::start(&path);
+                let input = std::fs::File::open(&path).map_err(DecodeError::Io)?;
+                stream::read_input(
+                    FirstData {
+                        inner: input,
+                        notice: Some(waiting),
+                    },
+                    reborrow_sink(&mut sink),
+                    reborrow_unwinder(&mut unwinder),
+                    skips,
+                )?
+            }
             Source::File(path) => file::with_file(&path, &mut |data, release| {
                 reader::read(
                     data,
@@ -437,6 +448,82 @@ impl<'a> Reader<'a> {
         }
         Ok(profile)
     }
+}
+
+/// How long a FIFO may stay silent before culprit says it is waiting for it.
+const FIFO_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Says on a terminal's stderr, once, that culprit is still waiting for data on a FIFO (or
+/// a device) when nothing came within [`FIFO_GRACE`]: perf gives up at once, culprit keeps
+/// waiting, and a silent wait looks like a hang. Dropped (data came, or the read ended):
+/// nothing is said.
+struct WaitNotice {
+    /// Dropped with the notice: tells the waiting thread to say nothing.
+    _sender: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl WaitNotice {
+    fn start(path: &Path) -> WaitNotice {
+        use std::io::IsTerminal;
+        let is_fifo = std::fs::metadata(path).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_fifo()
+        });
+        if !is_fifo || !std::io::stderr().is_terminal() {
+            return WaitNotice { _sender: None };
+        }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let shown = path.display().to_string();
+        // A thread of its own: the reading thread is blocked in open() or read(). Detached;
+        // it ends at the grace period or as soon as the notice is dropped.
+        let spawned = std::thread::Builder::new()
+            .name("fifo-wait".into())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(FIFO_GRACE)
+                {
+                    eprintln!(
+                        "culprit: waiting for data on the FIFO {}: nothing written yet \
+                         (Ctrl-C to stop)",
+                        shown.escape_debug()
+                    );
+                }
+            });
+        WaitNotice {
+            _sender: spawned.ok().map(|_| tx),
+        }
+    }
+}
+
+/// A stream that drops its [`WaitNotice`] at the first read that returns.
+struct FirstData<R> {
+    inner: R,
+    notice: Option<WaitNotice>,
+}
+
+impl<R: Read> Read for FirstData<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf);
+        self.notice = None;
+        n
+    }
+}
+
+/// Refuses a profile whose every sample was malformed (an error, not "0 samples"), and
+/// counts the skipped ones in one warning when only some were.
+fn check_samples(mut profile: Profile) -> Result<Profile, DecodeError> {
+    let malformed = profile.malformed_samples;
+    if malformed == 0 {
+        return Ok(profile);
+    }
+    let valid: u64 = profile.events.iter().map(|e| e.samples).sum();
+    if valid == 0 {
+        return Err(DecodeError::AllSamplesMalformed(malformed));
+    }
+    profile.warnings.push(format!(
+        "{malformed} malformed sample{} skipped ({valid} read)",
+        if malformed == 1 { "" } else { "s" }
+    ));
+    Ok(profile)
 }
 
 /// The sample callback, re-borrowed so that its trait object coerces to a read's (shorter)

@@ -66,6 +66,10 @@ pub enum DecodeError {
         /// What is wrong there.
         what: String,
     },
+    /// Every SAMPLE record was malformed and skipped: a report of it would say "0 samples"
+    /// as if the recording were empty.
+    #[error("all {0} samples are malformed and were skipped; nothing to show")]
+    AllSamplesMalformed(u64),
 }
 
 /// The magic bytes as printable text (`\x..` escapes for the rest).

@@ -551,6 +551,8 @@ pub struct Profile {
     pub throttles: u64,
     /// Non-fatal problems (unknown record types, unmatched sample ids, …).
     pub warnings: Vec<String>,
+    /// SAMPLE records that could not be parsed and were skipped (not in any total).
+    pub malformed_samples: u64,
     /// Set when the file is truncated or corrupt: what was read and where it stopped.
     pub stopped: Option<ReadStop>,
 }

@@ -18,7 +18,10 @@
 //! Limits: the crates.io release of `fxprof-processed-profile` (0.8) writes processed format
 //! version 55; the profiler upgrades it when loading. The perf clock is not wall time: the
 //! profile's start is the Unix epoch plus the first sample's perf time. Weights are 32-bit:
-//! a sample whose period passes 2^31 − 1 is written as several samples at the same time.
+//! a sample whose period passes 2^31 − 1 is written as several samples at the same time, at
+//! most [`MAX_PIECES`]; a file with a larger period (a damaged one: 2^63 − 1) has every
+//! weight divided by one factor instead, so the shares stay and the output stays bounded by
+//! the samples (`culprit export` warns with the factor).
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -89,10 +92,26 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         samples: 0,
         primary: primary_index.unwrap_or(0),
     };
+    let scale = weight_scale(profile);
     for s in &profile.timeline {
-        w.add_sample(s.thread, s.event, s.stack, s.time, s.period);
+        // Rounded to the nearest, and at least 1 where the period is not 0.
+        let period = match scale {
+            1 => s.period,
+            k => (s.period / k + u64::from(s.period % k >= k / 2)).max(u64::from(s.period > 0)),
+        };
+        w.add_sample(s.thread, s.event, s.stack, s.time, period);
     }
     Ok((w.fx, w.samples))
+}
+
+/// The most samples one sample is written as (each of weight up to 2^31 − 1).
+pub const MAX_PIECES: u64 = 64;
+
+/// What every weight is divided by so that the largest period needs at most [`MAX_PIECES`]
+/// samples: 1 (exact weights) unless a period passes `MAX_PIECES × (2^31 − 1)`.
+pub fn weight_scale(profile: &StackProfile) -> u64 {
+    let max = profile.timeline.iter().map(|s| s.period).max().unwrap_or(0);
+    max.div_ceil(MAX_PIECES * i32::MAX as u64).max(1)
 }
 
 /// Building state: handles of what was already added.
@@ -383,6 +402,28 @@ mod tests {
         let got = tracks(&json(&model));
         assert_eq!(got.len(), 1);
         assert_eq!((got[0].2, got[0].3), (3, big));
+    }
+
+    #[test]
+    fn test_write_bounds_a_huge_period() {
+        let mut model = testutil::profile();
+        model.timeline.truncate(2);
+        model.timeline[0].period = i64::MAX as u64;
+        let small = model.timeline[1].period;
+        let started = std::time::Instant::now();
+        let mut out = Vec::new();
+        let samples = write(&model, &mut out).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(samples <= 2 * MAX_PIECES, "{samples} samples");
+        assert!(out.len() < 1 << 20, "{} bytes", out.len());
+        // One factor for every weight: the huge sample keeps (nearly) all the share, the
+        // small one at least 1.
+        let scale = weight_scale(&model);
+        assert!(scale > 1);
+        let got = tracks(&json(&model));
+        let total: u64 = got.iter().map(|t| t.3).sum();
+        let expected = (i64::MAX as u64).div_ceil(scale) + (small / scale).max(1);
+        assert!(total.abs_diff(expected) <= 2, "{total} vs {expected}");
     }
 
     #[test]

@@ -280,18 +280,35 @@ fn draw<'a>(
 
 /// `stack weight` lines, sorted (inferno merges neighbouring stacks).
 fn folded_lines(stacks: &[(String, u64)]) -> Vec<String> {
-    stacks.iter().map(|(s, w)| format!("{s} {w}")).collect()
+    stacks
+        .iter()
+        .map(|(s, w)| format!("{} {w}", unambiguous_stack(s)))
+        .collect()
 }
 
 fn folded_text(stacks: &[(String, u64)]) -> String {
     let mut text = String::new();
     for (s, w) in stacks {
-        text.push_str(s);
+        text.push_str(&unambiguous_stack(s));
         text.push(' ');
         text.push_str(&w.to_string());
         text.push('\n');
     }
     text
+}
+
+/// The stack as inferno must read it: inferno takes the last one or two space-separated
+/// numbers of a line as its counts (two: a differential graph), so a leaf named `f 999`
+/// would lose ` 999` and become a delta. That space becomes a no-break space (U+00A0), which
+/// the SVG shows the same. Newlines and other control characters are already escaped (`\x0a`)
+/// by the folded stacks.
+fn unambiguous_stack(stack: &str) -> std::borrow::Cow<'_, str> {
+    match stack.rsplit_once(' ') {
+        Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => {
+            std::borrow::Cow::Owned(format!("{head}\u{a0}{tail}"))
+        }
+        _ => std::borrow::Cow::Borrowed(stack),
+    }
 }
 
 /// A 32-bit FNV-1a hash of `s`, for colours that follow names.
@@ -462,6 +479,25 @@ mod tests {
         assert_eq!(get("[unknown]_[k]").b, 0);
         // The same names always get the same colours.
         assert_eq!(dso_palette(&profile), map);
+    }
+
+    #[test]
+    fn test_leaf_name_ending_in_digits_is_not_read_as_a_count() {
+        // The name `nl\nnext 999` as the folded stacks write it (newline escaped).
+        let stacks = vec![("prog;nl\\x0anext 999".to_string(), 1234u64)];
+        let lines = folded_lines(&stacks);
+        let mut o = flamegraph::Options::default();
+        let mut svg = Vec::new();
+        draw(&mut o, lines.iter().map(String::as_str), &mut svg).unwrap();
+        let svg = String::from_utf8(svg).unwrap();
+        // One graph of 1,234 samples whose leaf keeps its whole name; no differential delta.
+        assert!(
+            svg.contains("nl\\x0anext\u{a0}999 (1,234 samples, 100.00%)"),
+            "{svg}"
+        );
+        // The differential path parses the same lines.
+        let text = folded_text(&stacks);
+        assert!(text.ends_with("next\u{a0}999 1234\n"), "{text}");
     }
 
     #[test]

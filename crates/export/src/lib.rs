@@ -309,11 +309,27 @@ pub fn write_profile(
         records,
         bytes: out.bytes,
         lost: profile.summary.lost,
-        warnings: profile.summary.warnings.clone(),
+        warnings: format_warnings(profile, opts.format),
         stopped: profile.summary.stopped.clone(),
         pgo: None,
         parquet: None,
     })
+}
+
+/// The reading's warnings, and what the format changed of the data.
+fn format_warnings(profile: &StackProfile, format: Format) -> Vec<String> {
+    let mut warnings = profile.summary.warnings.clone();
+    if format == Format::Firefox {
+        let scale = firefox::weight_scale(profile);
+        if scale > 1 {
+            warnings.push(format!(
+                "a sample's period ({}) is too large for the Firefox Profiler's 32-bit \
+                 weights: every weight is divided by {scale}",
+                profile.timeline.iter().map(|s| s.period).max().unwrap_or(0)
+            ));
+        }
+    }
+    warnings
 }
 
 /// The events of a multi-event format: every event of the profile.

@@ -351,6 +351,8 @@ struct Group {
 
 /// One input of an export: its host row, events, frames and stacks.
 struct Input {
+    /// `hosts.samples`: the rows the export wrote to `samples/` for this input.
+    sample_rows: i64,
     file: String,
     meta: RecordingMeta,
     /// (event_id, name, unit), in event_id order.
@@ -383,6 +385,7 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
             "kernel",
             "perf_version",
             "cmdline",
+            "samples",
             "lost",
             "first_time",
             "last_time",
@@ -408,9 +411,11 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
         let s = |n: &str| -> Result<Option<String>, TableError> {
             Ok(c.strs(n)?.get(0).map(str::to_string))
         };
+        let rows = c.ints("samples")?.get(0).unwrap_or(0);
         let first = c.ints("first_time")?.get(0);
         let last = c.ints("last_time")?.get(0);
         host_row = Some((
+            rows,
             s("file")?.unwrap_or_default(),
             RecordingMeta {
                 cmdline: s("cmdline")?,
@@ -425,7 +430,7 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
         ));
         break;
     }
-    let Some((file, meta)) = host_row else {
+    let Some((sample_rows, file, meta)) = host_row else {
         return Err(TableError::Layout {
             path: path.display().to_string(),
             why: "no row".to_string(),
@@ -549,6 +554,7 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
         }
     }
     Ok(Input {
+        sample_rows,
         file,
         meta,
         events,
@@ -792,9 +798,27 @@ fn report_input(
                         &format!("row {i}: event {ev}, which events/ does not have"),
                     ));
                 };
-                let p = period.get(i).unwrap_or(0).max(0) as u64;
-                totals[e as usize].0 += 1;
-                totals[e as usize].1 += p;
+                let p = period.get(i).unwrap_or(0);
+                if p < 0 {
+                    return Err(c.wrong("period", &format!("row {i}: negative period {p}")));
+                }
+                let p = p as u64;
+                // Totals stay within the tables' own Int64: a sum past it would wrap.
+                let total = &mut totals[e as usize];
+                total.0 += 1;
+                total.1 = total
+                    .1
+                    .checked_add(p)
+                    .filter(|&t| t <= i64::MAX as u64)
+                    .ok_or_else(|| {
+                        c.wrong(
+                            "period",
+                            &format!(
+                                "row {i}: the periods of event {ev} add up past 2^63-1 \
+                                 (period {p})"
+                            ),
+                        )
+                    })?;
                 if !selected[e as usize] {
                     continue;
                 }
@@ -849,6 +873,18 @@ fn report_input(
     }
     drop(fold);
     let input = input;
+    // Every row once: a samples file copied twice (or lost) would change every count.
+    let rows: u64 = totals.iter().map(|t| t.0).sum();
+    if i64::try_from(rows).ok() != Some(input.sample_rows) {
+        return Err(TableError::Layout {
+            path: dir.join("samples").display().to_string(),
+            why: format!(
+                "{rows} sample rows for input {id}, where hosts.samples says {} (a samples \
+                 file duplicated or missing?)",
+                input.sample_rows
+            ),
+        });
+    }
 
     // The input's event columns: those asked for, or those with samples (all when none has).
     let any = totals.iter().any(|t| t.0 > 0);

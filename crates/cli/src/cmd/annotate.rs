@@ -81,6 +81,23 @@ fn parse_addr(s: &str) -> Result<u64, String> {
     u64::from_str_radix(hex, 16).map_err(|e| format!("'{s}' is not a hex address: {e}"))
 }
 
+/// Each distinct warning once, in first-seen order, with how many times it was given: the
+/// reading and the symbolizer can each report the same problem for every function annotated.
+fn count_repeats<'a>(warnings: impl Iterator<Item = &'a String>) -> Vec<(&'a str, usize)> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut out: Vec<(&str, usize)> = Vec::new();
+    for w in warnings {
+        match seen.get(w.as_str()) {
+            Some(&i) => out[i].1 += 1,
+            None => {
+                seen.insert(w, out.len());
+                out.push((w, 1));
+            }
+        }
+    }
+    out
+}
+
 /// Runs `culprit annotate`.
 pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top needs at least 1");
@@ -116,8 +133,16 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     };
     let mut symbolizer = input.symbolizer();
     let ann = annotate_places(&profile, &places, &mut symbolizer, &opts)?;
-    for w in profile.warnings.iter().chain(symbolizer.warnings()) {
-        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
+    for (w, times) in count_repeats(profile.warnings.iter().chain(symbolizer.warnings())) {
+        let repeats = if times > 1 {
+            format!(" ({times} times)")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "culprit: warning: {}{repeats}",
+            culprit_output::text::escape(w)
+        );
     }
     if ann.functions.is_empty() {
         anyhow::bail!(ann.no_match_message(&target, &args.input.path().display().to_string()));

@@ -207,6 +207,9 @@ pub(crate) struct Reader<'a, 'p> {
     input_len: u64,
     features: Features,
     suppressed_warnings: u64,
+    /// Record types already warned about as malformed: the first of each type is named
+    /// (with its offset), the rest only counted (a damaged file would repeat it per record).
+    malformed_types: Vec<u32>,
     progress: &'p mut dyn FnMut(u64, u64),
     next_progress: u64,
     /// Where this reader's own records start (its share's start in a parallel read):
@@ -294,6 +297,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             input_len: data.len() as u64,
             features: Features::default(),
             suppressed_warnings: 0,
+            malformed_types: Vec::new(),
             progress,
             next_progress: 0,
             progress_from: 0,

@@ -605,6 +605,7 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
     // the header's (the last part's) and the count of those not kept.
     let mut warnings = Vec::new();
     let mut suppressed = 0u64;
+    let mut malformed_named: Vec<u32> = Vec::new();
     let mut header = Vec::new();
     let last = used.len().saturating_sub(1);
     let mut used = used.into_iter().enumerate().map(|(i, (mut p, o))| {
@@ -614,6 +615,13 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
             header = tail;
         }
         for w in p.warnings.drain(..) {
+            // Each share names the first malformed record of a type; the read names one.
+            if let Some(ty) = super::records::malformed_type(&w) {
+                if malformed_named.contains(&ty) {
+                    continue;
+                }
+                malformed_named.push(ty);
+            }
             if warnings.len() < MAX_WARNINGS {
                 warnings.push(w);
             } else {
@@ -638,6 +646,9 @@ pub(crate) fn merge_shares(parts: Vec<(Profile, ShareOutcome)>) -> Profile {
         merged.lost_samples = merged.lost_samples.saturating_add(earlier.lost_samples);
         merged.lost_events = merged.lost_events.saturating_add(earlier.lost_events);
         merged.throttles = merged.throttles.saturating_add(earlier.throttles);
+        merged.malformed_samples = merged
+            .malformed_samples
+            .saturating_add(earlier.malformed_samples);
         merged.meta.time_range = match (earlier.meta.time_range, merged.meta.time_range) {
             (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
             (a, b) => a.or(b),

@@ -95,8 +95,20 @@ impl<'a, 'p> Reader<'a, 'p> {
     #[cold]
     #[inline(never)]
     pub(super) fn malformed(&mut self, ty: u32, file_off: u64) {
+        if ty == rt::SAMPLE && !self.part.lite {
+            self.p.malformed_samples += 1;
+        }
+        if self.malformed_types.contains(&ty) {
+            return;
+        }
+        self.malformed_types.push(ty);
+        let further = if ty == rt::SAMPLE {
+            "; further malformed samples are counted, not listed"
+        } else {
+            "; further ones of this type are not listed"
+        };
         self.warn(format!(
-            "malformed record of type {ty} at offset {file_off}; skipped"
+            "{MALFORMED_PREFIX}{ty} at offset {file_off}; skipped{further}"
         ));
     }
 
@@ -243,4 +255,13 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         Some(())
     }
+}
+
+/// How the warning about a malformed record begins (its type follows).
+const MALFORMED_PREFIX: &str = "malformed record of type ";
+
+/// The record type a "malformed record" warning names (`None`: another warning).
+pub(super) fn malformed_type(warning: &str) -> Option<u32> {
+    let rest = warning.strip_prefix(MALFORMED_PREFIX)?;
+    rest.split(' ').next()?.parse().ok()
 }
