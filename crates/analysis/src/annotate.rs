@@ -34,6 +34,9 @@ pub enum Target {
     Symbol(String),
     /// The function containing this address (SVMA, as objdump shows it).
     Addr(u64),
+    /// The function containing this file offset of the DSO with this short name (the
+    /// `dso+0xOFFSET` form report prints for a frame without a symbol).
+    DsoOffset(String, u64),
 }
 
 /// What to compute.
@@ -419,6 +422,30 @@ pub fn annotate_places(
             })
             .take(1)
             .collect(),
+        Target::DsoOffset(name, offset) => {
+            // The symbol at that offset, as report resolved it.
+            let queries: Vec<Query> = profile
+                .dsos
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.short_name == *name)
+                .map(|(i, _)| Query {
+                    dso: Some(i as DsoId),
+                    file_offset: *offset,
+                    pid: -1,
+                })
+                .collect();
+            let res = symbolizer.resolve_batch(profile, &queries);
+            let wanted: Vec<(DsoId, _)> = queries
+                .iter()
+                .zip(res)
+                .filter_map(|(q, r)| Some((q.dso?, r.symbol?)))
+                .collect();
+            (0..funcs.len())
+                .filter(|&i| wanted.contains(&(funcs[i].dso, funcs[i].symbol)))
+                .take(1)
+                .collect()
+        }
     };
     let mut out = Annotation {
         functions: Vec::new(),

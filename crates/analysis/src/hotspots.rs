@@ -167,6 +167,9 @@ pub struct KeyValue {
     level: Level,
     has_number: bool,
     has_addr: bool,
+    /// The address is a run-time address (a call-chain entry without a symbol), not a file
+    /// offset: shown raw, as perf does, never as `DSO+0xOFFSET`.
+    runtime_addr: bool,
     /// Display text id: the name, the number, or `[unknown]`.
     text: u32,
     /// DSO short name id (sym, ip, and srcfile without a source file), or `NONE`.
@@ -183,6 +186,7 @@ impl KeyValue {
             level: Level::None,
             has_number: false,
             has_addr: false,
+            runtime_addr: false,
             text: NONE,
             dso: NONE,
             value: 0,
@@ -205,6 +209,11 @@ impl KeyValue {
     /// file offset when there is no ELF mapping for it).
     pub fn addr(&self) -> Option<u64> {
         self.has_addr.then_some(self.value)
+    }
+    /// Whether [`KeyValue::addr`] is a run-time address (a caller without a symbol) rather
+    /// than a file offset in the DSO.
+    pub fn addr_is_runtime(&self) -> bool {
+        self.runtime_addr
     }
 }
 
@@ -265,8 +274,12 @@ impl KeyColumn {
         if self.has_extra() {
             self.dso.push(v.dso);
             self.value.push(v.value);
-            self.flags
-                .push(v.level as u8 | u8::from(v.has_number) << 2 | u8::from(v.has_addr) << 3);
+            self.flags.push(
+                v.level as u8
+                    | u8::from(v.has_number) << 2
+                    | u8::from(v.has_addr) << 3
+                    | u8::from(v.runtime_addr) << 4,
+            );
         }
     }
 
@@ -285,6 +298,7 @@ impl KeyColumn {
             };
             v.has_number = f & 4 != 0;
             v.has_addr = f & 8 != 0;
+            v.runtime_addr = f & 16 != 0;
             v.dso = self.dso.get(i).copied().unwrap_or(NONE);
             v.value = self.value.get(i).copied().unwrap_or(0);
         }

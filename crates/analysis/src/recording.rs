@@ -91,10 +91,19 @@ pub fn header_lines(profile: &Profile, file: &str, with_duration: bool) -> Vec<S
     lines
 }
 
-/// Whether event `id` of `profile` counts nanoseconds (the software clock events), so that
-/// its periods are durations.
+/// Whether event `id` of `profile` counts nanoseconds (the software clock events, and
+/// perf's `offcpu-time`, whose period is the time blocked), so that its periods are durations.
 pub fn period_is_ns(profile: &Profile, id: culprit_decode::model::EventId) -> bool {
-    profile.events.get(usize::from(id)).is_some_and(|i| {
-        i.attr_type == culprit_decode::abi::perf_type::SOFTWARE && (i.config == 0 || i.config == 1)
-    })
+    profile
+        .events
+        .get(usize::from(id))
+        .is_some_and(|i| event_counts_ns(i.attr_type, i.config, &i.name))
+}
+
+/// Whether an event of this attr type, config and name counts nanoseconds: `cpu-clock`
+/// (software 0), `task-clock` (software 1), `offcpu-time` (perf's and culprit's name for
+/// off-CPU samples, as [`crate::stacks::period_unit`] has it).
+pub fn event_counts_ns(attr_type: u32, config: u64, name: &str) -> bool {
+    (attr_type == culprit_decode::abi::perf_type::SOFTWARE && config <= 1)
+        || name.starts_with("offcpu-time")
 }

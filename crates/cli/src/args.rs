@@ -59,8 +59,8 @@ pub struct OutputArgs {
     /// set), always or never.
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
-    /// Fit text lines to N columns (0: never cut). Default: the terminal's width, else
-    /// $COLUMNS, else 80; long names are cut with '…' (JSON and CSV keep them whole).
+    /// Fit text lines to N columns (0: never cut), cutting long names with '…'. Default: on
+    /// a terminal its width (else $COLUMNS, else 80); into a file or a pipe, never cut.
     #[arg(long, value_name = "N")]
     pub width: Option<usize>,
 }

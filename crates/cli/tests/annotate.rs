@@ -582,6 +582,10 @@ fn test_annotate_text_source_intel_addr_and_inclusive_calls() {
     let addr = load["ip"].as_str().unwrap();
     let by_addr = annotate_json(&file, &["--addr", addr]);
     assert_eq!(by_addr[0]["symbol"], "multiply_matrices");
+    // The `DSO+0xOFFSET` form report prints for frames without a symbol (ld maps a PIE's
+    // text at file offset == address).
+    let by_offset = annotate_json(&file, &["--addr", &format!("simple_classic+{addr}")]);
+    assert_eq!(by_offset[0]["symbol"], "multiply_matrices");
     let out = common::run_ok(
         culprit_cmd()
             .args([
@@ -945,15 +949,15 @@ fn test_annotate_source_names_inlined_functions() {
     assert!(text.contains("h = mix(h + i);"), "{text}");
 }
 
-/// The text of `culprit annotate ARGS` as it is written into a pipe without `COLUMNS`
-/// (80 columns).
+/// The text of `culprit annotate ARGS` fitted to 80 columns (`--width 80` unless ARGS give
+/// a width: a pipe alone is never cut).
 fn annotate_text(args: &[&str]) -> String {
-    let out = common::run_ok(
-        culprit_cmd()
-            .env_remove("COLUMNS")
-            .arg("annotate")
-            .args(args),
-    );
+    let mut cmd = culprit_cmd();
+    cmd.env_remove("COLUMNS").arg("annotate").args(args);
+    if !args.contains(&"--width") {
+        cmd.args(["--width", "80"]);
+    }
+    let out = common::run_ok(&mut cmd);
     String::from_utf8(out.stdout).expect("UTF-8 text")
 }
 

@@ -341,7 +341,7 @@ fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
     assert!(text.contains("errata #1238/#1347/#1293 applied"), "{text}");
     assert!(text.contains("\n# op by location\n"), "{text}");
     assert!(text.contains("\n# Top 10 VAs by DC misses\n"), "{text}");
-    // Every fixture's text fits 80 columns (a pipe without COLUMNS); --width 0 never cuts.
+    // Every fixture's text fits --width 80; --width 0 never cuts.
     for f in [
         "ibs-fam17h_m31_zen2.data",
         "ibs-fam19h_m01_zen3.data",
@@ -358,7 +358,7 @@ fn test_ibs_text_report_says_what_it_filters_and_file_without_ibs_fails() {
             );
             String::from_utf8(out.stdout).unwrap()
         };
-        for l in run(&[]).lines() {
+        for l in run(&["--width", "80"]).lines() {
             assert!(l.chars().count() <= 80, "{f}: {l:?}");
         }
         let whole = run(&["--width", "0"]);

@@ -311,7 +311,13 @@ fn test_annotate_kernel_addresses_keep_their_gap() {
             .env_remove("COLUMNS")
             .args(["annotate", "-i"])
             .arg(file())
-            .args(["--kallsyms", k.to_str().unwrap(), "test_kfunc"]),
+            .args([
+                "--kallsyms",
+                k.to_str().unwrap(),
+                "test_kfunc",
+                "--width",
+                "80",
+            ]),
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();

@@ -184,7 +184,7 @@ fn assert_fits(text: &str, width: usize, what: &str) {
 }
 
 #[test]
-fn test_report_text_fits_80_columns_by_default() {
+fn test_report_text_fits_width_80() {
     let files = [
         decode_fixture("two-events.data"),
         decode_fixture("ibs-fam19h_m11_zen4.data"),
@@ -201,7 +201,7 @@ fn test_report_text_fits_80_columns_by_default() {
             &["--group"][..],
         ] {
             let what = format!("{} {args:?}", f.display());
-            let text = report(f, args);
+            let text = report(f, &[args, &["--width", "80"]].concat());
             assert_fits(&text, 80, &what);
             // `--width 0` never cuts: most of these reports are wider than 80 then.
             let whole = report(f, &[args, &["--width", "0"]].concat());
@@ -218,22 +218,15 @@ fn test_report_text_fits_80_columns_by_default() {
     // A call graph's lines fit too; --width N fits N.
     let g = decode_fixture("cpu-clock-g.data");
     assert_fits(
-        &report(&g, &["--sort", "sym", "-g", "caller"]),
+        &report(&g, &["--sort", "sym", "-g", "caller", "--width", "80"]),
         80,
         "-g caller",
     );
     assert_fits(&report(&g, &["--width", "60"]), 60, "--width 60");
-    // $COLUMNS when not on a terminal.
-    let out = common::run_ok(
-        common::culprit()
-            .args(["report", "-i"])
-            .arg(&g)
-            .env("COLUMNS", "50"),
-    );
-    assert_fits(&String::from_utf8_lossy(&out.stdout), 50, "COLUMNS=50");
+
     // Branch mode too.
     let b = real("google-perf_data_converter/perf.data.branch-4.14");
-    assert_fits(&report(&b, &["--branch"]), 80, "--branch");
+    assert_fits(&report(&b, &["--branch", "--width", "80"]), 80, "--branch");
 }
 
 #[test]
@@ -381,4 +374,91 @@ fn test_report_json_validates_against_its_schema() {
         let json = report(&b, &all);
         common::validate_json_schema("report-branch", &json);
     }
+}
+
+/// Text into a pipe or an `-o` file is never cut (as perf): it equals `--width 0`, lines
+/// wider than 80 columns and all; `--width 80` still cuts.
+#[test]
+fn test_report_text_into_a_pipe_or_file_is_not_cut() {
+    let dir = common::scratch("report-layout-uncut");
+    let mut wider = 0;
+    for (i, f) in [
+        decode_fixture("cpu-clock-g.data"),
+        decode_fixture("two-events.data"),
+        real("google-perf_data_converter/perf.data.busy.1-3.8"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let whole = report(f, &["--sort", "dso,sym", "--width", "0"]);
+        // COLUMNS is a terminal's setting: a pipe ignores it.
+        let piped = common::run_ok(
+            common::culprit()
+                .args(["report", "--sort", "dso,sym", "-i"])
+                .arg(f)
+                .env("COLUMNS", "50"),
+        );
+        assert_eq!(String::from_utf8_lossy(&piped.stdout), whole, "{f:?}");
+        let file = dir.join(format!("rep{i}.txt"));
+        common::run_ok(
+            common::culprit()
+                .args(["report", "--sort", "dso,sym", "-o"])
+                .arg(&file)
+                .arg("-i")
+                .arg(f),
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), whole, "{f:?}");
+        if whole.lines().any(|l| l.chars().count() > 80) {
+            wider += 1;
+            let cut = report(f, &["--sort", "dso,sym", "--width", "80"]);
+            assert_fits(&cut, 80, "--width 80");
+            assert_ne!(cut, whole);
+        }
+    }
+    assert!(wider > 0, "no fixture has a line wider than 80 columns");
+}
+
+/// A caller without a symbol is grouped by its run-time address (as perf): the row shows
+/// that address raw (`[unknown] 0x559fd368e172`, perf `0x0000559fd368e172`), never dressed
+/// as a file offset (`shares+0x559fd368e172`).
+#[test]
+fn test_report_unresolved_callers_show_raw_addresses_as_perf() {
+    if !common::require_perf("test_report_unresolved_callers_show_raw_addresses_as_perf") {
+        return;
+    }
+    // A stripped binary's frames: no symbols even with the fixtures' build-id cache.
+    let f = decode_fixture("compressed-g.data");
+    let ours = report(&f, &["--children", "--sort", "dso,sym", "--width", "0"]);
+    let big = |hex: &str| u64::from_str_radix(hex, 16).is_ok_and(|a| a > u64::from(u32::MAX));
+    let mut raw = std::collections::BTreeSet::new();
+    for l in ours.lines() {
+        if let Some((_, rest)) = l.split_once("[unknown] ") {
+            let word = rest.split_whitespace().next().unwrap_or("");
+            match word.split_once("+0x") {
+                Some((_, off)) => assert!(!big(off), "a run-time address as an offset: {l}"),
+                None => {
+                    // User space (`[.]`): perf resolves this VM's kernel from /proc.
+                    let user = l.contains("[.] [unknown] ");
+                    if let Some(a) = word.strip_prefix("0x").filter(|a| user && big(a)) {
+                        raw.insert(u64::from_str_radix(a, 16).unwrap());
+                    }
+                }
+            }
+        }
+    }
+    let out = common::perf()
+        .args(["report", "--children", "--sort", "dso,sym", "--stdio", "-i"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let theirs: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once("[.] 0x"))
+        .filter_map(|(_, a)| a.split_whitespace().next())
+        .filter(|a| big(a))
+        .map(|a| u64::from_str_radix(a, 16).unwrap())
+        .collect();
+    assert!(!theirs.is_empty(), "perf shows no raw caller address");
+    assert_eq!(raw, theirs, "\n{ours}");
 }

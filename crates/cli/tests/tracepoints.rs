@@ -417,6 +417,38 @@ fn test_off_cpu_sleeps_split_one_to_ten() {
         "{}",
         text(&o.stdout)
     );
+    assert_off_cpu_report_shows_time(&file);
+}
+
+/// culprit's report of an off-CPU recording shows the `offcpu-time` event count and Period
+/// column as durations (`1.234 s`, `20.05 ms`), not as counts (`2.34 G`).
+fn assert_off_cpu_report_shows_time(file: &Path) {
+    let o = common::run_ok(
+        common::culprit()
+            .args(["report", "--sort", "sym", "--no-children", "-i"])
+            .arg(file),
+    );
+    let report = text(&o.stdout);
+    let header = report
+        .lines()
+        .find(|l| l.contains("Event 'offcpu-time':") && l.contains("event count"))
+        .unwrap_or_else(|| panic!("no offcpu-time header in\n{report}"));
+    let is_time = |s: &str| [" s", " ms", " us", " ns"].iter().any(|u| s.ends_with(u));
+    let in_parens = header
+        .rsplit_once('(')
+        .map(|(_, r)| r.split(')').next().unwrap_or(""));
+    assert!(in_parens.is_some_and(is_time), "{header}");
+    // The table under that header: its first row's Period is a duration.
+    let row = report
+        .lines()
+        .skip_while(|l| !l.contains("Event 'offcpu-time':"))
+        .nth(2)
+        .unwrap_or_else(|| panic!("no offcpu-time row in\n{report}"));
+    let period_unit = [" s ", " ms ", " us ", " ns "];
+    assert!(
+        period_unit.iter().any(|u| row.contains(u)),
+        "{row}\n{report}"
+    );
 }
 
 #[test]

@@ -453,11 +453,34 @@ pub fn count(
                 next_tick = Some(tick + iv);
             }
         }
-        let sleep = next_tick
-            .map(|t| t.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_millis(5))
-            .min(Duration::from_millis(5));
-        std::thread::sleep(sleep.max(Duration::from_micros(200)));
+        // Block until the command (or an attached process) exits, a signal, or the next
+        // `-I` tick, as perf stat does: a poll every few ms preempts the command and adds
+        // context switches. Without pidfds (old kernels) fall back to a 5 ms poll.
+        let until_tick = next_tick.map(|t| t.saturating_duration_since(Instant::now()));
+        let watched: Option<Vec<_>> = match child_pid {
+            Some(pid) => launch::pidfd(pid).map(|fd| vec![fd]),
+            None if matches!(opts.target, Target::Pids(_)) => pids
+                .iter()
+                .filter(|&&p| procfs::process_alive(p))
+                .map(|&p| launch::pidfd(p))
+                .collect(),
+            None => Some(Vec::new()),
+        };
+        match watched {
+            // A signal that lands between the checks above and the poll would only be seen
+            // at the next wake-up: bound the wait at 1 s.
+            Some(fds) => launch::wait_readable(
+                &fds,
+                until_tick
+                    .unwrap_or(Duration::from_secs(1))
+                    .min(Duration::from_secs(1)),
+            ),
+            None => std::thread::sleep(
+                until_tick
+                    .unwrap_or(Duration::from_millis(5))
+                    .clamp(Duration::from_micros(200), Duration::from_millis(5)),
+            ),
+        }
     }
     let elapsed = start.elapsed();
     ioctl_all(&open, false);

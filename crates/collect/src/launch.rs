@@ -216,6 +216,35 @@ pub fn try_wait(pid: i32) -> Option<ChildExit> {
     }
 }
 
+/// A pidfd for `pid` (Linux ≥ 5.3): readable once the process exits, so a poll on it blocks
+/// until then instead of waking the CPU every few ms. `None` where the kernel lacks it.
+pub fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just returned to us and is owned by nothing else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Blocks until one of `fds` is readable (a pidfd: its process exited), a signal arrives
+/// (the handlers have no SA_RESTART, so poll returns EINTR), or `timeout` passes.
+pub fn wait_readable(fds: &[OwnedFd], timeout: std::time::Duration) {
+    let mut polls: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // Rounded up: waking before a `-I` tick would spin until it.
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: poll over a valid array of pollfd of the given length.
+    unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+}
+
 static SIGINT_SEEN: AtomicBool = AtomicBool::new(false);
 static SIGINT_COUNT: AtomicUsize = AtomicUsize::new(0);
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);

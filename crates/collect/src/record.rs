@@ -379,14 +379,33 @@ pub fn default_event(opts: &RecordOptions) -> (EventSpec, Option<String>) {
     };
     match ring::perf_event_open(&probe, 0, -1) {
         Ok(_) => (cycles, None),
-        Err(e) => {
-            let why = std::io::Error::from_raw_os_error(e);
-            (
-                crate::events::cpu_clock(),
-                Some(format!(
-                    "cycles cannot be sampled here ({why}; no usable hardware PMU?): falling back to cpu-clock"
-                )),
-            )
+        Err(e) => (
+            crate::events::cpu_clock(),
+            Some(format!(
+                "cycles cannot be sampled here ({}): falling back to cpu-clock",
+                cycles_unavailable_reason(e)
+            )),
+        ),
+    }
+}
+
+/// Why perf_event_open of a cycles sampler failed with `errno`, in words (not the raw
+/// `os error N` of the errno, which says nothing to a user).
+fn cycles_unavailable_reason(errno: i32) -> String {
+    match errno {
+        libc::ENOENT | libc::ENODEV => {
+            "this machine has no hardware PMU, e.g. a VM without a virtual PMU".to_string()
+        }
+        libc::EOPNOTSUPP => "the PMU here can count cycles but not sample them".to_string(),
+        libc::EACCES | libc::EPERM => {
+            "no permission to open it (kernel.perf_event_paranoid)".to_string()
+        }
+        libc::EBUSY => "the PMU is in use by another tool".to_string(),
+        other => {
+            let e = std::io::Error::from_raw_os_error(other);
+            // The message without its `(os error N)` tail.
+            let text = e.to_string();
+            text.split(" (os error").next().unwrap_or(&text).to_string()
         }
     }
 }

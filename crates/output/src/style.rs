@@ -45,7 +45,7 @@ impl Default for TextOptions {
     }
 }
 
-/// The width of text output when it goes neither to a terminal nor has `COLUMNS`.
+/// The width of text output on a terminal whose width is unknown and without `COLUMNS`.
 pub const DEFAULT_WIDTH: usize = 80;
 
 /// Narrowest width fitted to (a narrower terminal wraps).
@@ -53,7 +53,8 @@ const MIN_WIDTH: usize = 40;
 
 impl TextOptions {
     /// Options for output to stdout: colour by `color` (and `NO_COLOR`), width `width` when
-    /// given (0: unlimited), else the terminal's width on a terminal, else `$COLUMNS`, else 80.
+    /// given (0: unlimited); else on a terminal its width, else `$COLUMNS`, else 80; else
+    /// (a file or a pipe) unlimited.
     pub fn for_stdout(color: ColorChoice, width: Option<usize>) -> TextOptions {
         let tty = std::io::stdout().is_terminal();
         TextOptions::detect(color, width, tty)
@@ -64,8 +65,11 @@ impl TextOptions {
         let width = match width {
             Some(0) => None,
             Some(w) => Some(w.max(MIN_WIDTH)),
+            // As perf: text into a file or a pipe is never cut (a name cut there is lost
+            // to grep and to the reader of the file).
+            None if !is_tty => None,
             None => {
-                let w = is_tty.then(terminal_width).flatten().or_else(columns_env);
+                let w = terminal_width().or_else(columns_env);
                 Some(w.unwrap_or(DEFAULT_WIDTH).max(MIN_WIDTH))
             }
         };
@@ -124,6 +128,11 @@ mod tests {
         assert_eq!(
             TextOptions::detect(ColorChoice::Never, Some(3), false).width,
             Some(MIN_WIDTH)
+        );
+        // A file or a pipe is never cut unless asked.
+        assert_eq!(
+            TextOptions::detect(ColorChoice::Never, None, false).width,
+            None
         );
     }
 }

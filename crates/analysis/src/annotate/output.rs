@@ -63,6 +63,9 @@ impl Annotation {
         let what = match target {
             Target::Symbol(s) => format!("no samples in a function named '{s}'"),
             Target::Addr(a) => format!("no sampled function contains address {a:#x}"),
+            Target::DsoOffset(d, o) => {
+                format!("no sampled function of {d} contains file offset {o:#x}")
+            }
             Target::Hottest(_) => "no samples with a known function".to_string(),
         };
         let hot: Vec<String> = self

@@ -439,13 +439,31 @@ pub(super) fn dso_short(profile: &Profile, dso: Option<DsoId>) -> String {
         .unwrap_or_else(|| "[unknown]".to_string())
 }
 
+/// A call-graph frame's name: its symbol, else `[unknown] DSO+0xOFFSET` when the offset is
+/// a file offset (the form `annotate --addr` takes), else (no mapping, anonymous/JIT code,
+/// the kernel: the offset is the run-time address) perf's raw `[unknown] 0xADDRESS`.
 pub(super) fn frame_name(profile: &Profile, symbolizer: &Symbolizer, l: &Loc) -> String {
-    match l.symbol().and_then(|id| symbolizer.symbol(id)) {
-        Some(s) => s.name.to_string(),
-        None => format!(
-            "[unknown] {}+{:#x}",
-            dso_short(profile, l.dso()),
-            l.file_offset
-        ),
+    if let Some(s) = l.symbol().and_then(|id| symbolizer.symbol(id)) {
+        return s.name.to_string();
     }
+    match l.dso().and_then(|d| profile.dsos.get(d as usize)) {
+        Some(d) if has_file_offsets(profile, l.dso()) => {
+            format!("[unknown] {}+{:#x}", d.short_name, l.file_offset)
+        }
+        _ => format!("[unknown] {:#x}", l.file_offset),
+    }
+}
+
+/// Whether locations in `dso` hold real file offsets: not for no mapping, the kernel and
+/// anonymous/JIT code, whose "offset" is the run-time address (docs of `Location`).
+pub(super) fn has_file_offsets(profile: &Profile, dso: Option<DsoId>) -> bool {
+    dso.and_then(|d| profile.dsos.get(d as usize))
+        .is_some_and(|d| {
+            matches!(
+                d.kind,
+                culprit_decode::model::DsoKind::Elf
+                    | culprit_decode::model::DsoKind::KernelModule
+                    | culprit_decode::model::DsoKind::Vdso
+            )
+        })
 }

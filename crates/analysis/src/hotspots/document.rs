@@ -201,12 +201,18 @@ fn empty_text(h: &Hotspots, hidden: usize) -> String {
 }
 
 /// Appends a key's text as the text report shows it: the tag and name of a symbol
-/// (`[unknown] DSO+0xOFFSET` without one), the DSO and address of `ip`.
+/// (`[unknown] DSO+0xOFFSET` without one, `[unknown] 0xADDRESS` for a caller's run-time
+/// address), the DSO and address of `ip`.
 pub(crate) fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
     match v.key {
         SortKey::Sym => {
             out.push_str(v.tag().unwrap_or("[.]"));
             match v.addr() {
+                // A caller's run-time address: perf's raw form (an offset it is not).
+                Some(a) if v.addr_is_runtime() => {
+                    out.push_str(" [unknown] ");
+                    culprit_output::units::push_hex(out, a);
+                }
                 Some(a) => {
                     out.push_str(" [unknown] ");
                     out.push_str(row.dso(v).unwrap_or("?"));

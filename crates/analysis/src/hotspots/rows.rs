@@ -530,6 +530,11 @@ impl TextCache {
                     None => {
                         v.text = self.intern("[unknown]");
                         v.has_addr = true;
+                        // A chain entry's address is the run-time one (the sampled IP's
+                        // entry of a children report carries its file offset), as is the
+                        // kernel's and anonymous code's.
+                        v.runtime_addr = frame.is_some_and(|f| f.0 != l.file_offset)
+                            || !has_file_offsets(profile, l.dso());
                         v.value = frame.map_or(l.file_offset, |f| f.0);
                     }
                 }

@@ -32,9 +32,10 @@ pub struct AnnotateArgs {
     /// Function to annotate (name as `culprit report` shows it); default: the hottest.
     #[arg(value_name = "SYMBOL", conflicts_with = "addr")]
     pub symbol: Option<String>,
-    /// Annotate the function containing this address (hex, as objdump shows it).
+    /// Annotate the function containing this address: hex as objdump shows it, or
+    /// DSO+0xOFFSET (a file offset, as report prints frames without a symbol).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
-    pub addr: Option<u64>,
+    pub addr: Option<AddrArg>,
     /// Only these events (comma-separated names as in the file); default: all.
     #[arg(
         short = 'e',
@@ -72,7 +73,16 @@ pub struct AnnotateArgs {
     pub no_unwind: bool,
 }
 
-fn parse_addr(s: &str) -> Result<u64, String> {
+/// `--addr`: an SVMA, or a DSO's file offset.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AddrArg {
+    /// An address as objdump shows it.
+    Svma(u64),
+    /// `DSO+0xOFFSET` (the DSO's short name as report prints it).
+    DsoOffset(String, u64),
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let hex = t
         .strip_prefix("0x")
@@ -98,6 +108,19 @@ fn count_repeats<'a>(warnings: impl Iterator<Item = &'a String>) -> Vec<(&'a str
     out
 }
 
+/// `--addr`: an address (objdump's, hex) or `DSO+0xOFFSET` as report prints it.
+fn parse_addr(s: &str) -> Result<AddrArg, String> {
+    // `[unknown] libfoo.so+0x1234` pasted whole is accepted too.
+    let t = s.trim().trim_start_matches("[unknown]").trim();
+    match t.rsplit_once('+') {
+        Some((dso, off)) if !dso.is_empty() => Ok(AddrArg::DsoOffset(
+            dso.to_string(),
+            parse_hex(off).map_err(|e| format!("{e} (DSO+0xOFFSET)"))?,
+        )),
+        _ => parse_hex(t).map(AddrArg::Svma),
+    }
+}
+
 /// Runs `culprit annotate`.
 pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(args.top > 0, "--top needs at least 1");
@@ -116,9 +139,10 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     };
     let profile = input.for_each(&plan, bar.callback(), |p, s| places.add(p, s))?;
     bar.finish();
-    let target = match (&args.symbol, args.addr) {
+    let target = match (&args.symbol, &args.addr) {
         (Some(s), _) => Target::Symbol(s.clone()),
-        (None, Some(a)) => Target::Addr(a),
+        (None, Some(AddrArg::Svma(a))) => Target::Addr(*a),
+        (None, Some(AddrArg::DsoOffset(d, o))) => Target::DsoOffset(d.clone(), *o),
         (None, None) => Target::Hottest(args.top),
     };
     let opts = AnnotateOptions {

@@ -70,35 +70,35 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     });
     let me = std::env::current_exe().context("locating the culprit executable")?;
     let size = args.size.to_string();
-    eprintln!(
-        "culprit demo: culprit record -e {events} -g -o {} -- {} {size}",
-        data.display(),
-        binary.display()
-    );
-    let status = Command::new(&me)
-        .args(["record", "-e", &events, "-g", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&binary)
-        .arg(&size)
-        .status()
-        .context("running culprit record")?;
-    if !status.success() {
-        bail!("culprit record failed ({status})");
-    }
-    eprintln!(
-        "culprit demo: culprit report -i {} --sort comm,dso,sym --top 15",
-        data.display()
-    );
-    let status = Command::new(&me)
-        .args(["report", "-i"])
-        .arg(&data)
-        .args(["--sort", "comm,dso,sym", "--no-children", "--top", "15"])
-        .status()
-        .context("running culprit report")?;
-    if !status.success() {
-        bail!("culprit report failed ({status})");
-    }
+    let data_arg = data.display().to_string();
+    let binary_arg = binary.display().to_string();
+    run_shown(
+        &me,
+        &[
+            "record",
+            "-e",
+            &events,
+            "-g",
+            "-o",
+            &data_arg,
+            "--",
+            &binary_arg,
+            &size,
+        ],
+    )?;
+    run_shown(
+        &me,
+        &[
+            "report",
+            "-i",
+            &data_arg,
+            "--sort",
+            "comm,dso,sym",
+            "--no-children",
+            "--top",
+            "15",
+        ],
+    )?;
     eprintln!(
         "\nculprit demo: the file is {}; try `culprit report -i {} --sort srcline` or `perf report -i {}`",
         data.display(),
@@ -106,4 +106,34 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         data.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `$ culprit ARGS` on stdout, right above the output it shows (the exact command, so
+/// it can be typed again), then runs it.
+fn run_shown(me: &std::path::Path, args: &[&str]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+    println!("$ culprit {}", shown.join(" "));
+    std::io::stdout().flush()?;
+    let status = Command::new(me)
+        .args(args)
+        .status()
+        .with_context(|| format!("running culprit {}", args[0]))?;
+    if !status.success() {
+        bail!("culprit {} failed ({status})", args[0]);
+    }
+    Ok(())
+}
+
+/// `word` quoted for a POSIX shell when it holds anything but plain characters.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,:=+@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

@@ -27,12 +27,15 @@ pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let mut out = args.output.writer()?;
     match args.output.format {
         Format::Json => culprit_output::json::write(&mut *out, &listing)?,
-        // Notes are sentences: the renderer wraps them to the width.
-        _ => culprit_output::text::write(
-            &mut *out,
-            &inventory::document(&listing),
-            &args.output.text_options(),
-        )?,
+        // Notes are sentences: the renderer wraps them to the width, 80 columns into a
+        // file or a pipe (as perf list; nothing there is a name that a cut would lose).
+        _ => {
+            let mut text = args.output.text_options();
+            if args.output.width.is_none() && !args.output.is_tty() {
+                text.width = Some(culprit_output::style::DEFAULT_WIDTH);
+            }
+            culprit_output::text::write(&mut *out, &inventory::document(&listing), &text)?
+        }
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
