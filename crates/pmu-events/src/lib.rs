@@ -288,6 +288,32 @@ impl Tables {
         Some((table.row, event))
     }
 
+    /// The models (`x86/amdzen4`, …) whose tables have an event `name` (case-insensitive),
+    /// found without building their tables.
+    pub fn models_with_event(&self, name: &str) -> Vec<&'static str> {
+        let ids: Vec<String> = self
+            .pool
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.eq_ignore_ascii_case(name))
+            .map(|(i, _)| i.to_string())
+            .collect();
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        self.sections
+            .iter()
+            .filter(|(_, lines)| {
+                lines.iter().any(|l| {
+                    l.strip_prefix("E\t")
+                        .and_then(|rest| rest.split('\t').next())
+                        .is_some_and(|id| ids.iter().any(|x| x == id))
+                })
+            })
+            .map(|(m, _)| *m)
+            .collect()
+    }
+
     /// The table of a model by its name (`x86/amdzen4`), with a row naming it.
     pub fn model(&self, model: &str) -> Option<CpuTable> {
         let row = self.rows.iter().find(|r| r.model == model)?.clone();
