@@ -159,10 +159,11 @@ impl CpuTable {
 /// Every model's tables, decompressed once.
 #[derive(Debug)]
 pub struct Tables {
-    pool: Vec<Cow<'static, str>>,
+    /// The string pool, still escaped (unescaped on access: most strings are never read).
+    pool: Vec<&'static str>,
     rows: Vec<MapRow>,
-    /// (model, its section's lines).
-    sections: Vec<(&'static str, Vec<&'static str>)>,
+    /// (model, its section's text: E/M/G lines, split when the model is asked for).
+    sections: Vec<(&'static str, &'static str)>,
 }
 
 static TEXT: OnceLock<Result<String, BlobError>> = OnceLock::new();
@@ -199,46 +200,48 @@ impl Tables {
     }
 
     fn parse(text: &'static str) -> Result<Tables, BlobError> {
-        let mut lines = text.lines();
-        if lines.next() != Some("culprit-pmu-events 1") {
+        let mut rest = text;
+        if take_line(&mut rest) != Some("culprit-pmu-events 1") {
             return Err(BlobError("unknown format line".to_string()));
         }
-        let count_line = lines.next().unwrap_or("");
+        let count_line = take_line(&mut rest).unwrap_or("");
         let count = blob::index(count_line.strip_prefix("P\t"), count_line)?;
         let mut pool = Vec::with_capacity(count);
         for _ in 0..count {
-            let s = lines
-                .next()
-                .ok_or_else(|| BlobError("short string pool".to_string()))?;
-            pool.push(blob::unescape(s));
+            let s =
+                take_line(&mut rest).ok_or_else(|| BlobError("short string pool".to_string()))?;
+            pool.push(s);
         }
         let mut tables = Tables {
             pool,
             rows: Vec::new(),
             sections: Vec::new(),
         };
-        for line in lines {
+        // The rows, up to the first model; the models are found by their `T` lines without
+        // splitting their bodies (most are never looked at).
+        let first_model = rest.find("\nT\t").map_or(rest.len(), |i| i + 1);
+        for line in rest[..first_model].lines() {
             let mut fields = line.split('\t');
-            match fields.next() {
-                Some("R") => {
-                    let mut next = || fields.next().unwrap_or("");
-                    tables.rows.push(MapRow {
-                        arch: next(),
-                        cpuid: blob::unescape(next()),
-                        version: next(),
-                        model: next(),
-                        kind: next(),
-                    });
-                }
-                Some("T") => tables
-                    .sections
-                    .push((fields.next().unwrap_or(""), Vec::new())),
-                Some(_) => match tables.sections.last_mut() {
-                    Some((_, body)) => body.push(line),
-                    None => return Err(BlobError(format!("record outside a model: `{line}`"))),
-                },
-                None => {}
+            if fields.next() == Some("R") {
+                let mut next = || fields.next().unwrap_or("");
+                tables.rows.push(MapRow {
+                    arch: next(),
+                    cpuid: blob::unescape(next()),
+                    version: next(),
+                    model: next(),
+                    kind: next(),
+                });
             }
+        }
+        let mut models = rest[first_model..].split("\nT\t");
+        let first = models.next().unwrap_or("");
+        let first = first.strip_prefix("T\t").unwrap_or(first);
+        for section in std::iter::once(first).chain(models) {
+            if section.is_empty() {
+                continue;
+            }
+            let (model, body) = section.split_once('\n').unwrap_or((section, ""));
+            tables.sections.push((model, body));
         }
         Ok(tables)
     }
@@ -303,8 +306,8 @@ impl Tables {
         }
         self.sections
             .iter()
-            .filter(|(_, lines)| {
-                lines.iter().any(|l| {
+            .filter(|(_, body)| {
+                body.lines().any(|l| {
                     l.strip_prefix("E\t")
                         .and_then(|rest| rest.split('\t').next())
                         .is_some_and(|id| ids.iter().any(|x| x == id))
@@ -321,27 +324,29 @@ impl Tables {
     }
 
     fn string(&self, id: usize) -> Cow<'static, str> {
-        self.pool.get(id).cloned().unwrap_or(Cow::Borrowed(""))
+        self.pool
+            .get(id)
+            .map_or(Cow::Borrowed(""), |s| blob::unescape(s))
     }
 
     /// A pool string that is never escaped in practice (names, PMUs, units); an escaped one
     /// falls back to "" rather than allocate for every event.
     fn plain(&self, id: usize) -> &'static str {
-        match self.pool.get(id) {
+        match self.pool.get(id).map(|s| blob::unescape(s)) {
             Some(Cow::Borrowed(s)) => s,
             _ => "",
         }
     }
 
     fn table(&self, row: MapRow) -> Option<CpuTable> {
-        let (_, lines) = self.sections.iter().find(|(m, _)| *m == row.model)?;
+        let (_, body) = self.sections.iter().find(|(m, _)| *m == row.model)?;
         let mut table = CpuTable {
             row,
             events: Vec::new(),
             metrics: Vec::new(),
             metric_groups: Vec::new(),
         };
-        for line in lines {
+        for line in body.lines() {
             let mut fields = line.split('\t');
             let kind = fields.next();
             let ids: Vec<usize> = fields.clone().map_while(|f| f.parse().ok()).collect();
@@ -404,6 +409,16 @@ impl Tables {
             metricgroup_no_group: digit(2) == 1,
         }
     }
+}
+
+/// The next line of `rest` (without its newline), advancing `rest` past it.
+fn take_line(rest: &mut &'static str) -> Option<&'static str> {
+    if rest.is_empty() {
+        return None;
+    }
+    let (line, tail) = rest.split_once('\n').unwrap_or((rest, ""));
+    *rest = tail;
+    Some(line)
 }
 
 #[cfg(test)]
