@@ -38,12 +38,12 @@ fn test_list_json_top_level_structure() {
         "capabilities",
         "pmus",
         "events",
-        "catalog",
+        "table",
         "notes",
     ] {
         assert!(v.get(key).is_some(), "missing key {key} in {v}");
     }
-    assert_eq!(v["schema"], 1);
+    assert_eq!(v["schema"], 2);
     let caps = &v["capabilities"];
     for key in [
         "max_precise",
@@ -199,14 +199,17 @@ fn test_list_json_cpu_matches_cpuinfo() {
         assert_eq!(v["cpu"]["vendor"].as_str(), Some(vendor.as_str()));
         assert_eq!(v["cpu"]["family"].as_u64(), family.parse().ok());
         let fam: u64 = family.parse().unwrap();
-        // The catalog covers Zen 4 (0x19, some models) and Zen 5 (0x1A) only.
-        if vendor != "AuthenticAMD" || fam < 0x19 {
-            assert!(v["catalog"]["generation"].is_null());
-            assert_eq!(v["catalog"]["events"].as_array().unwrap().len(), 0);
+        // perf's mapfile has a row for every AMD family from 0x17 (Zen 1-5).
+        if vendor == "AuthenticAMD" && fam >= 0x17 {
+            assert!(v["table"]["model"]
+                .as_str()
+                .unwrap()
+                .starts_with("x86/amdzen"));
+            assert_eq!(v["table"]["cpuid_source"], "cpuinfo");
         }
-        if fam == 0x1A {
-            assert_eq!(v["catalog"]["generation"], "zen5");
-            let names: Vec<&str> = v["catalog"]["events"]
+        if vendor == "AuthenticAMD" && fam == 0x1A {
+            assert_eq!(v["table"]["model"], "x86/amdzen5");
+            let names: Vec<&str> = v["table"]["events"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -240,7 +243,7 @@ fn test_list_text_sections() {
         "\nCapabilities\n",
         "\nPMUs (sysfs)\n",
         "\nSoftware events\n",
-        "\nCatalog events (",
+        "\nEvent table ",
     ] {
         assert!(text.contains(section), "missing {section:?} in\n{text}");
     }
@@ -303,4 +306,158 @@ fn test_list_json_validates_against_schema() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no --format csv"));
+}
+
+/// `PERF_CPUID` picks another CPU's perf table, as it does for perf: the listing says which
+/// mapfile row matched and names every non-deprecated event of that model's JSON (counts
+/// taken from the kernel 6.12 JSON files: EventName/ArchStdEvent entries without
+/// `"Deprecated": "1"`; Alder Lake lists its events once per core PMU).
+#[test]
+fn test_list_perf_cpuid_names_each_models_events() {
+    // (CPU id, table, mapfile row, event count, (an event, its PMU, its terms)).
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        usize,
+        (&'a str, &'a str, &'a str),
+    );
+    let models: [Case; 8] = [
+        (
+            "GenuineIntel-6-55-4",
+            "x86/skylakex",
+            "GenuineIntel-6-55-[01234],v1.35,skylakex,core",
+            3006,
+            (
+                "mem_load_retired.l3_miss",
+                "cpu",
+                "event=0xd1,period=100007,umask=0x20",
+            ),
+        ),
+        (
+            "GenuineIntel-6-6A-6",
+            "x86/icelakex",
+            "GenuineIntel-6-6[AC],v1.26,icelakex,core",
+            4282,
+            (
+                "mem_trans_retired.load_latency_gt_128",
+                "cpu",
+                "event=0xcd,period=1009,umask=1,ldlat=0x80",
+            ),
+        ),
+        (
+            "GenuineIntel-6-8F-8",
+            "x86/sapphirerapids",
+            "GenuineIntel-6-8F,v1.23,sapphirerapids,core",
+            2655,
+            ("unc_m_cas_count.rd", "uncore_imc", "event=5,umask=0xcf"),
+        ),
+        (
+            "GenuineIntel-6-97-2",
+            "x86/alderlake",
+            "GenuineIntel-6-(97|9A|B7|BA|BF),v1.27,alderlake,core",
+            461,
+            (
+                "mem_load_retired.l3_miss",
+                "cpu_core",
+                "event=0xd1,period=50021,umask=0x20",
+            ),
+        ),
+        (
+            "AuthenticAMD-23-31-0",
+            "x86/amdzen2",
+            "AuthenticAMD-23-[[:xdigit:]]+,v1,amdzen2,core",
+            219,
+            ("ex_ret_instr", "cpu", "event=0xc0"),
+        ),
+        (
+            "AuthenticAMD-25-1-1",
+            "x86/amdzen3",
+            "AuthenticAMD-25-([245][[:xdigit:]]|[[:xdigit:]]),v1,amdzen3,core",
+            243,
+            (
+                "ls_dmnd_fills_from_sys.mem_io_local",
+                "cpu",
+                "event=0x43,umask=8",
+            ),
+        ),
+        (
+            "AuthenticAMD-25-11-1",
+            "x86/amdzen4",
+            "AuthenticAMD-25-[[:xdigit:]]+,v1,amdzen4,core",
+            502,
+            (
+                "de_no_dispatch_per_slot.backend_stalls",
+                "cpu",
+                "event=0x1a0,umask=0x1e",
+            ),
+        ),
+        (
+            "0x00000000413fd0c1",
+            "arm64/arm/neoverse-n1",
+            "0x00000000410fd0c0,v1,arm/neoverse-n1,core",
+            109,
+            ("l1d_cache_refill", "armv8_pmuv3", "event=3"),
+        ),
+    ];
+    for (cpuid, model, row, count, (name, pmu, terms)) in models {
+        let out = common::run_ok(
+            common::culprit()
+                .args(["list", "--format", "json"])
+                .env("PERF_CPUID", cpuid),
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let t = &v["table"];
+        assert_eq!(t["cpuid"], cpuid);
+        assert_eq!(t["cpuid_source"], "perf_cpuid_env");
+        assert_eq!(t["model"], model, "{cpuid}");
+        assert_eq!(t["mapfile_row"], row, "{cpuid}");
+        let events = t["events"].as_array().unwrap();
+        assert_eq!(events.len(), count, "{model}");
+        let e = events
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{model}: no {name}"));
+        assert_eq!(
+            (e["pmu"].as_str(), e["terms"].as_str()),
+            (Some(pmu), Some(terms)),
+            "{model}"
+        );
+        assert!(!e["topic"].as_str().unwrap().is_empty());
+    }
+}
+
+/// The text listing groups the table by topic and says why the table was chosen; a CPU id
+/// that matches no row says so.
+#[test]
+fn test_list_text_names_the_table_and_why() {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["list", "mem_load_retired.l3"])
+            .env("PERF_CPUID", "GenuineIntel-6-55-4"),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The heading wraps to the width: compare with whitespace runs as one blank.
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("Event table x86/skylakex: CPU id GenuineIntel-6-55-4 (from PERF_CPUID) matches mapfile.csv row `GenuineIntel-6-55-[01234],v1.35,skylakex,core`"), "{text}");
+    assert!(
+        text.contains("\ncache:\n  mem_load_retired.l3_hit\n       [Retired load instructions with L3 cache hits"),
+        "{text}"
+    );
+    assert!(text.contains("\n  mem_load_retired.l3_miss\n"), "{text}");
+    let out = common::run_ok(
+        common::culprit()
+            .args(["list", "--format", "json", "zzzz"])
+            .env("PERF_CPUID", "NoSuchVendor-1-2-3"),
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["table"]["model"].is_null());
+    let notes = v["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("no mapfile.csv row matches CPU id NoSuchVendor-1-2-3")),
+        "{notes:?}"
+    );
 }

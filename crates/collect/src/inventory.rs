@@ -1,6 +1,6 @@
 //! The host's capability inventory (`culprit list`): PMUs from sysfs, generic / software /
-//! cache events (each probed with a counting perf_event_open on ourselves), the AMD catalog
-//! events for this CPU, and capabilities (precise sampling, IBS, branch stacks, usable
+//! cache events (each probed with a counting perf_event_open on ourselves), this CPU's perf
+//! event table (which one and why, its events by topic), and capabilities (precise sampling, IBS, branch stacks, usable
 //! counters, perf sysctls, virtualization), with plain-language notes on what is (not)
 //! possible here. JSON schema: docs/schemas/list.schema.json.
 
@@ -9,7 +9,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::events::{catalog, generic, EventParser, EventSpec};
+use crate::events::tables::{self, TableOut};
+use crate::events::{generic, EventParser, EventSpec};
 use crate::probe;
 use crate::sysfs::{self, CpuIdentity, Pmu, Sysfs};
 
@@ -36,8 +37,8 @@ pub struct Listing {
     pub pmus: Vec<PmuOut>,
     /// The generic, software and cache events, each probed.
     pub events: Vec<EventOut>,
-    /// The built-in named events of this CPU.
-    pub catalog: CatalogOut,
+    /// This CPU's perf event table: the CPU id, the mapfile row that chose it, its events.
+    pub table: TableOut,
     /// Plain-language statements about what is (not) possible here.
     pub notes: Vec<String>,
 }
@@ -166,34 +167,6 @@ pub struct EventOut {
     pub error: Option<String>,
 }
 
-/// The catalog events of this CPU.
-#[derive(Serialize, Debug)]
-pub struct CatalogOut {
-    /// `zen4`, `zen5`, or null when the catalog does not cover this CPU.
-    pub generation: Option<&'static str>,
-    /// The generic, software and cache events, each probed.
-    pub events: Vec<CatalogEventOut>,
-}
-
-/// A catalog event.
-#[derive(Serialize, Debug)]
-pub struct CatalogEventOut {
-    /// The name.
-    pub name: String,
-    /// Event code.
-    pub code: u16,
-    /// Unit mask.
-    pub umask: u8,
-    /// `perf_event_attr.config`.
-    pub config: u64,
-    /// The CPU generations that have it.
-    pub families: Vec<&'static str>,
-    /// What it counts.
-    pub description: String,
-    /// Whether the event opens here (null when there is no hardware PMU to try).
-    pub opens: Option<bool>,
-}
-
 fn format_out(pmu: &Pmu) -> Vec<FormatOut> {
     pmu.formats
         .iter()
@@ -243,7 +216,7 @@ fn probe_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> E
     }
 }
 
-/// Takes the inventory of this machine; `filter` keeps the events, aliases and catalog
+/// Takes the inventory of this machine; `filter` keeps the events, aliases and table
 /// entries whose name contains it (case-insensitive).
 pub fn collect(filter: Option<&str>) -> Listing {
     let filter = filter.map(str::to_string);
@@ -282,32 +255,14 @@ pub fn collect(filter: Option<&str>) -> Listing {
         }
     }
 
-    let generation = cpu
-        .as_ref()
-        .and_then(|c| catalog::generation(c.family, c.model));
-    let catalog_events: Vec<CatalogEventOut> = cpu
-        .as_ref()
-        .map(|c| catalog::for_cpu(c.family, c.model))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| matches(&filter, e.name))
-        .map(|e| CatalogEventOut {
-            name: e.name.to_string(),
-            code: e.code,
-            umask: e.umask,
-            config: e.config(),
-            families: e.families.names(),
-            description: e.description.to_string(),
-            opens: hardware_pmu.then(|| probe::try_open_counter(e.attr_type(), e.config()).is_ok()),
-        })
-        .collect();
+    let parser = EventParser::system();
+    let table = tables::table_listing(&parser, filter.as_deref());
 
     let counters = probe::usable_counters(8);
     let branch = probe::branch_stack_available();
     let max_precise = find("cpu")
         .and_then(|p| p.cap("max_precise"))
         .and_then(|v| v.parse().ok());
-    let parser = EventParser::system();
     let (precise_ip_max, precise_ip_why) = parser.max_precise();
     let capabilities = Capabilities {
         max_precise,
@@ -363,7 +318,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
 
     let paranoid = probe::perf_event_paranoid();
     let mut listing = Listing {
-        schema: 1,
+        schema: 2,
         virtualization: sysfs::virtualization(),
         cpu,
         hardware_pmu,
@@ -373,16 +328,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
         capabilities,
         pmus: pmus_out,
         events,
-        catalog: CatalogOut {
-            generation: generation.map(|g| {
-                if g == catalog::Families::ZEN4 {
-                    "zen4"
-                } else {
-                    "zen5"
-                }
-            }),
-            events: catalog_events,
-        },
+        table,
         notes: Vec::new(),
     };
     listing.notes = notes(&listing);
@@ -442,8 +388,11 @@ pub fn notes(l: &Listing) -> Vec<String> {
             ));
         }
     }
-    if l.cpu.is_some() && l.catalog.generation.is_none() {
-        notes.push("Catalog: no built-in named events for this CPU (the catalog covers AMD Zen 4 and Zen 5); use generic events or raw `rNNNN` codes.".to_string());
+    if l.table.model.is_none() {
+        notes.push(format!(
+            "Event table: {}; use generic events or raw `rNNNN` codes.",
+            tables::table_reason(&l.table)
+        ));
     }
     notes
 }
@@ -457,7 +406,7 @@ fn yes_no(b: bool) -> &'static str {
 }
 
 /// The inventory as a document: one section of aligned lines per part (System,
-/// Capabilities, Notes, PMUs, the event kinds, the catalog).
+/// Capabilities, Notes, PMUs, the event kinds, this CPU's event table).
 pub fn document(l: &Listing) -> culprit_output::Document {
     let mut buf = Vec::new();
     // Writing into memory cannot fail.
@@ -617,27 +566,7 @@ pub fn write_text(l: &Listing, out: &mut dyn Write) -> std::io::Result<()> {
         }
     }
 
-    writeln!(
-        out,
-        "\nCatalog events ({})",
-        match l.catalog.generation {
-            Some("zen4") => "AMD Zen 4",
-            Some(_) => "AMD Zen 5",
-            None => "none for this CPU",
-        }
-    )?;
-    for e in &l.catalog.events {
-        let opens = match e.opens {
-            Some(true) => "",
-            Some(false) => " [does not open]",
-            None => "",
-        };
-        writeln!(
-            out,
-            "  {:<46} {:#011x}  {}{opens}",
-            e.name, e.config, e.description
-        )?;
-    }
+    tables::write_table_text(&l.table, out)?;
 
     Ok(())
 }
@@ -666,6 +595,7 @@ mod tests {
                 vendor: "AuthenticAMD".into(),
                 family: 0x1A,
                 model: 2,
+                stepping: 0,
                 model_name: "AMD EPYC test".into(),
                 hypervisor: true,
             }),
@@ -691,16 +621,19 @@ mod tests {
             },
             pmus: vec![],
             events: vec![],
-            catalog: CatalogOut {
-                generation: Some("zen5"),
-                events: vec![CatalogEventOut {
+            table: TableOut {
+                cpuid: Some("AuthenticAMD-26-2-0".into()),
+                cpuid_source: Some(tables::CpuidSource::Cpuinfo),
+                model: Some("x86/amdzen5"),
+                mapfile_row: Some("AuthenticAMD-26-[[:xdigit:]]+,v1,amdzen5,core".into()),
+                source: "test",
+                events: vec![tables::TableEventOut {
                     name: "ex_ret_ops".into(),
-                    code: 0xC1,
-                    umask: 0,
-                    config: 0xC1,
-                    families: vec!["zen4", "zen5"],
+                    topic: "pipeline".into(),
+                    pmu: "cpu".into(),
+                    terms: "event=0xc1".into(),
                     description: "retired macro-ops".into(),
-                    opens: Some(true),
+                    long_description: None,
                 }],
             },
             notes: vec![],
@@ -750,8 +683,10 @@ mod tests {
         ), "{text}");
         assert!(text.contains("  IBS fetch               no\n"), "{text}");
         assert!(text.contains("  Usable counters         5\n"), "{text}");
-        assert!(text.contains("\nCatalog events (AMD Zen 5)\n"), "{text}");
-        assert!(text.contains("  ex_ret_ops "), "{text}");
-        assert!(text.contains("0x0000000c1  retired macro-ops"), "{text}");
+        assert!(text.contains("\nEvent table x86/amdzen5: CPU id AuthenticAMD-26-2-0 (from /proc/cpuinfo) matches mapfile.csv row `AuthenticAMD-26-[[:xdigit:]]+,v1,amdzen5,core`\n"), "{text}");
+        assert!(
+            text.contains("\npipeline:\n  ex_ret_ops\n       [retired macro-ops]\n"),
+            "{text}"
+        );
     }
 }

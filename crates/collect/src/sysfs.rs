@@ -388,6 +388,9 @@ pub struct CpuIdentity {
     pub family: u32,
     /// `model`.
     pub model: u32,
+    /// `stepping` (0 when cpuinfo has none); part of perf's CPU id string, not of the listing.
+    #[serde(skip)]
+    pub stepping: u32,
     /// `model name`, e.g. `AMD EPYC 9R45`.
     pub model_name: String,
     /// Whether the `hypervisor` flag is set (running in a VM).
@@ -419,6 +422,7 @@ impl CpuIdentity {
 pub fn parse_cpuinfo(text: &str) -> Option<CpuIdentity> {
     let (mut vendor, mut family, mut model, mut model_name, mut hypervisor) =
         (None, None, None, String::new(), false);
+    let mut stepping = 0;
     for line in text.lines() {
         if line.trim().is_empty() {
             // End of the first processor's block.
@@ -436,6 +440,7 @@ pub fn parse_cpuinfo(text: &str) -> Option<CpuIdentity> {
             "cpu family" => family = value.parse::<u32>().ok(),
             "model" => model = value.parse::<u32>().ok(),
             "model name" => model_name = value.to_string(),
+            "stepping" => stepping = value.parse::<u32>().unwrap_or(0),
             "flags" => hypervisor = value.split_whitespace().any(|f| f == "hypervisor"),
             _ => {}
         }
@@ -444,6 +449,7 @@ pub fn parse_cpuinfo(text: &str) -> Option<CpuIdentity> {
         vendor: vendor?,
         family: family?,
         model: model?,
+        stepping,
         model_name,
         hypervisor,
     })

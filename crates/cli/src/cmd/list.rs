@@ -11,7 +11,7 @@ use crate::args::{Format, OutputArgs};
 /// Arguments of `culprit list`.
 #[derive(clap::Args, Debug)]
 pub struct ListArgs {
-    /// Only list events, aliases and catalog entries whose name contains FILTER
+    /// Only list events, aliases and event-table entries whose name contains FILTER
     /// (case-insensitive). Capabilities are always shown.
     #[arg(value_name = "FILTER")]
     pub filter: Option<String>,

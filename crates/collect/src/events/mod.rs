@@ -13,13 +13,13 @@ use serde::Serialize;
 
 use culprit_decode::abi::perf_type;
 
-use crate::sysfs::{CpuIdentity, Sysfs};
+use crate::sysfs::Sysfs;
 
 pub mod breakpoint;
-pub mod catalog;
 pub mod generic;
 mod parse;
 pub(crate) mod suggest;
+pub mod tables;
 
 pub use parse::EventParser;
 
@@ -118,7 +118,7 @@ pub enum EventError {
         /// What is wrong.
         why: String,
     },
-    /// A name that is neither generic, cache, raw, a catalog event nor a sysfs alias.
+    /// A name that is neither generic, cache, raw, a CPU table event nor a sysfs alias.
     #[error("unknown event `{name}`{}; `culprit list` shows what this machine supports", suggest::did_you_mean(.suggestions))]
     UnknownEvent {
         /// The unknown name.
@@ -206,15 +206,29 @@ pub enum EventError {
         /// `ibs_op` or `ibs_fetch`.
         pmu: String,
     },
-    /// A catalog (AMD Zen) event on a CPU it is not defined for.
-    #[error("`{name}` is an AMD {families} event, but this CPU is {cpu}; use a generic event (cycles, instructions, branch-misses, …) or a raw `rNNN` code from this CPU's manual")]
+    /// A named event of another CPU's table (perf's tables), not of this CPU's.
+    #[error("`{name}` is not an event of this CPU: perf's tables have it for {models}, but this CPU is {cpu}; `culprit list` shows this CPU's events{}", suggest::did_you_mean(.suggestions))]
     WrongCpu {
-        /// The catalog name.
+        /// The event name.
         name: String,
-        /// Where it exists (`Zen 4/Zen 5`).
-        families: String,
-        /// This CPU.
+        /// The models whose tables have it (`x86/amdzen4, x86/amdzen5`).
+        models: String,
+        /// This CPU: identity, CPU id string and the table chosen (or that none matched).
         cpu: String,
+        /// Up to 3 close names of this CPU's events.
+        suggestions: Vec<String>,
+    },
+    /// A named event of this CPU's table whose PMU is not in sysfs (perf refuses it too).
+    #[error("`{event}` is a {model} event of the `{pmu}` PMU, which this machine does not have (not under /sys/bus/event_source/devices; perf refuses it as well, with \"event syntax error\"){hint}")]
+    NoPmuForEvent {
+        /// The event text.
+        event: String,
+        /// perf's PMU name for it (`cpu`, `uncore_imc`, `amd_l3`, …).
+        pmu: String,
+        /// The table (`x86/skylakex`).
+        model: String,
+        /// What to do instead.
+        hint: String,
     },
     /// Valid syntax culprit does not implement.
     #[error("`{event}`: {what}")]
@@ -261,21 +275,24 @@ pub fn cpu_clock() -> EventSpec {
     EventSpec::new("cpu-clock", Some("software"), perf_type::SOFTWARE, 0)
 }
 
-/// Names a user can write, for suggestions and listings: generic, software, cache and catalog
-/// names plus `pmu/alias/` and the bare alias for every sysfs alias.
-pub fn known_names(sysfs: &Sysfs, cpu: Option<&CpuIdentity>) -> Vec<String> {
+/// Names a user can write, for suggestions and listings: generic, software, cache names,
+/// this CPU's table events (`table`) plus `pmu/alias/` and the bare alias for every sysfs
+/// alias.
+pub fn known_names(sysfs: &Sysfs, table: Option<&culprit_pmu_events::CpuTable>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for e in generic::HARDWARE.iter().chain(generic::SOFTWARE) {
         names.extend(e.names.iter().map(|n| n.to_string()));
     }
     names.extend(generic::cache_events().into_iter().map(|(n, _)| n));
-    let gen = cpu.and_then(|c| catalog::generation(c.family, c.model));
-    names.extend(
-        catalog::CATALOG
-            .iter()
-            .filter(|e| gen.is_none_or(|g| e.families.contains(g)))
-            .map(|e| e.name.to_string()),
-    );
+    if let Some(table) = table {
+        names.extend(
+            table
+                .events
+                .iter()
+                .filter(|e| !e.deprecated)
+                .map(|e| e.name.to_string()),
+        );
+    }
     for pmu in sysfs.pmus() {
         for a in &pmu.events {
             // Both spellings: `msr/tsc/` and the bare `tsc` (accepted when unambiguous).
@@ -290,3 +307,5 @@ pub fn known_names(sysfs: &Sysfs, cpu: Option<&CpuIdentity>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tables;

@@ -16,8 +16,12 @@ use culprit_decode::abi::perf_type;
 use crate::sysfs::{ConfigWord, CpuIdentity, FormatField, Pmu, Sysfs};
 use crate::tracefs::{split_tracepoint, Tracefs, TracefsError};
 
-use super::catalog::{self, CatalogEvent};
+use std::sync::OnceLock;
+
+use culprit_pmu_events::{CpuTable, Event as TableEvent};
+
 use super::generic;
+use super::tables::{self, CpuidSource};
 use super::{suggest, EventError, EventGroup, EventSpec, SampleRate};
 
 /// Terms every event accepts.
@@ -30,6 +34,10 @@ const CONFIG_TERMS: &[&str] = &["config", "config1", "config2"];
 pub struct EventParser {
     sysfs: Sysfs,
     cpu: Option<CpuIdentity>,
+    /// perf's CPU id string that picks the event table, and where it came from.
+    cpuid: Option<(String, CpuidSource)>,
+    /// This CPU's table, looked up on first use (`None` inside: no table for the CPU).
+    table: OnceLock<Option<CpuTable>>,
     /// Where tracepoints (`SYSTEM:NAME`) are looked up; `None`: not mounted.
     tracefs: Option<Tracefs>,
 }
@@ -47,23 +55,8 @@ enum Target {
     },
     /// A sysfs PMU (`cpu/…/`), terms required or optional.
     Pmu(Pmu),
-    /// An AMD catalog event.
-    Catalog(&'static CatalogEvent),
-}
-
-/// The built-in AMD core PMC layout, used for catalog events' terms when sysfs has no `cpu`
-/// PMU to read it from (e.g. when parsing for another machine).
-fn amd_core_formats() -> Vec<FormatField> {
-    [
-        ("event", "config:0-7,32-35"),
-        ("umask", "config:8-15"),
-        ("edge", "config:18"),
-        ("inv", "config:23"),
-        ("cmask", "config:24-31"),
-    ]
-    .iter()
-    .filter_map(|(n, s)| FormatField::parse(n, s).ok())
-    .collect()
+    /// A named event of this CPU's table, on the sysfs PMU that serves it.
+    Table(TableEvent, Pmu),
 }
 
 /// Accumulates config words while terms are applied.
@@ -137,18 +130,54 @@ fn split_terms(terms: &str) -> Vec<(&str, Option<&str>)> {
 impl EventParser {
     /// A parser for the running system: `/sys/bus/event_source/devices` and `/proc/cpuinfo`.
     pub fn system() -> EventParser {
-        EventParser::new(Sysfs::system(), crate::sysfs::cpu_identity())
-            .with_tracefs(Tracefs::system())
+        let cpu = crate::sysfs::cpu_identity();
+        let cpuid = tables::system_cpuid(cpu.as_ref());
+        let mut parser = EventParser::new(Sysfs::system(), cpu).with_tracefs(Tracefs::system());
+        parser.cpuid = cpuid;
+        parser
     }
 
-    /// A parser for the given PMU tree and CPU (`None`: unknown CPU; catalog events are then
-    /// accepted with their first encoding).
+    /// A parser for the given PMU tree and CPU (`None`: unknown CPU, no event table unless
+    /// [`EventParser::with_cpuid`] names one).
     pub fn new(sysfs: Sysfs, cpu: Option<CpuIdentity>) -> EventParser {
+        let cpuid = cpu
+            .as_ref()
+            .map(|c| (tables::cpuid_string(c), CpuidSource::Cpuinfo));
         EventParser {
             sysfs,
             cpu,
+            cpuid,
+            table: OnceLock::new(),
             tracefs: None,
         }
+    }
+
+    /// The same parser, choosing the event table by this CPU id string (as `PERF_CPUID`).
+    pub fn with_cpuid(mut self, cpuid: impl Into<String>) -> EventParser {
+        self.cpuid = Some((cpuid.into(), CpuidSource::Given));
+        self.table = OnceLock::new();
+        self
+    }
+
+    /// perf's CPU id string for this parser's CPU and where it came from.
+    pub fn cpuid(&self) -> Option<(&str, CpuidSource)> {
+        self.cpuid.as_ref().map(|(id, src)| (id.as_str(), *src))
+    }
+
+    /// This CPU's event table (perf's pmu-events for the model), when the tables know it.
+    pub fn table(&self) -> Option<&CpuTable> {
+        self.table
+            .get_or_init(|| {
+                self.cpuid
+                    .as_ref()
+                    .and_then(|(id, _)| tables::table_for(id))
+            })
+            .as_ref()
+    }
+
+    /// Names a user can write here (generic, cache, this CPU's table, sysfs aliases).
+    pub fn known_names(&self) -> Vec<String> {
+        super::known_names(&self.sysfs, self.table())
     }
 
     /// The same parser, looking tracepoints up in `tracefs` (`None`: tracepoints are
@@ -169,7 +198,7 @@ impl EventParser {
             generic::lookup(generic::HARDWARE, sys).is_none()
                 && generic::lookup(generic::SOFTWARE, sys).is_none()
                 && generic::parse_cache(sys).is_none()
-                && catalog::lookup(sys, self.catalog_generation()).is_none()
+                && self.table().is_none_or(|t| t.event(sys).is_none())
         })
     }
 
@@ -385,12 +414,6 @@ impl EventParser {
         })
     }
 
-    fn catalog_generation(&self) -> Option<catalog::Families> {
-        self.cpu
-            .as_ref()
-            .and_then(|c| catalog::generation(c.family, c.model))
-    }
-
     /// Resolves the name part of an event.
     fn resolve(&self, head: &str, event: &str, terms: Option<&str>) -> Result<Target, EventError> {
         let has_terms = terms.is_some();
@@ -438,28 +461,8 @@ impl EventParser {
                 kind: format!("raw event {head}"),
             });
         }
-        if catalog::is_known_name(head) {
-            let gen = self.catalog_generation();
-            let cpu_known_non_zen = self.cpu.is_some() && gen.is_none();
-            return match catalog::lookup(head, gen) {
-                Some(e) if !cpu_known_non_zen => Ok(Target::Catalog(e)),
-                _ => {
-                    let families: Vec<&str> = catalog::CATALOG
-                        .iter()
-                        .filter(|e| e.name.eq_ignore_ascii_case(head))
-                        .map(|e| e.families.describe())
-                        .collect();
-                    Err(EventError::WrongCpu {
-                        name: head.to_string(),
-                        families: families.join(" and "),
-                        cpu: self
-                            .cpu
-                            .as_ref()
-                            .map(|c| c.describe())
-                            .unwrap_or_else(|| "unknown".to_string()),
-                    })
-                }
-            };
+        if let Some(target) = self.resolve_table_event(head, event)? {
+            return Ok(target);
         }
         if has_terms {
             if head.starts_with("ibs_") {
@@ -476,7 +479,7 @@ impl EventParser {
                 .all(|(k, _)| SPECIAL_TERMS.contains(k));
             if let EventError::UnknownPmu { suggestions, .. } = &err {
                 if suggestions.is_empty() && only_special {
-                    let names = super::known_names(&self.sysfs, self.cpu.as_ref());
+                    let names = self.known_names();
                     let close = suggest::closest(head, names.iter().map(String::as_str));
                     if !close.is_empty() {
                         return Err(EventError::UnknownEvent {
@@ -506,14 +509,78 @@ impl EventParser {
                 pmu: head.to_string(),
             });
         }
-        let names = super::known_names(&self.sysfs, self.cpu.as_ref());
+        let names = self.known_names();
         let mut suggestions = suggest::closest(head, names.iter().map(String::as_str));
         if suggestions.is_empty() && self.sysfs.has_pmu(head) {
             suggestions.push(format!("{head}/…/"));
         }
+        let model = self.table().map(|t| t.row.model);
+        let others = tables::models_with_event(head, model);
+        if !others.is_empty() {
+            return Err(EventError::WrongCpu {
+                name: head.to_string(),
+                models: others.join(", "),
+                cpu: self.describe_cpu(),
+                suggestions,
+            });
+        }
         Err(EventError::UnknownEvent {
             name: head.to_string(),
             suggestions,
+        })
+    }
+
+    /// This CPU for messages: identity, perf's CPU id string and the table it picks.
+    fn describe_cpu(&self) -> String {
+        let who = self
+            .cpu
+            .as_ref()
+            .map(|c| c.describe())
+            .unwrap_or_else(|| "unknown".to_string());
+        match (self.cpuid(), self.table()) {
+            (Some((id, _)), Some(t)) => format!("{who}, CPU id {id}, table {}", t.row.model),
+            (Some((id, _)), None) => format!("{who}, CPU id {id}, which no table matches"),
+            (None, _) => who,
+        }
+    }
+
+    /// A bare name from this CPU's table: the sysfs PMU that serves it, or perf's refusal
+    /// when that PMU is missing. `None`: not a table event of this CPU.
+    fn resolve_table_event(&self, head: &str, event: &str) -> Result<Option<Target>, EventError> {
+        let Some(table) = self.table() else {
+            return Ok(None);
+        };
+        let mut first_missing = None;
+        for e in table.events_named(head) {
+            match tables::event_pmu(&self.sysfs, e.pmu) {
+                Ok(Some(pmu)) => return Ok(Some(Target::Table(e.clone(), pmu))),
+                Ok(None) => {
+                    first_missing.get_or_insert(e);
+                }
+                Err(message) => {
+                    return Err(EventError::Sysfs {
+                        pmu: e.pmu.to_string(),
+                        message,
+                    })
+                }
+            }
+        }
+        let Some(e) = first_missing else {
+            return Ok(None);
+        };
+        let pmu = tables::display_pmu(&table.row, e.pmu);
+        let hint = if e.pmu == culprit_pmu_events::DEFAULT_CORE {
+            "; a VM needs a virtual PMU for hardware events; software events (cpu-clock, task-clock) work here".to_string()
+        } else {
+            format!(
+                "; perf opens it on `{pmu}` (or each `{pmu}_N` instance), which this machine lacks"
+            )
+        };
+        Err(EventError::NoPmuForEvent {
+            event: event.to_string(),
+            pmu,
+            model: table.row.model.to_string(),
+            hint,
         })
     }
 
@@ -569,32 +636,12 @@ impl EventParser {
                 spec.config2 = words.config2;
                 spec
             }
-            Target::Catalog(e) => {
-                words.config = e.config();
-                let formats = amd_core_formats();
+            Target::Table(e, pmu) => {
+                self.apply_table_terms(&pmu, &mut words, &e, event)?;
                 for (key, value) in split_terms(terms) {
-                    if self.special_term(&mut words, key, value, event)? {
-                        continue;
-                    }
-                    match formats.iter().find(|f| f.name == key) {
-                        Some(field) => {
-                            let v = term_value(key, value, event)?;
-                            words.set_field(field, v, event)?;
-                        }
-                        None => {
-                            let mut known: Vec<String> =
-                                SPECIAL_TERMS.iter().map(|s| s.to_string()).collect();
-                            known.extend(formats.iter().map(|f| f.name.clone()));
-                            return Err(EventError::UnknownTerm {
-                                event: event.to_string(),
-                                pmu: format!("catalog event {}", e.name),
-                                term: key.to_string(),
-                                known,
-                            });
-                        }
-                    }
+                    self.apply_pmu_term(&pmu, &mut words, key, value, event, false)?;
                 }
-                let mut spec = EventSpec::new(event, Some("cpu"), e.attr_type(), words.config);
+                let mut spec = EventSpec::new(event, Some(&pmu.name), pmu.attr_type, words.config);
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
                 spec
@@ -714,6 +761,14 @@ impl EventParser {
             return words.set_field(field, v, event);
         }
         if allow_alias && value.is_none() {
+            // `cpu/mem_load_retired.l3_miss/`: a table event of this PMU, as perf's aliases.
+            let table_event = self.table().and_then(|t| {
+                t.events_named(key)
+                    .find(|e| tables::pmu_serves(&pmu.name, e.pmu))
+            });
+            if let Some(e) = table_event {
+                return self.apply_table_terms(pmu, words, e, event);
+            }
             if let Some(alias) = pmu.alias(key) {
                 // An alias is itself a term list over the same PMU's formats; it cannot
                 // refer to further aliases.
@@ -733,6 +788,25 @@ impl EventParser {
             term: key.to_string(),
             known,
         })
+    }
+
+    /// A table event's terms (`event=0xd1,umask=0x20,period=100007`) through the PMU's
+    /// formats. The JSON's `period` is perf's default sample period for the event, which
+    /// `-c`/`-F` override; culprit does not apply it yet (the global rate applies).
+    fn apply_table_terms(
+        &self,
+        pmu: &Pmu,
+        words: &mut Words,
+        e: &TableEvent,
+        event: &str,
+    ) -> Result<(), EventError> {
+        for (key, value) in split_terms(&e.terms) {
+            if key == "period" {
+                continue;
+            }
+            self.apply_pmu_term(pmu, words, key, value, event, false)?;
+        }
+        Ok(())
     }
 
     /// perf's modifiers: `u`, `k`, `h` choose privilege levels (anything not named is

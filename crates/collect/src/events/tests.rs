@@ -10,6 +10,7 @@ fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {
         vendor: vendor.to_string(),
         family,
         model,
+        stepping: 0,
         model_name: "test cpu".to_string(),
         hypervisor: false,
     }
@@ -17,10 +18,6 @@ fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {
 
 fn zen5() -> Option<CpuIdentity> {
     Some(cpu("AuthenticAMD", 0x1A, 0x02))
-}
-
-fn zen4() -> Option<CpuIdentity> {
-    Some(cpu("AuthenticAMD", 0x19, 0x11))
 }
 
 fn amd(fake: &FakeSysfs) -> EventParser {
@@ -196,65 +193,6 @@ fn test_parse_event_generic_with_period_freq_name() {
         .unwrap();
     assert_eq!(e.name, "insn");
     assert_eq!(e.rate, Some(SampleRate::Period(4096)));
-}
-
-#[test]
-fn test_parse_event_catalog() {
-    let fake = FakeSysfs::amd();
-    let p = amd(&fake);
-    let e = p
-        .parse_event("de_no_dispatch_per_slot.backend_stalls")
-        .unwrap();
-    assert_eq!((e.attr_type, e.config), (4, 0x100001EA0));
-    let e = p.parse_event("ex_ret_ops:u").unwrap();
-    assert_eq!(e.config, 0xC1);
-    assert!(e.exclude_kernel);
-    let e = p
-        .parse_event("de_no_dispatch_per_slot.no_ops_from_frontend/cmask=8,period=200003/")
-        .unwrap();
-    assert_eq!(e.config, 0x1080001A0);
-    assert_eq!(e.rate, Some(SampleRate::Period(200003)));
-    let e = p.parse_event("EX_RET_INSTR").unwrap();
-    assert_eq!(e.config, 0xC0);
-    // Family-specific encodings.
-    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
-    assert_eq!(
-        z4.parse_event("ls_mab_alloc.all_allocations")
-            .unwrap()
-            .config,
-        0x7F41
-    );
-    assert_eq!(
-        p.parse_event("ls_mab_alloc.all_allocations")
-            .unwrap()
-            .config,
-        0x0F41
-    );
-    assert_eq!(
-        z4.parse_event("resyncs_or_nc_redirects").unwrap().config,
-        0x96
-    );
-}
-
-#[test]
-fn test_parse_event_catalog_wrong_cpu() {
-    let fake = FakeSysfs::amd();
-    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
-    let err = z4.parse_event("bp_redirects.resync").unwrap_err();
-    assert!(matches!(err, EventError::WrongCpu { .. }), "{err:?}");
-    let msg = err.to_string();
-    assert!(msg.contains("AMD Zen 5 event"), "{msg}");
-    assert!(msg.contains("family 0x19 model 0x11"), "{msg}");
-    let fake = FakeSysfs::no_hw();
-    let err = no_hw(&fake).parse_event("ex_ret_ops").unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("this CPU is GenuineIntel family 0x6"),
-        "{err}"
-    );
-    // Unknown CPU: accepted with the first encoding.
-    let any = EventParser::new(Sysfs::at(&fake.root), None);
-    assert_eq!(any.parse_event("ex_ret_ops").unwrap().config, 0xC1);
 }
 
 #[test]
@@ -597,10 +535,12 @@ fn test_parse_event_unknown_term_lists_formats() {
         err.to_string(),
         "unknown term `umask` for generic event cycles in `cycles/umask=1/`; valid terms: period, freq, name"
     );
+    // A table event takes its PMU's terms.
     let err = p.parse_event("ex_ret_ops/foo=1/").unwrap_err();
     assert!(
-        err.to_string()
-            .contains("valid terms: period, freq, name, event, umask, edge, inv, cmask"),
+        err.to_string().starts_with(
+            "unknown term `foo` for PMU cpu in `ex_ret_ops/foo=1/`; valid terms: cmask, edge, event, inv, umask, config,"
+        ),
         "{err}"
     );
 }
@@ -892,7 +832,7 @@ fn require_hardware_pmu(test: &str) -> bool {
     false
 }
 
-/// Parsed hardware events really count: generic, raw and (on AMD Zen 4/5) catalog and
+/// Parsed hardware events really count: generic, raw and (on AMD Zen 4/5) table-event and
 /// sysfs-format spellings of "retired instructions" all count a busy loop.
 #[test]
 fn test_parsed_hardware_events_count() {
@@ -902,11 +842,9 @@ fn test_parsed_hardware_events_count() {
     let _lock = crate::sysfs::testutil::pmu_lock();
     let parser = EventParser::system();
     let mut events = vec!["instructions:u", "cycles:u", "branches:u"];
-    let cpu = crate::sysfs::cpu_identity();
-    let zen = cpu
-        .as_ref()
-        .and_then(|c| catalog::generation(c.family, c.model))
-        .is_some();
+    let zen = parser
+        .table()
+        .is_some_and(|t| matches!(t.row.model, "x86/amdzen4" | "x86/amdzen5"));
     if zen {
         events.extend([
             "ex_ret_instr:u",

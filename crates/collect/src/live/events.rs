@@ -4,7 +4,7 @@
 
 use crate::events::{self, EventError, EventSpec, SampleRate};
 use crate::ibs::{self, IbsError, IbsHost, IbsRequest};
-use crate::sysfs::{self, Sysfs};
+use crate::sysfs::Sysfs;
 
 /// What one sample probe of a program samples.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,12 +112,11 @@ pub fn glob_match(pat: &[u8], name: &[u8]) -> bool {
     }
 }
 
-/// The event names this machine knows (generic, cache, the CPU's catalog, sysfs aliases)
+/// The event names this machine knows (generic, cache, the CPU's event table, sysfs aliases)
 /// that match a wildcard pattern (`ls_*`), for the probe `probe`.
 pub fn expand_event_glob(pattern: &str, probe: &str) -> Result<Vec<String>, ProbeEventError> {
-    let sysfs = Sysfs::system();
-    let cpu = sysfs::cpu_identity();
-    let names: Vec<String> = events::known_names(&sysfs, cpu.as_ref())
+    let names: Vec<String> = events::EventParser::system()
+        .known_names()
         .into_iter()
         .filter(|n| !n.contains('/') && glob_match(pattern.as_bytes(), n.as_bytes()))
         .collect();

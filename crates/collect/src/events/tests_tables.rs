@@ -1,0 +1,258 @@
+//! Parser tests of CPU table events (perf's pmu-events): Intel encodings with MSR terms,
+//! refusals without the PMU, and Top-Down's hand-written encodings checked against the tables.
+
+use culprit_analysis::topdown::{event_def, Ev, Model};
+
+use super::*;
+use crate::sysfs::testutil::FakeSysfs;
+use crate::sysfs::CpuIdentity;
+
+fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {
+    CpuIdentity {
+        vendor: vendor.to_string(),
+        family,
+        model,
+        stepping: 0,
+        model_name: "test cpu".to_string(),
+        hypervisor: false,
+    }
+}
+
+fn zen5() -> Option<CpuIdentity> {
+    Some(cpu("AuthenticAMD", 0x1A, 0x02))
+}
+
+fn zen4() -> Option<CpuIdentity> {
+    Some(cpu("AuthenticAMD", 0x19, 0x11))
+}
+
+fn amd(fake: &FakeSysfs) -> EventParser {
+    EventParser::new(Sysfs::at(&fake.root), zen5())
+}
+
+fn no_hw(fake: &FakeSysfs) -> EventParser {
+    EventParser::new(Sysfs::at(&fake.root), Some(cpu("GenuineIntel", 6, 207)))
+}
+
+/// A fake Intel `cpu` PMU with the format files of a Skylake-class core.
+fn intel_cpu_pmu() -> FakeSysfs {
+    let fake = FakeSysfs::empty();
+    fake.pmu(
+        "cpu",
+        4,
+        &[
+            ("event", "config:0-7"),
+            ("umask", "config:8-15"),
+            ("edge", "config:18"),
+            ("pc", "config:19"),
+            ("any", "config:21"),
+            ("inv", "config:23"),
+            ("cmask", "config:24-31"),
+            ("offcore_rsp", "config1:0-63"),
+            ("ldlat", "config1:0-15"),
+            ("frontend", "config1:0-23"),
+        ],
+        &[],
+        &[("max_precise", "3")],
+    );
+    fake
+}
+
+/// Zen 4 / Zen 5 named events (formerly culprit's hand-written catalog) from the tables.
+#[test]
+fn test_parse_event_zen_table_events() {
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    let e = p
+        .parse_event("de_no_dispatch_per_slot.backend_stalls")
+        .unwrap();
+    assert_eq!((e.attr_type, e.config), (4, 0x100001EA0));
+    let e = p.parse_event("ex_ret_ops:u").unwrap();
+    assert_eq!(e.config, 0xC1);
+    assert!(e.exclude_kernel);
+    let e = p
+        .parse_event("de_no_dispatch_per_slot.no_ops_from_frontend/cmask=8,period=200003/")
+        .unwrap();
+    assert_eq!(e.config, 0x1080001A0);
+    assert_eq!(e.rate, Some(SampleRate::Period(200003)));
+    let e = p.parse_event("EX_RET_INSTR").unwrap();
+    assert_eq!(e.config, 0xC0);
+    // Family-specific encodings.
+    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
+    assert_eq!(
+        z4.parse_event("ls_mab_alloc.all_allocations")
+            .unwrap()
+            .config,
+        0x7F41
+    );
+    assert_eq!(
+        p.parse_event("ls_mab_alloc.all_allocations")
+            .unwrap()
+            .config,
+        0x0F41
+    );
+    assert_eq!(
+        z4.parse_event("resyncs_or_nc_redirects").unwrap().config,
+        0x96
+    );
+}
+
+#[test]
+fn test_parse_event_other_cpus_event() {
+    let fake = FakeSysfs::amd();
+    let z4 = EventParser::new(Sysfs::at(&fake.root), zen4());
+    let err = z4.parse_event("bp_redirects.resync").unwrap_err();
+    assert!(matches!(err, EventError::WrongCpu { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("perf's tables have it for x86/amdzen5"),
+        "{msg}"
+    );
+    assert!(msg.contains("family 0x19 model 0x11"), "{msg}");
+    assert!(
+        msg.contains("CPU id AuthenticAMD-25-11-0, table x86/amdzen4"),
+        "{msg}"
+    );
+    let fake = FakeSysfs::no_hw();
+    let err = no_hw(&fake).parse_event("ex_ret_ops").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("this CPU is GenuineIntel family 0x6"), "{msg}");
+    assert!(msg.contains("table x86/emeraldrapids"), "{msg}");
+    // Unknown CPU and no CPU id: no table, so the name is another CPU's event (perf has no
+    // table either and refuses it).
+    let any = EventParser::new(Sysfs::at(&fake.root), None);
+    let msg = any.parse_event("ex_ret_ops").unwrap_err().to_string();
+    assert!(msg.contains("this CPU is unknown"), "{msg}");
+}
+
+/// A table event whose PMU is not in sysfs is refused, as perf refuses it; `PERF_CPUID`-style
+/// ids pick another CPU's table.
+#[test]
+fn test_parse_event_table_event_needs_its_pmu() {
+    let fake = FakeSysfs::no_hw();
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-55-4");
+    assert_eq!(p.table().unwrap().row.model, "x86/skylakex");
+    let err = p.parse_event("mem_load_retired.l3_miss:pp").unwrap_err();
+    assert!(matches!(err, EventError::NoPmuForEvent { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(msg.contains("x86/skylakex event of the `cpu` PMU"), "{msg}");
+    let msg = p.parse_event("unc_m_cas_count.rd").unwrap_err().to_string();
+    assert!(msg.contains("`uncore_imc` PMU"), "{msg}");
+}
+
+/// Intel table events go through the `cpu` PMU's formats, including the MSR terms.
+#[test]
+fn test_parse_event_intel_table_events() {
+    let fake = intel_cpu_pmu();
+    let spr = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-8F-8");
+    let e = spr.parse_event("frontend_retired.dsb_miss:pp").unwrap();
+    assert_eq!((e.attr_type, e.config, e.config1), (4, 0x1c6, 0x11));
+    assert_eq!(e.precise_ip, 2);
+    assert_eq!(e.pmu.as_deref(), Some("cpu"));
+    let skx = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-55-4");
+    let e = skx.parse_event("MEM_LOAD_RETIRED.L3_MISS:u").unwrap();
+    assert_eq!((e.config, e.config1), (0x20d1, 0));
+    assert!(e.exclude_kernel && !e.exclude_user);
+    // The `cpu/name/` spelling, with an extra term.
+    let e = skx
+        .parse_event("cpu/offcore_response.all_data_rd.l3_hit.hit_other_core_no_fwd,cmask=2/")
+        .unwrap();
+    assert_eq!((e.config, e.config1), (0x020001b7, 0x4003C0491));
+    let e = skx
+        .parse_event("mem_load_retired.l3_miss/cmask=1/")
+        .unwrap();
+    assert_eq!(e.config, 0x010020d1);
+    // Another CPU's event names this CPU's close ones.
+    match skx.parse_event("mem_load_retired.l3_mis").unwrap_err() {
+        EventError::UnknownEvent { suggestions, .. } => {
+            assert_eq!(
+                suggestions[0], "mem_load_retired.l3_miss",
+                "{suggestions:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Top-Down's event encodings (analysis::topdown::event_def, hand-written) equal what the
+/// tables give for the same names: Zen 4 and Zen 5 through an AMD `cpu` PMU, Skylake-class
+/// Intel through an Intel one.
+#[test]
+fn test_topdown_encodings_equal_the_tables() {
+    let amd = FakeSysfs::amd();
+    let amd_cpu = |model| CpuIdentity {
+        vendor: "AuthenticAMD".to_string(),
+        family: if model == Model::Zen4 { 0x19 } else { 0x1A },
+        model: if model == Model::Zen4 { 0x11 } else { 0x02 },
+        stepping: 1,
+        model_name: String::new(),
+        hypervisor: false,
+    };
+    let intel = intel_cpu_pmu();
+    let cases = [
+        (
+            Model::Zen4,
+            EventParser::new(Sysfs::at(&amd.root), Some(amd_cpu(Model::Zen4))),
+        ),
+        (
+            Model::Zen5,
+            EventParser::new(Sysfs::at(&amd.root), Some(amd_cpu(Model::Zen5))),
+        ),
+        (
+            Model::IntelSkylake,
+            EventParser::new(Sysfs::at(&intel.root), None).with_cpuid("GenuineIntel-6-55-4"),
+        ),
+    ];
+    let keys = [
+        Ev::Cycles,
+        Ev::AmdFeNoOps,
+        Ev::AmdBackendStalls,
+        Ev::AmdSmtContention,
+        Ev::AmdOpsDispatched,
+        Ev::AmdRetOps,
+        Ev::AmdBrMisp,
+        Ev::AmdRestarts,
+        Ev::AmdNotComplete,
+        Ev::AmdLoadNotComplete,
+        Ev::AmdUcodeOps,
+        Ev::IntelIdqNotDelivered,
+        Ev::IntelIdqCycles0,
+        Ev::IntelUopsIssued,
+        Ev::IntelRetireSlots,
+        Ev::IntelMacroFused,
+        Ev::IntelRecoveryCycles,
+        Ev::IntelBrMisp,
+        Ev::IntelMachineClears,
+        Ev::IntelStallsMemAny,
+        Ev::IntelStallsTotal,
+        Ev::IntelBoundOnStores,
+        Ev::IntelPorts1,
+        Ev::IntelPorts2,
+    ];
+    let mut checked = 0;
+    for (model, parser) in &cases {
+        let table = parser.table().unwrap();
+        for key in keys {
+            let def = event_def(*model, key);
+            // Only named table events of this model (generic `cycles` and `cpu/…/` spellings
+            // are not table lookups).
+            if table.event(&def.name).is_none() {
+                continue;
+            }
+            let spec = parser
+                .parse_event(&def.name)
+                .unwrap_or_else(|e| panic!("{model:?} {}: {e}", def.name));
+            assert_eq!(
+                (spec.attr_type, spec.config),
+                (def.attr_type, def.config),
+                "{model:?} {}: Top-Down's encoding differs from the table's",
+                def.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} Top-Down events found in the tables"
+    );
+}
