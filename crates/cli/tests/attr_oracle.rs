@@ -230,8 +230,8 @@ fn compare(case: &Case, perf: &str, ours: &str, no_guest_types: &[String]) -> Ve
     if theirs.len() != mine.len() {
         let last = |s: &str| {
             s.lines()
-                .filter(|l| !l.starts_with("  ") && !l.trim().is_empty())
-                .last()
+                .rev()
+                .find(|l| !l.starts_with("  ") && !l.trim().is_empty())
                 .unwrap_or("")
                 .to_string()
         };

@@ -294,7 +294,16 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         }
     }
     let mut period = match rate {
-        SampleRate::Period(p) => p,
+        SampleRate::Period(p) => {
+            // As perf: a fixed period is in the attr, not in each sample. The kernel's
+            // software and breakpoint events sample *every* hit when PERIOD is sampled
+            // without freq (perf_swevent_event), so keeping it would ignore `-c`.
+            // Tracepoints keep it, as perf's do.
+            if spec.attr_type != perf_type::TRACEPOINT {
+                st &= !sample_type::PERIOD;
+            }
+            p
+        }
         SampleRate::Frequency(f) => {
             flags |= attr_flag::FREQ;
             f

@@ -63,7 +63,7 @@ pub fn perf_event_open_in_group(
         )
     };
     let result = if fd < 0 { Err(last_errno()) } else { Ok(fd) };
-    crate::verbose::display_open(pid, cpu, group_fd, u64::from(flags), result);
+    crate::verbose::display_open(pid, cpu, group_fd, flags, result);
     let fd = result?;
     // SAFETY: the kernel returned a new file descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
