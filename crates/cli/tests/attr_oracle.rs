@@ -46,8 +46,9 @@ const COMPARED: &[&str] = &[
 ];
 
 /// The sample_type bits an event spelling decides (`:S` reads the group). Culprit always adds
-/// IDENTIFIER, CPU, PERIOD and TIME, RAW for tracepoints and IBS, and the PEBS memory bits
-/// for memory events (what perf adds with `--sample-cpu`, `-R` and `-d`).
+/// IDENTIFIER, CPU and TIME, RAW for tracepoints and IBS, and the PEBS memory bits
+/// for memory events (what perf adds with `--sample-cpu`, `-R` and `-d`); PERIOD follows
+/// perf (only with a frequency) but is not compared.
 const EVENT_SAMPLE_BITS: &[&str] = &["READ", "BRANCH_STACK"];
 
 /// PMUs whose kernel driver refuses exclude_guest/exclude_host: perf sends them, gets EINVAL,
