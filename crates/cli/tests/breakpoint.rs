@@ -329,3 +329,50 @@ fn test_breakpoint_counts_in_stat_and_refuses_what_x86_cannot_watch() {
         assert!(err.contains(says), "{bad}: {err}");
     }
 }
+
+/// Samples in a perf.data file, as `perf script` lists them.
+fn perf_script_samples(file: &Path) -> usize {
+    let out = common::run_ok(
+        Command::new("perf")
+            .args(["script", "-F", "ip", "-i"])
+            .arg(file),
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn test_breakpoint_takes_the_period_of_c_as_perf_does() {
+    if !common::require_perf("test_breakpoint_takes_the_period_of_c_as_perf_does") {
+        return;
+    }
+    // b[0][0] is read MATRIX_N times and written about once: with -c 10 both tools sample
+    // every tenth hit (culprit used to ignore -c on breakpoints and sample every hit).
+    let bin = common::workload("simple_classic");
+    let args = vec![MATRIX_N.to_string()];
+    let addr = watch_address(&bin, &args);
+    let dir = common::scratch("bp-period");
+    let record = |tool: &mut Command, file: &Path| {
+        common::run_ok(
+            tool.args(["record", "-q", "-c", "10", "-e"])
+                .arg(format!("mem:{addr}:rw"))
+                .arg("-o")
+                .arg(file)
+                .args(["--", "setarch", "-R"])
+                .arg(&bin)
+                .args(&args),
+        );
+    };
+    let (ours, theirs) = (dir.join("culprit.data"), dir.join("perf.data"));
+    record(&mut common::culprit(), &ours);
+    record(Command::new("perf").arg("--no-pager"), &theirs);
+    let (n_ours, n_theirs) = (perf_script_samples(&ours), perf_script_samples(&theirs));
+    assert_eq!(
+        n_ours, n_theirs,
+        "samples with -c 10: culprit {n_ours}, perf {n_theirs}"
+    );
+    let expected = MATRIX_N / 10;
+    assert!(
+        (expected - 1..=expected + 1).contains(&(n_ours as u64)),
+        "{n_ours} samples, expected about {expected}"
+    );
+}

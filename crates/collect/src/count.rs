@@ -12,16 +12,16 @@
 //! Read layout with `PERF_FORMAT_GROUP` (Linux `include/uapi/linux/perf_event.h`):
 //! `u64 nr; u64 time_enabled; u64 time_running; { u64 value; u64 id; } [nr]`.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use culprit_decode::abi::perf_type;
-use perf_event_open_sys as sys;
+use culprit_decode::abi::{attr_flag, perf_type, read_format};
 use serde::Serialize;
 
 use crate::error::RecordError;
 use crate::events::EventSpec;
 use crate::launch::{self, ChildExit, PendingChild};
+use crate::perfdata::Attr;
 use crate::procfs;
 use crate::target::Target;
 
@@ -122,56 +122,42 @@ struct OpenGroup {
     ids: Vec<u64>,
 }
 
-fn base_attr(
-    spec: &EventSpec,
-    leader: bool,
-    inherit: bool,
-    on_exec: bool,
-) -> sys::bindings::perf_event_attr {
-    let mut attr = sys::bindings::perf_event_attr::default();
-    attr.type_ = spec.attr_type;
-    attr.size = std::mem::size_of::<sys::bindings::perf_event_attr>() as u32;
-    attr.config = spec.config;
-    attr.config1 = spec.config1;
-    attr.config2 = spec.config2;
-    attr.bp_type = spec.bp_type;
-    attr.read_format = (sys::bindings::PERF_FORMAT_TOTAL_TIME_ENABLED
-        | sys::bindings::PERF_FORMAT_TOTAL_TIME_RUNNING
-        | sys::bindings::PERF_FORMAT_ID
-        | sys::bindings::PERF_FORMAT_GROUP) as u64;
+/// The counting attr of one event: culprit's [`Attr`] encoding, so that it is opened (and
+/// shown with `-vv`) by the same code as a recording's.
+fn base_attr(spec: &EventSpec, leader: bool, inherit: bool, on_exec: bool) -> Attr {
+    let mut flags = spec.modifier_flags();
     // Members follow their leader: only the leader starts disabled.
-    attr.set_disabled(u64::from(leader));
-    attr.set_enable_on_exec(u64::from(leader && on_exec));
-    attr.set_inherit(u64::from(inherit));
-    attr.set_exclude_user(u64::from(spec.exclude_user));
-    attr.set_exclude_kernel(u64::from(spec.exclude_kernel));
-    attr.set_exclude_hv(u64::from(spec.exclude_hv));
-    attr
+    if leader {
+        flags |= attr_flag::DISABLED;
+        if on_exec {
+            flags |= attr_flag::ENABLE_ON_EXEC;
+        }
+    }
+    if inherit {
+        flags |= attr_flag::INHERIT;
+    }
+    Attr {
+        attr_type: spec.attr_type,
+        config: spec.config,
+        config1: spec.config1,
+        config2: spec.config2,
+        bp_type: spec.bp_type,
+        read_format: read_format::TOTAL_TIME_ENABLED
+            | read_format::TOTAL_TIME_RUNNING
+            | read_format::ID
+            | read_format::GROUP,
+        flags,
+        ..Attr::default()
+    }
 }
 
-fn open_raw(
-    attr: &mut sys::bindings::perf_event_attr,
-    pid: i32,
-    cpu: i32,
-    group: i32,
-) -> Result<OwnedFd, i32> {
-    // SAFETY: attr is a valid, fully initialised perf_event_attr that outlives the call.
-    let fd = unsafe {
-        sys::perf_event_open(
-            attr,
-            pid,
-            cpu,
-            group,
-            sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EINVAL));
-    }
-    // SAFETY: the kernel returned a new descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// Excludes the kernel and the hypervisor (counting user space only).
+fn exclude_kernel(attr: &mut Attr) {
+    attr.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
+}
+
+fn open_raw(attr: &Attr, pid: i32, cpu: i32, leader: Option<&OwnedFd>) -> Result<OwnedFd, i32> {
+    crate::ring::perf_event_open_in_group(attr, pid, cpu, leader)
 }
 
 /// Explains a perf_event_open errno for one counting event.
@@ -354,17 +340,20 @@ pub fn count(
             for (i, spec) in group.iter().enumerate() {
                 let mut attr = base_attr(spec, i == 0, inherit, on_exec);
                 if user_only {
-                    attr.set_exclude_kernel(1);
-                    attr.set_exclude_hv(1);
+                    exclude_kernel(&mut attr);
                 }
-                let leader = inst.fds.first().map_or(-1, |f| f.as_raw_fd());
-                let fd = match open_raw(&mut attr, pid, cpu, leader) {
+                if places.first() == Some(&(pid, cpu)) {
+                    // Once per event, before its first open, as perf stat -vv.
+                    crate::verbose::display_attr(&attr.to_bytes());
+                }
+                let leader = inst.fds.first();
+                let fd = match open_raw(&attr, pid, cpu, leader) {
                     Ok(fd) => fd,
                     Err(e) if (e == libc::EACCES || e == libc::EPERM) && !user_only && cpu < 0 => {
                         // As perf stat: without the right to count the kernel, count user space.
-                        attr.set_exclude_kernel(1);
-                        attr.set_exclude_hv(1);
-                        match open_raw(&mut attr, pid, cpu, leader) {
+                        exclude_kernel(&mut attr);
+                        crate::verbose::display_attr(&attr.to_bytes());
+                        match open_raw(&attr, pid, cpu, leader) {
                             Ok(fd) => {
                                 user_only = true;
                                 warn(format!(

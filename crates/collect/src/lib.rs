@@ -23,6 +23,7 @@ pub mod stat;
 pub mod sysfs;
 pub mod target;
 pub mod tracefs;
+pub mod verbose;
 
 #[cfg(test)]
 mod testutil;

@@ -247,10 +247,9 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         | sample_type::TIME
         | sample_type::CPU
         | sample_type::PERIOD;
-    let mut flags = attr_flag::DISABLED
-        | attr_flag::SAMPLE_ID_ALL
-        | attr_flag::INHERIT
-        | attr_flag::EXCLUDE_GUEST;
+    // The exclusions, pinned, exclusive and precise_ip the event string chose.
+    let mut flags =
+        attr_flag::DISABLED | attr_flag::SAMPLE_ID_ALL | attr_flag::INHERIT | spec.modifier_flags();
     let mut regs = 0;
     let mut stack = 0;
     match opts.call_graph {
@@ -275,16 +274,11 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         flags &= !attr_flag::EXCLUDE_GUEST;
     }
     st |= crate::ibs::pebs_memory_sample_bits(spec);
-    if spec.exclude_user {
-        flags |= attr_flag::EXCLUDE_USER;
+    if spec.precise_max {
+        // `:P` starts at the highest precision and falls back when the kernel refuses it
+        // (`open_precise_fallback`), as perf record does.
+        flags |= 3 << attr_flag::PRECISE_IP_SHIFT;
     }
-    if spec.exclude_kernel {
-        flags |= attr_flag::EXCLUDE_KERNEL;
-    }
-    if spec.exclude_hv {
-        flags |= attr_flag::EXCLUDE_HV;
-    }
-    flags |= u64::from(spec.precise_ip.min(3)) << attr_flag::PRECISE_IP_SHIFT;
     if matches!(opts.target, Target::Command(_)) {
         flags |= attr_flag::ENABLE_ON_EXEC;
     }
@@ -300,7 +294,16 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         }
     }
     let mut period = match rate {
-        SampleRate::Period(p) => p,
+        SampleRate::Period(p) => {
+            // As perf: a fixed period is in the attr, not in each sample. The kernel's
+            // software and breakpoint events sample *every* hit when PERIOD is sampled
+            // without freq (perf_swevent_event), so keeping it would ignore `-c`.
+            // Tracepoints keep it, as perf's do.
+            if spec.attr_type != perf_type::TRACEPOINT {
+                st &= !sample_type::PERIOD;
+            }
+            p
+        }
         SampleRate::Frequency(f) => {
             flags |= attr_flag::FREQ;
             f
@@ -1112,6 +1115,33 @@ impl Writer {
     }
 }
 
+/// Opens one event; a `:P` event (perf's precise_max) that fails is retried one precise_ip
+/// lower, down to 0, as perf does: the kernel, not `caps/max_precise`, says how precise this
+/// event can be. The attr keeps the precision that opened (or, after every try failed, the
+/// one first asked for).
+fn open_precise_fallback(
+    spec: &EventSpec,
+    attr: &mut Attr,
+    task: i32,
+    cpu: i32,
+    leader: Option<&std::os::fd::OwnedFd>,
+) -> Result<std::os::fd::OwnedFd, i32> {
+    let first = attr.precise_ip();
+    loop {
+        let result = ring::perf_event_open_in_group(attr, task, cpu, leader);
+        let precise = attr.precise_ip();
+        if result.is_ok() || !spec.precise_max || precise == 0 {
+            if result.is_err() && spec.precise_max {
+                attr.set_precise_ip(first);
+            }
+            return result;
+        }
+        attr.set_precise_ip(precise - 1);
+        crate::verbose::display_precise_fallback(precise - 1);
+        crate::verbose::display_attr(&attr.to_bytes());
+    }
+}
+
 fn record_into(
     opts: &RecordOptions,
     sink: Sink,
@@ -1156,17 +1186,17 @@ fn record_into(
     let max_rate = procfs::max_sample_rate();
     let mut rates = Vec::new();
     for spec in &specs {
-        let default = if spec.attr_type == perf_type::TRACEPOINT {
-            // As perf: every hit of a tracepoint is a sample, unless a period is asked.
+        // As perf record: every hit of a tracepoint or breakpoint is a sample by default;
+        // -c/-F apply to every kind of event, and an event's own period=/freq= to itself.
+        let default = if matches!(
+            spec.attr_type,
+            perf_type::TRACEPOINT | perf_type::BREAKPOINT
+        ) {
             SampleRate::Period(1)
         } else {
             SampleRate::Frequency(DEFAULT_FREQUENCY)
         };
-        let global = match opts.rate {
-            Some(SampleRate::Frequency(_)) if spec.attr_type == perf_type::TRACEPOINT => None,
-            r => r,
-        };
-        let mut rate = spec.rate.or(global).unwrap_or(default);
+        let mut rate = spec.rate.or(opts.rate).unwrap_or(default);
         match rate {
             SampleRate::Period(0) | SampleRate::Frequency(0) => {
                 return Err(RecordError::Invalid(format!(
@@ -1288,25 +1318,29 @@ fn record_into(
     // --overwrite: the sampling events' rings (the side-band event's are `rings`).
     let mut overwrite_rings: Vec<Ring> = Vec::new();
     let mut pages = opts.mmap_pages;
-    for &cpu in &cpus {
-        // The fd owning this CPU's ring: an ordinary one, and an overwrite one (the kernel
-        // redirects an event only into a ring of the same direction).
-        let mut ring_fd: [Option<usize>; 2] = [None, None];
-        // The fd (index in `fds`) of the current group's leader, per task.
-        let mut leaders: HashMap<i32, usize> = HashMap::new();
-        for (ei, spec) in specs.iter().enumerate() {
-            let member = spec.group.is_some_and(|g| !g.leader);
-            if !member {
-                leaders.clear();
-            }
+    // The fd owning each CPU's ring: an ordinary one, and an overwrite one (the kernel
+    // redirects an event only into a ring of the same direction).
+    let mut ring_fds: Vec<[Option<usize>; 2]> = vec![[None, None]; cpus.len()];
+    // The fd (index in `fds`) of the current group's leader, per CPU (index) and task.
+    let mut leaders: HashMap<(usize, i32), usize> = HashMap::new();
+    // Event by event, then CPU by CPU, as perf opens them (so `-vv` prints each attr once,
+    // followed by its opens, as perf does).
+    for (ei, spec) in specs.iter().enumerate() {
+        let member = spec.group.is_some_and(|g| !g.leader);
+        if !member {
+            leaders.clear();
+        }
+        crate::verbose::display_attr(&attrs[ei].to_bytes());
+        for (ci, &cpu) in cpus.iter().enumerate() {
+            let ring_fd = &mut ring_fds[ci];
             for &task in &tasks {
-                let leader = match (member, leaders.get(&task)) {
+                let leader = match (member, leaders.get(&(ci, task))) {
                     (true, Some(&i)) => Some(&fds[i].fd),
                     // The leader's thread exited before it was opened: so has this one.
                     (true, None) => continue,
                     (false, _) => None,
                 };
-                let opened = ring::perf_event_open_in_group(&attrs[ei], task, cpu as i32, leader);
+                let opened = open_precise_fallback(spec, &mut attrs[ei], task, cpu as i32, leader);
                 let fd = match opened {
                     Ok(fd) => fd,
                     Err(e)
@@ -1383,7 +1417,7 @@ fn record_into(
                     }
                 }
                 if spec.group.is_some_and(|g| g.leader) {
-                    leaders.insert(task, fds.len());
+                    leaders.insert((ci, task), fds.len());
                 }
                 fds.push(OpenFd { fd });
             }

@@ -50,6 +50,7 @@ pub fn perf_event_open_in_group(
     // The attr is culprit's own encoding (the bytes the perf.data file states), not the
     // bindings' struct: the kernel reads as many bytes as its `size` field says.
     let mut buf = AttrBuf(attr.to_bytes());
+    let flags = libc::c_ulong::from(sys::bindings::PERF_FLAG_FD_CLOEXEC);
     // SAFETY: buf is a valid, 8-aligned perf_event_attr of the size its `size` field states,
     // alive and writable (the kernel may write the size it expects back) for the call.
     let fd = unsafe {
@@ -58,12 +59,12 @@ pub fn perf_event_open_in_group(
             pid,
             cpu,
             group_fd,
-            libc::c_ulong::from(sys::bindings::PERF_FLAG_FD_CLOEXEC),
+            flags,
         )
     };
-    if fd < 0 {
-        return Err(last_errno());
-    }
+    let result = if fd < 0 { Err(last_errno()) } else { Ok(fd) };
+    crate::verbose::display_open(pid, cpu, group_fd, flags, result);
+    let fd = result?;
     // SAFETY: the kernel returned a new file descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }

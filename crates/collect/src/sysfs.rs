@@ -455,9 +455,42 @@ pub fn parse_cpuinfo(text: &str) -> Option<CpuIdentity> {
     })
 }
 
-/// The running CPU's identity from `/proc/cpuinfo`.
+/// The running CPU's identity from `/proc/cpuinfo`, or the one `PERF_CPUID` names (as perf,
+/// it overrides the CPU events are resolved for).
 pub fn cpu_identity() -> Option<CpuIdentity> {
-    parse_cpuinfo(&fs::read_to_string("/proc/cpuinfo").ok()?)
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").ok();
+    if let Some(id) = std::env::var("PERF_CPUID")
+        .ok()
+        .and_then(|v| parse_perf_cpuid(&v))
+    {
+        let hypervisor = cpuinfo
+            .as_deref()
+            .and_then(parse_cpuinfo)
+            .is_some_and(|c| c.hypervisor);
+        return Some(CpuIdentity { hypervisor, ..id });
+    }
+    parse_cpuinfo(&cpuinfo?)
+}
+
+/// perf's x86 CPUID string, `VENDOR-FAMILY-MODEL[-STEPPING]` with the family in decimal and
+/// the model in hex (`GenuineIntel-6-55-4`, `AuthenticAMD-25-11-1`); `None` otherwise.
+pub fn parse_perf_cpuid(text: &str) -> Option<CpuIdentity> {
+    let mut parts = text.trim().split('-');
+    let vendor = parts.next().filter(|v| !v.is_empty())?;
+    let family = parts.next()?.parse::<u32>().ok()?;
+    let model = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let stepping = parts
+        .next()
+        .and_then(|s| u32::from_str_radix(s, 16).ok())
+        .unwrap_or(0);
+    Some(CpuIdentity {
+        vendor: vendor.to_string(),
+        family,
+        model,
+        stepping,
+        model_name: format!("PERF_CPUID={}", text.trim()),
+        hypervisor: false,
+    })
 }
 
 /// Whether we run in a virtual machine: the cpuinfo `hypervisor` flag, or a DMI vendor /
@@ -645,6 +678,20 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::FakeSysfs;
     use super::*;
+
+    #[test]
+    fn test_parse_perf_cpuid() {
+        let c = parse_perf_cpuid("GenuineIntel-6-55-4").unwrap();
+        assert_eq!(
+            (c.vendor.as_str(), c.family, c.model),
+            ("GenuineIntel", 6, 0x55)
+        );
+        let c = parse_perf_cpuid("AuthenticAMD-25-11").unwrap();
+        assert_eq!((c.family, c.model), (25, 0x11));
+        assert!(c.is_amd());
+        assert!(parse_perf_cpuid("GenuineIntel").is_none());
+        assert!(parse_perf_cpuid("x-y-z").is_none());
+    }
 
     #[test]
     fn test_format_parse_split_range() {

@@ -116,12 +116,18 @@ pub mod attr_flag {
     pub const DISABLED: u64 = 1 << 0;
     /// `inherit`: children inherit the event.
     pub const INHERIT: u64 = 1 << 1;
+    /// `pinned`: always on the PMU.
+    pub const PINNED: u64 = 1 << 2;
+    /// `exclusive`: alone on the PMU.
+    pub const EXCLUSIVE: u64 = 1 << 3;
     /// `exclude_user`: don't count user space.
     pub const EXCLUDE_USER: u64 = 1 << 4;
     /// `exclude_kernel`: don't count the kernel.
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
     /// `exclude_hv`: don't count the hypervisor.
     pub const EXCLUDE_HV: u64 = 1 << 6;
+    /// `exclude_idle`: don't count when idle.
+    pub const EXCLUDE_IDLE: u64 = 1 << 7;
     /// `mmap`: emit MMAP records for executable mappings.
     pub const MMAP: u64 = 1 << 8;
     /// `comm`: emit COMM records.

@@ -29,6 +29,10 @@ use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
     trailing_var_arg = true
 )]
 pub struct RecordArgs {
+    /// Print every perf_event_attr before it is opened, and each open, in perf's `-vv`
+    /// layout (repeat: `-vv`).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Event(s) to sample, comma-separated, repeatable (`culprit list` shows them):
     /// cycles, instructions, cpu-clock, r1a0, cpu/event=0x76/, cycles:u, cycles/period=100000/ …
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
@@ -530,6 +534,7 @@ fn print_warnings(s: &RecordSummary) {
 
 /// Runs `culprit record`.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    culprit_collect::verbose::set_level(args.verbose);
     // First thing: a Ctrl-C from now on is seen by the recording loop (and not lost while
     // events are parsed and opened).
     culprit_collect::launch::install_sigint_handler();

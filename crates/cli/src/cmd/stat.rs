@@ -24,6 +24,10 @@ use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
     trailing_var_arg = true
 )]
 pub struct StatArgs {
+    /// Print every perf_event_attr before it is opened, and each open, in perf's `-vv`
+    /// layout (repeat: `-vv`).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Event(s) to count, comma-separated, repeatable; `{a,b}` counts a and b as one group.
     /// Default: task-clock, context-switches, cpu-migrations, page-faults, cycles,
     /// instructions, branches, branch-misses (`<not supported>` where there is no PMU).
@@ -125,6 +129,7 @@ fn exit_code(report: &StatReport) -> ExitCode {
 
 /// Runs `culprit stat`.
 pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
+    culprit_collect::verbose::set_level(args.verbose);
     let choice = args.target.choice("stat", false)?;
     if choice.cpus.is_some() {
         anyhow::bail!("stat counts whole tasks or every CPU: -C is not supported (use -a)");

@@ -30,6 +30,10 @@ use crate::args::{Format, OffendersUnit, OutputArgs, TargetArgs};
     after_help = "EXAMPLES:\n  culprit top                             whole system (as -a)\n  culprit top -p 1234 --offenders\n  culprit top -e cpu-clock -- ./prog      run a command and watch it\n  culprit top --stdio -- ./prog | less    plain text, one block per refresh\n\nKeys: q quits, Tab / Right and Left change the sort column (event), o toggles the offenders panel."
 )]
 pub struct TopArgs {
+    /// Print every perf_event_attr before it is opened, and each open, in perf's `-vv`
+    /// layout (repeat: `-vv`).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// Events (comma-separated, as `record -e`); default: cycles, or cpu-clock without a PMU.
     #[arg(short = 'e', long = "event", value_name = "EVENT")]
     pub events: Vec<String>,
@@ -135,6 +139,7 @@ fn live_options(args: &TopArgs) -> anyhow::Result<LiveOptions> {
 
 /// Runs `culprit top`.
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
+    culprit_collect::verbose::set_level(args.verbose);
     args.output.require("top", &[Format::Text, Format::Json])?;
     if !(args.delay > 0.0 && args.delay.is_finite()) {
         bail!("-d: the delay must be a positive number of seconds");

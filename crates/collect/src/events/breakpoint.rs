@@ -11,7 +11,7 @@
 
 use culprit_decode::abi::perf_type;
 
-use super::{EventError, EventSpec, SampleRate};
+use super::{EventError, EventSpec};
 
 /// `HW_BREAKPOINT_R`: data reads.
 pub const BP_R: u32 = 1;
@@ -113,8 +113,7 @@ pub fn parse(event: &str) -> Result<(EventSpec, &str), EventError> {
     spec.config1 = addr;
     spec.config2 = len;
     spec.bp_type = bp_type;
-    // As perf: a breakpoint samples every hit.
-    spec.rate = Some(SampleRate::Period(1));
+    // Its rate is the recording's: every hit unless -c/-F say otherwise (as perf).
     Ok((spec, mods))
 }
 
@@ -178,7 +177,7 @@ mod tests {
             (s.config1, s.config2, s.bp_type),
             (0x404048, 4, BP_R | BP_W)
         );
-        assert_eq!(s.rate, Some(SampleRate::Period(1)));
+        assert_eq!(s.rate, None);
         assert_eq!(mods, "");
         let (s, _) = parse("mem:0x404048/8:w").unwrap();
         assert_eq!(

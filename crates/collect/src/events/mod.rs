@@ -17,6 +17,7 @@ use crate::sysfs::Sysfs;
 
 pub mod breakpoint;
 pub mod generic;
+mod modifiers;
 mod parse;
 pub(crate) mod suggest;
 pub mod tables;
@@ -59,6 +60,21 @@ pub struct EventSpec {
     pub exclude_hv: bool,
     /// `precise_ip` from `:p`/`:pp`/`:ppp` (0..=3).
     pub precise_ip: u8,
+    /// `:P` (perf's precise_max): a recording asks for precise_ip 3 and lowers it until the
+    /// kernel accepts the event; counting leaves precise_ip alone.
+    pub precise_max: bool,
+    /// `exclude_idle` (`:I`).
+    pub exclude_idle: bool,
+    /// `exclude_host` (`:G`: count in guests only).
+    pub exclude_host: bool,
+    /// `exclude_guest`: set for every event unless modifiers say otherwise (perf's
+    /// `event_attr_init`; `:u` and `:p` set it, `:H` keeps it, `:G` and the other modifiers
+    /// clear it).
+    pub exclude_guest: bool,
+    /// `pinned` (`:D`): always on the PMU, or in error.
+    pub pinned: bool,
+    /// `exclusive` (`:e`): alone on the PMU while it counts.
+    pub exclusive: bool,
     /// Membership of an event group (`{a,b}`, `{a,b}:S`); `None` outside a group. A group's
     /// members follow its leader in the list.
     pub group: Option<EventGroup>,
@@ -94,9 +110,38 @@ impl EventSpec {
             exclude_kernel: false,
             exclude_hv: false,
             precise_ip: 0,
+            precise_max: false,
+            exclude_idle: false,
+            exclude_host: false,
+            exclude_guest: true,
+            pinned: false,
+            exclusive: false,
             group: None,
             bp_type: 0,
         }
+    }
+}
+
+impl EventSpec {
+    /// The bits of the attr's bitfield word the event string chose: the privilege and
+    /// guest/host/idle exclusions, pinned, exclusive and precise_ip (not `:P`'s, which only
+    /// a recording uses).
+    pub fn modifier_flags(&self) -> u64 {
+        use culprit_decode::abi::attr_flag;
+        let bits = [
+            (self.exclude_user, attr_flag::EXCLUDE_USER),
+            (self.exclude_kernel, attr_flag::EXCLUDE_KERNEL),
+            (self.exclude_hv, attr_flag::EXCLUDE_HV),
+            (self.exclude_idle, attr_flag::EXCLUDE_IDLE),
+            (self.exclude_host, attr_flag::EXCLUDE_HOST),
+            (self.exclude_guest, attr_flag::EXCLUDE_GUEST),
+            (self.pinned, attr_flag::PINNED),
+            (self.exclusive, attr_flag::EXCLUSIVE),
+        ];
+        bits.iter()
+            .filter(|(on, _)| *on)
+            .fold(0, |acc, (_, bit)| acc | bit)
+            | (u64::from(self.precise_ip.min(3)) << attr_flag::PRECISE_IP_SHIFT)
     }
 }
 
@@ -175,7 +220,7 @@ pub enum EventError {
         field: String,
     },
     /// An unknown or unsupported modifier after `:`.
-    #[error("bad modifier `{modifier}` in `{event}`: {why}; supported modifiers: u (user), k (kernel), h (hypervisor), p/pp/ppp (precise), P (max precise)")]
+    #[error("bad modifier `{modifier}` in `{event}`: {why}; supported modifiers: u (user), k (kernel), h (hypervisor), G (guest), H (host), I (exclude idle), p/pp/ppp (precise), P (max precise), D (pinned), e (exclusive), S (group leader sampling)")]
     BadModifier {
         /// The event text.
         event: String,

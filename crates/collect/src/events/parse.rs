@@ -323,7 +323,7 @@ impl EventParser {
         }
         for (i, mut m) in members.into_iter().enumerate() {
             if !shared.is_empty() {
-                self.apply_modifiers(&mut m, &shared, whole)?;
+                self.apply_modifiers(&mut m, &shared, whole, true)?;
                 // As perf names them: the group's modifiers follow the member's own.
                 if m.name.ends_with('/') || m.name.contains(':') {
                     m.name.push_str(&shared);
@@ -359,7 +359,7 @@ impl EventParser {
         }
         if super::breakpoint::is_breakpoint(event) {
             let (mut spec, mods) = super::breakpoint::parse(event)?;
-            self.apply_modifiers(&mut spec, mods, event)?;
+            self.apply_modifiers(&mut spec, mods, event, false)?;
             return Ok(spec);
         }
         let (head, terms, mods) = match event.split_once('/') {
@@ -403,7 +403,7 @@ impl EventParser {
         }
         let target = self.resolve(head, event, terms)?;
         let mut spec = self.build(target, terms.unwrap_or(""), event)?;
-        self.apply_modifiers(&mut spec, mods, event)?;
+        self.apply_modifiers(&mut spec, mods, event, false)?;
         Ok(spec)
     }
 
@@ -809,73 +809,22 @@ impl EventParser {
         Ok(())
     }
 
-    /// perf's modifiers: `u`, `k`, `h` choose privilege levels (anything not named is
-    /// excluded), each `p` raises precise_ip, `P` asks for the maximum.
+    /// perf's modifiers (see [`super::modifiers`]), then what culprit checks up front: IBS
+    /// privilege filtering and the precision this machine offers. `on_group`: the modifiers
+    /// of a `{…}:mods` group, applied to a member.
     fn apply_modifiers(
         &self,
         spec: &mut EventSpec,
         mods: &str,
         event: &str,
+        on_group: bool,
     ) -> Result<(), EventError> {
-        let (mut u, mut k, mut h, mut p, mut max_p) = (false, false, false, 0u8, false);
-        for c in mods.chars() {
-            match c {
-                'u' => u = true,
-                'k' => k = true,
-                'h' => h = true,
-                'p' => p = p.saturating_add(1),
-                'P' => max_p = true,
-                'G' | 'H' => {
-                    return Err(bad_modifier(
-                        event,
-                        c,
-                        "guest/host filtering is not supported by culprit",
-                    ))
-                }
-                'I' => {
-                    return Err(bad_modifier(
-                        event,
-                        c,
-                        "exclude_idle is not supported by culprit",
-                    ))
-                }
-                'S' | 'D' | 'W' | 'e' | 'b' | 'R' => {
-                    return Err(bad_modifier(
-                        event,
-                        c,
-                        "this perf modifier is not supported by culprit",
-                    ))
-                }
-                _ => {
-                    return Err(bad_modifier(event, c, "unknown modifier"));
-                }
-            }
-        }
-        if p > 3 {
-            return Err(EventError::BadModifier {
-                event: event.to_string(),
-                modifier: "p".repeat(p as usize),
-                why: "at most three `p` (precise_ip 0..3)".to_string(),
-            });
-        }
-        if max_p && p > 0 {
-            return Err(bad_modifier(
-                event,
-                'P',
-                "`P` (max precise) cannot be combined with `p`",
-            ));
-        }
-        if u || k || h {
-            spec.exclude_user = !u;
-            spec.exclude_kernel = !k;
-            spec.exclude_hv = !h;
+        let privilege = super::modifiers::apply_perf_modifiers(spec, mods, event, on_group)?;
+        if privilege {
             self.check_ibs_privilege_filter(spec, mods, event)?;
         }
+        let p = spec.precise_ip;
         let (max, why) = self.max_precise();
-        if max_p {
-            spec.precise_ip = max;
-            return Ok(());
-        }
         if p > 0 && self.precise_applies(spec) && p <= max && !self.ibs_can_serve(spec) {
             return Err(EventError::PreciseUnavailable {
                 event: event.to_string(),
@@ -1015,14 +964,6 @@ fn group_error(spec: &str, why: &str) -> EventError {
     EventError::Syntax {
         event: spec.to_string(),
         why: format!("event group: {why}"),
-    }
-}
-
-fn bad_modifier(event: &str, c: char, why: &str) -> EventError {
-    EventError::BadModifier {
-        event: event.to_string(),
-        modifier: c.to_string(),
-        why: why.to_string(),
     }
 }
 

@@ -43,6 +43,12 @@ impl Attr {
         ((self.flags >> attr_flag::PRECISE_IP_SHIFT) & 3) as u8
     }
 
+    /// Sets the `precise_ip` field (0..=3; higher values are cut to 3).
+    pub fn set_precise_ip(&mut self, precise_ip: u8) {
+        let shift = attr_flag::PRECISE_IP_SHIFT;
+        self.flags = (self.flags & !(3 << shift)) | (u64::from(precise_ip.min(3)) << shift);
+    }
+
     /// Encodes the attr as the kernel's little-endian 128-byte struct.
     pub fn to_bytes(&self) -> [u8; ATTR_SIZE] {
         let mut b = [0u8; ATTR_SIZE];
