@@ -1441,14 +1441,6 @@ fn alive(pid: i32) -> bool {
 }
 
 /// A small tmpfs mounted for a test, unmounted when dropped.
-struct SmallDisk(PathBuf);
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 /// A full disk (a 2 MB tmpfs) mid-recording: the recording stops, the launched command is
 /// terminated, the partial file is kept and closed so that culprit (and perf) read its
 /// samples, the exit status is non-zero and the error is said once with what was kept.
@@ -1457,19 +1449,11 @@ fn test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command() {
     const TEST: &str = "test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command";
     let _lock = common::pmu_lock();
     let dir = common::scratch("record-full-disk");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
-        .arg(&mnt)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
+    let Some(disk) = common::SmallDisk::mount(&dir, "2m") else {
         common::skip(TEST, "cannot mount a tmpfs here (not root?)");
         return;
-    }
-    let _disk = SmallDisk(mnt.clone());
+    };
+    let mnt = disk.path().to_path_buf();
     let data = mnt.join("full.data");
     let pid_file = dir.join("workload.pid");
     let _ = std::fs::remove_file(&pid_file);

@@ -180,14 +180,6 @@ fn test_two_recordings_of_one_output_the_second_refused() {
 }
 
 /// A small tmpfs mounted for a test, unmounted when dropped.
-struct SmallDisk(std::path::PathBuf);
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
-
 /// A full disk in a --switch-output rotation: the message counts the samples of the last
 /// file, the one it names, not the whole recording's.
 #[test]
@@ -195,19 +187,11 @@ fn test_switch_output_full_disk_counts_the_last_files_samples() {
     const TEST: &str = "test_switch_output_full_disk_counts_the_last_files_samples";
     let _lock = common::pmu_lock();
     let dir = common::scratch("record-switch-full-disk");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
-        .arg(&mnt)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
+    let Some(disk) = common::SmallDisk::mount(&dir, "2m") else {
         common::skip(TEST, "cannot mount a tmpfs here (not root?)");
         return;
-    }
-    let _disk = SmallDisk(mnt.clone());
+    };
+    let mnt = disk.path().to_path_buf();
     let data = mnt.join("full.data");
     let shares = common::workload("shares");
     // 8 KB of stack per sample: files of 600 KB rotate, the third fills the disk.

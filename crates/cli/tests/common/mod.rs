@@ -625,3 +625,33 @@ pub const IBS_PRECISE_KINDS: [&str; 6] = [
     "data address",
     "dtlb miss",
 ];
+
+/// A small tmpfs mounted at `dir/mnt` (a disk that fills up), unmounted when dropped.
+pub struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `size` (mount's syntax, e.g. `2m`) at `dir/mnt`; `None` where this
+    /// process may not mount (not root).
+    pub fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        let mnt = dir.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mnt)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+            .then_some(SmallDisk(mnt))
+    }
+
+    /// Where the disk is mounted.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
