@@ -55,6 +55,11 @@ pub struct ListedSample {
     /// The call chain, innermost frame first (absent when the sample has none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub callchain: Vec<ListedFrame>,
+    /// Whether the sample's event recorded call chains and they are shown: perf script then
+    /// ends the sample's line at the event and the sample with an empty line, even when the
+    /// chain is empty.
+    #[serde(skip)]
+    pub has_chain: bool,
     /// The DSO as perf script names it (the path; `[kernel.kallsyms]`), for `-F dso`.
     #[serde(skip)]
     pub dso_path: Option<String>,
@@ -292,7 +297,7 @@ impl ListedSample {
             self.period,
             escape(&self.event),
         );
-        if self.callchain.is_empty() {
+        if !self.has_chain {
             let _ = write!(
                 head,
                 " {:16x} {} ({})",
@@ -321,7 +326,7 @@ impl ListedSample {
         if let Some(e) = &self.ibs_error {
             lines.push(format!("ibs: {e}"));
         }
-        if !self.callchain.is_empty() {
+        if self.has_chain {
             lines.push(String::new());
         }
         lines
@@ -470,6 +475,10 @@ impl<'a> Listing<'a> {
             sym: here.sym,
             dso: here.dso,
             callchain,
+            has_chain: self.callchains
+                && profile.events.get(s.event as usize).is_some_and(|e| {
+                    e.sample_type & culprit_decode::abi::sample_type::CALLCHAIN != 0
+                }),
             dso_path: here.dso_path,
             symoff: here.symoff,
             dso_offset: here.dso_offset,
