@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample, PerfLine};
-use culprit_decode::model::{Location, Profile, Sample};
+use culprit_decode::model::{DsoId, DsoKind, Location, Profile, Sample};
 use culprit_decode::pebs::{self, MemOp, PreciseSample, PreciseSource, Snoop, Tlb};
 use culprit_decode::tracepoint::FieldValue;
 use culprit_output::text::escape;
@@ -100,6 +100,10 @@ pub struct ListedSample {
         serialize_with = "tracepoint_fields"
     )]
     pub fields: Option<Vec<(String, FieldValue)>>,
+    /// The tracepoint's record as its `print fmt:` writes it (what perf script prints:
+    /// `prev_state=D`), when the format could be evaluated; else the text shows `fields`.
+    #[serde(skip)]
+    pub fields_text: Option<String>,
 }
 
 /// `fields` as one object, in the format's order.
@@ -297,6 +301,16 @@ impl ListedSample {
             self.period,
             escape(&self.event),
         );
+        // A tracepoint's fields follow the event as its print format writes them (perf
+        // script's text and order: before the address), or `name=value` when the format
+        // cannot be evaluated.
+        if let Some(text) = &self.fields_text {
+            let _ = write!(head, " {}", escape(text));
+        } else {
+            for (name, value) in self.fields.iter().flatten() {
+                let _ = write!(head, " {}={}", escape(name), escape(&value.to_string()));
+            }
+        }
         if !self.has_chain {
             let _ = write!(
                 head,
@@ -305,11 +319,6 @@ impl ListedSample {
                 escape(self.sym.as_deref().unwrap_or("[unknown]")),
                 escape(self.dso.as_deref().unwrap_or("[unknown]"))
             );
-        }
-        // A tracepoint's fields follow on the line, `name=value` as perf's print formats
-        // mostly write them.
-        for (name, value) in self.fields.iter().flatten() {
-            let _ = write!(head, " {}={}", escape(name), escape(&value.to_string()));
         }
         let mut lines = vec![head];
         lines.extend(
@@ -373,6 +382,30 @@ impl<'a> Listing<'a> {
     pub fn with_callchains(mut self, on: bool) -> Listing<'a> {
         self.callchains = on;
         self
+    }
+
+    /// A tracepoint sample's record as its print format writes it, kernel code addresses
+    /// (`%pS`) named by the kernel's symbols, as perf script does.
+    fn trace_text(&mut self, profile: &Profile, s: &Sample) -> Option<String> {
+        let format = profile.tracepoint_format(s.event)?;
+        let kernel = profile
+            .dsos
+            .iter()
+            .position(|d| d.kind == DsoKind::Kernel)
+            .and_then(|k| DsoId::try_from(k).ok());
+        let mut resolve = |addr: u64| -> Option<(String, u64)> {
+            // Kernel text is in the upper half; user addresses stay in hex, as in perf.
+            if addr < 1 << 63 {
+                return None;
+            }
+            let location = Location {
+                dso: Some(kernel?),
+                file_offset: addr,
+            };
+            let n = self.names(profile, location, s.pid);
+            Some((n.sym?, n.symoff.unwrap_or(0)))
+        };
+        format.render(profile.raw(s), &mut resolve)
     }
 
     /// The names of a location, looked up once.
@@ -489,6 +522,7 @@ impl<'a> Listing<'a> {
             ibs,
             ibs_error,
             precise: precise.as_ref().map(PreciseJson::of),
+            fields_text: self.trace_text(profile, s),
             fields: profile.tracepoint_format(s.event).map(|f| {
                 f.decode(profile.raw(s))
                     .into_iter()

@@ -19,6 +19,8 @@ use serde::Serialize;
 
 use crate::cursor::Cur;
 
+pub mod print_fmt;
+
 /// The magic at the start of the tracing data.
 const MAGIC: &[u8; 10] = b"\x17\x08\x44tracing";
 
@@ -52,6 +54,9 @@ pub struct TracepointFormat {
     /// Whether the raw records are big-endian (the tracing data's byte order: the
     /// recording machine's).
     pub big_endian: bool,
+    /// The `print fmt:` line, parsed; `None` when absent or not understood.
+    #[serde(skip)]
+    pub print_fmt: Option<print_fmt::PrintFmt>,
 }
 
 impl TracepointFormat {
@@ -79,6 +84,13 @@ impl TracepointFormat {
         self.own_fields()
             .filter_map(|f| Some((f.name.as_str(), f.read(raw, self.big_endian)?)))
             .collect()
+    }
+
+    /// A raw record as its `print fmt:` line writes it (libtraceevent's, so perf script's,
+    /// text: `prev_state=D`), or `None` when the line is absent or cannot be evaluated.
+    /// `resolve` names kernel code addresses for `%ps`/`%pS`.
+    pub fn render(&self, raw: &[u8], resolve: print_fmt::Resolver<'_>) -> Option<String> {
+        print_fmt::render(self.print_fmt.as_ref()?, self, raw, resolve)
     }
 }
 
@@ -426,9 +438,12 @@ pub fn parse_format(system: &str, text: &[u8], big_endian: bool) -> Option<Trace
     let mut name = None;
     let mut id = None;
     let mut fields = Vec::new();
+    let mut print = None;
     for line in text.lines() {
         let line = line.trim();
-        if let Some(v) = line.strip_prefix("name:") {
+        if let Some(v) = line.strip_prefix("print fmt:") {
+            print = print_fmt::parse(v);
+        } else if let Some(v) = line.strip_prefix("name:") {
             name = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("ID:") {
             id = v.trim().parse::<u64>().ok();
@@ -444,6 +459,7 @@ pub fn parse_format(system: &str, text: &[u8], big_endian: bool) -> Option<Trace
         name: name?,
         fields,
         big_endian,
+        print_fmt: print,
     })
 }
 

@@ -52,6 +52,8 @@ pub enum Field {
     Weight,
     /// PERF_SAMPLE_PHYS_ADDR.
     PhysAddr,
+    /// A tracepoint's record as its print format writes it.
+    Trace,
 }
 
 /// Names culprit accepts, in perf's order.
@@ -71,11 +73,11 @@ pub const FIELDS: &[(&str, Field)] = &[
     ("period", Field::Period),
     ("weight", Field::Weight),
     ("phys_addr", Field::PhysAddr),
+    ("trace", Field::Trace),
 ];
 
 /// perf script's other field names: valid for perf, not printed by culprit.
 pub const PERF_ONLY: &[&str] = &[
-    "trace",
     "srcline",
     "iregs",
     "uregs",
@@ -285,7 +287,9 @@ impl FieldList {
 fn perf_default(e: &EventInfo) -> FieldSet {
     use Field::*;
     let mut s = FieldSet::of(&[Comm, Tid, Cpu, Time, Event]);
-    if e.attr_type != perf_type::TRACEPOINT {
+    if e.attr_type == perf_type::TRACEPOINT {
+        s.add(Trace);
+    } else {
         s = FieldSet(s.0 | FieldSet::of(&[Ip, Sym, Symoff, Dso, Period]).0);
     }
     if e.attr_type == perf_type::RAW {
@@ -304,6 +308,7 @@ fn needs(f: Field) -> Option<(u64, &'static str)> {
         Field::Addr => Some((sample_type::ADDR, "ADDR")),
         Field::Weight => Some((sample_type::WEIGHT | sample_type::WEIGHT_STRUCT, "WEIGHT")),
         Field::PhysAddr => Some((sample_type::PHYS_ADDR, "PHYS_ADDR")),
+        Field::Trace => Some((sample_type::RAW, "RAW")),
         _ => None,
     }
 }
@@ -457,6 +462,17 @@ impl PerfLayout {
         }
         if f.has(Field::Event) {
             let _ = write!(t, "{:>w$}: ", escape(&s.event), w = self.name_width);
+        }
+        if f.has(Field::Trace) {
+            if let Some(text) = &s.fields_text {
+                t.push_str(&escape(text));
+            } else if let Some(fields) = &s.fields {
+                let pairs: Vec<String> = fields
+                    .iter()
+                    .map(|(n, v)| format!("{}={}", escape(n), escape(&v.to_string())))
+                    .collect();
+                t.push_str(&pairs.join(" "));
+            }
         }
         if f.has(Field::Addr) {
             let _ = write!(t, "{:16x}", s.addr.unwrap_or(0));
