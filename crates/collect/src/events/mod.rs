@@ -244,12 +244,15 @@ pub enum EventError {
         why: String,
     },
     /// An IBS PMU was named but the machine has none.
-    #[error("`{event}`: IBS is not available here (no `{pmu}` PMU under /sys/bus/event_source/devices). IBS needs an AMD CPU on bare metal or a VM that exposes it; precise attribution is not possible here — sample `cycles` or `cpu-clock` instead (culprit annotate then estimates skid, labelled)")]
+    #[error("`{event}`: IBS is not available here (no `{pmu}` PMU under /sys/bus/event_source/devices). IBS needs an AMD CPU on bare metal or a VM that exposes it; precise attribution is not possible here — sample {instead} instead (culprit annotate then estimates skid, labelled)")]
     IbsUnavailable {
         /// The event text.
         event: String,
         /// `ibs_op` or `ibs_fetch`.
         pmu: String,
+        /// What to sample instead: `` `cycles` `` where a core PMU exists, else
+        /// `` `cpu-clock` `` (a VM without a PMU has no cycles either).
+        instead: &'static str,
     },
     /// A named event of another CPU's table (perf's tables), not of this CPU's.
     #[error("`{name}` is not an event of this CPU: perf's tables have it for {models}, but this CPU is {cpu}; `culprit list` shows this CPU's events{}", suggest::did_you_mean(.suggestions))]
@@ -348,6 +351,31 @@ pub fn known_names(sysfs: &Sysfs, table: Option<&culprit_pmu_events::CpuTable>) 
     names.sort();
     names.dedup();
     names
+}
+
+/// The names a misspelt event may be suggested as: [`known_names`] without the hardware and
+/// cache events when this machine has no core PMU (a VM without a virtual PMU): suggesting
+/// `cycles` for `cyles` there only trades one error for another.
+pub fn openable_names(sysfs: &Sysfs, table: Option<&culprit_pmu_events::CpuTable>) -> Vec<String> {
+    let mut names = known_names(sysfs, table);
+    if !has_core_pmu(sysfs) {
+        let hardware: std::collections::HashSet<String> = generic::HARDWARE
+            .iter()
+            .flat_map(|e| e.names.iter().map(|n| n.to_string()))
+            .chain(generic::cache_events().into_iter().map(|(n, _)| n))
+            .collect();
+        names.retain(|n| !hardware.contains(n));
+    }
+    names
+}
+
+/// Whether a core PMU is present: the kernel registers the CPU's own PMU as
+/// PERF_TYPE_RAW (4): `cpu` on x86, `cpu_core` on hybrid Intel, `armv8_pmuv3_0` on arm64.
+pub fn has_core_pmu(sysfs: &Sysfs) -> bool {
+    sysfs
+        .pmus()
+        .iter()
+        .any(|p| p.attr_type == culprit_decode::abi::perf_type::RAW)
 }
 
 #[cfg(test)]

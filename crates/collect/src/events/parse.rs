@@ -469,6 +469,7 @@ impl EventParser {
                 return Err(EventError::IbsUnavailable {
                     event: event.to_string(),
                     pmu: head.to_string(),
+                    instead: self.precise_fallback(),
                 });
             }
             let err = self.unknown_pmu(head, event);
@@ -507,9 +508,10 @@ impl EventParser {
             return Err(EventError::IbsUnavailable {
                 event: event.to_string(),
                 pmu: head.to_string(),
+                instead: self.precise_fallback(),
             });
         }
-        let names = self.known_names();
+        let names = super::openable_names(&self.sysfs, self.table());
         let mut suggestions = suggest::closest(head, names.iter().map(String::as_str));
         if suggestions.is_empty() && self.sysfs.has_pmu(head) {
             suggestions.push(format!("{head}/…/"));
@@ -528,6 +530,15 @@ impl EventParser {
             name: head.to_string(),
             suggestions,
         })
+    }
+
+    /// The event to sample when precise hardware (IBS) is missing, for messages.
+    fn precise_fallback(&self) -> &'static str {
+        if super::has_core_pmu(&self.sysfs) {
+            "`cycles` or `cpu-clock`"
+        } else {
+            "`cpu-clock` (this machine has no hardware PMU, so no `cycles` either)"
+        }
     }
 
     /// This CPU for messages: identity, perf's CPU id string and the table it picks.

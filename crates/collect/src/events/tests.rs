@@ -395,7 +395,32 @@ fn test_parse_event_ibs_unavailable() {
             msg.contains("precise attribution is not possible here"),
             "{msg}"
         );
+        // No core PMU: no `cycles` to fall back to either.
+        assert!(msg.contains("sample `cpu-clock`"), "{msg}");
+        assert!(!msg.contains("`cycles` or"), "{msg}");
     }
+    // With a core PMU but no IBS (an Intel or a Zen guest without IBS), cycles work.
+    let fake = FakeSysfs::amd();
+    let p = amd(&fake);
+    if let Err(err @ EventError::IbsUnavailable { .. }) = p.parse_event("ibs_fetch/rand_en/x/") {
+        assert!(err.to_string().contains("`cycles` or `cpu-clock`"), "{err}");
+    }
+}
+
+/// On a machine without a hardware PMU, a misspelt hardware event is not "corrected" into
+/// another event that cannot open there; software events still are.
+#[test]
+fn test_suggestions_without_a_pmu_only_name_openable_events() {
+    let fake = FakeSysfs::no_hw();
+    let p = no_hw(&fake);
+    let msg = p.parse_event("cyles").unwrap_err().to_string();
+    assert!(!msg.contains("`cycles`"), "{msg}");
+    let msg = p.parse_event("instructons").unwrap_err().to_string();
+    assert!(!msg.contains("did you mean"), "{msg}");
+    let msg = p.parse_event("cpu-clok").unwrap_err().to_string();
+    assert!(msg.contains("did you mean `cpu-clock`"), "{msg}");
+    let msg = p.parse_event("task-clok").unwrap_err().to_string();
+    assert!(msg.contains("`task-clock`"), "{msg}");
 }
 
 #[test]
