@@ -63,6 +63,10 @@ pub struct OutputArgs {
     /// a terminal its width (else $COLUMNS, else 80); into a file or a pipe, never cut.
     #[arg(long, value_name = "N")]
     pub width: Option<usize>,
+    /// Do not page text on a terminal (default pager: $CULPRIT_PAGER, else $PAGER, else
+    /// `less` with LESS=FRX).
+    #[arg(long)]
+    pub no_pager: bool,
 }
 
 impl OutputArgs {
@@ -79,8 +83,24 @@ impl OutputArgs {
         )
     }
 
-    /// Where the report goes: the `-o` file (created) or stdout, buffered.
+    /// Where the report goes: the `-o` file (created), the pager (text on a terminal, as
+    /// perf; see `pager.rs`), or stdout, buffered.
     pub fn writer(&self) -> anyhow::Result<Box<dyn Write>> {
+        if self.output.is_none()
+            && !self.no_pager
+            && self.format == Format::Text
+            && std::io::stdout().is_terminal()
+        {
+            if let Some(pager) = crate::pager::Pager::start() {
+                return Ok(Box::new(pager));
+            }
+        }
+        self.unpaged_writer()
+    }
+
+    /// [`OutputArgs::writer`] without the pager: for output that streams while the user
+    /// watches (top, a live trace).
+    pub fn unpaged_writer(&self) -> anyhow::Result<Box<dyn Write>> {
         Ok(match &self.output {
             Some(p) => Box::new(BufWriter::new(
                 File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

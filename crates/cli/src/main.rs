@@ -4,6 +4,7 @@
 mod alloc;
 mod args;
 mod cmd;
+mod pager;
 mod progress;
 
 use std::process::ExitCode;

@@ -462,3 +462,74 @@ fn test_report_unresolved_callers_show_raw_addresses_as_perf() {
     assert!(!theirs.is_empty(), "perf shows no raw caller address");
     assert_eq!(raw, theirs, "\n{ours}");
 }
+
+/// Runs `culprit ARGS` on a terminal (util-linux `script` gives it a pseudo-terminal) with
+/// `CULPRIT_PAGER` saving what it is given into `paged`; returns what reached the terminal.
+fn on_a_terminal(args: &str, paged: &Path, extra_env: &[(&str, &str)]) -> String {
+    let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_culprit"));
+    let c = common::culprit();
+    let mut script = std::process::Command::new("script");
+    script
+        .args(["-qec", &cmd, "/dev/null"])
+        .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env("CULPRIT_PAGER", format!("cat > {}", paged.display()))
+        .envs(extra_env.iter().copied())
+        .stdin(std::process::Stdio::null());
+    let out = script.output().expect("run util-linux script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// On a terminal, text goes through the pager as perf's does (`$CULPRIT_PAGER`, `$PAGER`,
+/// else `less`); `--no-pager`, `-o FILE`, JSON and a pager of `cat` write directly.
+#[test]
+fn test_text_on_a_terminal_goes_through_the_pager() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        common::skip(
+            "test_text_on_a_terminal_goes_through_the_pager",
+            "util-linux `script` is not installed",
+        );
+        return;
+    }
+    let dir = common::scratch("pager");
+    let file = decode_fixture("cpu-clock-g.data");
+    let report = format!("report -i {}", file.display());
+    let paged = dir.join("paged");
+    let shown = on_a_terminal(&report, &paged, &[]);
+    let text = std::fs::read_to_string(&paged).expect("the pager ran");
+    assert!(text.contains("# Event 'cpu-clock'"), "{text}");
+    assert!(
+        !shown.contains("# Event 'cpu-clock'"),
+        "not also on the terminal: {shown}"
+    );
+
+    for (args, env) in [
+        (format!("{report} --no-pager"), vec![]),
+        (format!("{report} --format json"), vec![]),
+        (report.clone(), vec![("CULPRIT_PAGER", "cat")]),
+    ] {
+        let paged = dir.join("not-paged");
+        let _ = std::fs::remove_file(&paged);
+        let shown = on_a_terminal(&args, &paged, &env);
+        assert!(!paged.exists(), "{args}: paged");
+        assert!(
+            shown.contains("# Event 'cpu-clock'") || shown.contains("\"schema\""),
+            "{args}: {shown}"
+        );
+    }
+    let out = dir.join("report.txt");
+    let paged = dir.join("not-paged-o");
+    on_a_terminal(&format!("{report} -o {}", out.display()), &paged, &[]);
+    assert!(!paged.exists());
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("# Event 'cpu-clock'"));
+}

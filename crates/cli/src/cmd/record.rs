@@ -543,6 +543,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         output: None,
         color: ColorArg::Auto,
         width: None,
+        no_pager: true,
     }
     .require("record's summary", &[Format::Text, Format::Json])?;
     let mut opts = options(&args)?;

@@ -225,7 +225,7 @@ fn write_block(
 fn run_plain(session: &mut Session<'_>, opts: LiveOptions) -> anyhow::Result<LiveEnd> {
     let args = session.args;
     let mut v = PlainView {
-        out: args.output.writer()?,
+        out: args.output.unpaged_writer()?,
         text: args.output.text_options(),
         session,
         last: Instant::now(),

@@ -120,7 +120,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => bail!("{name}:{e}"),
     };
-    let mut out = args.output.writer()?;
+    let mut out = args.output.unpaged_writer()?;
     // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
     // user gave the kernel's symbols).
     let mut sym_opts = args.input.symbolizer_options();
