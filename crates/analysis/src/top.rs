@@ -27,12 +27,12 @@ pub const SCHEMA: u32 = 1;
 pub const FUNC_CAPACITY: usize = 4096;
 
 /// A function: its DSO (the stream decoder's DSO numbers are stable for a whole run) and a
-/// hash of the symbol name.
+/// hash of the symbol name; per process too when the table is by process (system-wide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum FuncKey {
-    Sym(Option<u32>, u64),
+    Sym(Option<i32>, Option<u32>, u64),
     /// Unresolved: one row per DSO.
-    Dso(Option<u32>),
+    Dso(Option<i32>, Option<u32>),
 }
 
 fn name_hash(name: &str) -> u64 {
@@ -43,6 +43,8 @@ fn name_hash(name: &str) -> u64 {
 
 #[derive(Debug, Clone)]
 struct FuncRow {
+    /// Command and process, when the table is by process.
+    process: Option<(String, i32)>,
     dso: String,
     name: String,
     period: Vec<u64>,
@@ -57,6 +59,8 @@ struct FuncTable {
     samples: Vec<u64>,
     dropped_rows: u64,
     events: Vec<String>,
+    /// One row per process and function (system-wide: who runs it matters).
+    by_process: bool,
 }
 
 impl FuncTable {
@@ -74,15 +78,18 @@ impl FuncTable {
         let dso = s.location.dso;
         let r = sym.resolve(profile, Query::of(s.location, s.pid));
         let name = r.symbol.and_then(|id| sym.symbol(id)).map(|x| x.name);
+        let pid = self.by_process.then_some(s.pid);
         let key = match name {
-            Some(n) => FuncKey::Sym(dso, name_hash(n)),
-            None => FuncKey::Dso(dso),
+            Some(n) => FuncKey::Sym(pid, dso, name_hash(n)),
+            None => FuncKey::Dso(pid, dso),
         };
         if !self.rows.contains_key(&key) && self.rows.len() >= FUNC_CAPACITY {
             self.shrink();
         }
         let n = self.totals.len();
+        let by_process = self.by_process;
         let row = self.rows.entry(key).or_insert_with(|| FuncRow {
+            process: by_process.then(|| (profile.str(s.comm).to_string(), s.pid)),
             dso: dso_short(profile, dso),
             name: name.unwrap_or("[unknown]").to_string(),
             period: vec![0; n],
@@ -150,6 +157,9 @@ pub struct LiveTop {
     sym: Symbolizer,
     /// Samples the kernel lost so far (LOST records in the stream).
     lost: u64,
+    /// A process whose samples are not shown (culprit itself, system-wide), and how many
+    /// of its samples were left out.
+    hidden: Option<(i32, u64)>,
 }
 
 impl LiveTop {
@@ -161,11 +171,32 @@ impl LiveTop {
             detectors: offenders.map(EventDetectors::new).transpose()?,
             sym,
             lost: 0,
+            hidden: None,
         })
+    }
+
+    /// One row per process and function, with its command and PID (for system-wide views,
+    /// where the same function runs in many processes).
+    pub fn by_process(mut self, on: bool) -> LiveTop {
+        self.table.by_process = on;
+        self
+    }
+
+    /// Leaves the samples of process `pid` out (culprit top's own, system-wide), counting
+    /// them for the status line.
+    pub fn hiding(mut self, pid: Option<i32>) -> LiveTop {
+        self.hidden = pid.map(|p| (p, 0));
+        self
     }
 
     /// Adds one sample of the live stream.
     pub fn add(&mut self, p: &Profile, s: &Sample) {
+        if let Some((pid, n)) = self.hidden.as_mut() {
+            if s.pid == *pid {
+                *n += 1;
+                return;
+            }
+        }
         self.table.add(p, &mut self.sym, s);
         if let Some(d) = self.detectors.as_mut() {
             d.observe(s);
@@ -208,6 +239,8 @@ impl LiveTop {
                     percent.insert(e.clone(), Round4(t.percent(r, i)));
                 }
                 TopFunction {
+                    command: r.process.as_ref().map(|(c, _)| c.clone()),
+                    pid: r.process.as_ref().map(|(_, p)| *p),
                     dso: r.dso.clone(),
                     symbol: r.name.clone(),
                     samples: r.samples,
@@ -259,6 +292,7 @@ impl LiveTop {
             functions_kept: self.table.rows.len(),
             functions_dropped: self.table.dropped_rows,
             functions_max: FUNC_CAPACITY,
+            hidden_samples: self.hidden.map(|(_, n)| n),
             functions,
             offenders,
             sort_by,
@@ -286,6 +320,9 @@ pub struct TopSnapshot {
     pub functions_dropped: u64,
     /// The table's capacity.
     pub functions_max: usize,
+    /// culprit's own samples left out (system-wide; absent when they are shown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hidden_samples: Option<u64>,
     /// The hottest functions, by the sort event.
     pub functions: Vec<TopFunction>,
     /// Confirmed offenders of every event (`null` without `--offenders`).
@@ -301,6 +338,12 @@ pub struct TopSnapshot {
 /// A function of the table.
 #[derive(Debug, Clone, Serialize)]
 pub struct TopFunction {
+    /// Command of the process (system-wide tables are by process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The process (system-wide tables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
     /// DSO short name.
     pub dso: String,
     /// Function name (`[unknown]`: the DSO's unnamed code).
@@ -367,8 +410,12 @@ impl TopSnapshot {
         } else {
             String::new()
         };
+        let hidden = match self.hidden_samples {
+            Some(n) if n > 0 => format!(", {n} of culprit's own hidden"),
+            _ => String::new(),
+        };
         format!(
-            "culprit top: {:.1}s, {} samples{lost}, {} functions (max {}){evicting}",
+            "culprit top: {:.1}s, {} samples{lost}{hidden}, {} functions (max {}){evicting}",
             self.elapsed_s.0, self.samples, self.functions_kept, self.functions_max,
         )
     }
@@ -394,6 +441,31 @@ impl TopSnapshot {
                 )
             })
             .collect();
+        if self.functions.iter().any(|f| f.pid.is_some()) {
+            cols.push(
+                Column::new(
+                    "Command",
+                    "command",
+                    Values::Text(
+                        self.functions
+                            .iter()
+                            .map(|f| f.command.clone().unwrap_or_default())
+                            .collect(),
+                    ),
+                )
+                .shrink(8),
+            );
+            cols.push(Column::new(
+                "PID",
+                "pid",
+                Values::Int(
+                    self.functions
+                        .iter()
+                        .map(|f| f.pid.map(i64::from))
+                        .collect(),
+                ),
+            ));
+        }
         cols.push(
             Column::new(
                 "Shared Object",

@@ -519,3 +519,67 @@ fn full_screen_view_prints_warnings_and_the_last_table_after_leaving() {
         .count();
     assert!(rows > 0, "the last table has no rows: {after:?}");
 }
+
+/// System-wide, rows are per process (command and PID columns, `command`/`pid` in JSON)
+/// and culprit's own samples are hidden, counted in `hidden_samples`; `--include-self`
+/// shows them.
+#[test]
+fn system_wide_rows_name_the_process_and_hide_culprit_itself() {
+    let _lock = common::pmu_lock();
+    let run = |extra: &[&str]| -> (u32, Vec<serde_json::Value>) {
+        let child = common::culprit()
+            .args([
+                "top",
+                "--format",
+                "json",
+                "-a",
+                "-e",
+                "cpu-clock",
+                "-d",
+                "0.5",
+            ])
+            .args(extra)
+            .arg("--")
+            .arg(common::workload("shares"))
+            .arg("150")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run culprit top -a");
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            panic!("top -a: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let objs = text
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        (pid, objs)
+    };
+    let (pid, objs) = run(&[]);
+    let last = objs.last().expect("a refresh");
+    let lines: String = objs.iter().map(|o| format!("{o}\n")).collect();
+    common::validate_json_schema("top", &lines);
+    let f = last["functions"].as_array().unwrap();
+    assert!(!f.is_empty(), "{last:#}");
+    assert!(
+        f.iter()
+            .all(|r| r["pid"].is_i64() && r["command"].is_string()),
+        "{last:#}"
+    );
+    let heavy = f
+        .iter()
+        .find(|r| r["symbol"] == "heavy")
+        .expect("heavy row");
+    assert_eq!(heavy["command"], "shares", "{heavy}");
+    assert!(
+        f.iter().all(|r| r["pid"].as_i64() != Some(i64::from(pid))),
+        "culprit's own rows shown: {last:#}"
+    );
+    assert!(last["hidden_samples"].is_u64(), "{last:#}");
+    let (_, objs) = run(&["--include-self"]);
+    assert!(objs.last().unwrap().get("hidden_samples").is_none());
+}

@@ -17,6 +17,7 @@ use culprit_analysis::offenders::Settings;
 use culprit_analysis::top::{LiveTop, TopSnapshot, View};
 use culprit_collect::events::{self, SampleRate};
 use culprit_collect::live::{self, Consumer, Flow, LiveEnd, LiveOptions};
+use culprit_collect::target::Target;
 use culprit_decode::model::{Profile, Sample};
 use culprit_output::TextOptions;
 use culprit_symbols::{KernelSymbols, Symbolizer, SymbolizerOptions};
@@ -54,9 +55,12 @@ pub struct TopArgs {
         default_value_t = 1.0
     )]
     pub delay: f64,
-    /// Rows shown per refresh.
-    #[arg(long = "rows", value_name = "N", default_value_t = 20)]
-    pub rows: usize,
+    /// Rows shown per refresh (default: as many as the terminal holds; 20 in plain mode).
+    #[arg(long = "rows", value_name = "N")]
+    pub rows: Option<usize>,
+    /// Show culprit's own samples too (system-wide they are hidden, as they are noise).
+    #[arg(long = "include-self")]
+    pub include_self: bool,
     /// Plain text (one block per refresh) even on a terminal; the default when stdout is not
     /// a terminal.
     #[arg(long = "stdio")]
@@ -95,11 +99,24 @@ struct Session<'a> {
     started: Instant,
 }
 
+/// Rows of a plain block without `--rows`.
+const PLAIN_ROWS: usize = 20;
+
 impl Session<'_> {
     fn snapshot(&mut self, p: &Profile, sort_by: usize, offenders: usize) -> TopSnapshot {
+        self.snapshot_rows(p, sort_by, offenders, self.args.rows.unwrap_or(PLAIN_ROWS))
+    }
+
+    fn snapshot_rows(
+        &mut self,
+        p: &Profile,
+        sort_by: usize,
+        offenders: usize,
+        rows: usize,
+    ) -> TopSnapshot {
         let view = View {
             sort_by,
-            rows: self.args.rows,
+            rows,
             offenders,
         };
         self.live.snapshot(p, view, self.started.elapsed())
@@ -155,9 +172,15 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         kernel_symbols: KernelSymbols::Running,
         ..SymbolizerOptions::default()
     });
+    // System-wide, the same function runs in many processes: rows per process, and
+    // culprit's own sampling and drawing are hidden unless asked for.
+    let system_wide = matches!(opts.target, Target::System(_));
+    let own = (system_wide && !args.include_self).then(|| std::process::id() as i32);
     let mut session = Session {
         args: &args,
-        live: LiveTop::new(sym, settings)?,
+        live: LiveTop::new(sym, settings)?
+            .by_process(system_wide)
+            .hiding(own),
         started: Instant::now(),
     };
     let plain = args.stdio || args.output.format == Format::Json || !args.output.is_tty();
@@ -305,6 +328,7 @@ fn run_tui(session: &mut Session<'_>, opts: LiveOptions) -> anyhow::Result<LiveE
         show_off,
         last: None,
         failed: None,
+        note: None,
     };
     let end = live::run(opts, TICK, warn, &mut v);
     ratatui::restore();
@@ -344,6 +368,19 @@ struct TuiView<'s, 'a> {
     /// The last redraw.
     last: Option<Instant>,
     failed: Option<anyhow::Error>,
+    /// A message for the header (a key that does nothing says why), and since when.
+    note: Option<(String, Instant)>,
+}
+
+/// How long a key's message stays in the header.
+#[cfg(feature = "tui")]
+const NOTE_TIME: Duration = Duration::from_secs(4);
+
+/// Function rows that fit a terminal of `height` lines: the header line, the table's
+/// border (2) and column header (1), and the offenders panel when shown.
+#[cfg_attr(not(feature = "tui"), allow(dead_code))]
+fn rows_for_height(height: u16, offenders_panel: u16) -> usize {
+    usize::from(height.saturating_sub(1 + 3 + offenders_panel)).max(1)
 }
 
 /// Tables as text lines of at most `width` characters, without colour (the widget draws
@@ -370,13 +407,23 @@ impl TuiView<'_, '_> {
     fn draw(&mut self, p: &Profile) -> anyhow::Result<()> {
         use ratatui::layout::{Constraint, Layout};
         use ratatui::widgets::{Block, Paragraph};
-        let snap = self.session.snapshot(p, self.by, 8);
+        let size = self.terminal.size()?;
+        let off_h: u16 = if self.show_off { 12 } else { 0 };
+        // The table fills the terminal unless --rows says otherwise.
+        let rows = self
+            .session
+            .args
+            .rows
+            .unwrap_or_else(|| rows_for_height(size.height, off_h));
+        let snap = self.session.snapshot_rows(p, self.by, 8, rows);
         self.by = snap.sort_by;
-        let header = format!(
-            "{}   [q quit, Tab/←/→ sort column, o offenders]",
-            snap.status_line()
-        );
-        let width = usize::from(self.terminal.size()?.width.saturating_sub(2));
+        self.note = self.note.take().filter(|(_, t)| t.elapsed() < NOTE_TIME);
+        let keys = match &self.note {
+            Some((n, _)) => n.clone(),
+            None => "[q quit, Tab/←/→ sort column, o offenders]".to_string(),
+        };
+        let header = format!("{}   {keys}", snap.status_line());
+        let width = usize::from(size.width.saturating_sub(2));
         let table = tables_text(&[snap.functions_table()], width);
         let show_off = self.show_off;
         let offs = if show_off {
@@ -385,7 +432,6 @@ impl TuiView<'_, '_> {
             String::new()
         };
         self.terminal.draw(|f| {
-            let off_h = if show_off { 12 } else { 0 };
             let parts = Layout::vertical([
                 Constraint::Length(1),
                 Constraint::Min(3),
@@ -429,6 +475,13 @@ impl TuiView<'_, '_> {
                 KeyCode::Char('o') if self.session.live.has_offenders() => {
                     self.show_off = !self.show_off
                 }
+                KeyCode::Char('o') => {
+                    self.note = Some((
+                        "o: no offenders panel: start top with --offenders (or --t1/--t2)"
+                            .to_string(),
+                        Instant::now(),
+                    ));
+                }
                 _ => continue,
             }
             // Show a changed sort or panel at once.
@@ -467,5 +520,17 @@ impl Consumer for TuiView<'_, '_> {
             }
         }
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests_rows {
+    use super::*;
+
+    #[test]
+    fn test_rows_fill_the_terminal_height() {
+        assert_eq!(rows_for_height(50, 0), 46);
+        assert_eq!(rows_for_height(50, 12), 34);
+        assert_eq!(rows_for_height(3, 12), 1);
     }
 }
