@@ -4,6 +4,7 @@
 mod alloc;
 mod args;
 mod cmd;
+mod help;
 mod pager;
 mod progress;
 
@@ -22,7 +23,7 @@ static GLOBAL: alloc::HugePages = alloc::HugePages;
 #[command(name = "culprit", version,
     about = "culprit: a precise sampling profiler for Linux. Finds which instruction is the culprit of a performance problem, and why.",
     long_about = None,
-    after_help = "EXAMPLES:\n  culprit demo                              record and report the shipped matrix-multiply example\n  culprit record -e cpu-clock -g -- ./prog  sample with call chains (any machine)\n  culprit record -e cycles,instructions -- ./prog   hardware events (needs a PMU: see culprit list)\n  culprit report -i perf.data --sort dso,sym\n  culprit list")]
+    after_help = crate::help::layout("EXAMPLES:\n  culprit demo                              record and report the shipped matrix-multiply example\n  culprit record -e cpu-clock -g -- ./prog  sample with call chains (any machine)\n  culprit record -e cycles,instructions -- ./prog   hardware events (needs a PMU: see culprit list)\n  culprit report -i perf.data --sort dso,sym\n  culprit list"))]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -182,6 +183,28 @@ mod tests {
         );
     }
     use clap::CommandFactory;
+
+    #[test]
+    fn test_every_verbs_examples_fit_80_columns() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let mut checked = 0;
+        for sub in cli.get_subcommands() {
+            let Some(after) = sub.get_after_help() else {
+                continue;
+            };
+            for line in after.to_string().lines() {
+                assert!(
+                    line.chars().count() <= help::WIDTH,
+                    "`culprit {} --help`: {} columns: {line}",
+                    sub.get_name(),
+                    line.chars().count()
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 10, "only {checked} verbs have examples");
+    }
 
     #[test]
     fn test_cli_definition_is_valid() {

@@ -23,7 +23,7 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Per-instruction annotated disassembly, one column per event, with skid estimates",
-    after_help = "EXAMPLES:\n  culprit annotate                              the hottest functions of perf.data\n  culprit annotate -i run.data multiply_matrices --source\n  culprit annotate --addr 0x12af -e cpu-clock --format json\n  culprit annotate multiply_matrices --deskid   estimate the culprit of skidded samples\n\nPercentages are of the function's samples of each event (perf annotate --percent-type local-hits).\nDe-skid columns (marked ~) are estimates: see docs/skid.md."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit annotate                              the hottest functions of perf.data\n  culprit annotate -i run.data multiply_matrices --source\n  culprit annotate --addr 0x12af -e cpu-clock --format json\n  culprit annotate multiply_matrices --deskid   estimate the culprit of skidded samples\n\nPercentages are of the function's samples of each event (perf annotate --percent-type local-hits).\nDe-skid columns (marked ~) are estimates: see docs/skid.md.")
 )]
 pub struct AnnotateArgs {
     /// The input file and where its symbols are found.

@@ -25,7 +25,7 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Difference of two perf.data files (perf diff): baseline share, delta and ratio per row",
-    after_help = "EXAMPLES:\n  culprit diff                                perf.data.old (baseline) against perf.data\n  culprit diff before.data after.data\n  culprit diff a.data b.data --sort sym -e cpu-clock --format csv\n\nDelta = the row's share of the event total in the other file minus its share in the baseline\n(points, as perf diff); Ratio = other period / baseline period; rows by |Delta|."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit diff                                perf.data.old (baseline) against perf.data\n  culprit diff before.data after.data\n  culprit diff a.data b.data --sort sym -e cpu-clock --format csv\n\nDelta = the row's share of the event total in the other file minus its share in the baseline\n(points, as perf diff); Ratio = other period / baseline period; rows by |Delta|.")
 )]
 pub struct DiffArgs {
     /// The baseline file and the file compared with it (default: perf.data.old perf.data).

@@ -67,7 +67,7 @@ pub enum SummaryArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Export a perf.data file to folded stacks and other tools' formats",
-    after_help = "EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n  culprit export -i perf.data --format bolt --dso prog -o prog.preagg   (then perf2bolt -pa)\n  culprit export -i perf.data --format autofdo -o prog.afdo\n  culprit export --format parquet -i a.data -i b.data -o fleet/ --host web-17\n\nFormats and their limits: docs/export.md."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit export -i perf.data --format folded > out.folded\n  culprit export --format folded --pid -e cpu-clock -o out.folded --summary json\n  culprit export -i perf.data --format bolt --dso prog -o prog.preagg   (then perf2bolt -pa)\n  culprit export -i perf.data --format autofdo -o prog.afdo\n  culprit export --format parquet -i a.data -i b.data -o fleet/ --host web-17\n\nFormats and their limits: docs/export.md.")
 )]
 pub struct ExportArgs {
     /// The input file (parquet: files, `-i` repeated) and where its symbols are found.

@@ -20,7 +20,7 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Flame graph (SVG) of a perf.data file, or the differential graph of two",
-    after_help = "EXAMPLES:\n  culprit flamegraph -i perf.data -o flame.svg\n  culprit flamegraph -e cycles --inverted -o icicle.svg\n  culprit flamegraph -i before.data --diff after.data -o diff.svg   red grew, blue shrank\n\nOpen the SVG in a browser: click to zoom, Ctrl-F to search. Colours and limits: docs/export.md#flamegraph."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit flamegraph -i perf.data -o flame.svg\n  culprit flamegraph -e cycles --inverted -o icicle.svg\n  culprit flamegraph -i before.data --diff after.data -o diff.svg   red grew, blue shrank\n\nOpen the SVG in a browser: click to zoom, Ctrl-F to search. Colours and limits: docs/export.md#flamegraph.")
 )]
 pub struct FlameGraphArgs {
     /// The input file (the baseline with --diff) and where its symbols are found.

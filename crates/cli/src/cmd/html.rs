@@ -19,7 +19,7 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Offline HTML report: hot functions, flame graph, call trees, annotate, diff",
-    after_help = "EXAMPLES:\n  culprit html -i perf.data -o report.html\n  culprit html -i before.data --diff after.data -o diff.html\n  culprit html -e cpu-clock --annotate-top 10 -o report.html --summary json\n\nOne file, no network: open it in any browser. What each view shows and its limits: docs/html.md."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit html -i perf.data -o report.html\n  culprit html -i before.data --diff after.data -o diff.html\n  culprit html -e cpu-clock --annotate-top 10 -o report.html --summary json\n\nOne file, no network: open it in any browser. What each view shows and its limits: docs/html.md.")
 )]
 pub struct HtmlArgs {
     /// The input file (the baseline with --diff) and where its symbols are found.

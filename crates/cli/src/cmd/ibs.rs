@@ -19,7 +19,7 @@ use crate::args::{Format, InputArgs, OutputArgs};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "IBS fetch/op/data-centric reports from a perf.data file",
-    after_help = "EXAMPLES:\n  culprit ibs -i ibs.data --op                 op table per instruction, DC misses first\n  culprit ibs --fetch --sort sym               fetch table per function\n  culprit ibs --data --top 10                  top data addresses/lines/pages/symbols by DC misses\n\nWith none of --fetch/--op/--data, every report the file has samples for is printed."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit ibs -i ibs.data --op                 op table per instruction, DC misses first\n  culprit ibs --fetch --sort sym               fetch table per function\n  culprit ibs --data --top 10                  top data addresses/lines/pages/symbols by DC misses\n\nWith none of --fetch/--op/--data, every report the file has samples for is printed.")
 )]
 pub struct IbsArgs {
     /// The input file and where its symbols are found.

@@ -25,7 +25,7 @@ use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Sample a command, processes (-p) or the whole system (-a) into a perf.data file",
-    after_help = "EXAMPLES:\n  culprit record -- ./prog args            cycles at 4000 Hz (cpu-clock without a PMU)\n  culprit record -e cpu-clock,page-faults -c 100000 -g -- ./prog\n  culprit record -e cycles,instructions -g -- ./prog   (needs a PMU)\n  culprit record -e cpu-clock -F 999 -p 1234     attach until Ctrl-C or the process exits\n  culprit record -a -o sys.data -- sleep 2       all CPUs while `sleep 2` runs\n\nThe file is read by `culprit report` and by perf (perf report/script/annotate -i FILE).",
+    after_help = crate::help::layout("EXAMPLES:\n  culprit record -- ./prog args            cycles at 4000 Hz (cpu-clock without a PMU)\n  culprit record -e cpu-clock,page-faults -c 100000 -g -- ./prog\n  culprit record -e cycles,instructions -g -- ./prog   (needs a PMU)\n  culprit record -e cpu-clock -F 999 -p 1234     attach until Ctrl-C or the process exits\n  culprit record -a -o sys.data -- sleep 2       all CPUs while `sleep 2` runs\n\nThe file is read by `culprit report` and by perf (perf report/script/annotate -i FILE)."),
     trailing_var_arg = true
 )]
 pub struct RecordArgs {

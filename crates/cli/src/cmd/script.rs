@@ -22,7 +22,7 @@ use crate::progress::Progress;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "One line (or JSON object) per sample, with call chains and decoded IBS/PEBS fields",
-    after_help = "EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i perf.data -F comm,tid,time,event,ip,sym,dso\n  culprit script -i perf.data -F +addr,-dso\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nWith call chains (record -g), each sample is followed by one line per frame and an empty\nline, as perf script prints them. -F takes perf script's field names (docs/script.md).\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit script -i perf.data\n  culprit script -i perf.data -F comm,tid,time,event,ip,sym,dso\n  culprit script -i perf.data -F +addr,-dso\n  culprit script -i ibs.data --format json | jq 'select(.ibs.ibs_op_data3.DcMiss == 1)'\n\nWith call chains (record -g), each sample is followed by one line per frame and an empty\nline, as perf script prints them. -F takes perf script's field names (docs/script.md).\n\nIBS samples are decoded as perf 6.1 does (`perf report -D`): same labels, same fields, same\nconditions. Samples perf rejects (En or Val clear) carry \"ibs_error\" instead.")
 )]
 pub struct ScriptArgs {
     /// The input file and where its symbols are found.

@@ -20,7 +20,7 @@ use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Count events (perf stat), with Top-Down bottleneck analysis (--topdown)",
-    after_help = "EXAMPLES:\n  culprit stat -- ./prog                                  default events (cycles etc. show <not supported> without a PMU)\n  culprit stat -e task-clock,page-faults -r 5 -- ./prog   mean +- stddev over 5 runs\n  culprit stat -e '{task-clock,page-faults},context-switches' -- ./prog   a group counted together\n  culprit stat -I 500 -e task-clock -p 1234               every 500 ms until Ctrl-C\n  culprit stat --topdown --level 2 -- ./prog              Top-Down tree (needs a PMU: AMD Zen 4/5, Intel)\n  culprit stat --topdown --no-multiplex -- ./prog         one run per counter group (needs a PMU)",
+    after_help = crate::help::layout("EXAMPLES:\n  culprit stat -- ./prog                                  default events (cycles etc. show <not supported> without a PMU)\n  culprit stat -e task-clock,page-faults -r 5 -- ./prog   mean +- stddev over 5 runs\n  culprit stat -e '{task-clock,page-faults},context-switches' -- ./prog   a group counted together\n  culprit stat -I 500 -e task-clock -p 1234               every 500 ms until Ctrl-C\n  culprit stat --topdown --level 2 -- ./prog              Top-Down tree (needs a PMU: AMD Zen 4/5, Intel)\n  culprit stat --topdown --no-multiplex -- ./prog         one run per counter group (needs a PMU)"),
     trailing_var_arg = true
 )]
 pub struct StatArgs {

@@ -28,7 +28,7 @@ use crate::args::{Format, OffendersUnit, OutputArgs, TargetArgs};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Live view of the hottest functions per event (perf top), with worst offenders",
-    after_help = "EXAMPLES:\n  culprit top                             whole system (as -a)\n  culprit top -p 1234 --offenders\n  culprit top -e cpu-clock -- ./prog      run a command and watch it\n  culprit top --stdio -- ./prog | less    plain text, one block per refresh\n\nKeys: q quits, Tab / Right and Left change the sort column (event), o toggles the offenders panel."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit top                             whole system (as -a)\n  culprit top -p 1234 --offenders\n  culprit top -e cpu-clock -- ./prog      run a command and watch it\n  culprit top --stdio -- ./prog | less    plain text, one block per refresh\n\nKeys: q quits, Tab / Right and Left change the sort column (event), o toggles the offenders panel.")
 )]
 pub struct TopArgs {
     /// Print every perf_event_attr before it is opened, and each open, in perf's `-vv`

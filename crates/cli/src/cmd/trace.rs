@@ -21,7 +21,7 @@ use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 #[derive(clap::Args, Debug)]
 #[command(
     about = "DTrace-style probes, predicates and aggregations over samples (files or live)",
-    after_help = "EXAMPLES:\n  culprit trace -i perf.data -e 'pmc:::cpu-clock { @[sym] = count(); }'\n  culprit trace -e 'profile:::hz-999 /execname == \"prog\"/ { @[sym] = count(); }' -- ./prog\n  culprit trace -s examples/trace/dcache-misses-per-exec.d -i ibs.data\n  culprit trace -e 'ibs-exec-2000 { @[execname] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }' -a -- sleep 5\n\nThe language (probes, built-ins, args[0] fields, aggregations) is described in docs/trace.md."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit trace -i perf.data -e 'pmc:::cpu-clock { @[sym] = count(); }'\n  culprit trace -e 'profile:::hz-999 /execname == \"prog\"/ { @[sym] = count(); }' -- ./prog\n  culprit trace -s examples/trace/dcache-misses-per-exec.d -i ibs.data\n  culprit trace -e 'ibs-exec-2000 { @[execname] = sum(args[0]->IbsOpData3.bit.IbsDcMiss); }' -a -- sleep 5\n\nThe language (probes, built-ins, args[0] fields, aggregations) is described in docs/trace.md.")
 )]
 pub struct TraceArgs {
     /// The program text.

@@ -40,7 +40,7 @@ pub enum CallGraphArg {
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Hotspot report from a perf.data file (culprit's or perf's)",
-    after_help = "EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n  culprit report -i host1.data -i host2.data --sort sym   one report of several files\n  culprit report --from-parquet export1/ export2/ --sort dso,sym   Parquet exports\n\nPercentages are of each event's total period over all its samples (as `perf report`)."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit report                             perf.data, sorted by comm,dso,sym\n  culprit report -i run.data --sort sym --no-children --top 20\n  culprit report --sort dso,sym -g callee --percent-limit 1\n  culprit report --sort srcline --comm myprog --format json\n  culprit report --branch --sort dso_from,symbol_from,symbol_to,mispredict   branch stacks (-b, LBR)\n  culprit report -i host1.data -i host2.data --sort sym   one report of several files\n  culprit report --from-parquet export1/ export2/ --sort dso,sym   Parquet exports\n\nPercentages are of each event's total period over all its samples (as `perf report`).")
 )]
 pub struct ReportArgs {
     /// The input files and where their symbols are found: `-i` once, or repeated for one
