@@ -67,8 +67,8 @@ fn command_lines(cmd: &str) -> Vec<String> {
         let cut = breaks
             .iter()
             .copied()
-            .filter(|&b| b > start && b - start <= room)
-            .last()
+            .rev()
+            .find(|&b| b > start && b - start <= room)
             .or_else(|| breaks.iter().copied().find(|&b| b > start));
         let Some(cut) = cut else {
             lines.push(format!("{:indent$}{}", "", &cmd[start..]));
