@@ -128,8 +128,12 @@ fn pid_tid(v: u64, be: bool) -> (i32, i32) {
 
 /// Caps on what a hostile file can make us allocate.
 const MAX_WARNINGS: usize = 200;
-/// Decompressed bytes allowed per input byte, in total (perf -z reaches ~5-30x), at least 256 MiB.
-const MAX_DECOMPRESSION_RATIO: u64 = 64;
+/// Decompressed bytes allowed in a row without one record that carries anything (a sample,
+/// a mapping, a command…): a zstd bomb expands to filler (empty rounds, or records that do
+/// not parse, which stop reading at once); a real recording, however well it compresses,
+/// never goes this far without an event. Total size is not capped: a file is as long as it
+/// is, and it is read as a stream in bounded memory.
+const MAX_DECOMPRESSED_WITHOUT_EVENTS: u64 = 1 << 28;
 
 /// How framing a run of bytes ended.
 #[derive(Debug)]
@@ -192,7 +196,9 @@ pub(crate) struct Reader<'a, 'p> {
     decomp: Vec<u8>,
     /// Bytes at the start of `decomp` already framed into records.
     decomp_framed: usize,
-    decomp_total: u64,
+    /// Decompressed bytes since the last record that carries an event (see
+    /// [`MAX_DECOMPRESSED_WITHOUT_EVENTS`]).
+    decomp_idle: u64,
     dctx: Option<zstd_safe::DCtx<'static>>,
     zbuf: Vec<u8>,
     /// Stream mode: queued records are copied here (the chunk they came in is gone by the
@@ -288,7 +294,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             max_time: 0,
             decomp: Vec::new(),
             decomp_framed: 0,
-            decomp_total: 0,
+            decomp_idle: 0,
             dctx: None,
             zbuf: Vec::new(),
             owned: Vec::new(),

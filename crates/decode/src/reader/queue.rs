@@ -600,11 +600,19 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     pub(super) fn decompress(&mut self, payload: &[u8], file_off: u64) -> Result<(), String> {
-        let budget = self
-            .input_len
-            .saturating_mul(MAX_DECOMPRESSION_RATIO)
-            .max(1 << 28);
-        let dctx = self.dctx.get_or_insert_with(zstd_safe::DCtx::create);
+        // The context is moved out while records are framed (framing needs `self`).
+        let mut dctx = self.dctx.take().unwrap_or_else(zstd_safe::DCtx::create);
+        let r = self.decompress_with(&mut dctx, payload, file_off);
+        self.dctx = Some(dctx);
+        r
+    }
+
+    fn decompress_with(
+        &mut self,
+        dctx: &mut zstd_safe::DCtx<'static>,
+        payload: &[u8],
+        file_off: u64,
+    ) -> Result<(), String> {
         if self.zbuf.is_empty() {
             self.zbuf = vec![0; 1 << 18];
         }
@@ -618,12 +626,19 @@ impl<'a, 'p> Reader<'a, 'p> {
                 ));
             }
             let n = out.pos();
-            self.decomp_total = self.decomp_total.saturating_add(n as u64);
-            if self.decomp_total > budget {
-                return Err("decompressed data exceeds the size limit".into());
+            self.decomp_idle = self.decomp_idle.saturating_add(n as u64);
+            if self.decomp_idle > MAX_DECOMPRESSED_WITHOUT_EVENTS {
+                return Err(format!(
+                    "compressed data expands to more than {} MiB without a single event (a \
+                     zstd bomb?)",
+                    MAX_DECOMPRESSED_WITHOUT_EVENTS >> 20
+                ));
             }
             self.decomp
                 .extend_from_slice(self.zbuf.get(..n).unwrap_or(&[]));
+            // Frame as we go: a chunk's events count before the next chunk expands, and
+            // rounds compact what was delivered.
+            self.frame_decompressed(file_off)?;
             if n < self.zbuf.len() && input.pos() >= payload.len() {
                 break;
             }
@@ -631,7 +646,11 @@ impl<'a, 'p> Reader<'a, 'p> {
                 break;
             }
         }
-        // Frame the complete records now available; a partial one waits for the next chunk.
+        Ok(())
+    }
+
+    /// Frames the complete records now in `decomp`; a partial one waits for the next chunk.
+    fn frame_decompressed(&mut self, file_off: u64) -> Result<(), String> {
         loop {
             let off = self.decomp_framed;
             let Some(rest) = self.decomp.get(off..) else {
@@ -652,6 +671,9 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
             self.decomp_framed = off + size;
             self.p.meta.records += 1;
+            if ty != rt::FINISHED_ROUND {
+                self.decomp_idle = 0;
+            }
             if ty == rt::FINISHED_ROUND {
                 self.finish_round();
                 // finish_round compacts: offsets moved, but decomp_framed follows.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use culprit_decode::Reader;
 
 use crate::common::fixture;
-use crate::synth::{file, fork, mmap2, sample_a, Data, ID_A, USER};
+use crate::synth::{comm, file, fork, mmap2, sample_a, Data, ID_A, USER};
 
 fn timed(what: &str, data: &[u8], limit: Duration) -> culprit_decode::Profile {
     let t = Instant::now();
@@ -148,6 +148,76 @@ fn test_read_bytes_zstd_bomb_stops() {
     assert!(data.len() < 1 << 20, "bomb is {} bytes", data.len());
     let p = timed("zstd bomb", &data, Duration::from_secs(60));
     let s = p.stopped.expect("the bomb is stopped");
-    assert!(s.reason.contains("size limit"), "{s:?}");
+    assert!(s.reason.contains("without a single event"), "{s:?}");
     assert_eq!(s.record_type, Some(81));
+}
+
+/// zstd-compresses `chunk` repeated `times` times into COMPRESSED records (at most ~60 KB
+/// each, the u16 record size limit).
+fn compressed_records(d: &mut Data, chunk: &[u8], times: usize) {
+    let mut cctx = zstd_safe::CCtx::create();
+    let mut out = vec![0u8; 1 << 22];
+    let mut pos = 0;
+    let mut end = false;
+    let mut left = times;
+    while !end {
+        let directive = if left == 0 {
+            zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end
+        } else {
+            zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_continue
+        };
+        let data: &[u8] = if left == 0 { &[] } else { chunk };
+        let mut i = zstd_safe::InBuffer::around(data);
+        loop {
+            let mut o = zstd_safe::OutBuffer::around(&mut out[pos..]);
+            let rest = cctx.compress_stream2(&mut o, &mut i, directive).unwrap();
+            pos += o.pos();
+            if i.pos() == data.len() && (left > 0 || rest == 0) {
+                end = left == 0;
+                break;
+            }
+        }
+        left = left.saturating_sub(1);
+    }
+    out.truncate(pos);
+    // Records are padded to 8 bytes: end with a zstd skippable frame of the right length so
+    // that the padding is not read as another frame.
+    let rem = (8 - out.len() % 8) % 8;
+    if rem > 0 {
+        out.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
+        out.extend_from_slice(&(rem as u32).to_le_bytes());
+        out.extend(std::iter::repeat_n(0u8, rem));
+    }
+    for piece in out.chunks(60_000) {
+        d.rec(81, 0, piece.to_vec());
+    }
+}
+
+/// A valid `-z` file that expands far more than 64 times and past 256 MiB is read whole:
+/// the bomb guard looks at what the data is (events, or filler), not at its ratio.
+#[test]
+fn test_read_bytes_highly_compressed_real_data_is_read_whole() {
+    // Rounds of 64 COMM records with long names: ~1 MiB a round, 300 rounds.
+    let mut round = Data::default();
+    let name = "x".repeat(16_000);
+    for i in 0..64 {
+        round.rec_id(3, 0, comm(7, 7, &format!("{name}{i}")), 7, 1, ID_A);
+    }
+    round.round();
+    let rounds = 300;
+    let mut d = Data::default();
+    compressed_records(&mut d, &round.bytes, rounds);
+    d.rec(9, USER, sample_a(1, 7, 7, 2, 1, &[]));
+    let data = file(&d);
+    let expanded = round.bytes.len() * rounds;
+    assert!(expanded > 1 << 28, "{expanded} bytes");
+    assert!(
+        expanded > data.len() * 64,
+        "ratio {}",
+        expanded / data.len()
+    );
+    let p = timed("highly compressed", &data, Duration::from_secs(120));
+    assert!(p.stopped.is_none(), "{:?}", p.stopped);
+    assert_eq!(p.samples.len(), 1);
+    assert!(p.meta.records >= (65 * rounds) as u64, "{}", p.meta.records);
 }
