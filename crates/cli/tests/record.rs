@@ -1508,6 +1508,60 @@ fn test_record_full_disk_keeps_a_readable_partial_file_and_ends_the_command() {
     }
 }
 
+/// `--off-cpu` on a full disk: whatever the file keeps, the message says it truthfully. If
+/// the header's feature sections fit, the off-CPU samples are named (by culprit and perf);
+/// if they did not, the message says the tracepoints' formats are missing, and they are.
+#[test]
+fn test_record_off_cpu_full_disk_message_tells_what_the_file_lacks() {
+    const TEST: &str = "test_record_off_cpu_full_disk_message_tells_what_the_file_lacks";
+    if !std::path::Path::new("/sys/kernel/tracing/events/sched/sched_switch/id").exists() {
+        common::skip(TEST, "no tracefs");
+        return;
+    }
+    let _lock = common::pmu_lock();
+    let dir = common::scratch("record-offcpu-full-disk");
+    let Some(disk) = common::SmallDisk::mount(&dir, "2m") else {
+        common::skip(TEST, "cannot mount a tmpfs here (not root?)");
+        return;
+    };
+    let data = disk.path().join("offcpu.data");
+    let shares = common::workload("shares");
+    let out = culprit()
+        .args([
+            "record",
+            "--off-cpu",
+            "-e",
+            "cpu-clock",
+            "--call-graph",
+            "dwarf",
+            "-o",
+        ])
+        .arg(&data)
+        .arg("--")
+        .arg(&shares)
+        .arg("100000")
+        .output()
+        .unwrap();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("keeps what was written"), "{e}");
+    let report = common::run_ok(
+        common::culprit()
+            .args(["report", "--sort", "comm", "-i"])
+            .arg(&data),
+    );
+    let text = stdout(&report);
+    if e.contains("tracepoints' formats are missing") {
+        assert!(!text.contains("offcpu-time"), "named after all: {text}");
+    } else {
+        assert!(
+            e.contains("readable by culprit report and perf report"),
+            "{e}"
+        );
+        assert!(text.contains("offcpu-time"), "{e}\n{text}");
+    }
+}
+
 /// `record -o - | head -c 1000`: the reader goes away; culprit exits 141 (as perf, killed by
 /// SIGPIPE) with one message, and the command it launched does not run on unrecorded.
 #[test]

@@ -169,6 +169,9 @@ pub struct OutputFailure {
     pub closed: Result<u64, std::io::Error>,
     /// The file is closed without its feature sections (no room for them).
     pub without_features: bool,
+    /// The recording has tracepoint events (`-e sched:…`, `--off-cpu`): without the feature
+    /// sections their formats (HEADER_TRACING_DATA) are lost too.
+    pub has_tracepoints: bool,
     /// What happened to the target.
     pub target: TargetAfterFailure,
 }
@@ -193,6 +196,17 @@ impl std::fmt::Display for OutputFailure {
                 self.error
             )?;
             match &self.closed {
+                Ok(size) if self.without_features && self.has_tracepoints => write!(
+                    f,
+                    "; {} keeps what was written, {:.3} MB ({} samples), but without its \
+                     header's feature sections (no room for them): the host description, build \
+                     ids and the tracepoints' formats are missing, so neither culprit nor perf \
+                     can name its tracepoint and off-CPU samples (perf: \"broken or missing \
+                     trace data\"); its other events read normally",
+                    self.path.display(),
+                    mb(*size),
+                    self.samples,
+                )?,
                 Ok(size) => write!(
                     f,
                     "; {} keeps what was written, {:.3} MB ({} samples), readable by culprit \

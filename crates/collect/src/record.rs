@@ -1726,6 +1726,7 @@ fn record_into(
             samples: tracker.file_samples,
             closed,
             without_features,
+            has_tracepoints: specs.iter().any(|s| s.attr_type == perf_type::TRACEPOINT),
             target: target_after,
         })));
     }
