@@ -19,6 +19,7 @@
 mod flame;
 mod model;
 mod page;
+mod timeline;
 
 use std::collections::HashMap;
 use std::io;
@@ -42,6 +43,7 @@ use culprit_symbols::{ProfileInput, ReadPlan};
 pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
+pub use timeline::{Cells, Timeline, Track};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -114,6 +116,8 @@ pub fn build_page(
     let stack_opts = StackOptions {
         events: opts.events.clone(),
         unwind: opts.unwind,
+        // Every sample's time, for the timeline.
+        timeline: true,
         ..StackOptions::default()
     };
     // `culprit report --sort sym --no-children`: the table's rows and percentages.
@@ -161,7 +165,9 @@ pub fn build_page(
         .iter()
         .map(|se| hot.events.iter().position(|he| he.id == se.id))
         .collect();
-    let flame = flame::flame_tree(&stacks, &columns, events.len());
+    let (flame, leaf_of) = flame::flame_tree(&stacks, &columns, events.len());
+    let timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
+    drop(leaf_of);
 
     let annotations = if opts.annotate_top > 0 {
         let aopts = AnnotateOptions {
@@ -285,6 +291,7 @@ pub fn build_page(
         events,
         functions,
         flame,
+        timeline,
         annotations,
         annotate_note,
         topdown,
@@ -418,10 +425,15 @@ fn page_annotation(f: &FunctionAnnotation, sources: &mut SourceCache) -> PageAnn
                     file,
                     line,
                     samples: vec![0; r.samples.len()],
+                    inclusive: vec![0; r.samples.len()],
                 });
                 (lines.len() - 1) as u32
             });
-            for (acc, v) in lines[id as usize].samples.iter_mut().zip(&r.samples) {
+            let sl = &mut lines[id as usize];
+            for (acc, v) in sl.samples.iter_mut().zip(&r.samples) {
+                *acc += v;
+            }
+            for (acc, v) in sl.inclusive.iter_mut().zip(&r.inclusive) {
                 *acc += v;
             }
             Some(id)
@@ -442,6 +454,12 @@ fn page_annotation(f: &FunctionAnnotation, sources: &mut SourceCache) -> PageAnn
                 Vec::new()
             },
             gap: std::mem::take(&mut gap),
+            // An inlined instruction: the function it was inlined from (innermost frame).
+            n: if r.source.len() > 1 {
+                r.source.first().and_then(|sf| sf.function.clone())
+            } else {
+                None
+            },
         });
     }
     // Lines in file order.

@@ -25,10 +25,13 @@ const BODY: &str = r#"<header><h1>culprit</h1><span id="title"></span></header>
 <nav id="tabs"></nav>
 <main>
 <section id="v-summary" class="view"></section>
+<section id="v-timeline" class="view"></section>
 <section id="v-functions" class="view"></section>
 <section id="v-flame" class="view"></section>
+<section id="v-calltree" class="view"></section>
 <section id="v-trees" class="view"></section>
 <section id="v-annotate" class="view"></section>
+<section id="v-why" class="view"></section>
 <section id="v-topdown" class="view"></section>
 <section id="v-ibs" class="view"></section>
 <section id="v-diff" class="view"></section>
@@ -147,6 +150,7 @@ mod tests {
                 hidden: 0,
             },
             flame: FlameTree::default(),
+            timeline: None,
             annotations: Vec::new(),
             annotate_note: String::new(),
             topdown: None,
