@@ -381,3 +381,109 @@ fn test_html_call_tree_and_sandwich_equal_report() {
     }
     b.click("#ann-hottest");
 }
+
+/// `report --children --sort sym` of `data`: each symbol's children percentage.
+fn children_shares(data: &Path) -> Vec<(String, f64)> {
+    let r = json_of(&[
+        "report",
+        "-i",
+        data.to_str().unwrap(),
+        "--sort",
+        "sym",
+        "--children",
+        "--format",
+        "json",
+    ]);
+    let ev = r["events"][0]["name"].as_str().unwrap().to_string();
+    r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["keys"]["sym"].as_str().unwrap_or("").to_string(),
+                row["children_percent"][&ev].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn test_html_diff_deltas_in_call_tree_and_sandwich_equal_report_children() {
+    if !require_browser("test_html_diff_deltas_in_call_tree_and_sandwich_equal_report_children") {
+        return;
+    }
+    let dir = common::scratch("html-diff-tree");
+    let a = record(&dir, "a.data", "markup_names", &["3", "1", "1", "0"]);
+    let b_data = record(&dir, "b.data", "markup_names", &["1", "3", "0", "1"]);
+    let page = dir.join("diff.html");
+    html(
+        &[
+            "-i",
+            a.to_str().unwrap(),
+            "--diff",
+            b_data.to_str().unwrap(),
+        ],
+        &page,
+    );
+    let (base, other) = (children_shares(&a), children_shares(&b_data));
+
+    let b = Browser::start();
+    b.open(&page);
+    // The call tree has a change column; the command's share is 100% in both files.
+    b.click("#tab-calltree");
+    b.find("#calltree-table");
+    let heads =
+        b.js("return [...document.querySelectorAll('#calltree-table th')].map(h => h.textContent)");
+    assert!(
+        heads.as_array().unwrap().contains(&Value::from("change")),
+        "{heads}"
+    );
+    let top = b.rows("#calltree-table tbody tr[data-depth='0']");
+    assert_eq!(top[0][2], "+0.00%", "{top:?}");
+    // The sandwich view: each function's change of total share is report --children's.
+    b.click("#tab-trees");
+    b.find("#tree-fn");
+    let options = b.js("return [...document.querySelectorAll('#tree-fn option')].map(o => [o.value, o.textContent])");
+    let options: Vec<(String, String)> = serde_json::from_value(options).unwrap();
+    let mut checked = 0;
+    for (sym, pct) in &base {
+        let Some((_, theirs)) = other.iter().find(|o| &o.0 == sym) else {
+            continue;
+        };
+        if *pct < 5.0 {
+            continue;
+        }
+        let Some((value, _)) = options
+            .iter()
+            .find(|o| o.1.starts_with(&format!("{sym} (")))
+        else {
+            continue;
+        };
+        b.js(&format!(
+            "const s = document.getElementById('tree-fn'); s.value = {}; \
+             s.dispatchEvent(new Event('change'))",
+            serde_json::json!(value)
+        ));
+        let note = b.wait_until(&format!(
+            "const t = document.getElementById('tree-title'); \
+             return t && t.textContent.startsWith({}) && t.nextSibling.textContent",
+            serde_json::json!(format!("{sym} ("))
+        ));
+        let change = note.as_str().unwrap().rsplit(": ").next().unwrap();
+        let exact = theirs - pct;
+        assert!(
+            (percent(change) - exact).abs() <= 0.006,
+            "{sym}: the page says {change}, report --children {pct} -> {theirs}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 2, "functions compared: {checked} ({base:?})");
+    // The flame graph can colour by change.
+    b.click("#tab-flame");
+    b.click("#flame-delta");
+    assert_eq!(
+        b.js("return document.getElementById('flame-delta').checked"),
+        Value::from(true)
+    );
+}

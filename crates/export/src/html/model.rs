@@ -48,6 +48,9 @@ pub struct Page {
     pub diff: Option<Diff>,
     /// Rows of each diff event left out by the row limit, per event (same order).
     pub diff_hidden: Vec<usize>,
+    /// The other file's call tree (`--diff`), in this page's event columns: the call tree
+    /// and flame graph show each node's change of share against it.
+    pub diff_flame: Option<FlameTree>,
 }
 
 /// Facts about the recording.

@@ -1,5 +1,5 @@
 //! Writes a [`Page`] as one self-contained HTML file: the skeleton, the inline CSS and script
-//! (page.css, page.js, written by hand: no framework, nothing fetched), and the model as a
+//! (page.css, page.js and page_views.js, written by hand: no framework, nothing fetched), and the model as a
 //! JSON data block.
 //!
 //! Safety of names from the file: the JSON escapes `<`, `>` and `&` (`\u003c`, …), which
@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256};
 use super::model::Page;
 
 const CSS: &str = include_str!("page.css");
-const JS: &str = include_str!("page.js");
+/// The script: page.js (data, helpers, tabs, timeline, transforms, summary, table) then
+/// page_views.js (the other views and the start): one function split in two files.
+const JS: &str = concat!(include_str!("page.js"), include_str!("page_views.js"));
 
 /// The page's body before the data: the header, the tab bar and one empty section per view
 /// (the script fills them).
@@ -159,6 +161,7 @@ mod tests {
             ibs_note: None,
             diff: None,
             diff_hidden: Vec::new(),
+            diff_flame: None,
         }
     }
 
