@@ -46,7 +46,7 @@
     }
     return share(total, O.value[e][0]) - share(frameTotals(f, e).total, F.value[e][0]);
   }
-  const fmtDelta = (d) => (d >= 0 ? '+' : '') + d.toFixed(2) + '%';
+  const fmtDelta = (d) => { const r = Math.abs(d) < 0.005 ? 0 : d; return (r >= 0 ? '+' : '') + r.toFixed(2) + '%'; };
   function deltaColor(d, max) {
     const x = Math.min(1, Math.abs(d) / (max || 1));
     return d >= 0 ? `rgb(255,${Math.round(235 - 185 * x)},${Math.round(225 - 185 * x)})` : `rgb(${Math.round(225 - 205 * x)},${Math.round(245 - 95 * x)},${Math.round(240 - 100 * x)})`;
