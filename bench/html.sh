@@ -13,6 +13,7 @@
 #   bench/html.sh                        # record (once; shares is shared with bench/export.sh)
 #   SAMPLES_S=60 FREQ=20000 bench/html.sh
 #   EXTRA="a.data b.data" bench/html.sh  # rows for other recordings too
+#   ONLY_EXTRA=1 EXTRA=big.data CULPRIT=target/debug/culprit bench/html.sh   # only those
 #
 # Needs: GNU time (/usr/bin/time), chromium and chromedriver (Debian chromium,
 # chromium-driver), python3, gcc, a release build of culprit (built here if missing).
@@ -34,14 +35,14 @@ command -v chromedriver >/dev/null && command -v chromium >/dev/null ||
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 
-if [ ! -s "$OUT/bench.data" ]; then
+if [ -z "${ONLY_EXTRA:-}" ] && [ ! -s "$OUT/bench.data" ]; then
   make -s -C workloads OUT="$PWD/target/workloads" "$PWD/target/workloads/shares"
   units=$((SAMPLES_S * 126 / 2))   # one unit is ~8 ms of CPU; two copies
   echo "bench: recording 2 x shares $units at $FREQ Hz with -g" >&2
   "$CULPRIT" record -q -g -e cpu-clock -F "$FREQ" -o "$OUT/bench.data" -- \
     sh -c "target/workloads/shares $units & target/workloads/shares $units; wait" > /dev/null
 fi
-if [ ! -s "$OUT/compile.data" ]; then
+if [ -z "${ONLY_EXTRA:-}" ] && [ ! -s "$OUT/compile.data" ]; then
   # Two compile loops, each until it has used SAMPLES_S/2 seconds of CPU (bash's `times`).
   cat > "$OUT/compile-loop.sh" <<'SH'
 times_file=$(mktemp)
@@ -86,7 +87,31 @@ args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"
 DRAW = """const done = arguments[arguments.length - 1]; const t0 = performance.now();
 document.getElementById('tab-' + arguments[0]).click();
 requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));"""
-results = {"load": [], "script": [], "functions": [], "flame": [], "trees": [], "annotate": []}
+VIEWS = ["timeline", "functions", "flame", "calltree", "trees", "annotate", "why"]
+# Interactions (after the views are drawn), each timed from the event to the next frame:
+# a time selection dragged over the middle half of the timeline, the inverted call tree,
+# a merge transform of the hottest function, its undo, a flame graph search.
+ACT = """const done = arguments[arguments.length - 1]; const what = arguments[0];
+const $ = (id) => document.getElementById(id); const tab = (v) => $('tab-' + v).click();
+let t0 = 0;
+if (what === 'select') {
+  tab('timeline'); const c = $('timeline'); const r = c.getBoundingClientRect();
+  const at = (type, f) => c.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: r.left + 200 + f * (r.width - 200), clientY: r.top + 30 }));
+  t0 = performance.now(); at('mousedown', 0.25); at('mousemove', 0.75); at('mouseup', 0.75);
+} else if (what === 'inverted') {
+  tab('calltree'); t0 = performance.now(); $('calltree-inverted').click();
+} else if (what === 'merge') {
+  tab('calltree'); if ($('calltree-inverted').checked) $('calltree-inverted').click();
+  document.querySelector('#calltree-table tbody tr:nth-child(3)').click();
+  t0 = performance.now(); document.querySelector('#calltree-actions button[data-kind=merge]').click();
+} else if (what === 'undo') {
+  t0 = performance.now(); $('transform-undo').click();
+} else if (what === 'search') {
+  tab('flame'); const s = $('flame-search'); t0 = performance.now(); s.value = 'heavy'; s.dispatchEvent(new Event('input'));
+}
+requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));"""
+ACTS = ["select", "inverted", "merge", "undo", "search"]
+results = {k: [] for k in ["load", "script"] + VIEWS + ACTS}
 try:
     for _ in range(runs):
         sid = call("POST", "/session", {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {"args": args}}}})["sessionId"]
@@ -101,8 +126,10 @@ try:
             nav = ex("const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd - n.startTime")
             results["load"].append(nav)
             results["script"].append(float(ex("return document.body.dataset.renderMs")))
-            for view in ["functions", "flame", "trees", "annotate"]:
+            for view in VIEWS:
                 results[view].append(call("POST", f"/session/{sid}/execute/async", {"script": DRAW, "args": [view]}))
+            for act in ACTS:
+                results[act].append(call("POST", f"/session/{sid}/execute/async", {"script": ACT, "args": [act]}))
         finally:
             call("DELETE", f"/session/{sid}")
 finally:
@@ -120,19 +147,19 @@ row() {
   read -r wall rss < "$OUT/$name.time"
   read -r samples nodes pruned < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["samples"], j["tree_nodes"], j["pruned_nodes"])' "$OUT/$name.json")
   bytes=$(stat -c %s "$page")
-  local load script functions flame trees annotate
-  read -r load script functions flame trees annotate < <(browser "$page")
-  awk -v n="$name" -v sa="$samples" -v b="$bytes" -v no="$nodes" -v pr="$pruned" -v w="$wall" -v r="$rss" \
-      -v l="$load" -v s="$script" -v f="$functions" -v fl="$flame" -v t="$trees" -v a="$annotate" \
-    'BEGIN { printf "| %s | %d | %.2f MB | %d (%d pruned) | %.2f s | %.0f MB | %d ms | %d ms | %d ms | %d ms | %d ms | %d ms |\n", n, sa, b / 1e6, no, pr, w, r / 1024, l, s, f, fl, t, a }'
+  local times
+  times=$(browser "$page")
+  awk -v n="$name" -v sa="$samples" -v b="$bytes" -v no="$nodes" -v pr="$pruned" -v w="$wall" -v r="$rss" -v t="$times" \
+    'BEGIN { printf "| %s | %d | %.2f MB | %d (%d pruned) | %.2f s | %.0f MB |", n, sa, b / 1e6, no, pr, w, r / 1024;
+             k = split(t, ms, " "); for (i = 1; i <= k; i++) printf " %d ms |", ms[i]; printf "\n" }'
 }
 
 echo "culprit $("$CULPRIT" --version | awk '{print $2}'); $(chromium --version 2>/dev/null | head -1); browser times: median of $RUNS loads"
 echo
-echo "| recording | samples | page | call-tree nodes | culprit html (wall) | culprit html (peak RSS) | load (to load event) | page script (parse + first view) | hot functions | flame graph | call trees | annotate |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-row shares "$OUT/bench.data"
-row compile "$OUT/compile.data"
+echo "| recording | samples | page | call-tree nodes | culprit html (wall) | culprit html (peak RSS) | load (to load event) | page script (parse + first view) | timeline | hot functions | flame graph | call tree | callers/callees | annotate | why | select a time range | inverted tree | merge | undo | flame search |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+[ -n "${ONLY_EXTRA:-}" ] || row shares "$OUT/bench.data"
+[ -n "${ONLY_EXTRA:-}" ] || row compile "$OUT/compile.data"
 for extra in ${EXTRA:-}; do row "$(basename "$extra" .data)" "$extra"; done
 echo
-echo "Goals: page < 5 MB, load + draw < 2 s (see the page, load and view columns)."
+echo "Goals (issue 31): page <= 5 MB and first paint <= 1 s at 10 M samples; each interaction <= 100 ms."

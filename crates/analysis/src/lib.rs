@@ -20,6 +20,7 @@ pub mod pgo;
 pub mod recording;
 pub mod skid;
 pub mod stacks;
+pub mod time_window;
 pub mod top;
 pub mod topdown;
 

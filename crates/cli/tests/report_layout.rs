@@ -532,4 +532,109 @@ fn test_text_on_a_terminal_goes_through_the_pager() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .contains("# Event 'cpu-clock'"));
+
+/// The `[.] name` rows of `perf report --stdio --sort sym --no-children -g none` ARGS:
+/// (symbol, self percentage).
+fn perf_rows(file: &Path, args: &[&str]) -> Vec<(String, f64)> {
+    let out = common::run_ok(
+        common::perf()
+            .args([
+                "report",
+                "--stdio",
+                "--sort",
+                "sym",
+                "--no-children",
+                "-g",
+                "none",
+                "-i",
+            ])
+            .arg(file)
+            .args(args),
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains('%'))
+        .filter_map(|l| {
+            let (pct, sym) = l.trim().split_once('%')?;
+            let sym = sym.trim().split_once(' ')?.1.trim().to_string();
+            Some((sym, pct.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn test_report_time_window_equals_perf_report_time() {
+    if !common::require_perf("test_report_time_window_equals_perf_report_time") {
+        return;
+    }
+    let dir = common::scratch("report-time-window");
+    let file = dir.join("perf.data");
+    common::run_ok(
+        common::culprit()
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "4000", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(common::workload("shares"))
+            .arg("40"),
+    );
+    // The samples' times (script prints them as perf does): the middle third as a window.
+    let out = common::run_ok(
+        common::culprit()
+            .args(["script", "-F", "time", "-i"])
+            .arg(&file),
+    );
+    let times: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().trim_end_matches(':').parse().ok())
+        .collect();
+    assert!(times.len() > 20, "{} sample times", times.len());
+    let (first, last) = (times[0], times[times.len() - 1]);
+    let span = last - first;
+    let window = format!("{:.6},{:.6}", first + span / 3.0, first + 2.0 * span / 3.0);
+    let ours = report_json(
+        &file,
+        &[
+            "--sort",
+            "sym",
+            "--no-children",
+            "--time",
+            &window,
+            "-e",
+            "cpu-clock",
+        ],
+    );
+    let whole = report_json(
+        &file,
+        &["--sort", "sym", "--no-children", "-e", "cpu-clock"],
+    );
+    let samples = |r: &Value| r["events"][0]["samples"].as_u64().unwrap();
+    assert!(
+        samples(&ours) > 0 && samples(&ours) < samples(&whole),
+        "the window {window} keeps {} of {} samples",
+        samples(&ours),
+        samples(&whole)
+    );
+    let theirs = perf_rows(&file, &["--time", &window]);
+    assert!(!theirs.is_empty());
+    for (sym, pct) in &theirs {
+        let row = ours["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["keys"]["sym"].as_str() == Some(sym))
+            .unwrap_or_else(|| panic!("{sym} ({pct}%) is in perf's window, not ours: {ours}"));
+        let mine = row["percent"]["cpu-clock"].as_f64().unwrap();
+        assert!(
+            (mine - pct).abs() <= 0.006,
+            "{sym}: ours {mine}%, perf {pct}%"
+        );
+    }
+    // A window is START,STOP.
+    let o = common::culprit()
+        .args(["report", "--time", "12", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("START,STOP"));
 }

@@ -175,6 +175,13 @@ fn inferno_options<'a>(
         o.colors = p;
     }
     o.palette_map = palette_map;
+    let search = format!(
+        "#{:02x}{:02x}{:02x}",
+        SEARCH_COLOR.r, SEARCH_COLOR.g, SEARCH_COLOR.b
+    );
+    if let Ok(c) = search.parse() {
+        o.search_color = c;
+    }
     o
 }
 
@@ -319,6 +326,22 @@ fn name_hash(s: &str) -> u32 {
         h = h.wrapping_mul(0x0100_0193);
     }
     h
+}
+
+/// The search highlight of the SVG and the HTML flame graphs: pure blue, at least 120 (RGB
+/// distance) from every shade of every hue of [`Colors::Dso`], so a match never looks like a
+/// frame of some library.
+pub const SEARCH_COLOR: Color = Color::new(0, 0, 255);
+
+/// The key of a frame in [`dso_palette`]: the folded stack's name of a function (`tidy`, with
+/// `_[k]` for kernel code and `_[j]` for JIT code).
+pub(crate) fn palette_key(name: &str, kernel: bool, jit: bool) -> String {
+    let name = folded::tidy(name);
+    match (kernel, jit) {
+        (true, _) => format!("{name}_[k]"),
+        (false, true) => format!("{name}_[j]"),
+        _ => name,
+    }
 }
 
 /// Hues of [`Colors::Dso`]; a library's hue is picked by its name.
@@ -498,6 +521,30 @@ mod tests {
         // The differential path parses the same lines.
         let text = folded_text(&stacks);
         assert!(text.ends_with("next\u{a0}999 1234\n"), "{text}");
+    }
+
+    #[test]
+    fn test_search_color_is_far_from_every_dso_shade() {
+        let hues = [
+            BasicPalette::Hot,
+            BasicPalette::Orange,
+            BasicPalette::Mem,
+            BasicPalette::Blue,
+            BasicPalette::Aqua,
+            BasicPalette::Purple,
+            BasicPalette::Green,
+            BasicPalette::Yellow,
+        ];
+        for hue in hues {
+            for k in 0..=100 {
+                let c = shade(hue, k as f32 / 100.0);
+                let d = |a: u8, b: u8| (f64::from(a) - f64::from(b)).powi(2);
+                let dist =
+                    (d(c.r, SEARCH_COLOR.r) + d(c.g, SEARCH_COLOR.g) + d(c.b, SEARCH_COLOR.b))
+                        .sqrt();
+                assert!(dist >= 120.0, "{hue:?} shade {k}: {c:?} is {dist:.0} away");
+            }
+        }
     }
 
     #[test]

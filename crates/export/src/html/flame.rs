@@ -17,10 +17,21 @@ pub const MIN_FRACTION: f64 = 1e-5;
 /// raised to the weight of the last one kept.
 pub const MAX_NODES: usize = 40_000;
 
-/// The call tree of `profile`; `columns[e]` is the page's event column of the profile's
-/// event `e` (`None`: not shown), `ncols` the number of page columns.
-pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usize) -> FlameTree {
+/// Per (thread, stack) of the samples: the call-tree node its samples weigh on (the deepest
+/// node kept by the pruning) and its leaf frame (the sampled function).
+pub type LeafOf = FxHashMap<(u32, u32), (u32, u32)>;
+
+/// The call tree of `profile` and where each (thread, stack) landed in it; `columns[e]` is
+/// the page's event column of the profile's event `e` (`None`: not shown), `ncols` the
+/// number of page columns.
+pub fn flame_tree(
+    profile: &StackProfile,
+    columns: &[Option<usize>],
+    ncols: usize,
+) -> (FlameTree, LeafOf) {
     let programs: Vec<&str> = profile.threads.iter().map(|t| t.comm.as_str()).collect();
+    // The SVG flame graph's colours (`culprit flamegraph`): one scheme for both.
+    let palette = crate::flamegraph::dso_palette(profile);
     let mut frames: Vec<Frame> = Vec::new();
     let mut frame_of: FxHashMap<(String, String, u8), u32> = FxHashMap::default();
     let mut intern = |frames: &mut Vec<Frame>, name: String, dso: String, kind: FrameKind| {
@@ -28,10 +39,22 @@ pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usiz
         if let Some(&f) = frame_of.get(&key) {
             return f;
         }
+        let color = (kind != FrameKind::Comm)
+            .then(|| {
+                let k = crate::flamegraph::palette_key(
+                    &key.0,
+                    kind == FrameKind::Kernel,
+                    kind == FrameKind::Jit,
+                );
+                palette.get(&k)
+            })
+            .flatten()
+            .map(|c| format!("#{:02x}{:02x}{:02x}", c.r, c.g, c.b));
         frames.push(Frame {
             name: key.0.clone(),
             dso: key.1.clone(),
             kind,
+            color,
         });
         let f = (frames.len() - 1) as u32;
         frame_of.insert(key, f);
@@ -51,7 +74,7 @@ pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usiz
     let mut value: Vec<Vec<u64>> = vec![vec![0]; ncols];
     let mut child: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     // Page node of each (thread, stack node) seen: stacks share their prefixes.
-    let mut node_of: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut node_of: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
     let mut path: Vec<u32> = Vec::new();
     for s in &profile.samples {
         let Some(col) = columns.get(s.event as usize).copied().flatten() else {
@@ -61,7 +84,7 @@ pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usiz
             continue;
         };
         let leaf = match node_of.get(&(s.thread, s.stack)) {
-            Some(&n) => n,
+            Some(&(n, _)) => n,
             None => {
                 path.clear();
                 path.push(comm);
@@ -86,7 +109,10 @@ pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usiz
                         (parent.len() - 1) as u32
                     });
                 }
-                node_of.insert((s.thread, s.stack), n);
+                node_of.insert(
+                    (s.thread, s.stack),
+                    (n, path.last().copied().unwrap_or(comm)),
+                );
                 n
             }
         };
@@ -98,7 +124,11 @@ pub fn flame_tree(profile: &StackProfile, columns: &[Option<usize>], ncols: usiz
             n = parent[n as usize];
         }
     }
-    prune(frames, parent, frame, value)
+    let (tree, kept) = prune(frames, parent, frame, value);
+    for (node, _) in node_of.values_mut() {
+        *node = kept[*node as usize];
+    }
+    (tree, node_of)
 }
 
 /// A function's frame: its name (the file's name for code without a symbol), DSO and kind.
@@ -134,8 +164,14 @@ fn describe(
 }
 
 /// Drops the nodes below the threshold (their weight stays in their parents' totals) and
-/// renumbers the rest, parents first.
-fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u64>>) -> FlameTree {
+/// renumbers the rest, parents first; also gives, per node before pruning, its new number or
+/// that of its nearest kept ancestor.
+fn prune(
+    frames: Vec<Frame>,
+    parent: Vec<u32>,
+    frame: Vec<u32>,
+    value: Vec<Vec<u64>>,
+) -> (FlameTree, Vec<u32>) {
     let n = parent.len();
     // Each node's largest share of an event's total (the root: 1).
     let totals: Vec<u64> = value
@@ -161,6 +197,7 @@ fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u
         min = sorted[MAX_NODES - 1].max(min);
     }
     let mut new_id = vec![NONE; n];
+    let mut kept = vec![0u32; n];
     let mut out = FlameTree {
         frames,
         value: vec![Vec::new(); value.len()],
@@ -172,9 +209,12 @@ fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u
         let keep = i == 0 || (share[i] >= min && p != NONE && new_id[p as usize] != NONE);
         if !keep || out.parent.len() >= MAX_NODES {
             out.pruned += 1;
+            // Parents come first: the parent's kept node is known.
+            kept[i] = if p == NONE { 0 } else { kept[p as usize] };
             continue;
         }
         new_id[i] = out.parent.len() as u32;
+        kept[i] = new_id[i];
         out.parent.push(if p == NONE {
             -1
         } else {
@@ -189,7 +229,7 @@ fn prune(frames: Vec<Frame>, parent: Vec<u32>, frame: Vec<u32>, value: Vec<Vec<u
             o.push(v[i]);
         }
     }
-    out
+    (out, kept)
 }
 
 #[cfg(test)]
@@ -201,7 +241,12 @@ mod tests {
     fn test_flame_tree_sums_each_stack_into_its_nodes_and_the_root() {
         let p = testutil::profile();
         let cols: Vec<Option<usize>> = (0..p.events.len()).map(Some).collect();
-        let t = flame_tree(&p, &cols, p.events.len());
+        let (t, leaves) = flame_tree(&p, &cols, p.events.len());
+        for s in &p.samples {
+            let (node, frame) = leaves[&(s.thread, s.stack)];
+            assert!((node as usize) < t.parent.len());
+            assert!((frame as usize) < t.frames.len());
+        }
         assert_eq!(t.parent[0], -1);
         for (e, ev) in p.events.iter().enumerate() {
             assert_eq!(t.value[e][0], ev.period, "root of event {e}");
@@ -230,7 +275,9 @@ mod tests {
         let parent = vec![NONE, 0, 1, 0];
         let frame = vec![NONE, 0, 1, 2];
         let value = vec![vec![1_000_000, 999_990, 1, 10]];
-        let t = prune(frames, parent, frame, value);
+        let (t, kept) = prune(frames, parent, frame, value);
+        // b's samples weigh on a, its kept parent.
+        assert_eq!(kept, vec![0, 1, 1, 2]);
         // b weighs 1e-6 of the total: pruned; c 1e-5: kept.
         assert_eq!(t.parent, vec![-1, 0, 0]);
         assert_eq!(t.value[0], vec![1_000_000, 999_990, 10]);

@@ -19,6 +19,7 @@
 mod flame;
 mod model;
 mod page;
+mod timeline;
 
 use std::collections::HashMap;
 use std::io;
@@ -30,7 +31,7 @@ use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
 use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
 use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
-use culprit_analysis::topdown::{sampled_report, TopdownError};
+use culprit_analysis::topdown::{sampled_report, SampledTopdown, TopdownError};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, Hotspots, SortKey};
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::Profile;
@@ -42,6 +43,7 @@ use culprit_symbols::{ProfileInput, ReadPlan};
 pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
+pub use timeline::{Cells, Timeline, Track};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -114,6 +116,8 @@ pub fn build_page(
     let stack_opts = StackOptions {
         events: opts.events.clone(),
         unwind: opts.unwind,
+        // Every sample's time, for the timeline.
+        timeline: true,
         ..StackOptions::default()
     };
     // `culprit report --sort sym --no-children`: the table's rows and percentages.
@@ -161,7 +165,9 @@ pub fn build_page(
         .iter()
         .map(|se| hot.events.iter().position(|he| he.id == se.id))
         .collect();
-    let flame = flame::flame_tree(&stacks, &columns, events.len());
+    let (flame, leaf_of) = flame::flame_tree(&stacks, &columns, events.len());
+    let timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
+    drop(leaf_of);
 
     let annotations = if opts.annotate_top > 0 {
         let aopts = AnnotateOptions {
@@ -194,67 +200,14 @@ pub fn build_page(
     };
     let functions = function_table(&hot, &annotations, &flame, opts.table_rows);
 
-    let (topdown, topdown_note) = match sampled_report(&profile, &hot) {
-        Ok(r) => (Some(r.topdown), None),
-        Err(TopdownError::NoTopdownEvents { .. }) => (
-            None,
-            Some(
-                "the file has no Top-Down sampling events (record them with `culprit record \
-                 --topdown`)"
-                    .to_string(),
-            ),
-        ),
-        Err(e) => (None, Some(e.to_string())),
-    };
-    let (ibs, ibs_note) = if has_ibs(&profile) && input.is_stdin() {
-        (
-            None,
-            Some(
-                "the file has IBS samples, but its IBS tables need a second read of the input: \
-                 give it as a file, not stdin"
-                    .to_string(),
-            ),
-        )
-    } else if has_ibs(&profile) {
-        // The IBS tables decode each sample's registers: the file is read again, whole.
-        let whole = input.read(&ReadPlan::default())?;
-        let req = IbsRequest {
-            options: IbsOptions {
-                top: Some(opts.ibs_rows),
-                ..IbsOptions::default()
-            },
-            ..IbsRequest::default()
-        };
-        match ibs_report(&whole, &mut symbolizer, &req, &file) {
-            Ok(r) => (Some(r), None),
-            Err(e) => (None, Some(e.to_string())),
-        }
-    } else {
-        (
-            None,
-            Some("the file has no IBS samples (AMD: `culprit record --ibs op`)".to_string()),
-        )
-    };
-
-    let (diff, diff_hidden) = match other {
+    let (topdown, topdown_note) = topdown_table(&profile, &hot);
+    let (ibs, ibs_note) = ibs_tables(input, &profile, &mut symbolizer, opts, &file)?;
+    let (diff, diff_hidden, diff_flame) = match other {
         Some(other) => {
-            let dopts = DiffOptions {
-                keys: DEFAULT_KEYS.to_vec(),
-                events: opts.events.clone(),
-            };
-            let mut d = diff_inputs(input, other, &dopts, [Box::new(|_, _| {}), pb])?;
-            let hidden = d
-                .events
-                .iter_mut()
-                .map(|e| {
-                    let n = e.rows.len().saturating_sub(opts.diff_rows);
-                    e.rows.truncate(opts.diff_rows);
-                    n
-                })
-                .collect();
-            (Some(d), hidden)
+            let (d, hidden, tree) = diff_view(input, other, opts, &stack_opts, &events, pb)?;
+            (Some(d), hidden, Some(tree))
         }
-        None => (None, Vec::new()),
+        None => (None, Vec::new(), None),
     };
 
     let s = &stacks.summary;
@@ -285,6 +238,7 @@ pub fn build_page(
         events,
         functions,
         flame,
+        timeline,
         annotations,
         annotate_note,
         topdown,
@@ -293,7 +247,109 @@ pub fn build_page(
         ibs_note,
         diff,
         diff_hidden,
+        diff_flame,
     })
+}
+
+/// Per-function Top-Down level 1 when the file has the Top-Down events (else why not).
+fn topdown_table(profile: &Profile, hot: &Hotspots) -> (Option<SampledTopdown>, Option<String>) {
+    match sampled_report(profile, hot) {
+        Ok(r) => (Some(r.topdown), None),
+        Err(TopdownError::NoTopdownEvents { .. }) => (
+            None,
+            Some(
+                "the file has no Top-Down sampling events (record them with `culprit record \
+                 --topdown`)"
+                    .to_string(),
+            ),
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+/// The IBS tables when the file has IBS samples (else why not).
+fn ibs_tables(
+    input: &ProfileInput,
+    profile: &Profile,
+    symbolizer: &mut culprit_symbols::Symbolizer,
+    opts: &HtmlOptions,
+    file: &str,
+) -> Result<(Option<culprit_analysis::ibs::IbsReport>, Option<String>), HtmlError> {
+    Ok(if has_ibs(profile) && input.is_stdin() {
+        (
+            None,
+            Some(
+                "the file has IBS samples, but its IBS tables need a second read of the input: \
+                 give it as a file, not stdin"
+                    .to_string(),
+            ),
+        )
+    } else if has_ibs(profile) {
+        // The IBS tables decode each sample's registers: the file is read again, whole.
+        let whole = input.read(&ReadPlan::default())?;
+        let req = IbsRequest {
+            options: IbsOptions {
+                top: Some(opts.ibs_rows),
+                ..IbsOptions::default()
+            },
+            ..IbsRequest::default()
+        };
+        match ibs_report(&whole, symbolizer, &req, file) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    } else {
+        (
+            None,
+            Some("the file has no IBS samples (AMD: `culprit record --ibs op`)".to_string()),
+        )
+    })
+}
+
+/// The diff view against `other` (`culprit diff`'s model, each event's rows cut to
+/// `--rows`, with how many were cut) and `other`'s call tree in the page's event columns
+/// (for the deltas of the call tree and flame graph).
+fn diff_view(
+    input: &ProfileInput,
+    other: &ProfileInput,
+    opts: &HtmlOptions,
+    stack_opts: &StackOptions,
+    events: &[PageEvent],
+    progress: Progress,
+) -> Result<(culprit_analysis::diff::Diff, Vec<usize>, FlameTree), HtmlError> {
+    let dopts = DiffOptions {
+        keys: DEFAULT_KEYS.to_vec(),
+        events: opts.events.clone(),
+    };
+    let mut d = diff_inputs(input, other, &dopts, [Box::new(|_, _| {}), progress])?;
+    let hidden = d
+        .events
+        .iter_mut()
+        .map(|e| {
+            let n = e.rows.len().saturating_sub(opts.diff_rows);
+            e.rows.truncate(opts.diff_rows);
+            n
+        })
+        .collect();
+    // The other file's call tree: a third read, without the timeline.
+    let sopts = StackOptions {
+        timeline: false,
+        ..stack_opts.clone()
+    };
+    let mut stacks = StackBuilder::new(&sopts);
+    let plan = ReadPlan {
+        unwind: opts.unwind,
+        ..ReadPlan::default()
+    };
+    let profile = other.for_each(&plan, |_, _| {}, |p, s| stacks.add(p, s))?;
+    let stacks = stacks.finish(&profile, &mut other.symbolizer())?;
+    let columns: Vec<Option<usize>> = stacks
+        .events
+        .iter()
+        .map(|se| events.iter().position(|pe| pe.name == se.name))
+        .collect();
+    let (tree, _) = flame::flame_tree(&stacks, &columns, events.len());
+    Ok((d, hidden, tree))
 }
 
 /// Whether the file has IBS samples (an event of an IBS PMU with samples).
@@ -418,10 +474,15 @@ fn page_annotation(f: &FunctionAnnotation, sources: &mut SourceCache) -> PageAnn
                     file,
                     line,
                     samples: vec![0; r.samples.len()],
+                    inclusive: vec![0; r.samples.len()],
                 });
                 (lines.len() - 1) as u32
             });
-            for (acc, v) in lines[id as usize].samples.iter_mut().zip(&r.samples) {
+            let sl = &mut lines[id as usize];
+            for (acc, v) in sl.samples.iter_mut().zip(&r.samples) {
+                *acc += v;
+            }
+            for (acc, v) in sl.inclusive.iter_mut().zip(&r.inclusive) {
                 *acc += v;
             }
             Some(id)
@@ -442,6 +503,12 @@ fn page_annotation(f: &FunctionAnnotation, sources: &mut SourceCache) -> PageAnn
                 Vec::new()
             },
             gap: std::mem::take(&mut gap),
+            // An inlined instruction: the function it was inlined from (innermost frame).
+            n: if r.source.len() > 1 {
+                r.source.first().and_then(|sf| sf.function.clone())
+            } else {
+                None
+            },
         });
     }
     // Lines in file order.

@@ -29,6 +29,9 @@ pub struct Page {
     pub functions: FunctionTable,
     /// The aggregated call tree the flame graph, icicle and caller/callee trees are drawn from.
     pub flame: FlameTree,
+    /// The timeline and the per-bucket breakdowns that filter the views by time (none when
+    /// the samples have no time).
+    pub timeline: Option<crate::html::Timeline>,
     /// The annotated functions (the hottest [`crate::html::HtmlOptions::annotate_top`]).
     pub annotations: Vec<PageAnnotation>,
     /// Why some functions have no annotation (the limit, or why annotate found nothing).
@@ -45,6 +48,9 @@ pub struct Page {
     pub diff: Option<Diff>,
     /// Rows of each diff event left out by the row limit, per event (same order).
     pub diff_hidden: Vec<usize>,
+    /// The other file's call tree (`--diff`), in this page's event columns: the call tree
+    /// and flame graph show each node's change of share against it.
+    pub diff_flame: Option<FlameTree>,
 }
 
 /// Facts about the recording.
@@ -152,6 +158,9 @@ pub struct Frame {
     pub dso: String,
     /// Its kind.
     pub kind: FrameKind,
+    /// Its colour in `culprit flamegraph`'s SVG (`#rrggbb`; none for commands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
 }
 
 /// The call tree of every sample, merged by frame (function) per parent, weighed by period
@@ -236,6 +245,9 @@ pub struct PageInsn {
     /// Whether instructions were left out before this one.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub gap: bool,
+    /// For an instruction of inlined code: the function inlined here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<String>,
 }
 
 /// A source line of an annotated function.
@@ -249,6 +261,8 @@ pub struct SourceLine {
     pub text: Option<String>,
     /// Per event: samples of the line's instructions.
     pub samples: Vec<u64>,
+    /// Per event: samples below the line's calls (call chains; zeros without them).
+    pub inclusive: Vec<u64>,
 }
 
 /// What `culprit html --summary json` prints (docs/schemas/html.schema.json).

@@ -1,5 +1,5 @@
 //! Writes a [`Page`] as one self-contained HTML file: the skeleton, the inline CSS and script
-//! (page.css, page.js, written by hand: no framework, nothing fetched), and the model as a
+//! (page.css, page.js and page_views.js, written by hand: no framework, nothing fetched), and the model as a
 //! JSON data block.
 //!
 //! Safety of names from the file: the JSON escapes `<`, `>` and `&` (`\u003c`, …), which
@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256};
 use super::model::Page;
 
 const CSS: &str = include_str!("page.css");
-const JS: &str = include_str!("page.js");
+/// The script: page.js (data, helpers, tabs, timeline, transforms, summary, table) then
+/// page_views.js (the other views and the start): one function split in two files.
+const JS: &str = concat!(include_str!("page.js"), include_str!("page_views.js"));
 
 /// The page's body before the data: the header, the tab bar and one empty section per view
 /// (the script fills them).
@@ -25,10 +27,13 @@ const BODY: &str = r#"<header><h1>culprit</h1><span id="title"></span></header>
 <nav id="tabs"></nav>
 <main>
 <section id="v-summary" class="view"></section>
+<section id="v-timeline" class="view"></section>
 <section id="v-functions" class="view"></section>
 <section id="v-flame" class="view"></section>
+<section id="v-calltree" class="view"></section>
 <section id="v-trees" class="view"></section>
 <section id="v-annotate" class="view"></section>
+<section id="v-why" class="view"></section>
 <section id="v-topdown" class="view"></section>
 <section id="v-ibs" class="view"></section>
 <section id="v-diff" class="view"></section>
@@ -147,6 +152,7 @@ mod tests {
                 hidden: 0,
             },
             flame: FlameTree::default(),
+            timeline: None,
             annotations: Vec::new(),
             annotate_note: String::new(),
             topdown: None,
@@ -155,6 +161,7 @@ mod tests {
             ibs_note: None,
             diff: None,
             diff_hidden: Vec::new(),
+            diff_flame: None,
         }
     }
 

@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::ValueEnum;
 use culprit_analysis::hotspots::{self, hotspots_aggregated, DocOptions, Layout, SampleAggregator};
+use culprit_analysis::time_window::InWindow;
 use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
 use culprit_symbols::ReadPlan;
@@ -106,6 +107,11 @@ pub struct ReportArgs {
     /// Only rows in these DSOs (short names or paths, comma-separated).
     #[arg(long, value_name = "DSO", value_delimiter = ',')]
     pub dso: Vec<String>,
+    /// Only samples timed in START,STOP (seconds of the samples' clock, as `culprit script`
+    /// prints; either may be empty; both inclusive), as perf's `--time`: the percentages are
+    /// of the window's total.
+    #[arg(long = "time", value_name = "START,STOP")]
+    pub time: Option<culprit_analysis::time_window::TimeWindow>,
     /// Also show each row's de-skidded self share: non-precise samples of memory and
     /// branch events re-attributed to their estimated culprit instruction (an estimate; see
     /// docs/skid.md).
@@ -172,6 +178,14 @@ impl ReportArgs {
 
 /// Runs `culprit report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let other_modes = [
+        (args.many(), "several inputs"),
+        (args.offenders, "--offenders"),
+        (args.branch, "--branch"),
+    ];
+    if let Some((_, what)) = other_modes.iter().find(|m| m.0 && args.time.is_some()) {
+        anyhow::bail!("--time filters the hotspot report of one file: not {what}");
+    }
     if args.many() {
         let what = [
             (args.offenders, "--offenders"),
@@ -246,12 +260,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         parallel: !chains_used || agg.keeps_places(),
     };
     let bar = Progress::for_input(&input);
-    let (profile, mut agg) = input.fold(
+    let window = InWindow {
+        window: args.time.unwrap_or_default(),
+        inner: agg,
+    };
+    let (profile, window) = input.fold(
         &plan,
         shows_symbols.then_some(&mut symbolizer),
-        agg,
+        window,
         bar.callback(),
     )?;
+    let mut agg = window.inner;
     bar.finish();
     if mem_mode
         && !profile
