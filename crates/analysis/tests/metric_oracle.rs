@@ -28,8 +28,8 @@ fn crafted_counts(events: &BTreeSet<String>, seed: u64) -> Counts {
     for e in events {
         let h = fnv(e, seed);
         let value = match seed {
-            1 if h % 5 == 0 => 0.0,
-            2 if h % 6 == 0 => continue,
+            1 if h.is_multiple_of(5) => 0.0,
+            2 if h.is_multiple_of(6) => continue,
             _ => (1 + h % 1_000_000) as f64,
         };
         // duration_time reads in seconds in perf's metrics.
