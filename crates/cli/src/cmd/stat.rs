@@ -16,6 +16,8 @@ use culprit_output::TextOptions;
 
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
+mod metrics;
+
 /// Arguments of `culprit stat`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -38,6 +40,21 @@ pub struct StatArgs {
         conflicts_with = "topdown"
     )]
     pub events: Vec<String>,
+    /// Metrics or metric groups of this CPU's pmu-events table, comma-separated (perf's
+    /// `-M`; `culprit list --metrics` names them): `-M TopdownL1`, `-M tma_retiring,IPC`.
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRICS",
+        conflicts_with = "topdown"
+    )]
+    pub metrics: Vec<String>,
+    /// With -M: print only the metrics, one column each (perf's --metric-only).
+    #[arg(long = "metric-only", requires = "metrics")]
+    pub metric_only: bool,
+    /// With -M: count each event on its own instead of one group per metric.
+    #[arg(long = "metric-no-group", requires = "metrics")]
+    pub metric_no_group: bool,
     /// Run the command N times and report the mean and standard deviation.
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
     pub repeat: u32,
@@ -140,6 +157,9 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
         args.output.format
     };
     let sep = args.separator.clone().unwrap_or_else(|| ",".to_string());
+    if !args.metrics.is_empty() {
+        return metrics::run(&args, &args.metrics.join(","), format, &sep);
+    }
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
     if args.topdown {
         let opts = topdown::TopdownOptions {
