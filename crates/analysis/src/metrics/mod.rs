@@ -13,6 +13,7 @@
 
 pub mod eval;
 pub mod expr;
+pub mod listing;
 pub mod plan;
 pub mod table;
 
