@@ -189,3 +189,21 @@ fn the_named_models_have_their_top_down_metrics() {
         );
     }
 }
+
+#[test]
+fn top_down_groups_of_the_tables() {
+    use culprit_analysis::metrics::table::topdown_groups;
+    let tables = Tables::get().unwrap();
+    let groups = |model: &str, level| topdown_groups(&tables.model(model).unwrap(), level);
+    assert_eq!(groups("x86/skylakex", 1).as_deref(), Some("TopdownL1"));
+    assert_eq!(
+        groups("x86/alderlake", 2).as_deref(),
+        Some("TopdownL1,TopdownL2")
+    );
+    assert_eq!(
+        groups("x86/amdzen5", 2).as_deref(),
+        Some("PipelineL1,PipelineL2")
+    );
+    // Zen 3's table has no pipeline-utilization metrics.
+    assert_eq!(groups("x86/amdzen3", 1), None);
+}

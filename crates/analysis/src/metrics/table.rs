@@ -136,6 +136,17 @@ pub fn select<'t>(table: &'t CpuTable, list: &str) -> Result<Vec<&'t TableMetric
 /// A metric's parsed expression (shared by every reference to it), or why it does not parse.
 type ParsedExpr = Result<std::rc::Rc<Expr>, expr::ParseError>;
 
+/// The table's Top-Down metric groups down to `level` (1 or 2): Intel's TMA groups
+/// (`TopdownL1,TopdownL2`) or AMD's pipeline-utilization groups (`PipelineL1,PipelineL2`),
+/// whichever the table has; `None` when it has neither.
+pub fn topdown_groups(table: &CpuTable, level: u8) -> Option<String> {
+    let has = |g: &str| table.metrics.iter().any(|m| matches(&m.group, g));
+    ["TopdownL", "PipelineL"].iter().find_map(|stem| {
+        let groups: Vec<String> = (1..=level.max(1)).map(|l| format!("{stem}{l}")).collect();
+        groups.iter().all(|g| has(g)).then(|| groups.join(","))
+    })
+}
+
 /// A CPU table's metrics, parsed on demand, evaluated with references resolved among the
 /// metrics of the same PMU (as perf resolves them).
 pub struct Metrics<'t> {

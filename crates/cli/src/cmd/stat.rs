@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use culprit_analysis::topdown::TopdownError;
 use culprit_collect::stat::{self, topdown, StatOptions, StatReport};
 use culprit_output::TextOptions;
 
@@ -169,7 +170,17 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
             repeat: args.repeat,
         };
         let sink = Sink::new(&args.output, format)?;
-        let report = topdown::run(&opts, &mut warn)?;
+        let report = match topdown::run(&opts, &mut warn) {
+            Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu))) => {
+                // No hand-written Top-Down for this CPU: its table's TMA/pipeline metrics.
+                let Some(groups) = metrics::topdown_groups(args.level) else {
+                    return Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu)).into());
+                };
+                eprintln!("culprit: Top-Down for {cpu} from its pmu-events metrics (-M {groups})");
+                return metrics::run(&args, &groups, format, &sep);
+            }
+            other => other?,
+        };
         write_report(&sink, &args.output, format, &sep, &report)?;
         return Ok(exit_code(&report));
     }

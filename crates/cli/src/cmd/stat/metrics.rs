@@ -229,6 +229,13 @@ fn csv_lines(o: &Outcome, sep: &str, metric_only: bool) -> Vec<String> {
     out
 }
 
+/// This CPU's Top-Down metric groups down to `level` (`TopdownL1,TopdownL2`,
+/// `PipelineL1`), when its table has them.
+pub fn topdown_groups(level: u8) -> Option<String> {
+    let (cpuid, _) = tables::system_cpuid(sysfs::cpu_identity().as_ref())?;
+    table::topdown_groups(&tables::table_for(&cpuid)?, level)
+}
+
 /// Runs `culprit stat -M …`.
 pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Result<ExitCode> {
     let choice = args.target.choice("stat", false)?;
