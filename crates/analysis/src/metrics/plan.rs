@@ -159,6 +159,9 @@ pub fn plan(
 pub struct MetricValue {
     /// MetricName.
     pub name: String,
+    /// The table PMU (`default_core`; `cpu_core`/`cpu_atom` on hybrid CPUs, whose tables
+    /// have each metric once per core type).
+    pub pmu: String,
     /// The value with its ScaleUnit applied; `None` when perf prints none (an event did not
     /// count, a division by zero, or the expression fails).
     pub value: Option<f64>,
@@ -215,6 +218,7 @@ pub fn evaluate_plan(
                 .map(|v| v * p.scale);
             MetricValue {
                 name: p.name.clone(),
+                pmu: p.pmu.clone(),
                 // perf prints nothing for a metric whose events did not all count.
                 value: if missing.is_empty() { value } else { None },
                 unit: p.unit.clone(),

@@ -64,7 +64,7 @@ pub struct StatArgs {
         short = 'I',
         long = "interval-print",
         value_name = "MS",
-        conflicts_with_all = ["repeat", "topdown"]
+        conflicts_with_all = ["repeat", "topdown", "metrics"]
     )]
     pub interval: Option<u64>,
     /// CSV output with this field separator (perf's -x); same as `--format csv` with `,`.

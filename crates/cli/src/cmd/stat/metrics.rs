@@ -22,6 +22,24 @@ use crate::args::Format;
 /// Where each planned event went: its row in the report, or why it is not counted.
 type Placement = Vec<Vec<Result<usize, String>>>;
 
+/// `spec` when it opens here (or fails only for permissions, which counting reports); else
+/// why not, so that one refused event (perf's `<not supported>`) does not stop the others.
+fn opens(spec: events::EventSpec) -> Result<events::EventSpec, String> {
+    match culprit_collect::probe::try_open_event(&spec) {
+        Ok(()) => Ok(spec),
+        Err(errno) => {
+            let e = std::io::Error::from_raw_os_error(errno);
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                Ok(spec)
+            } else {
+                Err(format!(
+                    "<not supported>: the kernel refuses to open it ({e})"
+                ))
+            }
+        }
+    }
+}
+
 /// The counting groups for the plan (after the user's `-e` groups), and where each planned
 /// event lands among the report's rows.
 fn open_plan(
@@ -34,13 +52,16 @@ fn open_plan(
         let mut specs = Vec::new();
         let mut places = Vec::new();
         for name in g {
-            match events::parse_event(name) {
+            match events::parse_event(name)
+                .map_err(|e| e.to_string())
+                .and_then(opens)
+            {
                 Ok(spec) => {
                     places.push(Ok(row));
                     row += 1;
                     specs.push(spec);
                 }
-                Err(e) => places.push(Err(e.to_string())),
+                Err(why) => places.push(Err(why)),
             }
         }
         if !specs.is_empty() {
