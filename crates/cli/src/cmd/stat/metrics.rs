@@ -175,9 +175,9 @@ fn text_lines(o: &Outcome, metric_only: bool) -> Vec<String> {
             };
             match beside.next() {
                 Some(first) => {
-                    lines.push(format!("{base} #  {first}"));
+                    lines.push(format!("{base} # {first}"));
                     for more in beside {
-                        lines.push(format!("{:w$} #  {more}", "", w = base.len()));
+                        lines.push(format!("{:w$} # {more}", "", w = base.len()));
                     }
                 }
                 None => lines.push(base.trim_end().to_string()),
@@ -382,4 +382,117 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
         Format::Text => sink.lines(&text_lines(&outcome, args.metric_only))?,
     }
     Ok(exit_code(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(name: &str, value: f64, group: usize) -> StatEvent {
+        StatEvent {
+            name: name.to_string(),
+            value: value as u64,
+            scaled: Some(value),
+            enabled_ns: 1_000,
+            running_ns: 1_000,
+            running_pct: 100.0,
+            group,
+            stddev: None,
+            supported: true,
+        }
+    }
+
+    fn report(events: Vec<StatEvent>) -> StatReport {
+        StatReport {
+            schema: 1,
+            cpu: None,
+            target: "'true'".into(),
+            runs: 1,
+            elapsed_ns: 1_500_000,
+            elapsed_stddev_ns: None,
+            exit_code: Some(0),
+            signal: None,
+            interrupted: false,
+            user_only: false,
+            events,
+            metrics: Default::default(),
+            intervals: None,
+            topdown: None,
+            metric_list: Vec::new(),
+            elapsed_runs: vec![1_500_000.0],
+            exit: None,
+        }
+    }
+
+    fn value(name: &str, v: Option<f64>, unit: &str) -> MetricValue {
+        MetricValue {
+            name: name.into(),
+            pmu: "default_core".into(),
+            value: v,
+            unit: unit.into(),
+            missing: if v.is_some() {
+                Vec::new()
+            } else {
+                vec!["X".into()]
+            },
+        }
+    }
+
+    #[test]
+    fn metrics_beside_their_leader_in_perfs_layout() {
+        let r = report(vec![
+            counted("ls_not_halted_cyc", 1_000_000.0, 0),
+            counted("ex_ret_ops", 2_400_000.0, 0),
+        ]);
+        let o = Outcome {
+            report: &r,
+            values: vec![
+                value("retiring", Some(40.0), "%"),
+                value("ipc_like", Some(2.4), ""),
+                value("frontend_bound", None, "%"),
+            ],
+            leaders: vec![Some(0), Some(0), Some(2)],
+            not_counted: vec![("cpu/x/".into(), "<not supported>: why".into())],
+            entries: vec![
+                ("ls_not_halted_cyc".into(), Some(0)),
+                ("ex_ret_ops".into(), Some(1)),
+                ("cpu/x/".into(), None),
+            ],
+        };
+        let text = text_lines(&o, false);
+        let first = text
+            .iter()
+            .find(|l| l.contains("ls_not_halted_cyc"))
+            .unwrap();
+        assert!(
+            first.starts_with("         1,000,000       ls_not_halted_cyc"),
+            "{first}"
+        );
+        assert!(first.ends_with(" #     40.0 %  retiring"), "{first}");
+        assert!(
+            text.iter().any(|l| l.ends_with(" #     2.40 ipc_like")),
+            "{text:?}"
+        );
+        assert!(text
+            .iter()
+            .any(|l| l.trim_end().ends_with("<not supported>       cpu/x/")));
+        assert!(!text
+            .iter()
+            .any(|l| l.contains("# ") && l.contains("frontend_bound")));
+        assert!(text.contains(&"culprit: `cpu/x/` not counted: <not supported>: why".to_string()));
+        assert!(text.contains(
+            &"culprit: metric frontend_bound not printed: `X` did not count".to_string()
+        ));
+
+        let only = text_lines(&o, true);
+        let header = only.iter().position(|l| l.contains("%  retiring")).unwrap();
+        assert!(only[header + 1].contains("40.0") && only[header + 1].contains("2.4"));
+
+        let csv = csv_lines(&o, ",", false);
+        assert_eq!(
+            csv[0],
+            "1000000,,ls_not_halted_cyc,1000,100.00,40.000,% retiring"
+        );
+        assert_eq!(csv.last().unwrap(), "<not supported>,,cpu/x/,0,100.00,,");
+    }
 }
