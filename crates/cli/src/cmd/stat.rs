@@ -11,10 +11,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use culprit_analysis::topdown::TopdownError;
 use culprit_collect::stat::{self, topdown, StatOptions, StatReport};
 use culprit_output::TextOptions;
 
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
+
+mod metrics;
 
 /// Arguments of `culprit stat`.
 #[derive(clap::Args, Debug)]
@@ -38,6 +41,21 @@ pub struct StatArgs {
         conflicts_with = "topdown"
     )]
     pub events: Vec<String>,
+    /// Metrics or metric groups of this CPU's pmu-events table, comma-separated (perf's
+    /// `-M`; `culprit list --metrics` names them): `-M TopdownL1`, `-M tma_retiring,IPC`.
+    #[arg(
+        short = 'M',
+        long = "metrics",
+        value_name = "METRICS",
+        conflicts_with = "topdown"
+    )]
+    pub metrics: Vec<String>,
+    /// With -M: print only the metrics, one column each (perf's --metric-only).
+    #[arg(long = "metric-only", requires = "metrics")]
+    pub metric_only: bool,
+    /// With -M: count each event on its own instead of one group per metric.
+    #[arg(long = "metric-no-group", requires = "metrics")]
+    pub metric_no_group: bool,
     /// Run the command N times and report the mean and standard deviation.
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
     pub repeat: u32,
@@ -46,7 +64,7 @@ pub struct StatArgs {
         short = 'I',
         long = "interval-print",
         value_name = "MS",
-        conflicts_with_all = ["repeat", "topdown"]
+        conflicts_with_all = ["repeat", "topdown", "metrics"]
     )]
     pub interval: Option<u64>,
     /// CSV output with this field separator (perf's -x); same as `--format csv` with `,`.
@@ -140,6 +158,9 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
         args.output.format
     };
     let sep = args.separator.clone().unwrap_or_else(|| ",".to_string());
+    if !args.metrics.is_empty() {
+        return metrics::run(&args, &args.metrics.join(","), format, &sep);
+    }
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
     if args.topdown {
         let opts = topdown::TopdownOptions {
@@ -149,7 +170,17 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
             repeat: args.repeat,
         };
         let sink = Sink::new(&args.output, format)?;
-        let report = topdown::run(&opts, &mut warn)?;
+        let report = match topdown::run(&opts, &mut warn) {
+            Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu))) => {
+                // No hand-written Top-Down for this CPU: its table's TMA/pipeline metrics.
+                let Some(groups) = metrics::topdown_groups(args.level) else {
+                    return Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu)).into());
+                };
+                eprintln!("culprit: Top-Down for {cpu} from its pmu-events metrics (-M {groups})");
+                return metrics::run(&args, &groups, format, &sep);
+            }
+            other => other?,
+        };
         write_report(&sink, &args.output, format, &sep, &report)?;
         return Ok(exit_code(&report));
     }

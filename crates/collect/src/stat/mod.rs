@@ -4,6 +4,7 @@
 //! the report model with its text, CSV and JSON forms (JSON schema: docs/schemas/stat.schema.json).
 //! `--topdown` is [`topdown`].
 
+pub mod facts;
 mod render;
 pub mod topdown;
 

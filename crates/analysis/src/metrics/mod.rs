@@ -6,6 +6,16 @@
 //! groups it uses scaled counts (`value × enabled / running`). Each metric carries a
 //! reliability like Top-Down's ([`crate::topdown`]): the smallest running/enabled fraction
 //! of its inputs, × 0.8 when they came from different multiplexed groups.
+//!
+//! perf's table metrics (`stat -M`): [`expr`] parses the stored expressions, [`eval`]
+//! evaluates them with perf's rules, [`table`] picks them by name or group and resolves
+//! references between them.
+
+pub mod eval;
+pub mod expr;
+pub mod listing;
+pub mod plan;
+pub mod table;
 
 use serde::Serialize;
 
