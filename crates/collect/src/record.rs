@@ -158,6 +158,9 @@ pub struct RecordOptions {
     /// `--off-cpu`: also record where threads block and for how long, as samples of an
     /// `offcpu-time` event (`crate::offcpu`).
     pub off_cpu: bool,
+    /// `--latency`: PERF_RECORD_SWITCH records (on the first event), from which readers
+    /// count the recorded threads running at each sample (perf 6.15's latency profiling).
+    pub context_switches: bool,
     /// Compression, bounds, output switching, flight recorder (default: none).
     pub modes: RecordModes,
 }
@@ -1305,7 +1308,7 @@ fn record_into(
                 // The blocked thread's stack, even without -g.
                 a.sample_type |= sample_type::CALLCHAIN;
             }
-            if opts.off_cpu && i == 0 {
+            if (opts.off_cpu || opts.context_switches) && i == 0 {
                 // PERF_RECORD_SWITCH: when a blocked thread gets a CPU back.
                 a.flags |= attr_flag::CONTEXT_SWITCH;
             }
@@ -2027,6 +2030,7 @@ mod tests {
             tool_version: "test".into(),
             stop: None,
             off_cpu: false,
+            context_switches: false,
             modes: RecordModes::default(),
         }
     }

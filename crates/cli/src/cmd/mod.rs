@@ -10,6 +10,7 @@ pub mod ibs;
 pub mod list;
 pub mod record;
 pub mod report;
+pub mod sched;
 pub mod script;
 #[cfg(feature = "sql")]
 pub mod sql;

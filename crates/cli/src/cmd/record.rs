@@ -118,6 +118,11 @@ pub struct RecordArgs {
     /// context-switch records; docs/record.md, "Off-CPU").
     #[arg(long = "off-cpu", conflicts_with = "overwrite")]
     pub off_cpu: bool,
+    /// Also record context switches (PERF_RECORD_SWITCH), for `culprit report --latency`:
+    /// the wall-clock Latency column and the parallelism of each sample (perf 6.15's
+    /// `--latency`; docs/wall-clock.md).
+    #[arg(long = "latency")]
+    pub latency: bool,
     /// Compress the records with zstd, level 1 (perf's -z): perf and culprit read the file.
     #[arg(short = 'z')]
     pub z: bool,
@@ -290,6 +295,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
         off_cpu: args.off_cpu,
+        context_switches: args.latency,
         modes,
     })
 }
