@@ -14,6 +14,7 @@ pub mod fleet;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;
+pub mod lock;
 pub mod metrics;
 pub mod offenders;
 pub mod parallelism;

@@ -8,6 +8,7 @@ pub mod flamegraph;
 pub mod html;
 pub mod ibs;
 pub mod list;
+pub mod lock;
 pub mod record;
 pub mod report;
 pub mod sched;
