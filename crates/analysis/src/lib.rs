@@ -25,6 +25,7 @@ pub mod skid;
 pub mod stacks;
 pub mod top;
 pub mod topdown;
+pub mod wakers;
 
 pub use hotspots::{
     hotspots, pct, CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots,

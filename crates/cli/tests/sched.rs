@@ -288,3 +288,45 @@ fn test_sched_live_perf_and_culprit_recordings_agree_with_perf() {
         assert_eq!(differ, 0, "{file:?}: {differ} of {} rows differ", p.len());
     }
 }
+
+#[test]
+fn test_off_cpu_wakers_names_the_writer_that_wakes_the_reader() {
+    let test = "test_off_cpu_wakers_names_the_writer_that_wakes_the_reader";
+    if !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("sched-wakers");
+    let file = dir.join("perf.data");
+    let prog = common::workload("offcpu");
+    common::run_ok(
+        common::culprit()
+            .args(["record", "-q", "--off-cpu=wakers", "-e", "cpu-clock", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&prog)
+            .args(["pipe", "20"]),
+    );
+    let text = culprit_sched("wakers", &file, &["--format", "json"]);
+    common::validate_json_schema("sched-wakers", &text);
+    let json: Value = serde_json::from_str(&text).unwrap();
+    // The reader blocks in read() 20 times (one byte each), each time woken by the writer
+    // thread's write(): the waker is offcpu, its stack holds the write.
+    let rows = json["rows"].as_array().unwrap();
+    let by_writer: u64 = rows
+        .iter()
+        .filter(|r| r["waker_comm"] == "offcpu")
+        .filter(|r| {
+            r["waker_stack"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f.as_str().unwrap().contains("write"))
+        })
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert!(
+        (19..=21).contains(&by_writer),
+        "{by_writer} wake-ups by write: {json}"
+    );
+    assert!(json["with_waker"].as_u64().unwrap() >= by_writer);
+}

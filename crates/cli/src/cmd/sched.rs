@@ -49,6 +49,8 @@ pub enum SchedCommand {
     Latency(LatencyArgs),
     /// Per context switch: wait time, scheduling delay and run time.
     Timehist(TimehistArgs),
+    /// Who woke each blocked stack, and from where (`record --off-cpu=wakers` files).
+    Wakers(TimehistArgs),
 }
 
 /// Arguments of `culprit sched record`.
@@ -131,6 +133,7 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
         SchedCommand::Record(a) => run_record(a),
         SchedCommand::Latency(a) => run_latency(a),
         SchedCommand::Timehist(a) => run_timehist(a),
+        SchedCommand::Wakers(a) => run_wakers(a),
     }
 }
 
@@ -230,4 +233,33 @@ fn finish(profile: &culprit_decode::model::Profile, input: &InputArgs) -> anyhow
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_wakers(a: TimehistArgs) -> anyhow::Result<ExitCode> {
+    use culprit_analysis::wakers::{self, WakersJson, WAKERS_SCHEMA};
+    a.output
+        .require("sched wakers", &[Format::Text, Format::Json])?;
+    let input = a.input.open();
+    let profile = input.read(&ReadPlan::default())?;
+    let mut sym = input.symbolizer();
+    let report = wakers::wakers(&profile, &mut sym)?;
+    let mut out = a.output.writer()?;
+    let path = a.input.path().display().to_string();
+    match a.output.format {
+        Format::Json => culprit_output::json::write(
+            &mut out,
+            &WakersJson {
+                schema: WAKERS_SCHEMA,
+                input: &path,
+                report: &report,
+            },
+        )?,
+        _ => {
+            let mut doc = culprit_output::Document::new();
+            doc.lines(report.text_lines());
+            culprit_output::text::write(&mut out, &doc, &a.output.text_options())?
+        }
+    }
+    out.flush()?;
+    finish(&profile, &a.input)
 }
