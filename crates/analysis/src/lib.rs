@@ -14,15 +14,19 @@ pub mod fleet;
 pub mod hotspots;
 pub mod ibs;
 pub mod listing;
+pub mod lock;
 pub mod metrics;
 pub mod offenders;
+pub mod parallelism;
 pub mod pgo;
 pub mod recording;
+pub mod sched;
 pub mod skid;
 pub mod stacks;
 pub mod time_window;
 pub mod top;
 pub mod topdown;
+pub mod wakers;
 
 pub use hotspots::{
     hotspots, pct, CallGraphMode, CallNode, EventTotals, Filters, HotspotOptions, Hotspots,

@@ -39,6 +39,10 @@ enum Command {
     Stat(cmd::stat::StatArgs),
     /// Per-instruction annotated disassembly, one column per event, with skid estimates.
     Annotate(cmd::annotate::AnnotateArgs),
+    /// Lock contention (perf lock): kernel locks and futex waits, with call sites.
+    Lock(cmd::lock::LockArgs),
+    /// Scheduling delay (perf sched): record the scheduler, per-task latency, history.
+    Sched(cmd::sched::SchedArgs),
     /// One line (or JSON object) per sample, with decoded IBS/PEBS fields.
     Script(cmd::script::ScriptArgs),
     /// IBS fetch/op/data-centric reports from a perf.data file.
@@ -78,6 +82,8 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Report(args) => cmd::report::run(args),
         Command::Stat(args) => cmd::stat::run(args),
         Command::Annotate(args) => cmd::annotate::run(args),
+        Command::Lock(args) => cmd::lock::run(args),
+        Command::Sched(args) => cmd::sched::run(args),
         Command::Script(args) => cmd::script::run(args),
         Command::Ibs(args) => cmd::ibs::run(args),
         Command::Trace(args) => cmd::trace::run(args),

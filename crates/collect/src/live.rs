@@ -178,6 +178,8 @@ pub fn run(
         tool_version: opts.tool_version,
         stop: Some(stop.clone()),
         off_cpu: false,
+        off_cpu_wakers: false,
+        context_switches: false,
         modes: crate::modes::RecordModes::default(),
     };
     let recorder = std::thread::Builder::new()

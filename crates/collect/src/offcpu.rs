@@ -98,6 +98,29 @@ pub fn switch_event(specs: &mut Vec<EventSpec>) -> Result<usize, RecordError> {
 /// The tracepoint `--off-cpu` records.
 pub const SWITCH_EVENT: &str = "sched:sched_switch";
 
+/// The tracepoint `--off-cpu=wakers` adds: fired by the waker, for the wakee (`pid`).
+pub const WAKING_EVENT: &str = "sched:sched_waking";
+
+/// The index of the `sched:sched_waking` event in `specs`, added at the end when the user
+/// did not ask for it.
+pub fn waking_event(specs: &mut Vec<EventSpec>) -> Result<usize, RecordError> {
+    if let Some(i) = specs
+        .iter()
+        .position(|s| s.attr_type == perf_type::TRACEPOINT && s.name == WAKING_EVENT)
+    {
+        return Ok(i);
+    }
+    let spec = EventParser::system()
+        .tracepoints(WAKING_EVENT)
+        .map_err(|e| {
+            RecordError::Invalid(format!(
+                "--off-cpu=wakers needs the {WAKING_EVENT} tracepoint: {e}"
+            ))
+        })?;
+    specs.extend(spec);
+    Ok(specs.len() - 1)
+}
+
 /// The tracing data (tracepoint formats) of the tracepoint events among `specs`, for the
 /// file (HEADER_TRACING_DATA) or the stream (a TRACING_DATA record); `None` without
 /// tracepoints.

@@ -158,6 +158,12 @@ pub struct RecordOptions {
     /// `--off-cpu`: also record where threads block and for how long, as samples of an
     /// `offcpu-time` event (`crate::offcpu`).
     pub off_cpu: bool,
+    /// `--off-cpu=wakers`: also `sched:sched_waking` with call chains, the stack of the
+    /// task that wakes a blocked one (taken in the waker's context).
+    pub off_cpu_wakers: bool,
+    /// `--latency`: PERF_RECORD_SWITCH records (on the first event), from which readers
+    /// count the recorded threads running at each sample (perf 6.15's latency profiling).
+    pub context_switches: bool,
     /// Compression, bounds, output switching, flight recorder (default: none).
     pub modes: RecordModes,
 }
@@ -1183,6 +1189,12 @@ fn record_into(
     } else {
         None
     };
+    // --off-cpu=wakers: sched_waking, in the waker's context, with its stack.
+    let wakers_source = if opts.off_cpu && opts.off_cpu_wakers {
+        Some(crate::offcpu::waking_event(&mut specs)?)
+    } else {
+        None
+    };
     let max_rate = procfs::max_sample_rate();
     let mut rates = Vec::new();
     for spec in &specs {
@@ -1301,11 +1313,11 @@ fn record_into(
             if access.user_only[i] {
                 a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
             }
-            if off_cpu_source == Some(i) {
-                // The blocked thread's stack, even without -g.
+            if off_cpu_source == Some(i) || wakers_source == Some(i) {
+                // The blocked thread's (the waker's) stack, even without -g.
                 a.sample_type |= sample_type::CALLCHAIN;
             }
-            if opts.off_cpu && i == 0 {
+            if (opts.off_cpu || opts.context_switches) && i == 0 {
                 // PERF_RECORD_SWITCH: when a blocked thread gets a CPU back.
                 a.flags |= attr_flag::CONTEXT_SWITCH;
             }
@@ -2028,6 +2040,8 @@ mod tests {
             tool_version: "test".into(),
             stop: None,
             off_cpu: false,
+            off_cpu_wakers: false,
+            context_switches: false,
             modes: RecordModes::default(),
         }
     }

@@ -196,6 +196,10 @@ pub mod record_type {
     pub const MMAP2: u32 = 10;
     /// `PERF_RECORD_LOST_SAMPLES`.
     pub const LOST_SAMPLES: u32 = 13;
+    /// `PERF_RECORD_SWITCH`: the sampled task left or entered a CPU.
+    pub const SWITCH: u32 = 14;
+    /// `PERF_RECORD_SWITCH_CPU_WIDE`: as [`SWITCH`], with the other task's pid and tid.
+    pub const SWITCH_CPU_WIDE: u32 = 15;
     /// `PERF_RECORD_HEADER_ATTR`.
     pub const HEADER_ATTR: u32 = 64;
     /// `PERF_RECORD_HEADER_TRACING_DATA`.
@@ -231,6 +235,12 @@ pub mod misc {
     /// `PERF_RECORD_MISC_COMM_EXEC` of COMM records: the name change came from exec (the
     /// same bit as [`MMAP_DATA`], on another record type).
     pub const COMM_EXEC: u16 = 1 << 13;
+    /// `PERF_RECORD_MISC_SWITCH_OUT` of SWITCH records: the task left the CPU (else it
+    /// entered it).
+    pub const SWITCH_OUT: u16 = 1 << 13;
+    /// `PERF_RECORD_MISC_SWITCH_OUT_PREEMPT` of SWITCH records: it left preempted
+    /// (runnable).
+    pub const SWITCH_OUT_PREEMPT: u16 = 1 << 14;
     /// `PERF_RECORD_MISC_EXACT_IP` of samples: the ip is the instruction that caused the event.
     pub const EXACT_IP: u16 = 1 << 14;
     /// `PERF_RECORD_MISC_MMAP_BUILD_ID` of MMAP2 records: they carry a build id instead of

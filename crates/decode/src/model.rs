@@ -513,6 +513,34 @@ pub struct Meta {
     pub tracepoints: Vec<crate::tracepoint::TracepointFormat>,
 }
 
+/// What a [`TaskSwitch`] record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SwitchKind {
+    /// The task entered a CPU (PERF_RECORD_SWITCH without SWITCH_OUT).
+    In,
+    /// The task left a CPU (SWITCH_OUT), blocked or preempted.
+    Out {
+        /// It left runnable (SWITCH_OUT_PREEMPT).
+        preempted: bool,
+    },
+    /// The task exited (PERF_RECORD_EXIT): it leaves its CPU with no switch record.
+    Exit,
+}
+
+/// A context switch or exit of a recorded task (`record --latency`, `context_switch` in the
+/// attr), in processing order with the samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TaskSwitch {
+    /// Time in ns (0 when the record has none).
+    pub time: u64,
+    /// Process id (-1 when the record has none).
+    pub pid: i32,
+    /// Thread id (-1 when the record has none).
+    pub tid: i32,
+    /// What happened.
+    pub kind: SwitchKind,
+}
+
 /// A whole perf.data file in memory: events, samples, DSOs, and what went wrong reading it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Profile {
@@ -555,6 +583,14 @@ pub struct Profile {
     pub malformed_samples: u64,
     /// Set when the file is truncated or corrupt: what was read and where it stopped.
     pub stopped: Option<ReadStop>,
+    /// Context switches (PERF_RECORD_SWITCH, SWITCH_CPU_WIDE) and exits of recorded tasks,
+    /// in processing order; empty unless the file has switch records.
+    #[serde(skip)]
+    pub switches: Vec<TaskSwitch>,
+    /// The newest comm of each thread named by a COMM or FORK record (perf's thread table
+    /// at the end of the file), for reports about threads that may have no sample.
+    #[serde(skip)]
+    pub thread_comms: std::collections::HashMap<i32, StrId>,
 }
 
 impl Profile {

@@ -311,12 +311,14 @@ impl State {
     pub(crate) fn set_comm(&mut self, p: &mut Profile, tid: i32, comm: &str) {
         let c = self.intern(p, comm);
         self.threads.insert(tid, Thread { comm: c });
+        p.thread_comms.insert(tid, c);
         self.forget_threads();
     }
 
     pub(crate) fn fork(&mut self, p: &mut Profile, pid: i32, ppid: i32, tid: i32, ptid: i32) {
         let comm = self.comm(p, ptid);
         self.threads.insert(tid, Thread { comm });
+        p.thread_comms.insert(tid, comm);
         self.forget_threads();
         if pid != ppid {
             let maps = self.procs.get(&ppid).cloned().unwrap_or_default();

@@ -493,6 +493,44 @@ impl Symbolizer {
         )
     }
 
+    /// The kernel's lock and scheduler text (`__lock_text_start..__lock_text_end`,
+    /// `__sched_text_start..__sched_text_end` in the kallsyms file of the options, or of
+    /// `--kallsyms`): where perf's `machine__is_lock_function` says a frame is a lock
+    /// function. Empty when the file cannot be read or lacks the markers.
+    pub fn kernel_lock_text(&self) -> Vec<std::ops::Range<u64>> {
+        let path = match &self.opts.kernel_symbols {
+            KernelSymbols::Kallsyms(p) => p.clone(),
+            _ => self.opts.kallsyms.clone(),
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Vec::new();
+        };
+        let mut marks: HashMap<&str, u64> = HashMap::new();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(addr), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            if matches!(
+                name,
+                "__lock_text_start" | "__lock_text_end" | "__sched_text_start" | "__sched_text_end"
+            ) {
+                if let Ok(a) = u64::from_str_radix(addr, 16) {
+                    marks.insert(name, a);
+                }
+            }
+        }
+        let range = |a: &str, b: &str| Some(*marks.get(a)?..*marks.get(b)?);
+        [
+            range("__lock_text_start", "__lock_text_end"),
+            range("__sched_text_start", "__sched_text_end"),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|r| r.start < r.end)
+        .collect()
+    }
+
     /// Warnings so far (missing files, build-id mismatches, hidden kernel addresses), each
     /// once.
     pub fn warnings(&self) -> &[String] {

@@ -8,8 +8,10 @@ pub mod flamegraph;
 pub mod html;
 pub mod ibs;
 pub mod list;
+pub mod lock;
 pub mod record;
 pub mod report;
+pub mod sched;
 pub mod script;
 #[cfg(feature = "sql")]
 pub mod sql;

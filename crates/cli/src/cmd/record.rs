@@ -116,8 +116,22 @@ pub struct RecordArgs {
     /// for how long, as samples of the event `offcpu-time` weighted by the nanoseconds off
     /// the CPU, with the stack where they blocked (sched:sched_switch with call chains and
     /// context-switch records; docs/record.md, "Off-CPU").
-    #[arg(long = "off-cpu", conflicts_with = "overwrite")]
-    pub off_cpu: bool,
+    /// `--off-cpu=wakers` also records `sched:sched_waking` with the waker's stack, so
+    /// that `culprit sched wakers` shows who woke each blocked stack and from where.
+    #[arg(
+        long = "off-cpu",
+        conflicts_with = "overwrite",
+        value_name = "wakers",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub off_cpu: Option<String>,
+    /// Also record context switches (PERF_RECORD_SWITCH), for `culprit report --latency`:
+    /// the wall-clock Latency column and the parallelism of each sample (perf 6.15's
+    /// `--latency`; docs/wall-clock.md).
+    #[arg(long = "latency")]
+    pub latency: bool,
     /// Compress the records with zstd, level 1 (perf's -z): perf and culprit read the file.
     #[arg(short = 'z')]
     pub z: bool,
@@ -289,7 +303,13 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
-        off_cpu: args.off_cpu,
+        off_cpu: args.off_cpu.is_some(),
+        off_cpu_wakers: match args.off_cpu.as_deref() {
+            None | Some("") => false,
+            Some("wakers") => true,
+            Some(other) => bail!("--off-cpu={other}: expected --off-cpu or --off-cpu=wakers"),
+        },
+        context_switches: args.latency,
         modes,
     })
 }

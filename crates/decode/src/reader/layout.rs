@@ -16,6 +16,8 @@ pub(super) struct Layout {
     pub(super) trailer_id: Option<usize>,
     /// Distance from the record end of the trailer's time.
     pub(super) trailer_time: Option<usize>,
+    /// Distance from the record end of the trailer's pid and tid (its start).
+    pub(super) trailer_tid: Option<usize>,
 }
 
 impl Layout {
@@ -47,12 +49,14 @@ impl Layout {
             None
         };
         let trailer_time = (id_all && has(st::TIME)).then(|| trailer_len - n(st::TID));
+        let trailer_tid = (id_all && has(st::TID)).then_some(trailer_len);
         Layout {
             sample_id,
             sample_time,
             trailer_len,
             trailer_id,
             trailer_time,
+            trailer_tid,
         }
     }
 }

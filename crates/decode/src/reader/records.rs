@@ -124,7 +124,8 @@ impl<'a, 'p> Reader<'a, 'p> {
             rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
             rt::COMM => self.comm(r, body),
             rt::FORK => self.fork(body),
-            rt::EXIT => Some(()),
+            rt::EXIT => self.exit(r, body),
+            rt::SWITCH | rt::SWITCH_CPU_WIDE => self.switch(r, misc, body),
             rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
             rt::LOST => self.lost(body),
             rt::LOST_SAMPLES => {
@@ -173,6 +174,60 @@ impl<'a, 'p> Reader<'a, 'p> {
         let name = c_string(body.get(8..)?);
         // An exec's COMM (COMM_EXEC) keeps the process's maps, as perf does (State::set_comm).
         self.st.set_comm(&mut self.p, tid, &name);
+        Some(())
+    }
+
+    /// PERF_RECORD_SWITCH(_CPU_WIDE): the task of the sample_id trailer left or entered a
+    /// CPU. Kept only when the attrs ask for switch records (not in lite passes).
+    pub(super) fn switch(&mut self, r: &Ref, misc: u16, body: &[u8]) -> Option<()> {
+        if self.part.lite {
+            return Some(());
+        }
+        let (pid, tid) = self
+            .layouts
+            .get(r.attr as usize)
+            .and_then(|l| {
+                let at = body.len().checked_sub(l.trailer_tid?)?;
+                let mut c = Cur::new(body.get(at..)?, self.be);
+                Some((c.i32()?, c.i32()?))
+            })
+            .unwrap_or((-1, -1));
+        let kind = if misc & abi::misc::SWITCH_OUT != 0 {
+            crate::model::SwitchKind::Out {
+                preempted: misc & abi::misc::SWITCH_OUT_PREEMPT != 0,
+            }
+        } else {
+            crate::model::SwitchKind::In
+        };
+        self.p.switches.push(crate::model::TaskSwitch {
+            time: r.time,
+            pid,
+            tid,
+            kind,
+        });
+        Some(())
+    }
+
+    /// PERF_RECORD_EXIT: a task ended, leaving its CPU without a switch record. Kept (as a
+    /// [`crate::model::SwitchKind::Exit`]) only in files with switch records.
+    pub(super) fn exit(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
+        let has_switch_records = self
+            .attrs
+            .iter()
+            .any(|a| a.flags & abi::attr_flag::CONTEXT_SWITCH != 0);
+        if self.part.lite || !has_switch_records {
+            return Some(());
+        }
+        let mut c = Cur::new(body, self.be);
+        let pid = c.i32()?;
+        let _ppid = c.i32()?;
+        let tid = c.i32()?;
+        self.p.switches.push(crate::model::TaskSwitch {
+            time: r.time,
+            pid,
+            tid,
+            kind: crate::model::SwitchKind::Exit,
+        });
         Some(())
     }
 

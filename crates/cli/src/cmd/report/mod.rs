@@ -9,6 +9,7 @@
 
 mod branch;
 mod fleet;
+mod latency;
 mod offenders;
 
 use std::io::Write;
@@ -158,6 +159,15 @@ pub struct ReportArgs {
     /// and target (see --sort and docs/report.md).
     #[arg(long = "branch", visible_alias = "branch-stack")]
     pub branch: bool,
+    /// Latency-centric report (perf 6.15's `--latency`): a Latency column (each sample's
+    /// period divided by the number of the recorded threads running then; record with
+    /// `culprit record --latency`) beside Overhead, sorted by it. Keys: comm, pid, tid,
+    /// dso, sym, parallelism.
+    #[arg(long = "latency")]
+    pub latency: bool,
+    /// Only samples taken while this many recorded threads ran: `1`, `1-2`, `1,4-8`.
+    #[arg(long = "parallelism", value_name = "RANGE")]
+    pub parallelism: Option<String>,
 }
 
 impl ReportArgs {
@@ -202,6 +212,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if args.offenders {
         return offenders::run(&args);
+    }
+    if latency::wanted(&args) {
+        return latency::run(&args);
     }
     if args.branch {
         return branch::run(&args);

@@ -1,0 +1,166 @@
+//! `culprit lock`: lock contention, with perf's verbs (`perf lock record`, `perf lock
+//! contention`): kernel locks from `lock:contention_begin/end` with call chains, and user
+//! locks (pthread mutexes, condition variables) from futex waits with user stacks
+//! (`culprit_analysis::lock`; docs/wall-clock.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use culprit_analysis::lock::{self, LockJson, LockOptions, LOCK_SCHEMA};
+use culprit_symbols::ReadPlan;
+
+use crate::args::{Format, InputArgs, OutputArgs};
+use crate::cmd::record::{self, RecordArgs};
+
+/// The tracepoints `culprit lock record` records.
+pub const LOCK_EVENTS: &[&str] = &[
+    "lock:contention_begin",
+    "lock:contention_end",
+    "syscalls:sys_enter_futex",
+    "syscalls:sys_exit_futex",
+];
+
+/// Arguments of `culprit lock`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Lock contention (perf lock): kernel locks and futex waits, with call sites and stacks",
+    after_help = "EXAMPLES:\n  culprit lock record -- ./prog       kernel lock contention and futex waits of ./prog (-g)\n  culprit lock contention             per call site: contended, total, max, avg wait\n\nThe kernel table reads `perf lock record` files too."
+)]
+pub struct LockArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: LockCommand,
+}
+
+/// The `culprit lock` verbs.
+#[derive(clap::Subcommand, Debug)]
+pub enum LockCommand {
+    /// Record lock contention and futex waits with call chains.
+    Record(LockRecordArgs),
+    /// Per call site (kernel locks) and per futex (user locks): waits and their times.
+    Contention(ContentionArgs),
+}
+
+/// Arguments of `culprit lock record`.
+#[derive(clap::Args, Debug)]
+#[command(trailing_var_arg = true)]
+pub struct LockRecordArgs {
+    /// Output file.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two).
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 1024
+    )]
+    pub mmap_pages: usize,
+    /// Don't print the summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// The whole system (the default without a command).
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// The command to run while recording.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `culprit lock contention`.
+#[derive(clap::Args, Debug)]
+pub struct ContentionArgs {
+    /// The input file and where its symbols are found.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Kernel call-chain frames to skip (perf's --stack-skip).
+    #[arg(long = "stack-skip", value_name = "N", default_value_t = 3)]
+    pub stack_skip: usize,
+    /// Waiter stacks shown per futex.
+    #[arg(long = "stacks", value_name = "N", default_value_t = 3)]
+    pub stacks: usize,
+    /// `--format text|json`, `-o FILE`.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Parser, Debug)]
+struct RecordCli {
+    #[command(flatten)]
+    args: RecordArgs,
+}
+
+/// Runs `culprit lock`.
+pub fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        LockCommand::Record(a) => run_record(a),
+        LockCommand::Contention(a) => run_contention(a),
+    }
+}
+
+/// `culprit record -c 1 -g -e <LOCK_EVENTS> [-a] -o FILE [-- CMD]`.
+fn run_record(a: LockRecordArgs) -> anyhow::Result<ExitCode> {
+    let mut argv: Vec<String> = vec!["record".into(), "-c".into(), "1".into(), "-g".into()];
+    argv.extend(["-e".into(), LOCK_EVENTS.join(",")]);
+    argv.extend(["-m".into(), a.mmap_pages.to_string()]);
+    argv.extend(["-o".into(), a.output.display().to_string()]);
+    if a.quiet {
+        argv.push("-q".into());
+    }
+    if a.all_cpus || a.command.is_empty() {
+        argv.push("-a".into());
+    }
+    if !a.command.is_empty() {
+        argv.push("--".into());
+        argv.extend(a.command);
+    }
+    let cli = RecordCli::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    record::run(cli.args)
+}
+
+fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
+    a.output
+        .require("lock contention", &[Format::Text, Format::Json])?;
+    let input = a.input.open();
+    let profile = input.read(&ReadPlan::default())?;
+    let mut sym = input.symbolizer();
+    let options = LockOptions {
+        stack_skip: a.stack_skip,
+        lock_text: sym.kernel_lock_text(),
+        top_stacks: a.stacks,
+    };
+    let report = lock::lock_contention(&profile, &mut sym, &options)?;
+    let mut out = a.output.writer()?;
+    let path = input.path().display().to_string();
+    match a.output.format {
+        Format::Json => culprit_output::json::write(
+            &mut out,
+            &LockJson {
+                schema: LOCK_SCHEMA,
+                input: &path,
+                report: &report,
+            },
+        )?,
+        _ => {
+            let mut doc = culprit_output::Document::new();
+            doc.lines(report.text_lines());
+            culprit_output::text::write(&mut out, &doc, &a.output.text_options())?;
+        }
+    }
+    out.flush()?;
+    if let Some(stop) = &profile.stopped {
+        eprintln!(
+            "culprit: warning: {path}: reading stopped at offset {} ({})",
+            stop.offset, stop.reason
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,265 @@
+//! `culprit sched`: scheduling delay, with perf's verbs (`perf sched record`, `perf sched
+//! latency`, `perf sched timehist`). `record` is `culprit record` with the scheduler's
+//! tracepoints on every CPU; `latency` and `timehist` read that file or perf's
+//! (`culprit_analysis::sched`), and render in perf's layout, CSV or JSON
+//! (docs/wall-clock.md).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use culprit_analysis::sched::render::{LatencyJson, TimehistJson, LATENCY_SCHEMA, TIMEHIST_SCHEMA};
+use culprit_analysis::sched::{self, LatencyOptions, LatencySort};
+use culprit_symbols::ReadPlan;
+
+use crate::args::{Format, InputArgs, OutputArgs};
+use crate::cmd::record::{self, RecordArgs};
+
+/// The tracepoints `culprit sched record` records: perf 6.1's `perf sched record` set
+/// (switch, run time, fork, wake-up of new tasks, migration, waking), and `sched_wakeup`.
+pub const SCHED_EVENTS: &[&str] = &[
+    "sched:sched_switch",
+    "sched:sched_stat_runtime",
+    "sched:sched_process_fork",
+    "sched:sched_wakeup",
+    "sched:sched_wakeup_new",
+    "sched:sched_waking",
+    "sched:sched_migrate_task",
+];
+
+/// Arguments of `culprit sched`.
+#[derive(clap::Args, Debug)]
+#[command(
+    about = "Scheduling delay (perf sched): record the scheduler, per-task latency, per-switch history",
+    after_help = "EXAMPLES:\n  culprit sched record -- ./prog           every CPU's scheduler events while ./prog runs\n  culprit sched latency                    per task: run time, switches, avg and max delay\n  culprit sched latency --pids --histogram one row per thread, and the delay histogram\n  culprit sched timehist -i perf.data      per switch: wait time, scheduling delay, run time\n\nBoth reports read `perf sched record` files too. docs/wall-clock.md walks through finding a latency problem."
+)]
+pub struct SchedArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SchedCommand,
+}
+
+/// The `culprit sched` verbs.
+#[derive(clap::Subcommand, Debug)]
+pub enum SchedCommand {
+    /// Record the scheduler's tracepoints on every CPU (as perf sched record).
+    Record(SchedRecordArgs),
+    /// Per task: run time, switches, average and maximum scheduling delay.
+    Latency(LatencyArgs),
+    /// Per context switch: wait time, scheduling delay and run time.
+    Timehist(TimehistArgs),
+    /// Who woke each blocked stack, and from where (`record --off-cpu=wakers` files).
+    Wakers(TimehistArgs),
+}
+
+/// Arguments of `culprit sched record`.
+#[derive(clap::Args, Debug)]
+#[command(trailing_var_arg = true)]
+pub struct SchedRecordArgs {
+    /// Output file.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two): scheduler events are many.
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 1024
+    )]
+    pub mmap_pages: usize,
+    /// Don't print the summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Stop after SECONDS.
+    #[arg(long = "duration", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// The command to run while recording (without one: until Ctrl-C).
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Arguments of `culprit sched latency`.
+#[derive(clap::Args, Debug)]
+pub struct LatencyArgs {
+    /// The input file.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// One row per thread instead of per command (perf's -p).
+    #[arg(short = 'p', long = "pids")]
+    pub pids: bool,
+    /// Sort keys, most significant first: pid, avg, max, switch, runtime.
+    #[arg(
+        short = 's',
+        long = "sort",
+        value_name = "KEYS",
+        default_value = "avg,max,switch,runtime"
+    )]
+    pub sort: String,
+    /// Also show the histogram of the delays (power-of-two ranges of µs).
+    #[arg(long = "histogram")]
+    pub histogram: bool,
+    /// `--format text|json|csv`, `-o FILE`.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Arguments of `culprit sched timehist`.
+#[derive(clap::Args, Debug)]
+pub struct TimehistArgs {
+    /// The input file.
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// `--format text|json|csv`, `-o FILE`.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `culprit record`'s flags, to build its arguments from `sched record`'s.
+#[derive(Parser, Debug)]
+struct RecordCli {
+    #[command(flatten)]
+    args: RecordArgs,
+}
+
+/// Runs `culprit sched`.
+pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        SchedCommand::Record(a) => run_record(a),
+        SchedCommand::Latency(a) => run_latency(a),
+        SchedCommand::Timehist(a) => run_timehist(a),
+        SchedCommand::Wakers(a) => run_wakers(a),
+    }
+}
+
+/// `culprit record -a -c 1 -e <SCHED_EVENTS> -m PAGES -o FILE [-- CMD]`, as perf sched
+/// record runs `perf record -a -R -m 1024 -c 1 -e …`.
+fn run_record(a: SchedRecordArgs) -> anyhow::Result<ExitCode> {
+    let mut argv: Vec<String> = vec!["record".into(), "-a".into(), "-c".into(), "1".into()];
+    argv.extend(["-e".into(), SCHED_EVENTS.join(",")]);
+    argv.extend(["-m".into(), a.mmap_pages.to_string()]);
+    argv.extend(["-o".into(), a.output.display().to_string()]);
+    if a.quiet {
+        argv.push("-q".into());
+    }
+    if let Some(d) = a.duration {
+        argv.extend(["--duration".into(), d.to_string()]);
+    }
+    if !a.command.is_empty() {
+        argv.push("--".into());
+        argv.extend(a.command);
+    }
+    let cli = RecordCli::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    record::run(cli.args)
+}
+
+fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
+    a.output
+        .require("sched latency", &[Format::Text, Format::Json, Format::Csv])?;
+    let sort = LatencySort::parse_list(&a.sort).map_err(|e| anyhow::anyhow!("--sort: {e}"))?;
+    let profile = a.input.open().read(&ReadPlan::default())?;
+    let events = sched::sched_events(&profile)?;
+    let report = sched::latency(
+        &events,
+        sched::Comms::of_profile(&profile),
+        &LatencyOptions {
+            per_thread: a.pids,
+            sort,
+        },
+    );
+    let mut out = a.output.writer()?;
+    let input = a.input.path().display().to_string();
+    match a.output.format {
+        Format::Json => culprit_output::json::write(
+            &mut out,
+            &LatencyJson {
+                schema: LATENCY_SCHEMA,
+                input: &input,
+                report: &report,
+            },
+        )?,
+        Format::Csv => culprit_output::csv::write(&mut out, &report.table())?,
+        Format::Text => culprit_output::text::write(
+            &mut out,
+            &report.document(a.histogram),
+            &a.output.text_options(),
+        )?,
+    }
+    out.flush()?;
+    finish(&profile, &a.input)
+}
+
+fn run_timehist(a: TimehistArgs) -> anyhow::Result<ExitCode> {
+    a.output
+        .require("sched timehist", &[Format::Text, Format::Json, Format::Csv])?;
+    let profile = a.input.open().read(&ReadPlan::default())?;
+    let events = sched::sched_events(&profile)?;
+    let report = sched::timehist(&events);
+    let mut out = a.output.writer()?;
+    let input = a.input.path().display().to_string();
+    match a.output.format {
+        Format::Json => culprit_output::json::write(
+            &mut out,
+            &TimehistJson {
+                schema: TIMEHIST_SCHEMA,
+                input: &input,
+                report: &report,
+            },
+        )?,
+        Format::Csv => culprit_output::csv::write(&mut out, &report.table())?,
+        Format::Text => {
+            culprit_output::text::write(&mut out, &report.document(), &a.output.text_options())?
+        }
+    }
+    out.flush()?;
+    finish(&profile, &a.input)
+}
+
+/// Exit status 1 (with a warning) when the file was cut short, else 0.
+fn finish(profile: &culprit_decode::model::Profile, input: &InputArgs) -> anyhow::Result<ExitCode> {
+    if let Some(stop) = &profile.stopped {
+        eprintln!(
+            "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
+             was read before it",
+            input.path().display(),
+            stop.offset,
+            stop.reason
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_wakers(a: TimehistArgs) -> anyhow::Result<ExitCode> {
+    use culprit_analysis::wakers::{self, WakersJson, WAKERS_SCHEMA};
+    a.output
+        .require("sched wakers", &[Format::Text, Format::Json])?;
+    let input = a.input.open();
+    let profile = input.read(&ReadPlan::default())?;
+    let mut sym = input.symbolizer();
+    let report = wakers::wakers(&profile, &mut sym)?;
+    let mut out = a.output.writer()?;
+    let path = a.input.path().display().to_string();
+    match a.output.format {
+        Format::Json => culprit_output::json::write(
+            &mut out,
+            &WakersJson {
+                schema: WAKERS_SCHEMA,
+                input: &path,
+                report: &report,
+            },
+        )?,
+        _ => {
+            let mut doc = culprit_output::Document::new();
+            doc.lines(report.text_lines());
+            culprit_output::text::write(&mut out, &doc, &a.output.text_options())?
+        }
+    }
+    out.flush()?;
+    finish(&profile, &a.input)
+}
