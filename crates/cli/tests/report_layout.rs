@@ -532,6 +532,7 @@ fn test_text_on_a_terminal_goes_through_the_pager() {
     assert!(std::fs::read_to_string(&out)
         .unwrap()
         .contains("# Event 'cpu-clock'"));
+}
 
 /// The `[.] name` rows of `perf report --stdio --sort sym --no-children -g none` ARGS:
 /// (symbol, self percentage).
