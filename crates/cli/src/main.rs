@@ -193,22 +193,24 @@ mod tests {
     #[test]
     fn test_every_verbs_examples_fit_80_columns() {
         use clap::CommandFactory;
-        let cli = Cli::command();
-        let mut checked = 0;
-        for sub in cli.get_subcommands() {
-            let Some(after) = sub.get_after_help() else {
-                continue;
-            };
-            for line in after.to_string().lines() {
-                assert!(
-                    line.chars().count() <= help::WIDTH,
-                    "`culprit {} --help`: {} columns: {line}",
-                    sub.get_name(),
-                    line.chars().count()
-                );
+        fn check(cmd: &clap::Command, path: &str, checked: &mut usize) {
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if let Some(after) = sub.get_after_help() {
+                    for line in after.to_string().lines() {
+                        assert!(
+                            line.chars().count() <= help::WIDTH,
+                            "`{path} --help`: {} columns: {line}",
+                            line.chars().count()
+                        );
+                    }
+                    *checked += 1;
+                }
+                check(sub, &path, checked);
             }
-            checked += 1;
         }
+        let mut checked = 0;
+        check(&Cli::command(), "culprit", &mut checked);
         assert!(checked >= 10, "only {checked} verbs have examples");
     }
 

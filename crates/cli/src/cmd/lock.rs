@@ -26,7 +26,7 @@ pub const LOCK_EVENTS: &[&str] = &[
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Lock contention (perf lock): kernel locks and futex waits, with call sites and stacks",
-    after_help = "EXAMPLES:\n  culprit lock record -- ./prog       kernel lock contention and futex waits of ./prog (-g)\n  culprit lock contention             per call site: contended, total, max, avg wait\n\nThe kernel table reads `perf lock record` files too."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit lock record -- ./prog       kernel lock contention and futex waits of ./prog (-g)\n  culprit lock contention             per call site: contended, total, max, avg wait\n\nThe kernel table reads `perf lock record` files too.")
 )]
 pub struct LockArgs {
     /// What to do.

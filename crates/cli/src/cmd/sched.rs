@@ -32,7 +32,7 @@ pub const SCHED_EVENTS: &[&str] = &[
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Scheduling delay (perf sched): record the scheduler, per-task latency, per-switch history",
-    after_help = "EXAMPLES:\n  culprit sched record -- ./prog           every CPU's scheduler events while ./prog runs\n  culprit sched latency                    per task: run time, switches, avg and max delay\n  culprit sched latency --pids --histogram one row per thread, and the delay histogram\n  culprit sched timehist -i perf.data      per switch: wait time, scheduling delay, run time\n\nBoth reports read `perf sched record` files too. docs/wall-clock.md walks through finding a latency problem."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit sched record -- ./prog           every CPU's scheduler events while ./prog runs\n  culprit sched latency                    per task: run time, switches, avg and max delay\n  culprit sched latency --pids --histogram one row per thread, and the delay histogram\n  culprit sched timehist -i perf.data      per switch: wait time, scheduling delay, run time\n\nBoth reports read `perf sched record` files too. docs/wall-clock.md walks through finding a latency problem.")
 )]
 pub struct SchedArgs {
     /// What to do.
