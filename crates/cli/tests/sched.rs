@@ -274,13 +274,14 @@ fn test_sched_live_perf_and_culprit_recordings_agree_with_perf() {
     for file in [&by_perf, &by_culprit] {
         let perf_out = perf_sched("latency", file, &["-p"]);
         assert_latency_matches(&perf_out, &culprit_latency(file, true));
-        // The workload's threads waited for a CPU: 4 spinning threads on fewer CPUs.
+        // The workload's threads waited for a CPU: at least its 4 spinning threads on fewer
+        // CPUs (on a busy machine its other threads wait too).
         let ours = culprit_latency(file, true);
         let waited = ours
             .iter()
             .filter(|(k, r)| k.starts_with("schedmix-") && r.1 > 0)
             .count();
-        assert_eq!(waited, 4, "{file:?}: {ours:?}");
+        assert!(waited >= 4, "{file:?}: {waited} waited: {ours:?}");
         let p = timehist_rows(&perf_sched("timehist", file, &[]));
         let o = timehist_rows(&culprit_sched("timehist", file, &[]));
         assert_eq!(o.len(), p.len(), "{file:?}");
