@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use culprit_analysis::metrics::plan::{self, MetricPlan, MetricValue, PlanOptions, ToolValues};
-use culprit_analysis::metrics::table::{self, Metrics};
+use culprit_analysis::metrics::table::{self, MachineFacts, Metrics};
 use culprit_analysis::metrics::Metric as Derived;
 use culprit_collect::events::{self, tables};
 use culprit_collect::stat::{self, StatEvent, StatOptions, StatReport};
@@ -266,7 +266,21 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
     let cpu_table = tables::table_for(&cpuid).with_context(|| {
         format!("-M: no pmu-events table for CPU id `{cpuid}` (`culprit list` says which CPUs have one; PERF_CPUID picks another)")
     })?;
-    let facts = stat::facts::machine_facts(&cpuid, system_wide);
+    let m = stat::facts::machine();
+    let facts = MachineFacts {
+        smt_on: m.smt_on,
+        num_cpus: m.num_cpus,
+        num_cpus_online: m.num_cpus_online,
+        num_cores: m.num_cores,
+        num_dies: m.num_dies,
+        num_packages: m.num_packages,
+        system_tsc_freq: m.system_tsc_freq,
+        // perf's core_wide: system-wide counting, or no SMT sibling to share a core with.
+        core_wide: system_wide || !m.smt_on,
+        slots: m.slots,
+        has_pmem: m.has_pmem,
+        cpuid: cpuid.clone(),
+    };
     let metrics = Metrics::new(&cpu_table, &facts);
     let chosen = table::select(&cpu_table, list)?;
     let opts = PlanOptions {
