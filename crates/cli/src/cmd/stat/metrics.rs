@@ -16,7 +16,7 @@ use culprit_collect::events::{self, tables};
 use culprit_collect::stat::{self, StatEvent, StatOptions, StatReport};
 use culprit_collect::sysfs;
 
-use super::{exit_code, Sink, StatArgs};
+use super::{exit_code, render, Sink, StatArgs};
 use crate::args::Format;
 
 /// Where each planned event went: its row in the report, or why it is not counted.
@@ -83,12 +83,12 @@ fn metric_text(m: &MetricValue) -> String {
 
 fn event_line(e: &StatEvent) -> String {
     // stat's CSV fields give the value text perf prints; reuse them for the text line.
-    let csv = stat::csv_line("\u{1}", e, None);
+    let csv = render::csv_line("\u{1}", e, None);
     let mut f = csv.split('\u{1}');
     let value = f.next().unwrap_or_default();
     let unit = f.next().unwrap_or_default();
     let value = match value.parse::<u64>() {
-        Ok(n) => stat::group_digits(n),
+        Ok(n) => render::group_digits(n),
         Err(_) => value.to_string(),
     };
     format!("{value:>18} {unit:<5} {:<30}", e.name)
@@ -233,7 +233,7 @@ fn csv_lines(o: &Outcome, sep: &str, metric_only: bool) -> Vec<String> {
         let e = row.and_then(|r| o.report.events.get(r)).unwrap_or(&missing);
         let beside: Vec<&MetricValue> = o.beside(i).collect();
         if beside.is_empty() {
-            out.push(stat::csv_line(sep, e, None));
+            out.push(render::csv_line(sep, e, None));
         }
         for m in beside {
             let d = Derived {
@@ -244,7 +244,7 @@ fn csv_lines(o: &Outcome, sep: &str, metric_only: bool) -> Vec<String> {
                 unreliable: false,
                 inputs: Vec::new(),
             };
-            out.push(stat::csv_line(sep, e, Some(&d)));
+            out.push(render::csv_line(sep, e, Some(&d)));
         }
     }
     out
