@@ -19,6 +19,7 @@ use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
 mod metrics;
 mod render;
+mod topdown_render;
 
 /// Arguments of `culprit stat`.
 #[derive(clap::Args, Debug)]
@@ -231,7 +232,7 @@ fn write_report(
                     .map(|e| render::csv_line(sep, e, None))
                     .collect();
                 sink.lines(&events)?;
-                sink.lines(&td.csv_lines(sep))?;
+                sink.lines(&topdown_render::csv_lines(td, sep))?;
             }
             None => sink.lines(&render::report_csv_lines(report, sep))?,
         },
@@ -239,8 +240,7 @@ fn write_report(
             Some(td) => {
                 let groups = td.groups.len();
                 let color = sink.color(out);
-                let lines: Vec<String> = td
-                    .text_lines(&report.target, groups)
+                let lines: Vec<String> = topdown_render::text_lines(td, &report.target, groups)
                     .into_iter()
                     .map(|l| {
                         // Flagged nodes (` * name`) in red on a colour terminal.
