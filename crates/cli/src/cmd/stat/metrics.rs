@@ -136,7 +136,14 @@ fn text_lines(o: &Outcome, metric_only: bool) -> Vec<String> {
     let r = o.report;
     let mut lines = vec![
         String::new(),
-        format!(" Performance counter stats for {}:", r.target),
+        if r.runs > 1 {
+            format!(
+                " Performance counter stats for {} ({} runs):",
+                r.target, r.runs
+            )
+        } else {
+            format!(" Performance counter stats for {}:", r.target)
+        },
         String::new(),
     ];
     if metric_only {
