@@ -163,6 +163,10 @@ fn every_table_metric_agrees_with_an_independent_evaluation() {
             }
         }
     }
+    eprintln!(
+        "compared {total} metric values over {} models",
+        models.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The tables hold thousands of metrics; a collapse to a few would mean a broken table.
     assert!(total > 20_000, "only {total} metric values compared");

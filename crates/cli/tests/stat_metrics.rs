@@ -26,6 +26,33 @@ fn stat(cpuid: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The document validates against docs/schemas/stat.schema.json (python3 jsonschema).
+fn assert_schema_valid(doc: &[u8]) {
+    let schema = common::repo_root().join("docs/schemas/stat.schema.json");
+    let dir = common::repo_root().join("target/test-tmp/stat-metrics");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{}.json", std::process::id()));
+    std::fs::write(&file, doc).unwrap();
+    let script = r#"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+errs = list(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))))
+sys.exit("; ".join(f"{list(e.path)}: {e.message}" for e in errs[:5]) if errs else 0)
+"#;
+    let checked = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&schema)
+        .arg(&file)
+        .output()
+        .expect("run python3 (jsonschema)");
+    assert!(
+        checked.status.success(),
+        "stat -M JSON does not validate: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
+
 fn no_counters(test: &str) -> bool {
     if hardware_pmu() {
         // Here the table's events could count, so "not supported" would not be the answer.
@@ -92,6 +119,7 @@ fn stat_m_json_names_each_metric_and_what_did_not_count() {
     let o = stat(ZEN4, &["-M", "PipelineL1", "--format", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_schema_valid(&o.stdout);
     assert_eq!(j["metric_table"]["model"], "x86/amdzen4");
     let metrics = j["pmu_metrics"].as_array().unwrap();
     let names: Vec<&str> = metrics

@@ -18,6 +18,8 @@ use culprit_output::TextOptions;
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
 mod metrics;
+mod render;
+mod topdown_render;
 
 /// Arguments of `culprit stat`.
 #[derive(clap::Args, Debug)]
@@ -196,8 +198,8 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
     let mut on_interval = |iv: &stat::StatInterval| {
         let lines = match format {
             Format::Json => return,
-            Format::Csv => iv.csv_lines(&sep),
-            Format::Text => iv.text_lines(std::mem::take(&mut first)),
+            Format::Csv => render::interval_csv_lines(iv, &sep),
+            Format::Text => render::interval_text_lines(iv, std::mem::take(&mut first)),
         };
         if let Err(e) = sink.lines(&lines) {
             print_err.get_or_insert(e);
@@ -227,19 +229,18 @@ fn write_report(
                 let events: Vec<String> = report
                     .events
                     .iter()
-                    .map(|e| stat::csv_line(sep, e, None))
+                    .map(|e| render::csv_line(sep, e, None))
                     .collect();
                 sink.lines(&events)?;
-                sink.lines(&td.csv_lines(sep))?;
+                sink.lines(&topdown_render::csv_lines(td, sep))?;
             }
-            None => sink.lines(&report.csv_lines(sep))?,
+            None => sink.lines(&render::report_csv_lines(report, sep))?,
         },
         Format::Text => match &report.topdown {
             Some(td) => {
                 let groups = td.groups.len();
                 let color = sink.color(out);
-                let lines: Vec<String> = td
-                    .text_lines(&report.target, groups)
+                let lines: Vec<String> = topdown_render::text_lines(td, &report.target, groups)
                     .into_iter()
                     .map(|l| {
                         // Flagged nodes (` * name`) in red on a colour terminal.
@@ -258,7 +259,7 @@ fn write_report(
                     width: out.width.filter(|&w| w > 0),
                     color: false,
                 };
-                culprit_output::text::write(&mut *sink.lock(), &report.document(), &o)?;
+                culprit_output::text::write(&mut *sink.lock(), &render::document(report), &o)?;
             }
         },
     }

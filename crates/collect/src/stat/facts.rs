@@ -5,7 +5,29 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use culprit_analysis::metrics::table::MachineFacts;
+/// What sysfs and cpuinfo say about the machine (the inputs of perf's `#literals`; the
+/// metrics themselves are evaluated in `analysis`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    /// SMT siblings are online (`smt/active`).
+    pub smt_on: bool,
+    /// The highest present CPU number + 1.
+    pub num_cpus: f64,
+    /// Online CPUs.
+    pub num_cpus_online: f64,
+    /// Distinct core sibling lists.
+    pub num_cores: f64,
+    /// Distinct die sibling lists.
+    pub num_dies: f64,
+    /// Distinct package sibling lists.
+    pub num_packages: f64,
+    /// The TSC frequency in Hz from the model name (0 when it says none).
+    pub system_tsc_freq: f64,
+    /// The core PMU's `caps/slots`, 0 when absent.
+    pub slots: f64,
+    /// An ACPI NFIT table exists.
+    pub has_pmem: bool,
+}
 
 fn read(path: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(path)
@@ -52,8 +74,8 @@ fn tsc_from_model_name() -> f64 {
         .map_or(0.0, |ghz| ghz * 1e9)
 }
 
-/// This machine's facts; `cpuid` is the CPU id string the table was chosen by.
-pub fn machine_facts(cpuid: &str, system_wide: bool) -> MachineFacts {
+/// This machine's facts.
+pub fn machine() -> Machine {
     let online = cpu_list(&read("/sys/devices/system/cpu/online").unwrap_or_default());
     let present = cpu_list(&read("/sys/devices/system/cpu/present").unwrap_or_default());
     let smt_on = read("/sys/devices/system/cpu/smt/active").as_deref() == Some("1");
@@ -62,7 +84,7 @@ pub fn machine_facts(cpuid: &str, system_wide: bool) -> MachineFacts {
         .find_map(|p| read(format!("/sys/bus/event_source/devices/{p}/caps/slots")))
         .and_then(|s| s.parse().ok())
         .unwrap_or(0.0);
-    MachineFacts {
+    Machine {
         smt_on,
         num_cpus: present.iter().max().map_or(1.0, |m| f64::from(m + 1)),
         num_cpus_online: online.len().max(1) as f64,
@@ -70,11 +92,8 @@ pub fn machine_facts(cpuid: &str, system_wide: bool) -> MachineFacts {
         num_dies: distinct_lists(&online, "die"),
         num_packages: distinct_lists(&online, "package"),
         system_tsc_freq: tsc_from_model_name(),
-        // perf's core_wide: system-wide counting, or no SMT sibling to share a core with.
-        core_wide: system_wide || !smt_on,
         slots,
         has_pmem: Path::new("/sys/firmware/acpi/tables/NFIT").exists(),
-        cpuid: cpuid.to_string(),
     }
 }
 
@@ -97,8 +116,8 @@ mod tests {
 
     #[test]
     fn facts_of_this_machine_are_sane() {
-        let f = machine_facts("x", false);
+        let f = machine();
         assert!(f.num_cpus_online >= 1.0 && f.num_cores >= 1.0 && f.num_packages >= 1.0);
-        assert_eq!(f.literal("#num_cpus_online"), Some(f.num_cpus_online));
+        assert!(f.num_cpus >= f.num_cpus_online);
     }
 }

@@ -1,11 +1,11 @@
 //! `culprit stat`: the event groups to count (`{a,b}` groups, the default set), repeated
 //! counting runs on a target, their aggregation (mean and standard deviation over the runs),
 //! derived metrics, events the machine does not support (`<not supported>`, as perf), and
-//! the report model with its text, CSV and JSON forms (JSON schema: docs/schemas/stat.schema.json).
+//! the report model (JSON schema: docs/schemas/stat.schema.json; its text and CSV layouts are
+//! rendered by the CLI).
 //! `--topdown` is [`topdown`].
 
 pub mod facts;
-mod render;
 pub mod topdown;
 
 use std::collections::BTreeMap;
@@ -22,8 +22,6 @@ use crate::launch::ChildExit;
 use crate::probe;
 use crate::sysfs::{self, CpuIdentity};
 use crate::target::Target;
-
-pub use render::{csv_line, group_digits};
 
 /// Why `culprit stat` cannot count.
 #[derive(Debug, thiserror::Error)]

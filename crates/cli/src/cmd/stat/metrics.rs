@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use culprit_analysis::metrics::plan::{self, MetricPlan, MetricValue, PlanOptions, ToolValues};
-use culprit_analysis::metrics::table::{self, Metrics};
+use culprit_analysis::metrics::table::{self, MachineFacts, Metrics};
 use culprit_analysis::metrics::Metric as Derived;
 use culprit_collect::events::{self, tables};
 use culprit_collect::stat::{self, StatEvent, StatOptions, StatReport};
 use culprit_collect::sysfs;
 
-use super::{exit_code, Sink, StatArgs};
+use super::{exit_code, render, Sink, StatArgs};
 use crate::args::Format;
 
 /// Where each planned event went: its row in the report, or why it is not counted.
@@ -83,12 +83,12 @@ fn metric_text(m: &MetricValue) -> String {
 
 fn event_line(e: &StatEvent) -> String {
     // stat's CSV fields give the value text perf prints; reuse them for the text line.
-    let csv = stat::csv_line("\u{1}", e, None);
+    let csv = render::csv_line("\u{1}", e, None);
     let mut f = csv.split('\u{1}');
     let value = f.next().unwrap_or_default();
     let unit = f.next().unwrap_or_default();
     let value = match value.parse::<u64>() {
-        Ok(n) => stat::group_digits(n),
+        Ok(n) => render::group_digits(n),
         Err(_) => value.to_string(),
     };
     format!("{value:>18} {unit:<5} {:<30}", e.name)
@@ -136,7 +136,14 @@ fn text_lines(o: &Outcome, metric_only: bool) -> Vec<String> {
     let r = o.report;
     let mut lines = vec![
         String::new(),
-        format!(" Performance counter stats for {}:", r.target),
+        if r.runs > 1 {
+            format!(
+                " Performance counter stats for {} ({} runs):",
+                r.target, r.runs
+            )
+        } else {
+            format!(" Performance counter stats for {}:", r.target)
+        },
         String::new(),
     ];
     if metric_only {
@@ -233,7 +240,7 @@ fn csv_lines(o: &Outcome, sep: &str, metric_only: bool) -> Vec<String> {
         let e = row.and_then(|r| o.report.events.get(r)).unwrap_or(&missing);
         let beside: Vec<&MetricValue> = o.beside(i).collect();
         if beside.is_empty() {
-            out.push(stat::csv_line(sep, e, None));
+            out.push(render::csv_line(sep, e, None));
         }
         for m in beside {
             let d = Derived {
@@ -244,7 +251,7 @@ fn csv_lines(o: &Outcome, sep: &str, metric_only: bool) -> Vec<String> {
                 unreliable: false,
                 inputs: Vec::new(),
             };
-            out.push(stat::csv_line(sep, e, Some(&d)));
+            out.push(render::csv_line(sep, e, Some(&d)));
         }
     }
     out
@@ -266,7 +273,21 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
     let cpu_table = tables::table_for(&cpuid).with_context(|| {
         format!("-M: no pmu-events table for CPU id `{cpuid}` (`culprit list` says which CPUs have one; PERF_CPUID picks another)")
     })?;
-    let facts = stat::facts::machine_facts(&cpuid, system_wide);
+    let m = stat::facts::machine();
+    let facts = MachineFacts {
+        smt_on: m.smt_on,
+        num_cpus: m.num_cpus,
+        num_cpus_online: m.num_cpus_online,
+        num_cores: m.num_cores,
+        num_dies: m.num_dies,
+        num_packages: m.num_packages,
+        system_tsc_freq: m.system_tsc_freq,
+        // perf's core_wide: system-wide counting, or no SMT sibling to share a core with.
+        core_wide: system_wide || !m.smt_on,
+        slots: m.slots,
+        has_pmem: m.has_pmem,
+        cpuid: cpuid.clone(),
+    };
     let metrics = Metrics::new(&cpu_table, &facts);
     let chosen = table::select(&cpu_table, list)?;
     let opts = PlanOptions {
