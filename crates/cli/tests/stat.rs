@@ -956,3 +956,39 @@ fn test_record_topdown_then_report() {
     assert!(bs >= 0.15, "count_odd bad_speculation {bs}: {count_odd}");
     assert!(count_odd["samples"].as_u64().unwrap() > 100);
 }
+
+/// An event this machine cannot count is `<not supported>`, the run goes on, and a line says
+/// why (on a machine without a hardware PMU: that there is none); JSON carries it as `why`.
+#[test]
+fn test_not_supported_events_say_why() {
+    let out = common::culprit()
+        .args(["stat", "-e", "cycles,task-clock", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("task-clock"), "{err}");
+    if err.contains("<not supported>       cycles") {
+        assert!(err.contains("`cycles` not counted: "), "{err}");
+    } else {
+        assert!(!err.contains("not counted"), "{err}");
+    }
+    let out = common::culprit()
+        .args([
+            "stat",
+            "--format",
+            "json",
+            "-e",
+            "cycles,task-clock",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    common::validate_json_schema("stat", &json);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    for e in v["events"].as_array().unwrap() {
+        assert_eq!(e["supported"] == false, e["why"].is_string(), "{e}");
+    }
+}

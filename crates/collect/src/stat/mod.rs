@@ -120,6 +120,9 @@ pub struct StatEvent {
     /// False when this machine cannot count the event (perf's `<not supported>`: e.g.
     /// cycles without a hardware PMU); its numbers are then 0 and null.
     pub supported: bool,
+    /// Why an unsupported event does not count here (the kernel's answer, in words).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// The mean (0 for no values).
@@ -169,6 +172,7 @@ pub fn aggregate(groups: &[Vec<EventSpec>], runs: &[Vec<Vec<Option<Reading>>>]) 
                 group: gi,
                 stddev: if supported { stddev(&scaled) } else { None },
                 supported,
+                why: None,
             });
         }
     }
@@ -334,6 +338,37 @@ pub struct StatOptions {
     pub repeat: u32,
 }
 
+/// Why `spec` does not count here, in words, from the kernel's answer to opening it.
+pub fn not_supported_reason(spec: &EventSpec) -> String {
+    let errno = probe::try_open_event(spec).err();
+    let hardware = matches!(
+        spec.attr_type,
+        culprit_decode::abi::perf_type::HARDWARE
+            | culprit_decode::abi::perf_type::HW_CACHE
+            | culprit_decode::abi::perf_type::RAW
+    );
+    let sysfs = crate::sysfs::Sysfs::system();
+    match errno {
+        Some(libc::ENOENT | libc::ENODEV) if hardware && !crate::events::has_core_pmu(&sysfs) => {
+            "this machine has no hardware PMU (no core PMU under \
+             /sys/bus/event_source/devices: a VM without a virtual PMU); software events \
+             (task-clock, cpu-clock, page-faults, context-switches) count"
+                .to_string()
+        }
+        Some(libc::ENOENT) => "the kernel has no such event on this CPU (ENOENT)".to_string(),
+        Some(libc::ENODEV) => "no PMU here counts it (ENODEV)".to_string(),
+        Some(libc::EOPNOTSUPP) => {
+            "the PMU cannot count it as asked (EOPNOTSUPP: a modifier or setting it lacks)"
+                .to_string()
+        }
+        Some(e) => format!(
+            "opening it failed: {}",
+            std::io::Error::from_raw_os_error(e)
+        ),
+        None => "it did not count during the run".to_string(),
+    }
+}
+
 /// Whether `spec` opens here, or (`false`) this machine does not have it (ENOENT, ENODEV,
 /// EOPNOTSUPP: perf's `<not supported>`); other failures (permissions) are left to counting.
 fn supported_here(spec: &EventSpec) -> bool {
@@ -447,7 +482,13 @@ pub fn run(
             break;
         }
     }
-    let events = aggregate(&opts.groups, &runs);
+    let mut events = aggregate(&opts.groups, &runs);
+    // Each event that did not count says why (probed once, after the runs).
+    for (e, spec) in events.iter_mut().zip(opts.groups.iter().flatten()) {
+        if !e.supported {
+            e.why = Some(not_supported_reason(spec));
+        }
+    }
     let mut report = StatReport::new(
         &opts.target,
         events,

@@ -129,6 +129,7 @@ fn not_supported_row(name: &str) -> StatEvent {
         group: 0,
         stddev: None,
         supported: false,
+        why: None,
     }
 }
 
@@ -420,6 +421,7 @@ mod tests {
             group,
             stddev: None,
             supported: true,
+            why: None,
         }
     }
 

@@ -161,9 +161,28 @@ pub fn document(report: &StatReport) -> Document {
         None => format!("{m:>18.9} seconds time elapsed"),
     });
     lines.push(String::new());
+    lines.extend(not_counted_lines(&report.events));
     let mut doc = Document::new();
     doc.lines(lines);
     doc
+}
+
+/// One line per reason why events did not count (`<not supported>` rows say why), the
+/// events of one reason together.
+pub fn not_counted_lines(events: &[StatEvent]) -> Vec<String> {
+    let mut by_reason: Vec<(&str, Vec<String>)> = Vec::new();
+    for e in events.iter().filter(|e| !e.supported) {
+        let why = e.why.as_deref().unwrap_or("this machine cannot count it");
+        let name = format!("`{}`", culprit_output::text::escape(&e.name));
+        match by_reason.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, names)) => names.push(name),
+            None => by_reason.push((why, vec![name])),
+        }
+    }
+    by_reason
+        .into_iter()
+        .map(|(why, names)| format!("<not supported>: {} not counted: {why}", names.join(", ")))
+        .collect()
 }
 
 /// perf's `-x SEP` lines: one per event, with the metric shown beside it.
@@ -176,6 +195,40 @@ pub fn report_csv_lines(report: &StatReport, sep: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
+mod tests_not_counted {
+    use super::*;
+
+    #[test]
+    fn test_not_supported_rows_say_why_once_per_reason() {
+        let ev = |name: &str, why: Option<&str>| StatEvent {
+            name: name.into(),
+            value: 0,
+            scaled: None,
+            enabled_ns: 0,
+            running_ns: 0,
+            running_pct: 100.0,
+            group: 0,
+            stddev: None,
+            supported: why.is_none(),
+            why: why.map(String::from),
+        };
+        let lines = not_counted_lines(&[
+            ev("cycles", Some("no PMU")),
+            ev("task-clock", None),
+            ev("instructions", Some("no PMU")),
+            ev("msr/x/", Some("ENODEV")),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "<not supported>: `cycles`, `instructions` not counted: no PMU",
+                "<not supported>: `msr/x/` not counted: ENODEV"
+            ]
+        );
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -184,6 +237,7 @@ mod tests {
             name: name.into(),
             value: 0,
             scaled: supported.then_some(1.0),
+            why: None,
             enabled_ns: 0,
             running_ns: 0,
             running_pct: 100.0,
