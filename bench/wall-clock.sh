@@ -5,6 +5,9 @@
 #                          tracepoints on every CPU, each event a sample)
 #   culprit record --latency -e cpu-clock vs perf record -e cpu-clock --switch-events
 #                          on phases MS (perf 6.1 has no --latency; these are its records)
+#   culprit record --off-cpu=wakers vs --off-cpu vs perf record of the same kernel data
+#                          (cpu-clock, sched_switch and sched_waking with -g,
+#                          --switch-events) on offcpu pipe PIPE_ROUNDS
 #   culprit lock record    vs perf lock record           on mutex 4 LOCK_ROUNDS (perf
 #                          records the kernel lock tracepoints; culprit adds the futex
 #                          syscalls, so it writes more)
@@ -17,12 +20,13 @@ REPS=${REPS:-5}
 ROUNDS=${ROUNDS:-200}
 MS=${MS:-500}
 LOCK_ROUNDS=${LOCK_ROUNDS:-1000}
+PIPE_ROUNDS=${PIPE_ROUNDS:-100}
 OUT=target/bench-wall-clock
 mkdir -p "$OUT"
 [ -n "${NO_BUILD:-}" ] || cargo build --release -q -p culprit-cli
 CULPRIT=${CULPRIT:-$PWD/target/release/culprit}
 W=$PWD/target/workloads
-make -s -C workloads OUT="$W" "$W/schedmix" "$W/phases" "$W/mutex"
+make -s -C workloads OUT="$W" "$W/schedmix" "$W/phases" "$W/mutex" "$W/offcpu"
 PROG=$W/schedmix
 command -v perf >/dev/null || { echo "perf is not installed" >&2; exit 1; }
 
@@ -60,3 +64,9 @@ echo "mutex 4 $LOCK_ROUNDS, median of $REPS runs"
 run bare "" "$W/mutex" 4 "$LOCK_ROUNDS"
 run "perf lock record" "$OUT/perf-lock.data" perf lock record -q -o "$OUT/perf-lock.data" -- "$W/mutex" 4 "$LOCK_ROUNDS"
 run "culprit lock record" "$OUT/culprit-lock.data" "$CULPRIT" lock record -q -o "$OUT/culprit-lock.data" -- "$W/mutex" 4 "$LOCK_ROUNDS"
+
+echo "offcpu pipe $PIPE_ROUNDS, median of $REPS runs"
+run bare "" "$W/offcpu" pipe "$PIPE_ROUNDS"
+run "culprit record --off-cpu" "$OUT/culprit-offcpu.data" "$CULPRIT" record -q --off-cpu -e cpu-clock -F 1000 -o "$OUT/culprit-offcpu.data" -- "$W/offcpu" pipe "$PIPE_ROUNDS"
+run "culprit --off-cpu=wakers" "$OUT/culprit-wakers.data" "$CULPRIT" record -q --off-cpu=wakers -e cpu-clock -F 1000 -o "$OUT/culprit-wakers.data" -- "$W/offcpu" pipe "$PIPE_ROUNDS"
+run "perf record (same data)" "$OUT/perf-wakers.data" perf record -q -e cpu-clock -F 1000 -e sched:sched_switch -e sched:sched_waking -g --switch-events -o "$OUT/perf-wakers.data" -- "$W/offcpu" pipe "$PIPE_ROUNDS"

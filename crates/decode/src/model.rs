@@ -591,6 +591,9 @@ pub struct Profile {
     /// at the end of the file), for reports about threads that may have no sample.
     #[serde(skip)]
     pub thread_comms: std::collections::HashMap<i32, StrId>,
+    /// The process of each thread a COMM or FORK record named (tid -> pid).
+    #[serde(skip)]
+    pub thread_pids: std::collections::HashMap<i32, i32>,
 }
 
 impl Profile {

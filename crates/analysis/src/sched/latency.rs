@@ -264,8 +264,9 @@ impl Tracker {
                 });
                 atoms.runtime += runtime;
             }
-            // perf 6.1's latency ignores sched_waking (process_sched_wakeup_ignore).
-            SchedKind::Wakeup { waking: true, .. } => {}
+            // perf 6.1's latency ignores sched_waking (process_sched_wakeup_ignore), and
+            // migrations when all CPUs are read.
+            SchedKind::Wakeup { waking: true, .. } | SchedKind::Migrate => {}
             SchedKind::Wakeup { pid, .. } => {
                 let atoms = self.threads.entry(*pid).or_insert_with(|| {
                     let mut a = Atoms::default();

@@ -55,7 +55,11 @@ pub enum SchedKind {
         comm: String,
         /// `sched_waking` (the waker's side, before the task is on a run queue).
         waking: bool,
+        /// `sched_wakeup_new` (a new task's first wake-up).
+        new_task: bool,
     },
+    /// `sched_migrate_task` (perf's timehist learns the current thread from it).
+    Migrate,
 }
 
 /// One scheduler event with the sample's context (the task current on the CPU).
@@ -79,7 +83,8 @@ pub struct SchedEvent {
 enum Role {
     Switch,
     Runtime,
-    Wakeup { waking: bool },
+    Wakeup { waking: bool, new_task: bool },
+    Migrate,
     Other,
 }
 
@@ -87,8 +92,19 @@ fn role_of(format: &TracepointFormat) -> Role {
     match (format.system.as_str(), format.name.as_str()) {
         ("sched", "sched_switch") => Role::Switch,
         ("sched", "sched_stat_runtime") => Role::Runtime,
-        ("sched", "sched_wakeup" | "sched_wakeup_new") => Role::Wakeup { waking: false },
-        ("sched", "sched_waking") => Role::Wakeup { waking: true },
+        ("sched", "sched_wakeup") => Role::Wakeup {
+            waking: false,
+            new_task: false,
+        },
+        ("sched", "sched_wakeup_new") => Role::Wakeup {
+            waking: false,
+            new_task: true,
+        },
+        ("sched", "sched_waking") => Role::Wakeup {
+            waking: true,
+            new_task: false,
+        },
+        ("sched", "sched_migrate_task") => Role::Migrate,
         _ => Role::Other,
     }
 }
@@ -167,7 +183,7 @@ pub fn sched_events(profile: &Profile) -> Result<Vec<SchedEvent>, AnalysisError>
                     runtime: runtime as u64,
                 }
             }
-            Role::Wakeup { waking } => {
+            Role::Wakeup { waking, new_task } => {
                 let Some(pid) = int_field(format, raw, "pid") else {
                     continue;
                 };
@@ -175,8 +191,10 @@ pub fn sched_events(profile: &Profile) -> Result<Vec<SchedEvent>, AnalysisError>
                     pid: pid as i32,
                     comm: str_field(format, raw, "comm"),
                     waking,
+                    new_task,
                 }
             }
+            Role::Migrate => SchedKind::Migrate,
             Role::Other => continue,
         };
         out.push(SchedEvent {
@@ -189,6 +207,15 @@ pub fn sched_events(profile: &Profile) -> Result<Vec<SchedEvent>, AnalysisError>
         });
     }
     Ok(out)
+}
+
+/// Whether the profile has a `sched:sched_waking` event (with samples or not).
+pub fn has_waking_event(profile: &Profile) -> bool {
+    (0..profile.events.len()).any(|i| {
+        profile
+            .tracepoint_format(i as _)
+            .is_some_and(|f| f.system == "sched" && f.name == "sched_waking")
+    })
 }
 
 /// Command names of threads as perf knows them: the newest name COMM and FORK records gave

@@ -33,6 +33,7 @@ fn wakeup(time: u64, cpu: u32, pid: i32) -> SchedEvent {
             pid,
             comm: format!("t{pid}"),
             waking: false,
+            new_task: false,
         },
     }
 }
@@ -123,7 +124,7 @@ fn test_latency_merges_threads_of_one_command_unless_per_thread() {
 
 #[test]
 fn test_timehist_wait_delay_and_run_of_each_switch_out() {
-    let r = timehist(&sequence());
+    let r = timehist(&sequence(), &std::collections::HashMap::new(), false);
     assert_eq!(r.rows.len(), 6);
     // The first switch of each CPU has nothing before it.
     assert_eq!(

@@ -59,17 +59,59 @@ enum ThreadKey {
     Task(i32),
 }
 
-/// One row per `sched_switch` of `events` (see the module documentation for the rules).
-pub fn timehist(events: &[SchedEvent]) -> TimehistReport {
+/// perf's thread table, for the pid it shows: a thread's pid is set when perf first meets
+/// it — from COMM/FORK records (`record_pids`), else from the first sample that names it
+/// (a switch or migration: the sample's pid; a wake-up: 0) — and only a pid of -1 is
+/// replaced later (`machine__update_thread_pid`).
+struct ThreadPids<'a> {
+    records: &'a HashMap<i32, i32>,
+    known: HashMap<i32, i32>,
+}
+
+impl ThreadPids<'_> {
+    fn findnew(&mut self, pid: i32, tid: i32) -> i32 {
+        let records = self.records;
+        let p = self
+            .known
+            .entry(tid)
+            .or_insert_with(|| records.get(&tid).copied().unwrap_or(pid));
+        if *p == -1 && pid != -1 {
+            *p = pid;
+        }
+        *p
+    }
+}
+
+/// One row per `sched_switch` of `events` (see the module documentation for the rules);
+/// `record_pids`: the processes of the threads of the file's COMM/FORK records
+/// (`Profile::thread_pids`); `has_waking`: the file has a `sched:sched_waking` event, and then
+/// `sched_wakeup` is ignored (perf: "prefer sched_waking if it is captured").
+pub fn timehist(
+    events: &[SchedEvent],
+    record_pids: &HashMap<i32, i32>,
+    has_waking: bool,
+) -> TimehistReport {
     let mut threads: HashMap<ThreadKey, Runtime> = HashMap::new();
     let mut cpu_last_switch: HashMap<u32, u64> = HashMap::new();
     // perf keys threads by tid and keeps the pid of their first sighting (an exiting
     // task's samples have tid -1: one pseudo-thread, shown with the first pid it had).
-    let mut first_pid: HashMap<i32, i32> = HashMap::new();
+    let mut pids = ThreadPids {
+        records: record_pids,
+        known: HashMap::new(),
+    };
     let mut rows = Vec::new();
     for e in events {
         match &e.kind {
+            SchedKind::Migrate => {
+                pids.findnew(e.pid, e.tid);
+            }
+            SchedKind::Wakeup {
+                waking: false,
+                new_task: false,
+                ..
+            } if has_waking => {}
             SchedKind::Wakeup { pid, .. } => {
+                pids.findnew(0, *pid);
                 let r = threads.entry(ThreadKey::Task(*pid)).or_default();
                 if r.ready_to_run == 0 {
                     r.ready_to_run = e.time;
@@ -101,7 +143,7 @@ pub fn timehist(events: &[SchedEvent]) -> TimehistReport {
                     pid: if e.tid == 0 {
                         0
                     } else {
-                        *first_pid.entry(e.tid).or_insert(e.pid)
+                        pids.findnew(e.pid, e.tid)
                     },
                     comm: if e.tid == 0 {
                         "<idle>".to_string()

@@ -199,7 +199,11 @@ fn run_timehist(a: TimehistArgs) -> anyhow::Result<ExitCode> {
         .require("sched timehist", &[Format::Text, Format::Json, Format::Csv])?;
     let profile = a.input.open().read(&ReadPlan::default())?;
     let events = sched::sched_events(&profile)?;
-    let report = sched::timehist(&events);
+    let report = sched::timehist(
+        &events,
+        &profile.thread_pids,
+        sched::has_waking_event(&profile),
+    );
     let mut out = a.output.writer()?;
     let input = a.input.path().display().to_string();
     match a.output.format {

@@ -169,9 +169,10 @@ impl<'a, 'p> Reader<'a, 'p> {
     pub(super) fn comm(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
         let body = self.without_trailer(r.attr, body);
         let mut c = Cur::new(body, self.be);
-        let _pid = c.i32()?;
+        let pid = c.i32()?;
         let tid = c.i32()?;
         let name = c_string(body.get(8..)?);
+        self.p.thread_pids.entry(tid).or_insert(pid);
         // An exec's COMM (COMM_EXEC) keeps the process's maps, as perf does (State::set_comm).
         self.st.set_comm(&mut self.p, tid, &name);
         Some(())
@@ -237,6 +238,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let ppid = c.i32()?;
         let tid = c.i32()?;
         let ptid = c.i32()?;
+        self.p.thread_pids.entry(tid).or_insert(pid);
         self.st.fork(&mut self.p, pid, ppid, tid, ptid);
         Some(())
     }
