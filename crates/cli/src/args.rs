@@ -246,6 +246,16 @@ impl InputArgs {
     pub fn symbolizer_options(&self) -> SymbolizerOptions {
         let mut opts = self.kernel.options();
         opts.symfs = self.symfs.clone();
+        // JIT dumps copied along with the recording (`-` reads stdin: no directory).
+        if self.path() != Path::new("-") {
+            let dir = self.path().parent().unwrap_or(Path::new(""));
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            opts.jitdump_dirs.push(dir.to_path_buf());
+        }
         if let Some(dir) = &self.debug_dir {
             opts.buildid_cache = Some(dir.clone());
         }

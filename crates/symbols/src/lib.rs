@@ -16,7 +16,8 @@
 //!   tried, else the DSO gets a warning and no names (never wrong names).
 //! - The kernel and modules: kallsyms (the running kernel's, checked against the recorded
 //!   build-id through `/sys/kernel/notes`, else perf's cached copy).
-//! - JIT code: `/tmp/perf-PID.map`.
+//! - JIT code: the process's JIT dump (`jit-PID.dump`, the file a runtime maps and the
+//!   recording names, see [`jitdump`]), then its perf map (`/tmp/perf-PID.map`).
 //! - `[vdso]`: perf's build-id cache copy, when there is one.
 //!
 //! ```no_run
@@ -37,6 +38,8 @@ mod demangle;
 pub mod disasm;
 mod elf;
 mod input;
+mod jit;
+pub mod jitdump;
 mod kernel;
 mod lines;
 mod perfmap;
@@ -95,6 +98,10 @@ pub struct SymbolizerOptions {
     pub modules: PathBuf,
     /// Directory of JIT maps (`/tmp`, files `perf-PID.map`).
     pub perf_map_dir: PathBuf,
+    /// Where else to look for the JIT dumps (`jit-PID.dump`) the recording names, after the
+    /// paths it recorded: the recording's directory (a recording and its dumps copied
+    /// elsewhere together).
+    pub jitdump_dirs: Vec<PathBuf>,
     /// This machine's kernel release (`/proc/sys/kernel/osrelease`), compared with the
     /// recorded one (HEADER_OSRELEASE) when the file records no kernel build-id.
     pub os_release: PathBuf,
@@ -133,6 +140,7 @@ impl Default for SymbolizerOptions {
             kernel_notes: PathBuf::from("/sys/kernel/notes"),
             modules: PathBuf::from("/proc/modules"),
             perf_map_dir: PathBuf::from("/tmp"),
+            jitdump_dirs: Vec::new(),
             os_release: PathBuf::from("/proc/sys/kernel/osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
             symfs: None,
@@ -220,7 +228,7 @@ enum DsoState {
     },
     /// Kernel, module: absolute addresses.
     Absolute { table: Option<u32> },
-    /// Anonymous memory: JIT map of the process.
+    /// Anonymous memory: JIT dump and perf map of the process (see [`jit`]).
     Jit,
     /// Nothing known.
     Unknown,
@@ -232,7 +240,7 @@ pub struct Symbolizer {
     tables: Vec<Arc<SymbolTable>>,
     dsos: HashMap<DsoId, DsoState>,
     kernel: Option<(Option<u32>, HashMap<String, u32>)>,
-    jit: HashMap<i32, Option<u32>>,
+    jit: HashMap<i32, jit::JitProcess>,
     warnings: Vec<String>,
     warned: HashSet<String>,
     /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::load_kernel_symbols`]:
@@ -826,32 +834,6 @@ impl Symbolizer {
         }
     }
 
-    fn jit_table(&mut self, profile: &Profile, dso: DsoId, pid: i32) -> Option<u32> {
-        // A DSO named after its map file carries the pid; otherwise use the sample's.
-        let d = profile.dsos.get(dso as usize);
-        let pid = d
-            .and_then(|d| d.pid)
-            .or_else(|| {
-                let d = d?;
-                d.short_name
-                    .strip_prefix("perf-")?
-                    .strip_suffix(".map")?
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or(pid);
-        if let Some(t) = self.jit.get(&pid) {
-            return *t;
-        }
-        let path = self.opts.perf_map_dir.join(format!("perf-{pid}.map"));
-        let t = std::fs::read_to_string(path)
-            .ok()
-            .map(|text| perfmap::parse_perf_map(&text))
-            .map(|t| self.add_table(t));
-        self.jit.insert(pid, t);
-        t
-    }
-
     /// Candidate separate debug files of an ELF file.
     fn debug_candidates(
         &self,
@@ -1004,6 +986,14 @@ impl Symbolizer {
         (state, warnings)
     }
 
+    /// Whether a DSO is anonymous memory (JIT code, named by [`jit`]).
+    fn is_jit(&self, profile: &Profile, dso: DsoId) -> bool {
+        profile
+            .dsos
+            .get(dso as usize)
+            .is_some_and(|d| d.kind == DsoKind::Anonymous)
+    }
+
     /// Loads the symbols of the ELF file at `path` whose recorded build-id is `build_id`
     /// ahead of the lookups that need them (such as on a reading thread while the profile
     /// is read: see `culprit_decode::file_build_ids`). Its warnings wait for the first
@@ -1027,8 +1017,14 @@ impl Symbolizer {
         return_address: bool,
     ) -> Vec<SourceFrame> {
         let Some(dso) = dso else { return Vec::new() };
-        // Kernel, module and JIT addresses have no DWARF here: answer before resolving,
-        // which would load kallsyms or a JIT map for nothing.
+        if self.is_jit(profile, dso) {
+            return self
+                .jit_source(profile, dso, file_offset, return_address)
+                .into_iter()
+                .collect();
+        }
+        // Kernel and module addresses have no DWARF here: answer before resolving, which
+        // would load kallsyms for nothing.
         let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
             matches!(
                 d.kind,
@@ -1113,6 +1109,9 @@ impl Symbolizer {
         file_offset: u64,
     ) -> Option<SourceFrame> {
         let dso = dso?;
+        if self.is_jit(profile, dso) {
+            return self.jit_source(profile, dso, file_offset, false);
+        }
         let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
             matches!(
                 d.kind,

@@ -63,6 +63,7 @@ impl Machine {
             kernel_notes: self.dir.join("notes"),
             modules: self.dir.join("proc-modules"),
             perf_map_dir: self.dir.join("none"),
+            jitdump_dirs: Vec::new(),
             os_release: self.dir.join("osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
             symfs: None,
