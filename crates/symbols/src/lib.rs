@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod code_lines;
+pub mod debuginfod;
 mod demangle;
 pub mod disasm;
 mod elf;
@@ -110,6 +111,9 @@ pub struct SymbolizerOptions {
     /// perf's `--symfs DIR`: every recorded DSO path is looked up under this directory
     /// first (`DIR/usr/lib/libc.so.6`), then where it was recorded.
     pub symfs: Option<PathBuf>,
+    /// The debuginfod client for DSOs without symbols here (`$DEBUGINFOD_URLS` by default;
+    /// `None`: never ask, `--no-debuginfod`).
+    pub debuginfod: Option<debuginfod::Debuginfod>,
 }
 
 /// Where the names of kernel addresses come from.
@@ -144,6 +148,7 @@ impl Default for SymbolizerOptions {
             os_release: PathBuf::from("/proc/sys/kernel/osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
             symfs: None,
+            debuginfod: debuginfod::Debuginfod::from_env(),
         }
     }
 }
@@ -251,6 +256,8 @@ pub struct Symbolizer {
     preloaded: HashMap<(String, Option<Vec<u8>>), LoadedElf>,
     /// [`Symbolizer::code_lines`]: functions' first lines per DSO.
     decl_lines: HashMap<DsoId, code_lines::DeclLines>,
+    /// debuginfod servers that failed (not asked again).
+    debuginfod_down: Vec<String>,
 }
 
 /// A loaded ELF file's state and its warnings (keyed like [`Symbolizer::warn`]), not given
@@ -463,6 +470,7 @@ impl Symbolizer {
             prefetched: None,
             preloaded: HashMap::new(),
             decl_lines: HashMap::new(),
+            debuginfod_down: Vec::new(),
         }
     }
 
@@ -900,7 +908,12 @@ impl Symbolizer {
             _ => false,
         };
         if mismatch || data.is_none() {
-            let cached = recorded.and_then(|rec| self.opts.cached_elf(rec));
+            let mut cached = recorded.and_then(|rec| self.opts.cached_elf(rec));
+            if cached.is_none() {
+                // The recorded file from debuginfod, by its build-id.
+                let fetched = recorded.and_then(|rec| self.debuginfod_fetch(rec, "executable"));
+                cached = fetched.and_then(Result::ok);
+            }
             if let Some(p) = cached {
                 path = p;
                 data = elf::map_file(&path).ok();
@@ -964,6 +977,29 @@ impl Symbolizer {
                 break;
             }
         }
+        let mut debuginfod_failure = None;
+        if !symtab_found {
+            if let Some(id) = facts.build_id.as_deref().filter(|b| b.len() > 1) {
+                match self.debuginfod_fetch(id, "debuginfo") {
+                    Some(Ok(p)) => {
+                        let dbg = elf::map_file(&p)
+                            .ok()
+                            .and_then(|m| elf::read_elf(&m, &p.display().to_string(), true).ok())
+                            .filter(|d| d.build_id.as_deref() == Some(id));
+                        if let Some(dbg) = dbg {
+                            if dbg.has_symtab {
+                                symbols = dbg.symbols;
+                            }
+                            if dwarf_path.is_none() && dbg.has_dwarf {
+                                dwarf_path = Some(p);
+                            }
+                        }
+                    }
+                    Some(Err(why)) => debuginfod_failure = Some(why),
+                    _ => {}
+                }
+            }
+        }
         // perf adds the PLT entries of the runtime file to whatever symbols it loaded.
         if !symbols.is_empty() {
             symbols.extend(facts.plt);
@@ -972,7 +1008,12 @@ impl Symbolizer {
         if table.is_none() {
             warnings.push((
                 name.to_string(),
-                format!("{name}: no symbols (stripped, no debug file found)"),
+                match debuginfod_failure {
+                    Some(why) => format!(
+                        "{name}: no symbols (stripped, no debug file found; debuginfod: {why})"
+                    ),
+                    None => format!("{name}: no symbols (stripped, no debug file found)"),
+                },
             ));
         }
         let state = DsoState::Elf {
