@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod code_lines;
+mod debugfile;
 pub mod debuginfod;
 mod demangle;
 pub mod disasm;
@@ -842,47 +843,6 @@ impl Symbolizer {
         }
     }
 
-    /// Candidate separate debug files of an ELF file.
-    fn debug_candidates(
-        &self,
-        path: &Path,
-        build_id: Option<&[u8]>,
-        debuglink: Option<&str>,
-    ) -> Vec<PathBuf> {
-        let root = &self.opts.debug_root;
-        let mut c = Vec::new();
-        // perf's build-id cache comes first, as in perf's own lookup order.
-        if let (Some(cache), Some(b)) = (&self.opts.buildid_cache, build_id.filter(|b| b.len() > 1))
-        {
-            let h = hex(b);
-            let dir = cache.join(".build-id").join(&h[..2]).join(&h[2..]);
-            c.push(dir.join("elf"));
-            c.push(dir.join("debug"));
-        }
-        if let Some(b) = build_id.filter(|b| b.len() > 1) {
-            let h = hex(b);
-            c.push(
-                root.join(".build-id")
-                    .join(&h[..2])
-                    .join(format!("{}.debug", &h[2..])),
-            );
-        }
-        let dir = path.parent().unwrap_or(Path::new("/"));
-        let rel_dir = dir.strip_prefix("/").unwrap_or(dir);
-        if let Some(link) = debuglink {
-            c.push(dir.join(link));
-            c.push(dir.join(".debug").join(link));
-            c.push(root.join(rel_dir).join(link));
-        }
-        let rel = path.strip_prefix("/").unwrap_or(path);
-        c.push(root.join(rel));
-        let mut dbg = root.join(rel).into_os_string();
-        dbg.push(".debug");
-        c.push(PathBuf::from(dbg));
-        c.retain(|p| p != path && p.is_file());
-        c
-    }
-
     /// Opens an ELF DSO (`path` is where to read it, `name` how the profile names it).
     fn prepare_elf(&mut self, name: &str, path: &Path, recorded: Option<&[u8]>) -> DsoState {
         let (state, warnings) = self.load_elf(name, path, recorded);
@@ -952,12 +912,19 @@ impl Symbolizer {
         let mut symbols = facts.symbols;
         let mut dwarf_path = facts.has_dwarf.then(|| path.clone());
         let mut symtab_found = facts.has_symtab;
-        for cand in
-            self.debug_candidates(&path, facts.build_id.as_deref(), facts.debuglink.as_deref())
-        {
+        let link = facts.debuglink.as_deref();
+        for (cand, by_link) in self.debug_candidates(name, &path, facts.build_id.as_deref(), link) {
             let Ok(map) = elf::map_file(&cand) else {
                 continue;
             };
+            // Without a build-id, only the debuglink's CRC shows a debug file is this one's.
+            if by_link && facts.build_id.is_none() {
+                if let Some(crc) = facts.debuglink_crc {
+                    if debugfile::crc32(&map) != crc {
+                        continue;
+                    }
+                }
+            }
             let Ok(dbg) = elf::read_elf(&map, &cand.display().to_string(), !symtab_found) else {
                 continue;
             };
