@@ -33,6 +33,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod archive;
 mod code_lines;
 mod debugfile;
 pub mod debuginfod;
