@@ -13,7 +13,10 @@
 //!   (`/usr/lib/debug/.build-id/xx/yyyy.debug`, `.gnu_debuglink` next to the file, in its
 //!   `.debug/` and under `/usr/lib/debug/DIR`, or `/usr/lib/debug/PATH`). If the profile
 //!   recorded a build-id and the file on disk differs, perf's build-id cache (`~/.debug`) is
-//!   tried, else the DSO gets a warning and no names (never wrong names).
+//!   tried, else the DSO gets a warning and no names (never wrong names). With `--symfs`,
+//!   the `/usr/lib/debug` places are tried under it first; a debuglink's CRC is checked for
+//!   files without a build-id (`src/debugfile.rs`). A file still without symbols asks the
+//!   debuginfod servers of `$DEBUGINFOD_URLS` ([`debuginfod`]).
 //! - The kernel and modules: kallsyms (the running kernel's, checked against the recorded
 //!   build-id through `/sys/kernel/notes`, else perf's cached copy).
 //! - JIT code: the process's JIT dump (`jit-PID.dump`, the file a runtime maps and the
