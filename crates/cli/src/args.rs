@@ -254,6 +254,11 @@ pub struct InputArgs {
     /// ~/.debug.
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dir: Option<PathBuf>,
+    /// Never ask the debuginfod servers of $DEBUGINFOD_URLS for the debug files of
+    /// recorded files without symbols (asked by default when it is set; cached in
+    /// $DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client).
+    #[arg(long = "no-debuginfod")]
+    pub no_debuginfod: bool,
 }
 
 impl InputArgs {
@@ -266,6 +271,19 @@ impl InputArgs {
     pub fn symbolizer_options(&self) -> SymbolizerOptions {
         let mut opts = self.kernel.options();
         opts.symfs = self.symfs.clone();
+        if self.no_debuginfod {
+            opts.debuginfod = None;
+        }
+        // JIT dumps copied along with the recording (`-` reads stdin: no directory).
+        if self.path() != Path::new("-") {
+            let dir = self.path().parent().unwrap_or(Path::new(""));
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            opts.jitdump_dirs.push(dir.to_path_buf());
+        }
         if let Some(dir) = &self.debug_dir {
             opts.buildid_cache = Some(dir.clone());
         }
@@ -297,6 +315,11 @@ pub struct MultiInputArgs {
     /// ~/.debug.
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dir: Option<PathBuf>,
+    /// Never ask the debuginfod servers of $DEBUGINFOD_URLS for the debug files of
+    /// recorded files without symbols (asked by default when it is set; cached in
+    /// $DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client).
+    #[arg(long = "no-debuginfod")]
+    pub no_debuginfod: bool,
 }
 
 impl MultiInputArgs {
@@ -316,6 +339,7 @@ impl MultiInputArgs {
             kernel: self.kernel.clone(),
             symfs: self.symfs.clone(),
             debug_dir: self.debug_dir.clone(),
+            no_debuginfod: self.no_debuginfod,
         }
     }
 

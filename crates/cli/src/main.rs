@@ -63,6 +63,8 @@ enum Command {
     Flamegraph(cmd::flamegraph::FlameGraphArgs),
     /// Offline HTML report: hot functions, flame graph, call trees, annotate, diff.
     Html(cmd::html::HtmlArgs),
+    /// Pack the objects a recording's samples need, by build-id, to report it elsewhere.
+    Archive(cmd::archive::ArchiveArgs),
     /// SQL over Parquet exports (Apache DataFusion), with named queries for fleets.
     #[cfg(feature = "sql")]
     Sql(cmd::sql::SqlArgs),
@@ -94,6 +96,7 @@ fn run() -> anyhow::Result<ExitCode> {
         Command::Export(args) => cmd::export::run(args),
         Command::Flamegraph(args) => cmd::flamegraph::run(args),
         Command::Html(args) => cmd::html::run(args),
+        Command::Archive(args) => cmd::archive::run(args),
         #[cfg(feature = "sql")]
         Command::Sql(args) => cmd::sql::run(args),
         #[cfg(not(feature = "sql"))]

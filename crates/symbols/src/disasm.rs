@@ -256,8 +256,9 @@ impl Symbolizer {
 
     /// The bytes of the SVMA range `start..end` of an ELF DSO, read from the file the
     /// symbolizer resolved it to (the file on disk, or perf's build-id cache copy).
-    /// `None` for the kernel, JIT code, unknown DSOs, or a range outside the file's
-    /// PT_LOAD segments. The range is cut at 1 MiB.
+    /// JIT code's bytes come from the process's JIT dump. `None` for the kernel, unknown
+    /// DSOs, JIT code without a dump, or a range outside the file's PT_LOAD segments. The
+    /// range is cut at 1 MiB.
     pub fn function_code(
         &mut self,
         profile: &Profile,
@@ -266,6 +267,9 @@ impl Symbolizer {
         end: u64,
     ) -> Option<Vec<u8>> {
         self.ensure_prepared(profile, dso);
+        if let Some(DsoState::Jit) = self.dsos.get(&dso) {
+            return self.jit_code(profile, dso, start, end);
+        }
         let Some(DsoState::Elf { segments, path, .. }) = self.dsos.get(&dso) else {
             return None;
         };
@@ -283,7 +287,8 @@ impl Symbolizer {
     }
 
     /// The file offset of an SVMA in an ELF DSO (the inverse of what [`Symbolizer::resolve`]
-    /// does), for source lookups of instructions that have no samples.
+    /// does; the address itself for the kernel, modules and JIT code), for source lookups of
+    /// instructions that have no samples.
     pub fn svma_to_file_offset(&mut self, profile: &Profile, dso: DsoId, svma: u64) -> Option<u64> {
         self.ensure_prepared(profile, dso);
         match self.dsos.get(&dso) {
@@ -291,12 +296,12 @@ impl Symbolizer {
                 .iter()
                 .find(|s| svma >= s.vaddr && svma - s.vaddr < s.filesz)
                 .map(|s| svma - s.vaddr + s.offset),
-            Some(DsoState::Absolute { .. }) => Some(svma),
+            Some(DsoState::Absolute { .. } | DsoState::Jit) => Some(svma),
             _ => None,
         }
     }
 
-    /// The symbol containing an SVMA of a DSO (ELF, kernel or module), if any; works for
+    /// The symbol containing an SVMA of a DSO (ELF, kernel, module or JIT code), if any; works for
     /// addresses without file bytes too (`.bss` objects).
     pub fn symbol_at_svma(
         &mut self,
@@ -307,6 +312,7 @@ impl Symbolizer {
         self.ensure_prepared(profile, dso);
         let table = match self.dsos.get(&dso)? {
             DsoState::Elf { table, .. } | DsoState::Absolute { table } => (*table)?,
+            DsoState::Jit => self.jit_table(profile, dso, -1)?,
             _ => return None,
         };
         let index = self.tables.get(table as usize)?.find(svma)?;

@@ -32,6 +32,8 @@ pub struct ElfFacts {
     pub build_id: Option<Vec<u8>>,
     /// `.gnu_debuglink` file name, if present.
     pub debuglink: Option<String>,
+    /// `.gnu_debuglink`'s CRC-32 of the debug file, if present.
+    pub debuglink_crc: Option<u32>,
     /// Whether the file has a `.symtab` section.
     pub has_symtab: bool,
     /// Whether the file has DWARF (`.debug_info`).
@@ -80,6 +82,7 @@ pub fn read_elf(data: &[u8], path: &str, want_symbols: bool) -> Result<ElfFacts,
             .ok()
             .flatten()
             .map(|(name, _crc)| String::from_utf8_lossy(name).into_owned()),
+        debuglink_crc: generic.gnu_debuglink().ok().flatten().map(|(_, crc)| crc),
         ..ElfFacts::default()
     };
     match generic {

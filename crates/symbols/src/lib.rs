@@ -13,10 +13,14 @@
 //!   (`/usr/lib/debug/.build-id/xx/yyyy.debug`, `.gnu_debuglink` next to the file, in its
 //!   `.debug/` and under `/usr/lib/debug/DIR`, or `/usr/lib/debug/PATH`). If the profile
 //!   recorded a build-id and the file on disk differs, perf's build-id cache (`~/.debug`) is
-//!   tried, else the DSO gets a warning and no names (never wrong names).
+//!   tried, else the DSO gets a warning and no names (never wrong names). With `--symfs`,
+//!   the `/usr/lib/debug` places are tried under it first; a debuglink's CRC is checked for
+//!   files without a build-id (`src/debugfile.rs`). A file still without symbols asks the
+//!   debuginfod servers of `$DEBUGINFOD_URLS` ([`debuginfod`]).
 //! - The kernel and modules: kallsyms (the running kernel's, checked against the recorded
 //!   build-id through `/sys/kernel/notes`, else perf's cached copy).
-//! - JIT code: `/tmp/perf-PID.map`.
+//! - JIT code: the process's JIT dump (`jit-PID.dump`, the file a runtime maps and the
+//!   recording names, see [`jitdump`]), then its perf map (`/tmp/perf-PID.map`).
 //! - `[vdso]`: perf's build-id cache copy, when there is one.
 //!
 //! ```no_run
@@ -32,11 +36,16 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod archive;
 mod code_lines;
+mod debugfile;
+pub mod debuginfod;
 mod demangle;
 pub mod disasm;
 mod elf;
 mod input;
+mod jit;
+pub mod jitdump;
 mod kernel;
 mod lines;
 mod perfmap;
@@ -95,6 +104,10 @@ pub struct SymbolizerOptions {
     pub modules: PathBuf,
     /// Directory of JIT maps (`/tmp`, files `perf-PID.map`).
     pub perf_map_dir: PathBuf,
+    /// Where else to look for the JIT dumps (`jit-PID.dump`) the recording names, after the
+    /// paths it recorded: the recording's directory (a recording and its dumps copied
+    /// elsewhere together).
+    pub jitdump_dirs: Vec<PathBuf>,
     /// This machine's kernel release (`/proc/sys/kernel/osrelease`), compared with the
     /// recorded one (HEADER_OSRELEASE) when the file records no kernel build-id.
     pub os_release: PathBuf,
@@ -103,6 +116,9 @@ pub struct SymbolizerOptions {
     /// perf's `--symfs DIR`: every recorded DSO path is looked up under this directory
     /// first (`DIR/usr/lib/libc.so.6`), then where it was recorded.
     pub symfs: Option<PathBuf>,
+    /// The debuginfod client for DSOs without symbols here (`$DEBUGINFOD_URLS` by default;
+    /// `None`: never ask, `--no-debuginfod`).
+    pub debuginfod: Option<debuginfod::Debuginfod>,
 }
 
 /// Where the names of kernel addresses come from.
@@ -133,9 +149,11 @@ impl Default for SymbolizerOptions {
             kernel_notes: PathBuf::from("/sys/kernel/notes"),
             modules: PathBuf::from("/proc/modules"),
             perf_map_dir: PathBuf::from("/tmp"),
+            jitdump_dirs: Vec::new(),
             os_release: PathBuf::from("/proc/sys/kernel/osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
             symfs: None,
+            debuginfod: debuginfod::Debuginfod::from_env(),
         }
     }
 }
@@ -220,7 +238,7 @@ enum DsoState {
     },
     /// Kernel, module: absolute addresses.
     Absolute { table: Option<u32> },
-    /// Anonymous memory: JIT map of the process.
+    /// Anonymous memory: JIT dump and perf map of the process (see [`jit`]).
     Jit,
     /// Nothing known.
     Unknown,
@@ -232,7 +250,7 @@ pub struct Symbolizer {
     tables: Vec<Arc<SymbolTable>>,
     dsos: HashMap<DsoId, DsoState>,
     kernel: Option<(Option<u32>, HashMap<String, u32>)>,
-    jit: HashMap<i32, Option<u32>>,
+    jit: HashMap<i32, jit::JitProcess>,
     warnings: Vec<String>,
     warned: HashSet<String>,
     /// [`Symbolizer::prefetch_kernel_symbols`] or [`Symbolizer::load_kernel_symbols`]:
@@ -243,6 +261,8 @@ pub struct Symbolizer {
     preloaded: HashMap<(String, Option<Vec<u8>>), LoadedElf>,
     /// [`Symbolizer::code_lines`]: functions' first lines per DSO.
     decl_lines: HashMap<DsoId, code_lines::DeclLines>,
+    /// debuginfod servers that failed (not asked again).
+    debuginfod_down: Vec<String>,
 }
 
 /// A loaded ELF file's state and its warnings (keyed like [`Symbolizer::warn`]), not given
@@ -455,6 +475,7 @@ impl Symbolizer {
             prefetched: None,
             preloaded: HashMap::new(),
             decl_lines: HashMap::new(),
+            debuginfod_down: Vec::new(),
         }
     }
 
@@ -864,73 +885,6 @@ impl Symbolizer {
         }
     }
 
-    fn jit_table(&mut self, profile: &Profile, dso: DsoId, pid: i32) -> Option<u32> {
-        // A DSO named after its map file carries the pid; otherwise use the sample's.
-        let d = profile.dsos.get(dso as usize);
-        let pid = d
-            .and_then(|d| d.pid)
-            .or_else(|| {
-                let d = d?;
-                d.short_name
-                    .strip_prefix("perf-")?
-                    .strip_suffix(".map")?
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or(pid);
-        if let Some(t) = self.jit.get(&pid) {
-            return *t;
-        }
-        let path = self.opts.perf_map_dir.join(format!("perf-{pid}.map"));
-        let t = std::fs::read_to_string(path)
-            .ok()
-            .map(|text| perfmap::parse_perf_map(&text))
-            .map(|t| self.add_table(t));
-        self.jit.insert(pid, t);
-        t
-    }
-
-    /// Candidate separate debug files of an ELF file.
-    fn debug_candidates(
-        &self,
-        path: &Path,
-        build_id: Option<&[u8]>,
-        debuglink: Option<&str>,
-    ) -> Vec<PathBuf> {
-        let root = &self.opts.debug_root;
-        let mut c = Vec::new();
-        // perf's build-id cache comes first, as in perf's own lookup order.
-        if let (Some(cache), Some(b)) = (&self.opts.buildid_cache, build_id.filter(|b| b.len() > 1))
-        {
-            let h = hex(b);
-            let dir = cache.join(".build-id").join(&h[..2]).join(&h[2..]);
-            c.push(dir.join("elf"));
-            c.push(dir.join("debug"));
-        }
-        if let Some(b) = build_id.filter(|b| b.len() > 1) {
-            let h = hex(b);
-            c.push(
-                root.join(".build-id")
-                    .join(&h[..2])
-                    .join(format!("{}.debug", &h[2..])),
-            );
-        }
-        let dir = path.parent().unwrap_or(Path::new("/"));
-        let rel_dir = dir.strip_prefix("/").unwrap_or(dir);
-        if let Some(link) = debuglink {
-            c.push(dir.join(link));
-            c.push(dir.join(".debug").join(link));
-            c.push(root.join(rel_dir).join(link));
-        }
-        let rel = path.strip_prefix("/").unwrap_or(path);
-        c.push(root.join(rel));
-        let mut dbg = root.join(rel).into_os_string();
-        dbg.push(".debug");
-        c.push(PathBuf::from(dbg));
-        c.retain(|p| p != path && p.is_file());
-        c
-    }
-
     /// Opens an ELF DSO (`path` is where to read it, `name` how the profile names it).
     fn prepare_elf(&mut self, name: &str, path: &Path, recorded: Option<&[u8]>) -> DsoState {
         let (state, warnings) = self.load_elf(name, path, recorded);
@@ -956,7 +910,12 @@ impl Symbolizer {
             _ => false,
         };
         if mismatch || data.is_none() {
-            let cached = recorded.and_then(|rec| self.opts.cached_elf(rec));
+            let mut cached = recorded.and_then(|rec| self.opts.cached_elf(rec));
+            if cached.is_none() {
+                // The recorded file from debuginfod, by its build-id.
+                let fetched = recorded.and_then(|rec| self.debuginfod_fetch(rec, "executable"));
+                cached = fetched.and_then(Result::ok);
+            }
             if let Some(p) = cached {
                 path = p;
                 data = elf::map_file(&path).ok();
@@ -995,12 +954,19 @@ impl Symbolizer {
         let mut symbols = facts.symbols;
         let mut dwarf_path = facts.has_dwarf.then(|| path.clone());
         let mut symtab_found = facts.has_symtab;
-        for cand in
-            self.debug_candidates(&path, facts.build_id.as_deref(), facts.debuglink.as_deref())
-        {
+        let link = facts.debuglink.as_deref();
+        for (cand, by_link) in self.debug_candidates(name, &path, facts.build_id.as_deref(), link) {
             let Ok(map) = elf::map_file(&cand) else {
                 continue;
             };
+            // Without a build-id, only the debuglink's CRC shows a debug file is this one's.
+            if by_link && facts.build_id.is_none() {
+                if let Some(crc) = facts.debuglink_crc {
+                    if debugfile::crc32(&map) != crc {
+                        continue;
+                    }
+                }
+            }
             let Ok(dbg) = elf::read_elf(&map, &cand.display().to_string(), !symtab_found) else {
                 continue;
             };
@@ -1020,6 +986,29 @@ impl Symbolizer {
                 break;
             }
         }
+        let mut debuginfod_failure = None;
+        if !symtab_found {
+            if let Some(id) = facts.build_id.as_deref().filter(|b| b.len() > 1) {
+                match self.debuginfod_fetch(id, "debuginfo") {
+                    Some(Ok(p)) => {
+                        let dbg = elf::map_file(&p)
+                            .ok()
+                            .and_then(|m| elf::read_elf(&m, &p.display().to_string(), true).ok())
+                            .filter(|d| d.build_id.as_deref() == Some(id));
+                        if let Some(dbg) = dbg {
+                            if dbg.has_symtab {
+                                symbols = dbg.symbols;
+                            }
+                            if dwarf_path.is_none() && dbg.has_dwarf {
+                                dwarf_path = Some(p);
+                            }
+                        }
+                    }
+                    Some(Err(why)) => debuginfod_failure = Some(why),
+                    _ => {}
+                }
+            }
+        }
         // perf adds the PLT entries of the runtime file to whatever symbols it loaded.
         if !symbols.is_empty() {
             symbols.extend(facts.plt);
@@ -1028,7 +1017,12 @@ impl Symbolizer {
         if table.is_none() {
             warnings.push((
                 name.to_string(),
-                format!("{name}: no symbols (stripped, no debug file found)"),
+                match debuginfod_failure {
+                    Some(why) => format!(
+                        "{name}: no symbols (stripped, no debug file found; debuginfod: {why})"
+                    ),
+                    None => format!("{name}: no symbols (stripped, no debug file found)"),
+                },
             ));
         }
         let state = DsoState::Elf {
@@ -1040,6 +1034,14 @@ impl Symbolizer {
             lines: LinesState::NotTried,
         };
         (state, warnings)
+    }
+
+    /// Whether a DSO is anonymous memory (JIT code, named by [`jit`]).
+    fn is_jit(&self, profile: &Profile, dso: DsoId) -> bool {
+        profile
+            .dsos
+            .get(dso as usize)
+            .is_some_and(|d| d.kind == DsoKind::Anonymous)
     }
 
     /// Loads the symbols of the ELF file at `path` whose recorded build-id is `build_id`
@@ -1065,8 +1067,14 @@ impl Symbolizer {
         return_address: bool,
     ) -> Vec<SourceFrame> {
         let Some(dso) = dso else { return Vec::new() };
-        // Kernel, module and JIT addresses have no DWARF here: answer before resolving,
-        // which would load kallsyms or a JIT map for nothing.
+        if self.is_jit(profile, dso) {
+            return self
+                .jit_source(profile, dso, file_offset, return_address)
+                .into_iter()
+                .collect();
+        }
+        // Kernel and module addresses have no DWARF here: answer before resolving, which
+        // would load kallsyms for nothing.
         let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
             matches!(
                 d.kind,
@@ -1151,6 +1159,9 @@ impl Symbolizer {
         file_offset: u64,
     ) -> Option<SourceFrame> {
         let dso = dso?;
+        if self.is_jit(profile, dso) {
+            return self.jit_source(profile, dso, file_offset, false);
+        }
         let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
             matches!(
                 d.kind,

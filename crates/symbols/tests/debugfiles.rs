@@ -258,3 +258,123 @@ fn test_preloaded_files_resolve_the_same_and_warn_only_when_used() {
     assert_eq!(name(&s, &r), Some(("heavy".to_string(), svma)));
     assert!(s.warnings().is_empty(), "{:?}", s.warnings());
 }
+
+/// The recorded-path query of heavy's first instruction, and the name it resolves to.
+fn heavy_name(s: &mut Symbolizer, p: &Profile, offset: u64) -> Option<String> {
+    let q = Query {
+        dso: Some(0),
+        file_offset: offset,
+        pid: 1,
+    };
+    let r = s.resolve(p, q);
+    r.symbol
+        .and_then(|id| s.symbol(id))
+        .map(|sym| sym.name.to_string())
+}
+
+#[test]
+fn test_debuglink_crc_must_match_without_build_id() {
+    let dir = common::scratch("symbols-debuglink-crc");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/shares.c");
+    let full = dir.join("full");
+    run(Command::new("cc")
+        .args(["-O1", "-g", "-Wl,--build-id=none", "-o"])
+        .arg(&full)
+        .arg(&src));
+    let (_, _, _, offset) = {
+        let data = std::fs::read(&full).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        assert!(obj.build_id().unwrap().is_none());
+        let heavy = obj
+            .symbols()
+            .find(|s| s.name() == Ok("heavy"))
+            .unwrap()
+            .address();
+        let off = obj
+            .segments()
+            .find_map(|seg| {
+                let (off, size) = seg.file_range();
+                (heavy >= seg.address() && heavy < seg.address() + size)
+                    .then(|| heavy - seg.address() + off)
+            })
+            .unwrap();
+        ((), (), heavy, off)
+    };
+    let dbg = dir.join("prog.debug");
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&full)
+        .arg(&dbg));
+    let linked = dir.join("prog");
+    run(Command::new("objcopy")
+        .current_dir(&dir)
+        .args(["--strip-all", "--add-gnu-debuglink=prog.debug"])
+        .arg(&full)
+        .arg(&linked));
+    let p = profile(&linked, None);
+    let empty = dir.join("empty-root");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_eq!(
+        heavy_name(&mut symbolizer(&empty), &p, offset).as_deref(),
+        Some("heavy"),
+        "the CRC matches"
+    );
+    // Another debug file under the same name (one byte more): its CRC differs, and
+    // without a build-id nothing else could show it is this binary's.
+    let mut other = std::fs::read(&dbg).unwrap();
+    other.push(0);
+    std::fs::write(&dbg, &other).unwrap();
+    assert_eq!(heavy_name(&mut symbolizer(&empty), &p, offset), None);
+}
+
+#[test]
+fn test_symfs_debug_root_build_id_and_debuglink() {
+    let dir = common::scratch("symbols-symfs-debug");
+    let (full, id, _svma, offset) = build(&dir);
+    let symfs = dir.join("symfs");
+    // Recorded as /opt/culprit-prog/prog on the other machine: stripped there, with its
+    // debug file in that machine's /usr/lib/debug.
+    let recorded = Path::new("/opt/culprit-prog/prog");
+    let bin = symfs.join("opt/culprit-prog/prog");
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let dbg = dir.join("prog.debug");
+    run(Command::new("objcopy")
+        .arg("--only-keep-debug")
+        .arg(&full)
+        .arg(&dbg));
+    run(Command::new("objcopy")
+        .current_dir(&dir)
+        .args(["--strip-all", "--add-gnu-debuglink=prog.debug"])
+        .arg(&full)
+        .arg(&bin));
+    let p = profile(recorded, Some(id.clone()));
+    let opts = |symfs: Option<PathBuf>| SymbolizerOptions {
+        debug_root: PathBuf::from("/usr/lib/debug"),
+        buildid_cache: None,
+        kallsyms: dir.join("none"),
+        kernel_notes: dir.join("none"),
+        modules: dir.join("none"),
+        perf_map_dir: dir.join("none"),
+        symfs,
+        debuginfod: None,
+        ..SymbolizerOptions::default()
+    };
+    let name = |symfs: Option<PathBuf>| heavy_name(&mut Symbolizer::new(opts(symfs)), &p, offset);
+    assert_eq!(name(Some(symfs.clone())), None, "no debug file yet");
+    // DIR/usr/lib/debug/.build-id/xx/rest.debug
+    let h = hex(&id);
+    let by_id = symfs
+        .join("usr/lib/debug/.build-id")
+        .join(&h[..2])
+        .join(format!("{}.debug", &h[2..]));
+    std::fs::create_dir_all(by_id.parent().unwrap()).unwrap();
+    std::fs::copy(&full, &by_id).unwrap();
+    assert_eq!(name(Some(symfs.clone())).as_deref(), Some("heavy"));
+    assert_eq!(name(None), None, "only under --symfs");
+    std::fs::remove_file(&by_id).unwrap();
+    // DIR/usr/lib/debug/opt/culprit-prog/prog.debug (the debuglink under the debug root).
+    let by_link = symfs.join("usr/lib/debug/opt/culprit-prog/prog.debug");
+    std::fs::create_dir_all(by_link.parent().unwrap()).unwrap();
+    std::fs::copy(&dbg, &by_link).unwrap();
+    assert_eq!(name(Some(symfs.clone())).as_deref(), Some("heavy"));
+}

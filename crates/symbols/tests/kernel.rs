@@ -63,6 +63,8 @@ impl Machine {
             kernel_notes: self.dir.join("notes"),
             modules: self.dir.join("proc-modules"),
             perf_map_dir: self.dir.join("none"),
+            jitdump_dirs: Vec::new(),
+            debuginfod: None,
             os_release: self.dir.join("osrelease"),
             kernel_symbols: KernelSymbols::Recorded,
             symfs: None,

@@ -52,6 +52,9 @@ pub struct DiffArgs {
     /// perf's build-id cache is DIR instead of ~/.debug (both inputs).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dir: Option<PathBuf>,
+    /// Never ask the debuginfod servers of $DEBUGINFOD_URLS (see `culprit report --help`).
+    #[arg(long = "no-debuginfod")]
+    pub no_debuginfod: bool,
     /// Also draw the differential flame graph of the two files to FILE (SVG): the other
     /// file's stacks, red where a frame's share grew, blue where it shrank (its event: the
     /// first -e, else the first the other file sampled).
@@ -79,6 +82,7 @@ impl DiffArgs {
                 kernel: self.kernel.clone(),
                 symfs: self.symfs.clone(),
                 debug_dir: self.debug_dir.clone(),
+                no_debuginfod: self.no_debuginfod,
             }
             .open()
         };

@@ -1,6 +1,7 @@
 //! One module per verb; each has an `XxxArgs` (clap) and `run(args) -> Result<ExitCode>`.
 
 pub mod annotate;
+pub mod archive;
 pub mod demo;
 pub mod diff;
 pub mod export;

@@ -1,0 +1,402 @@
+//! JIT code named from JIT dumps (`jit-PID.dump`) and perf maps, against `perf inject --jit`
+//! followed by `perf report` on the same recording: the same names, shares within 0.1 point.
+//!
+//! The first test runs workloads/jit_dump.c, a minimal JIT whose shares are known by
+//! construction; the others run real runtimes (Node, CPython) when they are installed and
+//! skip loudly otherwise.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `perf record -k mono` (the clock JIT dumps use, which `perf inject --jit` needs) of `cmd`
+/// run in `dir`, into `dir/perf.data`.
+fn record_in(dir: &Path, args: &[&str], cmd: &[&str]) -> PathBuf {
+    let file = dir.join("perf.data");
+    let _lock = common::pmu_lock();
+    common::run_ok(
+        common::perf()
+            .current_dir(dir)
+            .args(["record", "-q", "-k", "mono", "-e", "cpu-clock", "-o"])
+            .arg(&file)
+            .args(args)
+            .arg("--")
+            .args(cmd),
+    );
+    file
+}
+
+/// perf's `--sort sym` shares (self, or children with `--children`) by symbol name.
+fn perf_shares(file: &Path, children: bool) -> BTreeMap<String, f64> {
+    let mode = if children {
+        "--children"
+    } else {
+        "--no-children"
+    };
+    let out = common::run_ok(common::perf().arg("report").arg("-i").arg(file).args([
+        "--stdio",
+        "-g",
+        "none",
+        "--percent-limit",
+        "0",
+        "--sort",
+        "sym",
+        mode,
+    ]));
+    let mut shares = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        // `  82.20%  [.] name` or, with children, `  90.00%  82.20%  [.] name`.
+        let Some((left, name)) = line.split_once("] ") else {
+            continue;
+        };
+        let Some(pct) = left
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.trim_end_matches('%').parse::<f64>().ok())
+        else {
+            continue;
+        };
+        *shares.entry(name.trim_end().to_string()).or_insert(0.0) += pct;
+    }
+    shares
+}
+
+/// culprit's `--sort sym` shares (self, or children) by symbol name, with its stderr.
+fn culprit_shares(file: &Path, children: bool) -> (BTreeMap<String, f64>, String) {
+    let mode = if children {
+        "--children"
+    } else {
+        "--no-children"
+    };
+    let out = common::run_ok(
+        common::culprit()
+            .arg("report")
+            .arg("-i")
+            .arg(file)
+            .args(["--format", "json", "--sort", "sym", mode]),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let key = if children { "children" } else { "percent" };
+    let mut shares = BTreeMap::new();
+    for row in json["rows"].as_array().unwrap() {
+        let name = row["keys"]["sym"].as_str().unwrap_or("").to_string();
+        let pct = row[key]["cpu-clock"]
+            .as_f64()
+            .or_else(|| row["percent"]["cpu-clock"].as_f64())
+            .unwrap_or(0.0);
+        *shares.entry(name).or_insert(0.0) += pct;
+    }
+    (shares, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Asserts culprit's rows named by `is_jit` equal perf's (names, shares within 0.1 point)
+/// and returns them, hottest first.
+fn assert_jit_rows_match(
+    what: &str,
+    perf: &BTreeMap<String, f64>,
+    ours: &BTreeMap<String, f64>,
+    is_jit: &dyn Fn(&str) -> bool,
+) -> Vec<(String, f64)> {
+    let pick = |m: &BTreeMap<String, f64>| -> BTreeMap<String, f64> {
+        m.iter()
+            .filter(|(n, p)| is_jit(n) && **p >= 0.05)
+            .map(|(n, p)| (n.clone(), *p))
+            .collect()
+    };
+    let (p, o) = (pick(perf), pick(ours));
+    assert!(!p.is_empty(), "{what}: perf names no JIT frame: {perf:?}");
+    assert_eq!(
+        p.keys().collect::<Vec<_>>(),
+        o.keys().collect::<Vec<_>>(),
+        "{what}: JIT names differ\nperf: {p:?}\nculprit: {o:?}"
+    );
+    for (name, share) in &p {
+        assert!(
+            (share - o[name]).abs() <= 0.1,
+            "{what}: {name}: perf {share}%, culprit {}%",
+            o[name]
+        );
+    }
+    let mut rows: Vec<(String, f64)> = o.into_iter().collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    rows
+}
+
+/// `perf inject --jit` of a recording, next to it.
+fn perf_inject(file: &Path) -> PathBuf {
+    let injected = file.with_extension("jit.data");
+    common::run_ok(
+        common::perf()
+            .current_dir(file.parent().unwrap())
+            .args(["inject", "--jit", "-i"])
+            .arg(file)
+            .arg("-o")
+            .arg(&injected),
+    );
+    injected
+}
+
+fn stdout_of(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&common::run_ok(cmd).stdout).into_owned()
+}
+
+const HOT: &str = "js:hot_loop hot.js:10";
+const COLD: &str = "js:cold_loop cold.js:20";
+
+#[test]
+fn test_jitdump_workload_matches_perf_inject_in_every_view() {
+    if !common::require_perf("test_jitdump_workload_matches_perf_inject_in_every_view") {
+        return;
+    }
+    let bin = common::workload("jit_dump");
+    let dir = common::scratch("jit-workload");
+    let file = record_in(&dir, &[], &[bin.to_str().unwrap(), "12"]);
+    let injected = perf_inject(&file);
+    let is_jit = |n: &str| n.starts_with("js:");
+    let (ours, _) = culprit_shares(&file, false);
+    let rows = assert_jit_rows_match("report", &perf_shares(&injected, false), &ours, &is_jit);
+    assert_eq!(rows[0].0, HOT, "{rows:?}");
+    assert!(rows[0].1 > 2.0 * rows[1].1 && rows[1].0 == COLD, "{rows:?}");
+
+    // annotate: the dump's code bytes disassembled, with the dump's source lines.
+    let ann = stdout_of(
+        common::culprit()
+            .args(["annotate", "--source", "-i"])
+            .arg(&file)
+            .arg(HOT),
+    );
+    assert!(
+        ann.contains("dec %rax") && ann.contains("hot.js:11"),
+        "{ann}"
+    );
+    assert!(!ann.contains("code not available"), "{ann}");
+    // srcline from the dump's debug-info records.
+    let src = stdout_of(
+        common::culprit()
+            .args(["report", "--sort", "srcline", "-i"])
+            .arg(&file),
+    );
+    assert!(
+        src.contains("hot.js:12") && src.contains("cold.js:22"),
+        "{src}"
+    );
+    // script, flame graph, folded stacks, speedscope and HTML name the JIT frames.
+    let script = stdout_of(common::culprit().args(["script", "-i"]).arg(&file));
+    assert!(script.contains(HOT), "script");
+    let svg = stdout_of(common::culprit().args(["flamegraph", "-i"]).arg(&file));
+    assert!(svg.contains("js:hot_loop"), "flamegraph");
+    for format in ["folded", "speedscope"] {
+        let out = stdout_of(
+            common::culprit()
+                .args(["export", "-f", format, "-o", "-", "-i"])
+                .arg(&file),
+        );
+        assert!(out.contains(HOT), "export {format}");
+    }
+    let html = dir.join("report.html");
+    common::run_ok(
+        common::culprit()
+            .args(["html", "-i"])
+            .arg(&file)
+            .arg("-o")
+            .arg(&html),
+    );
+    assert!(std::fs::read_to_string(&html).unwrap().contains("hot_loop"));
+}
+
+#[test]
+fn test_jitdump_next_to_moved_recording_and_damaged_dump() {
+    if !common::require_perf("test_jitdump_next_to_moved_recording_and_damaged_dump") {
+        return;
+    }
+    let bin = common::workload("jit_dump");
+    let dir = common::scratch("jit-moved");
+    let file = record_in(&dir, &[], &[bin.to_str().unwrap(), "4"]);
+    let dump = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "dump"))
+        .expect("the workload wrote its dump");
+    let bytes = std::fs::read(&dump).unwrap();
+    // The recording and its dump copied elsewhere, the original dump gone.
+    let other = common::scratch("jit-moved-elsewhere");
+    let moved = other.join("perf.data");
+    std::fs::copy(&file, &moved).unwrap();
+    std::fs::write(other.join(dump.file_name().unwrap()), &bytes).unwrap();
+    std::fs::remove_file(&dump).unwrap();
+    let (before, _) = culprit_shares(&file, false);
+    assert!(!before.contains_key(HOT), "no dump, no name: {before:?}");
+    let (after, _) = culprit_shares(&moved, false);
+    assert!(after.get(HOT).is_some_and(|p| *p > 50.0), "{after:?}");
+    // Cut inside the second code load: one clear warning, the first function still named,
+    // the rest of the report unchanged.
+    let cut = bytes.len() - 30;
+    let damaged = other.join(dump.file_name().unwrap());
+    std::fs::write(&damaged, &bytes[..cut]).unwrap();
+    let (cut_shares, stderr) = culprit_shares(&moved, false);
+    assert!(
+        stderr.contains("truncated") && stderr.contains("jit-"),
+        "{stderr}"
+    );
+    assert_eq!(cut_shares.get(HOT), after.get(HOT), "{cut_shares:?}");
+    assert!(!cut_shares.contains_key(COLD));
+    for (name, share) in &after {
+        if !name.starts_with("js:") {
+            assert_eq!(cut_shares.get(name), Some(share), "{name}");
+        }
+    }
+}
+
+/// A Node program whose hot function is `fib`.
+const FIB_JS: &str = "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n\
+    let t = Date.now(), s = 0;\n\
+    while (Date.now() - t < 1500) s += fib(22);\n\
+    console.log(s);\n";
+
+fn node_available(test: &str) -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok || common::skip(test, "node is not installed (apt-get install nodejs)")
+}
+
+#[test]
+fn test_node_perf_prof_jitdump_matches_perf_inject() {
+    let test = "test_node_perf_prof_jitdump_matches_perf_inject";
+    if !common::require_perf(test) || !node_available(test) {
+        return;
+    }
+    let dir = common::scratch("jit-node-prof");
+    std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
+    let file = record_in(
+        &dir,
+        &["-F", "999"],
+        &[
+            "node",
+            "--perf-prof",
+            "--interpreted-frames-native-stack",
+            "fib.js",
+        ],
+    );
+    let injected = perf_inject(&file);
+    let is_js = |n: &str| n.starts_with("JS:");
+    let (ours, _) = culprit_shares(&file, false);
+    let rows = assert_jit_rows_match("node", &perf_shares(&injected, false), &ours, &is_js);
+    assert!(
+        rows[0].0.starts_with("JS:*fib ") && rows[0].1 > 50.0,
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn test_node_perf_basic_prof_map_matches_perf() {
+    let test = "test_node_perf_basic_prof_map_matches_perf";
+    if !common::require_perf(test) || !node_available(test) {
+        return;
+    }
+    let dir = common::scratch("jit-node-map");
+    std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
+    let file = record_in(
+        &dir,
+        &["-F", "999"],
+        &["node", "--perf-basic-prof", "fib.js"],
+    );
+    let is_js = |n: &str| n.starts_with("JS:");
+    let (ours, _) = culprit_shares(&file, false);
+    let rows = assert_jit_rows_match("node map", &perf_shares(&file, false), &ours, &is_js);
+    assert!(
+        rows[0].0.starts_with("JS:*fib ") && rows[0].1 > 50.0,
+        "{rows:?}"
+    );
+}
+
+/// A Python program whose hot function is `fib`.
+const FIB_PY: &str = "import time\n\
+def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\
+def main():\n    t = time.time()\n    while time.time() - t < 1.5:\n        fib(18)\n\
+main()\n";
+
+/// A CPython `3.MINOR` interpreter: `python3.MINOR` on PATH, else pyenv's.
+fn python(minor: u32, test: &str) -> Option<PathBuf> {
+    let name = format!("python3.{minor}");
+    let works = |p: &Path| {
+        Command::new(p)
+            .arg("-c")
+            .arg("import sys")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join(&name)).collect())
+        .unwrap_or_default();
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pyenv")))
+        .and_then(|root| std::fs::read_dir(root.join("versions")).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("3.{minor}."))
+        })
+        .map(|e| e.path().join("bin").join(&name));
+    let found = on_path.into_iter().chain(pyenv).find(|p| works(p));
+    if found.is_none() {
+        common::skip(test, &format!("no {name} interpreter (PATH, pyenv)"));
+    }
+    found
+}
+
+/// Records `fib.py` with call chains under CPython with `flag`, and compares its `py::`
+/// rows (`--children`) with perf's on `oracle` of the recording.
+fn python_matches_perf(test: &str, python: &Path, flag: &str, inject: bool) {
+    let dir = common::scratch(test);
+    std::fs::write(dir.join("fib.py"), FIB_PY).unwrap();
+    let file = record_in(
+        &dir,
+        &["-F", "999", "-g"],
+        &[python.to_str().unwrap(), "-X", flag, "fib.py"],
+    );
+    let oracle = if inject {
+        perf_inject(&file)
+    } else {
+        file.clone()
+    };
+    let is_py = |n: &str| n.starts_with("py::");
+    let (ours, _) = culprit_shares(&file, true);
+    let rows = assert_jit_rows_match(test, &perf_shares(&oracle, true), &ours, &is_py);
+    assert!(
+        rows.iter().any(|(n, _)| n.starts_with("py::fib:")),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn test_python312_perf_map_matches_perf() {
+    let test = "test_python312_perf_map_matches_perf";
+    if !common::require_perf(test) {
+        return;
+    }
+    if let Some(py) = python(12, test) {
+        python_matches_perf("jit-py312", &py, "perf", false);
+    }
+}
+
+#[test]
+fn test_python313_perf_jit_dump_matches_perf_inject() {
+    let test = "test_python313_perf_jit_dump_matches_perf_inject";
+    if !common::require_perf(test) {
+        return;
+    }
+    if let Some(py) = python(13, test) {
+        python_matches_perf("jit-py313", &py, "perf_jit", true);
+    }
+}
