@@ -18,7 +18,7 @@ use crate::args::InputArgs;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Pack the objects a recording's samples need, by build-id, to report it elsewhere",
-    after_help = "EXAMPLES:\n  culprit archive -i perf.data                 writes perf.data.tar\n  tar xf perf.data.tar -C ~/culprit-cache      (on the other machine)\n  culprit report -i perf.data --debug-dir ~/culprit-cache\n\nThe tar holds each sampled ELF object with a build-id, and its separate debug file when one\nis found, in perf's build-id cache layout (.build-id/xx/rest/{elf,debug}): perf reads it\ntoo (unpacked as ~/.debug, or with perf's --buildid-dir)."
+    after_help = crate::help::layout("EXAMPLES:\n  culprit archive -i perf.data                 writes perf.data.tar\n  tar xf perf.data.tar -C ~/culprit-cache      (on the other machine)\n  culprit report -i perf.data --debug-dir ~/culprit-cache\n\nThe tar holds each sampled ELF object with a build-id, and its separate debug file when one\nis found, in perf's build-id cache layout (.build-id/xx/rest/{elf,debug}): perf reads it\ntoo (unpacked as ~/.debug, or with perf's --buildid-dir).")
 )]
 pub struct ArchiveArgs {
     /// The input file and where its symbols are found.
