@@ -72,6 +72,10 @@ fn culprit_report(
 ) -> (BTreeMap<String, f64>, String) {
     let mut c = common::culprit();
     c.env_remove("DEBUGINFOD_URLS");
+    // A home of its own: the shared test home's build-id cache holds the unstripped
+    // workload (other tests record it), which would name the stripped one by its build-id.
+    let home = common::scratch("debuginfod-home");
+    c.env("HOME", &home);
     for (k, v) in env {
         c.env(k, v);
     }

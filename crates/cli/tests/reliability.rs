@@ -247,8 +247,9 @@ fn test_silent_fifo_says_culprit_is_waiting_on_a_terminal() {
         // Fails only when culprit did not read (the assertions below say why).
         let _ = w.write_all(&data);
     });
+    // No pager: on a terminal it would wait for keys that never come.
     let inner = format!(
-        "{} report -i {}",
+        "{} report --no-pager -i {}",
         env!("CARGO_BIN_EXE_culprit"),
         fifo.display()
     );

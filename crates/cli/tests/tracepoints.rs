@@ -154,6 +154,8 @@ fn test_script_trace_text_equals_perf_for_many_tracepoints() {
         let event = pl.trim().split(':').take(2).collect::<Vec<_>>().join(":");
         if pl.split_whitespace().eq(ol.split_whitespace()) {
             *equal.entry(event).or_default() += 1;
+        } else if perf_quirk(&event, pl, ol) {
+            continue;
         } else {
             diffs.push(format!("perf:    {pl}\nculprit: {ol}"));
         }
@@ -176,6 +178,19 @@ fn test_script_trace_text_equals_perf_for_many_tracepoints() {
             assert!(equal.contains_key(must), "{must}: {equal:?}");
         }
     }
+}
+
+/// Where perf 6.1's libtraceevent evaluates a format differently from C, culprit follows C.
+/// timer:timer_start's `flags=%s` is `__print_flags(REC->flags & (M | D | P | I), …)`:
+/// libtraceevent prints `D|P|I` for flags without those bits, as if it evaluated
+/// `(REC->flags & M) | D | P | I`; culprit prints what C does. Such a line is tolerated when
+/// everything before `flags=` is equal.
+fn perf_quirk(event: &str, perf: &str, ours: &str) -> bool {
+    event.trim() == "timer:timer_start"
+        && matches!(
+            (perf.split_once(" flags="), ours.split_once(" flags=")),
+            (Some((a, _)), Some((b, _))) if a.split_whitespace().eq(b.split_whitespace())
+        )
 }
 
 #[test]
