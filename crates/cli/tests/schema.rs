@@ -63,8 +63,20 @@ fn test_every_schema_is_valid_requires_its_version_and_is_exercised() {
     let root = repo_root();
     // Which schemas some test validates real output against.
     let mut tested = BTreeSet::new();
-    for e in std::fs::read_dir(root.join("crates/cli/tests")).unwrap() {
-        let p = e.unwrap().path();
+    // Test sources, in subdirectories too (shared modules such as `browser/`).
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("crates/cli/tests")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    for p in files {
         if p.extension().is_some_and(|x| x == "rs") {
             let text = std::fs::read_to_string(&p).unwrap();
             // `validate_json_schema("name", …)`, the name maybe on the next line.
