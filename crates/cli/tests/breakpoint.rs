@@ -366,8 +366,9 @@ fn test_breakpoint_takes_the_period_of_c_as_perf_does() {
     record(&mut common::culprit(), &ours);
     record(Command::new("perf").arg("--no-pager"), &theirs);
     let (n_ours, n_theirs) = (perf_script_samples(&ours), perf_script_samples(&theirs));
-    assert_eq!(
-        n_ours, n_theirs,
+    // The writes to b[0][0] vary by one between runs (so do perf's own counts): equal within 1.
+    assert!(
+        n_ours.abs_diff(n_theirs) <= 1,
         "samples with -c 10: culprit {n_ours}, perf {n_theirs}"
     );
     let expected = MATRIX_N / 10;
