@@ -363,6 +363,10 @@ pub struct Listing<'a> {
     ctx: Option<Option<IbsContext>>,
     names: HashMap<(Option<u32>, u64), Names>,
     callchains: bool,
+    /// The kernel's DSO once found, and how many DSOs were looked at (a stream adds DSOs as
+    /// it goes): found once, not per tracepoint sample.
+    kernel_dso: Option<DsoId>,
+    dsos_scanned: usize,
 }
 
 impl<'a> Listing<'a> {
@@ -374,6 +378,8 @@ impl<'a> Listing<'a> {
             ctx: None,
             names: HashMap::new(),
             callchains: true,
+            kernel_dso: None,
+            dsos_scanned: 0,
         }
     }
 
@@ -388,11 +394,7 @@ impl<'a> Listing<'a> {
     /// (`%pS`) named by the kernel's symbols, as perf script does.
     fn trace_text(&mut self, profile: &Profile, s: &Sample) -> Option<String> {
         let format = profile.tracepoint_format(s.event)?;
-        let kernel = profile
-            .dsos
-            .iter()
-            .position(|d| d.kind == DsoKind::Kernel)
-            .and_then(|k| DsoId::try_from(k).ok());
+        let kernel = self.kernel_dso(profile);
         let mut resolve = |addr: u64| -> Option<(String, u64)> {
             // Kernel text is in the upper half; user addresses stay in hex, as in perf.
             if addr < 1 << 63 {
@@ -406,6 +408,19 @@ impl<'a> Listing<'a> {
             Some((n.sym?, n.symoff.unwrap_or(0)))
         };
         format.render(profile.raw(s), &mut resolve)
+    }
+
+    /// The kernel's DSO, looking only at DSOs added since the last call until it is found.
+    fn kernel_dso(&mut self, profile: &Profile) -> Option<DsoId> {
+        if self.kernel_dso.is_none() {
+            let from = self.dsos_scanned.min(profile.dsos.len());
+            self.kernel_dso = profile.dsos[from..]
+                .iter()
+                .position(|d| d.kind == DsoKind::Kernel)
+                .and_then(|i| DsoId::try_from(from + i).ok());
+            self.dsos_scanned = profile.dsos.len();
+        }
+        self.kernel_dso
     }
 
     /// The names of a location, looked up once.
