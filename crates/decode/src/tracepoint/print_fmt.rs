@@ -629,10 +629,14 @@ impl Ctx<'_> {
             "__print_symbolic" => {
                 let v = self.eval(args.first()?)?.int()?;
                 let pairs = self.pairs(&args[1..])?;
-                Some(Value::Str(pairs.iter().find(|(k, _)| *k == v).map_or_else(
-                    || format!("0x{:x}", v as u64),
-                    |(_, s)| s.clone(),
-                )))
+                // Compared as C's 64-bit integers: an unresolved name (-1) matches all ones.
+                let v64 = v as u64;
+                Some(Value::Str(
+                    pairs
+                        .iter()
+                        .find(|(k, _)| *k as u64 == v64)
+                        .map_or_else(|| format!("0x{:x}", v as u64), |(_, s)| s.clone()),
+                ))
             }
             "__print_hex" | "__print_hex_str" => {
                 let bytes = self.bytes(args.first()?)?;
@@ -668,9 +672,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// `{ value, "name" }, …` of `__print_flags`/`__print_symbolic`. A pair whose value
-    /// is a name the format left unresolved (`HRTIMER_MODE_ABS`) never matches, as in
-    /// libtraceevent: the value then prints in hex.
+    /// `{ value, "name" }, …` of `__print_flags`/`__print_symbolic`, each value as
+    /// libtraceevent's `eval_flag` reads it: a name the format left unresolved
+    /// (`I_DIRTY_SYNC`, `HRTIMER_MODE_ABS`) is -1 unless libtraceevent knows it, and so is
+    /// any negative value (it prints as "-5", which is not a number to `eval_flag`).
     fn pairs(&self, items: &[Expr]) -> Option<Vec<(i128, String)>> {
         let mut pairs = Vec::with_capacity(items.len());
         for item in items {
@@ -682,14 +687,46 @@ impl Ctx<'_> {
                 continue;
             };
             let key = kv.first()?;
-            if has_unresolved_name(key) {
-                continue;
-            }
-            if let Some(k) = self.eval(key).and_then(|k| k.int()) {
-                pairs.push((k, s));
-            }
+            let k = match key {
+                Expr::Ident(name) => known_flag_name(name).unwrap_or(UNRESOLVED_FLAG),
+                _ if has_unresolved_name(key) => UNRESOLVED_FLAG,
+                _ => match self.eval(key).and_then(|k| k.int()) {
+                    Some(k) if k < 0 => UNRESOLVED_FLAG,
+                    Some(k) => k,
+                    None => continue,
+                },
+            };
+            pairs.push((k, s));
         }
         Some(pairs)
+    }
+}
+
+/// The value libtraceevent gives a flag or symbol it cannot read as a number.
+const UNRESOLVED_FLAG: i128 = -1;
+
+/// The few enum names libtraceevent's `eval_flag` knows although formats leave them
+/// unresolved (softirq vectors and hrtimer results).
+fn known_flag_name(name: &str) -> Option<i128> {
+    const SOFTIRQS: [&str; 10] = [
+        "HI_SOFTIRQ",
+        "TIMER_SOFTIRQ",
+        "NET_TX_SOFTIRQ",
+        "NET_RX_SOFTIRQ",
+        "BLOCK_SOFTIRQ",
+        "IRQ_POLL_SOFTIRQ",
+        "TASKLET_SOFTIRQ",
+        "SCHED_SOFTIRQ",
+        "HRTIMER_SOFTIRQ",
+        "RCU_SOFTIRQ",
+    ];
+    if let Some(i) = SOFTIRQS.iter().position(|n| *n == name) {
+        return Some(i as i128);
+    }
+    match name {
+        "HRTIMER_NORESTART" => Some(0),
+        "HRTIMER_RESTART" => Some(1),
+        _ => None,
     }
 }
 
@@ -757,16 +794,18 @@ fn truncate(v: i128, bits: u32, signed: bool) -> i128 {
     }
 }
 
-/// libtraceevent's `__print_flags`: each flag fully set in `v`, in the listed order,
-/// joined by `delim`; a 0 flag names 0; what no flag covers follows in hex.
+/// libtraceevent's `__print_flags`: each positive flag fully set in `v`, in the listed
+/// order, joined by `delim`; what no flag covers follows in hex. A flag of value 0 never
+/// prints, but when `v` is 0 the first unresolved flag (-1) names it, as perf 6.1 prints
+/// `state=I_DIRTY_SYNC` for a 0 state.
 fn print_flags(mut v: i128, delim: &str, flags: Vec<(i128, String)>) -> String {
     let mut out = String::new();
     for (flag, name) in flags {
-        if flag == 0 && v == 0 {
+        if v == 0 && flag < 0 {
             out.push_str(&name);
             return out;
         }
-        if flag != 0 && v & flag == flag {
+        if flag > 0 && v & flag == flag {
             if !out.is_empty() {
                 out.push_str(delim);
             }
@@ -909,7 +948,46 @@ mod tests {
         let flags = vec![(1, "S".to_string()), (2, "D".to_string()), (4, "T".into())];
         assert_eq!(print_flags(2, "|", flags.clone()), "D");
         assert_eq!(print_flags(3, "|", flags.clone()), "S|D");
-        assert_eq!(print_flags(0x12, "|", flags), "D|0x10");
+        assert_eq!(print_flags(0x12, "|", flags.clone()), "D|0x10");
+        // A 0 flag never prints; 0 with no unresolved flag prints nothing at all.
+        let with_zero = vec![(0, "NONE".to_string()), (1, "S".to_string())];
+        assert_eq!(print_flags(0, "|", with_zero.clone()), "");
+        assert_eq!(print_flags(1, "|", with_zero), "S");
+        // Unresolved names (-1): a 0 value takes the first one's name; others print in hex.
+        let unresolved = vec![(-1, "I_DIRTY_SYNC".to_string()), (-1, "I_NEW".to_string())];
+        assert_eq!(print_flags(0, "|", unresolved.clone()), "I_DIRTY_SYNC");
+        assert_eq!(print_flags(0x10, "|", unresolved), "0x10");
+    }
+
+    /// The writeback format of kernel 6.12 names its flags by enum names the format leaves
+    /// unresolved; perf 6.1 prints a 0 state as the first name and 0x10 flags in hex.
+    #[test]
+    fn test_unresolved_flags_render_as_perf() {
+        let text = r#"name: writeback_mark_inode_dirty
+ID: 1007
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:unsigned long state;	offset:8;	size:8;	signed:0;
+	field:unsigned long flags;	offset:16;	size:8;	signed:0;
+
+print fmt: "state=%s flags=%s", __print_flags(REC->state, "|", {I_DIRTY_SYNC, "I_DIRTY_SYNC"}, {I_NEW, "I_NEW"} ), __print_flags(REC->flags, "|", {I_DIRTY_SYNC, "I_DIRTY_SYNC"}, {I_NEW, "I_NEW"} )
+"#;
+        let format = super::super::parse_format("writeback", text.as_bytes(), false).unwrap();
+        let mut raw = vec![0u8; 24];
+        raw[16] = 0x10;
+        let text = format.render(&raw, &mut |_| None).unwrap();
+        assert_eq!(text, "state=I_DIRTY_SYNC flags=0x10");
+    }
+
+    #[test]
+    fn test_unresolved_flag_names_evaluate_as_libtraceevent() {
+        assert_eq!(known_flag_name("RCU_SOFTIRQ"), Some(9));
+        assert_eq!(known_flag_name("HRTIMER_RESTART"), Some(1));
+        assert_eq!(known_flag_name("I_DIRTY_SYNC"), None);
     }
 
     #[test]
