@@ -17,6 +17,8 @@
 //! (which runs as root) it fails instead.
 
 mod common;
+#[path = "attr_oracle/tables.rs"]
+mod tables;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -392,6 +394,41 @@ fn test_attrs_equal_perf_on_faked_intel_and_amd_pmus() {
         "test_attrs_equal_perf_on_faked_intel_and_amd_pmus",
         &["intel-skylake", "amd-zen4"],
     );
+}
+
+/// The table models of one test part: a slice of [`tables::MODELS`] by table name.
+fn table_models(range: std::ops::Range<usize>) -> Vec<&'static str> {
+    tables::MODELS[range].iter().map(|m| m.1).collect()
+}
+
+#[test]
+fn test_every_table_event_equals_perf_part1_old_intel() {
+    let models = table_models(0..8);
+    tables::check_tables(
+        "test_every_table_event_equals_perf_part1_old_intel",
+        &models,
+    );
+}
+
+#[test]
+fn test_every_table_event_equals_perf_part2_intel() {
+    let models = table_models(8..16);
+    tables::check_tables("test_every_table_event_equals_perf_part2_intel", &models);
+}
+
+#[test]
+fn test_every_table_event_equals_perf_part3_new_intel() {
+    let models = table_models(16..28);
+    tables::check_tables(
+        "test_every_table_event_equals_perf_part3_new_intel",
+        &models,
+    );
+}
+
+#[test]
+fn test_every_table_event_equals_perf_part4_amd() {
+    let models = table_models(28..tables::MODELS.len());
+    tables::check_tables("test_every_table_event_equals_perf_part4_amd", &models);
 }
 
 #[test]

@@ -151,6 +151,25 @@ fn base_attr(spec: &EventSpec, leader: bool, inherit: bool, on_exec: bool) -> At
     }
 }
 
+/// Prints (`-vv`) the attr counting would open for `spec` on `target` and the open's failure,
+/// as perf stat does for every event it then reports `<not supported>`: stat probes its
+/// events first (probe::try_open_event) and counts only those that open, so without this an
+/// unsupported event's attr would never be shown.
+pub fn display_not_opened(spec: &EventSpec, leader: bool, target: &Target, errno: i32) {
+    if !crate::verbose::shows_attrs() {
+        return;
+    }
+    let (inherit, on_exec) = match target {
+        Target::Command(_) => (true, true),
+        Target::Pids(_) => (true, false),
+        Target::System(_) => (false, false),
+    };
+    crate::verbose::display_attr(&base_attr(spec, leader, inherit, on_exec).to_bytes());
+    // The probe opened it on this thread (pid 0) on any CPU, without a group.
+    let flags = u64::from(perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC);
+    crate::verbose::display_open(0, -1, -1, flags, Err(errno));
+}
+
 /// Excludes the kernel and the hypervisor (counting user space only).
 fn exclude_kernel(attr: &mut Attr) {
     attr.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
@@ -346,6 +365,8 @@ pub fn count(
                     // Once per event, before its first open, as perf stat -vv.
                     crate::verbose::display_attr(&attr.to_bytes());
                 }
+                crate::events::check_precise(spec)
+                    .map_err(|e| RecordError::Invalid(e.to_string()))?;
                 let leader = inst.fds.first();
                 let fd = match open_raw(&attr, pid, cpu, leader) {
                     Ok(fd) => fd,

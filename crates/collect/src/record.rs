@@ -1343,6 +1343,7 @@ fn record_into(
             leaders.clear();
         }
         crate::verbose::display_attr(&attrs[ei].to_bytes());
+        crate::events::check_precise(spec).map_err(|e| RecordError::Invalid(e.to_string()))?;
         for (ci, &cpu) in cpus.iter().enumerate() {
             let ring_fd = &mut ring_fds[ci];
             for &task in &tasks {

@@ -312,6 +312,14 @@ pub fn parse_event(s: &str) -> Result<EventSpec, EventError> {
     EventParser::system().parse_event(s)
 }
 
+/// [`EventParser::precise_refusal`] on the running system (only consulted for precise events).
+pub fn check_precise(spec: &EventSpec) -> Result<(), EventError> {
+    if spec.precise_ip == 0 {
+        return Ok(());
+    }
+    EventParser::system().precise_refusal(spec)
+}
+
 /// The default sampling event: generic hardware `cycles`. (Callers fall back to
 /// [`cpu_clock`] when it does not open.)
 pub fn default_event() -> EventSpec {

@@ -812,7 +812,9 @@ impl EventParser {
         event: &str,
     ) -> Result<(), EventError> {
         for (key, value) in split_terms(&e.terms) {
-            if key == "period" {
+            // The JSON's `"MSRValue": "None"` (Nehalem/Westmere latency events) is no value:
+            // perf leaves config1 at 0 for it.
+            if key == "period" || value == Some("None") {
                 continue;
             }
             self.apply_pmu_term(pmu, words, key, value, event, false)?;
@@ -821,8 +823,9 @@ impl EventParser {
     }
 
     /// perf's modifiers (see [`super::modifiers`]), then what culprit checks up front: IBS
-    /// privilege filtering and the precision this machine offers. `on_group`: the modifiers
-    /// of a `{…}:mods` group, applied to a member.
+    /// privilege filtering. The precision is passed on as written, as perf does (the kernel
+    /// decides); [`EventParser::precise_refusal`] explains at open time what it will refuse.
+    /// `on_group`: the modifiers of a `{…}:mods` group, applied to a member.
     fn apply_modifiers(
         &self,
         spec: &mut EventSpec,
@@ -834,11 +837,19 @@ impl EventParser {
         if privilege {
             self.check_ibs_privilege_filter(spec, mods, event)?;
         }
+        Ok(())
+    }
+
+    /// Why this machine will refuse `spec`'s precise_ip, with what to do instead (`Ok`: it
+    /// may open). perf leaves this to the kernel (EINVAL/EOPNOTSUPP at open): record, stat
+    /// and top call it after showing the attr (`-vv`), just before the open, so the attr is
+    /// perf's while the error explains (AMD: IBS serves only cycles and ops).
+    pub fn precise_refusal(&self, spec: &EventSpec) -> Result<(), EventError> {
         let p = spec.precise_ip;
         let (max, why) = self.max_precise();
         if p > 0 && self.precise_applies(spec) && p <= max && !self.ibs_can_serve(spec) {
             return Err(EventError::PreciseUnavailable {
-                event: event.to_string(),
+                event: spec.name.clone(),
                 requested: p,
                 max: 0,
                 why: "on AMD, `:p` is served by IBS, which the kernel allows only for cycles / \
@@ -855,13 +866,12 @@ impl EventParser {
                 why.push_str("; drop the `p` modifiers: culprit annotate then estimates skid instead (labelled)");
             }
             return Err(EventError::PreciseUnavailable {
-                event: event.to_string(),
+                event: spec.name.clone(),
                 requested: p,
                 max,
                 why,
             });
         }
-        spec.precise_ip = p;
         Ok(())
     }
 

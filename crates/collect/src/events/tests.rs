@@ -285,11 +285,19 @@ fn test_parse_tracepoints_and_wildcards() {
     assert!(msg.contains("unknown tracepoint `nosuch:*`"), "{msg}");
 }
 
+/// The precision `spelling` parses to (as perf, unchecked) and why this machine refuses it
+/// at open time ([`EventParser::precise_refusal`]).
+fn refusal(parser: &EventParser, spelling: &str) -> EventError {
+    let spec = parser.parse_event(spelling).unwrap();
+    parser.precise_refusal(&spec).unwrap_err()
+}
+
 #[test]
 fn test_parse_event_precise_unavailable() {
     // The fake AMD tree: max_precise 0 but IBS serves 1-2; ppp is too much.
     let fake = FakeSysfs::amd();
-    let err = amd(&fake).parse_event("cycles:ppp").unwrap_err();
+    let parser = amd(&fake);
+    let err = refusal(&parser, "cycles:ppp");
     assert_eq!(
         err,
         EventError::PreciseUnavailable {
@@ -302,10 +310,7 @@ fn test_parse_event_precise_unavailable() {
     );
     // No hardware PMU at all.
     let fake = FakeSysfs::no_hw();
-    let msg = no_hw(&fake)
-        .parse_event("cycles:p")
-        .unwrap_err()
-        .to_string();
+    let msg = refusal(&no_hw(&fake), "cycles:p").to_string();
     assert!(msg.contains("supports at most 0"), "{msg}");
     assert!(msg.contains("no hardware PMU"), "{msg}");
     assert!(msg.contains("estimates skid"), "{msg}");
@@ -319,7 +324,7 @@ fn test_parse_event_precise_unavailable() {
         &[("max_precise", "0")],
     );
     let p = EventParser::new(Sysfs::at(&fake.root), zen5());
-    let msg = p.parse_event("r76:pp").unwrap_err().to_string();
+    let msg = refusal(&p, "r76:pp").to_string();
     assert!(msg.contains("max_precise is 0"), "{msg}");
     // `:P` is resolved at open time, by the kernel (perf's precise_max).
     assert!(p.parse_event("r76:P").unwrap().precise_max);
@@ -345,14 +350,14 @@ fn test_parse_event_precise_via_ibs_only_for_cycles_and_ops() {
     assert_eq!(p.parse_event("ls_not_halted_cyc:pp").unwrap().precise_ip, 2);
     assert_eq!(p.parse_event("cpu/event=0xc1/p").unwrap().precise_ip, 1);
     assert!(p.parse_event("cycles:P").unwrap().precise_max);
-    let msg = p.parse_event("instructions:p").unwrap_err().to_string();
+    let msg = refusal(&p, "instructions:p").to_string();
     assert!(msg.contains("served by IBS"), "{msg}");
     assert!(msg.contains("`-e ibs_op//`"), "{msg}");
     assert!(matches!(
-        p.parse_event("ex_ret_brn_misp:p"),
-        Err(EventError::PreciseUnavailable { .. })
+        refusal(&p, "ex_ret_brn_misp:p"),
+        EventError::PreciseUnavailable { .. }
     ));
-    let msg = p.parse_event("cycles:ppp").unwrap_err().to_string();
+    let msg = refusal(&p, "cycles:ppp").to_string();
     assert!(msg.contains("at most 2"), "{msg}");
     // Software events are unaffected.
     assert_eq!(p.parse_event("cpu-clock:p").unwrap().precise_ip, 1);

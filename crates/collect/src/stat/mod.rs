@@ -371,25 +371,34 @@ pub fn not_supported_reason(spec: &EventSpec) -> String {
 
 /// Whether `spec` opens here, or (`false`) this machine does not have it (ENOENT, ENODEV,
 /// EOPNOTSUPP: perf's `<not supported>`); other failures (permissions) are left to counting.
-fn supported_here(spec: &EventSpec) -> bool {
-    !matches!(
-        probe::try_open_event(spec),
-        Err(libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)
-    )
+/// At `-vv` an unsupported event's attr is shown as perf stat shows it ([`count::display_not_opened`]).
+fn supported_here(spec: &EventSpec, leader: bool, target: &Target) -> bool {
+    // A precision the machine refuses: what the kernel's EOPNOTSUPP would say.
+    if events::check_precise(spec).is_err() {
+        count::display_not_opened(spec, leader, target, libc::EOPNOTSUPP);
+        return false;
+    }
+    match probe::try_open_event(spec) {
+        Err(errno @ (libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)) => {
+            count::display_not_opened(spec, leader, target, errno);
+            false
+        }
+        _ => true,
+    }
 }
 
 /// The groups without their unsupported events, and where each event went (`None`: not
 /// supported).
 type Supported = (Vec<Vec<EventSpec>>, Vec<Vec<Option<(usize, usize)>>>);
 
-fn split_supported(groups: &[Vec<EventSpec>]) -> Supported {
+fn split_supported(groups: &[Vec<EventSpec>], target: &Target) -> Supported {
     let mut kept: Vec<Vec<EventSpec>> = Vec::new();
     let mut place = Vec::new();
     for g in groups {
         let mut members = Vec::new();
         let mut where_ = Vec::new();
-        for spec in g {
-            if supported_here(spec) {
+        for (i, spec) in g.iter().enumerate() {
+            if supported_here(spec, i == 0, target) {
                 where_.push(Some((kept.len(), members.len())));
                 members.push(spec.clone());
             } else {
@@ -438,7 +447,7 @@ pub fn run(
             "-r repeats a command: it cannot be used with -p, or -a without a command".into(),
         ));
     }
-    let (kept, place) = split_supported(&opts.groups);
+    let (kept, place) = split_supported(&opts.groups, &opts.target);
     // Nothing countable: count what was asked for, to report why it does not open.
     let (counted, place) = if kept.is_empty() {
         let identity = opts
