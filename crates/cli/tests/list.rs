@@ -43,7 +43,7 @@ fn test_list_json_top_level_structure() {
     ] {
         assert!(v.get(key).is_some(), "missing key {key} in {v}");
     }
-    assert_eq!(v["schema"], 2);
+    assert_eq!(v["schema"], 3);
     let caps = &v["capabilities"];
     for key in [
         "max_precise",
@@ -413,7 +413,8 @@ fn test_list_perf_cpuid_names_each_models_events() {
         assert_eq!(t["model"], model, "{cpuid}");
         assert_eq!(t["mapfile_row"], row, "{cpuid}");
         let events = t["events"].as_array().unwrap();
-        assert_eq!(events.len(), count, "{model}");
+        let current = events.iter().filter(|e| e["deprecated"] == false).count();
+        assert_eq!(current, count, "{model}");
         let e = events
             .iter()
             .find(|e| e["name"] == name)
@@ -425,6 +426,48 @@ fn test_list_perf_cpuid_names_each_models_events() {
         );
         assert!(!e["topic"].as_str().unwrap().is_empty());
     }
+}
+
+/// Events the newer table deprecates are still listed (perf 6.1 listed them as current and
+/// culprit opens them): in JSON with `deprecated`, in text by name at the end. Snow Ridge's
+/// 6.12 table deprecates 28, among them `bus_lock.all` and `ocr.demand_data_rd.l3_miss`.
+#[test]
+fn test_list_names_deprecated_events_apart() {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["list", "--format", "json"])
+            .env("PERF_CPUID", "GenuineIntel-6-86"),
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = v["table"]["events"].as_array().unwrap();
+    let deprecated: Vec<&str> = events
+        .iter()
+        .filter(|e| e["deprecated"] == true)
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(deprecated.len(), 28, "{deprecated:?}");
+    assert!(deprecated.contains(&"bus_lock.all"), "{deprecated:?}");
+    let out = common::run_ok(
+        common::culprit()
+            .args(["list", "bus_lock"])
+            .env("PERF_CPUID", "GenuineIntel-6-86"),
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (current, old) = text
+        .split_once("\ndeprecated (still accepted")
+        .unwrap_or_else(|| panic!("no deprecated section: {text}"));
+    assert!(current.contains("\n  bus_lock.self_locks\n"), "{text}");
+    assert!(!current.contains("bus_lock.all"), "{text}");
+    assert!(old.contains(" bus_lock.all"), "{text}");
+    // A table without deprecated events has no such section.
+    let out = common::run_ok(
+        common::culprit()
+            .args(["list", "ex_ret"])
+            .env("PERF_CPUID", "AuthenticAMD-25-11-1"),
+    );
+    assert!(!String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("\ndeprecated ("));
 }
 
 /// The text listing groups the table by topic and says why the table was chosen; a CPU id

@@ -318,7 +318,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
 
     let paranoid = probe::perf_event_paranoid();
     let mut listing = Listing {
-        schema: 2,
+        schema: 3,
         virtualization: sysfs::virtualization(),
         cpu,
         hardware_pmu,
@@ -634,6 +634,7 @@ mod tests {
                     terms: "event=0xc1".into(),
                     description: "retired macro-ops".into(),
                     long_description: None,
+                    deprecated: false,
                 }],
             },
             notes: vec![],

@@ -25,15 +25,62 @@ const MIN_LIST_COVERAGE: f64 = 0.95;
 
 /// Where culprit's tables (kernel 6.12's JSON) differ from perf 6.1's on purpose: the kernel
 /// corrected the event since 6.1. Each is (table, event, field, perf 6.1's value, culprit's
-/// value): exactly this difference is accepted, and counted as `revised`.
+/// value): exactly this difference is accepted, and counted as `revised`. Each was checked
+/// in both trees' JSON (Debian linux-source-6.1 6.1.192-2 and linux-source-6.12
+/// 6.12.117-1~deb12u1, `tools/perf/pmu-events/arch/x86/TABLE/*.json`).
 const TABLE_REVISIONS: &[(&str, &str, &str, &str, &str)] = &[
-    // 6.1: cmask=10; later trees: cmask=16, matching its description "uops_ret < 16".
+    // 6.1: CounterMask 10; 6.12: 16, matching its description "uops_ret < 16".
     (
         "broadwell",
         "uops_retired.total_cycles",
         "config",
         "0xa8001c2",
         "0x108001c2",
+    ),
+    (
+        "broadwellde",
+        "uops_retired.total_cycles",
+        "config",
+        "0xa8001c2",
+        "0x108001c2",
+    ),
+    // 6.1: UMask 0x4N/0x50; 6.12: 0xcN/0xd0 (bit 7, demand-and-prefetch hits, as
+    // broadwell's and broadwellx's tables already had).
+    (
+        "broadwellde",
+        "l2_rqsts.code_rd_hit",
+        "config",
+        "0x4424",
+        "0xc424",
+    ),
+    (
+        "broadwellde",
+        "l2_rqsts.demand_data_rd_hit",
+        "config",
+        "0x4124",
+        "0xc124",
+    ),
+    (
+        "broadwellde",
+        "l2_rqsts.l2_pf_hit",
+        "config",
+        "0x5024",
+        "0xd024",
+    ),
+    (
+        "broadwellde",
+        "l2_rqsts.rfo_hit",
+        "config",
+        "0x4224",
+        "0xc224",
+    ),
+    // 6.1: no CounterMask; 6.12: CounterMask 1 (cycles the divider is active).
+    (
+        "sapphirerapids",
+        "arith.idiv_active",
+        "config",
+        "0x8b0",
+        "0x10008b0",
     ),
 ];
 

@@ -129,8 +129,9 @@ pub struct TableOut {
     pub mapfile_row: Option<String>,
     /// The kernel source the tables come from.
     pub source: &'static str,
-    /// The table's events (deprecated ones left out, as `perf list` does), by topic then
-    /// name, filtered by the listing's pattern.
+    /// The table's events by topic then name, filtered by the listing's pattern; the ones
+    /// the table marks deprecated are included with `deprecated` set (perf 6.12 hides them,
+    /// but perf 6.1 listed many of them as current, and culprit still opens them).
     pub events: Vec<TableEventOut>,
 }
 
@@ -149,6 +150,8 @@ pub struct TableEventOut {
     pub description: String,
     /// Long description, when the tables have one that differs.
     pub long_description: Option<String>,
+    /// The table marks it deprecated: it still opens, but a newer name replaces it.
+    pub deprecated: bool,
 }
 
 /// The table part of the listing for a parser's CPU; `filter` keeps names containing it
@@ -160,7 +163,6 @@ pub fn table_listing(parser: &super::EventParser, filter: Option<&str>) -> Table
         .map(|t| {
             t.events
                 .iter()
-                .filter(|e| !e.deprecated)
                 .filter(|e| filter.as_ref().is_none_or(|f| e.name.contains(f.as_str())))
                 .map(|e| TableEventOut {
                     name: e.name.to_string(),
@@ -171,6 +173,7 @@ pub fn table_listing(parser: &super::EventParser, filter: Option<&str>) -> Table
                     long_description: (!e.long_description.is_empty()
                         && e.long_description != e.description)
                         .then(|| e.long_description.to_string()),
+                    deprecated: e.deprecated,
                 })
                 .collect()
         })
@@ -213,7 +216,7 @@ pub fn table_reason(t: &TableOut) -> String {
 pub fn write_table_text(t: &TableOut, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(out, "\nEvent table {}", table_reason(t))?;
     let mut topic = None;
-    for e in &t.events {
+    for e in t.events.iter().filter(|e| !e.deprecated) {
         if topic != Some(&e.topic) {
             writeln!(out, "\n{}:", e.topic)?;
             topic = Some(&e.topic);
@@ -227,8 +230,38 @@ pub fn write_table_text(t: &TableOut, out: &mut dyn std::io::Write) -> std::io::
         writeln!(out, "  {}", e.name)?;
         writeln!(out, "       [{}{unit}]", e.description.replace('\n', " "))?;
     }
+    // Deprecated names by name only: older perf listed many of them as current, and
+    // scripts still use them; a paragraph keeps thousands of uncore ones from burying the
+    // rest (their descriptions are in `--format json`).
+    let mut deprecated: Vec<&str> = t
+        .events
+        .iter()
+        .filter(|e| e.deprecated)
+        .map(|e| e.name.as_str())
+        .collect();
+    if !deprecated.is_empty() {
+        deprecated.sort_unstable();
+        deprecated.dedup();
+        writeln!(
+            out,
+            "\ndeprecated (still accepted; the table names newer events for them):"
+        )?;
+        let mut line = String::from(" ");
+        for name in deprecated {
+            if line.len() > 1 && line.len() + 1 + name.len() > DEPRECATED_WIDTH {
+                writeln!(out, "{line}")?;
+                line = String::from(" ");
+            }
+            line.push(' ');
+            line.push_str(name);
+        }
+        writeln!(out, "{line}")?;
+    }
     Ok(())
 }
+
+/// The width the deprecated names are wrapped to (perf list's 80 columns).
+const DEPRECATED_WIDTH: usize = 80;
 
 #[cfg(test)]
 mod tests {
