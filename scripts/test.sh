@@ -11,6 +11,8 @@ rm -rf target/test-home
 # The toolchain of rust-toolchain.toml, offline where this machine's stable is that version.
 bash scripts/toolchain.sh
 make -s -C workloads
+# perf 6.12 from the tables' kernel tree, the attr oracle of the newer CPU models.
+bash scripts/oracle-perf.sh
 cargo fmt --all -- --check
 # Dependencies' licences and RustSec advisories (deny.toml; offline where GitHub is not
 # reachable: see the script).

@@ -201,6 +201,8 @@ fn first_attrs(output: &str, n: usize) -> Vec<AttrFields> {
 /// One compared field's value: sample_type reduced to [`EVENT_SAMPLE_BITS`], absent = 0.
 fn field(attr: &AttrFields, name: &str) -> String {
     let v = attr.get(name).map(String::as_str).unwrap_or("0");
+    // perf 6.12 names some values: `4 (cpu)`, `0x4043 (ls_dmnd_fills_from_sys.dram_io_far)`.
+    let v = v.split_once(" (").map_or(v, |(number, _)| number);
     if name == "sample_type" {
         let kept: Vec<&str> = v
             .split('|')
@@ -429,6 +431,11 @@ fn test_every_table_event_equals_perf_part3_new_intel() {
 fn test_every_table_event_equals_perf_part4_amd() {
     let models = table_models(28..tables::MODELS.len());
     tables::check_tables("test_every_table_event_equals_perf_part4_amd", &models);
+}
+
+#[test]
+fn test_every_newer_table_event_equals_perf_6_12() {
+    tables::check_newer_tables("test_every_newer_table_event_equals_perf_6_12");
 }
 
 #[test]

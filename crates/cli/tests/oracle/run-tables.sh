@@ -13,8 +13,10 @@
 # parse is halved until the culprit is alone, and so is a batch culprit prints fewer attrs
 # for (each run's output under an `oracle-cases: COUNT` line). Output per model M (its
 # PERF_CPUID): OUTDIR/M/events (perf's list), OUTDIR/M/culprit-list.json (`culprit list`),
-# and per batch N: N.list (one spelling a line), N.perf, N.culprit.
+# and per batch N: N.list (one spelling a line), N.perf, N.culprit. PERF names the perf to
+# ask (default `perf`: 6.1 here; the newer models use perf 6.12, scripts/oracle-perf.sh).
 set -u
+perf=${PERF:-perf}
 models=$1
 out=$2
 culprit=$3
@@ -47,7 +49,7 @@ run_culprit() {
 # run_batch LIST: one stat run per tool over LIST's spellings, halving LIST on a parse error.
 run_batch() {
     lines=$(wc -l <"$1")
-    perf stat -vv -e "$(paste -sd, "$1")" -- true >"$dir/cur.perf" 2>&1 </dev/null
+    "$perf" stat -vv -e "$(paste -sd, "$1")" -- true >"$dir/cur.perf" 2>&1 </dev/null
     if [ "$lines" -gt 1 ] && grep -q 'event syntax error' "$dir/cur.perf"; then
         half=$(((lines + 1) / 2))
         head -n "$half" "$1" >"$1.a"
@@ -64,12 +66,12 @@ run_batch() {
     run_culprit "$1"
 }
 
-PERF_CPUID=none-0-0 perf list --raw-dump pmu 2>/dev/null | tr ' ' '\n' | sort -u >"$out/no-table"
+PERF_CPUID=none-0-0 "$perf" list --raw-dump pmu 2>/dev/null | tr ' ' '\n' | sort -u >"$out/no-table"
 while read -r cpuid; do
     dir=$out/$cpuid
     mkdir -p "$dir"
     export PERF_CPUID="$cpuid"
-    perf list --raw-dump pmu 2>/dev/null | tr ' ' '\n' | sort -u | comm -13 "$out/no-table" - |
+    "$perf" list --raw-dump pmu 2>/dev/null | tr ' ' '\n' | sort -u | comm -13 "$out/no-table" - |
         grep . >"$dir/events"
     "$culprit" list --format json >"$dir/culprit-list.json" 2>/dev/null
     n=0
