@@ -19,6 +19,8 @@
 mod common;
 #[path = "attr_oracle/tables.rs"]
 mod tables;
+#[path = "attr_oracle/uncore.rs"]
+mod uncore;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -431,6 +433,11 @@ fn test_every_table_event_equals_perf_part3_new_intel() {
 fn test_every_table_event_equals_perf_part4_amd() {
     let models = table_models(28..tables::MODELS.len());
     tables::check_tables("test_every_table_event_equals_perf_part4_amd", &models);
+}
+
+#[test]
+fn test_uncore_rapl_and_cstate_events_equal_perf() {
+    uncore::check_uncore("test_uncore_rapl_and_cstate_events_equal_perf");
 }
 
 #[test]

@@ -164,10 +164,17 @@ pub fn display_not_opened(spec: &EventSpec, leader: bool, target: &Target, errno
         Target::Pids(_) => (true, false),
         Target::System(_) => (false, false),
     };
+    let (inherit, on_exec) = if spec.cpumask.is_some() {
+        (false, false)
+    } else {
+        (inherit, on_exec)
+    };
     crate::verbose::display_attr(&base_attr(spec, leader, inherit, on_exec).to_bytes());
-    // The probe opened it on this thread (pid 0) on any CPU, without a group.
+    // The probe opened it on this thread (pid 0) on any CPU, or an uncore event on its
+    // PMU's first CPU, without a group.
     let flags = u64::from(perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC);
-    crate::verbose::display_open(0, -1, -1, flags, Err(errno));
+    let (pid, cpu) = crate::probe::probe_place(spec);
+    crate::verbose::display_open(pid, cpu, -1, flags, Err(errno));
 }
 
 /// Excludes the kernel and the hypervisor (counting user space only).
@@ -348,7 +355,21 @@ pub fn count(
     let nfds: usize = opts.groups.iter().map(Vec::len).sum::<usize>() * places.len();
     let mut user_only = false;
     let mut open: Vec<Vec<OpenGroup>> = Vec::with_capacity(opts.groups.len());
+    // Groups opened without enable_on_exec, which an ioctl enables once all are open.
+    let mut enable_by_ioctl: Vec<bool> = Vec::with_capacity(opts.groups.len());
     for group in &opts.groups {
+        // An uncore event counts system-wide on its PMU's cpumask CPUs, whatever the target
+        // (perf does the same): not per task, not inherited, enabled by ioctl.
+        let uncore = group.first().and_then(|s| s.cpumask.as_deref());
+        let (places, inherit, on_exec) = match uncore {
+            Some(cpus) => (
+                cpus.iter().map(|&c| (-1, c as i32)).collect::<Vec<_>>(),
+                false,
+                false,
+            ),
+            None => (places.clone(), inherit, on_exec),
+        };
+        enable_by_ioctl.push(!on_exec);
         let mut instances = Vec::with_capacity(places.len());
         for &(pid, cpu) in &places {
             let mut inst = OpenGroup {
@@ -414,8 +435,12 @@ pub fn count(
     // Enable: the command's exec does it (enable_on_exec); otherwise an ioctl now.
     let start = Instant::now();
     let child_pid = child.map(PendingChild::go);
-    if !on_exec {
-        ioctl_all(&open, true);
+    for (groups, _) in open
+        .iter()
+        .zip(&enable_by_ioctl)
+        .filter(|(_, by_ioctl)| **by_ioctl)
+    {
+        ioctl_all(std::slice::from_ref(groups), true);
     }
 
     // Counts start at zero when enabled, so the first interval is measured from zero (a read

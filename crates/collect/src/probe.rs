@@ -40,12 +40,21 @@ fn spec_attr(spec: &EventSpec) -> sys::bindings::perf_event_attr {
 }
 
 fn open(attr: &mut sys::bindings::perf_event_attr, group_fd: i32) -> Result<Fd, i32> {
+    open_on(attr, 0, -1, group_fd)
+}
+
+fn open_on(
+    attr: &mut sys::bindings::perf_event_attr,
+    pid: i32,
+    cpu: i32,
+    group_fd: i32,
+) -> Result<Fd, i32> {
     // SAFETY: attr is a valid, fully initialised perf_event_attr that outlives the call.
     let fd = unsafe {
         sys::perf_event_open(
             attr,
-            0,
-            -1,
+            pid,
+            cpu,
             group_fd,
             sys::bindings::PERF_FLAG_FD_CLOEXEC as _,
         )
@@ -62,9 +71,19 @@ pub fn try_open_counter(attr_type: u32, config: u64) -> Result<(), i32> {
     open(&mut counting_attr(attr_type, config), -1).map(drop)
 }
 
-/// Opens `spec` (user space only, counting) on the calling thread and closes it.
+/// Opens `spec` (user space only, counting) on the calling thread and closes it; an uncore
+/// event (with a `cpumask`) system-wide on the first CPU of its mask, where it counts.
 pub fn try_open_event(spec: &EventSpec) -> Result<(), i32> {
-    open(&mut spec_attr(spec), -1).map(drop)
+    let (pid, cpu) = probe_place(spec);
+    open_on(&mut spec_attr(spec), pid, cpu, -1).map(drop)
+}
+
+/// Where [`try_open_event`] opens `spec`: (pid, cpu).
+pub fn probe_place(spec: &EventSpec) -> (i32, i32) {
+    match spec.cpumask.as_deref().and_then(<[u32]>::first) {
+        Some(&cpu) => (-1, cpu as i32),
+        None => (0, -1),
+    }
 }
 
 /// Whether a hardware PMU is usable for this process: the generic `instructions` event opens.

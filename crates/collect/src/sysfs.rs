@@ -211,6 +211,11 @@ pub struct Pmu {
     pub events: Vec<EventAlias>,
     /// Capability files `(name, content)`, sorted by name.
     pub caps: Vec<(String, String)>,
+    /// The CPUs of `cpumask`, which uncore PMUs (`uncore_imc_0`, `amd_l3`, `power`) publish:
+    /// their events count for the whole package or die, opened system-wide on these CPUs
+    /// only, as perf does. `None` for core PMUs (no such file).
+    #[serde(skip)]
+    pub cpumask: Option<Vec<u32>>,
 }
 
 impl Pmu {
@@ -333,12 +338,17 @@ impl Sysfs {
                 caps.push((file, content));
             }
         }
+        let cpumask = read_trimmed(&dir.join("cpumask"))
+            .ok()
+            .and_then(|text| crate::procfs::parse_cpu_list(&text))
+            .filter(|cpus| !cpus.is_empty());
         Ok(Some(Pmu {
             name: name.to_string(),
             attr_type,
             formats,
             events,
             caps,
+            cpumask,
         }))
     }
 

@@ -82,6 +82,9 @@ pub struct EventSpec {
     /// [`breakpoint`]): `HW_BREAKPOINT_R`/`W`/`X` bits; 0 for every other event. Its address
     /// and length are `config1` and `config2` (bp_addr and bp_len share their places).
     pub bp_type: u32,
+    /// The CPUs an uncore PMU's event is opened on (its sysfs `cpumask`), system-wide, as
+    /// perf does whatever the target; `None` for every core and software event.
+    pub cpumask: Option<Vec<u32>>,
 }
 
 /// An event's place in an event group (`perf record -e '{a,b}'`): its events are scheduled
@@ -118,6 +121,7 @@ impl EventSpec {
             exclusive: false,
             group: None,
             bp_type: 0,
+            cpumask: None,
         }
     }
 }

@@ -57,6 +57,10 @@ enum Target {
     Pmu(Pmu),
     /// A named event of this CPU's table, on the sysfs PMU that serves it.
     Table(TableEvent, Pmu),
+    /// One name that opens on several PMUs, as perf does: a table event on each numbered
+    /// uncore instance (`uncore_imc_0`, `_1`, …) or on each hybrid core PMU that has it
+    /// (`cpu_core`, `cpu_atom`), or `uncore_imc/…/` on each instance. One event each.
+    Each(Vec<Target>),
 }
 
 /// Accumulates config words while terms are applied.
@@ -289,7 +293,7 @@ impl EventParser {
                 out.extend(self.tracepoints(item.trim())?);
                 return Ok(());
             }
-            out.push(self.parse_item(item, whole)?);
+            out.extend(self.parse_item(item, whole)?);
             return Ok(());
         };
         let Some((inner, tail)) = body.rsplit_once('}') else {
@@ -340,17 +344,25 @@ impl EventParser {
         Ok(())
     }
 
-    fn parse_item(&self, item: &str, whole: &str) -> Result<EventSpec, EventError> {
+    fn parse_item(&self, item: &str, whole: &str) -> Result<Vec<EventSpec>, EventError> {
         if item.trim().is_empty() {
             return Err(EventError::Empty {
                 spec: whole.to_string(),
             });
         }
-        self.parse_event(item)
+        self.parse_event_instances(item)
     }
 
-    /// Parses one event.
+    /// Parses one event; where it opens on several PMUs (uncore instances, hybrid cores),
+    /// the first of them (lists, [`Self::parse_event_list`], keep every one).
     pub fn parse_event(&self, s: &str) -> Result<EventSpec, EventError> {
+        let mut specs = self.parse_event_instances(s)?;
+        Ok(specs.swap_remove(0))
+    }
+
+    /// Parses one event into the events perf would open for it: one, or one per PMU it
+    /// opens on (`unc_m_cas_count.rd` on each `uncore_imc_N`). Never empty.
+    pub fn parse_event_instances(&self, s: &str) -> Result<Vec<EventSpec>, EventError> {
         let event = s.trim();
         if event.is_empty() {
             return Err(EventError::Empty {
@@ -360,7 +372,7 @@ impl EventParser {
         if super::breakpoint::is_breakpoint(event) {
             let (mut spec, mods) = super::breakpoint::parse(event)?;
             self.apply_modifiers(&mut spec, mods, event, false)?;
-            return Ok(spec);
+            return Ok(vec![spec]);
         }
         let (head, terms, mods) = match event.split_once('/') {
             Some((head, rest)) => {
@@ -389,9 +401,9 @@ impl EventParser {
             });
         }
         if terms.is_none() && self.is_tracepoint(event) {
-            let mut tps = self.tracepoints(event)?;
+            let tps = self.tracepoints(event)?;
             if tps.len() == 1 {
-                return Ok(tps.remove(0));
+                return Ok(tps);
             }
             return Err(EventError::Unsupported {
                 event: event.to_string(),
@@ -401,10 +413,17 @@ impl EventParser {
                 ),
             });
         }
-        let target = self.resolve(head, event, terms)?;
-        let mut spec = self.build(target, terms.unwrap_or(""), event)?;
-        self.apply_modifiers(&mut spec, mods, event, false)?;
-        Ok(spec)
+        let targets = match self.resolve(head, event, terms)? {
+            Target::Each(targets) => targets,
+            target => vec![target],
+        };
+        let mut specs = Vec::with_capacity(targets.len());
+        for target in targets {
+            let mut spec = self.build(target, terms.unwrap_or(""), event)?;
+            self.apply_modifiers(&mut spec, mods, event, false)?;
+            specs.push(spec);
+        }
+        Ok(specs)
     }
 
     fn read_pmu(&self, name: &str) -> Result<Option<Pmu>, EventError> {
@@ -450,6 +469,19 @@ impl EventParser {
                 Some(pmu) => Ok(Target::Pmu(pmu)),
                 None => Err(self.unknown_pmu(head, event)),
             };
+        }
+        if has_terms {
+            // `uncore_imc/event=0x4/`: each numbered instance, as perf.
+            let instances = tables::pmu_instances(&self.sysfs.pmu_names(), head);
+            let mut targets = Vec::with_capacity(instances.len());
+            for name in instances {
+                if let Some(pmu) = self.read_pmu(&name)? {
+                    targets.push(Target::Pmu(pmu));
+                }
+            }
+            if !targets.is_empty() {
+                return Ok(Target::Each(targets));
+            }
         }
         if let Some(raw) = parse_raw(head) {
             let cpu_pmu = self.read_pmu("cpu")?;
@@ -562,12 +594,13 @@ impl EventParser {
             return Ok(None);
         };
         let mut first_missing = None;
+        let mut found = Vec::new();
         for e in table.events_named(head) {
-            match tables::event_pmu(&self.sysfs, e.pmu) {
-                Ok(Some(pmu)) => return Ok(Some(Target::Table(e.clone(), pmu))),
-                Ok(None) => {
+            match tables::event_pmus(&self.sysfs, e.pmu) {
+                Ok(pmus) if pmus.is_empty() => {
                     first_missing.get_or_insert(e);
                 }
+                Ok(pmus) => found.extend(pmus.into_iter().map(|p| Target::Table(e.clone(), p))),
                 Err(message) => {
                     return Err(EventError::Sysfs {
                         pmu: e.pmu.to_string(),
@@ -575,6 +608,12 @@ impl EventParser {
                     })
                 }
             }
+        }
+        if found.len() == 1 {
+            return Ok(found.pop());
+        }
+        if !found.is_empty() {
+            return Ok(Some(Target::Each(found)));
         }
         let Some(e) = first_missing else {
             return Ok(None);
@@ -655,6 +694,7 @@ impl EventParser {
                 let mut spec = EventSpec::new(event, Some(&pmu.name), pmu.attr_type, words.config);
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
+                spec.cpumask = pmu.cpumask;
                 spec
             }
             Target::Pmu(pmu) => {
@@ -681,7 +721,15 @@ impl EventParser {
                 let mut spec = EventSpec::new(event, Some(&pmu.name), pmu.attr_type, words.config);
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
+                spec.cpumask = pmu.cpumask;
                 spec
+            }
+            // parse_event_instances builds each of them alone; never nested.
+            Target::Each(_) => {
+                return Err(EventError::Unsupported {
+                    event: event.to_string(),
+                    what: "an event of several PMUs inside another".to_string(),
+                })
             }
         };
         let mut spec = spec;

@@ -71,12 +71,14 @@ pub fn models_with_event(name: &str, except: Option<&str>) -> Vec<&'static str> 
     models
 }
 
-/// The sysfs PMU a table event opens on, by perf's naming: [`DEFAULT_CORE`] is the core PMU
-/// (`cpu`, or on arm64 the `armv8_*`/`armv7_*` PMU); other names are a PMU of that name.
-/// `Err` carries the PMU name the table wants, for the error message.
-pub fn event_pmu(sysfs: &Sysfs, table_pmu: &str) -> Result<Option<Pmu>, String> {
+/// The sysfs PMUs a table event opens on, by perf's naming: [`DEFAULT_CORE`] is the core PMU
+/// (`cpu`, or on arm64 the `armv8_*`/`armv7_*` PMU); another name is the PMU of that name,
+/// else each of its numbered instances (`uncore_imc` → `uncore_imc_0`, `uncore_imc_1`, …, in
+/// numeric order), on each of which perf opens the event. Empty: this machine has none.
+/// `Err` carries why a PMU could not be read, for the error message.
+pub fn event_pmus(sysfs: &Sysfs, table_pmu: &str) -> Result<Vec<Pmu>, String> {
     let names = sysfs.pmu_names();
-    let chosen = if table_pmu == DEFAULT_CORE {
+    let chosen: Vec<String> = if table_pmu == DEFAULT_CORE {
         names
             .iter()
             .find(|n| *n == "cpu")
@@ -86,13 +88,37 @@ pub fn event_pmu(sysfs: &Sysfs, table_pmu: &str) -> Result<Option<Pmu>, String> 
                     .find(|n| n.starts_with("armv8_") || n.starts_with("armv7_"))
             })
             .cloned()
+            .into_iter()
+            .collect()
+    } else if names.iter().any(|n| n == table_pmu) {
+        vec![table_pmu.to_string()]
     } else {
-        names.iter().find(|n| *n == table_pmu).cloned()
+        pmu_instances(&names, table_pmu)
     };
-    let Some(name) = chosen else {
-        return Ok(None);
-    };
-    sysfs.pmu(&name).map_err(|e| e.to_string())
+    let mut pmus = Vec::with_capacity(chosen.len());
+    for name in chosen {
+        if let Some(pmu) = sysfs.pmu(&name).map_err(|e| e.to_string())? {
+            pmus.push(pmu);
+        }
+    }
+    Ok(pmus)
+}
+
+/// The numbered instances `{base}_N` among `names`, in numeric order (`_2` before `_10`).
+pub fn pmu_instances(names: &[String], base: &str) -> Vec<String> {
+    let mut found: Vec<(u64, String)> = names
+        .iter()
+        .filter_map(|n| {
+            let suffix = n.strip_prefix(base)?.strip_prefix('_')?;
+            let index = suffix.parse::<u64>().ok()?;
+            suffix
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| (index, n.clone()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, n)| n).collect()
 }
 
 /// Whether `pmu` (a sysfs PMU) is where a table event of `table_pmu` belongs.
@@ -285,6 +311,30 @@ mod tests {
         let models = models_with_event("ex_ret_ops", Some("x86/amdzen4"));
         assert!(models.contains(&"x86/amdzen5"), "{models:?}");
         assert!(!models.contains(&"x86/amdzen4"));
+    }
+
+    #[test]
+    fn numbered_instances_in_numeric_order() {
+        let names: Vec<String> = [
+            "uncore_imc_10",
+            "uncore_imc_2",
+            "uncore_imc",
+            "uncore_imc_free_running_0",
+            "uncore_imc_x",
+            "uncore_cha_0",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            pmu_instances(&names, "uncore_imc"),
+            ["uncore_imc_2", "uncore_imc_10"]
+        );
+        assert_eq!(
+            pmu_instances(&names, "uncore_imc_free_running"),
+            ["uncore_imc_free_running_0"]
+        );
+        assert!(pmu_instances(&names, "amd_l3").is_empty());
     }
 
     #[test]

@@ -256,3 +256,49 @@ fn test_topdown_encodings_equal_the_tables() {
         "only {checked} Top-Down events found in the tables"
     );
 }
+
+/// A table event of an uncore unit opens on every numbered instance of its PMU, in numeric
+/// order, each on the CPUs of its `cpumask`; `pmu/terms/` without the number does the same,
+/// with it only that instance (perf's expansion; the attr oracle compares it with perf).
+#[test]
+fn test_uncore_events_open_on_each_instance_and_its_cpumask() {
+    let fake = intel_cpu_pmu();
+    for (i, ty) in [(0, 40), (1, 41), (10, 42)] {
+        let name = format!("uncore_imc_{i}");
+        fake.pmu(
+            &name,
+            ty,
+            &[("event", "config:0-7"), ("umask", "config:8-15")],
+            &[],
+            &[],
+        );
+        std::fs::write(fake.root.join(&name).join("cpumask"), "0,28\n").unwrap();
+    }
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-55-4");
+    let specs = p.parse_event_list("unc_m_cas_count.rd,cycles").unwrap();
+    let shown: Vec<(u32, u64, Option<Vec<u32>>)> = specs
+        .iter()
+        .map(|s| (s.attr_type, s.config, s.cpumask.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (40, 0x304, Some(vec![0, 28])),
+            (41, 0x304, Some(vec![0, 28])),
+            (42, 0x304, Some(vec![0, 28])),
+            (0, 0, None),
+        ]
+    );
+    assert!(specs[..3].iter().all(|s| s.name == "unc_m_cas_count.rd"));
+    let each = p
+        .parse_event_list("uncore_imc/event=0x4,umask=0xc/")
+        .unwrap();
+    assert_eq!(
+        each.iter().map(|s| s.attr_type).collect::<Vec<_>>(),
+        [40, 41, 42]
+    );
+    let one = p.parse_event_list("uncore_imc_1/event=0x4/").unwrap();
+    assert_eq!((one.len(), one[0].attr_type, one[0].config), (1, 41, 4));
+    // The single-event API gives the first instance.
+    assert_eq!(p.parse_event("unc_m_cas_count.wr").unwrap().attr_type, 40);
+}
