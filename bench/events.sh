@@ -35,9 +35,11 @@ time_ms() {
 echo "## Size"
 bin=$(stat -c %s "$CULPRIT")
 blob=$(stat -c %s crates/pmu-events/src/tables.txt.zst)
-code=$(nm -S --size-sort -C "$CULPRIT" 2>/dev/null |
+# Sizes are hex: summed by the shell (mawk has no strtonum).
+code=0
+while read -r size; do code=$((code + 0x$size)); done < <(nm -S --size-sort -C "$CULPRIT" 2>/dev/null |
   awk '$4 ~ /^(culprit_pmu_events::|culprit_collect::events::tables::|culprit_analysis::metrics::)/ ||
-       $0 ~ /<culprit_pmu_events::/ { s += strtonum("0x" $2) } END { print s + 0 }')
+       $0 ~ /<culprit_pmu_events::/ { print $2 }')
 printf '%-44s %10s\n' "release binary" "$(awk -v b="$bin" 'BEGIN {printf "%.1f MB", b / 1e6}')"
 printf '%-44s %10s\n' "event tables (zstd, in .rodata)" "$(awk -v b="$blob" 'BEGIN {printf "%.2f MB", b / 1e6}')"
 printf '%-44s %10s\n' "their code (pmu-events, tables, metrics)" "$(awk -v b="$code" 'BEGIN {printf "%.2f MB", b / 1e6}')"
@@ -58,11 +60,12 @@ if [ "$(id -u)" != 0 ]; then
   echo "(skipped: the faked PMU needs root for unshare -m)"
   exit 0
 fi
-# The namespace runs this same script's inner part: CULPRIT, REPS and the helpers by export.
+# The namespace runs the inner part with the helpers' definitions (fake-pmu.sh is a POSIX
+# sh script, which does not pass exported bash functions on).
 export CULPRIT REPS
-export -f now_ns median time_ms
+helpers=$(declare -f now_ns median time_ms)
 unshare -m --propagation private sh crates/cli/tests/oracle/fake-pmu.sh \
-  crates/cli/tests/fixtures/pmu/amd-zen4 bash -c '
+  crates/cli/tests/fixtures/pmu/amd-zen4 bash -c "$helpers"'
   export PERF_CPUID=AuthenticAMD-25-1-1
   printf "%-34s %10s %10s\n" event culprit perf
   for ev in cpu-clock ls_dmnd_fills_from_sys.mem_io_local; do

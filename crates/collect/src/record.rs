@@ -1208,7 +1208,7 @@ fn record_into(
         } else {
             SampleRate::Frequency(DEFAULT_FREQUENCY)
         };
-        let mut rate = spec.rate.or(opts.rate).unwrap_or(default);
+        let mut rate = spec.sample_rate(opts.rate, default);
         match rate {
             SampleRate::Period(0) | SampleRate::Frequency(0) => {
                 return Err(RecordError::Invalid(format!(

@@ -1,12 +1,19 @@
-//! The tables' storage: one zstd-compressed text, decompressed once on first use.
+//! The tables' storage: zstd frames, each decompressed once on first use.
 //!
-//! Format (written by `gen/pmu_events_gen.py`), one record a line, fields separated by tabs:
+//! Format (written by `gen/pmu_events_gen.py`): [`crate::generated::TABLES_ZST`] is a
+//! series of zstd frames. The first ([`crate::generated::HEADER_ZST_LEN`] bytes) holds the
+//! mapfile rows and the index of the others, one line each, fields separated by tabs:
 //!
 //! ```text
-//! culprit-pmu-events 1
-//! P <n>                      then n lines: the string pool (line i is string i; 0 is "")
+//! culprit-pmu-events 2
 //! R arch cpuid version model type         a mapfile.csv row (model = "x86/skylakex")
-//! T model                    starts a model's section; E, M and G lines follow
+//! C model compressed_len len              the next frame: that model's table
+//! ```
+//!
+//! Each model's frame is self-contained, so that a run decompresses only its own CPU's:
+//!
+//! ```text
+//! P <n>                      then n lines: the model's string pool (line i is string i; 0 is "")
 //! E name topic pmu terms desc long_desc unit compat counter flags    (pool ids, then flags)
 //! M name group expr threshold desc long_desc unit pmu compat default_group flags
 //! G group description
@@ -17,8 +24,6 @@
 //! aggregation mode, event grouping (perf's enums) and MetricgroupNoGroup.
 
 use std::borrow::Cow;
-
-use crate::generated;
 
 /// A parse or decompression failure of the embedded tables (a build defect, never input).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,11 +41,20 @@ impl std::fmt::Display for BlobError {
 
 impl std::error::Error for BlobError {}
 
-/// Decompresses the embedded tables.
-pub(crate) fn decompress() -> Result<String, BlobError> {
-    let mut out: Vec<u8> = Vec::with_capacity(generated::TABLES_LEN);
-    zstd_safe::decompress(&mut out, generated::TABLES_ZST)
+/// The first line of the header frame.
+pub(crate) const FORMAT_LINE: &str = "culprit-pmu-events 2";
+
+/// Decompresses one frame of the embedded tables, `len` bytes long uncompressed.
+pub(crate) fn decompress_frame(frame: &[u8], len: usize) -> Result<String, BlobError> {
+    let mut out: Vec<u8> = Vec::with_capacity(len);
+    zstd_safe::decompress(&mut out, frame)
         .map_err(|code| BlobError(zstd_safe::get_error_name(code).to_string()))?;
+    if out.len() != len {
+        return Err(BlobError(format!(
+            "a frame gave {} bytes where the index says {len}",
+            out.len()
+        )));
+    }
     String::from_utf8(out).map_err(|e| BlobError(e.to_string()))
 }
 

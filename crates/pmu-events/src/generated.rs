@@ -4,8 +4,12 @@
 /// The kernel source the tables were generated from.
 pub const SOURCE: &str = "Debian linux-source-6.12 6.12.117-1~deb12u1";
 /// FNV-1a (64-bit) of the uncompressed tables (checked by a unit test).
-pub const TABLES_FNV1A64: u64 = 0xda6b98d3cc16e983;
+pub const TABLES_FNV1A64: u64 = 0xe1d1df9431befdcd;
 /// Length of the uncompressed tables in bytes.
-pub const TABLES_LEN: usize = 6489271;
-/// The zstd-compressed tables.
+pub const TABLES_LEN: usize = 13180261;
+/// Length of the first zstd frame (the rows and the chunk index).
+pub const HEADER_ZST_LEN: usize = 1926;
+/// Length of the first frame uncompressed.
+pub const HEADER_LEN: usize = 7526;
+/// The zstd-compressed tables: the header frame, then one frame per model.
 pub static TABLES_ZST: &[u8] = include_bytes!("tables.txt.zst");

@@ -156,17 +156,34 @@ impl CpuTable {
     }
 }
 
-/// Every model's tables, decompressed once.
+/// Every model's tables: the mapfile rows and the index of the per-model frames, read on
+/// first use; each model's frame is decompressed when that model is first asked for.
 #[derive(Debug)]
 pub struct Tables {
-    /// The string pool, still escaped (unescaped on access: most strings are never read).
-    pool: Vec<&'static str>,
     rows: Vec<MapRow>,
-    /// (model, its section's text: E/M/G lines, split when the model is asked for).
-    sections: Vec<(&'static str, &'static str)>,
+    /// One per model, in the blob's order.
+    chunks: Vec<Chunk>,
 }
 
-static TEXT: OnceLock<Result<String, BlobError>> = OnceLock::new();
+/// A model's frame in the blob, decompressed on first use.
+#[derive(Debug)]
+struct Chunk {
+    model: &'static str,
+    /// Byte range of its zstd frame in [`generated::TABLES_ZST`].
+    range: std::ops::Range<usize>,
+    /// Its length uncompressed.
+    len: usize,
+    text: OnceLock<Result<ModelText, BlobError>>,
+}
+
+/// A model's decompressed frame: its string pool (still escaped: most strings are never
+/// read) and its E/M/G lines.
+#[derive(Debug)]
+struct ModelText {
+    pool: Vec<&'static str>,
+    body: &'static str,
+}
+
 static TABLES: OnceLock<Result<Tables, BlobError>> = OnceLock::new();
 
 /// The arch directory of the running build, as the tables name it.
@@ -185,65 +202,69 @@ pub const HOST_ARCH: &str = if cfg!(target_arch = "x86_64") || cfg!(target_arch 
 };
 
 impl Tables {
-    /// The tables (decompressed and indexed on the first call).
+    /// The tables (their rows and index read on the first call).
     pub fn get() -> Result<&'static Tables, BlobError> {
         TABLES
             .get_or_init(|| {
-                let text = TEXT
-                    .get_or_init(blob::decompress)
-                    .as_ref()
-                    .map_err(Clone::clone)?;
-                Tables::parse(text)
+                let header = blob::decompress_frame(
+                    &generated::TABLES_ZST[..generated::HEADER_ZST_LEN],
+                    generated::HEADER_LEN,
+                )?;
+                Tables::parse(leak(header))
             })
             .as_ref()
             .map_err(Clone::clone)
     }
 
-    fn parse(text: &'static str) -> Result<Tables, BlobError> {
-        let mut rest = text;
-        if take_line(&mut rest) != Some("culprit-pmu-events 1") {
+    fn parse(header: &'static str) -> Result<Tables, BlobError> {
+        let mut lines = header.lines();
+        if lines.next() != Some(blob::FORMAT_LINE) {
             return Err(BlobError("unknown format line".to_string()));
         }
-        let count_line = take_line(&mut rest).unwrap_or("");
-        let count = blob::index(count_line.strip_prefix("P\t"), count_line)?;
-        let mut pool = Vec::with_capacity(count);
-        for _ in 0..count {
-            let s =
-                take_line(&mut rest).ok_or_else(|| BlobError("short string pool".to_string()))?;
-            pool.push(s);
-        }
         let mut tables = Tables {
-            pool,
             rows: Vec::new(),
-            sections: Vec::new(),
+            chunks: Vec::new(),
         };
-        // The rows, up to the first model; the models are found by their `T` lines without
-        // splitting their bodies (most are never looked at).
-        let first_model = rest.find("\nT\t").map_or(rest.len(), |i| i + 1);
-        for line in rest[..first_model].lines() {
+        let mut offset = generated::HEADER_ZST_LEN;
+        for line in lines {
             let mut fields = line.split('\t');
-            if fields.next() == Some("R") {
-                let mut next = || fields.next().unwrap_or("");
-                tables.rows.push(MapRow {
-                    arch: next(),
-                    cpuid: blob::unescape(next()),
-                    version: next(),
-                    model: next(),
-                    kind: next(),
-                });
+            match fields.next() {
+                Some("R") => {
+                    let mut next = || fields.next().unwrap_or("");
+                    tables.rows.push(MapRow {
+                        arch: next(),
+                        cpuid: blob::unescape(next()),
+                        version: next(),
+                        model: next(),
+                        kind: next(),
+                    });
+                }
+                Some("C") => {
+                    let model = fields.next().unwrap_or("");
+                    let compressed = blob::index(fields.next(), line)?;
+                    let len = blob::index(fields.next(), line)?;
+                    let end = offset + compressed;
+                    if end > generated::TABLES_ZST.len() {
+                        return Err(BlobError(format!("frame of {model} past the end")));
+                    }
+                    tables.chunks.push(Chunk {
+                        model,
+                        range: offset..end,
+                        len,
+                        text: OnceLock::new(),
+                    });
+                    offset = end;
+                }
+                _ => {}
             }
-        }
-        let mut models = rest[first_model..].split("\nT\t");
-        let first = models.next().unwrap_or("");
-        let first = first.strip_prefix("T\t").unwrap_or(first);
-        for section in std::iter::once(first).chain(models) {
-            if section.is_empty() {
-                continue;
-            }
-            let (model, body) = section.split_once('\n').unwrap_or((section, ""));
-            tables.sections.push((model, body));
         }
         Ok(tables)
+    }
+
+    /// A model's frame, decompressed on first use (`None`: not in the tables, or damaged).
+    fn text(&self, model: &str) -> Option<&ModelText> {
+        let chunk = self.chunks.iter().find(|c| c.model == model)?;
+        chunk.text.get_or_init(|| chunk.load()).as_ref().ok()
     }
 
     /// Every mapfile row, arch by arch in the tree's order.
@@ -253,7 +274,7 @@ impl Tables {
 
     /// Every model with a table (`x86/skylakex`, …).
     pub fn models(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.sections.iter().map(|(m, _)| *m)
+        self.chunks.iter().map(|c| c.model)
     }
 
     /// The first mapfile row of `arch` that `cpuid` matches, as perf picks it.
@@ -292,28 +313,29 @@ impl Tables {
     }
 
     /// The models (`x86/amdzen4`, …) whose tables have an event `name` (case-insensitive),
-    /// found without building their tables.
+    /// found without building their tables (but decompressing every model: an error path).
     pub fn models_with_event(&self, name: &str) -> Vec<&'static str> {
-        let ids: Vec<String> = self
-            .pool
+        self.chunks
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.eq_ignore_ascii_case(name))
-            .map(|(i, _)| i.to_string())
-            .collect();
-        if ids.is_empty() {
-            return Vec::new();
-        }
-        self.sections
-            .iter()
-            .filter(|(_, body)| {
-                body.lines().any(|l| {
-                    l.strip_prefix("E\t")
-                        .and_then(|rest| rest.split('\t').next())
-                        .is_some_and(|id| ids.iter().any(|x| x == id))
-                })
+            .filter(|c| {
+                let Some(text) = self.text(c.model) else {
+                    return false;
+                };
+                let ids: Vec<String> = text
+                    .pool
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.eq_ignore_ascii_case(name))
+                    .map(|(i, _)| i.to_string())
+                    .collect();
+                !ids.is_empty()
+                    && text.body.lines().any(|l| {
+                        l.strip_prefix("E\t")
+                            .and_then(|rest| rest.split('\t').next())
+                            .is_some_and(|id| ids.iter().any(|x| x == id))
+                    })
             })
-            .map(|(m, _)| *m)
+            .map(|c| c.model)
             .collect()
     }
 
@@ -323,6 +345,69 @@ impl Tables {
         self.table(row)
     }
 
+    fn table(&self, row: MapRow) -> Option<CpuTable> {
+        let text = self.text(row.model)?;
+        let mut table = CpuTable {
+            row,
+            events: Vec::new(),
+            metrics: Vec::new(),
+            metric_groups: Vec::new(),
+        };
+        for line in text.body.lines() {
+            let mut fields = line.split('\t');
+            let kind = fields.next();
+            // Pool ids, then the flags (which may be all digits: metric flags are).
+            let count = match kind {
+                Some("E") => EVENT_FIELDS,
+                Some("M") => METRIC_FIELDS,
+                Some("G") => 2,
+                _ => continue,
+            };
+            let ids: Vec<usize> = fields
+                .by_ref()
+                .take(count)
+                .map(|f| f.parse().unwrap_or(0))
+                .collect();
+            let flags = fields.next().unwrap_or("");
+            let id = |i: usize| ids.get(i).copied().unwrap_or(0);
+            match kind {
+                Some("E") => table.events.push(text.event(&id, flags)),
+                Some("M") => table.metrics.push(text.metric(&id, flags)),
+                _ => table
+                    .metric_groups
+                    .push((text.plain(id(0)), text.string(id(1)))),
+            }
+        }
+        Some(table)
+    }
+}
+
+/// Pool ids of an `E` line: name topic pmu terms desc long_desc unit compat counter.
+const EVENT_FIELDS: usize = 9;
+/// Pool ids of an `M` line: name group expr threshold desc long_desc unit pmu compat
+/// default_group.
+const METRIC_FIELDS: usize = 10;
+
+impl Chunk {
+    fn load(&self) -> Result<ModelText, BlobError> {
+        let bytes = generated::TABLES_ZST
+            .get(self.range.clone())
+            .ok_or_else(|| BlobError(format!("frame of {} out of range", self.model)))?;
+        let text = leak(blob::decompress_frame(bytes, self.len)?);
+        let mut rest = text;
+        let count_line = take_line(&mut rest).unwrap_or("");
+        let count = blob::index(count_line.strip_prefix("P\t"), count_line)?;
+        let mut pool = Vec::with_capacity(count);
+        for _ in 0..count {
+            let s = take_line(&mut rest)
+                .ok_or_else(|| BlobError(format!("short string pool in {}", self.model)))?;
+            pool.push(s);
+        }
+        Ok(ModelText { pool, body: rest })
+    }
+}
+
+impl ModelText {
     fn string(&self, id: usize) -> Cow<'static, str> {
         self.pool
             .get(id)
@@ -336,32 +421,6 @@ impl Tables {
             Some(Cow::Borrowed(s)) => s,
             _ => "",
         }
-    }
-
-    fn table(&self, row: MapRow) -> Option<CpuTable> {
-        let (_, body) = self.sections.iter().find(|(m, _)| *m == row.model)?;
-        let mut table = CpuTable {
-            row,
-            events: Vec::new(),
-            metrics: Vec::new(),
-            metric_groups: Vec::new(),
-        };
-        for line in body.lines() {
-            let mut fields = line.split('\t');
-            let kind = fields.next();
-            let ids: Vec<usize> = fields.clone().map_while(|f| f.parse().ok()).collect();
-            let flags = fields.nth(ids.len()).unwrap_or("");
-            let id = |i: usize| ids.get(i).copied().unwrap_or(0);
-            match kind {
-                Some("E") => table.events.push(self.event(&id, flags)),
-                Some("M") => table.metrics.push(self.metric(&id, flags)),
-                Some("G") => table
-                    .metric_groups
-                    .push((self.plain(id(0)), self.string(id(1)))),
-                _ => {}
-            }
-        }
-        Some(table)
     }
 
     fn event(&self, id: &dyn Fn(usize) -> usize, flags: &str) -> Event {
@@ -409,6 +468,12 @@ impl Tables {
             metricgroup_no_group: digit(2) == 1,
         }
     }
+}
+
+/// Keeps a decompressed text for the rest of the process: tables hand out `&'static str`
+/// names, and each frame is decompressed at most once (at most one per model).
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
 }
 
 /// The next line of `rest` (without its newline), advancing `rest` past it.

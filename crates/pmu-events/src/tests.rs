@@ -11,9 +11,38 @@ fn fnv1a64(data: &[u8]) -> u64 {
 
 #[test]
 fn blob_is_what_the_generator_wrote() {
-    let text = blob::decompress().unwrap();
+    // The header frame, then every model's frame in order, as the generator hashed them.
+    let t = Tables::get().unwrap();
+    let mut text = blob::decompress_frame(
+        &generated::TABLES_ZST[..generated::HEADER_ZST_LEN],
+        generated::HEADER_LEN,
+    )
+    .unwrap();
+    let mut end = generated::HEADER_ZST_LEN;
+    for chunk in &t.chunks {
+        assert_eq!(chunk.range.start, end, "{}", chunk.model);
+        text.push_str(
+            &blob::decompress_frame(&generated::TABLES_ZST[chunk.range.clone()], chunk.len)
+                .unwrap(),
+        );
+        end = chunk.range.end;
+    }
+    assert_eq!(end, generated::TABLES_ZST.len());
     assert_eq!(text.len(), generated::TABLES_LEN);
     assert_eq!(fnv1a64(text.as_bytes()), generated::TABLES_FNV1A64);
+}
+
+/// Metric flags are three digits, which must not be read as a pool id: perf's
+/// MetricConstraint NO_GROUP_EVENTS reaches the metric (Sapphire Rapids' `tma_info_*`
+/// metrics have it in the 6.12 JSON).
+#[test]
+fn metric_flags_are_not_pool_ids() {
+    let spr = table("x86", "GenuineIntel-6-8F-8");
+    assert!(
+        spr.metrics.iter().any(|m| m.event_grouping == 1),
+        "no NO_GROUP_EVENTS metric"
+    );
+    assert!(spr.metrics.iter().any(|m| m.event_grouping == 0));
 }
 
 #[test]

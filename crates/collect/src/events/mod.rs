@@ -85,6 +85,24 @@ pub struct EventSpec {
     /// The CPUs an uncore PMU's event is opened on (its sysfs `cpumask`), system-wide, as
     /// perf does whatever the target; `None` for every core and software event.
     pub cpumask: Option<Vec<u32>>,
+    /// The sample period the event's table gives (`period=` in its pmu-events terms): perf's
+    /// "weak" term, used when neither the event's own `period=`/`freq=` nor `-c` sets one.
+    /// `-F` does not override it (perf 6.1 records `mem_load_retired.l3_miss -F 99` with
+    /// period 100007).
+    pub table_period: Option<u64>,
+}
+
+impl EventSpec {
+    /// The sampling rate of this event in a recording, by perf's precedence: the event's own
+    /// `period=`/`freq=`, then `-c`, then its table's period, then `-F`, then `default`.
+    pub fn sample_rate(&self, global: Option<SampleRate>, default: SampleRate) -> SampleRate {
+        let global_period = global.filter(|r| matches!(r, SampleRate::Period(_)));
+        self.rate
+            .or(global_period)
+            .or(self.table_period.map(SampleRate::Period))
+            .or(global)
+            .unwrap_or(default)
+    }
 }
 
 /// An event's place in an event group (`perf record -e '{a,b}'`): its events are scheduled
@@ -122,6 +140,7 @@ impl EventSpec {
             group: None,
             bp_type: 0,
             cpumask: None,
+            table_period: None,
         }
     }
 }

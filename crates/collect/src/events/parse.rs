@@ -70,6 +70,8 @@ struct Words {
     config1: u64,
     config2: u64,
     rate: Option<SampleRate>,
+    /// The table's `period=` (weak: see EventSpec::table_period).
+    table_period: Option<u64>,
     name: Option<String>,
 }
 
@@ -734,6 +736,7 @@ impl EventParser {
         };
         let mut spec = spec;
         spec.rate = words.rate;
+        spec.table_period = words.table_period;
         if let Some(name) = words.name {
             spec.name = name;
         }
@@ -860,9 +863,14 @@ impl EventParser {
         event: &str,
     ) -> Result<(), EventError> {
         for (key, value) in split_terms(&e.terms) {
+            // The table's period is perf's weak sample period (EventSpec::table_period).
+            if key == "period" {
+                words.table_period = Some(term_value(key, value, event)?);
+                continue;
+            }
             // The JSON's `"MSRValue": "None"` (Nehalem/Westmere latency events) is no value:
             // perf leaves config1 at 0 for it.
-            if key == "period" || value == Some("None") {
+            if value == Some("None") {
                 continue;
             }
             self.apply_pmu_term(pmu, words, key, value, event, false)?;

@@ -302,3 +302,28 @@ fn test_uncore_events_open_on_each_instance_and_its_cpumask() {
     // The single-event API gives the first instance.
     assert_eq!(p.parse_event("unc_m_cas_count.wr").unwrap().attr_type, 40);
 }
+
+/// A table event's `period=` is perf's weak sample period: the event's own rate and `-c` win
+/// over it, `-F` does not (perf 6.1: `-F 99 -e mem_load_retired.l3_miss` samples every
+/// 100007), and events without a table period take `-F` or the default.
+#[test]
+fn test_table_period_is_weak() {
+    let fake = intel_cpu_pmu();
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-55-4");
+    let e = p.parse_event("mem_load_retired.l3_miss").unwrap();
+    assert_eq!((e.table_period, e.rate), (Some(100007), None));
+    let default = SampleRate::Frequency(4000);
+    let c = Some(SampleRate::Period(1000));
+    let f = Some(SampleRate::Frequency(99));
+    assert_eq!(e.sample_rate(None, default), SampleRate::Period(100007));
+    assert_eq!(e.sample_rate(f, default), SampleRate::Period(100007));
+    assert_eq!(e.sample_rate(c, default), SampleRate::Period(1000));
+    let own = p
+        .parse_event("cpu/mem_load_retired.l3_miss,period=5000/")
+        .unwrap();
+    assert_eq!(own.sample_rate(c, default), SampleRate::Period(5000));
+    let cycles = p.parse_event("cycles").unwrap();
+    assert_eq!(cycles.table_period, None);
+    assert_eq!(cycles.sample_rate(f, default), SampleRate::Frequency(99));
+    assert_eq!(cycles.sample_rate(None, default), default);
+}
