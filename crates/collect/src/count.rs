@@ -367,7 +367,18 @@ pub fn count(
                 false,
                 false,
             ),
-            None => (places.clone(), inherit, on_exec),
+            // A hybrid core PMU's event counts on its own CPUs only (system-wide).
+            None => (
+                places
+                    .iter()
+                    .copied()
+                    .filter(|&(_, cpu)| {
+                        cpu < 0 || group.first().is_none_or(|s| s.counts_on(cpu as u32))
+                    })
+                    .collect(),
+                inherit,
+                on_exec,
+            ),
         };
         enable_by_ioctl.push(!on_exec);
         let mut instances = Vec::with_capacity(places.len());

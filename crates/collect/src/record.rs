@@ -1345,6 +1345,10 @@ fn record_into(
         crate::verbose::display_attr(&attrs[ei].to_bytes());
         crate::events::check_precise(spec).map_err(|e| RecordError::Invalid(e.to_string()))?;
         for (ci, &cpu) in cpus.iter().enumerate() {
+            // A hybrid core PMU's event is opened on its own CPUs only, as perf does.
+            if !spec.counts_on(cpu) {
+                continue;
+            }
             let ring_fd = &mut ring_fds[ci];
             for &task in &tasks {
                 let leader = match (member, leaders.get(&(ci, task))) {

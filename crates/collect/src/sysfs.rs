@@ -216,6 +216,10 @@ pub struct Pmu {
     /// only, as perf does. `None` for core PMUs (no such file).
     #[serde(skip)]
     pub cpumask: Option<Vec<u32>>,
+    /// The CPUs of `cpus`, which the core PMUs of hybrid CPUs publish (`cpu_core`,
+    /// `cpu_atom`; arm64 big.LITTLE): their events count only there. `None` elsewhere.
+    #[serde(skip)]
+    pub cpus: Option<Vec<u32>>,
 }
 
 impl Pmu {
@@ -342,6 +346,10 @@ impl Sysfs {
             .ok()
             .and_then(|text| crate::procfs::parse_cpu_list(&text))
             .filter(|cpus| !cpus.is_empty());
+        let cpus = read_trimmed(&dir.join("cpus"))
+            .ok()
+            .and_then(|text| crate::procfs::parse_cpu_list(&text))
+            .filter(|cpus| !cpus.is_empty());
         Ok(Some(Pmu {
             name: name.to_string(),
             attr_type,
@@ -349,6 +357,7 @@ impl Sysfs {
             events,
             caps,
             cpumask,
+            cpus,
         }))
     }
 

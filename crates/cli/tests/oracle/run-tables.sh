@@ -15,8 +15,11 @@
 # PERF_CPUID): OUTDIR/M/events (perf's list), OUTDIR/M/culprit-list.json (`culprit list`),
 # and per batch N: N.list (one spelling a line), N.perf, N.culprit. PERF names the perf to
 # ask (default `perf`: 6.1 here; the newer models use perf 6.12, scripts/oracle-perf.sh).
+# ORACLE_LEAD_EVENT, when set, starts every run of both tools (hybrid models: see tables.rs).
 set -u
 perf=${PERF:-perf}
+lead=${ORACLE_LEAD_EVENT:-}
+lead=${lead:+$lead,}
 models=$1
 out=$2
 culprit=$3
@@ -32,7 +35,7 @@ attrs() { grep -c '^perf_event_attr:$' "$1"; }
 # refused one) is halved until the refused spelling is alone.
 run_culprit() {
     count=$(wc -l <"$1")
-    "$culprit" stat -vv -e "$(paste -sd, "$1")" -- true >"$dir/cur.culprit" 2>&1 </dev/null
+    "$culprit" stat -vv -e "$lead$(paste -sd, "$1")" -- true >"$dir/cur.culprit" 2>&1 </dev/null
     if [ "$count" -gt 1 ] && [ "$(attrs "$dir/cur.culprit")" -lt "$count" ]; then
         half=$(((count + 1) / 2))
         head -n "$half" "$1" >"$1.c"
@@ -49,7 +52,7 @@ run_culprit() {
 # run_batch LIST: one stat run per tool over LIST's spellings, halving LIST on a parse error.
 run_batch() {
     lines=$(wc -l <"$1")
-    "$perf" stat -vv -e "$(paste -sd, "$1")" -- true >"$dir/cur.perf" 2>&1 </dev/null
+    "$perf" stat -vv -e "$lead$(paste -sd, "$1")" -- true >"$dir/cur.perf" 2>&1 </dev/null
     if [ "$lines" -gt 1 ] && grep -q 'event syntax error' "$dir/cur.perf"; then
         half=$(((lines + 1) / 2))
         head -n "$half" "$1" >"$1.a"

@@ -85,6 +85,9 @@ pub struct EventSpec {
     /// The CPUs an uncore PMU's event is opened on (its sysfs `cpumask`), system-wide, as
     /// perf does whatever the target; `None` for every core and software event.
     pub cpumask: Option<Vec<u32>>,
+    /// The only CPUs the event's PMU counts on (a hybrid core PMU's sysfs `cpus`): opens on
+    /// other CPUs are skipped, as perf skips them; `None`: every CPU.
+    pub cpus: Option<Vec<u32>>,
     /// The sample period the event's table gives (`period=` in its pmu-events terms): perf's
     /// "weak" term, used when neither the event's own `period=`/`freq=` nor `-c` sets one.
     /// `-F` does not override it (perf 6.1 records `mem_load_retired.l3_miss -F 99` with
@@ -93,6 +96,11 @@ pub struct EventSpec {
 }
 
 impl EventSpec {
+    /// Whether the event counts on `cpu` (see [`EventSpec::cpus`]).
+    pub fn counts_on(&self, cpu: u32) -> bool {
+        self.cpus.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
+    }
+
     /// The sampling rate of this event in a recording, by perf's precedence: the event's own
     /// `period=`/`freq=`, then `-c`, then its table's period, then `-F`, then `default`.
     pub fn sample_rate(&self, global: Option<SampleRate>, default: SampleRate) -> SampleRate {
@@ -140,6 +148,7 @@ impl EventSpec {
             group: None,
             bp_type: 0,
             cpumask: None,
+            cpus: None,
             table_period: None,
         }
     }

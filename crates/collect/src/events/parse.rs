@@ -419,10 +419,21 @@ impl EventParser {
             Target::Each(targets) => targets,
             target => vec![target],
         };
+        let several = targets.len() > 1;
         let mut specs = Vec::with_capacity(targets.len());
         for target in targets {
             let mut spec = self.build(target, terms.unwrap_or(""), event)?;
             self.apply_modifiers(&mut spec, mods, event, false)?;
+            // On a hybrid CPU each core PMU's event is reported apart, named as perf names
+            // it (`cpu_core/br_misp_retired.all_branches/`); uncore instances keep the name
+            // they are summed under.
+            if several && spec.cpumask.is_none() {
+                if let Some(pmu) = spec.pmu.as_deref().filter(|p| p.starts_with("cpu_")) {
+                    let base = event.split([':', '/']).next().unwrap_or(event);
+                    let mods = event.split_once(':').map_or("", |(_, m)| m);
+                    spec.name = format!("{pmu}/{base}/{mods}");
+                }
+            }
             specs.push(spec);
         }
         Ok(specs)
@@ -697,6 +708,7 @@ impl EventParser {
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
                 spec.cpumask = pmu.cpumask;
+                spec.cpus = pmu.cpus;
                 spec
             }
             Target::Pmu(pmu) => {
@@ -724,6 +736,7 @@ impl EventParser {
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
                 spec.cpumask = pmu.cpumask;
+                spec.cpus = pmu.cpus;
                 spec
             }
             // parse_event_instances builds each of them alone; never nested.

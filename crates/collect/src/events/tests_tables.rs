@@ -327,3 +327,49 @@ fn test_table_period_is_weak() {
     assert_eq!(cycles.sample_rate(f, default), SampleRate::Frequency(99));
     assert_eq!(cycles.sample_rate(None, default), default);
 }
+
+/// On a hybrid Intel CPU a table event that both core types have opens on each core PMU,
+/// named as perf names them; one only the big cores have opens once, under its own name.
+#[test]
+fn test_hybrid_table_events_open_on_each_core_pmu() {
+    let fake = FakeSysfs::empty();
+    for (name, ty) in [("cpu_core", 4), ("cpu_atom", 10)] {
+        fake.pmu(
+            name,
+            ty,
+            &[
+                ("event", "config:0-7"),
+                ("umask", "config:8-15"),
+                ("cmask", "config:24-31"),
+                ("ldlat", "config1:0-15"),
+                ("frontend", "config1:0-23"),
+                ("offcore_rsp", "config1:0-63"),
+            ],
+            &[],
+            &[],
+        );
+    }
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-97-2");
+    assert_eq!(p.table().unwrap().row.model, "x86/alderlake");
+    let both = p
+        .parse_event_list("br_misp_retired.all_branches:u")
+        .unwrap();
+    let shown: Vec<(&str, u32)> = both
+        .iter()
+        .map(|s| (s.name.as_str(), s.attr_type))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("cpu_atom/br_misp_retired.all_branches/u", 10),
+            ("cpu_core/br_misp_retired.all_branches/u", 4)
+        ]
+    );
+    assert!(both.iter().all(|s| s.exclude_kernel && s.cpumask.is_none()));
+    let core_only = p.parse_event_list("topdown.slots_p").unwrap();
+    assert_eq!(core_only.len(), 1);
+    assert_eq!(
+        (core_only[0].name.as_str(), core_only[0].attr_type),
+        ("topdown.slots_p", 4)
+    );
+}
