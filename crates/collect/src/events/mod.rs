@@ -88,6 +88,11 @@ pub struct EventSpec {
     /// The only CPUs the event's PMU counts on (a hybrid core PMU's sysfs `cpus`): opens on
     /// other CPUs are skipped, as perf skips them; `None`: every CPU.
     pub cpus: Option<Vec<u32>>,
+    /// What one count is worth (as written) and in which unit, from the sysfs alias's
+    /// `.scale`/`.unit` (RAPL: `2.3283064365386962890625e-10`, `Joules`) or the table's
+    /// ScaleUnit (`64Bytes`): `stat` shows count × scale with the unit, as perf does.
+    /// `None`: plain counts. See [`EventSpec::scale`].
+    pub scale_unit: Option<(String, String)>,
     /// The sample period the event's table gives (`period=` in its pmu-events terms): perf's
     /// "weak" term, used when neither the event's own `period=`/`freq=` nor `-c` sets one.
     /// `-F` does not override it (perf 6.1 records `mem_load_retired.l3_miss -F 99` with
@@ -96,6 +101,15 @@ pub struct EventSpec {
 }
 
 impl EventSpec {
+    /// The factor of [`EventSpec::scale_unit`] (1 without one, or when unreadable).
+    pub fn scale(&self) -> f64 {
+        self.scale_unit
+            .as_ref()
+            .and_then(|(s, _)| s.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite())
+            .unwrap_or(1.0)
+    }
+
     /// Whether the event counts on `cpu` (see [`EventSpec::cpus`]).
     pub fn counts_on(&self, cpu: u32) -> bool {
         self.cpus.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
@@ -149,6 +163,7 @@ impl EventSpec {
             bp_type: 0,
             cpumask: None,
             cpus: None,
+            scale_unit: None,
             table_period: None,
         }
     }

@@ -72,6 +72,8 @@ struct Words {
     rate: Option<SampleRate>,
     /// The table's `period=` (weak: see EventSpec::table_period).
     table_period: Option<u64>,
+    /// From the alias or table event used (EventSpec::scale_unit).
+    scale_unit: Option<(String, String)>,
     name: Option<String>,
 }
 
@@ -750,6 +752,7 @@ impl EventParser {
         let mut spec = spec;
         spec.rate = words.rate;
         spec.table_period = words.table_period;
+        spec.scale_unit = words.scale_unit;
         if let Some(name) = words.name {
             spec.name = name;
         }
@@ -850,6 +853,12 @@ impl EventParser {
                 for (k, v) in split_terms(&alias.terms) {
                     self.apply_pmu_term(pmu, words, k, v, event, false)?;
                 }
+                if alias.scale.is_some() || alias.unit.is_some() {
+                    words.scale_unit = Some((
+                        alias.scale.clone().unwrap_or_else(|| "1".to_string()),
+                        alias.unit.clone().unwrap_or_default(),
+                    ));
+                }
                 return Ok(());
             }
         }
@@ -875,6 +884,9 @@ impl EventParser {
         e: &TableEvent,
         event: &str,
     ) -> Result<(), EventError> {
+        if let Some(su) = tables::scale_unit(e.scale_unit) {
+            words.scale_unit = Some(su);
+        }
         for (key, value) in split_terms(&e.terms) {
             // The table's period is perf's weak sample period (EventSpec::table_period).
             if key == "period" {

@@ -126,7 +126,31 @@ pub fn pmu_serves(pmu: &str, table_pmu: &str) -> bool {
     if table_pmu == DEFAULT_CORE {
         pmu == "cpu" || pmu.starts_with("armv8_") || pmu.starts_with("armv7_")
     } else {
+        // The PMU itself or one of its numbered instances (`uncore_imc_0`).
         pmu == table_pmu
+            || pmu
+                .strip_prefix(table_pmu)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }
+}
+
+/// perf's ScaleUnit split into its factor (as written) and unit: `6.103515625e-5MiB` →
+/// (`6.103515625e-5`, `MiB`), `64Bytes` → (`64`, `Bytes`), `Joules` → (`1`, `Joules`);
+/// `None` when empty.
+pub fn scale_unit(text: &str) -> Option<(String, String)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    // The longest prefix that is a number (perf reads it with strtod).
+    let split = (1..=text.len())
+        .rev()
+        .filter(|&i| text.is_char_boundary(i))
+        .find(|&i| text[..i].parse::<f64>().is_ok_and(f64::is_finite));
+    match split {
+        Some(i) => Some((text[..i].to_string(), text[i..].trim().to_string())),
+        None => Some(("1".to_string(), text.to_string())),
     }
 }
 
@@ -343,5 +367,12 @@ mod tests {
         assert!(pmu_serves("armv8_pmuv3_0", DEFAULT_CORE));
         assert!(!pmu_serves("amd_l3", DEFAULT_CORE));
         assert!(pmu_serves("amd_l3", "amd_l3"));
+        assert!(pmu_serves("uncore_imc_3", "uncore_imc"));
+        assert!(!pmu_serves("uncore_imc_free_running_0", "uncore_imc"));
+        let su = |a: &str, b: &str| Some((a.to_string(), b.to_string()));
+        assert_eq!(scale_unit("6.103515625e-5MiB"), su("6.103515625e-5", "MiB"));
+        assert_eq!(scale_unit("64Bytes"), su("64", "Bytes"));
+        assert_eq!(scale_unit("Joules"), su("1", "Joules"));
+        assert_eq!(scale_unit(" "), None);
     }
 }

@@ -373,3 +373,48 @@ fn test_hybrid_table_events_open_on_each_core_pmu() {
         ("topdown.slots_p", 4)
     );
 }
+
+/// A sysfs alias's `.scale`/`.unit` (RAPL) and a table event's ScaleUnit reach the event, for
+/// stat to show count × scale in that unit as perf does.
+#[test]
+fn test_scale_and_unit_from_aliases_and_tables() {
+    let fake = intel_cpu_pmu();
+    fake.pmu(
+        "power",
+        60,
+        &[("event", "config:0-7")],
+        &[("energy-pkg", "event=0x02")],
+        &[],
+    );
+    std::fs::write(
+        fake.root.join("power/events/energy-pkg.scale"),
+        "2.3283064365386962890625e-10\n",
+    )
+    .unwrap();
+    std::fs::write(fake.root.join("power/events/energy-pkg.unit"), "Joules\n").unwrap();
+    std::fs::write(fake.root.join("power/cpumask"), "0\n").unwrap();
+    fake.pmu(
+        "uncore_imc_0",
+        40,
+        &[("event", "config:0-7"), ("umask", "config:8-15")],
+        &[],
+        &[],
+    );
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_cpuid("GenuineIntel-6-55-4");
+    let rapl = p.parse_event("power/energy-pkg/").unwrap();
+    assert_eq!(
+        rapl.scale_unit,
+        Some((
+            "2.3283064365386962890625e-10".to_string(),
+            "Joules".to_string()
+        ))
+    );
+    assert_eq!(rapl.scale(), 2.3283064365386962890625e-10);
+    assert_eq!(rapl.cpumask, Some(vec![0]));
+    let bytes = p.parse_event("llc_misses.mem_read").unwrap();
+    assert_eq!(
+        bytes.scale_unit,
+        Some(("64".to_string(), "Bytes".to_string()))
+    );
+    assert_eq!(p.parse_event("cycles").unwrap().scale(), 1.0);
+}
