@@ -409,7 +409,7 @@ fn test_scale_and_unit_from_aliases_and_tables() {
             "Joules".to_string()
         ))
     );
-    assert_eq!(rapl.scale(), 2.3283064365386962890625e-10);
+    assert_eq!(rapl.scale(), 2f64.powi(-32));
     assert_eq!(rapl.cpumask, Some(vec![0]));
     let bytes = p.parse_event("llc_misses.mem_read").unwrap();
     assert_eq!(
