@@ -123,6 +123,17 @@ pub struct StatEvent {
     /// Why an unsupported event does not count here (the kernel's answer, in words).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The unit of `scaled` when the event has one (`Joules` for RAPL, `MiB`, `Bytes`):
+    /// `scaled` is then the count × the event's scale, as perf prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// How many uncore PMU instances the row sums (0: not an uncore event).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub instances: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The mean (0 for no values).
@@ -146,7 +157,7 @@ pub fn stddev(v: &[f64]) -> Option<f64> {
 /// Aggregates per-run readings (`runs[r][g][e]`, `None` for an event that is not
 /// supported) of `groups` into event rows.
 pub fn aggregate(groups: &[Vec<EventSpec>], runs: &[Vec<Vec<Option<Reading>>>]) -> Vec<StatEvent> {
-    let mut out = Vec::new();
+    let mut out: Vec<StatEvent> = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         for (ei, spec) in g.iter().enumerate() {
             let cell = |r: &Vec<Vec<Option<Reading>>>| r.get(gi).and_then(|g| g.get(ei)).copied();
@@ -158,7 +169,9 @@ pub fn aggregate(groups: &[Vec<EventSpec>], runs: &[Vec<Vec<Option<Reading>>>]) 
             };
             let enabled = m(|r| r.enabled_ns);
             let running = m(|r| r.running_ns);
-            out.push(StatEvent {
+            let unit_scale = spec.scale();
+            let scaled: Vec<f64> = scaled.iter().map(|v| v * unit_scale).collect();
+            let row = StatEvent {
                 name: spec.name.clone(),
                 value: m(|r| r.value),
                 scaled: (supported && !scaled.is_empty()).then(|| mean(&scaled)),
@@ -173,10 +186,48 @@ pub fn aggregate(groups: &[Vec<EventSpec>], runs: &[Vec<Vec<Option<Reading>>>]) 
                 stddev: if supported { stddev(&scaled) } else { None },
                 supported,
                 why: None,
-            });
+                unit: spec.scale_unit.as_ref().map(|(_, unit)| unit.clone()),
+                instances: 0,
+            };
+            // The instances of one uncore event (`unc_m_cas_count.rd` on each
+            // `uncore_imc_N`) are one row, their sum, as perf merges them.
+            let merged = spec.cpumask.is_some()
+                && out
+                    .iter_mut()
+                    .find(|r| r.name == row.name && r.instances > 0)
+                    .map(|first| first.merge(&row))
+                    .is_some();
+            if !merged {
+                out.push(StatEvent {
+                    instances: usize::from(spec.cpumask.is_some()),
+                    ..row
+                });
+            }
         }
     }
     out
+}
+
+impl StatEvent {
+    /// Adds another uncore instance's counts to this row (perf's alias merging): counts and
+    /// times are summed, the row is supported only if both are.
+    fn merge(&mut self, other: &StatEvent) {
+        self.value += other.value;
+        self.scaled = match (self.scaled, other.scaled) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.enabled_ns += other.enabled_ns;
+        self.running_ns += other.running_ns;
+        self.running_pct = if self.enabled_ns == 0 {
+            100.0
+        } else {
+            (self.running_ns as f64 / self.enabled_ns as f64 * 100.0).min(100.0)
+        };
+        self.stddev = None;
+        self.supported &= other.supported;
+        self.instances += 1;
+    }
 }
 
 /// The derived metrics (IPC, GHz, miss ratios, …) of the supported events.
@@ -492,9 +543,10 @@ pub fn run(
         }
     }
     let mut events = aggregate(&opts.groups, &runs);
-    // Each event that did not count says why (probed once, after the runs).
-    for (e, spec) in events.iter_mut().zip(opts.groups.iter().flatten()) {
-        if !e.supported {
+    // Each event that did not count says why (probed once, after the runs). By name: the
+    // instances of an uncore event are one row.
+    for e in events.iter_mut().filter(|e| !e.supported) {
+        if let Some(spec) = opts.groups.iter().flatten().find(|s| s.name == e.name) {
             e.why = Some(not_supported_reason(spec));
         }
     }
@@ -517,6 +569,49 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The instances of an uncore event are one row, their sum (perf merges them); a scaled
+    /// event's row carries count × scale and its unit (RAPL's Joules).
+    #[test]
+    fn test_aggregate_merges_uncore_instances_and_scales_units() {
+        let uncore = |ty: u32| {
+            let mut s = EventSpec::new("unc_m_cas_count.rd", Some("uncore_imc"), ty, 0x304);
+            s.cpumask = Some(vec![0]);
+            s
+        };
+        let mut rapl = EventSpec::new("power/energy-pkg/", Some("power"), 60, 2);
+        rapl.cpumask = Some(vec![0]);
+        rapl.scale_unit = Some(("2.3283064365386962890625e-10".into(), "Joules".into()));
+        let groups = vec![
+            vec![uncore(40)],
+            vec![EventSpec::new("task-clock", Some("software"), 1, 1)],
+            vec![uncore(41)],
+            vec![rapl],
+        ];
+        let r = |value: u64| {
+            Some(Reading {
+                value,
+                enabled_ns: 10,
+                running_ns: 10,
+            })
+        };
+        let run = vec![vec![r(100)], vec![r(7)], vec![r(50)], vec![r(1 << 32)]];
+        let rows = aggregate(&groups, &[run]);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["unc_m_cas_count.rd", "task-clock", "power/energy-pkg/"]
+        );
+        assert_eq!(
+            (rows[0].value, rows[0].scaled, rows[0].instances),
+            (150, Some(150.0), 2)
+        );
+        assert_eq!((rows[0].enabled_ns, rows[0].running_pct), (20, 100.0));
+        assert_eq!((rows[1].instances, rows[1].unit.as_deref()), (0, None));
+        assert_eq!(rows[2].scaled, Some(1.0));
+        assert_eq!(rows[2].unit.as_deref(), Some("Joules"));
+        assert_eq!(rows[2].value, 1 << 32);
+    }
 
     #[test]
     fn test_stddev_and_mean() {

@@ -130,6 +130,8 @@ fn not_supported_row(name: &str) -> StatEvent {
         stddev: None,
         supported: false,
         why: None,
+        unit: None,
+        instances: 0,
     }
 }
 
@@ -422,6 +424,8 @@ mod tests {
             stddev: None,
             supported: true,
             why: None,
+            unit: None,
+            instances: 0,
         }
     }
 

@@ -14,7 +14,7 @@ fn is_msec(name: &str) -> bool {
 }
 
 /// (value text, unit) as perf prints it.
-fn value_text(e: &StatEvent, csv: bool) -> (String, &'static str) {
+fn value_text(e: &StatEvent, csv: bool) -> (String, &str) {
     if !e.supported {
         return ("<not supported>".to_string(), "");
     }
@@ -23,6 +23,15 @@ fn value_text(e: &StatEvent, csv: bool) -> (String, &'static str) {
     };
     if is_msec(&e.name) {
         return (format!("{:.2}", v / 1e6), "msec");
+    }
+    // A scaled event (RAPL's Joules, an uncore alias's MiB): perf prints two decimals where
+    // the scale makes fractions.
+    if let Some(unit) = e.unit.as_deref() {
+        if v.fract() != 0.0 {
+            return (format!("{v:.2}"), unit);
+        }
+        let n = v.round() as u64;
+        return (if csv { n.to_string() } else { group_digits(n) }, unit);
     }
     let n = v.round() as u64;
     (if csv { n.to_string() } else { group_digits(n) }, "")
@@ -211,6 +220,8 @@ mod tests_not_counted {
             stddev: None,
             supported: why.is_none(),
             why: why.map(String::from),
+            unit: None,
+            instances: 0,
         };
         let lines = not_counted_lines(&[
             ev("cycles", Some("no PMU")),
@@ -238,6 +249,8 @@ mod tests {
             value: 0,
             scaled: supported.then_some(1.0),
             why: None,
+            unit: None,
+            instances: 0,
             enabled_ns: 0,
             running_ns: 0,
             running_pct: 100.0,
@@ -257,6 +270,31 @@ mod tests {
         assert_eq!(
             text_event_line(&e, &[], 1),
             "   <not supported>       cycles"
+        );
+    }
+
+    /// A scaled event shows count × scale in its unit, two decimals where the scale makes
+    /// fractions (perf: `             29.64 Joules power/energy-pkg/`); the CSV unit column
+    /// carries the unit.
+    #[test]
+    fn test_scaled_events_show_their_unit() {
+        let mut joules = ev("power/energy-pkg/", true);
+        joules.scaled = Some(29.6431);
+        joules.unit = Some("Joules".into());
+        assert_eq!(
+            text_event_line(&joules, &[], 1).trim_end(),
+            "             29.64 Joules power/energy-pkg/"
+        );
+        assert_eq!(
+            csv_line(",", &joules, None),
+            "29.64,Joules,power/energy-pkg/,0,100.00,,"
+        );
+        let mut bytes = ev("llc_misses.mem_read", true);
+        bytes.scaled = Some(6400.0);
+        bytes.unit = Some("Bytes".into());
+        assert_eq!(
+            text_event_line(&bytes, &[], 1).trim_end(),
+            "             6,400 Bytes llc_misses.mem_read"
         );
     }
 }
