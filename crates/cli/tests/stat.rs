@@ -992,3 +992,56 @@ fn test_not_supported_events_say_why() {
         assert_eq!(e["supported"] == false, e["why"].is_string(), "{e}");
     }
 }
+
+/// A PMU that rejects the guest/host filters (x86's `msr`: EINVAL while exclude_guest is
+/// set) counts after perf's fallback ("switching off exclude_guest, exclude_host"); its
+/// system-wide TSC count over 0.2 s is a rate of cycles a second, not zero.
+#[test]
+fn test_stat_msr_counts_after_the_guest_filter_fallback() {
+    let test = "test_stat_msr_counts_after_the_guest_filter_fallback";
+    if !std::path::Path::new("/sys/bus/event_source/devices/msr/events/tsc").exists() {
+        common::skip(test, "no msr PMU with a tsc event on this machine");
+        return;
+    }
+    if std::env::var("CI").is_err() && !nix_is_root() {
+        common::skip(test, "system-wide counting needs root");
+        return;
+    }
+    let j = stat_json(&["-a", "-e", "msr/tsc/,task-clock"], &["sleep", "0.2"]);
+    let tsc = event(&j, "msr/tsc/");
+    assert_eq!(tsc["supported"], true, "{j}");
+    let per_second = tsc["scaled"].as_f64().unwrap() / 0.2;
+    // Any TSC ticks at hundreds of MHz at least.
+    assert!(per_second > 1e8, "{j}");
+    let out = culprit()
+        .args(["stat", "-vv", "-a", "-e", "msr/tsc/", "--", "true"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // The note is perf's: culprit falls back where perf does on this kernel.
+    let note = "switching off exclude_guest, exclude_host";
+    if require_perf(test) {
+        let perf = Command::new("perf")
+            .args(["stat", "-vv", "-a", "-e", "msr/tsc/", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            err.contains(note),
+            stderr(&perf).contains(note),
+            "culprit:\n{err}\nperf:\n{}",
+            stderr(&perf)
+        );
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}

@@ -182,8 +182,8 @@ fn exclude_kernel(attr: &mut Attr) {
     attr.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
 }
 
-fn open_raw(attr: &Attr, pid: i32, cpu: i32, leader: Option<&OwnedFd>) -> Result<OwnedFd, i32> {
-    crate::ring::perf_event_open_in_group(attr, pid, cpu, leader)
+fn open_raw(attr: &mut Attr, pid: i32, cpu: i32, leader: Option<&OwnedFd>) -> Result<OwnedFd, i32> {
+    crate::ring::open_with_guest_fallback(attr, pid, cpu, leader)
 }
 
 /// Explains a perf_event_open errno for one counting event.
@@ -400,13 +400,13 @@ pub fn count(
                 crate::events::check_precise(spec)
                     .map_err(|e| RecordError::Invalid(e.to_string()))?;
                 let leader = inst.fds.first();
-                let fd = match open_raw(&attr, pid, cpu, leader) {
+                let fd = match open_raw(&mut attr, pid, cpu, leader) {
                     Ok(fd) => fd,
                     Err(e) if (e == libc::EACCES || e == libc::EPERM) && !user_only && cpu < 0 => {
                         // As perf stat: without the right to count the kernel, count user space.
                         exclude_kernel(&mut attr);
                         crate::verbose::display_attr(&attr.to_bytes());
-                        match open_raw(&attr, pid, cpu, leader) {
+                        match open_raw(&mut attr, pid, cpu, leader) {
                             Ok(fd) => {
                                 user_only = true;
                                 warn(format!(

@@ -1134,7 +1134,7 @@ fn open_precise_fallback(
 ) -> Result<std::os::fd::OwnedFd, i32> {
     let first = attr.precise_ip();
     loop {
-        let result = ring::perf_event_open_in_group(attr, task, cpu, leader);
+        let result = ring::open_with_guest_fallback(attr, task, cpu, leader);
         let precise = attr.precise_ip();
         if result.is_ok() || !spec.precise_max || precise == 0 {
             if result.is_err() && spec.precise_max {

@@ -69,6 +69,28 @@ pub fn perf_event_open_in_group(
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// [`perf_event_open_in_group`] with perf's fallback for PMUs that reject the guest/host
+/// filters (`msr`, `power`, uncore: EINVAL while `exclude_guest` or `exclude_host` is set):
+/// "switching off exclude_guest, exclude_host" and one retry. `attr` keeps what opened.
+pub fn open_with_guest_fallback(
+    attr: &mut Attr,
+    pid: i32,
+    cpu: i32,
+    leader: Option<&OwnedFd>,
+) -> Result<OwnedFd, i32> {
+    use culprit_decode::abi::attr_flag;
+    let guest_bits = attr_flag::EXCLUDE_GUEST | attr_flag::EXCLUDE_HOST;
+    match perf_event_open_in_group(attr, pid, cpu, leader) {
+        Err(libc::EINVAL) if attr.flags & guest_bits != 0 => {
+            attr.flags &= !guest_bits;
+            crate::verbose::display_note("switching off exclude_guest, exclude_host");
+            crate::verbose::display_attr(&attr.to_bytes());
+            perf_event_open_in_group(attr, pid, cpu, leader)
+        }
+        result => result,
+    }
+}
+
 /// The kernel's sample id of an event fd.
 pub fn event_id(fd: &OwnedFd) -> io::Result<u64> {
     let mut id: u64 = 0;

@@ -300,6 +300,14 @@ pub fn display_open(pid: i32, cpu: i32, group_fd: i32, flags: u64, result: Resul
 }
 
 /// Prints perf's note when a `:P` event is retried one precision lower (at `-vv`).
+/// One of perf's fallback notes between two tries of an open (`-vv`).
+pub fn display_note(note: &str) {
+    if shows_attrs() {
+        eprintln!("{note}");
+    }
+}
+
+/// perf's note before it retries with one precise level less (`-vv`).
 pub fn display_precise_fallback(precise_ip: u8) {
     if shows_attrs() {
         eprintln!("decreasing precise_ip by one ({precise_ip})");
