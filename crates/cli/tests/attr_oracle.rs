@@ -47,13 +47,22 @@ const COMPARED: &[&str] = &[
     "pinned",
     "exclusive",
     "sample_type",
+    "exclude_callchain_user",
+    "sample_regs_user",
+    "sample_stack_user",
 ];
 
 /// The sample_type bits an event spelling decides (`:S` reads the group). Culprit always adds
 /// IDENTIFIER, CPU and TIME, RAW for tracepoints and IBS, and the PEBS memory bits
 /// for memory events (what perf adds with `--sample-cpu`, `-R` and `-d`); PERIOD follows
 /// perf (only with a frequency) but is not compared.
-const EVENT_SAMPLE_BITS: &[&str] = &["READ", "BRANCH_STACK"];
+const EVENT_SAMPLE_BITS: &[&str] = &[
+    "READ",
+    "BRANCH_STACK",
+    "CALLCHAIN",
+    "REGS_USER",
+    "STACK_USER",
+];
 
 /// PMUs whose kernel driver refuses exclude_guest/exclude_host: perf sends them, gets EINVAL,
 /// prints `switching off exclude_guest, exclude_host` and retries without; culprit never sends

@@ -245,6 +245,29 @@ pub struct RecordSummary {
     pub removed_files: Vec<PathBuf>,
 }
 
+/// The call graph of one event: its own `call-graph=`/`stack-size=` terms over the
+/// recording's `--call-graph` (perf's per-event config terms).
+pub fn event_call_graph(spec: &EventSpec, global: CallGraph) -> CallGraph {
+    use crate::events::EventCallGraph;
+    let global_stack = match global {
+        CallGraph::Dwarf(size) => Some(size),
+        _ => None,
+    };
+    match spec.call_graph {
+        Some(EventCallGraph::No) => CallGraph::None,
+        Some(EventCallGraph::Fp) => CallGraph::Fp,
+        Some(EventCallGraph::Dwarf) => CallGraph::Dwarf(
+            spec.stack_size
+                .or(global_stack)
+                .unwrap_or(DEFAULT_DWARF_STACK),
+        ),
+        None => match (global, spec.stack_size) {
+            (CallGraph::Dwarf(_), Some(size)) => CallGraph::Dwarf(size),
+            _ => global,
+        },
+    }
+}
+
 /// Builds the attr of one event.
 fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: bool) -> Attr {
     let mut st = sample_type::IDENTIFIER
@@ -258,7 +281,7 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
         attr_flag::DISABLED | attr_flag::SAMPLE_ID_ALL | attr_flag::INHERIT | spec.modifier_flags();
     let mut regs = 0;
     let mut stack = 0;
-    match opts.call_graph {
+    match event_call_graph(spec, opts.call_graph) {
         CallGraph::None => {}
         CallGraph::Fp => st |= sample_type::CALLCHAIN,
         CallGraph::Dwarf(size) => {
@@ -294,7 +317,7 @@ fn build_attr(spec: &EventSpec, rate: SampleRate, opts: &RecordOptions, first: b
             | attr_flag::COMM
             | attr_flag::COMM_EXEC
             | attr_flag::TASK;
-        if matches!(opts.call_graph, CallGraph::Dwarf(_)) {
+        if matches!(event_call_graph(spec, opts.call_graph), CallGraph::Dwarf(_)) {
             // As perf: DWARF unwinders look up the stack and data mappings too.
             flags |= attr_flag::MMAP_DATA;
         }
@@ -432,7 +455,19 @@ pub fn max_dwarf_sample_bytes(stack: u32) -> usize {
 /// Refuses a ring buffer too small for one sample of the call-graph's size: the kernel
 /// would drop every sample (a recording of 0 samples).
 fn check_ring_holds_a_sample(opts: &RecordOptions) -> Result<(), RecordError> {
-    let CallGraph::Dwarf(stack) = opts.call_graph else {
+    // The largest stack copy of any event (`--call-graph dwarf,N` or an event's own
+    // `call-graph=dwarf,stack-size=N`).
+    let largest = opts
+        .events
+        .iter()
+        .map(|e| event_call_graph(e, opts.call_graph))
+        .chain([opts.call_graph])
+        .filter_map(|cg| match cg {
+            CallGraph::Dwarf(stack) => Some(stack),
+            _ => None,
+        })
+        .max();
+    let Some(stack) = largest else {
         return Ok(());
     };
     // SAFETY: sysconf has no preconditions.

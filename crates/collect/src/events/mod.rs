@@ -93,6 +93,10 @@ pub struct EventSpec {
     /// ScaleUnit (`64Bytes`): `stat` shows count × scale with the unit, as perf does.
     /// `None`: plain counts. See [`EventSpec::scale`].
     pub scale_unit: Option<(String, String)>,
+    /// perf's per-event `call-graph=` term, overriding `-g`/`--call-graph` for this event.
+    pub call_graph: Option<EventCallGraph>,
+    /// perf's `stack-size=` term: the user stack bytes a DWARF call graph copies.
+    pub stack_size: Option<u32>,
     /// The sample period the event's table gives (`period=` in its pmu-events terms): perf's
     /// "weak" term, used when neither the event's own `period=`/`freq=` nor `-c` sets one.
     /// `-F` does not override it (perf 6.1 records `mem_load_retired.l3_miss -F 99` with
@@ -125,6 +129,18 @@ impl EventSpec {
             .or(global)
             .unwrap_or(default)
     }
+}
+
+/// A call-graph mode named by an event's `call-graph=` term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum EventCallGraph {
+    /// `call-graph=no`: no call chains for this event.
+    No,
+    /// `call-graph=fp`: kernel-walked frame pointers.
+    Fp,
+    /// `call-graph=dwarf`: register and stack copies (size: `stack-size=`, else the
+    /// `--call-graph dwarf` size, else 8192 as perf).
+    Dwarf,
 }
 
 /// An event's place in an event group (`perf record -e '{a,b}'`): its events are scheduled
@@ -164,6 +180,8 @@ impl EventSpec {
             cpumask: None,
             cpus: None,
             scale_unit: None,
+            call_graph: None,
+            stack_size: None,
             table_period: None,
         }
     }

@@ -22,10 +22,10 @@ use culprit_pmu_events::{CpuTable, Event as TableEvent};
 
 use super::generic;
 use super::tables::{self, CpuidSource};
-use super::{suggest, EventError, EventGroup, EventSpec, SampleRate};
+use super::{suggest, EventCallGraph, EventError, EventGroup, EventSpec, SampleRate};
 
 /// Terms every event accepts.
-const SPECIAL_TERMS: &[&str] = &["period", "freq", "name"];
+const SPECIAL_TERMS: &[&str] = &["period", "freq", "name", "call-graph", "stack-size"];
 /// Terms that set a whole config word (PMU events only).
 const CONFIG_TERMS: &[&str] = &["config", "config1", "config2"];
 
@@ -74,6 +74,9 @@ struct Words {
     table_period: Option<u64>,
     /// From the alias or table event used (EventSpec::scale_unit).
     scale_unit: Option<(String, String)>,
+    /// `call-graph=` and `stack-size=` (EventSpec::call_graph).
+    call_graph: Option<EventCallGraph>,
+    stack_size: Option<u32>,
     name: Option<String>,
 }
 
@@ -753,6 +756,8 @@ impl EventParser {
         spec.rate = words.rate;
         spec.table_period = words.table_period;
         spec.scale_unit = words.scale_unit;
+        spec.call_graph = words.call_graph;
+        spec.stack_size = words.stack_size;
         if let Some(name) = words.name {
             spec.name = name;
         }
@@ -806,6 +811,37 @@ impl EventParser {
                     });
                 }
                 words.name = Some(v.to_string());
+                Ok(true)
+            }
+            // perf's per-event call graph terms: `cycles/call-graph=dwarf,stack-size=4096/`.
+            "call-graph" => {
+                words.call_graph = Some(match value.unwrap_or("") {
+                    "fp" => EventCallGraph::Fp,
+                    "dwarf" => EventCallGraph::Dwarf,
+                    "no" => EventCallGraph::No,
+                    other => {
+                        return Err(EventError::Syntax {
+                            event: event.to_string(),
+                            why: format!(
+                                "bad `call-graph={other}`: culprit records `fp`, `dwarf` or `no` \
+                                 call graphs (perf's `lbr` needs LBR call stacks, which culprit \
+                                 does not record)"
+                            ),
+                        })
+                    }
+                });
+                Ok(true)
+            }
+            "stack-size" => {
+                let v = term_value(key, value, event)?;
+                if v == 0 || v % 8 != 0 || v > 65528 {
+                    return Err(EventError::BadValue {
+                        event: event.to_string(),
+                        term: key.to_string(),
+                        value: v.to_string(),
+                    });
+                }
+                words.stack_size = Some(v as u32);
                 Ok(true)
             }
             _ => Ok(false),

@@ -418,3 +418,44 @@ fn test_scale_and_unit_from_aliases_and_tables() {
     );
     assert_eq!(p.parse_event("cycles").unwrap().scale(), 1.0);
 }
+
+/// perf's per-event `call-graph=` and `stack-size=` terms override `--call-graph` for that
+/// event; `lbr` and bad sizes are refused with the reason.
+#[test]
+fn test_per_event_call_graph_terms() {
+    use crate::record::{event_call_graph, CallGraph};
+    let fake = FakeSysfs::no_hw();
+    let p = EventParser::new(Sysfs::at(&fake.root), None);
+    let dwarf = p
+        .parse_event("cpu-clock/call-graph=dwarf,stack-size=4096/")
+        .unwrap();
+    assert_eq!(
+        event_call_graph(&dwarf, CallGraph::None),
+        CallGraph::Dwarf(4096)
+    );
+    let fp = p.parse_event("cpu-clock/call-graph=fp/").unwrap();
+    assert_eq!(event_call_graph(&fp, CallGraph::Dwarf(8192)), CallGraph::Fp);
+    let no = p.parse_event("cpu-clock/call-graph=no/").unwrap();
+    assert_eq!(event_call_graph(&no, CallGraph::Fp), CallGraph::None);
+    let plain_dwarf = p.parse_event("cpu-clock/call-graph=dwarf/").unwrap();
+    assert_eq!(
+        event_call_graph(&plain_dwarf, CallGraph::None),
+        CallGraph::Dwarf(8192)
+    );
+    assert_eq!(
+        event_call_graph(&plain_dwarf, CallGraph::Dwarf(1024)),
+        CallGraph::Dwarf(1024)
+    );
+    let size_only = p.parse_event("cpu-clock/stack-size=2048/").unwrap();
+    assert_eq!(
+        event_call_graph(&size_only, CallGraph::Dwarf(8192)),
+        CallGraph::Dwarf(2048)
+    );
+    assert_eq!(event_call_graph(&size_only, CallGraph::Fp), CallGraph::Fp);
+    let lbr = p
+        .parse_event("cpu-clock/call-graph=lbr/")
+        .unwrap_err()
+        .to_string();
+    assert!(lbr.contains("call-graph=lbr"), "{lbr}");
+    assert!(p.parse_event("cpu-clock/stack-size=100/").is_err());
+}
