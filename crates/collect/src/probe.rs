@@ -19,6 +19,9 @@ impl Drop for Fd {
     }
 }
 
+/// PERF_COUNT_HW_CPU_CYCLES, the generic `cycles` event's config.
+pub const HW_CPU_CYCLES: u32 = sys::bindings::PERF_COUNT_HW_CPU_CYCLES;
+
 fn counting_attr(attr_type: u32, config: u64) -> sys::bindings::perf_event_attr {
     let mut attr = sys::bindings::perf_event_attr::default();
     attr.type_ = attr_type;

@@ -40,7 +40,14 @@ pub struct EventParser {
     table: OnceLock<Option<CpuTable>>,
     /// Where tracepoints (`SYSTEM:NAME`) are looked up; `None`: not mounted.
     tracefs: Option<Tracefs>,
+    /// Whether the kernel takes a PMU type in the high word of a generic event's config
+    /// (perf's extended type, which hybrid CPUs need to open `cycles` on each core PMU):
+    /// probed on first use, as perf 6.12 does, or set by [`EventParser::with_extended_type`].
+    extended_type: OnceLock<bool>,
 }
+
+/// perf's PERF_PMU_TYPE_SHIFT: a generic event's config carries the PMU type above it.
+const PMU_TYPE_SHIFT: u32 = 32;
 
 /// What a name (before `/` or `:`) resolved to.
 enum Target {
@@ -160,7 +167,68 @@ impl EventParser {
             cpuid,
             table: OnceLock::new(),
             tracefs: None,
+            extended_type: OnceLock::new(),
         }
+    }
+
+    /// The same parser with the kernel's extended-type support given instead of probed.
+    pub fn with_extended_type(self, supported: bool) -> EventParser {
+        let _ = self.extended_type.set(supported);
+        self
+    }
+
+    /// The core PMUs of a hybrid CPU (`cpu_atom`, `cpu_core`: PMUs named `cpu_*` that
+    /// publish their `cpus`), sorted by name as perf scans them; empty elsewhere.
+    fn hybrid_core_pmus(&self) -> Vec<Pmu> {
+        let names = self.sysfs.pmu_names();
+        if names.iter().any(|n| n == "cpu") {
+            return Vec::new();
+        }
+        let pmus: Vec<Pmu> = names
+            .iter()
+            .filter(|n| n.starts_with("cpu_"))
+            .filter_map(|n| self.sysfs.pmu(n).ok().flatten())
+            .filter(|p| p.cpus.is_some())
+            .collect();
+        if pmus.len() < 2 {
+            return Vec::new();
+        }
+        pmus
+    }
+
+    /// perf 6.12's probe of extended types: `cycles` with the first core PMU's type in its
+    /// config, user space only, must open.
+    fn supports_extended_type(&self, first_core: &Pmu) -> bool {
+        *self.extended_type.get_or_init(|| {
+            let config = (u64::from(first_core.attr_type) << PMU_TYPE_SHIFT)
+                | u64::from(crate::probe::HW_CPU_CYCLES);
+            crate::probe::try_open_counter(perf_type::HARDWARE, config).is_ok()
+        })
+    }
+
+    /// A generic hardware or cache event on a hybrid CPU whose kernel takes extended types:
+    /// one event per core PMU (`cpu_atom/cycles/`, `cpu_core/cycles/`), its type in the
+    /// config's high word, on that PMU's CPUs, as perf opens it. `None`: not hybrid.
+    fn hybrid_generic(&self, attr_type: u32, config: u64, kind: &str) -> Option<Target> {
+        if attr_type != perf_type::HARDWARE && attr_type != perf_type::HW_CACHE {
+            return None;
+        }
+        let cores = self.hybrid_core_pmus();
+        let first = cores.first()?;
+        if !self.supports_extended_type(first) {
+            return None;
+        }
+        let targets = cores
+            .iter()
+            .map(|pmu| Target::Fixed {
+                attr_type,
+                config: config | (u64::from(pmu.attr_type) << PMU_TYPE_SHIFT),
+                pmu: Some(pmu.name.clone()),
+                format_pmu: Some(pmu.clone()),
+                kind: kind.to_string(),
+            })
+            .collect();
+        Some(Target::Each(targets))
     }
 
     /// The same parser, choosing the event table by this CPU id string (as `PERF_CPUID`).
@@ -456,12 +524,16 @@ impl EventParser {
         let has_terms = terms.is_some();
         // perf's precedence: generic names first, so `cycles` is always perf_type::HARDWARE.
         if let Some(e) = generic::lookup(generic::HARDWARE, head) {
+            let kind = format!("generic event {}", e.names[0]);
+            if let Some(each) = self.hybrid_generic(perf_type::HARDWARE, e.config, &kind) {
+                return Ok(each);
+            }
             return Ok(Target::Fixed {
                 attr_type: perf_type::HARDWARE,
                 config: e.config,
                 pmu: None,
                 format_pmu: None,
-                kind: format!("generic event {}", e.names[0]),
+                kind,
             });
         }
         if let Some(e) = generic::lookup(generic::SOFTWARE, head) {
@@ -474,12 +546,16 @@ impl EventParser {
             });
         }
         if let Some(config) = generic::parse_cache(head) {
+            let kind = format!("cache event {head}");
+            if let Some(each) = self.hybrid_generic(perf_type::HW_CACHE, config, &kind) {
+                return Ok(each);
+            }
             return Ok(Target::Fixed {
                 attr_type: perf_type::HW_CACHE,
                 config,
                 pmu: None,
                 format_pmu: None,
-                kind: format!("cache event {head}"),
+                kind,
             });
         }
         if has_terms && self.sysfs.has_pmu(head) {
@@ -674,6 +750,8 @@ impl EventParser {
                 kind,
             } => {
                 words.config = config;
+                // A hybrid core PMU's generic event counts on that PMU's CPUs only.
+                let cpus = format_pmu.as_ref().and_then(|p| p.cpus.clone());
                 let formats = format_pmu.map(|p| p.formats).unwrap_or_default();
                 for (key, value) in split_terms(terms) {
                     if self.special_term(&mut words, key, value, event)? {
@@ -702,6 +780,7 @@ impl EventParser {
                 let mut spec = EventSpec::new(event, pmu.as_deref(), attr_type, words.config);
                 spec.config1 = words.config1;
                 spec.config2 = words.config2;
+                spec.cpus = cpus;
                 spec
             }
             Target::Table(e, pmu) => {

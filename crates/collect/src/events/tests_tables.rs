@@ -459,3 +459,61 @@ fn test_per_event_call_graph_terms() {
     assert!(lbr.contains("call-graph=lbr"), "{lbr}");
     assert!(p.parse_event("cpu-clock/stack-size=100/").is_err());
 }
+
+/// Generic events on a hybrid CPU: where the kernel takes extended types (perf 6.12's probe),
+/// one event per core PMU with its type in the config's high word, named and placed as perf
+/// does; where it does not, the legacy single event (what perf 6.12 falls back to).
+#[test]
+fn test_hybrid_generic_events_use_extended_types() {
+    let fake = FakeSysfs::empty();
+    for (name, ty, cpus) in [("cpu_core", 4, "0-3"), ("cpu_atom", 10, "4-7")] {
+        fake.pmu(name, ty, &[("event", "config:0-7")], &[], &[]);
+        std::fs::write(fake.root.join(name).join("cpus"), format!("{cpus}\n")).unwrap();
+    }
+    let p = EventParser::new(Sysfs::at(&fake.root), None).with_extended_type(true);
+    let cycles = p
+        .parse_event_list("cycles:u,L1-dcache-load-misses")
+        .unwrap();
+    let shown: Vec<(&str, u32, u64, Option<Vec<u32>>)> = cycles
+        .iter()
+        .map(|s| (s.name.as_str(), s.attr_type, s.config, s.cpus.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "cpu_atom/cycles/u",
+                0,
+                0xa_0000_0000,
+                Some(vec![4, 5, 6, 7])
+            ),
+            (
+                "cpu_core/cycles/u",
+                0,
+                0x4_0000_0000,
+                Some(vec![0, 1, 2, 3])
+            ),
+            (
+                "cpu_atom/L1-dcache-load-misses/",
+                3,
+                0xa_0001_0000,
+                Some(vec![4, 5, 6, 7])
+            ),
+            (
+                "cpu_core/L1-dcache-load-misses/",
+                3,
+                0x4_0001_0000,
+                Some(vec![0, 1, 2, 3])
+            ),
+        ]
+    );
+    assert!(cycles[0].exclude_kernel);
+    // Software events and kernels without extended types: one event, as before.
+    assert_eq!(p.parse_event_list("task-clock").unwrap().len(), 1);
+    let legacy = EventParser::new(Sysfs::at(&fake.root), None).with_extended_type(false);
+    let one = legacy.parse_event_list("cycles").unwrap();
+    assert_eq!(
+        (one.len(), one[0].config, one[0].name.as_str()),
+        (1, 0, "cycles")
+    );
+}
