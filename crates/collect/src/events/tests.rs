@@ -562,7 +562,7 @@ fn test_parse_event_unknown_term_lists_formats() {
     let err = p.parse_event("cycles/umask=1/").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "unknown term `umask` for generic event cycles in `cycles/umask=1/`; valid terms: period, freq, name"
+        "unknown term `umask` for generic event cycles in `cycles/umask=1/`; valid terms: period, freq, name, call-graph, stack-size"
     );
     // A table event takes its PMU's terms.
     let err = p.parse_event("ex_ret_ops/foo=1/").unwrap_err();
