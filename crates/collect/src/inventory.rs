@@ -5,7 +5,6 @@
 //! possible here. JSON schema: docs/schemas/list.schema.json.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use serde::Serialize;
 
@@ -397,185 +396,10 @@ pub fn notes(l: &Listing) -> Vec<String> {
     notes
 }
 
-fn yes_no(b: bool) -> &'static str {
-    if b {
-        "yes"
-    } else {
-        "no"
-    }
-}
-
-/// The inventory as a document: one section of aligned lines per part (System,
-/// Capabilities, Notes, PMUs, the event kinds, this CPU's event table).
-pub fn document(l: &Listing) -> culprit_output::Document {
-    let mut buf = Vec::new();
-    // Writing into memory cannot fail.
-    let _ = write_text(l, &mut buf);
-    let text = String::from_utf8_lossy(&buf);
-    let mut doc = culprit_output::Document::new();
-    for part in text.trim_end_matches('\n').split("\n\n") {
-        doc.lines(part.lines().map(str::to_string).collect());
-    }
-    doc
-}
-
-/// Writes the inventory as aligned text sections.
-pub fn write_text(l: &Listing, out: &mut dyn Write) -> std::io::Result<()> {
-    const W: usize = 24;
-    writeln!(out, "System")?;
-    let cpu = l
-        .cpu
-        .as_ref()
-        .map(|c| c.describe())
-        .unwrap_or_else(|| "unknown".to_string());
-    writeln!(out, "  {:<W$}{cpu}", "CPU")?;
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "Virtual machine",
-        l.virtualization
-            .as_ref()
-            .map(|v| format!("yes ({v})"))
-            .unwrap_or_else(|| "no (as far as cpuinfo/DMI tell)".to_string())
-    )?;
-    let opt = |v: Option<String>| v.unwrap_or_else(|| "unknown".to_string());
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "perf_event_paranoid",
-        opt(l.perf_event_paranoid.map(|v| v.to_string()))
-    )?;
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "NMI watchdog",
-        opt(l.nmi_watchdog.map(|v| if v {
-            "on".to_string()
-        } else {
-            "off".to_string()
-        }))
-    )?;
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "max sample rate",
-        opt(l.perf_event_max_sample_rate.map(|v| format!("{v} Hz")))
-    )?;
-
-    writeln!(out, "\nCapabilities")?;
-    let c = &l.capabilities;
-    writeln!(out, "  {:<W$}{}", "Hardware PMU", yes_no(l.hardware_pmu))?;
-    writeln!(
-        out,
-        "  {:<W$}{} — {}",
-        "Precise (:p) up to", c.precise_ip_max, c.precise_ip_why
-    )?;
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "max_precise",
-        c.max_precise
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "unknown (no cpu/caps/max_precise)".to_string())
-    )?;
-    for (name, ibs) in [("IBS op", &c.ibs_op), ("IBS fetch", &c.ibs_fetch)] {
-        let text = if ibs.present {
-            let caps: Vec<String> = ibs.caps.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let formats: Vec<String> = ibs.formats.iter().map(|f| f.name.clone()).collect();
-            format!(
-                "yes (type {}; terms {}; caps {})",
-                ibs.attr_type.unwrap_or(0),
-                formats.join(","),
-                if caps.is_empty() {
-                    "none".to_string()
-                } else {
-                    caps.join(" ")
-                }
-            )
-        } else {
-            "no".to_string()
-        };
-        writeln!(out, "  {:<W$}{text}", name)?;
-    }
-    writeln!(
-        out,
-        "  {:<W$}{}",
-        "Branch stacks",
-        match &c.branch_stack.error {
-            None => "yes".to_string(),
-            Some(e) => format!("no ({e})"),
-        }
-    )?;
-    writeln!(out, "  {:<W$}{}", "Usable counters", c.counters.usable)?;
-
-    if !l.notes.is_empty() {
-        writeln!(out, "\nNotes")?;
-        for n in &l.notes {
-            writeln!(out, "  - {n}")?;
-        }
-    }
-
-    writeln!(out, "\nPMUs (sysfs)")?;
-    for p in &l.pmus {
-        let formats: Vec<String> = p
-            .formats
-            .iter()
-            .map(|f| format!("{}={}", f.name, f.spec))
-            .collect();
-        writeln!(
-            out,
-            "  {:<14} type {:<4} {}",
-            p.name,
-            p.attr_type,
-            if formats.is_empty() {
-                "(no format terms)".to_string()
-            } else {
-                formats.join(" ")
-            }
-        )?;
-        for a in &p.events {
-            writeln!(
-                out,
-                "      {:<34} {}",
-                format!("{}/{}/", p.name, a.name),
-                a.terms
-            )?;
-        }
-    }
-
-    for (kind, title) in [
-        ("hardware", "Generic hardware events"),
-        ("software", "Software events"),
-        ("cache", "Hardware cache events"),
-    ] {
-        let evs: Vec<&EventOut> = l.events.iter().filter(|e| e.kind == kind).collect();
-        if evs.is_empty() {
-            continue;
-        }
-        writeln!(out, "\n{title}")?;
-        for e in evs {
-            let mut name = e.name.clone();
-            if !e.aliases.is_empty() {
-                name = format!("{name} OR {}", e.aliases.join(" OR "));
-            }
-            let status = match &e.error {
-                None => "opens".to_string(),
-                Some(err) => format!("does not open: {err}"),
-            };
-            writeln!(out, "  {name:<48} {status}")?;
-        }
-    }
-
-    tables::write_table_text(&l.table, out)?;
-
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn listing(hardware_pmu: bool, ibs: bool) -> Listing {
+impl Listing {
+    /// An example listing (an AMD Zen 5 VM, with or without a hardware PMU and IBS), for
+    /// the tests of renderers and of the notes.
+    pub fn example(hardware_pmu: bool, ibs: bool) -> Listing {
         let ibs_op = if ibs {
             IbsOut {
                 present: true,
@@ -640,10 +464,15 @@ mod tests {
             notes: vec![],
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn test_notes_without_hardware_pmu() {
-        let notes = notes(&listing(false, false));
+        let notes = notes(&Listing::example(false, false));
         assert!(notes
             .iter()
             .any(|n| n.contains("only software events work here")
@@ -660,7 +489,7 @@ mod tests {
 
     #[test]
     fn test_notes_with_pmu_and_ibs() {
-        let notes = notes(&listing(true, true));
+        let notes = notes(&Listing::example(true, true));
         assert!(
             !notes.iter().any(|n| n.starts_with("Precise sampling")),
             "{notes:?}"
@@ -672,22 +501,5 @@ mod tests {
         );
         assert!(notes.contains(&"General-purpose counters: 5 usable together (more events than that are multiplexed and scaled).".to_string()));
         assert!(notes.iter().any(|n| n.contains("NMI watchdog is on")));
-    }
-
-    #[test]
-    fn test_render_text_sections_and_ibs() {
-        let mut out = Vec::new();
-        write_text(&listing(true, true), &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains(
-            "  IBS op                  yes (type 11; terms cnt_ctl; caps zen4_ibs_extensions=1)\n"
-        ), "{text}");
-        assert!(text.contains("  IBS fetch               no\n"), "{text}");
-        assert!(text.contains("  Usable counters         5\n"), "{text}");
-        assert!(text.contains("\nEvent table x86/amdzen5: CPU id AuthenticAMD-26-2-0 (from /proc/cpuinfo) matches mapfile.csv row `AuthenticAMD-26-[[:xdigit:]]+,v1,amdzen5,core`\n"), "{text}");
-        assert!(
-            text.contains("\npipeline:\n  ex_ret_ops\n       [retired macro-ops]\n"),
-            "{text}"
-        );
     }
 }

@@ -43,7 +43,7 @@ pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             if args.output.width.is_none() && !args.output.is_tty() {
                 text.width = Some(culprit_output::style::DEFAULT_WIDTH);
             }
-            culprit_output::text::write(&mut *out, &inventory::document(&listing), &text)?
+            culprit_output::text::write(&mut *out, &super::list_text::document(&listing), &text)?
         }
     }
     out.flush()?;

@@ -9,6 +9,7 @@ pub mod flamegraph;
 pub mod html;
 pub mod ibs;
 pub mod list;
+pub mod list_text;
 pub mod lock;
 pub mod record;
 pub mod report;

@@ -262,57 +262,6 @@ pub fn table_reason(t: &TableOut) -> String {
     }
 }
 
-/// Writes the table's events grouped by topic, laid out as `perf list` lays them out.
-pub fn write_table_text(t: &TableOut, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    writeln!(out, "\nEvent table {}", table_reason(t))?;
-    let mut topic = None;
-    for e in t.events.iter().filter(|e| !e.deprecated) {
-        if topic != Some(&e.topic) {
-            writeln!(out, "\n{}:", e.topic)?;
-            topic = Some(&e.topic);
-        }
-        // As perf list: the name, then the description in brackets with a non-core unit.
-        let unit = if e.pmu == "cpu" {
-            String::new()
-        } else {
-            format!(". Unit: {}", e.pmu)
-        };
-        writeln!(out, "  {}", e.name)?;
-        writeln!(out, "       [{}{unit}]", e.description.replace('\n', " "))?;
-    }
-    // Deprecated names by name only: older perf listed many of them as current, and
-    // scripts still use them; a paragraph keeps thousands of uncore ones from burying the
-    // rest (their descriptions are in `--format json`).
-    let mut deprecated: Vec<&str> = t
-        .events
-        .iter()
-        .filter(|e| e.deprecated)
-        .map(|e| e.name.as_str())
-        .collect();
-    if !deprecated.is_empty() {
-        deprecated.sort_unstable();
-        deprecated.dedup();
-        writeln!(
-            out,
-            "\ndeprecated (still accepted; the table names newer events for them):"
-        )?;
-        let mut line = String::from(" ");
-        for name in deprecated {
-            if line.len() > 1 && line.len() + 1 + name.len() > DEPRECATED_WIDTH {
-                writeln!(out, "{line}")?;
-                line = String::from(" ");
-            }
-            line.push(' ');
-            line.push_str(name);
-        }
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
-}
-
-/// The width the deprecated names are wrapped to (perf list's 80 columns).
-const DEPRECATED_WIDTH: usize = 80;
-
 #[cfg(test)]
 mod tests {
     use super::*;
