@@ -23,27 +23,63 @@ use crate::AnalysisError;
 /// The parallelism of each sample of `profile` (index = sample index), as perf 6.15
 /// computes it from the switch and exit records (all 1 when the file has none).
 pub fn sample_parallelism(profile: &Profile) -> Vec<u32> {
-    let cpus = profile
-        .meta
-        .nr_cpus
-        .or(profile.meta.nr_cpus_online)
-        .unwrap_or(1)
-        .max(1) as i64;
-    let mut running: i64 = 1;
-    let mut next = profile.switches.iter().peekable();
+    let mut tracker = ParallelismTracker::default();
     profile
         .samples
         .iter()
-        .map(|s| {
-            while let Some(sw) = next.next_if(|sw| sw.time <= s.time) {
-                running += match sw.kind {
-                    SwitchKind::In => 1,
-                    SwitchKind::Out { .. } | SwitchKind::Exit => -1,
-                };
-            }
-            running.clamp(1, cpus) as u32
-        })
+        .map(|s| tracker.at(profile, s.time))
         .collect()
+}
+
+/// Whether the recording has what parallelism needs: an event with `context_switch` set
+/// (`record --latency`, perf's `--latency`). Without it every sample's parallelism is 1.
+pub fn has_switch_records(profile: &Profile) -> bool {
+    use culprit_decode::abi::attr_flag::CONTEXT_SWITCH;
+    profile
+        .events
+        .iter()
+        .any(|e| e.attr_flags & CONTEXT_SWITCH != 0)
+        || !profile.switches.is_empty()
+}
+
+/// The parallelism at successive sample times of a profile being read (a stream: its
+/// switch records grow as samples come), with [`sample_parallelism`]'s rule: one counter,
+/// up at each switch-in, down at each switch-out or exit up to the sample's time, clamped
+/// to 1..=CPUs.
+#[derive(Debug, Clone)]
+pub struct ParallelismTracker {
+    /// Switch records applied so far.
+    next: usize,
+    running: i64,
+}
+
+impl Default for ParallelismTracker {
+    fn default() -> Self {
+        ParallelismTracker {
+            next: 0,
+            running: 1,
+        }
+    }
+}
+
+impl ParallelismTracker {
+    /// The parallelism at `time` (samples in reading order).
+    pub fn at(&mut self, profile: &Profile, time: u64) -> u32 {
+        let cpus = profile
+            .meta
+            .nr_cpus
+            .or(profile.meta.nr_cpus_online)
+            .unwrap_or(1)
+            .max(1) as i64;
+        while let Some(sw) = profile.switches.get(self.next).filter(|sw| sw.time <= time) {
+            self.running += match sw.kind {
+                SwitchKind::In => 1,
+                SwitchKind::Out { .. } | SwitchKind::Exit => -1,
+            };
+            self.next += 1;
+        }
+        self.running.clamp(1, cpus) as u32
+    }
 }
 
 /// A sort key of the latency report.

@@ -118,6 +118,49 @@ fn test_record_latency_weighs_the_serial_phase_by_wall_clock_time() {
         csv.starts_with("latency,overhead,samples,period,comm"),
         "{csv}"
     );
+    parquet_parallelism_equals_report(&file, &dir);
+}
+
+/// The Parquet export's per-sample `parallelism` column, read back by pyarrow, gives each
+/// parallelism the samples `report --sort parallelism` gives it.
+fn parquet_parallelism_equals_report(file: &Path, dir: &Path) {
+    let test = "test_record_latency_weighs_the_serial_phase_by_wall_clock_time (parquet)";
+    let pyarrow = std::process::Command::new("python3")
+        .args(["-c", "import pyarrow.dataset"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !pyarrow {
+        if std::env::var("CI").is_ok() {
+            panic!("{test}: python3's pyarrow is not installed, but .ci/run installs it");
+        }
+        common::skip(test, "python3's pyarrow is not installed");
+        return;
+    }
+    let out = dir.join("parquet");
+    let _ = std::fs::remove_dir_all(&out);
+    common::run_ok(
+        common::culprit()
+            .args(["export", "--format", "parquet", "-i"])
+            .arg(file)
+            .arg("-o")
+            .arg(&out),
+    );
+    let script = "import sys, json, collections, pyarrow.dataset as ds\n\
+        t = ds.dataset(sys.argv[1] + '/samples', format='parquet').to_table(columns=['parallelism'])\n\
+        print(json.dumps(collections.Counter(str(v) for v in t.column('parallelism').to_pylist())))";
+    let o = common::run_ok(
+        std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&out),
+    );
+    let counts: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let report = report_json(file, &["--sort", "parallelism"]);
+    let mut want = serde_json::Map::new();
+    for r in report["rows"].as_array().unwrap() {
+        let key = r["keys"][0].as_str().unwrap().to_string();
+        want.insert(key, r["samples"].clone());
+    }
+    assert_eq!(counts, Value::Object(want), "parquet vs report");
 }
 
 #[test]

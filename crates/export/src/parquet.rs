@@ -42,6 +42,7 @@ use parquet::schema::types::ColumnPath;
 use rustc_hash::{FxHashMap, FxHasher};
 use serde::Serialize;
 
+use culprit_analysis::parallelism::{has_switch_records, ParallelismTracker};
 use culprit_analysis::recording::Stopped;
 use culprit_analysis::stacks::{period_unit, PeriodUnit, StackError, StackOptions};
 use culprit_analysis::AnalysisError;
@@ -239,6 +240,7 @@ pub fn samples_schema() -> Schema {
         field("ibs_op_latency", Int64, true),
         field("ibs_dc_miss_latency", Int64, true),
         field("ibs_fetch_latency", Int64, true),
+        field("parallelism", Int32, true),
     ])
 }
 
@@ -413,6 +415,7 @@ struct SampleColumns {
     ibs_op_latency: Sparse<Int64Builder>,
     ibs_dc_miss_latency: Sparse<Int64Builder>,
     ibs_fetch_latency: Sparse<Int64Builder>,
+    parallelism: Sparse<Int32Builder>,
     rows: usize,
 }
 
@@ -444,6 +447,7 @@ impl SampleColumns {
             ibs_op_latency: Sparse::new(Int64Builder::with_capacity(n)),
             ibs_dc_miss_latency: Sparse::new(Int64Builder::with_capacity(n)),
             ibs_fetch_latency: Sparse::new(Int64Builder::with_capacity(n)),
+            parallelism: Sparse::new(Int32Builder::with_capacity(n)),
             rows: 0,
         }
     }
@@ -481,6 +485,7 @@ impl SampleColumns {
             self.ibs_op_latency.finish(),
             self.ibs_dc_miss_latency.finish(),
             self.ibs_fetch_latency.finish(),
+            self.parallelism.finish(),
         ]
     }
 }
@@ -508,6 +513,17 @@ impl SparseBuilder for Int64Builder {
     type Value = i64;
     const TYPE: DataType = DataType::Int64;
     fn append_value_(&mut self, v: i64) {
+        self.append_value(v);
+    }
+    fn append_nulls_(&mut self, n: usize) {
+        self.append_nulls(n);
+    }
+}
+
+impl SparseBuilder for Int32Builder {
+    type Value = i32;
+    const TYPE: DataType = DataType::Int32;
+    fn append_value_(&mut self, v: i32) {
         self.append_value(v);
     }
     fn append_nulls_(&mut self, n: usize) {
@@ -689,6 +705,8 @@ struct SampleWriter<'a> {
     bytes: u64,
     samples: u64,
     time_range: Option<(u64, u64)>,
+    /// perf 6.15's parallelism at each sample, for recordings with switch records.
+    parallelism: ParallelismTracker,
     error: Option<ExportError>,
 }
 
@@ -923,6 +941,11 @@ impl<'a> SampleWriter<'a> {
         c.ibs_dc_miss_latency
             .push(i64s(precise.ibs_dc_miss_latency));
         c.ibs_fetch_latency.push(i64s(precise.ibs_fetch_latency));
+        // Every sample moves the tracker (switches apply in time order); the column is set
+        // only where the recording has switch records (`record --latency`).
+        let parallelism = self.parallelism.at(profile, s.time);
+        c.parallelism
+            .push(has_switch_records(profile).then_some(parallelism as i32));
         c.rows += 1;
         self.samples += 1;
         // Batches end where a samples file ends, so that files hold exactly
@@ -1065,6 +1088,7 @@ pub fn export_file(
         bytes: 0,
         samples: 0,
         time_range: None,
+        parallelism: ParallelismTracker::default(),
         error: None,
     };
     let plan = ReadPlan {
