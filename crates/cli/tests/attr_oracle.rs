@@ -346,16 +346,39 @@ fn run_model(model: &Model) -> Vec<(Case, String, String)> {
         .collect()
 }
 
-/// Compares every case of the models; panics with every difference.
-fn check_models(test: &str, names: &[&str]) {
+/// Whether an oracle test can run here: perf is installed and a private mount namespace
+/// can be made (root). Elsewhere it skips loudly; under CI (root) it fails instead.
+fn oracle_can_run(test: &str) -> bool {
     if !common::require_perf(test) {
-        return;
+        return false;
     }
     if let Err(why) = namespaces_allowed() {
         if std::env::var("CI").is_ok() {
             panic!("{test}: {why}, but CI runs as root and must run the oracle");
         }
         common::skip(test, &why);
+        return false;
+    }
+    true
+}
+
+/// perf 6.12, built from the kernel tree of culprit's tables by scripts/oracle-perf.sh
+/// (which scripts/test.sh runs) into target/oracle-perf/perf.
+fn oracle_perf_6_12() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oracle-perf/perf")
+}
+
+/// An attr as its [`COMPARED`] fields, in order: what two attrs are equal by.
+fn compared_fields(a: &AttrFields) -> Vec<(String, String)> {
+    COMPARED
+        .iter()
+        .map(|f| (f.to_string(), field(a, f)))
+        .collect()
+}
+
+/// Compares every case of the models; panics with every difference.
+fn check_models(test: &str, names: &[&str]) {
+    if !oracle_can_run(test) {
         return;
     }
     let models: Vec<Model> = names.iter().map(|n| load_model(n)).collect();

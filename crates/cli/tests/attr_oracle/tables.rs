@@ -12,7 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use super::{common, field, first_attrs, namespaces_allowed, oracle_dir, AttrFields, COMPARED};
+use super::{
+    common, compared_fields, field, first_attrs, oracle_can_run, oracle_dir, oracle_perf_6_12,
+    AttrFields, COMPARED,
+};
 
 /// The modifiers every event is also tried with (the issue's `u`, `k`, `p`, `pp`, `P`).
 const MODIFIERS: &[&str] = &["u", "k", "p", "pp", "P"];
@@ -254,12 +257,7 @@ fn compare_batch_as_multiset(
     let multiset = |text: &str| {
         let mut attrs: Vec<Vec<(String, String)>> = first_attrs(text, usize::MAX)
             .iter()
-            .map(|a| {
-                COMPARED
-                    .iter()
-                    .map(|f| (f.to_string(), field(a, f)))
-                    .collect()
-            })
+            .map(compared_fields)
             .collect();
         attrs.sort();
         attrs
@@ -430,9 +428,6 @@ fn run_family(
 /// Compares every event of the models whose table names are in `names`; panics listing every
 /// difference, and on a model where `culprit list` names too few of perf's events.
 pub fn check_tables(test: &str, names: &[&str]) {
-    if !common::require_perf(test) {
-        return;
-    }
     let chosen: Vec<&(&str, &str, &str)> = MODELS.iter().filter(|m| names.contains(&m.1)).collect();
     assert_eq!(chosen.len(), names.len(), "unknown model in {names:?}");
     check(test, chosen, Path::new("perf"), Oracle::Perf61);
@@ -441,7 +436,7 @@ pub fn check_tables(test: &str, names: &[&str]) {
 /// Compares every event of [`NEWER_MODELS`] with perf 6.12 (target/oracle-perf/perf, built
 /// by scripts/oracle-perf.sh, which scripts/test.sh runs): no difference at all is accepted.
 pub fn check_newer_tables(test: &str) {
-    let perf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oracle-perf/perf");
+    let perf = oracle_perf_6_12();
     if !perf.exists() {
         let why = format!(
             "no perf 6.12 at {} (bash scripts/oracle-perf.sh builds it)",
@@ -472,11 +467,7 @@ pub fn check_newer_tables(test: &str) {
 }
 
 fn check(test: &str, chosen: Vec<&(&str, &str, &str)>, perf: &Path, oracle: Oracle) {
-    if let Err(why) = namespaces_allowed() {
-        if std::env::var("CI").is_ok() {
-            panic!("{test}: {why}, but CI runs as root and must run the oracle");
-        }
-        common::skip(test, &why);
+    if !oracle_can_run(test) {
         return;
     }
     let mut families: BTreeMap<&str, Vec<&(&str, &str, &str)>> = BTreeMap::new();

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{common, field, first_attrs, namespaces_allowed, oracle_dir, COMPARED};
+use super::{common, compared_fields, first_attrs, oracle_can_run, oracle_dir, oracle_perf_6_12};
 
 /// One faked machine: (PERF_CPUID, fixture directories, which perf, spellings).
 struct Machine {
@@ -97,21 +97,11 @@ const MACHINES: &[Machine] = &[
     },
 ];
 
-/// perf 6.12 built by scripts/oracle-perf.sh.
-fn newer_perf() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oracle-perf/perf")
-}
-
 /// The distinct attrs of an output, each as its compared fields, sorted.
 fn attr_set(output: &str) -> BTreeSet<Vec<(String, String)>> {
     first_attrs(output, usize::MAX)
         .iter()
-        .map(|a| {
-            COMPARED
-                .iter()
-                .map(|f| (f.to_string(), field(a, f)))
-                .collect()
-        })
+        .map(compared_fields)
         .collect()
 }
 
@@ -195,20 +185,13 @@ fn run_machine(m: &Machine, perf: &Path) -> (usize, Vec<String>) {
 
 /// Compares every machine's cases; panics listing each difference.
 pub fn check_uncore(test: &str) {
-    if !common::require_perf(test) {
-        return;
-    }
-    if let Err(why) = namespaces_allowed() {
-        if std::env::var("CI").is_ok() {
-            panic!("{test}: {why}, but CI runs as root and must run the oracle");
-        }
-        common::skip(test, &why);
+    if !oracle_can_run(test) {
         return;
     }
     let mut diffs = Vec::new();
     for m in MACHINES {
         let perf = if m.newer_perf {
-            let perf = newer_perf();
+            let perf = oracle_perf_6_12();
             if !perf.exists() {
                 let why = format!("{}: no perf 6.12 at {}", m.cpuid, perf.display());
                 if std::env::var("CI").is_ok() {
