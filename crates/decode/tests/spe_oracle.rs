@@ -3,10 +3,10 @@
 //! fixtures/spe/gen_spe_perf_data.py writes `spe-crafted.data` and its AUX payload
 //! `spe-crafted.data.aux.bin`; `perf-6.1-aux-dump.txt` is perf 6.1's packet dump of it
 //! (`perf script -D`, the `.  OFFSET:` lines) and `perf-6.1-script.txt` its synthesised
-//! samples (`perf script`). Both were produced by perf 6.1 on x86 and checked in, so this test
+//! samples (`perf script -F event,ip,addr,phys_addr,weight,data_src`). Both were produced by perf 6.1 on x86 and checked in, so this test
 //! needs no perf at run time.
 
-use culprit_decode::spe::{decode_packet, decode_records, synthesized_events, Packet};
+use culprit_decode::spe::{decode_packet, decode_records, synthesized_events, Packet, SpeEvent};
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/spe/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -78,27 +78,51 @@ fn packets_equal_perf_dump() {
     assert_eq!(ours, perf);
 }
 
+/// One synthesised sample's fields as `perf script -F event,ip,addr,phys_addr,weight` prints
+/// them: event name, PC, address (data VA; branch target for `branch-miss`), physical address,
+/// weight (total latency).
+type SampleFields = (String, u64, u64, u64, u64);
+
 #[test]
 fn synthesized_samples_equal_perf_script() {
     let aux = fixture("spe-crafted.data.aux.bin");
     let (records, skipped) = decode_records(&aux);
     assert_eq!(skipped, 0);
-    let ours: Vec<(String, u64)> = records
+    let ours: Vec<SampleFields> = records
         .iter()
         .flat_map(|record| {
-            synthesized_events(record)
-                .into_iter()
-                .map(|event| (event.perf_name().to_string(), record.pc.unwrap_or(0)))
+            synthesized_events(record).into_iter().map(move |event| {
+                let address = match event {
+                    SpeEvent::BranchMiss => record.branch_target,
+                    _ => record.data_virtual,
+                };
+                (
+                    event.perf_name().to_string(),
+                    record.pc.unwrap_or(0),
+                    address.unwrap_or(0),
+                    record.data_physical.unwrap_or(0),
+                    u64::from(record.total_latency.unwrap_or(0)),
+                )
+            })
         })
         .collect();
     let script = String::from_utf8(fixture("perf-6.1-script.txt")).unwrap();
-    let perf: Vec<(String, u64)> = script
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    let perf: Vec<SampleFields> = script
         .lines()
         .map(|line| {
-            // "  :4242  4242 [000]  1  l1d-miss:  400123 [unknown] ([unknown])"
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let event = fields[4].trim_end_matches(':').to_string();
-            (event, u64::from_str_radix(fields[5], 16).unwrap())
+            // "l1d-miss: 7fff12345678 90000882 |OP LOAD|...|BLK  N/A  120  400123  80001234":
+            // event, addr, data_src (raw, then decoded up to "BLK  N/A"), weight, ip, phys_addr.
+            let (head, tail) = line.split_once("|BLK  N/A").unwrap();
+            let head: Vec<&str> = head.split_whitespace().collect();
+            let tail: Vec<&str> = tail.split_whitespace().collect();
+            (
+                head[0].trim_end_matches(':').to_string(),
+                hex(tail[1]),
+                hex(head[1]),
+                hex(tail[2]),
+                tail[0].parse().unwrap(),
+            )
         })
         .collect();
     assert_eq!(
