@@ -36,6 +36,7 @@ mod names;
 mod parallel;
 pub mod pebs;
 mod reader;
+pub mod spe;
 mod state;
 mod stream;
 pub mod tracepoint;
