@@ -95,7 +95,32 @@ pub fn read_elf(data: &[u8], path: &str, want_symbols: bool) -> Result<ElfFacts,
         _ => return Err(bad("not an ELF file".into())),
     }
     .map_err(|e| bad(e.to_string()))?;
+    if want_symbols && !facts.has_symtab {
+        facts.symbols.extend(mini_debuginfo_symbols(&generic, path));
+    }
     Ok(facts)
+}
+
+/// Symbols of the `.gnu_debugdata` section (MiniDebugInfo, as Fedora ships: an xz-compressed
+/// ELF holding a `.symtab` of the functions `.dynsym` lacks), as perf's `dso__load` tries it
+/// for a file without `.symtab`. Empty when absent or unreadable.
+fn mini_debuginfo_symbols(file: &object::File<'_>, path: &str) -> Vec<Symbol> {
+    use object::{Object, ObjectSection};
+    let Some(compressed) = file
+        .section_by_name(".gnu_debugdata")
+        .and_then(|s| s.data().ok())
+    else {
+        return Vec::new();
+    };
+    let mut inner = Vec::new();
+    if lzma_rs::xz_decompress(&mut std::io::Cursor::new(compressed), &mut inner).is_err() {
+        return Vec::new();
+    }
+    // The inner ELF has a .symtab, so this does not recurse further.
+    match read_elf(&inner, path, true) {
+        Ok(facts) if facts.has_symtab => facts.symbols,
+        _ => Vec::new(),
+    }
 }
 
 fn read_raw<H: FileHeader<Endian = Endianness>>(
@@ -271,5 +296,53 @@ mod tests {
             .symbols
             .iter()
             .any(|s| s.name.contains("test_read_elf_own_binary")));
+    }
+
+    /// Runs `sh -c script` in `dir`; false when it fails (a tool is missing).
+    fn shell(dir: &Path, script: &str) -> bool {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Fedora's MiniDebugInfo recipe (find-debuginfo's add_minidebug): the functions missing
+    /// from .dynsym go into an xz-compressed .symtab-only ELF in `.gnu_debugdata`, then the
+    /// binary is stripped. The static hot function must come back from it.
+    #[test]
+    fn test_read_elf_mini_debuginfo_symbols() {
+        let dir = std::env::temp_dir().join(format!("culprit-minidebug-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("w.c"),
+            "static int __attribute__((noinline)) hot_minidebug_fn(int x) \
+             { return x * 3 + 1; }\nint main(int c, char **v) { (void)v; \
+             return hot_minidebug_fn(c); }\n",
+        )
+        .unwrap();
+        let recipe = "gcc -O1 -g -o w w.c && \
+            nm -D w --format=posix --defined-only | awk '{print $1}' | sort > dynsyms && \
+            nm w --format=posix --defined-only | awk '{ if ($2 == \"T\" || $2 == \"t\" || $2 == \"D\") print $1 }' | sort > funcsyms && \
+            comm -13 dynsyms funcsyms > keep_symbols && \
+            objcopy --only-keep-debug w w.dbg && \
+            objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep_symbols w.dbg mini && \
+            xz -f mini && strip --strip-all -R .comment w && \
+            objcopy --add-section .gnu_debugdata=mini.xz w";
+        if !shell(&dir, recipe) {
+            let _ = std::fs::remove_dir_all(&dir);
+            eprintln!("SKIP: gcc/binutils/xz missing, MiniDebugInfo binary not built");
+            return;
+        }
+        let map = map_file(&dir.join("w")).unwrap();
+        let facts = read_elf(&map, "w", true).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!facts.has_symtab);
+        assert!(
+            facts.symbols.iter().any(|s| s.name == "hot_minidebug_fn"),
+            "{:?}",
+            facts.symbols
+        );
     }
 }
