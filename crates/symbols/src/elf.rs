@@ -112,14 +112,42 @@ fn mini_debuginfo_symbols(file: &object::File<'_>, path: &str) -> Vec<Symbol> {
     else {
         return Vec::new();
     };
-    let mut inner = Vec::new();
+    // Bounded: a hostile section cannot inflate without end (real ones are a few MB).
+    let mut inner = BoundedSink {
+        data: Vec::new(),
+        limit: MINI_DEBUGINFO_LIMIT,
+    };
     if lzma_rs::xz_decompress(&mut std::io::Cursor::new(compressed), &mut inner).is_err() {
         return Vec::new();
     }
+    let inner = inner.data;
     // The inner ELF has a .symtab, so this does not recurse further.
     match read_elf(&inner, path, true) {
         Ok(facts) if facts.has_symtab => facts.symbols,
         _ => Vec::new(),
+    }
+}
+
+/// The most a `.gnu_debugdata` section may decompress to (Fedora's are a few MB).
+const MINI_DEBUGINFO_LIMIT: usize = 256 << 20;
+
+/// A `Write` into memory that fails past `limit` bytes.
+struct BoundedSink {
+    data: Vec<u8>,
+    limit: usize,
+}
+
+impl std::io::Write for BoundedSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.data.len() + buf.len() > self.limit {
+            return Err(std::io::Error::other("MiniDebugInfo larger than its bound"));
+        }
+        self.data.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -313,7 +341,10 @@ mod tests {
     /// binary is stripped. The static hot function must come back from it.
     #[test]
     fn test_read_elf_mini_debuginfo_symbols() {
-        let dir = std::env::temp_dir().join(format!("culprit-minidebug-{}", std::process::id()));
+        // Inside the checkout (target/test-tmp), never in /tmp.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("culprit-minidebug-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("w.c"),
@@ -332,7 +363,12 @@ mod tests {
             objcopy --add-section .gnu_debugdata=mini.xz w";
         if !shell(&dir, recipe) {
             let _ = std::fs::remove_dir_all(&dir);
-            eprintln!("SKIP: gcc/binutils/xz missing, MiniDebugInfo binary not built");
+            // .ci/run's machine has gcc, binutils and xz: there it must run.
+            assert!(
+                std::env::var("CI").is_err(),
+                "gcc/binutils/xz missing under CI: the MiniDebugInfo binary was not built"
+            );
+            eprintln!("SKIPPED test_read_elf_mini_debuginfo_symbols: gcc/binutils/xz missing");
             return;
         }
         let map = map_file(&dir.join("w")).unwrap();
@@ -344,5 +380,18 @@ mod tests {
             "{:?}",
             facts.symbols
         );
+    }
+
+    /// The decompression bound: past it the write fails (and the section gives no symbols).
+    #[test]
+    fn test_mini_debuginfo_sink_is_bounded() {
+        use std::io::Write;
+        let mut sink = BoundedSink {
+            data: Vec::new(),
+            limit: 4,
+        };
+        assert!(sink.write_all(b"abcd").is_ok());
+        assert!(sink.write_all(b"e").is_err());
+        assert_eq!(sink.data, b"abcd");
     }
 }
