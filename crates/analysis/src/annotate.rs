@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use culprit_decode::model::{DsoId, DsoKind, EventId, Location, Profile, Sample};
-use culprit_symbols::disasm::{disassemble, Flow, Insn, Syntax};
+use culprit_symbols::disasm::{disassemble_for, Flow, Insn, Syntax};
 use culprit_symbols::{Query, SourceFrame, SymbolId, Symbolizer};
 use serde::Serialize;
 
@@ -509,10 +509,11 @@ fn annotate_one(
     };
     let dso = profile.dsos.get(f.dso as usize);
     let code = symbolizer.function_code(profile, f.dso, start, end);
-    let disassembled = code.is_some();
-    let mut insns: Vec<Insn> = match &code {
-        Some(c) => disassemble(c, start, opts.syntax),
-        None => Vec::new(),
+    let arch = symbolizer.code_arch(profile, f.dso);
+    let disassembled = code.is_some() && arch.is_some();
+    let mut insns: Vec<Insn> = match (&code, arch) {
+        (Some(c), Some(arch)) => disassemble_for(arch, c, start, opts.syntax),
+        _ => Vec::new(),
     };
     if insns.is_empty() {
         // No code (kernel, missing file): one row per sampled address.
@@ -835,7 +836,10 @@ pub fn deskid_targets(
         let Some(code) = symbolizer.function_code(profile, dso, start, end) else {
             continue;
         };
-        let insns = disassemble(&code, start, Syntax::Att);
+        let Some(arch) = symbolizer.code_arch(profile, dso) else {
+            continue;
+        };
+        let insns = disassemble_for(arch, &code, start, Syntax::Att);
         let cfg = skid::build_cfg(&insns);
         for (n, svma) in members {
             let Some(&class) = classes.get(usize::from(items[n].0)) else {

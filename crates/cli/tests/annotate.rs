@@ -1092,3 +1092,95 @@ fn test_annotate_text_fits_80_columns_on_fixtures() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("annotate has no --format csv"));
 }
+
+/// AArch64 code annotates as `aarch64-linux-gnu-objdump -d` disassembles it: a crafted
+/// recording (HEADER_ARCH aarch64) puts samples in every `.text` function of the
+/// cross-compiled workloads; each function's instructions (address and mnemonic) equal
+/// objdump's, and every sample lands on the instruction it was placed at.
+#[test]
+fn test_annotate_aarch64_code_equals_objdump() {
+    let test = "test_annotate_aarch64_code_equals_objdump";
+    let objdump = "aarch64-linux-gnu-objdump";
+    let features = culprit_collect::perfdata::Features {
+        arch: Some("aarch64".to_string()),
+        ..Default::default()
+    };
+    let dir = common::scratch("annotate-aarch64");
+    let (mut compared, mut plt_calls) = (0, 0);
+    for name in ["simple_classic", "pointer_chase", "branchy", "calltree"] {
+        let Some(bin) = common::workload_aarch64(test, name) else {
+            return;
+        };
+        let functions = common::objdump_text_functions(objdump, &bin);
+        assert!(
+            functions.iter().any(|f| f == "main"),
+            "{name}: {functions:?}"
+        );
+        let listings: Vec<Vec<common::ObjdumpInsn>> = functions
+            .iter()
+            .map(|f| common::objdump_function_with(objdump, &bin, f))
+            .collect();
+        // In these PIEs the text segment's file offsets equal its SVMAs (LOAD at offset 0,
+        // vaddr 0), which the crafted file's placement relies on.
+        let mut placed: BTreeMap<u64, u64> = BTreeMap::new();
+        for (k, insns) in listings.iter().enumerate() {
+            placed.insert(insns[0].addr, 1);
+            *placed.entry(insns[insns.len() / 2].addr).or_default() += k as u64 + 2;
+        }
+        let samples: Vec<(u64, u64, bool)> = placed.iter().map(|(&a, &n)| (a, n, false)).collect();
+        let file = dir.join(format!("{name}.data"));
+        common::write_crafted_file_with(
+            &file,
+            &bin,
+            0xaaaa_0000_0000,
+            &[("cpu-clock", 1, 0)],
+            &[samples],
+            &features,
+        );
+        let annotated = annotate_json(&file, &["--top", "1000"]);
+        for (func, insns) in functions.iter().zip(&listings) {
+            let f = annotated
+                .iter()
+                .find(|f| f["symbol"] == func.as_str())
+                .unwrap_or_else(|| panic!("{name}: no annotation of {func}"));
+            assert_eq!(f["disassembled"], true, "{name} {func}");
+            let got: Vec<(u64, String)> = f["instructions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    let asm = i["asm"].as_str().unwrap();
+                    (hex(&i["ip"]), asm.split(' ').next().unwrap().to_string())
+                })
+                .collect();
+            // objdump runs on to the next label (alignment padding); the function is its
+            // symbol's extent.
+            let end = hex(&f["end"]);
+            let expected: Vec<(u64, String)> = insns
+                .iter()
+                .filter(|i| i.addr < end)
+                .map(|i| (i.addr, i.mnem.clone()))
+                .collect();
+            assert_eq!(got, expected, "{name} {func}: culprit vs {objdump}");
+            // Calls name their targets as objdump does, PLT stubs included (`<malloc@plt>`).
+            for (i, o) in f["instructions"].as_array().unwrap().iter().zip(insns) {
+                if o.mnem == "bl" {
+                    let label = &o.ops[o.ops.find('<').unwrap()..];
+                    let asm = i["asm"].as_str().unwrap();
+                    assert!(asm.ends_with(label), "{name} {func}: {asm} vs {}", o.ops);
+                    plt_calls += usize::from(label.ends_with("@plt>"));
+                }
+            }
+            for (ip, n) in ann_samples(f, "cpu-clock") {
+                assert_eq!(
+                    n,
+                    placed.get(&ip).copied().unwrap_or(0),
+                    "{name} {func} {ip:#x}"
+                );
+            }
+            compared += expected.len();
+        }
+    }
+    assert!(compared > 500, "only {compared} instructions compared");
+    assert!(plt_calls > 10, "only {plt_calls} PLT calls compared");
+}

@@ -237,7 +237,9 @@ fn read_raw<H: FileHeader<Endian = Endianness>>(
 
 /// perf 6.1's `dso__synthesize_plt_symbols`: one `name@plt` symbol per `.rela.plt` (or
 /// `.rel.plt`) entry, in relocation order, `.plt` entry size apart after a one-entry header.
-/// (perf 6.1 does not know `.plt.sec`; neither does this, to give the same names.)
+/// (perf 6.1 does not know `.plt.sec`; neither does this, to give the same names.) AArch64's
+/// PLT has a 32-byte header before its 16-byte entries, as later perfs' `get_plt_sizes`
+/// know; perf 6.1 assumed one entry of header there and named every stub after the next one.
 fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
     header: &H,
     endian: Endianness,
@@ -246,7 +248,12 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
 ) -> Option<Vec<Symbol>> {
     use object::read::elf::{Rel, Rela};
     let (_, plt) = sections.section_by_name(endian, b".plt")?;
-    let entsize: u64 = plt.sh_entsize(endian).into();
+    let (header_size, entsize): (u64, u64) = if header.e_machine(endian) == elf::EM_AARCH64 {
+        (32, 16)
+    } else {
+        let entsize = plt.sh_entsize(endian).into();
+        (entsize, entsize)
+    };
     if entsize == 0 {
         return None;
     }
@@ -266,7 +273,7 @@ fn synthesize_plt<H: FileHeader<Endian = Endianness>>(
         sym_indices.extend(rels.iter().map(|r| r.r_sym(endian)));
     }
     let mut addr: u64 = plt.sh_addr(endian).into();
-    addr = addr.saturating_add(entsize);
+    addr = addr.saturating_add(header_size);
     let mut out = Vec::with_capacity(sym_indices.len());
     for idx in sym_indices {
         let name = dynsyms

@@ -110,6 +110,41 @@ pub fn workload(name: &str) -> PathBuf {
     out.join(name)
 }
 
+/// A workload cross-compiled for AArch64 (`make -C workloads aarch64`, Debian's
+/// gcc-aarch64-linux-gnu), or `None` after a loud skip where the cross compiler is missing.
+/// Under CI (which installs it) a missing compiler fails the test instead.
+pub fn workload_aarch64(test: &str, name: &str) -> Option<PathBuf> {
+    if Command::new("aarch64-linux-gnu-gcc")
+        .arg("--version")
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{test}: aarch64-linux-gnu-gcc is missing, but .ci/run installs it"
+        );
+        skip(
+            test,
+            "no aarch64-linux-gnu-gcc (Debian gcc-aarch64-linux-gnu)",
+        );
+        return None;
+    }
+    static BUILT: Mutex<()> = Mutex::new(());
+    let _guard = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let out = repo_root().join("target/workloads");
+    let bin = out.join("aarch64").join(name);
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(repo_root().join("workloads"))
+        .arg(format!("OUT={}", out.display()))
+        .arg(&bin)
+        .status()
+        .expect("run make for the workloads");
+    assert!(status.success(), "building aarch64 workload {name} failed");
+    Some(bin)
+}
+
 /// Whether `perf` (Debian linux-perf) is installed; interop tests need it.
 pub fn perf_installed() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
@@ -341,8 +376,27 @@ pub struct ObjdumpInsn {
 
 /// The instructions of one function, from objdump (independent of culprit's disassembler); operands without objdump's `# 4040 <n>` comments.
 pub fn objdump_function(bin: &Path, func: &str) -> Vec<ObjdumpInsn> {
+    objdump_function_with("objdump", bin, func)
+}
+
+/// The functions of an ELF file's `.text`, in address order, as `objdump` (a cross binutils'
+/// for foreign code) names them.
+pub fn objdump_text_functions(objdump: &str, bin: &Path) -> Vec<String> {
+    let out = run_ok(Command::new(objdump).args(["-d", "-j", ".text"]).arg(bin));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.strip_suffix(">:")?
+                .split_once(" <")
+                .map(|(_, n)| n.to_string())
+        })
+        .collect()
+}
+
+/// [`objdump_function`] with another objdump (`aarch64-linux-gnu-objdump` for ARM code).
+pub fn objdump_function_with(objdump: &str, bin: &Path, func: &str) -> Vec<ObjdumpInsn> {
     let out = run_ok(
-        std::process::Command::new("objdump")
+        std::process::Command::new(objdump)
             .arg("-d")
             .arg("--no-show-raw-insn")
             .arg(bin),

@@ -1,6 +1,8 @@
-//! x86-64 disassembly of one function (iced-x86), with what the skid analysis needs per
-//! instruction: control flow (kind and near target) and memory operands (whether the address
-//! is computed from general registers, or is stack- or RIP-relative).
+//! Disassembly of one function, x86-64 (iced-x86) or AArch64 (yaxpeax-arm), with what the
+//! skid analysis needs per instruction: control flow (kind and near target) and memory
+//! operands (whether the address is computed from general registers, or is stack- or
+//! PC-relative). The architecture is the code's own (its ELF header), not the host's, so a
+//! recording from another machine annotates on either build.
 //!
 //! Addresses here are SVMAs (what `objdump -d` prints). [`Symbolizer::function_code`] reads
 //! a function's bytes from the ELF file the symbolizer resolved the DSO to, and
@@ -17,12 +19,72 @@
 //! ```
 
 use culprit_decode::model::{DsoId, Profile};
-use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction,
-    InstructionInfoFactory, IntelFormatter, OpAccess, Register,
-};
 
 use crate::{DsoState, Symbolizer};
+
+mod aarch64;
+mod x86;
+
+/// The instruction set of a piece of code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arch {
+    /// x86-64 (64-bit mode).
+    #[default]
+    X86_64,
+    /// AArch64 (A64 instructions, little-endian).
+    Aarch64,
+}
+
+impl Arch {
+    /// The architecture of an ELF `e_machine` value; `None` for others (no disassembler).
+    pub fn from_elf_machine(machine: u16) -> Option<Arch> {
+        match machine {
+            // EM_X86_64 and EM_AARCH64 of the ELF specification.
+            62 => Some(Arch::X86_64),
+            183 => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// The architecture of perf's `HEADER_ARCH` string (`uname -m` of the recording host).
+    pub fn from_uname(machine: &str) -> Option<Arch> {
+        match machine {
+            "x86_64" | "amd64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+/// `e_machine` of an ELF image (32- or 64-bit, either byte order): it sits at offset 18 in
+/// both classes, after `e_ident` (byte 5 is the byte order) and `e_type`.
+fn elf_machine(image: &[u8]) -> Option<u16> {
+    if image.get(..4)? != b"\x7fELF" {
+        return None;
+    }
+    let bytes: [u8; 2] = image.get(18..20)?.try_into().ok()?;
+    match image.get(5)? {
+        1 => Some(u16::from_le_bytes(bytes)),
+        2 => Some(u16::from_be_bytes(bytes)),
+        _ => None,
+    }
+}
+
+/// Decodes x86-64 `code` as if it started at `addr` (see [`disassemble_for`]).
+pub fn disassemble(code: &[u8], addr: u64, syntax: Syntax) -> Vec<Insn> {
+    x86::disassemble(code, addr, syntax)
+}
+
+/// Decodes `code` of `arch` as if it started at `addr`. Undecodable bytes become
+/// [`Insn::invalid`] entries (one byte on x86, one 4-byte word on AArch64) so that decoding
+/// resynchronizes. `syntax` chooses AT&T or Intel on x86; AArch64 has one syntax (objdump's
+/// mnemonics, including its aliases).
+pub fn disassemble_for(arch: Arch, code: &[u8], addr: u64, syntax: Syntax) -> Vec<Insn> {
+    match arch {
+        Arch::X86_64 => x86::disassemble(code, addr, syntax),
+        Arch::Aarch64 => aarch64::disassemble(code, addr),
+    }
+}
 
 /// Assembly syntax of [`Insn::text`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,129 +185,6 @@ impl Insn {
     }
 }
 
-fn is_frame_reg(r: Register) -> bool {
-    matches!(
-        r,
-        Register::RSP | Register::RBP | Register::ESP | Register::EBP | Register::SP | Register::BP
-    )
-}
-
-fn flow_of(i: &Instruction) -> Flow {
-    match i.flow_control() {
-        FlowControl::Next => Flow::Next,
-        FlowControl::UnconditionalBranch => Flow::Branch,
-        FlowControl::ConditionalBranch => Flow::CondBranch,
-        FlowControl::IndirectBranch => Flow::IndirectBranch,
-        FlowControl::Call => Flow::Call,
-        FlowControl::IndirectCall => Flow::IndirectCall,
-        FlowControl::Return => Flow::Return,
-        _ => Flow::Other,
-    }
-}
-
-/// Decodes `code` (64-bit mode) as if it started at `addr`. Undecodable bytes become
-/// one-byte [`Insn::invalid`] entries so that decoding resynchronizes.
-pub fn disassemble(code: &[u8], addr: u64, syntax: Syntax) -> Vec<Insn> {
-    let mut decoder = Decoder::with_ip(64, code, addr, DecoderOptions::NONE);
-    let mut gas = GasFormatter::new();
-    let mut intel = IntelFormatter::new();
-    for f in [
-        gas.options_mut() as &mut iced_x86::FormatterOptions,
-        intel.options_mut(),
-    ] {
-        // objdump prints branch targets without a `0x` prefix; keep the hex prefix for
-        // clarity but no leading zeros.
-        f.set_branch_leading_zeros(false);
-        f.set_space_after_operand_separator(false);
-        f.set_uppercase_hex(false);
-        // `$0x0,-0x4(%rbp)` like objdump, not `$0,-4(%rbp)`.
-        f.set_small_hex_numbers_in_decimal(false);
-        // `0x2d71(%rip)` like objdump; the absolute address is in `Insn::rip_target`.
-        f.set_rip_relative_addresses(true);
-    }
-    let mut info = InstructionInfoFactory::new();
-    let mut out = Vec::new();
-    let mut instr = Instruction::default();
-    let mut text = String::new();
-    while decoder.can_decode() {
-        let pos = decoder.position();
-        decoder.decode_out(&mut instr);
-        let len = instr.len().max(1);
-        let bytes = code.get(pos..pos + len).unwrap_or(&[]).to_vec();
-        if instr.is_invalid() {
-            out.push(Insn {
-                addr: instr.ip(),
-                bytes: code.get(pos..pos + 1).unwrap_or(&[]).to_vec(),
-                text: "(bad)".to_string(),
-                flow: Flow::Other,
-                target: None,
-                mem: Vec::new(),
-                rip_target: None,
-                invalid: true,
-            });
-            // Resynchronize one byte further.
-            let next = pos + 1;
-            if next >= code.len() {
-                break;
-            }
-            if decoder.set_position(next).is_err() {
-                break;
-            }
-            decoder.set_ip(addr + next as u64);
-            continue;
-        }
-        text.clear();
-        match syntax {
-            Syntax::Att => gas.format(&instr, &mut text),
-            Syntax::Intel => intel.format(&instr, &mut text),
-        }
-        let flow = flow_of(&instr);
-        let target = match flow {
-            Flow::Branch | Flow::CondBranch | Flow::Call => Some(instr.near_branch_target()),
-            _ => None,
-        };
-        let mem = info
-            .info(&instr)
-            .used_memory()
-            .iter()
-            .filter(|m| !matches!(m.access(), OpAccess::NoMemAccess | OpAccess::None))
-            .map(|m| {
-                let (base, index) = (m.base(), m.index());
-                let rip = base == Register::RIP || base == Register::EIP;
-                let kind = if rip || (base == Register::None && index == Register::None) {
-                    AddrKind::Static
-                } else if (index == Register::None && is_frame_reg(base))
-                    || (base == Register::None && is_frame_reg(index))
-                {
-                    AddrKind::Stack
-                } else {
-                    AddrKind::Register
-                };
-                let (read, write) = match m.access() {
-                    OpAccess::Read | OpAccess::CondRead => (true, false),
-                    OpAccess::Write | OpAccess::CondWrite => (false, true),
-                    OpAccess::ReadWrite | OpAccess::ReadCondWrite => (true, true),
-                    _ => (false, false),
-                };
-                MemOperand { kind, read, write }
-            })
-            .collect();
-        out.push(Insn {
-            addr: instr.ip(),
-            bytes,
-            text: text.clone(),
-            flow,
-            target,
-            mem,
-            rip_target: instr
-                .is_ip_rel_memory_operand()
-                .then(|| instr.ip_rel_memory_address()),
-            invalid: false,
-        });
-    }
-    out
-}
-
 impl Symbolizer {
     fn ensure_prepared(&mut self, profile: &Profile, dso: DsoId) {
         if !self.dsos.contains_key(&dso) {
@@ -284,6 +223,31 @@ impl Symbolizer {
         let from = usize::try_from(off).ok()?;
         let to = from.checked_add(usize::try_from(len).ok()?)?;
         map.get(from..to).map(<[u8]>::to_vec)
+    }
+
+    /// The instruction set of a DSO's code: its ELF header's machine, or for the kernel and JIT
+    /// code the recording host's (`HEADER_ARCH`); x86-64 when neither is known, as before
+    /// culprit read AArch64 code. `None` for an ELF file of an architecture culprit cannot
+    /// disassemble.
+    pub fn code_arch(&mut self, profile: &Profile, dso: DsoId) -> Option<Arch> {
+        self.ensure_prepared(profile, dso);
+        let host = || {
+            profile
+                .meta
+                .arch
+                .as_deref()
+                .map_or(Some(Arch::X86_64), Arch::from_uname)
+        };
+        match self.dsos.get(&dso) {
+            Some(DsoState::Elf { path, .. }) => {
+                let map = crate::elf::map_file(path).ok()?;
+                match elf_machine(&map) {
+                    Some(machine) => Arch::from_elf_machine(machine),
+                    None => host(),
+                }
+            }
+            _ => host(),
+        }
     }
 
     /// The file offset of an SVMA in an ELF DSO (the inverse of what [`Symbolizer::resolve`]
