@@ -371,3 +371,204 @@ fn test_unwind_stream_decoder_matches_file_reader() {
     assert_eq!(whole.stats(), shared.borrow().stats());
     assert!(whole.stats().frames >= 4 * deep as u64);
 }
+
+/// The state of the AArch64 `calltree` stopped inside `c`'s loop under qemu-user's gdb stub:
+/// the registers DWARF unwinding starts from, the top of the stack, and gdb's backtrace.
+struct Aarch64Stop {
+    /// x29, x30, sp, pc (perf's arm64 registers 29–32, in mask order).
+    regs: [u64; 4],
+    /// The stack from sp up.
+    stack: Vec<u8>,
+    /// gdb's backtrace past main: (pc, function), innermost first.
+    backtrace: Vec<(u64, String)>,
+}
+
+/// Runs the static AArch64 `calltree` under `qemu-aarch64 -g` and stops it with
+/// `gdb-multiarch` six instructions into `c` (its loop; `c` is a leaf whose return address
+/// is still in x30). `None` (after a loud skip; a failure under CI) without the tools.
+fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64Stop> {
+    for tool in ["qemu-aarch64", "gdb-multiarch"] {
+        let found = std::process::Command::new(tool).arg("--version").output();
+        if found.map_or(true, |o| !o.status.success()) {
+            assert!(
+                std::env::var("CI").is_err(),
+                "{test}: {tool} is missing, but .ci/run installs it"
+            );
+            common::skip(
+                test,
+                &format!("no {tool} (Debian qemu-user, gdb-multiarch)"),
+            );
+            return None;
+        }
+    }
+    let dumps: Vec<(usize, PathBuf)> = [8192, 4096, 2048]
+        .into_iter()
+        .map(|n| (n, dir.join(format!("stack{n}.bin"))))
+        .collect();
+    let mut gdb_script = String::from(
+        "set pagination off\nset backtrace past-main on\nbreak c\ncontinue\nstepi 6\n\
+         info registers x29 x30 sp pc\nbacktrace\n",
+    );
+    for (n, path) in &dumps {
+        let _ = std::fs::remove_file(path);
+        gdb_script.push_str(&format!(
+            "dump binary memory {} $sp $sp+{n}\n",
+            path.display()
+        ));
+    }
+    gdb_script.push_str("kill\n");
+    // qemu listens once it has loaded the program: retry gdb until it connects.
+    for attempt in 0..20u16 {
+        let port = 20000 + (std::process::id() % 20000) as u16 + attempt;
+        let mut qemu = std::process::Command::new("qemu-aarch64")
+            .args(["-g", &port.to_string()])
+            .arg(bin)
+            .arg("1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn qemu-aarch64");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let script = dir.join("stop.gdb");
+        std::fs::write(&script, format!("target remote :{port}\n{gdb_script}")).unwrap();
+        let out = std::process::Command::new("gdb-multiarch")
+            .args(["-q", "-batch", "-x"])
+            .arg(&script)
+            .arg(bin)
+            .output()
+            .expect("run gdb-multiarch");
+        let _ = qemu.kill();
+        let _ = qemu.wait();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let reg = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.split_whitespace().next())
+                .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        };
+        let (Some(fp), Some(lr), Some(sp), Some(pc)) =
+            (reg("x29 "), reg("x30 "), reg("sp "), reg("pc "))
+        else {
+            continue;
+        };
+        let backtrace = text
+            .lines()
+            .filter_map(|l| {
+                let rest = l.strip_prefix('#')?;
+                let rest = rest.split_once(char::is_whitespace)?.1.trim_start();
+                let (at, func) = match rest.split_once(" in ") {
+                    Some((a, f)) if a.starts_with("0x") => {
+                        (u64::from_str_radix(&a[2..], 16).ok()?, f)
+                    }
+                    _ => (pc, rest),
+                };
+                let name = func.split([' ', '(']).next()?.to_string();
+                Some((at, name))
+            })
+            .collect();
+        let stack = dumps
+            .iter()
+            .find_map(|(_, path)| std::fs::read(path).ok())
+            .expect("gdb dumped no stack");
+        return Some(Aarch64Stop {
+            regs: [fp, lr, sp, pc],
+            stack,
+            backtrace,
+        });
+    }
+    panic!("{test}: gdb never stopped the program under qemu-aarch64");
+}
+
+/// Writes a `--call-graph dwarf`-style recording of one AArch64 sample: HEADER_ARCH aarch64,
+/// the static executable mapped where it runs, and the sampled x29/x30/sp/pc and stack.
+fn write_aarch64_dwarf_sample(file: &Path, bin: &Path, stop: &Aarch64Stop) {
+    use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type as st};
+    let regs_mask = (1u64 << 29) | (1 << 30) | (1 << 31) | (1 << 32);
+    let attr = Attr {
+        attr_type: 1, // PERF_TYPE_SOFTWARE, cpu-clock
+        config: 0,
+        sample_period_or_freq: 250_000,
+        sample_type: st::IDENTIFIER
+            | st::IP
+            | st::TID
+            | st::TIME
+            | st::PERIOD
+            | st::REGS_USER
+            | st::STACK_USER,
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP | attr_flag::COMM | attr_flag::MMAP2,
+        sample_regs_user: regs_mask,
+        sample_stack_user: stop.stack.len() as u32,
+        ..Attr::default()
+    };
+    let attrs = vec![FileAttr {
+        attr,
+        name: "cpu-clock".to_string(),
+        ids: vec![1],
+    }];
+    let mut w = PerfDataWriter::new(std::fs::File::create(file).unwrap(), attrs).unwrap();
+    let mut buf = Vec::new();
+    // The static executable's text is linked at 0x400000, file offset 0.
+    common::push_process(&mut buf, &attr, b"calltree", bin, 0x40_0000);
+    let mut body: Vec<u8> = Vec::new();
+    body.extend(1u64.to_le_bytes());
+    body.extend(stop.regs[3].to_le_bytes());
+    body.extend(100u32.to_le_bytes());
+    body.extend(100u32.to_le_bytes());
+    body.extend(10u64.to_le_bytes());
+    body.extend(250_000u64.to_le_bytes());
+    body.extend(2u64.to_le_bytes()); // PERF_SAMPLE_REGS_ABI_64
+    for r in stop.regs {
+        body.extend(r.to_le_bytes());
+    }
+    body.extend((stop.stack.len() as u64).to_le_bytes());
+    body.extend(&stop.stack);
+    body.extend((stop.stack.len() as u64).to_le_bytes()); // dyn_size
+    buf.extend(record_type::SAMPLE.to_le_bytes());
+    buf.extend(misc::USER.to_le_bytes());
+    buf.extend(u16::try_from(8 + body.len()).unwrap().to_le_bytes());
+    buf.extend(body);
+    w.write_data(&buf).unwrap();
+    let features = Features {
+        arch: Some("aarch64".to_string()),
+        ..Default::default()
+    };
+    w.finish(&features).unwrap();
+}
+
+/// DWARF unwinding of an AArch64 user stack: the call chain culprit unwinds from a sample
+/// of the static AArch64 `calltree` (registers and stack taken from the program stopped
+/// under qemu-user) equals gdb's backtrace of the same moment, frame by frame, past main.
+/// perf 6.1 for x86 cannot be the oracle here: it unwinds the host's architecture only.
+#[test]
+fn test_unwind_aarch64_stack_equals_gdb_backtrace() {
+    let test = "test_unwind_aarch64_stack_equals_gdb_backtrace";
+    let Some(bin) = common::workload_aarch64(test, "calltree-static") else {
+        return;
+    };
+    let dir = record_dir("unwind-aarch64");
+    let Some(stop) = stop_aarch64_calltree(test, &bin, &dir) else {
+        return;
+    };
+    let names: Vec<&str> = stop.backtrace.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names.get(..4),
+        Some(&["c", "b", "a", "main"][..]),
+        "gdb: {names:?}"
+    );
+    let file = dir.join("aarch64-dwarf.data");
+    write_aarch64_dwarf_sample(&file, &bin, &stop);
+    let samples = common::script_json(&file);
+    assert_eq!(samples.len(), 1, "{samples:?}");
+    let chain: Vec<(u64, String)> = samples[0]["callchain"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no callchain: {}", samples[0]))
+        .iter()
+        .map(|f| {
+            (
+                f["ip"].as_u64().unwrap(),
+                f["sym"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(chain, stop.backtrace, "culprit's chain vs gdb's backtrace");
+}

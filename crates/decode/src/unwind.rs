@@ -26,6 +26,49 @@ pub mod x86_64_reg {
     pub const IP: u32 = 8;
 }
 
+/// perf's arm64 register numbers (`enum perf_event_arm_regs`: x0..x30 are 0..30) of the
+/// registers unwinding needs.
+pub mod aarch64_reg {
+    /// x29, the frame pointer.
+    pub const FP: u32 = 29;
+    /// x30, the link register (the return address of a frame that has not saved it yet).
+    pub const LR: u32 = 30;
+    /// SP.
+    pub const SP: u32 = 31;
+    /// PC.
+    pub const PC: u32 = 32;
+}
+
+/// The instruction set of the sampled user code, which says how [`UnwindInput::regs`] are
+/// numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnwindArch {
+    /// x86-64 ([`x86_64_reg`]).
+    #[default]
+    X86_64,
+    /// AArch64 ([`aarch64_reg`]).
+    Aarch64,
+}
+
+impl UnwindArch {
+    /// The architecture of a recording from its `HEADER_ARCH` (`uname -m`); x86-64 when the
+    /// file does not say (perf has written HEADER_ARCH since 2.6.38).
+    pub fn of_recording(arch: Option<&str>) -> UnwindArch {
+        match arch {
+            Some("aarch64" | "arm64") => UnwindArch::Aarch64,
+            _ => UnwindArch::X86_64,
+        }
+    }
+
+    /// The perf register numbers of (instruction pointer, stack pointer).
+    fn ip_sp(self) -> (u32, u32) {
+        match self {
+            UnwindArch::X86_64 => (x86_64_reg::IP, x86_64_reg::SP),
+            UnwindArch::Aarch64 => (aarch64_reg::PC, aarch64_reg::SP),
+        }
+    }
+}
+
 /// One executable mapping of the sampled process, as known at the sample's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapInfo<'a> {
@@ -52,10 +95,13 @@ pub struct UnwindInput<'a> {
     pub pid: i32,
     /// Thread id of the sample.
     pub tid: i32,
+    /// How the registers are numbered (the recording's architecture).
+    pub arch: UnwindArch,
     /// `sample_regs_user` of the event: which registers [`Self::regs`] holds.
     pub regs_mask: u64,
     /// The register values in the order of the mask's bits (x86-64 perf numbering: AX=0
-    /// BX=1 CX=2 DX=3 SI=4 DI=5 BP=6 SP=7 IP=8 FLAGS=9 CS=10 SS=11 … R8..R15=16..23).
+    /// BX=1 CX=2 DX=3 SI=4 DI=5 BP=6 SP=7 IP=8 FLAGS=9 CS=10 SS=11 … R8..R15=16..23;
+    /// arm64: x0..x30=0..30 SP=31 PC=32).
     pub regs: &'a [u64],
     /// The valid user stack bytes (`dyn_size` applied), starting at the stack pointer.
     pub stack: &'a [u8],
@@ -88,10 +134,21 @@ impl<'a> UnwindInput<'a> {
         })
     }
 
-    /// Reads the u64 (little-endian, as x86-64 stores it) at user address `addr`, if it lies
-    /// in the sampled stack copy (`stack[0]` is at the stack pointer).
+    /// The sampled instruction pointer (x86-64's IP, arm64's PC).
+    pub fn ip(&self) -> Option<u64> {
+        self.reg(self.arch.ip_sp().0)
+    }
+
+    /// The sampled stack pointer.
+    pub fn sp(&self) -> Option<u64> {
+        self.reg(self.arch.ip_sp().1)
+    }
+
+    /// Reads the u64 (little-endian, as x86-64 and little-endian arm64 store it) at user
+    /// address `addr`, if it lies in the sampled stack copy (`stack[0]` is at the stack
+    /// pointer).
     pub fn read_stack(&self, addr: u64) -> Option<u64> {
-        let sp = self.reg(x86_64_reg::SP)?;
+        let sp = self.sp()?;
         let off = usize::try_from(addr.checked_sub(sp)?).ok()?;
         let b = self.stack.get(off..off.checked_add(8)?)?;
         let mut w = [0u8; 8];
@@ -179,6 +236,7 @@ impl<'p> Hook<'p> {
         let input = UnwindInput {
             pid,
             tid,
+            arch: UnwindArch::of_recording(p.meta.arch.as_deref()),
             regs_mask,
             regs: &self.regs,
             stack,
@@ -214,6 +272,7 @@ mod tests {
         let input = UnwindInput {
             pid: 1,
             tid: 1,
+            arch: UnwindArch::X86_64,
             regs_mask: mask,
             regs: &regs,
             stack: &stack,
@@ -231,5 +290,29 @@ mod tests {
         assert_eq!(input.read_stack(0x1019), None);
         assert_eq!(input.read_stack(0xff8), None);
         assert!(input.map_at(0x400000).is_none());
+        assert_eq!(input.ip(), Some(0x400000));
+    }
+
+    #[test]
+    fn test_aarch64_numbering() {
+        // x29, x30, sp, pc recorded (perf record --call-graph dwarf on arm64 takes all 33).
+        let mask = (1u64 << 29) | (1 << 30) | (1 << 31) | (1 << 32);
+        let regs = [0x7ff0, 0x400abc, 0x7f00, 0x400100];
+        let stack = 7u64.to_le_bytes();
+        let input = UnwindInput {
+            pid: 1,
+            tid: 1,
+            arch: UnwindArch::of_recording(Some("aarch64")),
+            regs_mask: mask,
+            regs: &regs,
+            stack: &stack,
+            maps: None,
+            dsos: &[],
+        };
+        assert_eq!(input.ip(), Some(0x400100));
+        assert_eq!(input.sp(), Some(0x7f00));
+        assert_eq!(input.reg(aarch64_reg::LR), Some(0x400abc));
+        assert_eq!(input.read_stack(0x7f00), Some(7));
+        assert_eq!(UnwindArch::of_recording(None), UnwindArch::X86_64);
     }
 }

@@ -24,7 +24,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use culprit_decode::model::{DsoId, DsoKind};
-use culprit_decode::unwind::{x86_64_reg, MapInfo, UnwindInput, UserStackUnwinder};
+use culprit_decode::unwind::{
+    aarch64_reg, x86_64_reg, MapInfo, UnwindArch, UnwindInput, UserStackUnwinder,
+};
+use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection};
@@ -131,9 +134,69 @@ struct ModKey {
     stop: bool,
 }
 
+/// framehop's unwinder of one instruction set.
+enum ArchUnwinder {
+    X86_64(UnwinderX86_64<Bytes>),
+    Aarch64(UnwinderAarch64<Bytes>),
+}
+
+impl ArchUnwinder {
+    fn new(arch: UnwindArch) -> ArchUnwinder {
+        match arch {
+            UnwindArch::X86_64 => ArchUnwinder::X86_64(UnwinderX86_64::new()),
+            UnwindArch::Aarch64 => ArchUnwinder::Aarch64(UnwinderAarch64::new()),
+        }
+    }
+
+    fn arch(&self) -> UnwindArch {
+        match self {
+            ArchUnwinder::X86_64(_) => UnwindArch::X86_64,
+            ArchUnwinder::Aarch64(_) => UnwindArch::Aarch64,
+        }
+    }
+
+    fn add_module(&mut self, module: Module<Bytes>) {
+        match self {
+            ArchUnwinder::X86_64(u) => u.add_module(module),
+            ArchUnwinder::Aarch64(u) => u.add_module(module),
+        }
+    }
+
+    fn remove_module(&mut self, start: u64) {
+        match self {
+            ArchUnwinder::X86_64(u) => u.remove_module(start),
+            ArchUnwinder::Aarch64(u) => u.remove_module(start),
+        }
+    }
+}
+
+/// The registers framehop tracks while it walks a stack, per instruction set.
+enum ArchRegs {
+    X86_64(UnwindRegsX86_64),
+    Aarch64(UnwindRegsAarch64),
+}
+
+impl ArchRegs {
+    /// The sampled registers unwinding starts from, and the sampled instruction pointer.
+    fn sampled(input: &UnwindInput<'_>) -> Option<(u64, ArchRegs)> {
+        let (ip, sp) = (input.ip()?, input.sp()?);
+        Some(match input.arch {
+            UnwindArch::X86_64 => {
+                let bp = input.reg(x86_64_reg::BP).unwrap_or(0);
+                (ip, ArchRegs::X86_64(UnwindRegsX86_64::new(ip, sp, bp)))
+            }
+            UnwindArch::Aarch64 => {
+                let lr = input.reg(aarch64_reg::LR).unwrap_or(0);
+                let fp = input.reg(aarch64_reg::FP).unwrap_or(0);
+                (ip, ArchRegs::Aarch64(UnwindRegsAarch64::new(lr, sp, fp)))
+            }
+        })
+    }
+}
+
 /// One process: its framehop unwinder and which mappings it holds modules for.
 struct Proc {
-    unwinder: UnwinderX86_64<Bytes>,
+    unwinder: ArchUnwinder,
     mods: BTreeMap<u64, ModKey>,
     last_used: u64,
 }
@@ -151,7 +214,7 @@ pub struct UnwindStats {
     pub modules: u64,
 }
 
-/// A [`UserStackUnwinder`] for x86-64 Linux user stacks, built on framehop.
+/// A [`UserStackUnwinder`] for x86-64 and AArch64 Linux user stacks, built on framehop.
 pub struct DwarfUnwinder {
     /// Where files are found (perf's build-id cache among them).
     opts: SymbolizerOptions,
@@ -159,6 +222,7 @@ pub struct DwarfUnwinder {
     files: HashMap<FileKey, Option<Arc<UnwindFile>>>,
     procs: HashMap<i32, Proc>,
     cache: CacheX86_64,
+    cache_aarch64: CacheAarch64,
     clock: u64,
     max_frames: usize,
     warnings: Vec<String>,
@@ -175,6 +239,7 @@ impl DwarfUnwinder {
             files: HashMap::new(),
             procs: HashMap::new(),
             cache: CacheX86_64::new(),
+            cache_aarch64: CacheAarch64::new(),
             clock: 0,
             max_frames: MAX_FRAMES,
             warnings: Vec::new(),
@@ -320,12 +385,14 @@ impl DwarfUnwinder {
     }
 
     /// The process's entry, created (and the least recently used one dropped) if needed.
-    fn touch_proc(&mut self, pid: i32) {
+    fn touch_proc(&mut self, pid: i32, arch: UnwindArch) {
         self.clock += 1;
         let clock = self.clock;
         if let Some(p) = self.procs.get_mut(&pid) {
-            p.last_used = clock;
-            return;
+            if p.unwinder.arch() == arch {
+                p.last_used = clock;
+                return;
+            }
         }
         if self.procs.len() >= MAX_PROCESSES {
             if let Some(old) = self
@@ -340,7 +407,7 @@ impl DwarfUnwinder {
         self.procs.insert(
             pid,
             Proc {
-                unwinder: UnwinderX86_64::new(),
+                unwinder: ArchUnwinder::new(arch),
                 mods: BTreeMap::new(),
                 last_used: clock,
             },
@@ -354,16 +421,14 @@ impl UserStackUnwinder for DwarfUnwinder {
     }
 
     fn unwind(&mut self, input: &UnwindInput<'_>, out: &mut Vec<u64>) {
-        let (Some(ip), Some(sp)) = (input.reg(x86_64_reg::IP), input.reg(x86_64_reg::SP)) else {
+        let Some((ip, mut regs)) = ArchRegs::sampled(input) else {
             return;
         };
-        let bp = input.reg(x86_64_reg::BP).unwrap_or(0);
         self.stats.samples += 1;
         let start = out.len();
         out.push(ip);
         let pid = input.pid;
-        self.touch_proc(pid);
-        let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
+        self.touch_proc(pid, input.arch);
         let mut addr = FrameAddress::from_instruction_pointer(ip);
         let mut read_stack = |a: u64| input.read_stack(a).ok_or(());
         while out.len() - start < self.max_frames {
@@ -373,9 +438,15 @@ impl UserStackUnwinder for DwarfUnwinder {
             let Some(proc) = self.procs.get(&pid) else {
                 break;
             };
-            let next =
-                proc.unwinder
-                    .unwind_frame(addr, &mut regs, &mut self.cache, &mut read_stack);
+            let next = match (&proc.unwinder, &mut regs) {
+                (ArchUnwinder::X86_64(u), ArchRegs::X86_64(r)) => u
+                    .unwind_frame(addr, r, &mut self.cache, &mut read_stack)
+                    .map_err(drop),
+                (ArchUnwinder::Aarch64(u), ArchRegs::Aarch64(r)) => u
+                    .unwind_frame(addr, r, &mut self.cache_aarch64, &mut read_stack)
+                    .map_err(drop),
+                _ => Err(()),
+            };
             match next {
                 Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                     Some(a) => {
