@@ -73,6 +73,9 @@ const NO_GUEST_FILTER_PMUS: &[&str] = &["ibs_op", "ibs_fetch"];
 struct Model {
     name: String,
     cpuid: String,
+    /// The perf to compare with, as words (`perf arm64` in the file: perf 6.12 for arm64
+    /// under qemu-user); `None`: the installed perf.
+    perf: Option<Vec<String>>,
     fixture: PathBuf,
     cases: Vec<Case>,
 }
@@ -104,6 +107,7 @@ fn load_model(name: &str) -> Model {
     let path = oracle_dir().join(format!("{name}.events"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let (mut cpuid, mut pmus) = (String::new(), String::new());
+    let mut perf = None;
     let mut modifiers: Vec<String> = vec!["-".into()];
     let mut rates: Vec<String> = Vec::new();
     let mut cases = Vec::new();
@@ -115,6 +119,13 @@ fn load_model(name: &str) -> Model {
         match word {
             "cpuid" => cpuid = rest.trim().to_string(),
             "pmus" => pmus = rest.trim().to_string(),
+            "perf" => {
+                assert_eq!(rest.trim(), "arm64", "{path:?}: `perf` takes `arm64`");
+                perf = Some(vec![
+                    "qemu-aarch64".to_string(),
+                    oracle_perf_arm64().display().to_string(),
+                ]);
+            }
             "modifiers" => modifiers = rest.split_whitespace().map(String::from).collect(),
             "rates" => rates = rest.split('|').map(|r| r.trim().to_string()).collect(),
             _ => {
@@ -145,6 +156,7 @@ fn load_model(name: &str) -> Model {
     Model {
         name: name.to_string(),
         cpuid,
+        perf,
         fixture: Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/pmu")
             .join(pmus),
@@ -327,6 +339,13 @@ fn run_model(model: &Model) -> Vec<(Case, String, String)> {
         .arg(&dir)
         .arg(env!("CARGO_BIN_EXE_culprit"))
         .env("PERF_CPUID", &model.cpuid)
+        .env(
+            "PERF",
+            model
+                .perf
+                .as_ref()
+                .map_or("perf".to_string(), |w| w.join(" ")),
+        )
         .output()
         .expect("run unshare");
     assert!(
@@ -366,6 +385,29 @@ fn oracle_can_run(test: &str) -> bool {
 /// (which scripts/test.sh runs) into target/oracle-perf/perf.
 fn oracle_perf_6_12() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oracle-perf/perf")
+}
+
+/// perf 6.12 for arm64 (static), built by scripts/oracle-perf.sh where the aarch64 cross
+/// compiler is installed; it runs under qemu-user.
+fn oracle_perf_arm64() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/oracle-perf/perf-arm64")
+}
+
+/// Whether the arm64 oracle can run: qemu-user and the arm64 perf are there. Elsewhere it
+/// skips loudly; under CI (which installs both) it fails instead.
+fn arm64_oracle_can_run(test: &str) -> bool {
+    let qemu = Command::new("qemu-aarch64").arg("--version").output();
+    let why = if qemu.map_or(true, |o| !o.status.success()) {
+        "no qemu-aarch64 (Debian qemu-user)"
+    } else if !oracle_perf_arm64().exists() {
+        "no target/oracle-perf/perf-arm64 (scripts/oracle-perf.sh builds it with gcc-aarch64-linux-gnu)"
+    } else {
+        return true;
+    };
+    if std::env::var("CI").is_ok() {
+        panic!("{test}: {why}, but CI installs what the arm64 oracle needs");
+    }
+    common::skip(test, why)
 }
 
 /// An attr as its [`COMPARED`] fields, in order: what two attrs are equal by.
@@ -430,6 +472,16 @@ fn test_attrs_equal_perf_on_faked_intel_and_amd_pmus() {
         "test_attrs_equal_perf_on_faked_intel_and_amd_pmus",
         &["intel-skylake", "amd-zen4"],
     );
+}
+
+/// ARM: the armv8_pmuv3 PMU of a Neoverse N1 (generic, sysfs, raw and table events) against
+/// perf 6.12 for arm64.
+#[test]
+fn test_attrs_equal_arm64_perf_on_a_faked_armv8_pmu() {
+    let test = "test_attrs_equal_arm64_perf_on_a_faked_armv8_pmu";
+    if arm64_oracle_can_run(test) {
+        check_models(test, &["arm-neoverse-n1"]);
+    }
 }
 
 /// The table models of one test part: a slice of [`tables::MODELS`] by table name.

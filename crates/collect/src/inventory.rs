@@ -337,7 +337,10 @@ pub fn collect(filter: Option<&str>) -> Listing {
 /// The plain-language statements: what is impossible here and what to do about it.
 pub fn notes(l: &Listing) -> Vec<String> {
     let mut notes = Vec::new();
-    let has_cpu_pmu = l.pmus.iter().any(|p| p.name == "cpu");
+    let has_cpu_pmu = l
+        .pmus
+        .iter()
+        .any(|p| p.name == "cpu" || crate::events::tables::is_arm_core_pmu(&p.name));
     if !l.hardware_pmu {
         let vm = if l.virtualization.is_some() {
             " This is a VM without a virtual PMU."
@@ -346,7 +349,7 @@ pub fn notes(l: &Listing) -> Vec<String> {
         };
         notes.push(format!(
             "Hardware PMU: not available ({}) — only software events work here (cpu-clock, task-clock, page-faults, context-switches, …); culprit record falls back to cpu-clock.{vm} To measure cycles, instructions, caches and branches, run on bare metal or in a VM with a virtual PMU (e.g. KVM/QEMU `-cpu host,pmu=on`, or a cloud instance type that exposes the PMU).",
-            if has_cpu_pmu { "the `instructions` event does not open" } else { "no `cpu` PMU under /sys/bus/event_source/devices" }
+            if has_cpu_pmu { "the `instructions` event does not open" } else { "no `cpu` (or Arm core) PMU under /sys/bus/event_source/devices" }
         ));
     }
     if !l.capabilities.ibs_op.present && !l.capabilities.ibs_fetch.present {

@@ -5,7 +5,8 @@
 #   sh run-both.sh CASES OUTDIR CULPRIT_BINARY
 #
 # CASES has one case a line: extra record options (`-`: none), a tab, the event spelling. Case N's
-# stderr goes to OUTDIR/N.perf and OUTDIR/N.culprit. PERF_CPUID comes from the environment.
+# stderr goes to OUTDIR/N.perf and OUTDIR/N.culprit. PERF_CPUID comes from the environment, and
+# PERF names the perf to run (default `perf`; words: `qemu-aarch64 .../perf-arm64`).
 set -u
 cases=$1
 out=$2
@@ -14,8 +15,8 @@ n=0
 tab=$(printf '\t')
 while IFS="$tab" read -r opts event; do
     [ "$opts" = - ] && opts=
-    # shellcheck disable=SC2086 # the options are words on purpose
-    perf record -vv -N -B --no-bpf-event $opts -e "$event" -o "$out/perf.data" -- true \
+    # shellcheck disable=SC2086 # the options (and $PERF) are words on purpose
+    ${PERF:-perf} record -vv -N -B --no-bpf-event $opts -e "$event" -o "$out/perf.data" -- true \
         >"$out/$n.perf" 2>&1 </dev/null
     # shellcheck disable=SC2086
     "$culprit" record -vv -N -q $opts -e "$event" -o "$out/culprit.data" -- true \

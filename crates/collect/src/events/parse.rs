@@ -1147,7 +1147,8 @@ impl EventParser {
     }
 
     /// The largest precise_ip this machine accepts and why: `cpu/caps/max_precise`; 0 when
-    /// there is no `cpu` PMU at all; 3 (unchecked) when the file is missing.
+    /// there is no `cpu` PMU at all (Arm's core PMUs have no precise mode); 3 (unchecked)
+    /// when the file is missing.
     pub fn max_precise(&self) -> (u8, String) {
         match self.sysfs.pmu("cpu") {
             Ok(Some(cpu)) => {
@@ -1167,13 +1168,29 @@ impl EventParser {
                     None => (3, "cpu/caps/max_precise is missing".to_string()),
                 }
             }
-            _ => (
-                0,
-                "there is no hardware PMU (no `cpu` PMU in sysfs; only software events work here)"
-                    .to_string(),
-            ),
+            _ => {
+                let names = self.sysfs.pmu_names();
+                match names.iter().find(|n| super::tables::is_arm_core_pmu(n)) {
+                    Some(arm) => (0, arm_precise_note(arm, names.iter().any(|n| n.starts_with("arm_spe")))),
+                    None => (
+                        0,
+                        "there is no hardware PMU (no `cpu` PMU in sysfs; only software events work here)"
+                            .to_string(),
+                    ),
+                }
+            }
         }
     }
+}
+
+/// Why Arm's core PMU takes no `p` modifier, and what samples precisely there instead.
+fn arm_precise_note(pmu: &str, has_spe: bool) -> String {
+    let spe = if has_spe {
+        "this CPU's SPE (the arm_spe PMU, recorded by `perf record -e arm_spe//` and decoded by culprit: docs/spe.md) samples precisely"
+    } else {
+        "precise samples on Arm come from SPE, which this machine does not expose (no arm_spe PMU)"
+    };
+    format!("the Arm core PMU ({pmu}) has no precise mode (its samples skid); {spe}")
 }
 
 /// An event group that does not parse.

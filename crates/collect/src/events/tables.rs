@@ -121,10 +121,16 @@ pub fn pmu_instances(names: &[String], base: &str) -> Vec<String> {
     found.into_iter().map(|(_, n)| n).collect()
 }
 
+/// Whether `pmu` is an Arm core PMU (`armv8_pmuv3_0`, `armv8_cortex_a53`, `armv7_cortex_a15`):
+/// the CPU's counters on Arm, where there is no `cpu` PMU.
+pub fn is_arm_core_pmu(pmu: &str) -> bool {
+    pmu.starts_with("armv8_") || pmu.starts_with("armv7_")
+}
+
 /// Whether `pmu` (a sysfs PMU) is where a table event of `table_pmu` belongs.
 pub fn pmu_serves(pmu: &str, table_pmu: &str) -> bool {
     if table_pmu == DEFAULT_CORE {
-        pmu == "cpu" || pmu.starts_with("armv8_") || pmu.starts_with("armv7_")
+        pmu == "cpu" || is_arm_core_pmu(pmu)
     } else {
         // The PMU itself or one of its numbered instances (`uncore_imc_0`).
         pmu == table_pmu

@@ -1009,3 +1009,22 @@ fn test_parse_event_list_groups() {
         "{err}"
     );
 }
+
+#[test]
+fn test_max_precise_on_arm_names_the_core_pmu_and_spe() {
+    let fake = FakeSysfs::empty();
+    fake.pmu("armv8_pmuv3_0", 10, &[("event", "config:0-15")], &[], &[]);
+    let p = EventParser::new(Sysfs::at(&fake.root), None);
+    let (max, why) = p.max_precise();
+    assert_eq!(max, 0);
+    assert!(
+        why.contains("armv8_pmuv3_0") && why.contains("no arm_spe PMU"),
+        "{why}"
+    );
+    fake.pmu("arm_spe_0", 11, &[("ts_enable", "config:0")], &[], &[]);
+    let (_, why) = EventParser::new(Sysfs::at(&fake.root), None).max_precise();
+    assert!(why.contains("SPE (the arm_spe PMU"), "{why}");
+    let none = FakeSysfs::empty();
+    let (_, why) = EventParser::new(Sysfs::at(&none.root), None).max_precise();
+    assert!(why.contains("no hardware PMU"), "{why}");
+}
