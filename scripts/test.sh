@@ -13,6 +13,8 @@ bash scripts/toolchain.sh
 make -s -C workloads
 # perf 6.12 from the tables' kernel tree, the attr oracle of the newer CPU models.
 bash scripts/oracle-perf.sh
+# culprit for arm64 (release, cross-built), compared under qemu-user in tests/corpus.rs.
+bash scripts/cross-aarch64.sh
 cargo fmt --all -- --check
 # Dependencies' licences and RustSec advisories (deny.toml; offline where GitHub is not
 # reachable: see the script).

@@ -14,6 +14,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -704,4 +705,66 @@ fn test_corpus_reads_like_perf() {
         "{failed} of {} corpus files differ from perf:\n{report}",
         results.len()
     );
+}
+
+/// The culprit built for arm64 (`scripts/cross-aarch64.sh`: release, Debian's cross gcc as
+/// linker), run under qemu-user, reads the corpus's arm64 recordings exactly as this build
+/// does: `report` (text and JSON) and `script` byte for byte. The files are those the
+/// corpus README lists with `arch: aarch64`.
+#[test]
+fn test_aarch64_build_reads_the_arm64_corpus_like_this_build() {
+    let test = "test_aarch64_build_reads_the_arm64_corpus_like_this_build";
+    let arm = common::repo_root().join("target/aarch64-unknown-linux-gnu/release/culprit");
+    if !arm.exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{test}: {arm:?} is missing, but scripts/test.sh cross-builds it"
+        );
+        common::skip(test, "no arm64 build (run scripts/cross-aarch64.sh)");
+        return;
+    }
+    let readme = std::fs::read_to_string(corpus_dir().join("README.md")).unwrap();
+    let arm_files: Vec<PathBuf> = readme
+        .lines()
+        .filter(|l| l.contains("arch: aarch64"))
+        .filter_map(|l| l.split('|').nth(1))
+        .map(|name| corpus_dir().join(name.trim()))
+        .collect();
+    assert!(
+        arm_files.len() >= 4,
+        "arm64 files in the README: {arm_files:?}"
+    );
+    let views: [&[&str]; 3] = [
+        &["report", "--width", "0"],
+        &["report", "--format", "json"],
+        &["script"],
+    ];
+    for file in &arm_files {
+        for view in views {
+            let here = common::culprit()
+                .args(view)
+                .arg("-i")
+                .arg(file)
+                .output()
+                .unwrap();
+            let there = common::in_test_home(&mut Command::new("qemu-aarch64"))
+                .args(["-L", "/usr/aarch64-linux-gnu"])
+                .arg(&arm)
+                .args(view)
+                .arg("-i")
+                .arg(file)
+                .output()
+                .expect("run the arm64 culprit under qemu-aarch64");
+            let name = format!("{} {}", file_name(file), view.join(" "));
+            assert!(here.status.success(), "{name}: {here:?}");
+            assert_eq!(here.status.code(), there.status.code(), "{name}");
+            assert!(
+                here.stdout == there.stdout,
+                "{name}: the arm64 build's output differs ({} vs {} bytes)",
+                there.stdout.len(),
+                here.stdout.len()
+            );
+            assert!(!here.stdout.is_empty(), "{name}: no output");
+        }
+    }
 }
