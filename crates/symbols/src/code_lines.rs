@@ -119,7 +119,7 @@ impl Symbolizer {
 /// The inline frames at `svma`, innermost first, with their functions' first lines.
 fn frames_at(ctx: &Dwarf, decl: &mut DeclLines, svma: u64) -> Vec<LineFrame> {
     let mut out = Vec::new();
-    if let Ok(mut frames) = ctx.find_frames(svma).skip_all_loads() {
+    if let Ok(mut frames) = ctx.frames(svma) {
         while let Ok(Some(f)) = frames.next() {
             let Some(name) = f
                 .function
@@ -147,7 +147,7 @@ fn frames_at(ctx: &Dwarf, decl: &mut DeclLines, svma: u64) -> Vec<LineFrame> {
 
 /// Records the first line of every function of the unit holding `svma` (once per unit).
 fn index_unit(ctx: &Dwarf, decl: &mut DeclLines, svma: u64) {
-    let Some(unit) = ctx.find_dwarf_and_unit(svma).skip_all_loads() else {
+    let Some(unit) = ctx.resolve(ctx.find_dwarf_and_unit(svma)) else {
         return;
     };
     let key = unit.header.offset().0 as u64;

@@ -49,6 +49,7 @@ pub mod jitdump;
 mod kernel;
 mod lines;
 mod perfmap;
+mod split_dwarf;
 mod table;
 pub mod unwind;
 
@@ -209,7 +210,7 @@ pub struct SourceFrame {
     pub line: Option<u32>,
 }
 
-type Dwarf = addr2line::Context<gimli::EndianArcSlice<gimli::RunTimeEndian>>;
+type Dwarf = split_dwarf::DwarfContext;
 
 enum LinesState {
     NotTried,
@@ -1116,7 +1117,7 @@ impl Symbolizer {
             return Vec::new();
         };
         let mut out = Vec::new();
-        if let Ok(mut frames) = ctx.find_frames(probe).skip_all_loads() {
+        if let Ok(mut frames) = ctx.frames(probe) {
             while let Ok(Some(f)) = frames.next() {
                 let function = f
                     .function
@@ -1322,10 +1323,11 @@ fn load_dwarf(path: &Path) -> Result<Dwarf, SymbolError> {
         )
     };
     let dwarf = load_sections(path, &keep)?;
-    addr2line::Context::from_dwarf(dwarf).map_err(|e| SymbolError::Elf {
+    let ctx = addr2line::Context::from_dwarf(dwarf).map_err(|e| SymbolError::Elf {
         path: path.display().to_string(),
         msg: e.to_string(),
-    })
+    })?;
+    Ok(split_dwarf::DwarfContext::new(ctx, path))
 }
 
 #[cfg(test)]
