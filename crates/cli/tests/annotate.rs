@@ -905,7 +905,13 @@ fn test_annotate_inlined_functions_from_split_dwarf_dwp() {
         let mut dwp = bin.as_os_str().to_os_string();
         dwp.push(".dwp");
         // LLVM's dwp: binutils' (gold) crashes on the DWARF 5 that GCC 12 writes.
-        common::run_ok(Command::new("llvm-dwp").arg("-e").arg(bin).arg("-o").arg(&dwp));
+        common::run_ok(
+            Command::new("llvm-dwp")
+                .arg("-e")
+                .arg(bin)
+                .arg("-o")
+                .arg(&dwp),
+        );
         for f in dwos {
             std::fs::remove_file(f).unwrap();
         }

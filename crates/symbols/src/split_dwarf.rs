@@ -81,7 +81,7 @@ impl DwarfContext {
 impl SplitFiles {
     /// The split unit `load` asks for, from its `.dwo` file or from the package.
     fn load(&mut self, load: &SplitDwarfLoad<R>) -> Option<Arc<gimli::Dwarf<R>>> {
-        if let Some(dwarf) = self.from_dwo(load) {
+        if let Some(dwarf) = self.dwo_file(load) {
             return Some(Arc::new(dwarf));
         }
         let exe = self.exe.clone();
@@ -95,7 +95,7 @@ impl SplitFiles {
 
     /// The unit's `.dwo`: at `comp_dir/dwo_name`, else its file name beside the executable;
     /// only a file whose unit has the skeleton's DWO id.
-    fn from_dwo(&self, load: &SplitDwarfLoad<R>) -> Option<gimli::Dwarf<R>> {
+    fn dwo_file(&self, load: &SplitDwarfLoad<R>) -> Option<gimli::Dwarf<R>> {
         let name = PathBuf::from(load.path.as_ref().and_then(attr_text)?);
         let mut candidates = Vec::new();
         match load.comp_dir.as_ref().and_then(attr_text) {
@@ -127,52 +127,56 @@ fn package_path(exe: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The sections of an ELF file by name, as gimli's readers (empty when absent).
-fn elf_sections(path: &Path) -> Option<(HashMap<String, Arc<[u8]>>, gimli::RunTimeEndian)> {
-    use object::{Object, ObjectSection};
-    let map = crate::elf::map_file(path).ok()?;
-    let obj = object::File::parse(&*map).ok()?;
-    let endian = if obj.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    };
-    let sections = obj
-        .sections()
-        .filter_map(|s| {
-            let name = s.name().ok()?;
-            name.starts_with(".debug_")
-                .then(|| Some((name.to_string(), Arc::from(&*s.uncompressed_data().ok()?))))?
-        })
-        .collect();
-    Some((sections, endian))
+/// The `.debug_*` sections of a split-DWARF file (a `.dwo` or a `.dwp`), by name.
+struct DwoSections {
+    by_name: HashMap<String, Arc<[u8]>>,
+    endian: gimli::RunTimeEndian,
 }
 
-/// A `.dwo` file's DWARF (its `.debug_*.dwo` sections).
+impl DwoSections {
+    fn read(path: &Path) -> Option<DwoSections> {
+        use object::{Object, ObjectSection};
+        let map = crate::elf::map_file(path).ok()?;
+        let obj = object::File::parse(&*map).ok()?;
+        let endian = if obj.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let by_name = obj
+            .sections()
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                let bytes = name
+                    .starts_with(".debug_")
+                    .then(|| s.uncompressed_data().ok())??;
+                Some((name.to_string(), Arc::from(&*bytes)))
+            })
+            .collect();
+        Some(DwoSections { by_name, endian })
+    }
+
+    /// The reader of a section (its `.dwo` name), empty when the file has none.
+    fn section(&self, id: gimli::SectionId) -> Result<R, gimli::Error> {
+        let bytes = id
+            .dwo_name()
+            .and_then(|n| self.by_name.get(n).cloned())
+            .unwrap_or_else(|| Arc::from(&[][..]));
+        Ok(R::new(bytes, self.endian))
+    }
+}
+
+/// A `.dwo` file's DWARF.
 fn load_dwo(path: &Path) -> Option<gimli::Dwarf<R>> {
-    let (sections, endian) = elf_sections(path)?;
-    let section = |id: gimli::SectionId| -> Result<R, gimli::Error> {
-        let bytes = id
-            .dwo_name()
-            .and_then(|n| sections.get(n).cloned())
-            .unwrap_or_else(|| Arc::from(&[][..]));
-        Ok(R::new(bytes, endian))
-    };
-    gimli::Dwarf::load(section).ok()
+    let sections = DwoSections::read(path)?;
+    gimli::Dwarf::load(|id| sections.section(id)).ok()
 }
 
-/// A `.dwp` package (its `.debug_*.dwo` sections and the CU/TU indexes).
+/// A `.dwp` package (its sections and the CU/TU indexes).
 fn load_package(path: &Path) -> Option<gimli::DwarfPackage<R>> {
-    let (sections, endian) = elf_sections(path)?;
-    let section = |id: gimli::SectionId| -> Result<R, gimli::Error> {
-        let bytes = id
-            .dwo_name()
-            .and_then(|n| sections.get(n).cloned())
-            .unwrap_or_else(|| Arc::from(&[][..]));
-        Ok(R::new(bytes, endian))
-    };
-    let empty = R::new(Arc::from(&[][..]), endian);
-    gimli::DwarfPackage::load(section, empty).ok()
+    let sections = DwoSections::read(path)?;
+    let empty = R::new(Arc::from(&[][..]), sections.endian);
+    gimli::DwarfPackage::load(|id| sections.section(id), empty).ok()
 }
 
 /// The DWO id of a split file's (first) compilation unit.
