@@ -271,7 +271,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     }
     specs.extend(ibs);
     if args.topdown {
-        specs = culprit_collect::stat::topdown::sampling_specs()?;
+        specs = super::stat::topdown::sampling_specs()?;
     }
     let rate = match (args.count, args.freq) {
         (Some(0), _) => bail!("-c: the period must be > 0"),

@@ -1,5 +1,5 @@
-//! `culprit stat`: flags → `culprit_collect::stat` (counting, aggregation, metrics, Top-Down)
-//! → rendering. Text goes to stderr (as perf stat, so the command's stdout stays clean); JSON
+//! `culprit stat`: flags → `culprit_collect::stat` (counting: raw counts) →
+//! `culprit_analysis::stat` (aggregation, metrics, Top-Down: the report model) → rendering. Text goes to stderr (as perf stat, so the command's stdout stays clean); JSON
 //! and CSV go to stdout; `-o FILE` writes any format to FILE instead. The JSON schema is
 //! docs/schemas/stat.schema.json.
 //!
@@ -11,14 +11,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use culprit_analysis::topdown::TopdownError;
-use culprit_collect::stat::{self, topdown, StatOptions, StatReport};
+use culprit_analysis::stat::{self as model, EventInfo, RawStat, RunCounts, RunFacts};
+use culprit_analysis::stat::{IntervalCounts, StatInterval, StatReport};
+use culprit_collect::count::Reading;
+use culprit_collect::events::EventSpec;
+use culprit_collect::stat::{self, IntervalReadings, StatOptions};
 use culprit_output::TextOptions;
 
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
 mod metrics;
 mod render;
+pub mod topdown;
 mod topdown_render;
 
 /// Arguments of `culprit stat`.
@@ -165,23 +169,28 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
     }
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
     if args.topdown {
-        let opts = topdown::TopdownOptions {
-            target: choice.target,
-            level: args.level,
-            no_multiplex: args.no_multiplex,
-            repeat: args.repeat,
-        };
         let sink = Sink::new(&args.output, format)?;
-        let report = match topdown::run(&opts, &mut warn) {
-            Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu))) => {
+        let run = topdown::run(
+            choice.target,
+            args.level,
+            args.no_multiplex,
+            args.repeat,
+            &mut warn,
+        )?;
+        let report = match run {
+            Err(unsupported) => {
                 // No hand-written Top-Down for this CPU: its table's TMA/pipeline metrics.
                 let Some(groups) = metrics::topdown_groups(args.level) else {
-                    return Err(stat::StatError::Topdown(TopdownError::Unsupported(cpu)).into());
+                    return Err(unsupported.into());
                 };
-                eprintln!("culprit: Top-Down for {cpu} from its pmu-events metrics (-M {groups})");
+                if let culprit_analysis::topdown::TopdownError::Unsupported(cpu) = &unsupported {
+                    eprintln!(
+                        "culprit: Top-Down for {cpu} from its pmu-events metrics (-M {groups})"
+                    );
+                }
                 return metrics::run(&args, &groups, format, &sep);
             }
-            other => other?,
+            Ok(report) => report,
         };
         write_report(&sink, &args.output, format, &sep, &report)?;
         return Ok(exit_code(&report));
@@ -195,7 +204,7 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
     let sink = Sink::new(&args.output, format)?;
     let mut first = true;
     let mut print_err: Option<std::io::Error> = None;
-    let mut on_interval = |iv: &stat::StatInterval| {
+    let mut on_interval = |iv: &StatInterval| {
         let lines = match format {
             Format::Json => return,
             Format::Csv => render::interval_csv_lines(iv, &sep),
@@ -205,7 +214,7 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
             print_err.get_or_insert(e);
         }
     };
-    let report = stat::run(&opts, &mut on_interval, &mut warn)?;
+    let report = count_report(&opts, &mut on_interval, &mut warn)?;
     if let Some(e) = print_err {
         return Err(e.into());
     }
@@ -213,6 +222,80 @@ pub fn run(args: StatArgs) -> anyhow::Result<ExitCode> {
         write_report(&sink, &args.output, format, &sep, &report)?;
     }
     Ok(exit_code(&report))
+}
+
+/// What the model needs of an event spec: its name, scale, unit and whether it is uncore.
+fn event_info(spec: &EventSpec) -> EventInfo {
+    EventInfo {
+        name: spec.name.clone(),
+        scale: spec.scale(),
+        unit: spec.scale_unit.as_ref().map(|(_, unit)| unit.clone()),
+        uncore: spec.cpumask.is_some(),
+    }
+}
+
+/// Collect's readings (`[group][event]`, `None`: not supported) as the model's counts.
+fn run_counts(groups: &[Vec<Option<Reading>>]) -> RunCounts {
+    groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|r| r.as_ref().map(topdown::count_of))
+                .collect()
+        })
+        .collect()
+}
+
+fn interval_counts(iv: &IntervalReadings) -> IntervalCounts {
+    IntervalCounts {
+        time_s: iv.elapsed.as_secs_f64(),
+        counts: run_counts(&iv.groups),
+    }
+}
+
+/// Counts `opts` (`collect::stat`) and computes the report (`analysis::stat`); each `-I`
+/// interval's rows go to `on_interval` as they come. Rows that do not count say why, asked
+/// of their first event's spec.
+pub(crate) fn count_report(
+    opts: &StatOptions,
+    on_interval: &mut dyn FnMut(&StatInterval),
+    warn: &mut dyn FnMut(String),
+) -> anyhow::Result<StatReport> {
+    let infos: Vec<Vec<EventInfo>> = opts
+        .groups
+        .iter()
+        .map(|g| g.iter().map(event_info).collect())
+        .collect();
+    let mut on_readings =
+        |iv: &IntervalReadings| on_interval(&model::interval(&infos, &interval_counts(iv)));
+    let counts = stat::run(opts, &mut on_readings, warn)?;
+    let (exit_code, signal) = topdown::exit_parts(counts.exit);
+    let raw = RawStat {
+        events: infos,
+        runs: counts.runs.iter().map(|r| run_counts(r)).collect(),
+        intervals: opts
+            .interval
+            .map(|_| counts.intervals.iter().map(interval_counts).collect()),
+        facts: RunFacts {
+            target: opts.target.describe(),
+            elapsed_runs: counts
+                .elapsed_runs
+                .iter()
+                .map(|d| d.as_nanos() as f64)
+                .collect(),
+            exit_code,
+            signal,
+            interrupted: counts.interrupted,
+            user_only: counts.user_only,
+            cpu: culprit_collect::sysfs::cpu_identity()
+                .as_ref()
+                .map(topdown::cpu_info),
+        },
+    };
+    let specs: Vec<&EventSpec> = opts.groups.iter().flatten().collect();
+    // Probed once per row that did not count, after the runs.
+    let mut why_of = |i: usize| specs.get(i).map(|s| stat::not_supported_reason(s));
+    Ok(model::report(raw, &mut why_of))
 }
 
 fn write_report(

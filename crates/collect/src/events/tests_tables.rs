@@ -1,7 +1,6 @@
 //! Parser tests of CPU table events (perf's pmu-events): Intel encodings with MSR terms,
-//! refusals without the PMU, and Top-Down's hand-written encodings checked against the tables.
-
-use culprit_analysis::topdown::{event_def, Ev, Model};
+//! refusals without the PMU (Top-Down's hand-written encodings are checked against the
+//! tables in the CLI, which sees both crates).
 
 use super::*;
 use crate::sysfs::testutil::FakeSysfs;
@@ -172,89 +171,6 @@ fn test_parse_event_intel_table_events() {
         }
         other => panic!("{other:?}"),
     }
-}
-
-/// Top-Down's event encodings (analysis::topdown::event_def, hand-written) equal what the
-/// tables give for the same names: Zen 4 and Zen 5 through an AMD `cpu` PMU, Skylake-class
-/// Intel through an Intel one.
-#[test]
-fn test_topdown_encodings_equal_the_tables() {
-    let amd = FakeSysfs::amd();
-    let amd_cpu = |model| CpuIdentity {
-        vendor: "AuthenticAMD".to_string(),
-        family: if model == Model::Zen4 { 0x19 } else { 0x1A },
-        model: if model == Model::Zen4 { 0x11 } else { 0x02 },
-        stepping: 1,
-        model_name: String::new(),
-        hypervisor: false,
-    };
-    let intel = intel_cpu_pmu();
-    let cases = [
-        (
-            Model::Zen4,
-            EventParser::new(Sysfs::at(&amd.root), Some(amd_cpu(Model::Zen4))),
-        ),
-        (
-            Model::Zen5,
-            EventParser::new(Sysfs::at(&amd.root), Some(amd_cpu(Model::Zen5))),
-        ),
-        (
-            Model::IntelSkylake,
-            EventParser::new(Sysfs::at(&intel.root), None).with_cpuid("GenuineIntel-6-55-4"),
-        ),
-    ];
-    let keys = [
-        Ev::Cycles,
-        Ev::AmdFeNoOps,
-        Ev::AmdBackendStalls,
-        Ev::AmdSmtContention,
-        Ev::AmdOpsDispatched,
-        Ev::AmdRetOps,
-        Ev::AmdBrMisp,
-        Ev::AmdRestarts,
-        Ev::AmdNotComplete,
-        Ev::AmdLoadNotComplete,
-        Ev::AmdUcodeOps,
-        Ev::IntelIdqNotDelivered,
-        Ev::IntelIdqCycles0,
-        Ev::IntelUopsIssued,
-        Ev::IntelRetireSlots,
-        Ev::IntelMacroFused,
-        Ev::IntelRecoveryCycles,
-        Ev::IntelBrMisp,
-        Ev::IntelMachineClears,
-        Ev::IntelStallsMemAny,
-        Ev::IntelStallsTotal,
-        Ev::IntelBoundOnStores,
-        Ev::IntelPorts1,
-        Ev::IntelPorts2,
-    ];
-    let mut checked = 0;
-    for (model, parser) in &cases {
-        let table = parser.table().unwrap();
-        for key in keys {
-            let def = event_def(*model, key);
-            // Only named table events of this model (generic `cycles` and `cpu/…/` spellings
-            // are not table lookups).
-            if table.event(&def.name).is_none() {
-                continue;
-            }
-            let spec = parser
-                .parse_event(&def.name)
-                .unwrap_or_else(|e| panic!("{model:?} {}: {e}", def.name));
-            assert_eq!(
-                (spec.attr_type, spec.config),
-                (def.attr_type, def.config),
-                "{model:?} {}: Top-Down's encoding differs from the table's",
-                def.name
-            );
-            checked += 1;
-        }
-    }
-    assert!(
-        checked >= 20,
-        "only {checked} Top-Down events found in the tables"
-    );
 }
 
 /// A table event of an uncore unit opens on every numbered instance of its PMU, in numeric

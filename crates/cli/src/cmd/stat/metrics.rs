@@ -1,6 +1,6 @@
 //! `culprit stat -M METRIC|GROUP[,…]` and `--metric-only`: the CPU's pmu-events metrics.
 //! The plan (events and groups) and the values come from `culprit_analysis::metrics`;
-//! counting from `culprit_collect::stat`; this module joins them and renders perf 6.1's
+//! counting from `culprit_collect::stat` (rows by `culprit_analysis::stat`); this module joins them and renders perf 6.1's
 //! layout: each metric beside the first event of its group (`#     52.3 %  tma_retiring`),
 //! `<not supported>` for events this machine cannot count (with the reason after the
 //! table), and no value for a metric whose events did not all count.
@@ -12,8 +12,9 @@ use anyhow::Context;
 use culprit_analysis::metrics::plan::{self, MetricPlan, MetricValue, PlanOptions, ToolValues};
 use culprit_analysis::metrics::table::{self, MachineFacts, Metrics};
 use culprit_analysis::metrics::Metric as Derived;
+use culprit_analysis::stat::{StatEvent, StatReport};
 use culprit_collect::events::{self, tables};
-use culprit_collect::stat::{self, StatEvent, StatOptions, StatReport};
+use culprit_collect::stat::{self, StatOptions};
 use culprit_collect::sysfs;
 
 use super::{exit_code, render, Sink, StatArgs};
@@ -132,6 +133,7 @@ fn not_supported_row(name: &str) -> StatEvent {
         why: None,
         unit: None,
         instances: 0,
+        first_spec: 0,
     }
 }
 
@@ -317,7 +319,7 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
         repeat: args.repeat,
     };
     let mut warn = |w: String| eprintln!("culprit: warning: {w}");
-    let report = stat::run(&sopts, &mut |_| {}, &mut warn)?;
+    let report = super::count_report(&sopts, &mut |_| {}, &mut warn)?;
     let value_of = |row: usize| {
         report
             .events
@@ -426,6 +428,7 @@ mod tests {
             why: None,
             unit: None,
             instances: 0,
+            first_spec: 0,
         }
     }
 
@@ -447,7 +450,6 @@ mod tests {
             topdown: None,
             metric_list: Vec::new(),
             elapsed_runs: vec![1_500_000.0],
-            exit: None,
         }
     }
 

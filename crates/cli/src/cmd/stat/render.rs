@@ -1,8 +1,8 @@
 //! perf stat's text and `-x` CSV layouts of a [`StatReport`], as documents of lines
-//! (rendering lives in the CLI; `collect::stat` only counts).
+//! (rendering lives in the CLI; `collect::stat` counts, `analysis::stat` computes).
 
 use culprit_analysis::metrics::Metric;
-use culprit_collect::stat::{mean, stddev, StatEvent, StatInterval, StatReport};
+use culprit_analysis::stat::{mean, stddev, StatEvent, StatInterval, StatReport};
 use culprit_output::Document;
 
 pub use culprit_output::units::group_digits;
@@ -222,6 +222,7 @@ mod tests_not_counted {
             why: why.map(String::from),
             unit: None,
             instances: 0,
+            first_spec: 0,
         };
         let lines = not_counted_lines(&[
             ev("cycles", Some("no PMU")),
@@ -251,6 +252,7 @@ mod tests {
             why: None,
             unit: None,
             instances: 0,
+            first_spec: 0,
             enabled_ns: 0,
             running_ns: 0,
             running_pct: 100.0,

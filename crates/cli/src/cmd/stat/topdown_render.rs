@@ -1,8 +1,8 @@
 //! The text and `-x` CSV layouts of `stat --topdown`'s tree (rendering lives in the CLI;
 //! `collect::stat::topdown` counts and `analysis::topdown` computes).
 
+use culprit_analysis::stat::topdown::TopdownOut;
 use culprit_analysis::topdown::{self, Node};
-use culprit_collect::stat::topdown::TopdownOut;
 
 /// The text report: what was counted how, the tree with flags, reliability and the
 /// critical bottleneck, and hints.
@@ -113,51 +113,11 @@ pub fn csv_lines(td: &TopdownOut, sep: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use culprit_analysis::topdown::{Count, Ev, Model, Plan, Topdown};
-
-    /// A Zen 5 level-2 plan on 5 counters with pointer-chase-like counts, multiplexed.
-    fn chase_topdown() -> (Plan, Topdown) {
-        let plan = topdown::plan(Model::Zen5, 2, 5).unwrap();
-        let rate = |k: Ev| -> f64 {
-            use Ev::*;
-            match k {
-                Cycles => 1.0,
-                AmdFeNoOps => 0.32,
-                AmdFeNoOpsCmask => 0.024,
-                AmdBackendStalls => 6.88,
-                AmdSmtContention => 0.16,
-                AmdRetOps => 0.40,
-                AmdOpsDispatched => 0.64,
-                AmdBrMisp => 0.001,
-                AmdRestarts => 0.0002,
-                AmdNotComplete => 0.9,
-                AmdLoadNotComplete => 0.837,
-                AmdUcodeOps => 0.004,
-                _ => 0.0,
-            }
-        };
-        let n = plan.groups.len() as f64;
-        let counts: Vec<Vec<Count>> = plan
-            .groups
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .map(|e| Count {
-                        value: (rate(e.key) * 3e9 / n) as u64,
-                        enabled_ns: 1_000_000_000,
-                        running_ns: (1e9 / n) as u64,
-                    })
-                    .collect()
-            })
-            .collect();
-        let td = topdown::compute(&plan, &counts);
-        (plan, td)
-    }
+    use culprit_analysis::stat::topdown::pointer_chase_example;
 
     #[test]
     fn test_topdown_text_tree_flags_bottleneck_hints() {
-        let (plan, td) = chase_topdown();
-        let out = TopdownOut::new(&plan, 5, "multiplexed", &td);
+        let (plan, out) = pointer_chase_example().unwrap();
         let text = text_lines(&out, "'./pointer_chase'", plan.groups.len()).join("\n");
         assert!(text.contains("Top-Down level 2 for './pointer_chase': AMD Zen 5, 8 slots per cycle, 5 usable counters"), "{text}");
         assert!(text.contains("groups multiplexed in one run"), "{text}");
