@@ -317,3 +317,40 @@ fn test_script_fields_errors_name_the_problem() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--format json always has every field"));
 }
+
+/// ARM SPE (docs/spe.md): `culprit script -F LIST` on the crafted SPE file prints, token for
+/// token, what perf 6.1 prints for the samples it synthesises from the AUX data: event
+/// name, thread, CPU, period, PC (user and kernel), data VA (branch target of `branch-miss`),
+/// physical address and weight (total latency).
+#[test]
+fn test_script_spe_samples_equal_perf_script() {
+    if !common::require_perf("test_script_spe_samples_equal_perf_script") {
+        return;
+    }
+    let f = fixture("spe/spe-crafted.data");
+    let f = f.to_str().unwrap();
+    let lists = [
+        "comm,tid,cpu,period,event,ip,sym,dso",
+        "comm,pid,tid,cpu,period,event,ip,sym,dso,addr,phys_addr,weight",
+        "event,ip,addr,phys_addr,weight",
+    ];
+    let mut compared = 0;
+    for list in lists {
+        let theirs = perf_script(&["-F", list, "-i", f]);
+        assert!(theirs.status.success(), "perf script -F {list}");
+        let theirs = String::from_utf8_lossy(&theirs.stdout).to_string();
+        let ours = script(&["-F", list, "-i", f]);
+        let (t, o): (Vec<&str>, Vec<&str>) = (theirs.lines().collect(), ours.lines().collect());
+        assert_eq!(t.len(), 11, "perf -F {list}: {theirs}");
+        assert_eq!(t.len(), o.len(), "-F {list}: {ours}");
+        for (pl, ol) in t.iter().zip(&o) {
+            let (pt, ot): (Vec<&str>, Vec<&str>) = (
+                pl.split_whitespace().collect(),
+                ol.split_whitespace().collect(),
+            );
+            assert_eq!(pt, ot, "-F {list}");
+            compared += pt.len();
+        }
+    }
+    assert!(compared > 150, "{compared} fields compared");
+}
