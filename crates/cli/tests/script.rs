@@ -321,7 +321,7 @@ fn test_script_fields_errors_name_the_problem() {
 /// ARM SPE (docs/spe.md): `culprit script -F LIST` on the crafted SPE file prints, token for
 /// token, what perf 6.1 prints for the samples it synthesises from the AUX data: event
 /// name, thread, CPU, period, PC (user and kernel), data VA (branch target of `branch-miss`),
-/// physical address and weight (total latency).
+/// physical address, weight (total latency) and data source (raw and perf's decoded text).
 #[test]
 fn test_script_spe_samples_equal_perf_script() {
     if !common::require_perf("test_script_spe_samples_equal_perf_script") {
@@ -332,7 +332,8 @@ fn test_script_spe_samples_equal_perf_script() {
     let lists = [
         "comm,tid,cpu,period,event,ip,sym,dso",
         "comm,pid,tid,cpu,period,event,ip,sym,dso,addr,phys_addr,weight",
-        "event,ip,addr,phys_addr,weight",
+        "event,ip,addr,phys_addr,weight,data_src",
+        "tid,event,addr,data_src",
     ];
     let mut compared = 0;
     for list in lists {
@@ -352,5 +353,5 @@ fn test_script_spe_samples_equal_perf_script() {
             compared += pt.len();
         }
     }
-    assert!(compared > 150, "{compared} fields compared");
+    assert!(compared > 250, "{compared} fields compared");
 }
