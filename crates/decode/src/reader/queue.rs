@@ -315,11 +315,14 @@ impl<'a, 'p> Reader<'a, 'p> {
                         }
                         // Stream mode: skip the rest of the data as it arrives.
                         (None, Some(a)) if !eof => {
+                            if self.spe.is_some() {
+                                self.spe_data_skipped();
+                            }
                             return Framed::Skip {
                                 at: abs,
                                 left: a.saturating_sub((end - next) as u64),
                                 records: n,
-                            }
+                            };
                         }
                         _ => return stop(Some(ty), "AUXTRACE data extends past the end".into(), n),
                     }

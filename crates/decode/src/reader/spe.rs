@@ -141,6 +141,16 @@ impl Reader<'_, '_> {
             }));
     }
 
+    /// Stream mode: an AUXTRACE record's data runs past the chunk and is skipped, not
+    /// decoded; said once.
+    pub(super) fn spe_data_skipped(&mut self) {
+        const WARNING: &str = "ARM SPE: AUX data that spans the chunks of a streamed input is \
+            skipped, not decoded (read the file itself to decode it all)";
+        if !self.p.warnings.iter().any(|w| w == WARNING) {
+            self.warn(WARNING.into());
+        }
+    }
+
     /// The events perf synthesises from SPE, made from the SPE attr, after the attrs' events.
     pub(super) fn build_spe_events(&mut self) {
         let Some(spe) = &self.spe else {
