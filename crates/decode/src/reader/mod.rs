@@ -260,6 +260,8 @@ pub(crate) struct Reader<'a, 'p> {
     split: Option<(&'p SplitPoint, usize, usize)>,
     /// ARM SPE decoding, once an AUXTRACE_INFO record of type ARM_SPE was read.
     spe: Option<spe::SpeDecoding>,
+    /// The last TIME_CONV record's conversion (perf's `session->time_conv`).
+    time_conv: spe::TimeConv,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
@@ -331,6 +333,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             resume_at: 0,
             split: None,
             spe: None,
+            time_conv: spe::TimeConv::default(),
         }
     }
 

@@ -5,7 +5,8 @@
 //!
 //! perf decodes a file without PERF_SAMPLE_TIME ("timeless") queue by queue at the end of the
 //! session, so its SPE samples come after every other sample, in queue order; a timed file
-//! interleaves them by time, which culprit does not (they come last, in time order).
+//! interleaves them with the other samples by time, which culprit does not: they come last,
+//! the queues merged by time as perf merges them.
 
 use super::*;
 use crate::spe::{self, SpeEvent, SpeRecord};
@@ -22,7 +23,7 @@ const SYNTH_SAMPLE_TYPE: u64 = st::IP | st::TID | st::PERIOD | st::DATA_SRC | st
 
 /// perf's `perf_tsc_conversion` from a TIME_CONV record: SPE timestamps to perf time.
 #[derive(Debug, Clone, Copy, Default)]
-struct TimeConv {
+pub(super) struct TimeConv {
     shift: u64,
     mult: u64,
     zero: u64,
@@ -47,6 +48,36 @@ impl TimeConv {
             .wrapping_add(quotient.wrapping_mul(self.mult))
             .wrapping_add(remainder.wrapping_mul(self.mult) >> shift)
     }
+}
+
+/// The order perf's timed decoding delivers `queued` in: each queue in buffer order, the
+/// queues merged by the timestamp of their next record (perf's auxtrace heap; ties by queue
+/// number).
+fn merged_by_time(queued: &[QueuedRecord]) -> Vec<usize> {
+    use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+    let mut queues: BTreeMap<u32, VecDeque<usize>> = BTreeMap::new();
+    for (i, q) in queued.iter().enumerate() {
+        queues.entry(q.queue).or_default().push_back(i);
+    }
+    let next_key = |i: usize| (queued[i].record.timestamp.unwrap_or(0), queued[i].queue);
+    let mut heap: BinaryHeap<Reverse<((u64, u32), u32)>> = queues
+        .iter()
+        .filter_map(|(&queue, records)| records.front().map(|&i| Reverse((next_key(i), queue))))
+        .collect();
+    let mut order = Vec::with_capacity(queued.len());
+    while let Some(Reverse((_, queue))) = heap.pop() {
+        let Some(records) = queues.get_mut(&queue) else {
+            continue;
+        };
+        if let Some(i) = records.pop_front() {
+            order.push(i);
+        }
+        if let Some(&i) = records.front() {
+            heap.push(Reverse((next_key(i), queue)));
+        }
+    }
+    order
 }
 
 /// One decoded SPE record and the AUX queue it came from.
@@ -80,8 +111,11 @@ impl Reader<'_, '_> {
         match (kind, u64_at(body, 8, self.be)) {
             (Some(AUXTRACE_ARM_SPE), Some(pmu_type)) => {
                 if self.spe.is_none() {
+                    // As perf, the conversion is the one known now (perf record writes
+                    // TIME_CONV before AUXTRACE_INFO; a later one is not used).
                     self.spe = Some(SpeDecoding {
                         pmu_type,
+                        time_conv: self.time_conv,
                         ..SpeDecoding::default()
                     });
                     self.build_events();
@@ -98,16 +132,13 @@ impl Reader<'_, '_> {
     /// PERF_RECORD_TIME_CONV: time_shift, time_mult, time_zero, then (newer perf)
     /// time_cycles, time_mask, cap_user_time_zero, cap_user_time_short.
     pub(super) fn time_conv(&mut self, body: &[u8]) {
-        let Some(spe) = self.spe.as_mut() else {
-            return;
-        };
         let word = |i: usize| u64_at(body, i * 8, self.be);
         let (Some(shift), Some(mult), Some(zero)) = (word(0), word(1), word(2)) else {
             return;
         };
         let (cycles, mask) = (word(3).unwrap_or(0), word(4).unwrap_or(0));
         let short = body.get(41).is_some_and(|&b| b != 0);
-        spe.time_conv = TimeConv {
+        self.time_conv = TimeConv {
             shift,
             mult,
             zero,
@@ -212,24 +243,28 @@ impl Reader<'_, '_> {
             ));
         }
         let timed = sample_type & st::TIME != 0;
-        let mut queued = std::mem::take(&mut spe.records);
-        if timed {
-            queued.sort_by_key(|q| q.record.timestamp.unwrap_or(0));
+        let queued = std::mem::take(&mut spe.records);
+        let order = if timed {
+            merged_by_time(&queued)
         } else {
             // Timeless: queue after queue, each in buffer order.
-            queued.sort_by_key(|q| q.queue);
-        }
-        for q in &queued {
-            let time = match (timed, q.record.timestamp) {
-                (true, Some(ts)) => spe.time_conv.perf_time(ts),
-                _ => 0,
+            let mut order: Vec<usize> = (0..queued.len()).collect();
+            order.sort_by_key(|&i| queued[i].queue);
+            order
+        };
+        for &i in &order {
+            let q = &queued[i];
+            // A record closed by an END packet has timestamp 0 (perf converts that too).
+            let time = if timed {
+                spe.time_conv.perf_time(q.record.timestamp.unwrap_or(0))
+            } else {
+                0
             };
             for event in spe::synthesized_events(&q.record) {
                 let sample = self.spe_sample(q, event, sample_type, time);
                 self.deliver_spe_sample(sample);
             }
         }
-        spe.records = queued;
         self.spe = Some(spe);
     }
 
@@ -242,11 +277,9 @@ impl Reader<'_, '_> {
         time: u64,
     ) -> Sample {
         let record = &q.record;
-        // A per-CPU queue has no thread: the context packet names it.
-        let tid = match (q.tid, record.context_id) {
-            (-1, Some(id)) => i32::try_from(id).unwrap_or(-1),
-            (tid, _) => tid,
-        };
+        // The queue's thread, as perf 6.1 does in a timeless file: a per-CPU queue's samples
+        // have tid -1 even when a context packet names the process (checked with perf 6.1).
+        let tid = q.tid;
         let pid = self.p.thread_pids.get(&tid).copied().unwrap_or(-1);
         let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
         let ip = record.pc.unwrap_or(0);
