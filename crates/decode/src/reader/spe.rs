@@ -243,6 +243,7 @@ impl Reader<'_, '_> {
             ));
         }
         let timed = sample_type & st::TIME != 0;
+        let mapping = spe::DataSourceMapping::from_cpuid(self.features.meta.cpuid.as_deref());
         let queued = std::mem::take(&mut spe.records);
         let order = if timed {
             merged_by_time(&queued)
@@ -261,7 +262,7 @@ impl Reader<'_, '_> {
                 0
             };
             for event in spe::synthesized_events(&q.record) {
-                let sample = self.spe_sample(q, event, sample_type, time);
+                let sample = self.spe_sample(q, event, (sample_type, mapping), time);
                 self.deliver_spe_sample(sample);
             }
         }
@@ -273,7 +274,7 @@ impl Reader<'_, '_> {
         &mut self,
         q: &QueuedRecord,
         event: SpeEvent,
-        sample_type: u64,
+        (sample_type, mapping): (u64, spe::DataSourceMapping),
         time: u64,
     ) -> Sample {
         let record = &q.record;
@@ -313,7 +314,7 @@ impl Reader<'_, '_> {
             location,
             addr: has(st::ADDR).then(|| spe::sample_address(event, record).unwrap_or(0)),
             weight: has(st::WEIGHT).then(|| u64::from(record.total_latency.unwrap_or(0))),
-            data_src: has(st::DATA_SRC).then(|| spe::data_source(record)),
+            data_src: has(st::DATA_SRC).then(|| spe::data_source(record, mapping)),
             phys_addr: has(st::PHYS_ADDR).then(|| record.data_physical.unwrap_or(0)),
             spe: Some(Box::new(crate::model::SpeFields::from_record(record))),
             ..Sample::default()
