@@ -30,7 +30,10 @@ use serde::Serialize;
 use crate::AnalysisError;
 
 mod output;
+mod precise;
+
 pub use output::{ibs_report, IbsReport, IbsRequest, SCHEMA};
+use precise::{is_spe_memory_sample, pebs_l1_miss};
 
 /// How rows of the instruction table are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -962,27 +965,6 @@ fn add_opt(total: &mut Option<u64>, v: Option<u64>, first: bool) {
         (false, Some(t), Some(v)) => Some(t + v),
         (false, t, _) => t,
     };
-}
-
-/// Whether `s` is the `memory` sample perf synthesises from an SPE record.
-fn is_spe_memory_sample(profile: &Profile, s: &culprit_decode::model::Sample) -> bool {
-    let name = profile
-        .events
-        .get(s.event as usize)
-        .map(|e| e.name.as_str());
-    name == Some(culprit_decode::spe::SpeEvent::Memory.perf_name())
-}
-
-/// Whether a PEBS data source says the access missed the L1: served beyond the L1, or an L1
-/// access with the MISS bit (PEBS stores only say "L1 hit" / "L1 miss").
-fn pebs_l1_miss(data_src: Option<MemDataSrc>) -> bool {
-    data_src.is_some_and(|d| {
-        d.l1_miss()
-            || (d.level == MemLevel::L1
-                && (d.value >> culprit_decode::abi::mem::LVL_SHIFT)
-                    & culprit_decode::abi::mem::LVL_MISS
-                    != 0)
-    })
 }
 
 /// Builds the data-centric report (`top`: rows per table, default 10 like the DTrace script)
