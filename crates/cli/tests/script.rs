@@ -347,6 +347,8 @@ fn test_script_spe_samples_equal_perf_script() {
         let f = fixture(&format!("spe/{name}"));
         let f = f.to_str().unwrap();
         let timed = name.contains("timed");
+        // The JSON of SPE samples (precise source "spe") follows the documented schema.
+        common::validate_json_schema("script", &script(&["-i", f, "--format", "json"]));
         let with_time = ["pid,tid,time,event,ip,addr"];
         let lists = lists.iter().chain(with_time.iter().filter(|_| timed));
         for list in lists {
