@@ -30,7 +30,10 @@ use serde::Serialize;
 use crate::AnalysisError;
 
 mod output;
+mod precise;
+
 pub use output::{ibs_report, IbsReport, IbsRequest, SCHEMA};
+use precise::{is_spe_memory_sample, pebs_l1_miss};
 
 /// How rows of the instruction table are keyed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -890,6 +893,12 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
         if s.data_src.is_none() && s.weight.is_none() {
             continue;
         }
+        // One SPE record becomes up to nine samples (l1d-miss, ..., memory): its access is
+        // counted once, from its `memory` sample (every load or store has one).
+        let spe = s.spe.as_deref();
+        if spe.is_some() && !is_spe_memory_sample(profile, s) {
+            continue;
+        }
         let Some(p) = pebs::from_pebs(s) else {
             continue;
         };
@@ -898,15 +907,11 @@ fn pebs_accesses(profile: &Profile) -> Vec<Access<'_>> {
         if matches!(op, MemOp::Exec) {
             continue;
         }
-        // Served beyond the L1, or an L1 access with the MISS bit (PEBS stores only say
-        // "L1 hit" / "L1 miss").
-        let miss = p.data_src.is_some_and(|d| {
-            d.l1_miss()
-                || (d.level == MemLevel::L1
-                    && (d.value >> culprit_decode::abi::mem::LVL_SHIFT)
-                        & culprit_decode::abi::mem::LVL_MISS
-                        != 0)
-        });
+        // SPE says whether the L1D refilled; PEBS says where the data was served.
+        let miss = match spe {
+            Some(spe) => spe.has_event(culprit_decode::spe::record::EVENT_L1D_REFILL),
+            None => pebs_l1_miss(p.data_src),
+        };
         let (local, remote) = served(p.data_src, miss);
         // A recorded weight of 0 is "no latency measured", not a latency of 0; the field's
         // presence decides whether the column exists.
@@ -973,7 +978,14 @@ pub fn data_report(
     let (source, list) = if has_ibs(profile) {
         (PreciseSource::Ibs, ibs_accesses(profile))
     } else {
-        (PreciseSource::Pebs, pebs_accesses(profile))
+        let list = pebs_accesses(profile);
+        let spe = list.iter().any(|a| a.sample.spe.is_some());
+        let source = if spe {
+            PreciseSource::Spe
+        } else {
+            PreciseSource::Pebs
+        };
+        (source, list)
     };
     let mut r = Resolver::new(profile, symbolizer);
     type Acc = HashMap<String, DataRow>;

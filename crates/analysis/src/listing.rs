@@ -78,6 +78,9 @@ pub struct ListedSample {
     /// PERF_SAMPLE_PHYS_ADDR, for `-F phys_addr`.
     #[serde(skip)]
     pub phys_addr: Option<u64>,
+    /// PERF_SAMPLE_DATA_SRC, for `-F data_src`.
+    #[serde(skip)]
+    pub data_src: Option<u64>,
     /// Index of the event in the profile, for `-F`'s per-event checks.
     #[serde(skip)]
     pub event_id: usize,
@@ -533,6 +536,7 @@ impl<'a> Listing<'a> {
             addr: s.addr,
             weight: s.weight,
             phys_addr: s.phys_addr,
+            data_src: s.data_src,
             event_id: s.event as usize,
             ibs,
             ibs_error,

@@ -985,3 +985,29 @@ fn test_script_ibs_lines_equal_live_perf_report_dump() {
         assert_eq!(got, want, "{variant}");
     }
 }
+
+/// ARM SPE (docs/spe.md): `culprit ibs --data` takes an SPE recording, counts each load or
+/// store record once (its `memory` sample, not its l1d/llc/tlb samples) and says SPE.
+#[test]
+fn test_ibs_data_tables_of_an_spe_recording() {
+    let out = common::run_ok(
+        common::culprit()
+            .args(["ibs", "--data", "-i"])
+            .arg(fixture("spe/spe-crafted.data")),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ARM SPE data-centric: 2 memory ops with a data address, 1 DC misses"),
+        "{text}"
+    );
+    // The missing load: VA, its line, total latency 120 as miss latency.
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("0x7fff12345678"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[..3], ["1", "120", "1"], "{row}");
+    let json = ibs_json("spe/spe-crafted.data", &["--data"]);
+    assert_eq!(json["data"]["accesses"], 2, "{json}");
+    assert_eq!(json["data"]["dc_miss"], 1, "{json}");
+}

@@ -758,3 +758,60 @@ fn test_parquet_precise_fields_of_pebs_samples_equal_script() {
         "{checked} PEBS samples with address and latency"
     );
 }
+
+/// ARM SPE (docs/spe.md): the precise columns of the samples perf synthesises from the
+/// crafted SPE file equal perf 6.1's `perf script -F event,ip,addr,phys_addr,weight,data_src`
+/// (checked in next to the file; 0 is null), and the SPE record fills the columns IBS fills
+/// where the meaning is the same (L1D refill, TLB walk, branch outcome, total latency).
+#[test]
+fn test_parquet_precise_fields_of_spe_samples_equal_perf() {
+    let test = "test_parquet_precise_fields_of_spe_samples_equal_perf";
+    if !require_pyarrow(test) {
+        return;
+    }
+    let file = fixtures().join("spe/spe-crafted.data");
+    let dir = scratch(test);
+    let out = export(&[&file], &dir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = read_back(&dir, 100);
+    let rows = file_entry(&read, &file)["precise"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let perf = std::fs::read_to_string(fixtures().join("spe/perf-6.1-script.txt")).unwrap();
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    let non_zero = |v: u64| if v == 0 { Value::Null } else { v.into() };
+    let perf_lines: Vec<&str> = perf.lines().collect();
+    assert_eq!(rows.len(), perf_lines.len(), "{rows:?}");
+    for (row, line) in rows.iter().zip(&perf_lines) {
+        // "l1d-miss: ADDR DATA_SRC |OP ...|BLK  N/A  WEIGHT IP PHYS_ADDR"
+        let (head, tail) = line.split_once("|BLK  N/A").unwrap();
+        let head: Vec<&str> = head.split_whitespace().collect();
+        let tail: Vec<&str> = tail.split_whitespace().collect();
+        let branch = head[0] == "branch-miss:";
+        let at = format!("{line}: {row}");
+        if !branch {
+            assert_eq!(row["data_addr"], non_zero(hex(head[1])), "{at}");
+        }
+        assert_eq!(row["data_src"], non_zero(hex(head[2])), "{at}");
+        assert_eq!(row["weight"], non_zero(tail[0].parse().unwrap()), "{at}");
+        assert_eq!(row["phys_addr"], non_zero(hex(tail[2])), "{at}");
+        assert_eq!(row["ibs_op_latency"], row["weight"], "{at}");
+        assert_eq!(row["tid"], 4242, "{at}");
+    }
+    // The crafted records: a load missing L1D and TLB, a store hitting, a mispredicted branch.
+    let column = |k: &str| rows.iter().map(|r| r[k].clone()).collect::<Vec<_>>();
+    let (t, f, n) = (Value::Bool(true), Value::Bool(false), Value::Null);
+    let mut dc_miss = vec![t.clone(); 7];
+    dc_miss.extend([f.clone(), f.clone(), f.clone(), n.clone()]);
+    assert_eq!(column("dc_miss"), dc_miss);
+    assert_eq!(column("dtlb_miss"), dc_miss);
+    let mut branch = vec![n.clone(); 10];
+    branch.push(t.clone());
+    assert_eq!(column("branch_mispredicted"), branch);
+    assert_eq!(column("branch_taken"), branch);
+}

@@ -1114,3 +1114,34 @@ fn test_report_group_corpus_files_match_perf() {
         compare_with_perf(&file, "comm,dso", false);
     }
 }
+
+/// ARM SPE (docs/spe.md): the events perf 6.1 synthesises from the crafted SPE files' AUX
+/// data (`l1d-miss` ... `memory`) are report sections with perf's sample counts, periods and
+/// rows (per command, DSO and symbol/address, kernel and user), for a per-thread, a per-CPU,
+/// a timed and a Neoverse recording.
+#[test]
+fn test_report_spe_synthesised_events_match_perf() {
+    if !common::require_perf("test_report_spe_synthesised_events_match_perf") {
+        return;
+    }
+    let files = [
+        ("spe-crafted.data", 11, 2),
+        ("spe-crafted-per-cpu.data", 11, 2),
+        ("spe-crafted-timed.data", 11, 2),
+        ("spe-crafted-neoverse.data", 32, 10),
+    ];
+    for (name, samples, memory) in files {
+        let file = decode_fixture(&format!("spe/{name}"));
+        let totals = assert_event_totals_match(&file);
+        let all: u64 = totals.values().map(|(n, _)| n).sum();
+        assert_eq!(all, samples, "{name}: {totals:?}");
+        assert_eq!(
+            totals.get("memory"),
+            Some(&(memory, memory)),
+            "{name}: {totals:?}"
+        );
+        for sort in ["comm,dso,sym", "sym", "dso"] {
+            compare_with_perf(&file, sort, false);
+        }
+    }
+}

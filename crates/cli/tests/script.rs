@@ -317,3 +317,77 @@ fn test_script_fields_errors_name_the_problem() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--format json always has every field"));
 }
+
+/// ARM SPE (docs/spe.md): `culprit script -F LIST` on the crafted SPE files prints, token for
+/// token, what perf 6.1 prints for the samples it synthesises from the AUX data: event
+/// name, thread, CPU, period, PC (user and kernel), data VA (branch target of `branch-miss`),
+/// physical address, weight (total latency) and data source (raw and perf's decoded text).
+/// The per-CPU variant has tid -1 in perf; the timed one converts SPE timestamps with its
+/// TIME_CONV record (times compared in nanoseconds with the JSON); the Neoverse one (CPUID of
+/// a Neoverse N1) takes data_src from each data source packet value perf knows.
+#[test]
+fn test_script_spe_samples_equal_perf_script() {
+    if !common::require_perf("test_script_spe_samples_equal_perf_script") {
+        return;
+    }
+    let lists = [
+        "comm,tid,cpu,period,event,ip,sym,dso",
+        "comm,pid,tid,cpu,period,event,ip,sym,dso,addr,phys_addr,weight",
+        "event,ip,addr,phys_addr,weight,data_src",
+        "tid,event,addr,data_src",
+    ];
+    let mut compared = 0;
+    let files = [
+        ("spe-crafted.data", 11),
+        ("spe-crafted-per-cpu.data", 11),
+        ("spe-crafted-timed.data", 11),
+        ("spe-crafted-neoverse.data", 32),
+    ];
+    for (name, samples) in files {
+        let f = fixture(&format!("spe/{name}"));
+        let f = f.to_str().unwrap();
+        let timed = name.contains("timed");
+        // The JSON of SPE samples (precise source "spe") follows the documented schema.
+        common::validate_json_schema("script", &script(&["-i", f, "--format", "json"]));
+        let with_time = ["pid,tid,time,event,ip,addr"];
+        let lists = lists.iter().chain(with_time.iter().filter(|_| timed));
+        for list in lists {
+            let theirs = perf_script(&["-F", list, "-i", f]);
+            assert!(theirs.status.success(), "perf script -F {list} -i {name}");
+            let theirs = String::from_utf8_lossy(&theirs.stdout).to_string();
+            let ours = script(&["-F", list, "-i", f]);
+            let (t, o): (Vec<&str>, Vec<&str>) = (theirs.lines().collect(), ours.lines().collect());
+            assert_eq!(t.len(), samples, "{name}: perf -F {list}: {theirs}");
+            assert_eq!(t.len(), o.len(), "{name}: -F {list}: {ours}");
+            for (pl, ol) in t.iter().zip(&o) {
+                let (pt, ot): (Vec<&str>, Vec<&str>) = (
+                    pl.split_whitespace().collect(),
+                    ol.split_whitespace().collect(),
+                );
+                assert_eq!(pt, ot, "{name}: -F {list}");
+                compared += pt.len();
+            }
+        }
+        if timed {
+            let theirs = perf_script(&["--ns", "-F", "time", "-i", f]);
+            let theirs: Vec<u64> = String::from_utf8_lossy(&theirs.stdout)
+                .lines()
+                .map(|l| {
+                    let (s, ns) = l.trim().trim_end_matches(':').split_once('.').unwrap();
+                    s.parse::<u64>().unwrap() * 1_000_000_000 + ns.parse::<u64>().unwrap()
+                })
+                .collect();
+            let ours: Vec<u64> = script(&["--format", "json", "-i", f])
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["time"]
+                        .as_u64()
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(theirs, ours, "{name}: times (ns)");
+            assert_eq!(ours[0], 5976, "{name}: TIME_CONV applied");
+        }
+    }
+    assert!(compared > 1500, "{compared} fields compared");
+}

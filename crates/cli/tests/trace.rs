@@ -1008,3 +1008,40 @@ fn inapplicable_flags_are_refused() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// ARM SPE (docs/spe.md): the samples perf synthesises from SPE are `pmc:::EVENT` probes whose
+/// predicates read perf's fields (addr, latency) and the SPE record's (event bits, issue and
+/// translation latency, op class). On the crafted file: one load missing L1D (PC 0x400123,
+/// VA 0x7fff12345678, total 120, issue 5, translation 9 cycles), one remote store.
+#[test]
+fn spe_fields_in_predicates() {
+    let f = fixture("spe/spe-crafted.data");
+    let f = f.to_str().unwrap();
+    let out = common::run_ok(common::culprit().args([
+        "trace",
+        "-q",
+        "-i",
+        f,
+        "-e",
+        "pmc:::memory /args[0]->l1d_miss == 1 && args[0]->latency > 100/ \
+         { printf(\"%x %d %d %d\\n\", args[0]->addr, args[0]->latency, args[0]->issue_lat, \
+         args[0]->translation_lat); }",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines, ["7fff12345678 120 5 9"], "{text}");
+    let doc = trace_json(&[
+        "-i",
+        f,
+        "-e",
+        "pmc:::memory /args[0]->remote_access == 1 && args[0]->op_class == 1/ \
+         { @[args[0]->tlb_miss] = count(); }",
+    ]);
+    // One remote store, without a TLB walk.
+    let entries = &doc["aggregations"][0]["entries"];
+    assert_eq!(
+        entries,
+        &serde_json::json!([{"keys": [0], "value": 1}]),
+        "{doc}"
+    );
+}

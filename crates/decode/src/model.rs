@@ -325,6 +325,58 @@ pub struct Sample {
     /// PERF_SAMPLE_BRANCH_HW_INDEX: the hardware index of the most recent branch (`-1` when
     /// the hardware does not tell), when the attr's branch_sample_type asks for it.
     pub branch_hw_index: Option<u64>,
+    /// ARM SPE: the record a synthesised sample (`l1d-miss`, `memory`, ...) was made from,
+    /// for what the perf fields above do not carry. Boxed: almost no sample has one.
+    pub spe: Option<Box<SpeFields>>,
+}
+
+/// The fields of the ARM SPE record behind a synthesised sample that perf's sample fields
+/// leave out (perf keeps PC, data VA/PA, total latency and its data source encoding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct SpeFields {
+    /// Event flags of the events packet (bit 3 L1D refill, 5 TLB walk, 7 mispredicted, 9 LLC
+    /// miss, 10 remote access, ...; see `spe::record::EVENT_*`).
+    pub events: u64,
+    /// Total latency in cycles (dispatch to completion), if recorded.
+    pub total_latency: Option<u16>,
+    /// Issue latency in cycles (dispatch to issue), if recorded.
+    pub issue_latency: Option<u16>,
+    /// Translation latency of the data access in cycles, if recorded.
+    pub translation_latency: Option<u16>,
+    /// Operation class (0 other, 1 load/store/atomic, 2 branch) and subclass byte.
+    pub op_type: Option<(u8, u8)>,
+    /// Branch target of a branch, if recorded.
+    pub branch_target: Option<u64>,
+    /// The data source packet (implementation defined), if recorded.
+    pub data_source: Option<u64>,
+    /// The context packet's ID (usually the PID), if recorded.
+    pub context_id: Option<u32>,
+}
+
+impl SpeFields {
+    /// The fields of `record`.
+    pub fn from_record(record: &crate::spe::SpeRecord) -> SpeFields {
+        SpeFields {
+            events: record.events,
+            total_latency: record.total_latency,
+            issue_latency: record.issue_latency,
+            translation_latency: record.translation_latency,
+            op_type: record.op_type,
+            branch_target: record.branch_target,
+            data_source: record.data_source,
+            context_id: record.context_id,
+        }
+    }
+
+    /// Whether any event bit in `mask` is set.
+    pub fn has_event(&self, mask: u64) -> bool {
+        self.events & mask != 0
+    }
+
+    /// Whether the operation was a load or store (op class 1).
+    pub fn is_memory(&self) -> bool {
+        matches!(self.op_type, Some((1, _)))
+    }
 }
 
 /// One PERF_SAMPLE_BRANCH_STACK entry (`struct perf_branch_entry`): a taken branch from

@@ -257,6 +257,8 @@ pub enum PreciseSource {
     Ibs,
     /// Intel PEBS (or any event with DATA_SRC/WEIGHT/ADDR).
     Pebs,
+    /// ARM SPE: a sample perf synthesises from an SPE record (same fields as PEBS's).
+    Spe,
 }
 
 /// One precise memory sample, whatever the hardware: the instruction, the data address, the
@@ -284,8 +286,8 @@ pub struct PreciseSample {
     pub data_page_size: Option<u64>,
 }
 
-/// Turns a PEBS-style sample (DATA_SRC / WEIGHT(_STRUCT) / ADDR / PHYS_ADDR) into the precise
-/// model. `None` when the sample carries none of these fields.
+/// Turns a PEBS-style sample (DATA_SRC / WEIGHT(_STRUCT) / ADDR / PHYS_ADDR), or an ARM SPE
+/// sample (which perf fills the same way: weight = total latency), into the precise model. `None` when the sample carries none of these fields.
 pub fn from_pebs(sample: &Sample) -> Option<PreciseSample> {
     if sample.data_src.is_none()
         && sample.weight.is_none()
@@ -302,8 +304,13 @@ pub fn from_pebs(sample: &Sample) -> Option<PreciseSample> {
         .weight_struct
         .map(|w| (w >> 32) & 0xffff)
         .filter(|&w| w != 0);
+    let source = if sample.spe.is_some() {
+        PreciseSource::Spe
+    } else {
+        PreciseSource::Pebs
+    };
     Some(PreciseSample {
-        source: PreciseSource::Pebs,
+        source,
         ip: sample.ip,
         exact_ip: sample.exact_ip,
         addr: sample.addr.filter(|&a| a != 0),

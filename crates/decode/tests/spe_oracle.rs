@@ -132,3 +132,135 @@ fn synthesized_samples_equal_perf_script() {
     );
     assert_eq!(ours, perf);
 }
+
+/// The crafted file read as a recording: the nine events perf synthesises follow the SPE
+/// attr's, and the samples carry perf's fields (as `perf-6.1-script.txt` prints them) and
+/// the SPE record's.
+#[test]
+fn reader_synthesises_perfs_samples_from_the_aux_data() {
+    let data = fixture("spe-crafted.data");
+    let profile = culprit_decode::Reader::from_bytes(&data)
+        .threads(1)
+        .collect()
+        .expect("reads");
+    let names: Vec<&str> = profile.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names[1..],
+        culprit_decode::spe::ALL_EVENTS.map(SpeEvent::perf_name)
+    );
+    assert!(
+        !profile.warnings.iter().any(|w| w.contains("AUX area")),
+        "{:?}",
+        profile.warnings
+    );
+    let script = String::from_utf8(fixture("perf-6.1-script.txt")).unwrap();
+    assert_eq!(profile.samples.len(), script.lines().count());
+    for (s, line) in profile.samples.iter().zip(script.lines()) {
+        let event = &profile.events[usize::from(s.event)].name;
+        assert!(
+            line.trim_start().starts_with(&format!("{event}:")),
+            "{line}"
+        );
+        assert_eq!((s.pid, s.tid, s.cpu, s.period), (-1, 4242, 0, 1), "{line}");
+        assert!(s.exact_ip && s.spe.is_some(), "{line}");
+        let hex = format!("{:x}", s.ip);
+        assert!(
+            line.split_whitespace().any(|t| t == hex),
+            "{line}: ip {hex}"
+        );
+        let src = format!("{:x}", s.data_src.unwrap());
+        assert!(line.split_whitespace().any(|t| t == src), "{line}: {src}");
+    }
+    let load = profile.samples[0].spe.as_deref().unwrap();
+    assert_eq!(
+        (
+            load.issue_latency,
+            load.translation_latency,
+            load.total_latency
+        ),
+        (Some(5), Some(9), Some(120))
+    );
+    assert_eq!(load.context_id, Some(4242));
+    let event_totals: u64 = profile.events.iter().map(|e| e.samples).sum();
+    assert_eq!(event_totals, 11);
+}
+
+/// The crafted file grown to 40 AUXTRACE buffers in 40 rounds: a parallel read gives the
+/// samples of a sequential read, in the same order. With 3 or 4 equal shares each replays the
+/// AUXTRACE_INFO before its share and decodes the AUX data of its own; with 2 the second
+/// share's jump is refuted (AUX records count as state) and the first reads on.
+#[test]
+fn parallel_and_sequential_reads_agree() {
+    let data = fixture("spe-crafted.data");
+    let u64_at = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+    let (data_off, data_size) = (u64_at(40) as usize, u64_at(48) as usize);
+    // The fixture's data: AUXTRACE_INFO (32 bytes), then AUXTRACE (48) and its AUX bytes.
+    let auxtrace = &data[data_off + 32..data_off + data_size];
+    let mut big = data[..data_off + data_size].to_vec();
+    for _ in 0..39 {
+        big.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]); // FINISHED_ROUND
+        big.extend_from_slice(auxtrace);
+    }
+    let size = (big.len() - data_off) as u64;
+    big[48..56].copy_from_slice(&size.to_le_bytes());
+    let key = |p: &culprit_decode::Profile, s: &culprit_decode::model::Sample| {
+        (
+            p.events[usize::from(s.event)].name.clone(),
+            s.ip,
+            s.addr,
+            s.weight,
+        )
+    };
+    let sequential = culprit_decode::Reader::from_bytes(&big)
+        .threads(1)
+        .collect()
+        .unwrap();
+    assert_eq!(sequential.samples.len(), 40 * 11);
+    let ours: Vec<_> = sequential
+        .samples
+        .iter()
+        .map(|s| key(&sequential, s))
+        .collect();
+
+    /// The samples' keys, and how many merged shares brought samples.
+    #[derive(Default)]
+    struct Keys(Vec<(String, u64, Option<u64>, Option<u64>)>, usize);
+    impl culprit_decode::Fold for Keys {
+        fn add(&mut self, p: &culprit_decode::Profile, s: &culprit_decode::model::Sample) {
+            self.0.push((
+                p.events[usize::from(s.event)].name.clone(),
+                s.ip,
+                s.addr,
+                s.weight,
+            ));
+        }
+        fn split(&self) -> Self {
+            Keys::default()
+        }
+        fn merge(&mut self, later: Self, _: &culprit_decode::Profile) {
+            self.1 += usize::from(!later.0.is_empty()) + later.1;
+            self.0.extend(later.0);
+        }
+    }
+    let (profile, keys) = culprit_decode::Reader::from_bytes(&big)
+        .threads(2)
+        .split(culprit_decode::SplitRule::Fixed(0.5))
+        .fold_parallel(Keys::default())
+        .unwrap();
+    assert_eq!(keys.0, ours);
+    // Equal shares: each decodes the AUX data in its part of the file.
+    for threads in [3, 4] {
+        let (_, keys) = culprit_decode::Reader::from_bytes(&big)
+            .threads(threads)
+            .fold_parallel(Keys::default())
+            .unwrap();
+        assert!(
+            keys.1 >= threads - 1,
+            "{threads} threads: {} shares",
+            keys.1
+        );
+        assert_eq!(keys.0, ours, "{threads} threads");
+    }
+    let totals: u64 = profile.events.iter().map(|e| e.samples).sum();
+    assert_eq!(totals, 40 * 11);
+}

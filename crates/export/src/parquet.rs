@@ -23,6 +23,8 @@
 //! same symbolizer and the same rules as `culprit report --sort sym`; stacks are interned as
 //! a prefix tree (one node per (caller node, frame)) and the stack id is its leaf node.
 
+mod spe;
+
 use std::fs::{self, File};
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -899,7 +901,10 @@ impl<'a> SampleWriter<'a> {
         self.keys = keys;
 
         let precise = match precise_kind {
-            Precise::Fields => precise_from_fields(s),
+            Precise::Fields => match s.spe.as_deref() {
+                Some(spe_fields) => spe::complete(s, spe_fields, precise_from_fields(s)),
+                None => precise_from_fields(s),
+            },
             Precise::Ibs(kind) => {
                 let ctx = *self.ibs_ctx.get_or_insert_with(|| {
                     IbsContext::from_meta(&profile.meta).unwrap_or(IbsContext {

@@ -62,7 +62,40 @@ pub enum Source {
     },
     /// PERF_SAMPLE_WEIGHT_STRUCT var2 (instruction latency / retire latency).
     Weight2,
+    /// An ARM SPE record field of an SPE sample (0 for other samples).
+    Spe(SpeValue),
 }
+
+/// The ARM SPE record fields a PMU sample exposes beyond perf's (docs/spe.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeValue {
+    /// Issue latency (cycles).
+    IssueLatency,
+    /// Translation latency (cycles).
+    TranslationLatency,
+    /// The whole events packet.
+    Events,
+    /// One bit of the events packet.
+    EventBit(u8),
+    /// Operation class: 0 other, 1 load/store/atomic, 2 branch.
+    OpClass,
+}
+
+/// SPE names: `args[0]->NAME` of an SPE sample (`pmc:::llc-miss`, `pmc:::memory`, ...).
+const SPE_FIELDS: &[(&str, SpeValue)] = &[
+    ("issue_lat", SpeValue::IssueLatency),
+    ("translation_lat", SpeValue::TranslationLatency),
+    ("spe_events", SpeValue::Events),
+    ("l1d_access", SpeValue::EventBit(2)),
+    ("l1d_miss", SpeValue::EventBit(3)),
+    ("tlb_access", SpeValue::EventBit(4)),
+    ("tlb_miss", SpeValue::EventBit(5)),
+    ("br_mispred", SpeValue::EventBit(7)),
+    ("llc_access", SpeValue::EventBit(8)),
+    ("llc_miss", SpeValue::EventBit(9)),
+    ("remote_access", SpeValue::EventBit(10)),
+    ("op_class", SpeValue::OpClass),
+];
 
 /// A resolved field: its source and whether it is an address (printed in hex).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,6 +408,11 @@ fn resolve_pmc(path: &[&str]) -> Result<Field, FieldError> {
                 )),
             },
         },
+        _ if SPE_FIELDS.iter().any(|(n, _)| *n == first) => {
+            let value = SPE_FIELDS.iter().find(|(n, _)| *n == first).map(|s| s.1);
+            let value = value.unwrap_or(SpeValue::Events);
+            leaf(path, 1, f(Source::Spe(value), false))
+        }
         _ => {
             let names = [
                 "cpu_id",
@@ -384,6 +422,9 @@ fn resolve_pmc(path: &[&str]) -> Result<Field, FieldError> {
                 "weight",
                 "ins_lat",
                 "data_src",
+                "issue_lat",
+                "translation_lat",
+                "llc_miss",
             ];
             let ibs_names = OP_UNIONS.iter().chain(FETCH_UNIONS).any(|u| u.0 == first)
                 || OP_PLAIN.iter().chain(FETCH_PLAIN).any(|p| p.0 == first);

@@ -88,8 +88,9 @@ pub fn ibs_report(
         return Err(AnalysisError::NoData(format!(
             "{input} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
              HEADER_PMU_MAPPINGS with samples) and no PEBS memory samples (data address with \
-             data_src or weight); record them on an AMD CPU with `culprit record --ibs op` \
-             or `perf record -e ibs_op//`, or on Intel with `perf mem record`"
+             data_src or weight, as PEBS and ARM SPE give); record them on an AMD CPU with \
+             `culprit record --ibs op` or `perf record -e ibs_op//`, on Intel with `perf mem \
+             record`, on ARM with `perf record -e arm_spe//`"
         )));
     }
     let none = !(req.fetch || req.op || req.data);
@@ -118,6 +119,16 @@ fn notes(
     pebs_only: bool,
 ) -> Vec<String> {
     let mut n = Vec::new();
+    let spe = profile.samples.iter().any(|s| s.spe.is_some());
+    if pebs_only && spe {
+        n.push(
+            "no IBS samples: data-centric tables from ARM SPE records (the `memory` sample \
+             perf synthesises from each load or store: data VA/PA, total latency as weight); \
+             a DC miss is a record with the L1D refill event, MissLat its total latency"
+                .to_string(),
+        );
+        return n;
+    }
     if pebs_only {
         n.push(
             "no IBS samples: data-centric tables from PEBS memory samples (PERF_SAMPLE_ADDR, \
@@ -388,12 +399,15 @@ impl IbsReport {
     }
 
     fn data_sections(&self, doc: &mut Document, d: &DataReport) {
-        let pebs = d.source == PreciseSource::Pebs;
+        let pebs = d.source != PreciseSource::Ibs;
+        let source = match d.source {
+            PreciseSource::Ibs => "IBS",
+            PreciseSource::Pebs => "PEBS",
+            PreciseSource::Spe => "ARM SPE",
+        };
         doc.lines(comment(&format!(
-            "{} data-centric: {} memory ops with a data address, {} DC misses",
-            if pebs { "PEBS" } else { "IBS" },
-            d.accesses,
-            d.dc_miss
+            "{source} data-centric: {} memory ops with a data address, {} DC misses",
+            d.accesses, d.dc_miss
         )));
         let mut tables = vec![
             ("VA", &d.addresses),

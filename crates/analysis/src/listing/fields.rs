@@ -52,6 +52,8 @@ pub enum Field {
     Weight,
     /// PERF_SAMPLE_PHYS_ADDR.
     PhysAddr,
+    /// PERF_SAMPLE_DATA_SRC: the raw value and perf's decoded `|OP …|LVL …|…` text.
+    DataSrc,
     /// A tracepoint's record as its print format writes it.
     Trace,
 }
@@ -72,6 +74,7 @@ pub const FIELDS: &[(&str, Field)] = &[
     ("symoff", Field::Symoff),
     ("period", Field::Period),
     ("weight", Field::Weight),
+    ("data_src", Field::DataSrc),
     ("phys_addr", Field::PhysAddr),
     ("trace", Field::Trace),
 ];
@@ -84,7 +87,6 @@ pub const PERF_ONLY: &[&str] = &[
     "brstack",
     "brstacksym",
     "flags",
-    "data_src",
     "bpf-output",
     "brstackinsn",
     "brstackinsnlen",
@@ -308,6 +310,7 @@ fn needs(f: Field) -> Option<(u64, &'static str)> {
         Field::Addr => Some((sample_type::ADDR, "ADDR")),
         Field::Weight => Some((sample_type::WEIGHT | sample_type::WEIGHT_STRUCT, "WEIGHT")),
         Field::PhysAddr => Some((sample_type::PHYS_ADDR, "PHYS_ADDR")),
+        Field::DataSrc => Some((sample_type::DATA_SRC, "DATA_SRC")),
         Field::Trace => Some((sample_type::RAW, "RAW")),
         _ => None,
     }
@@ -327,6 +330,8 @@ pub struct PerfLayout {
     list: FieldList,
     events: Vec<EventFields>,
     name_width: usize,
+    /// The widest `data_src` text printed so far: perf pads each to it (a running maximum).
+    data_src_width: usize,
 }
 
 impl PerfLayout {
@@ -336,6 +341,7 @@ impl PerfLayout {
             list,
             events: Vec::new(),
             name_width: 0,
+            data_src_width: 0,
         }
     }
 
@@ -477,6 +483,11 @@ impl PerfLayout {
         if f.has(Field::Addr) {
             let _ = write!(t, "{:16x}", s.addr.unwrap_or(0));
         }
+        if f.has(Field::DataSrc) {
+            let text = data_src_text(s.data_src.unwrap_or(0));
+            self.data_src_width = self.data_src_width.max(text.len());
+            let _ = write!(t, "{text:<w$}", w = self.data_src_width);
+        }
         if f.has(Field::Weight) {
             let _ = write!(t, "{:16}", s.weight.unwrap_or(0));
         }
@@ -516,6 +527,26 @@ impl PerfLayout {
         lines.push(t);
         Ok(lines)
     }
+}
+
+/// perf 6.1's `data_src__fprintf` text: the value in hex (16 wide), a space and
+/// `perf_script__meminfo_scnprintf`'s decoding, each part cut to perf's 100-byte buffers.
+fn data_src_text(value: u64) -> String {
+    use culprit_decode::pebs::text;
+    const PERF_BUFFER: usize = 99;
+    let mut decoded = format!(
+        "|OP {}|LVL {}|SNP {}|TLB {}|LCK {}|BLK  {}",
+        text::op(value),
+        text::lvl(value),
+        text::snoop(value),
+        text::tlb(value),
+        text::locked(value),
+        text::blocked(value)
+    );
+    decoded.truncate(PERF_BUFFER);
+    let mut out = format!("{value:16x} {decoded}");
+    out.truncate(PERF_BUFFER);
+    out
 }
 
 #[cfg(test)]

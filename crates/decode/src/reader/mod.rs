@@ -26,6 +26,7 @@ mod parts;
 mod queue;
 mod records;
 mod sample;
+mod spe;
 
 use layout::*;
 pub(crate) use parts::*;
@@ -257,6 +258,10 @@ pub(crate) struct Reader<'a, 'p> {
     /// The first of two parts, until the split is decided: where it publishes its progress
     /// and learns the split, with the data's bounds.
     split: Option<(&'p SplitPoint, usize, usize)>,
+    /// ARM SPE decoding, once an AUXTRACE_INFO record of type ARM_SPE was read.
+    spe: Option<spe::SpeDecoding>,
+    /// The last TIME_CONV record's conversion (perf's `session->time_conv`).
+    time_conv: spe::TimeConv,
 }
 
 impl<'a, 'p> Reader<'a, 'p> {
@@ -327,6 +332,8 @@ impl<'a, 'p> Reader<'a, 'p> {
             read_members: Vec::new(),
             resume_at: 0,
             split: None,
+            spe: None,
+            time_conv: spe::TimeConv::default(),
         }
     }
 
@@ -514,6 +521,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             }
         }
         self.features.event_desc = desc;
+        self.build_spe_events();
     }
 
     /// Ends the read: delivers what is queued and completes the profile. A share of a
@@ -527,6 +535,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         self.flush(None);
         // Pipe mode: names and PMUs may have arrived after the first records.
         self.build_events();
+        self.synthesize_spe();
         // Build-ids (HEADER_BUILD_ID) fill DSOs that MMAP2 did not give one, by path.
         let mut by_path: HashMap<&str, &Vec<u8>> = HashMap::new();
         for (_, path, id, _) in &self.features.build_ids {

@@ -307,14 +307,22 @@ impl<'a, 'p> Reader<'a, 'p> {
                         .and_then(|a| next.checked_add(a))
                         .filter(|&e| e <= end);
                     match (aux, size) {
-                        (Some(e), _) => next = e,
+                        (Some(e), _) => {
+                            if self.spe.is_some() {
+                                self.auxtrace(body, data.get(next..e).unwrap_or(&[]));
+                            }
+                            next = e;
+                        }
                         // Stream mode: skip the rest of the data as it arrives.
                         (None, Some(a)) if !eof => {
+                            if self.spe.is_some() {
+                                self.spe_data_skipped();
+                            }
                             return Framed::Skip {
                                 at: abs,
                                 left: a.saturating_sub((end - next) as u64),
                                 records: n,
-                            }
+                            };
                         }
                         _ => return stop(Some(ty), "AUXTRACE data extends past the end".into(), n),
                     }
@@ -349,11 +357,8 @@ impl<'a, 'p> Reader<'a, 'p> {
                         }
                     }
                 }
-                rt::AUXTRACE_INFO
-                    if !self.p.warnings.iter().any(|w| w == header::AUX_NOT_DECODED) =>
-                {
-                    self.warn(header::AUX_NOT_DECODED.into());
-                }
+                rt::AUXTRACE_INFO => self.auxtrace_info(body),
+                spe::RECORD_TIME_CONV => self.time_conv(body),
                 rt::HEADER_ATTR => self.pipe_attr(body, abs),
                 rt::HEADER_FEATURE => {
                     let mut c = Cur::new(body, self.be);

@@ -13,4 +13,6 @@ pub mod synth;
 
 pub use packet::{decode_packet, AddressKind, CounterKind, Packet, PacketError};
 pub use record::{decode_records, SpeRecord};
-pub use synth::{synthesized_events, SpeEvent};
+pub use synth::{
+    data_source, sample_address, synthesized_events, DataSourceMapping, SpeEvent, ALL_EVENTS,
+};

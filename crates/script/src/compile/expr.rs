@@ -2,6 +2,7 @@
 //! constants folded into the operator's closure).
 
 use super::*;
+use crate::fields::SpeValue;
 use culprit_decode::tracepoint::FieldValue;
 
 impl Cx<'_> {
@@ -189,6 +190,18 @@ impl Cx<'_> {
                     .map_or(0, |w| ((w >> 32) & 0xffff) as i64)
             }),
             Source::PhysAddr => Box::new(|env: &mut Env<'_>| env.s.phys_addr.unwrap_or(0) as i64),
+            Source::Spe(value) => Box::new(move |env: &mut Env<'_>| {
+                env.s.spe.as_deref().map_or(0, |spe| {
+                    let latency = |l: Option<u16>| i64::from(l.unwrap_or(0));
+                    match value {
+                        SpeValue::IssueLatency => latency(spe.issue_latency),
+                        SpeValue::TranslationLatency => latency(spe.translation_latency),
+                        SpeValue::Events => spe.events as i64,
+                        SpeValue::EventBit(bit) => ((spe.events >> bit) & 1) as i64,
+                        SpeValue::OpClass => spe.op_type.map_or(0, |(class, _)| i64::from(class)),
+                    }
+                })
+            }),
             Source::DataSrc { lo, width } => {
                 let mask = if width >= 64 {
                     u64::MAX
