@@ -10,7 +10,8 @@
 //!
 //! Pure: a program can only read samples (no file writes, commands or memory reads); the
 //! only I/O is the caller's symbolizer behind [`SymbolSource`]. [`session`] runs a program
-//! over a perf.data file or a live recording (culprit-collect) and writes what it prints.
+//! over a perf.data file, or over the samples of a live recording the caller makes and hands
+//! it ([`session::LiveSession`]; this crate opens no events), and writes what it prints.
 //!
 //! ```
 //! let prog = culprit_script::compile(

@@ -1,7 +1,7 @@
 //! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
 //! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language and its sessions
 //! (file or live) are culprit-script's (`culprit_script::session`); this module parses the
-//! flags and renders the outcome.
+//! flags and renders the outcome, and `trace_live` records live and feeds the session.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,6 +15,7 @@ use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
 use culprit_script::{Options, Program};
 use culprit_symbols::{KernelSymbols, Symbolizer};
 
+use super::trace_live;
 use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit trace`.
@@ -114,7 +115,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         max_keys: args.max_keys.max(1),
         quiet: args.quiet,
         agg_memory: args.agg_memory,
-        tracepoints: session::tracepoint_formats(&src, input.as_ref()),
+        tracepoints: trace_live::tracepoint_formats(&src, input.as_ref()),
     };
     let prog = match culprit_script::compile(&src, &opts) {
         Ok(p) => p,
@@ -159,8 +160,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
                     culprit_output::text::escape(&w)
                 )
             });
-            session::trace_live(&prog, live_options(&prog, &args)?, warn, io)
-                .map_err(session_error)?
+            trace_live::trace_live(&prog, live_options(&prog, &args)?, warn, io)?
         }
         Some(_) => {
             session::trace_file(&prog, &args.input.open(), args.stats, io).map_err(session_error)?
@@ -235,7 +235,7 @@ fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
 
 /// The live options of a trace: the events of the program's probes, the target.
 fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions> {
-    let events = session::live_events(prog, !args.target.all_cpus)?;
+    let events = trace_live::live_events(prog, !args.target.all_cpus)?;
     if !args.target.is_given() {
         bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
     }
@@ -253,7 +253,7 @@ fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions>
 
 /// A session's error for `main`: an I/O error stays an `io::Error` in the chain (a closed
 /// stdout — `culprit trace … | head` — then ends quietly with status 0, as in every verb).
-fn session_error(e: session::SessionError) -> anyhow::Error {
+pub(super) fn session_error(e: session::SessionError) -> anyhow::Error {
     match e {
         session::SessionError::Io(io) => io.into(),
         other => other.into(),
