@@ -1,6 +1,6 @@
 //! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
 //! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language and its sessions
-//! (file or live) are culprit-script's (`culprit_script::session`); this module parses the
+//! (file or live) are culprit-trace's (`culprit_trace::session`); this module parses the
 //! flags and renders the outcome, and `trace_live` records live and feeds the session.
 
 use std::io::Write;
@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use culprit_collect::live::LiveOptions;
 use culprit_collect::record;
-use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
-use culprit_script::{Options, Program};
 use culprit_symbols::{KernelSymbols, Symbolizer};
+use culprit_trace::session::{self, Printing, SessionEvent, SessionIo};
+use culprit_trace::{Options, Program};
 
 use super::trace_live;
 use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
@@ -58,7 +58,7 @@ pub struct TraceArgs {
     /// histograms and offenders() cost the most); past it new keys are dropped and counted
     /// in a note.
     #[arg(long = "agg-memory", value_name = "SIZE", default_value = "512M",
-          value_parser = culprit_script::agg::parse_size)]
+          value_parser = culprit_trace::agg::parse_size)]
     pub agg_memory: usize,
     /// Print timing to stderr; offline, reads the file into memory first so that the
     /// evaluation is timed alone (samples per second).
@@ -117,7 +117,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         agg_memory: args.agg_memory,
         tracepoints: trace_live::tracepoint_formats(&src, input.as_ref()),
     };
-    let prog = match culprit_script::compile(&src, &opts) {
+    let prog = match culprit_trace::compile(&src, &opts) {
         Ok(p) => p,
         Err(e) => bail!("{name}:{e}"),
     };

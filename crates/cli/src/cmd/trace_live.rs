@@ -1,5 +1,5 @@
 //! What `culprit trace` takes from this machine, kept out of the language crate
-//! (culprit-script evaluates samples it is given and opens nothing): the tracepoint formats
+//! (culprit-trace evaluates samples it is given and opens nothing): the tracepoint formats
 //! of the program's `tracepoint:` probes (from tracefs), the events its sample probes
 //! record, and the live recording (`collect::live`) whose samples and ticks feed the
 //! program's [`LiveSession`].
@@ -11,10 +11,10 @@ use culprit_collect::live::{self, LiveOptions};
 use culprit_collect::tracefs::Tracefs;
 use culprit_decode::model::{Profile, Sample};
 use culprit_decode::tracepoint::TracepointFormat;
-use culprit_script::probe::Probe;
-use culprit_script::session::{self, Flow, LiveSession, Outcome, SessionIo};
-use culprit_script::Program;
 use culprit_symbols::ProfileInput;
+use culprit_trace::probe::Probe;
+use culprit_trace::session::{self, Flow, LiveSession, Outcome, SessionIo};
+use culprit_trace::Program;
 
 /// The tracepoint formats the program `source` is typed with: a recording's own when
 /// `input` is a perf.data file, else this machine's (tracefs) for each tracepoint probe

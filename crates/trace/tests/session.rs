@@ -1,10 +1,10 @@
-//! `culprit_script::session`: a program run over a recorded file, streamed or collected.
+//! `culprit_trace::session`: a program run over a recorded file, streamed or collected.
 
 use std::path::PathBuf;
 
-use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
-use culprit_script::{compile, Options, Program};
 use culprit_symbols::{ProfileInput, Symbolizer, SymbolizerOptions};
+use culprit_trace::session::{self, Printing, SessionEvent, SessionIo};
+use culprit_trace::{compile, Options, Program};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
