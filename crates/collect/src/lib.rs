@@ -15,7 +15,10 @@ pub mod modes;
 pub mod offcpu;
 pub mod perfdata;
 pub mod privilege;
-pub mod probe;
+pub mod support;
+/// `stat` still imports [`support`] by its former name, `probe` (the trace language's word);
+/// the alias goes when stat's imports change (stat is being moved out of collect, issue 30).
+pub(crate) use support as probe;
 pub mod procfs;
 pub mod record;
 pub mod ring;
