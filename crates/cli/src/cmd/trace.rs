@@ -162,9 +162,8 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
             });
             trace_live::trace_live(&prog, live_options(&prog, &args)?, warn, io)?
         }
-        Some(_) => {
-            session::trace_file(&prog, &args.input.open(), args.stats, io).map_err(session_error)?
-        }
+        Some(_) => session::trace_file(&prog, &args.input.open(), args.stats, io)
+            .map_err(trace_live::session_error)?,
     };
     if let Some(b) = bar {
         b.finish();
@@ -249,13 +248,4 @@ fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions>
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
     })
-}
-
-/// A session's error for `main`: an I/O error stays an `io::Error` in the chain (a closed
-/// stdout — `culprit trace … | head` — then ends quietly with status 0, as in every verb).
-pub(super) fn session_error(e: session::SessionError) -> anyhow::Error {
-    match e {
-        session::SessionError::Io(io) => io.into(),
-        other => other.into(),
-    }
 }

@@ -2,7 +2,7 @@
 //! (culprit-trace evaluates samples it is given and opens nothing): the tracepoint formats
 //! of the program's `tracepoint:` probes (from tracefs), the events its sample probes
 //! record, and the live recording (`collect::live`) whose samples and ticks feed the
-//! program's [`LiveSession`].
+//! program's [`LiveSession`]; and how a session's error reaches `main` (file and live sessions).
 
 use culprit_collect::events::EventSpec;
 use culprit_collect::launch::ChildExit;
@@ -13,7 +13,7 @@ use culprit_decode::model::{Profile, Sample};
 use culprit_decode::tracepoint::TracepointFormat;
 use culprit_symbols::ProfileInput;
 use culprit_trace::probe::Probe;
-use culprit_trace::session::{self, Flow, LiveSession, Outcome, SessionIo};
+use culprit_trace::session::{self, Flow, LiveSession, Outcome, SessionError, SessionIo};
 use culprit_trace::Program;
 
 /// The tracepoint formats the program `source` is typed with: a recording's own when
@@ -95,7 +95,7 @@ pub fn trace_live(
     let s = &end.summary;
     let mut outcome = session
         .finish(&end.profile, s.lost_samples)
-        .map_err(super::trace::session_error)?;
+        .map_err(session_error)?;
     if s.stopped && launched {
         if let Some(e) = s.exit {
             outcome.notes.push(format!(
@@ -108,4 +108,13 @@ pub fn trace_live(
         }
     }
     Ok(outcome)
+}
+
+/// A session's error for `main`: an I/O error stays an `io::Error` in the chain (a closed
+/// stdout — `culprit trace … | head` — then ends quietly with status 0, as in every verb).
+pub fn session_error(e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::Io(io) => io.into(),
+        other => other.into(),
+    }
 }
