@@ -24,7 +24,7 @@ mkdir -p "$artifacts"
 if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
     && rustup run nightly rustc --version >/dev/null 2>&1; then
   status=0
-  for target in perf_data ibs_raw spe_aux script_parse; do
+  for target in perf_data ibs_raw spe_aux trace_parse; do
     corpus=fuzz/corpus/$target
     mkdir -p "$corpus"
     [ "$target" = perf_data ] && { cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true; }
@@ -43,7 +43,7 @@ if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
   done
 else
   echo "fuzz.sh: stable mutation fuzzer for ${secs}s (cargo-fuzz or nightly missing, or FUZZ_STABLE=1)"
-  echo "fuzz.sh: (ibs_raw, spe_aux and script_parse need cargo-fuzz and nightly; only perf_data runs here)"
+  echo "fuzz.sh: (ibs_raw, spe_aux and trace_parse need cargo-fuzz and nightly; only perf_data runs here)"
   cargo build -q --release -p culprit-decode --example fuzz_mutate
   set +e
   target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"

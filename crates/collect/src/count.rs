@@ -152,8 +152,8 @@ fn base_attr(spec: &EventSpec, leader: bool, inherit: bool, on_exec: bool) -> At
 }
 
 /// Prints (`-vv`) the attr counting would open for `spec` on `target` and the open's failure,
-/// as perf stat does for every event it then reports `<not supported>`: stat probes its
-/// events first (probe::try_open_event) and counts only those that open, so without this an
+/// as perf stat does for every event it then reports `<not supported>`: stat tries its
+/// events first (support::try_open_event) and counts only those that open, so without this an
 /// unsupported event's attr would never be shown.
 pub fn display_not_opened(spec: &EventSpec, leader: bool, target: &Target, errno: i32) {
     if !crate::verbose::shows_attrs() {
@@ -170,10 +170,10 @@ pub fn display_not_opened(spec: &EventSpec, leader: bool, target: &Target, errno
         (inherit, on_exec)
     };
     crate::verbose::display_attr(&base_attr(spec, leader, inherit, on_exec).to_bytes());
-    // The probe opened it on this thread (pid 0) on any CPU, or an uncore event on its
+    // The trial open opened it on this thread (pid 0) on any CPU, or an uncore event on its
     // PMU's first CPU, without a group.
     let flags = u64::from(perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC);
-    let (pid, cpu) = crate::probe::probe_place(spec);
+    let (pid, cpu) = crate::support::trial_place(spec);
     crate::verbose::display_open(pid, cpu, -1, flags, Err(errno));
 }
 

@@ -60,7 +60,7 @@ impl IbsHost {
             kernel: kernel_version(),
             per_process,
             privileged: privileged(),
-            paranoid: crate::probe::perf_event_paranoid(),
+            paranoid: crate::support::perf_event_paranoid(),
             cpu: crate::sysfs::cpu_identity()
                 .map(|c| c.describe())
                 .unwrap_or_else(|| "an unknown CPU".to_string()),

@@ -1,5 +1,5 @@
 //! The host's capability inventory (`culprit list`): PMUs from sysfs, generic / software /
-//! cache events (each probed with a counting perf_event_open on ourselves), this CPU's perf
+//! cache events (each tried with a counting perf_event_open on ourselves), this CPU's perf
 //! event table (which one and why, its events by topic), and capabilities (precise sampling, IBS, branch stacks, usable
 //! counters, perf sysctls, virtualization), with plain-language notes on what is (not)
 //! possible here. JSON schema: docs/schemas/list.schema.json.
@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::events::tables::{self, TableOut};
 use crate::events::{generic, EventParser, EventSpec};
-use crate::probe;
+use crate::support;
 use crate::sysfs::{self, CpuIdentity, Pmu, Sysfs};
 
 /// The whole inventory (the top-level JSON object of `culprit list --format json`).
@@ -34,7 +34,7 @@ pub struct Listing {
     pub capabilities: Capabilities,
     /// The PMUs under /sys/bus/event_source/devices.
     pub pmus: Vec<PmuOut>,
-    /// The generic, software and cache events, each probed.
+    /// The generic, software and cache events, each tried.
     pub events: Vec<EventOut>,
     /// This CPU's perf event table: the CPU id, the mapfile row that chose it, its events.
     pub table: TableOut,
@@ -138,13 +138,13 @@ pub struct PmuOut {
     pub attr_type: u32,
     /// The format terms (`name` = `config:0-7`).
     pub formats: Vec<FormatOut>,
-    /// The generic, software and cache events, each probed.
+    /// The generic, software and cache events, each tried.
     pub events: Vec<AliasOut>,
     /// The `caps/` files and their values.
     pub caps: BTreeMap<String, String>,
 }
 
-/// A generic, software or cache event, probed.
+/// A generic, software or cache event, tried.
 #[derive(Serialize, Debug)]
 pub struct EventOut {
     /// The name.
@@ -199,10 +199,11 @@ fn matches(filter: &Option<String>, name: &str) -> bool {
         .is_none_or(|f| name.to_ascii_lowercase().contains(&f.to_ascii_lowercase()))
 }
 
-fn probe_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> EventOut {
+/// Tries one generic, software or cache event (a counting open on ourselves): its row.
+fn try_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> EventOut {
     let (names, config, description) = e;
     let spec = EventSpec::new(names[0], None, attr_type, config);
-    let result = probe::try_open_event(&spec);
+    let result = support::try_open_event(&spec);
     EventOut {
         name: names[0].to_string(),
         aliases: names[1..].iter().map(|s| s.to_string()).collect(),
@@ -211,7 +212,7 @@ fn probe_event(kind: &'static str, attr_type: u32, e: (&[&str], u64, &str)) -> E
         config,
         description: description.to_string(),
         opens: result.is_ok(),
-        error: result.err().map(probe::describe_errno),
+        error: result.err().map(support::describe_errno),
     }
 }
 
@@ -223,12 +224,12 @@ pub fn collect(filter: Option<&str>) -> Listing {
     let cpu = sysfs::cpu_identity();
     let pmus = sysfs.pmus();
     let find = |name: &str| pmus.iter().find(|p| p.name == name);
-    let hardware_pmu = probe::hardware_pmu_available();
+    let hardware_pmu = support::hardware_pmu_available();
 
     let mut events = Vec::new();
     for e in generic::HARDWARE {
         if e.names.iter().any(|n| matches(&filter, n)) {
-            events.push(probe_event(
+            events.push(try_event(
                 "hardware",
                 culprit_decode::abi::perf_type::HARDWARE,
                 (e.names, e.config, e.description),
@@ -237,7 +238,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
     }
     for e in generic::SOFTWARE {
         if e.names.iter().any(|n| matches(&filter, n)) {
-            events.push(probe_event(
+            events.push(try_event(
                 "software",
                 culprit_decode::abi::perf_type::SOFTWARE,
                 (e.names, e.config, e.description),
@@ -246,7 +247,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
     }
     for (name, config) in generic::cache_events() {
         if matches(&filter, &name) {
-            events.push(probe_event(
+            events.push(try_event(
                 "cache",
                 culprit_decode::abi::perf_type::HW_CACHE,
                 (&[name.as_str()], config, "generic hardware-cache event"),
@@ -257,8 +258,8 @@ pub fn collect(filter: Option<&str>) -> Listing {
     let parser = EventParser::system();
     let table = tables::table_listing(&parser, filter.as_deref());
 
-    let counters = probe::usable_counters(8);
-    let branch = probe::branch_stack_available();
+    let counters = support::usable_counters(8);
+    let branch = support::branch_stack_available();
     let max_precise = find("cpu")
         .and_then(|p| p.cap("max_precise"))
         .and_then(|v| v.parse().ok());
@@ -271,7 +272,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
         ibs_fetch: ibs_out(find("ibs_fetch")),
         branch_stack: ProbeOut {
             available: branch.is_ok(),
-            error: branch.err().map(probe::describe_errno),
+            error: branch.err().map(support::describe_errno),
         },
         counters: CountersOut {
             usable: counters.usable,
@@ -287,7 +288,7 @@ pub fn collect(filter: Option<&str>) -> Listing {
                     Err(e) => CounterTry {
                         n,
                         counts: None,
-                        error: Some(probe::describe_errno(e)),
+                        error: Some(support::describe_errno(e)),
                     },
                 })
                 .collect(),
@@ -315,15 +316,15 @@ pub fn collect(filter: Option<&str>) -> Listing {
         })
         .collect();
 
-    let paranoid = probe::perf_event_paranoid();
+    let paranoid = support::perf_event_paranoid();
     let mut listing = Listing {
         schema: 3,
         virtualization: sysfs::virtualization(),
         cpu,
         hardware_pmu,
         perf_event_paranoid: paranoid,
-        perf_event_max_sample_rate: probe::perf_event_max_sample_rate(),
-        nmi_watchdog: probe::nmi_watchdog(),
+        perf_event_max_sample_rate: support::perf_event_max_sample_rate(),
+        nmi_watchdog: support::nmi_watchdog(),
         capabilities,
         pmus: pmus_out,
         events,

@@ -400,7 +400,7 @@ fn group_desc(specs: &[EventSpec]) -> Vec<GroupDesc> {
 /// says why it fell back (information: the recording works either way).
 pub fn default_event(opts: &RecordOptions) -> (EventSpec, Option<String>) {
     let cycles = crate::events::default_event();
-    let probe = Attr {
+    let trial = Attr {
         flags: attr_flag::DISABLED | attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV,
         ..build_attr(
             &cycles,
@@ -409,7 +409,7 @@ pub fn default_event(opts: &RecordOptions) -> (EventSpec, Option<String>) {
             false,
         )
     };
-    match ring::perf_event_open(&probe, 0, -1) {
+    match ring::perf_event_open(&trial, 0, -1) {
         Ok(_) => (cycles, None),
         Err(e) => (
             crate::events::cpu_clock(),

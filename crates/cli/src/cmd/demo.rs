@@ -58,7 +58,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
 
     let events = args.events.unwrap_or_else(|| {
-        if culprit_collect::probe::hardware_pmu_available() {
+        if culprit_collect::support::hardware_pmu_available() {
             "cycles,instructions,cache-misses".to_string()
         } else {
             eprintln!(

@@ -20,3 +20,4 @@ pub mod sql;
 pub mod stat;
 pub mod top;
 pub mod trace;
+mod trace_live;

@@ -1,7 +1,7 @@
 //! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
 //! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language and its sessions
-//! (file or live) are culprit-script's (`culprit_script::session`); this module parses the
-//! flags and renders the outcome.
+//! (file or live) are culprit-trace's (`culprit_trace::session`); this module parses the
+//! flags and renders the outcome, and `trace_live` records live and feeds the session.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,10 +11,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use culprit_collect::live::LiveOptions;
 use culprit_collect::record;
-use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
-use culprit_script::{Options, Program};
 use culprit_symbols::{KernelSymbols, Symbolizer};
+use culprit_trace::session::{self, Printing, SessionEvent, SessionIo};
+use culprit_trace::{Options, Program};
 
+use super::trace_live;
 use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit trace`.
@@ -57,7 +58,7 @@ pub struct TraceArgs {
     /// histograms and offenders() cost the most); past it new keys are dropped and counted
     /// in a note.
     #[arg(long = "agg-memory", value_name = "SIZE", default_value = "512M",
-          value_parser = culprit_script::agg::parse_size)]
+          value_parser = culprit_trace::agg::parse_size)]
     pub agg_memory: usize,
     /// Print timing to stderr; offline, reads the file into memory first so that the
     /// evaluation is timed alone (samples per second).
@@ -114,9 +115,9 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         max_keys: args.max_keys.max(1),
         quiet: args.quiet,
         agg_memory: args.agg_memory,
-        tracepoints: session::tracepoint_formats(&src, input.as_ref()),
+        tracepoints: trace_live::tracepoint_formats(&src, input.as_ref()),
     };
-    let prog = match culprit_script::compile(&src, &opts) {
+    let prog = match culprit_trace::compile(&src, &opts) {
         Ok(p) => p,
         Err(e) => bail!("{name}:{e}"),
     };
@@ -159,12 +160,10 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
                     culprit_output::text::escape(&w)
                 )
             });
-            session::trace_live(&prog, live_options(&prog, &args)?, warn, io)
-                .map_err(session_error)?
+            trace_live::trace_live(&prog, live_options(&prog, &args)?, warn, io)?
         }
-        Some(_) => {
-            session::trace_file(&prog, &args.input.open(), args.stats, io).map_err(session_error)?
-        }
+        Some(_) => session::trace_file(&prog, &args.input.open(), args.stats, io)
+            .map_err(trace_live::session_error)?,
     };
     if let Some(b) = bar {
         b.finish();
@@ -235,7 +234,7 @@ fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
 
 /// The live options of a trace: the events of the program's probes, the target.
 fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions> {
-    let events = session::live_events(prog, !args.target.all_cpus)?;
+    let events = trace_live::live_events(prog, !args.target.all_cpus)?;
     if !args.target.is_given() {
         bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
     }
@@ -249,13 +248,4 @@ fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions>
         cmdline: std::env::args().collect(),
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
     })
-}
-
-/// A session's error for `main`: an I/O error stays an `io::Error` in the chain (a closed
-/// stdout — `culprit trace … | head` — then ends quietly with status 0, as in every verb).
-fn session_error(e: session::SessionError) -> anyhow::Error {
-    match e {
-        session::SessionError::Io(io) => io.into(),
-        other => other.into(),
-    }
 }

@@ -160,7 +160,7 @@ pub fn perf_installed() -> bool {
 /// Whether the hardware PMU is usable here.
 pub fn hardware_pmu() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(culprit_collect::probe::hardware_pmu_available)
+    *HAVE.get_or_init(culprit_collect::support::hardware_pmu_available)
 }
 
 /// Call at the start of a test that needs the hardware PMU. Returns false (and reports a

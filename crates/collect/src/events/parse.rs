@@ -201,8 +201,8 @@ impl EventParser {
     fn supports_extended_type(&self, first_core: &Pmu) -> bool {
         *self.extended_type.get_or_init(|| {
             let config = (u64::from(first_core.attr_type) << PMU_TYPE_SHIFT)
-                | u64::from(crate::probe::HW_CPU_CYCLES);
-            crate::probe::try_open_counter(perf_type::HARDWARE, config).is_ok()
+                | u64::from(crate::support::HW_CPU_CYCLES);
+            crate::support::try_open_counter(perf_type::HARDWARE, config).is_ok()
         })
     }
 

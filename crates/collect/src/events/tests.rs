@@ -841,7 +841,7 @@ fn test_parse_event_matches_perf() {
 /// Like the CLI tests' `require_hardware_pmu`: skips loudly without a usable hardware PMU,
 /// fails instead when `CULPRIT_REQUIRE_PMU=1`.
 fn require_hardware_pmu(test: &str) -> bool {
-    if crate::probe::hardware_pmu_available() {
+    if crate::support::hardware_pmu_available() {
         return true;
     }
     if std::env::var("CULPRIT_REQUIRE_PMU").as_deref() == Ok("1") {
@@ -888,8 +888,8 @@ fn test_parsed_hardware_events_count() {
         let spec = parser
             .parse_event(ev)
             .unwrap_or_else(|e| panic!("{ev}: {e}"));
-        let count = crate::probe::count_event(&spec)
-            .unwrap_or_else(|e| panic!("{ev}: {}", crate::probe::describe_errno(e)));
+        let count = crate::support::count_event(&spec)
+            .unwrap_or_else(|e| panic!("{ev}: {}", crate::support::describe_errno(e)));
         assert!(count > 0, "{ev} counted 0");
     }
 }

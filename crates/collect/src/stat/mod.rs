@@ -13,7 +13,7 @@ use crate::count::{self, CountOptions, Interval, Reading};
 use crate::error::RecordError;
 use crate::events::{self, EventError, EventSpec};
 use crate::launch::ChildExit;
-use crate::probe;
+use crate::support;
 use crate::target::Target;
 
 /// Why `culprit stat` cannot count.
@@ -103,7 +103,7 @@ pub struct StatOptions {
 
 /// Why `spec` does not count here, in words, from the kernel's answer to opening it.
 pub fn not_supported_reason(spec: &EventSpec) -> String {
-    let errno = probe::try_open_event(spec).err();
+    let errno = support::try_open_event(spec).err();
     let hardware = matches!(
         spec.attr_type,
         culprit_decode::abi::perf_type::HARDWARE
@@ -141,7 +141,7 @@ fn supported_here(spec: &EventSpec, leader: bool, target: &Target) -> bool {
         count::display_not_opened(spec, leader, target, libc::EOPNOTSUPP);
         return false;
     }
-    match probe::try_open_event(spec) {
+    match support::try_open_event(spec) {
         Err(errno @ (libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP)) => {
             count::display_not_opened(spec, leader, target, errno);
             false

@@ -10,7 +10,7 @@ use super::StatError;
 use crate::count::{self, CountOptions, Reading};
 use crate::events::EventSpec;
 use crate::launch::ChildExit;
-use crate::probe;
+use crate::support;
 use crate::sysfs::{self, CpuIdentity};
 use crate::target::Target;
 
@@ -49,7 +49,7 @@ pub struct TopdownHost {
 /// This machine's Top-Down facts, or why Top-Down cannot run here (`verb`: `stat` or
 /// `record`, for the message).
 pub fn host(verb: &str) -> Result<TopdownHost, StatError> {
-    if !probe::hardware_pmu_available() {
+    if !support::hardware_pmu_available() {
         return Err(StatError::Invalid(no_pmu_message(verb)));
     }
     let cpu = sysfs::cpu_identity().ok_or_else(|| {

@@ -26,7 +26,7 @@ type Placement = Vec<Vec<Result<usize, String>>>;
 /// `spec` when it opens here (or fails only for permissions, which counting reports); else
 /// why not, so that one refused event (perf's `<not supported>`) does not stop the others.
 fn opens(spec: events::EventSpec) -> Result<events::EventSpec, String> {
-    match culprit_collect::probe::try_open_event(&spec) {
+    match culprit_collect::support::try_open_event(&spec) {
         Ok(()) => Ok(spec),
         Err(errno) => {
             let e = std::io::Error::from_raw_os_error(errno);

@@ -87,7 +87,7 @@ pub fn run(
         Err(e) => return Err(e.into()),
     };
     // How many general-purpose counters really count (6 on Zen, but 5 on our VMs).
-    let counters = culprit_collect::probe::usable_counters(8).usable;
+    let counters = culprit_collect::support::usable_counters(8).usable;
     let plan = topdown::plan(model, level, counters)?;
     let groups: Vec<Vec<EventSpec>> = plan
         .groups

@@ -6,7 +6,7 @@ mod common;
 
 use common::{event, sample};
 use culprit_decode::model::Profile;
-use culprit_script::{compile, NoSymbols, Options};
+use culprit_trace::{compile, NoSymbols, Options};
 
 /// `n` cpu-clock samples with distinct timestamps 1..=n ns, then the same timestamps again
 /// (so that every key the aggregations keep is seen twice).

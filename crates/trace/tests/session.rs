@@ -1,10 +1,10 @@
-//! `culprit_script::session`: a program run over a recorded file, streamed or collected.
+//! `culprit_trace::session`: a program run over a recorded file, streamed or collected.
 
 use std::path::PathBuf;
 
-use culprit_script::session::{self, Printing, SessionEvent, SessionIo};
-use culprit_script::{compile, Options, Program};
-use culprit_symbols::{ProfileInput, Symbolizer, SymbolizerOptions};
+use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer, SymbolizerOptions};
+use culprit_trace::session::{self, Flow, LiveSession, Printing, SessionEvent, SessionIo};
+use culprit_trace::{compile, Options, Program};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -105,4 +105,67 @@ fn a_probe_without_its_event_fails_to_bind() {
     let err = session::trace_file(&prog, &input, false, io).unwrap_err();
     assert!(matches!(err, session::SessionError::Bind(_)), "{err}");
     assert!(err.to_string().contains("no such event"), "{err}");
+}
+
+/// The live engine needs no recorder: fed a file's samples and a tick, it reaches the same
+/// counts and aggregations as the file session, runs END at `finish`, and tells the
+/// losses it is given.
+#[test]
+fn a_live_session_fed_by_hand_agrees_with_the_file_session() {
+    let (file, _, _) = trace(PROGRAM, "cpu-clock-g.data", Printing::Collect, false, true);
+    let quiet = Options {
+        quiet: true,
+        ..Options::default()
+    };
+    let prog = compile(PROGRAM, &quiet).unwrap();
+    let profile = ProfileInput::new(fixture("cpu-clock-g.data"), SymbolizerOptions::default())
+        .read(&ReadPlan::default())
+        .unwrap();
+    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    let mut out = Vec::new();
+    let mut events = Vec::new();
+    let mut on_event = |e: SessionEvent| events.push(e);
+    let io = SessionIo {
+        syms: &mut syms,
+        out: &mut out,
+        printing: Printing::Collect,
+        on_event: &mut on_event,
+        progress: Box::new(|_, _| {}),
+    };
+    let mut live = LiveSession::new(&prog, io);
+    for s in &profile.samples {
+        assert_eq!(live.sample(&profile, s), Flow::Continue);
+    }
+    assert_eq!(live.tick(&profile, 1), Flow::Continue);
+    let outcome = live.finish(&profile, 7).unwrap();
+    assert_eq!(outcome.seen, file.seen);
+    assert_eq!(outcome.matched, file.matched);
+    assert_eq!(outcome.aggregations, file.aggregations);
+    assert_eq!(outcome.output, "start\n");
+    assert_eq!(outcome.exit, Some(4), "END ran at finish");
+    // Quiet: not announced; told the losses only.
+    assert_eq!(events, [SessionEvent::LostSamples(7)]);
+}
+
+/// A program whose `exit()` runs on the first sample asks the recorder to stop.
+#[test]
+fn exit_in_a_live_session_asks_to_stop_the_recording() {
+    let prog = compile("pmc:::cpu-clock { exit(3); }", &Options::default()).unwrap();
+    let profile = ProfileInput::new(fixture("cpu-clock-g.data"), SymbolizerOptions::default())
+        .read(&ReadPlan::default())
+        .unwrap();
+    let mut syms = Symbolizer::new(SymbolizerOptions::default());
+    let mut out = Vec::new();
+    let io = SessionIo {
+        syms: &mut syms,
+        out: &mut out,
+        printing: Printing::Stream,
+        on_event: &mut |_| {},
+        progress: Box::new(|_, _| {}),
+    };
+    let mut live = LiveSession::new(&prog, io);
+    assert_eq!(live.sample(&profile, &profile.samples[0]), Flow::Stop);
+    let outcome = live.finish(&profile, 0).unwrap();
+    assert_eq!(outcome.seen, 1);
+    assert_eq!(outcome.exit, Some(3));
 }

@@ -1,21 +1,17 @@
 //! A trace session: a compiled [`Program`] run over a perf.data file ([`trace_file`]) or a
-//! live recording ([`trace_live`]), its printed output written as it is produced (or
-//! collected for a JSON document), ending in an [`Outcome`] and its [`TraceReport`].
+//! live stream of samples ([`LiveSession`]), its printed output written as it is produced
+//! (or collected for a JSON document), ending in an [`Outcome`] and its [`TraceReport`].
 //!
-//! Live mode streams: the recorder runs on a thread and the program sees every sample as it
-//! is recorded; `printf` output appears while the target runs, `tick-N` probes fire on wall
-//! time (on sample time offline), END runs when the recording ends (Ctrl-C, the command or
-//! the processes exit) or after `exit()`, which also stops the recording and terminates a
-//! launched command.
+//! Live mode streams: the caller records (the CLI drives culprit-collect's live recorder;
+//! this crate opens no events) and hands the session every sample as it is recorded and a
+//! wall-clock tick; `printf` output appears while the target runs, `tick-N` probes fire on
+//! wall time (on sample time offline), END runs when the caller finishes the session (the
+//! recording ended: Ctrl-C, the command or the processes exit) or after `exit()`, which
+//! asks the caller to stop the recording ([`Flow::Stop`]).
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use culprit_collect::events::EventSpec;
-use culprit_collect::launch::ChildExit;
-use culprit_collect::live::events::{probe_event_specs, EventRequest, ProbeEventError};
-use culprit_collect::live::{self, LiveError, LiveOptions};
-use culprit_collect::tracefs::Tracefs;
 use culprit_decode::model::{Profile, Sample};
 use culprit_decode::tracepoint::TracepointFormat;
 use culprit_decode::ReadError;
@@ -44,9 +40,6 @@ const FLUSH_BYTES: usize = 1 << 16;
 
 /// From a pipe, pending output is written at least this often.
 const PIPE_FLUSH: Duration = Duration::from_millis(100);
-
-/// Wall-clock tick of live mode: the resolution of `tick-N` probes and of output flushing.
-const LIVE_TICK: Duration = Duration::from_millis(10);
 
 /// What a session tells its caller while it runs (the caller decides how to show it).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,12 +89,6 @@ pub enum SessionError {
     /// Reading the perf.data input failed.
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// The live recording failed.
-    #[error(transparent)]
-    Live(#[from] LiveError),
-    /// The program's probes cannot be recorded live.
-    #[error(transparent)]
-    Events(#[from] ProbeEventError),
     /// Writing the program's output failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -187,9 +174,15 @@ pub fn may_name_code(source: &str) -> bool {
 /// The tracepoint formats a program's `tracepoint:` probes are typed with
 /// ([`crate::Options::tracepoints`]): a recording's own (its header's tracing data) when
 /// `input` is a perf.data file, else (live, or a stream whose formats arrive with its
-/// records) this machine's formats of the tracepoints the probes name. Empty when the
-/// program has no tracepoint probe or does not parse (compiling it says why).
-pub fn tracepoint_formats(source: &str, input: Option<&ProfileInput>) -> Vec<TracepointFormat> {
+/// records) this machine's formats of the tracepoints the probes name, which
+/// `machine_formats` gives for one probe's `system:name` pattern (the caller reads them
+/// from tracefs). Empty when the program has no tracepoint probe or does not parse
+/// (compiling it says why).
+pub fn tracepoint_formats(
+    source: &str,
+    input: Option<&ProfileInput>,
+    machine_formats: &mut dyn FnMut(&str) -> Vec<TracepointFormat>,
+) -> Vec<TracepointFormat> {
     let Ok(ast) = crate::parser::parse(source) else {
         return Vec::new();
     };
@@ -208,46 +201,15 @@ pub fn tracepoint_formats(source: &str, input: Option<&ProfileInput>) -> Vec<Tra
     if let Some(formats) = input.and_then(|i| i.reader().tracepoint_formats()) {
         return formats;
     }
-    let Some(tracefs) = Tracefs::system() else {
-        return Vec::new();
-    };
     let mut out: Vec<TracepointFormat> = Vec::new();
     for p in &patterns {
-        for f in tracefs.formats(std::slice::from_ref(p)).unwrap_or_default() {
+        for f in machine_formats(p) {
             if !out.iter().any(|o| o.id == f.id) {
                 out.push(f);
             }
         }
     }
     out
-}
-
-/// The events to record live for the program's sample probes (`per_process`: the target
-/// is processes, not whole CPUs).
-pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, SessionError> {
-    let probes: Vec<(EventRequest, String)> = prog
-        .sample_probes()
-        .into_iter()
-        .filter_map(|(p, text)| {
-            let req = match p {
-                Probe::Pmc { event, period } => EventRequest::Event {
-                    name: event,
-                    period,
-                },
-                Probe::Profile { hz } => EventRequest::Profile { hz },
-                Probe::Breakpoint { addr, access, len } => EventRequest::Event {
-                    name: Probe::breakpoint_event(addr, access.as_deref(), len),
-                    period: None,
-                },
-                Probe::IbsOp { period } => EventRequest::IbsOp { period },
-                Probe::IbsFetch { period } => EventRequest::IbsFetch { period },
-                Probe::Tracepoint { event } => EventRequest::Tracepoint { event },
-                Probe::Begin | Probe::End | Probe::Tick { .. } => return None,
-            };
-            Some((req, text))
-        })
-        .collect();
-    Ok(probe_event_specs(&probes, per_process)?)
 }
 
 /// Where the program's output goes: written as it is printed, or collected.
@@ -498,22 +460,49 @@ fn run_in_memory(
     conclude(r, &profile, sink, syms)
 }
 
-/// The program's side of a live stream: binds on the first data (the events are known from
-/// the stream's head), runs BEGIN, every sample and the wall-clock ticks, and writes the
-/// output as it is produced.
-struct LiveTrace<'p, 's, 'o> {
+/// What a live session asks of the recording after a sample or a tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep recording.
+    Continue,
+    /// Stop the recording (and a launched command): the program called `exit()`, failed to
+    /// bind, or its output could not be written. [`LiveSession::finish`] then ends it.
+    Stop,
+}
+
+/// The program's side of a live stream: the caller records and hands it every sample and a
+/// wall-clock tick ([`LIVE_TICK`]) as they arrive; it binds on the first data (the events
+/// are known from the stream's head), runs BEGIN, every sample and the ticks, and writes
+/// the output as it is produced. [`LiveSession::finish`] runs END once the recording ended.
+pub struct LiveSession<'p, 'a> {
     prog: &'p Program,
     runner: Option<Runner<'p>>,
-    sink: Sink<'o>,
-    syms: &'s mut Symbolizer,
-    on_event: &'s mut dyn FnMut(SessionEvent),
+    sink: Sink<'a>,
+    syms: &'a mut Symbolizer,
+    on_event: &'a mut dyn FnMut(SessionEvent),
     failed: Option<SessionError>,
 }
+
+/// How often a live session wants its tick: the resolution of `tick-N` probes and of
+/// output flushing.
+pub const LIVE_TICK: Duration = Duration::from_millis(10);
 
 /// How live inputs are named in messages.
 const LIVE_INPUT: &str = "the live recording";
 
-impl<'p> LiveTrace<'p, '_, '_> {
+impl<'p, 'a> LiveSession<'p, 'a> {
+    /// A session of `prog` writing to `io` (its progress callback is for files: unused).
+    pub fn new(prog: &'p Program, io: SessionIo<'a>) -> Self {
+        LiveSession {
+            prog,
+            runner: None,
+            sink: Sink::new(io.printing, io.out),
+            syms: io.syms,
+            on_event: io.on_event,
+            failed: None,
+        }
+    }
+
     /// The runner, bound (and BEGIN run) once the stream's events are known.
     fn runner(&mut self, p: &Profile) -> Option<&mut Runner<'p>> {
         if self.runner.is_none() && self.failed.is_none() && !p.events.is_empty() {
@@ -529,42 +518,43 @@ impl<'p> LiveTrace<'p, '_, '_> {
         self.runner.as_mut()
     }
 
-    fn flush(&mut self) -> live::Flow {
+    fn flush(&mut self) -> Flow {
         if let Some(r) = self.runner.as_mut() {
             if let Err(e) = self.sink.flush_runner(r) {
                 self.failed = Some(e.into());
-                return live::Flow::Stop;
+                return Flow::Stop;
             }
         }
-        live::Flow::Continue
+        Flow::Continue
     }
-}
 
-impl live::Consumer for LiveTrace<'_, '_, '_> {
-    fn sample(&mut self, p: &Profile, s: &Sample) -> live::Flow {
+    /// One decoded sample of the stream `p`, in perf's delivery order.
+    pub fn sample(&mut self, p: &Profile, s: &Sample) -> Flow {
         if self.runner(p).is_none() {
-            return live::Flow::Stop;
+            return Flow::Stop;
         }
         let Some(r) = self.runner.as_mut() else {
-            return live::Flow::Stop;
+            return Flow::Stop;
         };
         let go = r.sample(p, s, self.syms);
         if !go {
             self.flush();
-            return live::Flow::Stop;
+            return Flow::Stop;
         }
         if r.pending_output() > FLUSH_BYTES {
             return self.flush();
         }
-        live::Flow::Continue
+        Flow::Continue
     }
 
-    fn tick(&mut self, p: &Profile, now: u64) -> live::Flow {
+    /// The wall-clock tick; `now` is CLOCK_MONOTONIC in nanoseconds (the clock perf sample
+    /// times approximate for software events).
+    pub fn tick(&mut self, p: &Profile, now: u64) -> Flow {
         if self.runner(p).is_none() {
             return if self.failed.is_some() {
-                live::Flow::Stop
+                Flow::Stop
             } else {
-                live::Flow::Continue
+                Flow::Continue
             };
         }
         let go = match self.runner.as_mut() {
@@ -574,58 +564,32 @@ impl live::Consumer for LiveTrace<'_, '_, '_> {
         // Output produced by samples and ticks appears at least every tick.
         let flushed = self.flush();
         if !go {
-            return live::Flow::Stop;
+            return Flow::Stop;
         }
         flushed
     }
-}
 
-/// Records live with `opts` and runs the program over the stream as it arrives. `warn`
-/// gets the recorder's warnings (from the recorder's thread).
-pub fn trace_live(
-    prog: &Program,
-    opts: LiveOptions,
-    warn: Box<dyn FnMut(String) + Send>,
-    io: SessionIo<'_>,
-) -> Result<Outcome, SessionError> {
-    let launched = opts.launches();
-    let mut t = LiveTrace {
-        prog,
-        runner: None,
-        sink: Sink::new(io.printing, io.out),
-        syms: io.syms,
-        on_event: io.on_event,
-        failed: None,
-    };
-    let end = live::run(opts, LIVE_TICK, warn, &mut t)?;
-    if let Some(e) = t.failed.take() {
-        return Err(e);
-    }
-    let s = &end.summary;
-    if s.lost_samples > 0 {
-        (t.on_event)(SessionEvent::LostSamples(s.lost_samples));
-    }
-    let mut r = match t.runner.take() {
-        Some(r) => r,
-        None => {
-            // Nothing arrived (no samples): BEGIN and END still run.
-            let mut r = bind(prog, &end.profile, LIVE_INPUT, t.on_event)?;
-            r.begin(&end.profile, t.syms);
-            r
+    /// Ends the session once the recording ended: `profile` is the stream's final profile
+    /// (events, DSOs, losses), `lost_samples` what the recorder counted as lost (told as
+    /// [`SessionEvent::LostSamples`]). Runs END (and BEGIN first if nothing arrived) and
+    /// gathers the outcome, or returns why the session failed while it ran.
+    pub fn finish(mut self, profile: &Profile, lost_samples: u64) -> Result<Outcome, SessionError> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
         }
-    };
-    t.sink.flush_runner(&mut r)?;
-    let mut outcome = conclude(r, &end.profile, t.sink, t.syms)?;
-    if s.stopped && launched {
-        if let Some(e) = s.exit {
-            outcome.notes.push(format!(
-                "exit() stopped the recording; the launched command {}",
-                match e {
-                    ChildExit::Exited(c) => format!("had already exited (status {c})"),
-                    ChildExit::Signaled(sig) => format!("was terminated (signal {sig})"),
-                }
-            ));
+        if lost_samples > 0 {
+            (self.on_event)(SessionEvent::LostSamples(lost_samples));
         }
+        let mut r = match self.runner.take() {
+            Some(r) => r,
+            None => {
+                // Nothing arrived (no samples): BEGIN and END still run.
+                let mut r = bind(self.prog, profile, LIVE_INPUT, self.on_event)?;
+                r.begin(profile, self.syms);
+                r
+            }
+        };
+        self.sink.flush_runner(&mut r)?;
+        conclude(r, profile, self.sink, self.syms)
     }
-    Ok(outcome)
 }

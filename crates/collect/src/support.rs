@@ -1,8 +1,8 @@
-//! Quick probes of what the running kernel and CPU let us measure: does an event open, does
-//! it count, how many general-purpose counters really work, are branch stacks available,
-//! and the perf sysctls.
+//! What the running kernel and CPU support, found by trying: does an event open, does it
+//! count, how many general-purpose counters really work, are branch stacks available, and
+//! the perf sysctls. (Not the trace language's probes, which are culprit-trace's.)
 //!
-//! Every probe opens counting events on the calling thread only and closes them before
+//! Every check opens counting events on the calling thread only and closes them before
 //! returning.
 
 use perf_event_open_sys as sys;
@@ -77,12 +77,12 @@ pub fn try_open_counter(attr_type: u32, config: u64) -> Result<(), i32> {
 /// Opens `spec` (user space only, counting) on the calling thread and closes it; an uncore
 /// event (with a `cpumask`) system-wide on the first CPU of its mask, where it counts.
 pub fn try_open_event(spec: &EventSpec) -> Result<(), i32> {
-    let (pid, cpu) = probe_place(spec);
+    let (pid, cpu) = trial_place(spec);
     open_on(&mut spec_attr(spec), pid, cpu, -1).map(drop)
 }
 
 /// Where [`try_open_event`] opens `spec`: (pid, cpu).
-pub fn probe_place(spec: &EventSpec) -> (i32, i32) {
+pub fn trial_place(spec: &EventSpec) -> (i32, i32) {
     match spec.cpumask.as_deref().and_then(<[u32]>::first) {
         Some(&cpu) => (-1, cpu as i32),
         None => (0, -1),
@@ -151,9 +151,9 @@ pub fn count_event(spec: &EventSpec) -> Result<u64, i32> {
     Ok(counts.first().copied().unwrap_or(0))
 }
 
-/// The result of probing how many general-purpose counters work together.
+/// How many general-purpose counters work together, as found by trying groups of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CounterProbe {
+pub struct UsableCounters {
     /// The largest N for which a group of N events opened and every member counted.
     pub usable: usize,
     /// Per group size tried: the counts, or the errno of the failed open.
@@ -165,8 +165,8 @@ pub struct CounterProbe {
 ///
 /// Why not trust CPUID: in VMs the guest may be told of 6 counters while only 5 are backed
 /// (the 6th reads 0), and the NMI watchdog may hold one.
-pub fn usable_counters(max: usize) -> CounterProbe {
-    let mut probe = CounterProbe {
+pub fn usable_counters(max: usize) -> UsableCounters {
+    let mut found = UsableCounters {
         usable: 0,
         tried: Vec::new(),
     };
@@ -181,13 +181,13 @@ pub fn usable_counters(max: usize) -> CounterProbe {
             .collect();
         let result = count_group(&mut attrs);
         let all_count = matches!(&result, Ok(c) if c.len() == n && c.iter().all(|&v| v > 0));
-        probe.tried.push((n, result));
+        found.tried.push((n, result));
         if !all_count {
             break;
         }
-        probe.usable = n;
+        found.usable = n;
     }
-    probe
+    found
 }
 
 /// Whether sampling with branch stacks (LBR, AMD BRS/LbrExtV2) opens: a `cycles` sampling
@@ -285,14 +285,14 @@ mod tests {
     #[test]
     fn test_usable_counters_consistent_with_hardware() {
         let _lock = pmu_lock();
-        let probe = usable_counters(8);
+        let found = usable_counters(8);
         if hardware_pmu_available() {
-            assert!(probe.usable >= 1, "{probe:?}");
+            assert!(found.usable >= 1, "{found:?}");
         } else {
-            assert_eq!(probe.usable, 0, "{probe:?}");
+            assert_eq!(found.usable, 0, "{found:?}");
             assert!(
-                matches!(probe.tried.first(), Some((1, Err(_)))),
-                "{probe:?}"
+                matches!(found.tried.first(), Some((1, Err(_)))),
+                "{found:?}"
             );
         }
     }

@@ -6,7 +6,7 @@ mod common;
 
 use common::{event, profile, sample};
 use culprit_decode::model::{Profile, Sample};
-use culprit_script::{compile, Options, SymbolSource, What};
+use culprit_trace::{compile, Options, SymbolSource, What};
 
 /// Names every address `fake`0x…` (and counts the questions, to check the caching).
 #[derive(Default)]

@@ -4,7 +4,7 @@
 #![no_main]
 
 use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
-use culprit_script::{NoSymbols, Options};
+use culprit_trace::{NoSymbols, Options};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         max_keys: 16,
         quiet: true,
     };
-    let Ok(prog) = culprit_script::compile(src, &opts) else {
+    let Ok(prog) = culprit_trace::compile(src, &opts) else {
         return;
     };
     let mut profile = Profile::default();

@@ -4,7 +4,7 @@
 mod common;
 
 use common::profile;
-use culprit_script::{compile, NoSymbols, Options};
+use culprit_trace::{compile, NoSymbols, Options};
 
 /// Runs a program: (text output, aggregations JSON, notes, exit).
 fn run(src: &str) -> (String, serde_json::Value, Vec<String>, Option<i64>) {

@@ -2,7 +2,7 @@
 //! memory, then runs a program over its samples RUNS times and prints the best rate, by wall
 //! time and by the thread's on-CPU time.
 //!
-//! `cargo run --release -p culprit-script --example eval_bench -- FILE 'PROGRAM' [RUNS]`
+//! `cargo run --release -p culprit-trace --example eval_bench -- FILE 'PROGRAM' [RUNS]`
 //! (`HOT=1`: samples in cache, see below)
 
 use std::time::Instant;
@@ -23,11 +23,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let opts = culprit_script::Options {
+    let opts = culprit_trace::Options {
         quiet: true,
         ..Default::default()
     };
-    let prog = match culprit_script::compile(src, &opts) {
+    let prog = match culprit_trace::compile(src, &opts) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");

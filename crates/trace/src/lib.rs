@@ -1,4 +1,4 @@
-//! culprit-script: the `culprit trace` language — DTrace's D syntax (clauses, predicates,
+//! culprit-trace: the `culprit trace` language — DTrace's D syntax (clauses, predicates,
 //! aggregations, printf/printa) over culprit's decoded samples, with the Solaris IBS
 //! provider's probe and structure names so that its scripts run unchanged.
 //!
@@ -10,12 +10,13 @@
 //!
 //! Pure: a program can only read samples (no file writes, commands or memory reads); the
 //! only I/O is the caller's symbolizer behind [`SymbolSource`]. [`session`] runs a program
-//! over a perf.data file or a live recording (culprit-collect) and writes what it prints.
+//! over a perf.data file, or over the samples of a live recording the caller makes and hands
+//! it ([`session::LiveSession`]; this crate opens no events), and writes what it prints.
 //!
 //! ```
-//! let prog = culprit_script::compile(
+//! let prog = culprit_trace::compile(
 //!     "pmc:::cpu-clock /pid > 0/ { @n[execname] = count(); }",
-//!     &culprit_script::Options::default(),
+//!     &culprit_trace::Options::default(),
 //! ).unwrap();
 //! assert_eq!(prog.clauses().len(), 1);
 //! ```
