@@ -53,6 +53,11 @@ type ReadFn<'a> = dyn FnMut(&[u8], &(dyn Fn(usize) + Sync)) -> Result<Profile, D
 /// callback that releases already-processed pages.
 pub(crate) fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeError> {
     let file = std::fs::File::open(path).map_err(DecodeError::Io)?;
+    with_open_file(&file, f)
+}
+
+/// [`with_file`] over a file already open.
+pub(crate) fn with_open_file(file: &std::fs::File, f: &mut ReadFn) -> Result<Profile, DecodeError> {
     let meta = file.metadata().map_err(DecodeError::Io)?;
     if meta.len() == 0 || !meta.is_file() {
         // Empty files cannot be mapped; a FIFO or device is a stream (`Reader` reads those
@@ -62,7 +67,7 @@ pub(crate) fn with_file(path: &Path, f: &mut ReadFn) -> Result<Profile, DecodeEr
     // SAFETY: the mapping is read-only and private to this call. perf.data files are not
     // truncated while being read (perf only appends, then rewrites the header in place);
     // a concurrent truncation would raise SIGBUS, as with any mmap-based reader (perf too).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(DecodeError::Io)?;
+    let map = unsafe { memmap2::Mmap::map(file) }.map_err(DecodeError::Io)?;
     let release = |upto: usize| {
         // Drop already-processed pages from the resident set; they are file-backed, so a
         // later access (there is none) would simply re-read them.

@@ -472,22 +472,123 @@ pub(crate) fn read_input(
     }
     // Not perf.data (or too short to be): say so without reading on.
     header::byte_order(head)?;
-    let mut data = head.to_vec();
-    input.read_to_end(&mut data).map_err(DecodeError::Io)?;
     let (mut on_sample, mut unwinder) = (on_sample, unwinder);
-    crate::reader::read(
-        &data,
-        &mut |_, _| {},
-        &mut |_| {},
-        crate::input::reborrow_sink(&mut on_sample),
-        crate::input::reborrow_unwinder(&mut unwinder),
-        skips,
-    )
+    let mut read = |data: &[u8], release: &(dyn Fn(usize) + Sync)| {
+        crate::reader::read(
+            data,
+            &mut |_, _| {},
+            &mut |at| release(at),
+            crate::input::reborrow_sink(&mut on_sample),
+            crate::input::reborrow_unwinder(&mut unwinder),
+            skips,
+        )
+    };
+    // A file-mode perf.data needs random access (its header points at what follows the
+    // data): it is spooled to an unlinked temporary file and mapped, so that memory stays
+    // bounded as for a file (pages are released as they are read). Where no temporary file
+    // can be written (a full or read-only temporary directory), it is held in memory.
+    match spool(head, &mut input)? {
+        Spooled::File(file) => crate::file::with_open_file(&file, &mut read),
+        Spooled::Memory(data) => read(&data, &|_| {}),
+    }
+}
+
+/// Where a file-mode stream was put to be read with random access.
+enum Spooled {
+    File(std::fs::File),
+    Memory(Vec<u8>),
+}
+
+/// Copies `head` and the rest of `input` to an unlinked file in the temporary directory
+/// (nothing is left behind, even if culprit dies); in memory when that cannot be done,
+/// keeping what was spooled already.
+fn spool(head: &[u8], input: &mut impl Read) -> Result<Spooled, DecodeError> {
+    use std::io::{Seek, Write};
+    static SPOOLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SPOOLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(".culprit-stdin-{}-{n}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path);
+    let mut data = head.to_vec();
+    let Ok(mut file) = file else {
+        input.read_to_end(&mut data).map_err(DecodeError::Io)?;
+        return Ok(Spooled::Memory(data));
+    };
+    let _ = std::fs::remove_file(&path);
+    if file.write_all(head).is_err() {
+        input.read_to_end(&mut data).map_err(DecodeError::Io)?;
+        return Ok(Spooled::Memory(data));
+    }
+    let mut written = head.len();
+    let mut buf = vec![0u8; 1 << 20];
+    let pending = loop {
+        match input.read(&mut buf) {
+            Ok(0) => return Ok(Spooled::File(file)),
+            Ok(k) => {
+                let chunk = buf.get(..k).unwrap_or(&[]);
+                if file.write_all(chunk).is_err() {
+                    break chunk.to_vec();
+                }
+                written += k;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(DecodeError::Io(e)),
+        }
+    };
+    // The disk filled: what was spooled comes back into memory (without the chunk that
+    // failed, which follows whole), then the rest of the input.
+    data.clear();
+    file.rewind().map_err(DecodeError::Io)?;
+    (&mut file)
+        .take(written as u64)
+        .read_to_end(&mut data)
+        .map_err(DecodeError::Io)?;
+    data.extend_from_slice(&pending);
+    input.read_to_end(&mut data).map_err(DecodeError::Io)?;
+    Ok(Spooled::Memory(data))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_file_mode_stream_is_spooled_and_reads_like_the_file() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/cpu-clock-g.data");
+        let bytes = std::fs::read(&path).unwrap();
+        let ips = |input: &[u8]| {
+            let mut ips = Vec::new();
+            let mut sink = |_: &Profile, s: &Sample| ips.push(s.ip);
+            let p = read_input(input, Some(&mut sink), None, Skips::default()).unwrap();
+            (p.events.len(), ips)
+        };
+        let (events, streamed) = ips(&bytes);
+        let mut direct = Vec::new();
+        let mut sink = |_: &Profile, s: &Sample| direct.push(s.ip);
+        crate::reader::read(
+            &bytes,
+            &mut |_, _| {},
+            &mut |_| {},
+            Some(&mut sink),
+            None,
+            Skips::default(),
+        )
+        .unwrap();
+        assert!(events > 0 && !streamed.is_empty());
+        assert_eq!(streamed, direct);
+        // The spool file was unlinked at once: nothing is left in the temporary directory.
+        let prefix = format!(".culprit-stdin-{}-", std::process::id());
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
 
     #[test]
     fn test_bad_magic_is_err_at_once() {
