@@ -40,7 +40,9 @@ use crate::perfdata::{BuildIdEntry, PerfDataWriter};
 mod attrs;
 mod diagnose;
 mod files;
+mod open;
 mod output;
+mod plan;
 mod session;
 mod synth;
 mod tracker;
@@ -361,6 +363,9 @@ mod tests {
     use super::attrs::build_attr;
     use super::tracker::Tracker;
     use super::*;
+    use crate::perfdata::records::{self, MmapArgs, SampleId};
+    use crate::perfdata::Attr;
+    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
 
     fn opts(target: Target) -> RecordOptions {
         RecordOptions {

@@ -1,66 +1,35 @@
-//! The recording session: resolves CPUs, events and tasks, opens the events and maps their
-//! rings, creates the output, runs the main loop (poll, drain, switch files, signals, the
+//! The recording session: plans and opens the events (`plan`, `open`), creates the output
+//! and writes its head, runs the main loop (poll, drain, switch files, signals, the
 //! target's exit) and finishes the file into a [`RecordSummary`].
 
-use std::collections::HashMap;
-use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use culprit_decode::abi::{attr_flag, perf_type, sample_type};
+use culprit_decode::abi::perf_type;
 
-use super::attrs::{build_attr, default_event, group_desc};
-use super::diagnose::{check_groups, open_error};
+use super::attrs::group_desc;
+use super::diagnose::check_groups;
 use super::files::{Files, StateSpec};
+use super::open::{open_events, Opened};
 use super::output::NewOutput;
+use super::plan::{event_attrs, launch_target, plan_events, Plan};
 use super::tracker::Tracker;
 use super::{
-    CallGraph, EventSummary, Output, RecordOptions, RecordSummary, Sink, Target, Writer,
-    DEFAULT_FREQUENCY, POLL_INTERVAL_MS, STOP_GRACE,
+    EventSummary, Output, RecordOptions, RecordSummary, Sink, Target, Writer, POLL_INTERVAL_MS,
+    STOP_GRACE,
 };
 use crate::error::{OutputFailure, RecordError, TargetAfterFailure};
-use crate::events::{EventSpec, SampleRate};
-use crate::launch::{self, ChildExit, PendingChild};
+use crate::events::SampleRate;
+use crate::launch::{self, ChildExit};
 use crate::modes::{Notice, StopReason, SwitchOutput};
 use crate::perfdata::pipe::PipeWriter;
 use crate::perfdata::records;
-use crate::perfdata::{Attr, FileAttr, PerfDataWriter};
+use crate::perfdata::{FileAttr, PerfDataWriter};
 use crate::privilege::{self, Privileges};
 use crate::procfs;
 use crate::ring::{self, Ring};
 
-/// One opened event fd.
-struct OpenFd {
-    fd: OwnedFd,
-}
-
-/// Opens one event; a `:P` event (perf's precise_max) that fails is retried one precise_ip
-/// lower, down to 0, as perf does: the kernel, not `caps/max_precise`, says how precise this
-/// event can be. The attr keeps the precision that opened (or, after every try failed, the
-/// one first asked for).
-fn open_precise_fallback(
-    spec: &EventSpec,
-    attr: &mut Attr,
-    task: i32,
-    cpu: i32,
-    leader: Option<&std::os::fd::OwnedFd>,
-) -> Result<std::os::fd::OwnedFd, i32> {
-    let first = attr.precise_ip();
-    loop {
-        let result = ring::open_with_guest_fallback(attr, task, cpu, leader);
-        let precise = attr.precise_ip();
-        if result.is_ok() || !spec.precise_max || precise == 0 {
-            if result.is_err() && spec.precise_max {
-                attr.set_precise_ip(first);
-            }
-            return result;
-        }
-        attr.set_precise_ip(precise - 1);
-        crate::verbose::display_precise_fallback(precise - 1);
-        crate::verbose::display_attr(&attr.to_bytes());
-    }
-}
-
+/// Records into `sink`: the steps of the module documentation of `record`, in order.
 pub(super) fn record_into(
     opts: &RecordOptions,
     sink: Sink,
@@ -68,110 +37,15 @@ pub(super) fn record_into(
     notice: &mut dyn FnMut(Notice),
 ) -> Result<RecordSummary, RecordError> {
     let stdout_is_stream = matches!(sink, Sink::Pipe(_, true));
-    // CPUs.
-    let online = procfs::online_cpus();
-    let cpus = match &opts.cpus {
-        Some(list) => {
-            for &c in list {
-                if !online.contains(&c) {
-                    let online = online
-                        .iter()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",");
-                    return Err(RecordError::CpuNotOnline { cpu: c, online });
-                }
-            }
-            list.clone()
-        }
-        None => online.clone(),
-    };
-
-    // Events, with the default and its fallback.
-    let mut specs = opts.events.clone();
-    if specs.is_empty() {
-        let (spec, fallback) = default_event(opts);
-        if let Some(why) = fallback {
-            warn(why);
-        }
-        specs.push(spec);
-    }
-    // --off-cpu: the sched_switch tracepoint says where threads block.
-    let off_cpu_source = if opts.off_cpu {
-        Some(crate::offcpu::switch_event(&mut specs)?)
-    } else {
-        None
-    };
-    // --off-cpu=wakers: sched_waking, in the waker's context, with its stack.
-    let wakers_source = if opts.off_cpu && opts.off_cpu_wakers {
-        Some(crate::offcpu::waking_event(&mut specs)?)
-    } else {
-        None
-    };
-    let max_rate = procfs::max_sample_rate();
-    let mut rates = Vec::new();
-    for spec in &specs {
-        // As perf record: every hit of a tracepoint or breakpoint is a sample by default;
-        // -c/-F apply to every kind of event, and an event's own period=/freq= to itself.
-        let default = if matches!(
-            spec.attr_type,
-            perf_type::TRACEPOINT | perf_type::BREAKPOINT
-        ) {
-            SampleRate::Period(1)
-        } else {
-            SampleRate::Frequency(DEFAULT_FREQUENCY)
-        };
-        let mut rate = spec.sample_rate(opts.rate, default);
-        match rate {
-            SampleRate::Period(0) | SampleRate::Frequency(0) => {
-                return Err(RecordError::Invalid(format!(
-                    "event '{}': the period/frequency must be > 0",
-                    spec.name
-                )));
-            }
-            SampleRate::Frequency(f) => {
-                if let Some(max) = max_rate.filter(|&m| m > 0 && f > m) {
-                    warn(format!(
-                        "event '{}': frequency {f} Hz is above kernel.perf_event_max_sample_rate ({max} Hz): \
-                         lowering to {max} Hz (raise the limit with `sysctl -w kernel.perf_event_max_sample_rate=N`)",
-                        spec.name
-                    ));
-                    rate = SampleRate::Frequency(max);
-                }
-            }
-            SampleRate::Period(_) => {}
-        }
-        rates.push(rate);
-    }
-    // The events the user asked for; with --overwrite a side-band event follows them.
-    let user_events = specs.len();
-    if opts.modes.overwrite {
-        // The sampling events write backward into overwrite rings, which keep only the
-        // newest records; COMM/MMAP2/FORK/EXIT must survive from the start, so they come
-        // from a dummy event of their own in ordinary rings, kept in memory.
-        specs.push(EventSpec::new(
-            "dummy",
-            Some("software"),
-            perf_type::SOFTWARE,
-            SW_DUMMY,
-        ));
-        rates.push(SampleRate::Period(1));
-    }
-    if let CallGraph::Dwarf(size) = opts.call_graph {
-        if size == 0 || size & 7 != 0 || size > 65528 {
-            return Err(RecordError::Invalid(format!(
-                "--call-graph dwarf stack size must be a multiple of 8 in 8..=65528, not {size}"
-            )));
-        }
-    }
-
-    check_groups(&specs, !matches!(opts.target, Target::System(_)), warn)?;
+    let plan = plan_events(opts, warn)?;
+    let specs = &plan.specs;
+    check_groups(specs, !matches!(opts.target, Target::System(_)), warn)?;
     // What kernel.perf_event_paranoid lets this user record: refused up front with the
     // reason, rather than a recording the kernel cuts down to nothing.
     let access = privilege::check(
         &Privileges::current(),
         matches!(opts.target, Target::System(_)),
-        &specs,
+        specs,
     )?;
     let mut kernel_excluded_warned = false;
     if let Some(w) = access.warning {
@@ -180,194 +54,73 @@ pub(super) fn record_into(
     }
 
     // 2. The target's tasks.
-    let mut child: Option<PendingChild> = None;
-    let (tasks, target_pids): (Vec<i32>, Vec<i32>) = match &opts.target {
-        Target::Command(argv) => {
-            let c = launch::spawn_held_with(argv, stdout_is_stream)?;
-            let pid = c.pid();
-            child = Some(c);
-            (vec![pid], vec![pid])
-        }
-        Target::Pids(pids) => {
-            let mut tids = Vec::new();
-            for &pid in pids {
-                let t = procfs::threads(pid);
-                if pid <= 0 || t.is_empty() || !procfs::process_alive(pid) {
-                    return Err(RecordError::NoSuchProcess(pid));
-                }
-                tids.extend(t);
-            }
-            (tids, pids.clone())
-        }
-        Target::System(cmd) => {
-            if let Some(argv) = cmd {
-                child = Some(launch::spawn_held_with(argv, stdout_is_stream)?);
-            }
-            (vec![-1], Vec::new())
-        }
-    };
+    let tasks = launch_target(opts, stdout_is_stream)?;
 
     // 3. Open everything.
-    let nfds = specs.len() * cpus.len() * tasks.len();
-    let mut attrs: Vec<Attr> = specs
-        .iter()
-        .zip(&rates)
-        .enumerate()
-        .map(|(i, (s, r))| {
-            let side_band = if opts.modes.overwrite {
-                i == user_events
-            } else {
-                i == 0
-            };
-            let mut a = build_attr(s, *r, opts, side_band);
-            if opts.modes.overwrite && i < user_events {
-                a.flags |= attr_flag::WRITE_BACKWARD;
-            }
-            if access.user_only[i] {
-                a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
-            }
-            if off_cpu_source == Some(i) || wakers_source == Some(i) {
-                // The blocked thread's (the waker's) stack, even without -g.
-                a.sample_type |= sample_type::CALLCHAIN;
-            }
-            if (opts.off_cpu || opts.context_switches) && i == 0 {
-                // PERF_RECORD_SWITCH: when a blocked thread gets a CPU back.
-                a.flags |= attr_flag::CONTEXT_SWITCH;
-            }
-            a
-        })
-        .collect();
-    let mut ids: Vec<Vec<u64>> = vec![Vec::new(); specs.len()];
-    let mut fds: Vec<OpenFd> = Vec::with_capacity(nfds);
-    let mut rings: Vec<Ring> = Vec::with_capacity(cpus.len());
-    // --overwrite: the sampling events' rings (the side-band event's are `rings`).
-    let mut overwrite_rings: Vec<Ring> = Vec::new();
-    let mut pages = opts.mmap_pages;
-    // The fd owning each CPU's ring: an ordinary one, and an overwrite one (the kernel
-    // redirects an event only into a ring of the same direction).
-    let mut ring_fds: Vec<[Option<usize>; 2]> = vec![[None, None]; cpus.len()];
-    // The fd (index in `fds`) of the current group's leader, per CPU (index) and task.
-    let mut leaders: HashMap<(usize, i32), usize> = HashMap::new();
-    // Event by event, then CPU by CPU, as perf opens them (so `-vv` prints each attr once,
-    // followed by its opens, as perf does).
-    for (ei, spec) in specs.iter().enumerate() {
-        let member = spec.group.is_some_and(|g| !g.leader);
-        if !member {
-            leaders.clear();
-        }
-        crate::verbose::display_attr(&attrs[ei].to_bytes());
-        crate::events::check_precise(spec).map_err(|e| RecordError::Invalid(e.to_string()))?;
-        for (ci, &cpu) in cpus.iter().enumerate() {
-            // A hybrid core PMU's event is opened on its own CPUs only, as perf does.
-            if !spec.counts_on(cpu) {
-                continue;
-            }
-            let ring_fd = &mut ring_fds[ci];
-            for &task in &tasks {
-                let leader = match (member, leaders.get(&(ci, task))) {
-                    (true, Some(&i)) => Some(&fds[i].fd),
-                    // The leader's thread exited before it was opened: so has this one.
-                    (true, None) => continue,
-                    (false, _) => None,
-                };
-                let opened = open_precise_fallback(spec, &mut attrs[ei], task, cpu as i32, leader);
-                let fd = match opened {
-                    Ok(fd) => fd,
-                    Err(e)
-                        if (e == libc::EACCES || e == libc::EPERM)
-                            && attrs[ei].flags & attr_flag::EXCLUDE_KERNEL == 0
-                            && !spec.exclude_user
-                            && spec.attr_type != perf_type::TRACEPOINT =>
-                    {
-                        // As perf: without the right to sample the kernel, retry user-only
-                        // (never an event that samples the kernel only: it would get nothing).
-                        let mut a = attrs[ei];
-                        a.flags |= attr_flag::EXCLUDE_KERNEL | attr_flag::EXCLUDE_HV;
-                        match ring::perf_event_open_in_group(&a, task, cpu as i32, leader) {
-                            Ok(fd) => {
-                                if !kernel_excluded_warned {
-                                    warn(format!(
-                                        "kernel.perf_event_paranoid = {}: sampling user space only (:u)",
-                                        procfs::perf_event_paranoid().map_or("?".into(), |p| p.to_string())
-                                    ));
-                                    kernel_excluded_warned = true;
-                                }
-                                attrs[ei] = a;
-                                fd
-                            }
-                            Err(e) => return Err(open_error(spec, &a, e, nfds)),
-                        }
-                    }
-                    Err(e) if e == libc::ESRCH && matches!(opts.target, Target::Pids(_)) => {
-                        // A thread exited between listing and opening: skip it unless the
-                        // whole process is gone.
-                        if target_pids.iter().any(|&p| procfs::process_alive(p)) {
-                            continue;
-                        }
-                        return Err(RecordError::NoSuchProcess(
-                            target_pids.first().copied().unwrap_or(task),
-                        ));
-                    }
-                    Err(e) => return Err(open_error(spec, &attrs[ei], e, nfds)),
-                };
-                let id = ring::event_id(&fd)
-                    .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
-                ids[ei].push(id);
-                let backward = usize::from(attrs[ei].flags & attr_flag::WRITE_BACKWARD != 0);
-                match ring_fd[backward] {
-                    None => {
-                        let ring = loop {
-                            let mapped = if backward == 1 {
-                                Ring::map_overwrite(&fd, pages)
-                            } else {
-                                Ring::map(&fd, pages)
-                            };
-                            match mapped {
-                                Ok(r) => break r,
-                                Err(e) if e.raw_os_error() == Some(libc::EPERM) && pages > 8 => {
-                                    // Over the locked-memory budget (perf_event_mlock_kb): halve.
-                                    pages /= 2;
-                                    warn(format!("ring buffer too large for the locked-memory limit: using {pages} pages per CPU"));
-                                }
-                                Err(source) => return Err(RecordError::Mmap { cpu, source }),
-                            }
-                        };
-                        if backward == 1 {
-                            overwrite_rings.push(ring);
-                        } else {
-                            rings.push(ring);
-                        }
-                        ring_fd[backward] = Some(fds.len());
-                    }
-                    Some(i) => {
-                        ring::set_output(&fd, &fds[i].fd).map_err(|source| RecordError::Ioctl {
-                            what: "SET_OUTPUT",
-                            source,
-                        })?;
-                    }
-                }
-                if spec.group.is_some_and(|g| g.leader) {
-                    leaders.insert((ci, task), fds.len());
-                }
-                fds.push(OpenFd { fd });
-            }
-        }
-    }
+    let attrs = event_attrs(opts, &plan, &access.user_only);
+    let mut opened = open_events(opts, &plan, &tasks, attrs, kernel_excluded_warned, warn)?;
 
     // 4. Only now the output: the command exists (held, not started) and the events are
     //    open, so a failed start never touched the previous file.
+    let Started {
+        files,
+        tracker,
+        mut state,
+        started,
+        new_output: _new_output,
+    } = start_output(opts, sink, &plan, &opened)?;
+    let child_pid = tasks.child.map(|c| c.go());
+    // A file started later describes the command's processes too.
+    state.pids.extend(child_pid);
+
+    // 5. The loop.
+    let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
+    let mut out = Out {
+        files,
+        tracker,
+        failed: None,
+        state,
+        warn,
+        notice,
+        side_band: opts.modes.overwrite.then(Vec::new),
+        side_band_compacted: false,
+    };
+    let ring_count = opened.rings.len();
+    let end = run_loop(opts, &mut opened, &mut buf, &mut out, child_pid, started);
+    finish(opts, &plan, opened, &mut buf, out, end, ring_count)
+}
+
+/// The output once its head is written and the events are enabled.
+struct Started {
+    files: Files,
+    tracker: Tracker,
+    /// What a new file starts with.
+    state: StateSpec,
+    /// When the events were enabled.
+    started: Instant,
+    /// The output file (and its locks), held until the recording ends.
+    new_output: Option<NewOutput>,
+}
+
+/// The file's events, its tracing data (HEADER_TRACING_DATA) and the tracker.
+type FileEvents = (Vec<FileAttr>, Option<Vec<u8>>, Tracker);
+
+/// The events of the file (the opened ones, then `--off-cpu`'s `offcpu-time`), its
+/// tracing data, and the tracker that counts them.
+fn file_events(plan: &Plan, opened: &Opened) -> Result<FileEvents, RecordError> {
+    let (specs, attrs, ids) = (&plan.specs, &opened.attrs, &opened.ids);
     let mut file_attrs: Vec<FileAttr> = specs
         .iter()
-        .zip(&attrs)
-        .zip(&ids)
+        .zip(attrs)
+        .zip(ids)
         .map(|((s, a), ids)| FileAttr {
             attr: *a,
             name: s.name.clone(),
             ids: ids.clone(),
         })
         .collect();
-    let tracing_data = crate::offcpu::tracing_data(&specs)?;
-    let off_cpu = match off_cpu_source {
+    let tracing_data = crate::offcpu::tracing_data(specs)?;
+    let off_cpu = match plan.off_cpu_source {
         Some(i) => {
             file_attrs.push(FileAttr {
                 attr: crate::offcpu::event_attr(&attrs[i]),
@@ -390,6 +143,19 @@ pub(super) fn record_into(
         }
     }
     tracker.off_cpu = off_cpu;
+    Ok((file_attrs, tracing_data, tracker))
+}
+
+/// Creates the output (`FILE.old` kept), writes its head and the synthesized records, and
+/// enables the events. A failure puts the previous file back.
+fn start_output(
+    opts: &RecordOptions,
+    sink: Sink,
+    plan: &Plan,
+    opened: &Opened,
+) -> Result<Started, RecordError> {
+    let (file_attrs, tracing_data, mut tracker) = file_events(plan, opened)?;
+    let (specs, attrs, ids, fds) = (&plan.specs, &opened.attrs, &opened.ids, &opened.fds);
     let write_err = |source| RecordError::Write {
         path: opts.output.display_name(),
         source,
@@ -398,7 +164,7 @@ pub(super) fn record_into(
     let mut base_features = procfs::host_features();
     base_features.version = Some(opts.tool_version.clone());
     base_features.cmdline = opts.cmdline.clone();
-    base_features.group_desc = group_desc(&specs);
+    base_features.group_desc = group_desc(specs);
     base_features.tracing_data = tracing_data;
     let mut new_output = None;
     let (writer, path) = match sink {
@@ -428,7 +194,7 @@ pub(super) fn record_into(
         base_features,
         path,
         &opts.modes,
-        pages * page,
+        opened.pages * page,
     );
     let mut files = match files {
         Ok(f) => f,
@@ -440,9 +206,13 @@ pub(super) fn record_into(
         }
     };
     // The synthesized records go with the event that carries the side-band flags.
-    let side_band = if opts.modes.overwrite { user_events } else { 0 };
+    let side_band = if opts.modes.overwrite {
+        plan.user_events
+    } else {
+        0
+    };
     let first_id = ids[side_band].first().copied().unwrap_or(0);
-    let mut state = StateSpec {
+    let state = StateSpec {
         attr: attrs[side_band],
         id: first_id,
         system: matches!(opts.target, Target::System(_)),
@@ -460,7 +230,7 @@ pub(super) fn record_into(
         }
         // Enable: ioctl for -p/-a; the launched command's events arm themselves at exec.
         if !matches!(opts.target, Target::Command(_)) {
-            for f in &fds {
+            for f in fds {
                 ring::set_enabled(&f.fd, true).map_err(|source| RecordError::Ioctl {
                     what: "ENABLE",
                     source,
@@ -478,11 +248,44 @@ pub(super) fn record_into(
         }
         return Err(e);
     }
-    let child_pid = child.map(|c| c.go());
-    // A file started later describes the command's processes too.
-    state.pids.extend(child_pid);
+    Ok(Started {
+        files,
+        tracker,
+        state,
+        started,
+        new_output,
+    })
+}
 
-    // 5. The loop.
+/// How the main loop ended.
+struct LoopEnd {
+    /// The launched command, started.
+    child_pid: Option<i32>,
+    /// When the events were enabled.
+    started: Instant,
+    exit: Option<ChildExit>,
+    interrupted: bool,
+    interrupt_signal: Option<i32>,
+    stopped: bool,
+    stop_reason: Option<StopReason>,
+    forced: bool,
+}
+
+/// Polls and drains the rings until the target ends, a signal or a bound stops the
+/// recording, or a write fails; switches files on the way (`--switch-output`).
+fn run_loop(
+    opts: &RecordOptions,
+    opened: &mut Opened,
+    buf: &mut Vec<u8>,
+    out: &mut Out<'_>,
+    child_pid: Option<i32>,
+    started: Instant,
+) -> LoopEnd {
+    let Opened {
+        rings,
+        overwrite_rings,
+        ..
+    } = opened;
     let mut pollfds: Vec<libc::pollfd> = rings
         .iter()
         .map(|r| libc::pollfd {
@@ -491,17 +294,6 @@ pub(super) fn record_into(
             revents: 0,
         })
         .collect();
-    let mut buf: Vec<u8> = Vec::with_capacity(4 << 20);
-    let mut out = Out {
-        files,
-        tracker,
-        failed: None,
-        state,
-        warn,
-        notice,
-        side_band: opts.modes.overwrite.then(Vec::new),
-        side_band_compacted: false,
-    };
     let modes = &opts.modes;
     let mut exit = None;
     // Counted from the handler's installation: a Ctrl-C during set-up (synthesizing /proc
@@ -532,7 +324,7 @@ pub(super) fn record_into(
             }
             p.revents = 0;
         }
-        drain(&mut rings, &mut buf, &mut out);
+        drain(rings, buf, out);
         if out.failed.is_some() {
             break;
         }
@@ -552,7 +344,7 @@ pub(super) fn record_into(
         if let Some(reason) = own_end {
             stop_reason = reason;
             if let Some(pid) = child_pid {
-                exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
+                exit = stop_child(pid, &mut || drain(rings, buf, out));
             }
             break;
         }
@@ -565,7 +357,7 @@ pub(super) fn record_into(
             handled_usr2 = usr2;
             last_switch = Instant::now();
             if opts.modes.overwrite {
-                snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+                snapshot(overwrite_rings, rings, buf, out);
             }
             if let Err(e) = out.switch() {
                 out.failed = Some(e);
@@ -589,7 +381,7 @@ pub(super) fn record_into(
                 // does (SIGTERM, then SIGKILL) and finish the file.
                 Some(pid) if exit.is_none() => {
                     forced = true;
-                    exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
+                    exit = stop_child(pid, &mut || drain(rings, buf, out));
                     break;
                 }
                 _ => break,
@@ -609,11 +401,51 @@ pub(super) fn record_into(
             }
         }
     }
+    LoopEnd {
+        child_pid,
+        started,
+        exit,
+        interrupted,
+        interrupt_signal,
+        stopped,
+        stop_reason,
+        forced,
+    }
+}
+
+/// Ends the recording: ends a launched command after a write error, disables the events,
+/// drains the rings, finishes the file and sums up.
+fn finish(
+    opts: &RecordOptions,
+    plan: &Plan,
+    opened: Opened,
+    buf: &mut Vec<u8>,
+    mut out: Out<'_>,
+    end: LoopEnd,
+    ring_count: usize,
+) -> Result<RecordSummary, RecordError> {
+    let Opened {
+        fds,
+        mut rings,
+        mut overwrite_rings,
+        ..
+    } = opened;
+    let LoopEnd {
+        child_pid,
+        started,
+        mut exit,
+        interrupted,
+        interrupt_signal,
+        stopped,
+        stop_reason,
+        forced,
+    } = end;
+    let (specs, rates, user_events) = (&plan.specs, &plan.rates, plan.user_events);
     // A write error: end the command we launched, as perf does (nothing would record it);
     // -p processes are not ours, they are detached.
     let target_after = match (child_pid, exit) {
         (Some(pid), None) if out.failed.is_some() => {
-            exit = stop_child(pid, &mut || drain(&mut rings, &mut buf, &mut out));
+            exit = stop_child(pid, &mut || drain(&mut rings, buf, &mut out));
             TargetAfterFailure::Terminated
         }
         (Some(_), _) => TargetAfterFailure::Exited,
@@ -627,9 +459,9 @@ pub(super) fn record_into(
     }
     let duration = started.elapsed();
     if opts.modes.overwrite {
-        snapshot(&mut overwrite_rings, &mut rings, &mut buf, &mut out);
+        snapshot(&mut overwrite_rings, &mut rings, buf, &mut out);
     } else {
-        drain(&mut rings, &mut buf, &mut out);
+        drain(&mut rings, buf, &mut out);
     }
     drop(overwrite_rings);
     drop(rings);
@@ -673,7 +505,7 @@ pub(super) fn record_into(
             read_by_leader: s.group.is_some_and(|g| g.leader_sampling && !g.leader),
         })
         .collect();
-    if off_cpu_source.is_some() {
+    if plan.off_cpu_source.is_some() {
         let i = specs.len();
         events.push(EventSummary {
             name: crate::offcpu::EVENT_NAME.to_string(),
@@ -699,7 +531,7 @@ pub(super) fn record_into(
         forced,
         build_ids: finished.build_ids,
         duration,
-        rings: pollfds.len(),
+        rings: ring_count,
         stop_reason,
         dropped_samples,
         compression: finished.compression,
@@ -729,9 +561,6 @@ struct Out<'a> {
 /// The most side-band bytes (COMM, MMAP2, FORK, EXIT) `--overwrite` keeps in memory; past
 /// it they are replaced by the state of the processes alive, from /proc.
 const SIDE_BAND_LIMIT: usize = 64 << 20;
-
-/// `PERF_COUNT_SW_DUMMY`: a software event that never counts, for side-band records.
-const SW_DUMMY: u64 = 9;
 
 /// --overwrite: writes the side-band records and the newest records of every overwrite
 /// ring (paused while they are read) as one round.
