@@ -20,6 +20,12 @@
 //!    with the build ids of every object that got samples. A write error on the way (a
 //!    full disk, a closed pipe) stops the recording, terminates a launched command and
 //!    closes the file with the records written whole ([`RecordError::OutputFailed`]).
+//!
+//! Where each part lives: `plan` (CPUs, events, rates, attrs, tasks: steps 1-2), `attrs`
+//! (the attr of an event), `diagnose` (why an open failed), `open` (step 3), `output` (the
+//! file and `FILE.old`), `synth` (the synthesized COMM/MMAP records), `session` (steps 4-6:
+//! the main loop), `tracker` (what the written records say) and `files` (file switching,
+//! size bounds, compression).
 
 use std::fs::File;
 use std::io::Write;

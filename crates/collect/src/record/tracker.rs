@@ -4,7 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use culprit_decode::abi::{misc, record_type};
+use culprit_decode::abi::{misc, record_type, sample_type};
+use culprit_decode::body;
 use culprit_decode::model::CpuMode;
 
 use crate::perfdata::BuildIdEntry;
@@ -49,18 +50,10 @@ pub(super) struct Tracker {
     pub(super) file_samples: u64,
 }
 
-fn rd_u32(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
-}
-
-fn rd_u64(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(off..off + 8)?.try_into().ok()?))
-}
-
-pub(super) fn c_str(b: &[u8]) -> &[u8] {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    &b[..end]
-}
+/// The leading sample fields every event of a recording has (see `attrs::build_attr`): the
+/// tracker reads the event, address, task and time of each sample.
+const SAMPLE_HEAD: u64 =
+    sample_type::IDENTIFIER | sample_type::IP | sample_type::TID | sample_type::TIME;
 
 impl Tracker {
     pub(super) fn new(nevents: usize) -> Tracker {
@@ -87,60 +80,42 @@ impl Tracker {
         i
     }
 
-    /// Processes a buffer of whole records. `id_off`: offset of the sample id in a
-    /// record's sample_id trailer counted from the record's end (IDENTIFIER is last).
+    /// Processes a buffer of whole records.
     pub(super) fn walk(&mut self, buf: &[u8]) {
         let mut pos = 0;
-        while pos + 8 <= buf.len() {
-            let ty = rd_u32(buf, pos).unwrap_or(0);
-            let misc = u16::from_le_bytes([buf[pos + 4], buf[pos + 5]]);
-            let size = u16::from_le_bytes([buf[pos + 6], buf[pos + 7]]) as usize;
-            if size < 8 || pos + size > buf.len() {
+        while let Some(h) = buf.get(pos..).and_then(|b| body::Header::parse(b, false)) {
+            let size = usize::from(h.size);
+            if size < body::HEADER_SIZE || pos + size > buf.len() {
                 break; // cannot happen with kernel records; never loop forever
             }
-            self.record(ty, misc, &buf[pos..pos + size]);
+            self.record(h.ty, h.misc, &buf[pos + body::HEADER_SIZE..pos + size]);
             pos += size;
         }
     }
 
-    fn record(&mut self, ty: u32, misc: u16, r: &[u8]) {
+    /// Counts one record (`b`: its body, after the header).
+    fn record(&mut self, ty: u32, misc: u16, b: &[u8]) {
         // The sample_id trailer ends with IDENTIFIER on every non-sample record.
-        let trailer_id = || rd_u64(r, r.len().saturating_sub(8)).unwrap_or(0);
+        let trailer_id = || {
+            b.get(b.len().saturating_sub(8)..)
+                .and_then(|t| body::lost_samples(t, false))
+                .unwrap_or(0)
+        };
         match ty {
             record_type::SAMPLE => {
-                let (Some(id), Some(ip), Some(pid), Some(time)) =
-                    (rd_u64(r, 8), rd_u64(r, 16), rd_u32(r, 24), rd_u64(r, 32))
-                else {
-                    return;
-                };
-                let ev = self.event_of(id);
-                self.samples[ev] += 1;
-                self.file_samples += 1;
-                self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
-                self.last_time = self.last_time.max(time);
-                match CpuMode::from_misc(misc) {
-                    CpuMode::Kernel => self.kernel_hit = true,
-                    CpuMode::User => {
-                        if let Some(m) = self
-                            .maps
-                            .get(&pid)
-                            .and_then(|v| v.iter().rev().find(|m| m.start <= ip && ip < m.end))
-                        {
-                            self.hit.insert(m.name);
-                        }
-                    }
-                    _ => {}
+                if let Some(head) = body::SampleHead::parse(b, SAMPLE_HEAD, false) {
+                    self.sample(misc, head);
                 }
             }
             record_type::LOST => {
-                let lost = rd_u64(r, 16).unwrap_or(0);
-                let ev = self.event_of(rd_u64(r, 8).unwrap_or(0));
-                self.lost[ev] += lost;
+                let l = body::Lost::parse(b, false).unwrap_or(body::Lost { id: 0, lost: 0 });
+                let ev = self.event_of(l.id);
+                self.lost[ev] += l.lost;
                 self.lost_records += 1;
-                self.lost_samples += lost;
+                self.lost_samples += l.lost;
             }
             record_type::LOST_SAMPLES => {
-                let lost = rd_u64(r, 8).unwrap_or(0);
+                let lost = body::lost_samples(b, false).unwrap_or(0);
                 let ev = self.event_of(trailer_id());
                 self.lost[ev] += lost;
                 self.lost_records += 1;
@@ -148,64 +123,102 @@ impl Tracker {
             }
             record_type::THROTTLE => {
                 self.throttle += 1;
-                let ev = self.event_of(rd_u64(r, 16).unwrap_or(0));
+                let id = body::Throttle::parse(b, false).map_or(0, |t| t.id);
+                let ev = self.event_of(id);
                 self.throttled[ev] += 1;
             }
             record_type::UNTHROTTLE => self.unthrottle += 1,
             record_type::FORK => {
-                let (Some(pid), Some(ppid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
-                    return;
-                };
-                if pid != ppid {
-                    let inherited = self.maps.get(&ppid).cloned().unwrap_or_default();
-                    self.maps.insert(pid, inherited);
-                    if let Some(comm) = self.comms.get(&ppid).cloned() {
-                        self.comms.insert(pid, comm);
-                    }
+                if let Some(f) = body::Fork::parse(b, false) {
+                    self.fork(f.pid as u32, f.ppid as u32);
                 }
             }
             record_type::COMM => {
-                let (Some(pid), Some(tid)) = (rd_u32(r, 8), rd_u32(r, 12)) else {
-                    return;
-                };
-                if misc & misc::COMM_EXEC != 0 {
-                    // exec replaced the process image: its old mappings are gone.
-                    self.maps.remove(&pid);
-                }
-                if pid == tid {
-                    self.comms
-                        .insert(pid, c_str(r.get(16..).unwrap_or(&[])).to_vec());
+                if let Some(c) = body::Comm::parse(b, false) {
+                    self.comm(misc, c);
                 }
             }
             record_type::MMAP2 => {
-                let (Some(pid), Some(addr), Some(len), Some(prot)) =
-                    (rd_u32(r, 8), rd_u64(r, 16), rd_u64(r, 24), rd_u32(r, 64))
-                else {
-                    return;
-                };
-                let (Some(pgoff), Some(flags)) = (rd_u64(r, 32), rd_u32(r, 68)) else {
-                    return;
-                };
-                if prot & libc::PROT_EXEC as u32 == 0 || pid == u32::MAX {
-                    return;
+                if let Some(m) = body::Mmap::parse(b, true, misc, false) {
+                    self.mmap2(m);
                 }
-                let name = c_str(r.get(72..).unwrap_or(&[]));
-                let name = self.intern(name);
-                let list = self.maps.entry(pid).or_default();
-                // A new mapping replaces what it overlaps.
-                let end = addr.saturating_add(len);
-                list.retain(|m| m.end <= addr || m.start >= end);
-                list.push(Mapping {
-                    start: addr,
-                    end,
-                    name,
-                    pgoff,
-                    prot,
-                    flags,
-                });
             }
             _ => {}
         }
+    }
+
+    /// A sample: counted for its event, its time range, and the object it hit.
+    fn sample(&mut self, misc: u16, head: body::SampleHead) {
+        let (Some(id), Some(ip), Some(pid), Some(time)) =
+            (head.identifier, head.ip, head.pid, head.time)
+        else {
+            return;
+        };
+        let ev = self.event_of(id);
+        self.samples[ev] += 1;
+        self.file_samples += 1;
+        self.first_time = Some(self.first_time.map_or(time, |t| t.min(time)));
+        self.last_time = self.last_time.max(time);
+        match CpuMode::from_misc(misc) {
+            CpuMode::Kernel => self.kernel_hit = true,
+            CpuMode::User => {
+                if let Some(m) = self
+                    .maps
+                    .get(&pid)
+                    .and_then(|v| v.iter().rev().find(|m| m.start <= ip && ip < m.end))
+                {
+                    self.hit.insert(m.name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A new process inherits its parent's mappings and name.
+    fn fork(&mut self, pid: u32, ppid: u32) {
+        if pid != ppid {
+            let inherited = self.maps.get(&ppid).cloned().unwrap_or_default();
+            self.maps.insert(pid, inherited);
+            if let Some(comm) = self.comms.get(&ppid).cloned() {
+                self.comms.insert(pid, comm);
+            }
+        }
+    }
+
+    /// A task's name; an exec drops the process's old mappings.
+    fn comm(&mut self, misc: u16, c: body::Comm<'_>) {
+        let (pid, tid) = (c.pid as u32, c.tid as u32);
+        if misc & misc::COMM_EXEC != 0 {
+            // exec replaced the process image: its old mappings are gone.
+            self.maps.remove(&pid);
+        }
+        if pid == tid {
+            self.comms.insert(pid, c.name.to_vec());
+        }
+    }
+
+    /// An executable mapping replaces what it overlaps in its process.
+    fn mmap2(&mut self, m: body::Mmap<'_>) {
+        let pid = m.pid as u32;
+        let (Some(prot), Some(flags)) = (m.prot, m.flags) else {
+            return;
+        };
+        if prot & libc::PROT_EXEC as u32 == 0 || pid == u32::MAX {
+            return;
+        }
+        let name = self.intern(m.filename);
+        let list = self.maps.entry(pid).or_default();
+        // A new mapping replaces what it overlaps.
+        let end = m.start.saturating_add(m.len);
+        list.retain(|x| x.end <= m.start || x.start >= end);
+        list.push(Mapping {
+            start: m.start,
+            end,
+            name,
+            pgoff: m.pgoff,
+            prot,
+            flags,
+        });
     }
 
     /// A new file starts: its build ids, sample times and samples are counted afresh
