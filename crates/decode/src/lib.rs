@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+pub mod body;
 mod cursor;
 mod file;
 mod header;

@@ -10,7 +10,9 @@ use std::time::SystemTime;
 
 use culprit_decode::abi::record_type;
 
-use super::{synthesize_kernel, synthesize_process, Tracker, Writer};
+use super::synth::{synthesize_kernel, synthesize_process};
+use super::tracker::Tracker;
+use super::Writer;
 use crate::modes::{self, CompressionSummary, Notice, RecordModes, RecordedFile, Retention};
 use crate::perfdata::compress::Compressor;
 use crate::perfdata::records::{self, SampleId};

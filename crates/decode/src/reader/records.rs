@@ -152,8 +152,7 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     pub(super) fn lost(&mut self, body: &[u8]) -> Option<()> {
-        let id = u64_at(body, 0, self.be)?;
-        let n = u64_at(body, 8, self.be)?;
+        let crate::body::Lost { id, lost: n } = crate::body::Lost::parse(body, self.be)?;
         let attr = self.id_to_attr.get(&id).copied().unwrap_or(0);
         self.p.lost_events = self.p.lost_events.saturating_add(n);
         self.add_lost(attr, n);
@@ -168,10 +167,9 @@ impl<'a, 'p> Reader<'a, 'p> {
 
     pub(super) fn comm(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
         let body = self.without_trailer(r.attr, body);
-        let mut c = Cur::new(body, self.be);
-        let pid = c.i32()?;
-        let tid = c.i32()?;
-        let name = c_string(body.get(8..)?);
+        let comm = crate::body::Comm::parse(body, self.be)?;
+        let (pid, tid) = (comm.pid, comm.tid);
+        let name = c_string(comm.name);
         self.p.thread_pids.entry(tid).or_insert(pid);
         // An exec's COMM (COMM_EXEC) keeps the process's maps, as perf does (State::set_comm).
         self.st.set_comm(&mut self.p, tid, &name);
@@ -233,11 +231,12 @@ impl<'a, 'p> Reader<'a, 'p> {
     }
 
     pub(super) fn fork(&mut self, body: &[u8]) -> Option<()> {
-        let mut c = Cur::new(body, self.be);
-        let pid = c.i32()?;
-        let ppid = c.i32()?;
-        let tid = c.i32()?;
-        let ptid = c.i32()?;
+        let crate::body::Fork {
+            pid,
+            ppid,
+            tid,
+            ptid,
+        } = crate::body::Fork::parse(body, self.be)?;
         self.p.thread_pids.entry(tid).or_insert(pid);
         self.st.fork(&mut self.p, pid, ppid, tid, ptid);
         Some(())
@@ -245,30 +244,15 @@ impl<'a, 'p> Reader<'a, 'p> {
 
     pub(super) fn mmap(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
         let body = self.without_trailer(r.attr, body);
-        let mut c = Cur::new(body, self.be);
-        let pid = c.i32()?;
-        let _tid = c.i32()?;
-        let start = c.u64()?;
-        let len = c.u64()?;
-        let pgoff = c.u64()?;
-        let mut build_id = None;
-        let mut prot = None;
-        if ty == rt::MMAP2 {
-            let ids = c.bytes(24)?;
-            if misc & abi::misc::MMAP_BUILD_ID != 0 {
-                // build_id_size u8, 3 reserved bytes, build_id[20].
-                let n = usize::from(*ids.first()?).min(20);
-                build_id = ids.get(4..4 + n);
-            }
-            prot = Some(c.u32()?);
-            let _flags = c.u32()?;
-        }
+        let m = crate::body::Mmap::parse(body, ty == rt::MMAP2, misc, self.be)?;
+        let (pid, start, len, pgoff) = (m.pid, m.start, m.len, m.pgoff);
+        let (build_id, prot) = (m.build_id, m.prot);
         let mode = CpuMode::from_misc(misc);
         let kernel = pid == -1 || matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel);
         if !holds_code(kernel, misc, prot) {
             return Some(());
         }
-        let path = c_string(body.get(c.pos()..)?);
+        let path = c_string(m.filename);
         let before = self.p.dsos.len();
         let (dso, kind) = self.st.dso(&mut self.p, &path, kernel, build_id, pid);
         if self.p.dsos.len() > before {
