@@ -23,6 +23,7 @@ pub mod recording;
 pub mod sched;
 pub mod skid;
 pub mod stacks;
+pub mod tables;
 pub mod time_window;
 pub mod top;
 pub mod topdown;

@@ -5,13 +5,14 @@
 #![deny(missing_docs)]
 
 pub mod read;
+pub mod schema;
 pub mod write;
 
 use serde::Serialize;
 
 use culprit_analysis::stacks::StackError;
 
-pub use write::{SCHEMA_VERSION, TABLES};
+pub use schema::{SCHEMA_VERSION, TABLES};
 
 /// Why writing the tables of an input failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,34 +1,8 @@
 //! Reads the tables of Parquet exports back (`culprit export --format parquet`, schema in
-//! docs/fleet.md) and makes the hotspot report of them (`culprit report --from-parquet
-//! DIR…`): the same rows and numbers `culprit report -i` gives over the perf.data files the
-//! exports were made from, for the sort keys the tables carry.
-//!
-//! Each input file of an export (a `file_id`: one row of `hosts`) is one input of the
-//! report, as one `-i` file is: its `events`, `frames` and `stacks` are read into memory
-//! (they grow with the distinct events, code locations and stacks, not with the samples),
-//! then its `samples` are streamed batch by batch and folded by what the report's keys read
-//! (memory follows the distinct folded entries, as `culprit report`'s aggregation does).
-//! Rows are made from the folded entries with the rules of one perf.data report (see
-//! `culprit_analysis::hotspots`), then merged across inputs by
-//! [`culprit_analysis::fleet::FleetMerge`], as `-i a -i b` merges files.
-//!
-//! What the tables carry, and so what can be reported:
-//! - keys `comm`, `pid`, `tid`, `cpu` (from `samples`), `dso`, `sym`, `srcline`, `srcfile`
-//!   (from the sample's frames; `srcline` and `srcfile` need the frames' source lines,
-//!   present when the exported binaries had line tables), events by name;
-//! - self values, and children values from `stacks.frame_ids` (each frame's row counted once
-//!   per sample, as perf does; inlined frames of `--inline` exports count for their
-//!   function's row);
-//! - not `ip` (the tables have file offsets, not the ELF addresses `ip` shows), the memory
-//!   keys (perf's memory mode weighs the recorded PERF_SAMPLE_WEIGHT, which the tables do not
-//!   keep as such), `--deskid` (it disassembles the binaries) nor call graphs (`-g`): asking
-//!   for them is an error that says so.
-//!
-//! Where the numbers can differ from `-i` on the original file: what the export left out
-//! (its `-e`, `--pid`, `--comm` filters), the kernel's per-event lost counts (the tables
-//! have each file's total in `hosts.lost`), and rows of unnamed code reached through a call
-//! chain in several processes at different addresses of one DSO (`frames.address` keeps
-//! the first address of a code location, `culprit report` keys such rows by address).
+//! docs/fleet.md) for `culprit report --from-parquet DIR…`: each input file of an export
+//! (a `file_id`: one row of `hosts`) is read into [`culprit_analysis::tables`]' models (its
+//! events, frames and stacks whole, then its samples streamed batch by batch), and that
+//! module makes the hotspot report of them.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -41,17 +15,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use rustc_hash::FxHashMap;
 
-use culprit_analysis::fleet::{FleetError, FleetMerge, FleetOptions, FleetReport, InputSummary};
-use culprit_analysis::hotspots::{children_window, EventFacts, EventJson, KeyPart};
+use culprit_analysis::fleet::{FleetError, FleetOptions, FleetReport};
 use culprit_analysis::recording::RecordingMeta;
-use culprit_analysis::{CallGraphMode, SortKey};
-use culprit_decode::model::event_name_matches;
+use culprit_analysis::tables::{
+    Frame, Group, InputPlace, RowError, SampleRow, Strings, TableEvent, TablesInput, TablesReport,
+};
 
-/// The tables of an export, each a directory of `<file_id>.parquet` files.
-pub const TABLES: [&str; 5] = ["hosts", "events", "frames", "stacks", "samples"];
-
-/// The table layout version this reader reads (`hosts.schema_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+use crate::schema::{SCHEMA_VERSION, TABLES};
 
 /// Rows per batch read from a table.
 const BATCH_ROWS: usize = 64 * 1024;
@@ -299,83 +269,34 @@ impl<'a> Cols<'a> {
     }
 }
 
-/// Interned strings of one input.
-#[derive(Default)]
-struct Strings {
-    strs: Vec<String>,
-    ids: FxHashMap<String, u32>,
-}
-
-impl Strings {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
-        }
-        let i = self.strs.len() as u32;
-        self.strs.push(s.to_string());
-        self.ids.insert(s.to_string(), i);
-        i
-    }
-
-    fn get(&self, i: u32) -> &str {
-        self.strs.get(i as usize).map_or("", String::as_str)
-    }
-}
-
-/// A row of `frames`, as the report's keys read it.
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    /// DSO short name.
-    dso: u32,
-    function: Option<u32>,
-    /// `basename:line` (the report's srcline), when the frame has a source line.
-    srcline: Option<u32>,
-    /// The source file's base name.
-    srcfile: Option<u32>,
-    /// 0: the function whose symbol holds the address; more: inlined.
-    inline: bool,
-    kernel: bool,
-    /// The file offset (the address when the code has no mapping).
-    offset: u64,
-    /// The sampled address.
-    address: u64,
-}
-
-/// A group of a stack: a function's frame (depth 0) and the innermost of its inline
-/// frames (itself when it has none).
-#[derive(Debug, Clone, Copy)]
-struct Group {
-    frame: u32,
-    innermost: u32,
-}
-
-/// One input of an export: its host row, events, frames and stacks.
-struct Input {
-    /// `hosts.samples`: the rows the export wrote to `samples/` for this input.
-    sample_rows: i64,
-    file: String,
-    meta: RecordingMeta,
-    /// (event_id, name, unit), in event_id order.
-    events: Vec<(i64, String, String)>,
-    frames: Vec<Frame>,
-    frame_index: FxHashMap<i64, u32>,
-    /// stack_id -> range in `groups`.
-    stacks: FxHashMap<i64, (u32, u32)>,
-    groups: Vec<Group>,
-    has_chains: bool,
-    strings: Strings,
-}
-
 fn table_path(dir: &Path, table: &str, id: &str) -> PathBuf {
     dir.join(table).join(format!("{id}.parquet"))
 }
 
 /// Reads the hosts, events, frames and stacks of input `id` of `dir`.
-fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
+fn read_input(dir: &Path, id: &str) -> Result<TablesInput, TableError> {
     let mut strings = Strings::default();
-    // hosts: one row.
+    let (sample_rows, file, meta) = read_host(dir, id)?;
+    let events = read_events(dir, id)?;
+    let (frames, frame_index) = read_frames(dir, id, &mut strings)?;
+    let (stacks, groups, has_chains) = read_stacks(dir, id, &frames, &frame_index)?;
+    Ok(TablesInput {
+        sample_rows,
+        file,
+        meta,
+        events,
+        frames,
+        frame_index,
+        stacks,
+        groups,
+        has_chains,
+        strings,
+    })
+}
+
+/// The `hosts` row of input `id`: its sample rows, recorded file and recording facts.
+fn read_host(dir: &Path, id: &str) -> Result<(i64, String, RecordingMeta), TableError> {
     let path = table_path(dir, "hosts", id);
-    let mut host_row = None;
     for b in batches(
         &path,
         &[
@@ -400,7 +321,7 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
             continue;
         }
         let version = c.need("schema_version", 0, c.ints("schema_version")?.get(0))?;
-        if version != SCHEMA_VERSION {
+        if version != i64::from(SCHEMA_VERSION) {
             return Err(TableError::Layout {
                 path: path.display().to_string(),
                 why: format!(
@@ -414,7 +335,7 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
         let rows = c.ints("samples")?.get(0).unwrap_or(0);
         let first = c.ints("first_time")?.get(0);
         let last = c.ints("last_time")?.get(0);
-        host_row = Some((
+        return Ok((
             rows,
             s("file")?.unwrap_or_default(),
             RecordingMeta {
@@ -428,15 +349,15 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
                 perf_version: s("perf_version")?,
             },
         ));
-        break;
     }
-    let Some((sample_rows, file, meta)) = host_row else {
-        return Err(TableError::Layout {
-            path: path.display().to_string(),
-            why: "no row".to_string(),
-        });
-    };
+    Err(TableError::Layout {
+        path: path.display().to_string(),
+        why: "no row".to_string(),
+    })
+}
 
+/// The `events` of input `id`, in event_id order.
+fn read_events(dir: &Path, id: &str) -> Result<Vec<TableEvent>, TableError> {
     let path = table_path(dir, "events", id);
     let mut events = Vec::new();
     for b in batches(&path, &["event_id", "name", "unit"])? {
@@ -447,15 +368,23 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
         };
         let (ids, names, units) = (c.ints("event_id")?, c.strs("name")?, c.strs("unit")?);
         for i in 0..b.num_rows() {
-            events.push((
-                c.need("event_id", i, ids.get(i))?,
-                c.need("name", i, names.get(i))?.to_string(),
-                units.get(i).unwrap_or("events").to_string(),
-            ));
+            events.push(TableEvent {
+                id: c.need("event_id", i, ids.get(i))?,
+                name: c.need("name", i, names.get(i))?.to_string(),
+                unit: units.get(i).unwrap_or("events").to_string(),
+            });
         }
     }
-    events.sort_by_key(|e| e.0);
+    events.sort_by_key(|e| e.id);
+    Ok(events)
+}
 
+/// The `frames` of input `id`, and their index by frame_id.
+fn read_frames(
+    dir: &Path,
+    id: &str,
+    strings: &mut Strings,
+) -> Result<(Vec<Frame>, FxHashMap<i64, u32>), TableError> {
     let path = table_path(dir, "frames", id);
     let mut frames = Vec::new();
     let mut frame_index = FxHashMap::default();
@@ -508,7 +437,21 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
             frames.push(f);
         }
     }
+    Ok((frames, frame_index))
+}
 
+/// The `stacks` of input `id`: stack_id -> range of its groups, the groups, and whether any
+/// stack is a call chain.
+type StackGroups = (FxHashMap<i64, (u32, u32)>, Vec<Group>, bool);
+
+/// Reads the `stacks` of input `id` into groups (a function's frame and its innermost
+/// inline frame), checking that every frame named is in `frames/`.
+fn read_stacks(
+    dir: &Path,
+    id: &str,
+    frames: &[Frame],
+    frame_index: &FxHashMap<i64, u32>,
+) -> Result<StackGroups, TableError> {
     let path = table_path(dir, "stacks", id);
     let mut stacks = FxHashMap::default();
     let mut groups: Vec<Group> = Vec::new();
@@ -553,216 +496,45 @@ fn read_input(dir: &Path, id: &str) -> Result<Input, TableError> {
             stacks.insert(id, (start, end));
         }
     }
-    Ok(Input {
-        sample_rows,
-        file,
-        meta,
-        events,
-        frames,
-        frame_index,
-        stacks,
-        groups,
-        has_chains,
-        strings,
-    })
-}
-
-/// What the report's keys read from a sample (the others are folded away).
-#[derive(Debug, Clone, Copy)]
-struct Kept {
-    comm: bool,
-    pid: bool,
-    tid: bool,
-    cpu: bool,
-    /// The leaf frame (location keys, the DSO filter).
-    leaf: bool,
-    /// The whole stack (children values; srcline, whose innermost line may be an inline
-    /// frame's).
-    stack: bool,
-}
-
-/// Samples folded by what the report reads: (event index, comm, pid, tid, cpu, stack or
-/// leaf frame) -> samples and period, in first-seen order.
-type FoldKey = (u32, u32, i32, i32, i32, i64);
-
-/// A row being accumulated for one input.
-struct RowAcc {
-    /// The first entry and group that made it (its texts: pid's comm, sym's tag).
-    comm: u32,
-    pid: i32,
-    tid: i32,
-    cpu: i32,
-    group: Group,
-    /// Whether the group was met as a call-chain frame (unnamed code is then keyed and shown
-    /// by its address, as perf does), else as the sampled location (by file offset).
-    caller: bool,
-    /// Per event of the input: samples, period, children samples, children period.
-    values: Vec<[u64; 4]>,
-}
-
-/// The keys of a row for a sample (`comm`, `pid`, `tid`, `cpu`) at group `g` (as the
-/// sampled location or a caller), as words: equal words, same row.
-fn key_words(
-    keys: &[SortKey],
-    input: &Input,
-    k: &FoldKey,
-    g: Group,
-    caller: bool,
-    out: &mut Vec<u64>,
-) {
-    out.clear();
-    let f = &input.frames[g.frame as usize];
-    let inner = &input.frames[g.innermost as usize];
-    for key in keys {
-        match key {
-            SortKey::Comm => out.extend([u64::from(k.1), 0]),
-            SortKey::Pid => out.extend([k.2 as u32 as u64, 0]),
-            SortKey::Tid => out.extend([k.3 as u32 as u64, 0]),
-            SortKey::Cpu => out.extend([k.4 as u32 as u64, 0]),
-            SortKey::Dso => out.extend([u64::from(f.dso), 0]),
-            SortKey::Sym => match f.function {
-                Some(n) => out.extend([u64::from(f.dso) | 1 << 32, u64::from(n)]),
-                None => out.extend([u64::from(f.dso), if caller { f.address } else { f.offset }]),
-            },
-            SortKey::Srcline => match inner.srcline {
-                Some(s) => out.extend([u64::MAX, u64::from(s)]),
-                None => out.extend([u64::from(f.dso), f.offset]),
-            },
-            SortKey::Srcfile => match inner.srcfile {
-                Some(s) => out.extend([u64::MAX, u64::from(s)]),
-                None => out.extend([u64::from(f.dso), u64::MAX]),
-            },
-            // Refused before reading (see `unsupported`).
-            _ => out.extend([0, 0]),
-        }
-    }
-}
-
-/// Why the report cannot be made from the tables, if it cannot.
-fn unsupported(opts: &FleetOptions) -> Option<String> {
-    let h = &opts.hotspots;
-    if let Some(k) = h.keys.iter().find(|k| k.is_memory() || **k == SortKey::Ip) {
-        let why = if *k == SortKey::Ip {
-            "the tables keep file offsets, not the ELF addresses `ip` shows"
-        } else {
-            "perf's memory mode weighs each sample's recorded PERF_SAMPLE_WEIGHT, which the \
-             tables do not keep as such"
-        };
-        return Some(format!(
-            "sort key '{}' is not in the tables ({why}); the tables give comm, pid, tid, cpu, \
-             dso, sym, srcline, srcfile: use -i on the perf.data files for '{}'",
-            k.name(),
-            k.name()
-        ));
-    }
-    if h.deskid {
-        return Some(
-            "--deskid disassembles the recorded binaries: use -i on the perf.data files"
-                .to_string(),
-        );
-    }
-    if h.call_graph != CallGraphMode::None {
-        return Some(
-            "call graphs (-g caller|callee) are made from perf.data files (-i); from the \
-             tables, --children gives each function's inclusive share"
-                .to_string(),
-        );
-    }
-    None
+    Ok((stacks, groups, has_chains))
 }
 
 /// The report of the inputs of the export directories `dirs` as one (each input file of
-/// each export is one input, as one `-i` file). An input whose tables cannot be read is
-/// listed with its error and the others still count; a directory that is not an export is
-/// an error.
+/// each export is one input, as one `-i` file; made by [`TablesReport`]). An input whose
+/// tables cannot be read is listed with its error and the others still count; a directory
+/// that is not an export is an error.
 pub fn report(dirs: &[PathBuf], opts: &FleetOptions) -> Result<FleetReport, ParquetReadError> {
-    if let Some(why) = unsupported(opts) {
-        return Err(ParquetReadError::Unsupported(why));
-    }
+    let mut report = TablesReport::new(opts).map_err(ParquetReadError::Unsupported)?;
     let exports: Vec<ExportDir> = dirs
         .iter()
         .map(|d| open_export(d))
         .collect::<Result<_, _>>()?;
-    let wanted = &opts.hotspots.events;
-    let mut matched = vec![false; wanted.len()];
-    let mut all_events: Vec<String> = Vec::new();
-    let mut fleet = FleetMerge::new(opts);
     for e in &exports {
         for id in &e.files {
-            let label = format!("{}/{id}", e.dir.display());
-            match report_input(&e.dir, id, opts, &mut fleet, &mut matched, &mut all_events) {
-                Ok(()) => {}
-                Err(err) => {
-                    fleet.warn(err.to_string());
-                    fleet.add_input(InputSummary::failed(&label, err.to_string()));
-                }
+            if let Err(err) = report_input(&e.dir, id, opts, &mut report) {
+                let label = format!("{}/{id}", e.dir.display());
+                report.add_failed(&label, err.to_string());
             }
         }
     }
-    if let Some(n) = matched.iter().position(|m| !m) {
-        if fleet.inputs().iter().any(|i| i.error.is_none()) {
-            return Err(FleetError::UnknownEvent {
-                wanted: wanted[n].clone(),
-                available: all_events,
-            }
-            .into());
-        }
-    }
-    Ok(fleet.finish(opts)?)
+    Ok(report.finish()?)
 }
 
-/// Reads input `id` of export `dir` and adds its rows to `fleet`.
+/// Reads input `id` of export `dir` and adds its rows to `report`.
 fn report_input(
     dir: &Path,
     id: &str,
     opts: &FleetOptions,
-    fleet: &mut FleetMerge,
-    matched: &mut [bool],
-    all_events: &mut Vec<String>,
+    report: &mut TablesReport<'_>,
 ) -> Result<(), TableError> {
     let input = read_input(dir, id)?;
-    let h = &opts.hotspots;
-    let keys = &h.keys;
-    let has = |k: SortKey| keys.contains(&k);
-    let children = opts.children != Some(false) && input.has_chains;
-    let location = keys.iter().any(|k| {
-        matches!(
-            k,
-            SortKey::Dso | SortKey::Sym | SortKey::Srcline | SortKey::Srcfile
-        )
-    }) || !h.filters.dsos.is_empty();
-    let kept = Kept {
-        comm: has(SortKey::Comm) || has(SortKey::Pid) || has(SortKey::Tid),
-        pid: has(SortKey::Pid),
-        tid: has(SortKey::Tid),
-        cpu: has(SortKey::Cpu),
-        leaf: location,
-        stack: children || has(SortKey::Srcline) || has(SortKey::Srcfile),
+    let place = InputPlace {
+        label: format!("{} ({}/{id})", input.file, dir.display()),
+        id: id.to_string(),
+        samples_dir: dir.join("samples").display().to_string(),
+        samples_file: table_path(dir, "samples", id).display().to_string(),
     };
-    for (_, name, _) in &input.events {
-        if !all_events.contains(name) {
-            all_events.push(name.clone());
-        }
-    }
-    // The events asked for that this input has (all when none is asked for).
-    let selected: Vec<bool> = input
-        .events
-        .iter()
-        .map(|(_, name, _)| wanted_matches(&h.events, name, matched))
-        .collect();
-    let event_pos: FxHashMap<i64, u32> = input
-        .events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.0, i as u32))
-        .collect();
-
-    // Stream the samples: totals of every sample, the kept ones folded.
-    let mut input = input;
-    let mut totals = vec![(0u64, 0u64); input.events.len()];
-    let mut fold: FxHashMap<FoldKey, u32> = FxHashMap::default();
-    let mut entries: Vec<(FoldKey, u64, u64)> = Vec::new();
-    let f = &h.filters;
+    let mut fold = report.fold(input);
     for path in sample_files(dir, id)? {
         for b in batches(
             &path,
@@ -791,368 +563,28 @@ fn report_input(
             let (event, period) = (c.ints("event_id")?, c.ints("period")?);
             let (stack, leaf) = (c.ints("stack_id")?, c.ints("leaf_frame_id")?);
             for i in 0..b.num_rows() {
-                let ev = c.need("event_id", i, event.get(i))?;
-                let Some(&e) = event_pos.get(&ev) else {
-                    return Err(c.wrong(
-                        "event_id",
-                        &format!("row {i}: event {ev}, which events/ does not have"),
-                    ));
+                let row = SampleRow {
+                    row: i,
+                    pid: pid.get(i),
+                    tid: tid.get(i),
+                    comm: comm.get(i),
+                    cpu: cpu.get(i),
+                    event_id: event.get(i),
+                    period: period.get(i),
+                    stack_id: stack.get(i),
+                    leaf_frame_id: leaf.get(i),
                 };
-                let p = period.get(i).unwrap_or(0);
-                if p < 0 {
-                    return Err(c.wrong("period", &format!("row {i}: negative period {p}")));
-                }
-                let p = p as u64;
-                // Totals stay within the tables' own Int64: a sum past it would wrap.
-                let total = &mut totals[e as usize];
-                total.0 += 1;
-                total.1 = total
-                    .1
-                    .checked_add(p)
-                    .filter(|&t| t <= i64::MAX as u64)
-                    .ok_or_else(|| {
-                        c.wrong(
-                            "period",
-                            &format!(
-                                "row {i}: the periods of event {ev} add up past 2^63-1 \
-                                 (period {p})"
-                            ),
-                        )
-                    })?;
-                if !selected[e as usize] {
-                    continue;
-                }
-                let (spid, stid) = (
-                    c.need("pid", i, pid.get(i))? as i32,
-                    c.need("tid", i, tid.get(i))? as i32,
-                );
-                let scomm = comm.get(i).unwrap_or("");
-                let keep = (f.pids.is_empty() || f.pids.contains(&spid))
-                    && (f.tids.is_empty() || f.tids.contains(&stid))
-                    && (f.comms.is_empty() || f.comms.iter().any(|x| x == scomm));
-                if !keep {
-                    continue;
-                }
-                let place = if kept.stack {
-                    c.need("stack_id", i, stack.get(i))?
-                } else if kept.leaf {
-                    c.need("leaf_frame_id", i, leaf.get(i))?
-                } else {
-                    0
-                };
-                let key: FoldKey = (
-                    e,
-                    if kept.comm {
-                        input.strings.id(scomm)
-                    } else {
-                        0
-                    },
-                    if kept.pid { spid } else { 0 },
-                    if kept.tid { stid } else { 0 },
-                    // A sample without a CPU is on CPU 0, as `culprit report` shows it.
-                    if kept.cpu {
-                        cpu.get(i).unwrap_or(0) as i32
-                    } else {
-                        0
-                    },
-                    place,
-                );
-                match fold.get(&key) {
-                    Some(&n) => {
-                        let en = &mut entries[n as usize];
-                        en.1 += 1;
-                        en.2 += p;
-                    }
-                    None => {
-                        fold.insert(key, entries.len() as u32);
-                        entries.push((key, 1, p));
-                    }
-                }
+                fold.add(&row, opts)
+                    .map_err(|e: RowError| c.wrong(e.column, &e.what))?;
             }
         }
     }
-    drop(fold);
-    let input = input;
-    // Every row once: a samples file copied twice (or lost) would change every count.
-    let rows: u64 = totals.iter().map(|t| t.0).sum();
-    if i64::try_from(rows).ok() != Some(input.sample_rows) {
-        return Err(TableError::Layout {
-            path: dir.join("samples").display().to_string(),
-            why: format!(
-                "{rows} sample rows for input {id}, where hosts.samples says {} (a samples \
-                 file duplicated or missing?)",
-                input.sample_rows
-            ),
-        });
-    }
-
-    // The input's event columns: those asked for, or those with samples (all when none has).
-    let any = totals.iter().any(|t| t.0 > 0);
-    let columns: Vec<usize> = (0..input.events.len())
-        .filter(|&e| selected[e] && (!h.events.is_empty() || !any || totals[e].0 > 0))
-        .collect();
-    let mut summary = InputSummary {
-        file: format!("{} ({}/{id})", input.file, dir.display()),
-        meta: Some(input.meta.clone()),
-        events: Vec::new(),
-        stopped: None,
-        error: None,
-    };
-    if !h.events.is_empty() && columns.is_empty() {
-        fleet.warn(format!(
-            "{}: none of the events asked for (-e {}); its events: {}",
-            summary.file,
-            h.events.join(","),
-            input
-                .events
-                .iter()
-                .map(|e| e.1.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        fleet.add_input(summary);
-        return Ok(());
-    }
-    let merge = fleet.rows();
-    let mut col_of = vec![usize::MAX; input.events.len()];
-    for &e in &columns {
-        let (_, name, unit) = &input.events[e];
-        let facts = EventFacts {
-            period_is_ns: unit == "ns",
-            deskid: "stays where sampled",
-        };
-        col_of[e] = merge.add_event(name, facts, totals[e].0, totals[e].1, 0);
-        summary.events.push(EventJson {
-            name: name.clone(),
-            samples: totals[e].0,
-            period: totals[e].1,
-            lost: 0,
-        });
-    }
-    if children {
-        merge.set_has_callchains();
-    }
-
-    // Rows, as one perf.data report makes them.
-    let ncol = input.events.len();
-    let mut table = Rows::default();
-    let mut words: Vec<u64> = Vec::new();
-    let mut seen: Vec<u32> = Vec::new();
-    for (k, samples, period) in &entries {
-        let e = k.0 as usize;
-        if col_of[e] == usize::MAX {
-            continue;
-        }
-        let (leaf, chain) = places(&input, kept, k, dir, id)?;
-        let r = table.row(keys, &input, k, leaf, false, ncol, &mut words);
-        let v = &mut table.rows[r as usize].values[e];
-        v[0] += samples;
-        v[1] += period;
-        v[2] += samples;
-        v[3] += period;
-        if children {
-            // The call chain is the sampled location and its callers, as the kernel gives
-            // it (the export keeps the sampled location once); perf counts its outermost
-            // frames only (--max-stack).
-            seen.clear();
-            seen.push(r);
-            for &g in children_window(chain) {
-                let r = table.row(keys, &input, k, g, true, ncol, &mut words);
-                if seen.contains(&r) {
-                    continue;
-                }
-                seen.push(r);
-                let v = &mut table.rows[r as usize].values[e];
-                v[2] += samples;
-                v[3] += period;
-            }
-        }
-    }
-    let rows = table.rows;
-
-    // The DSO filter keeps the rows whose first place is in one of the DSOs (by short name:
-    // the tables have no paths).
-    let dso_ok = |r: &RowAcc| {
-        h.filters.dsos.is_empty() || {
-            let name = if r.group.frame != NO_FRAME {
-                input.strings.get(input.frames[r.group.frame as usize].dso)
-            } else {
-                "[unknown]"
-            };
-            h.filters.dsos.iter().any(|d| d == name)
-        }
-    };
-    let mut texts: Vec<String> = Vec::with_capacity(keys.len());
-    for r in &rows {
-        if !dso_ok(r) {
-            continue;
-        }
-        texts.clear();
-        for key in keys.iter() {
-            texts.push(match key {
-                SortKey::Pid => format!("{}:{}", r.pid, input.strings.get(r.comm)),
-                SortKey::Tid => format!("{}:{}", r.tid, input.strings.get(r.comm)),
-                SortKey::Cpu => r.cpu.to_string(),
-                SortKey::Srcline if r.group.frame != NO_FRAME => {
-                    let f = &input.frames[r.group.frame as usize];
-                    match input.frames[r.group.innermost as usize].srcline {
-                        Some(s) => input.strings.get(s).to_string(),
-                        None => format!("{}+{:#x}", input.strings.get(f.dso), f.offset),
-                    }
-                }
-                _ => String::new(),
-            });
-        }
-        let mut parts: Vec<KeyPart<'_>> = Vec::with_capacity(keys.len());
-        for (j, key) in keys.iter().enumerate() {
-            let fr = (r.group.frame != NO_FRAME).then(|| &input.frames[r.group.frame as usize]);
-            let inner =
-                (r.group.frame != NO_FRAME).then(|| &input.frames[r.group.innermost as usize]);
-            let dso = fr.map_or("[unknown]", |f| input.strings.get(f.dso));
-            parts.push(match key {
-                SortKey::Comm => KeyPart::Text(input.strings.get(r.comm)),
-                SortKey::Pid => KeyPart::Number(i64::from(r.pid), &texts[j]),
-                SortKey::Tid => KeyPart::Number(i64::from(r.tid), &texts[j]),
-                SortKey::Cpu => KeyPart::Number(i64::from(r.cpu), &texts[j]),
-                SortKey::Dso => KeyPart::Text(dso),
-                SortKey::Sym => KeyPart::Sym {
-                    name: fr.and_then(|f| f.function).map(|n| input.strings.get(n)),
-                    dso,
-                    kernel: fr.is_some_and(|f| f.kernel),
-                    addr: fr.map_or(0, |f| if r.caller { f.address } else { f.offset }),
-                },
-                SortKey::Srcline => {
-                    KeyPart::Text(if fr.is_some() { &texts[j] } else { "[unknown]" })
-                }
-                SortKey::Srcfile => KeyPart::Srcfile {
-                    file: inner.and_then(|f| f.srcfile).map(|s| input.strings.get(s)),
-                    dso,
-                },
-                _ => KeyPart::Text(""),
-            });
-        }
-        for (e, v) in r.values.iter().enumerate() {
-            if col_of[e] != usize::MAX && v.iter().any(|&x| x > 0) {
-                merge.add_row(&parts, col_of[e], *v);
-            }
-        }
-    }
-    fleet.add_input(summary);
-    Ok(())
-}
-
-/// A group that is no frame: rows of reports without a location key.
-const NO_FRAME: u32 = u32::MAX;
-
-/// The sampled location of folded entry `k` and its call chain (the sampled location
-/// first, then its callers; empty when the stack is not kept).
-fn places<'a>(
-    input: &'a Input,
-    kept: Kept,
-    k: &FoldKey,
-    dir: &Path,
-    id: &str,
-) -> Result<(Group, &'a [Group]), TableError> {
-    let no_group = Group {
-        frame: NO_FRAME,
-        innermost: NO_FRAME,
-    };
-    let missing = |what: String| TableError::Layout {
-        path: table_path(dir, "samples", id).display().to_string(),
-        why: what,
-    };
-    if kept.stack {
-        let &(a, b) = input
-            .stacks
-            .get(&k.5)
-            .ok_or_else(|| missing(format!("stack {} is not in stacks/", k.5)))?;
-        let g = input.groups.get(a as usize..b as usize).unwrap_or(&[]);
-        Ok((g.first().copied().unwrap_or(no_group), g))
-    } else if kept.leaf {
-        let &f = input
-            .frame_index
-            .get(&k.5)
-            .ok_or_else(|| missing(format!("leaf frame {} is not in frames/", k.5)))?;
-        Ok((
-            Group {
-                frame: f,
-                innermost: f,
-            },
-            &[],
-        ))
-    } else {
-        Ok((no_group, &[]))
-    }
-}
-
-/// The rows of one input, by their key words, in first-seen order.
-#[derive(Default)]
-struct Rows {
-    rows: Vec<RowAcc>,
-    index: FxHashMap<Vec<u64>, u32>,
-}
-
-impl Rows {
-    /// The row of entry `k` at group `g` (as its sampled location, or a `caller`), made on
-    /// first sight with `ncol` events.
-    #[allow(clippy::too_many_arguments)]
-    fn row(
-        &mut self,
-        keys: &[SortKey],
-        input: &Input,
-        k: &FoldKey,
-        g: Group,
-        caller: bool,
-        ncol: usize,
-        words: &mut Vec<u64>,
-    ) -> u32 {
-        if g.frame != NO_FRAME {
-            key_words(keys, input, k, g, caller, words);
-        } else {
-            // No location key: the sample's keys only.
-            words.clear();
-            for key in keys {
-                words.push(match key {
-                    SortKey::Comm => u64::from(k.1),
-                    SortKey::Pid => k.2 as u32 as u64,
-                    SortKey::Tid => k.3 as u32 as u64,
-                    SortKey::Cpu => k.4 as u32 as u64,
-                    _ => u64::MAX,
-                });
-            }
-        }
-        if let Some(&r) = self.index.get(words.as_slice()) {
-            return r;
-        }
-        let r = self.rows.len() as u32;
-        self.index.insert(words.clone(), r);
-        self.rows.push(RowAcc {
-            comm: k.1,
-            pid: k.2,
-            tid: k.3,
-            cpu: k.4,
-            group: g,
-            caller,
-            values: vec![[0; 4]; ncol],
-        });
-        r
-    }
-}
-
-/// Whether event `name` is selected by the `-e` names `wanted` (all when none), marking
-/// the names that select it.
-fn wanted_matches(wanted: &[String], name: &str, matched: &mut [bool]) -> bool {
-    if wanted.is_empty() {
-        return true;
-    }
-    let mut any = false;
-    for (w, m) in wanted.iter().zip(matched.iter_mut()) {
-        if event_name_matches(name, |n| n == w) {
-            *m = true;
-            any = true;
-        }
-    }
-    any
+    report
+        .add_input(fold, &place)
+        .map_err(|e| TableError::Layout {
+            path: e.path,
+            why: e.why,
+        })
 }
 
 /// The samples files of input `id`, in order (`<id>.parquet`, `<id>-1.parquet`, …).
