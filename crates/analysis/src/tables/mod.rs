@@ -32,6 +32,8 @@
 //! the first address of a code location, `culprit report` keys such rows by address).
 
 mod rows;
+#[cfg(test)]
+mod tests;
 
 use rustc_hash::FxHashMap;
 
