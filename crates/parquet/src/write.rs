@@ -26,38 +26,23 @@
 use std::fs::{self, File};
 use std::hash::{Hash, Hasher};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::ArrayBuilder;
-use arrow_array::builder::{
-    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
-};
-use arrow_array::{new_null_array, ArrayRef, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{DataType, Schema, SchemaRef};
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::WriterProperties;
-use parquet::schema::types::ColumnPath;
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use culprit_analysis::parallelism::{has_switch_records, ParallelismTracker};
+use culprit_analysis::parallelism::ParallelismTracker;
 use culprit_analysis::recording::Stopped;
-use culprit_analysis::stacks::{period_unit, PeriodUnit, StackError, StackOptions};
+use culprit_analysis::stacks::{StackError, StackOptions};
 use culprit_analysis::AnalysisError;
-use culprit_decode::abi::mem;
-use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample};
-use culprit_decode::model::{CpuMode, DsoKind, Profile, Sample};
-use culprit_decode::pebs;
-use culprit_symbols::{ProfileInput, Query, ReadPlan, Symbolizer};
+use culprit_symbols::{ProfileInput, ReadPlan};
 
-use crate::schema::{
-    events_schema, frames_schema, hosts_schema, samples_schema, stacks_schema, SCHEMA_VERSION,
-    TABLES,
-};
+use crate::schema::{samples_schema, TABLES};
 use crate::{EventSummary, WriteError};
 
+// The writer's parts: one Parquet file, the samples' columns, the precise fields of a
+// sample (PEBS, IBS; where ARM SPE's go), the sample writer, the tables written after it.
 mod columns;
 mod file;
 mod precise;
@@ -66,8 +51,7 @@ mod tables;
 
 use columns::SampleColumns;
 use file::{io_error, TableFile};
-use precise::{precise_from_fields, precise_from_ibs, Precise};
-use samples::{SampleWriter, NONE};
+use samples::SampleWriter;
 use tables::{write_events, write_frames, write_host, write_stacks};
 
 /// Rows per row group by default (about 1 M: a row group is the unit engines read in

@@ -1,6 +1,14 @@
 //! The `samples` table's column builders.
 
-use super::*;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    ArrayBuilder, BooleanBuilder, Int32Builder, Int64Builder, StringBuilder,
+};
+use arrow_array::{new_null_array, ArrayRef, Int64Array, StringArray};
+use arrow_schema::DataType;
+
+use super::BATCH_ROWS;
 
 /// The samples table's column builders, reused batch after batch.
 pub(super) struct SampleColumns {

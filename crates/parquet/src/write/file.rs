@@ -1,6 +1,17 @@
 //! One Parquet file of a table, written with the export's encodings.
 
-use super::*;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+
+use crate::WriteError;
 
 /// Columns whose values repeat (names, and the ids of stacks and frames): dictionary-encoded
 /// (engines group by them fast, and they shrink). Every other column is not: the
@@ -105,6 +116,7 @@ pub(super) fn io_error(path: &Path, e: io::Error) -> WriteError {
 mod tests {
     use super::*;
     use crate::schema::{frame_ids_item, schema, stacks_schema, TABLES};
+    use arrow_schema::DataType;
 
     #[test]
     fn test_every_table_has_a_schema_and_frame_ids_are_a_list_of_int64() {

@@ -2,7 +2,10 @@
 //! `samples` columns data_addr … ibs_fetch_latency. Decoders of new precise sources (ARM
 //! SPE) add their reading here.
 
-use super::*;
+use culprit_decode::abi::mem;
+use culprit_decode::ibs::{self, IbsContext, IbsKind, IbsSample};
+use culprit_decode::model::Sample;
+use culprit_decode::pebs;
 
 /// How the precise fields of an event's samples are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,22 @@
 //! The sample writer: samples into the `samples` table, their frames and stacks interned.
 
-use super::*;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHasher};
+
+use culprit_analysis::parallelism::{has_switch_records, ParallelismTracker};
+use culprit_decode::ibs::{IbsContext, IbsKind};
+use culprit_decode::model::{CpuMode, DsoKind, Profile, Sample};
+use culprit_symbols::ProfileInput;
+
+use super::columns::SampleColumns;
+use super::file::TableFile;
+use super::precise::{precise_from_fields, precise_from_ibs, Precise};
+use super::{file_id, hex, host_name, remove_stale, ParquetOptions, BATCH_ROWS};
+use crate::schema::samples_schema;
+use crate::WriteError;
 
 /// A code location as samples see it, before symbolization (one depth-0 frame).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

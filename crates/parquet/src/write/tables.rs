@@ -1,7 +1,24 @@
 //! The per-input tables written after the samples: frames, stacks, events, hosts.
 
-use super::*;
-use crate::schema::frame_ids_item;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+};
+use arrow_array::{ArrayRef, Int64Array};
+
+use culprit_analysis::stacks::{period_unit, PeriodUnit};
+use culprit_decode::model::{DsoKind, Profile};
+use culprit_symbols::{ProfileInput, Query, Symbolizer};
+
+use super::file::TableFile;
+use super::samples::{SampleWriter, NONE};
+use super::BATCH_ROWS;
+use crate::schema::{
+    events_schema, frame_ids_item, frames_schema, hosts_schema, stacks_schema, SCHEMA_VERSION,
+};
+use crate::{EventSummary, WriteError};
 
 /// What writing the frames gave: the rows written, and per depth-0 frame the ids of the
 /// frames inlined into it, innermost first (empty for most), for the stacks.
