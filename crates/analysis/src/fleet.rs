@@ -1,5 +1,5 @@
 //! `culprit report` over many inputs: one hotspot report of several perf.data files (or
-//! of the tables of Parquet exports, see `culprit_export::parquet_read`), with the numbers
+//! of the tables of Parquet exports, see `tables`), with the numbers
 //! one report of all their samples together gives.
 //!
 //! Each input is read and symbolized on its own (its own mappings, build ids and

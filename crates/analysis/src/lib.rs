@@ -24,6 +24,7 @@ pub mod sched;
 pub mod skid;
 pub mod stacks;
 pub mod stat;
+pub mod tables;
 pub mod time_window;
 pub mod top;
 pub mod topdown;

@@ -15,8 +15,6 @@ pub mod parquet;
 pub mod pgo;
 pub mod pprof;
 pub mod speedscope;
-// Reads the tables of Parquet exports back (`culprit report --from-parquet`).
-pub mod parquet_read;
 #[cfg(test)]
 mod testutil;
 
@@ -145,12 +143,9 @@ pub enum ExportError {
     /// A PGO export (bolt, autofdo) failed.
     #[error(transparent)]
     Pgo(#[from] pgo::PgoError),
-    /// Writing a Parquet file failed.
-    #[error("writing Parquet: {0}")]
-    Parquet(#[from] ::parquet::errors::ParquetError),
-    /// Assembling the Arrow batches of a Parquet file failed.
-    #[error("writing Parquet: {0}")]
-    Arrow(#[from] arrow_schema::ArrowError),
+    /// Writing the Parquet tables failed.
+    #[error(transparent)]
+    Parquet(#[from] culprit_parquet::WriteError),
 }
 
 /// One event in an export summary.

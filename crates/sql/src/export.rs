@@ -14,8 +14,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::SqlError;
 
-/// The tables of an export, each a directory of Parquet files (docs/fleet.md).
-pub const TABLES: [&str; 5] = ["hosts", "events", "frames", "stacks", "samples"];
+/// The tables of an export, each a directory of Parquet files (docs/fleet.md): the writer's
+/// list.
+pub use culprit_parquet::TABLES;
 
 /// Export directories, checked.
 #[derive(Debug, Clone)]

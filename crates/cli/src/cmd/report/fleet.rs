@@ -31,7 +31,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let report = if args.from_parquet.is_empty() {
         read_files(args, &opts)?
     } else {
-        culprit_export::parquet_read::report(&args.from_parquet, &opts)?
+        culprit_parquet::read::report(&args.from_parquet, &opts)?
     };
     render(args, report)
 }

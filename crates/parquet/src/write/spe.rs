@@ -4,7 +4,7 @@
 use culprit_decode::model::{Sample, SpeFields};
 use culprit_decode::spe::record::{EVENT_L1D_REFILL, EVENT_MISPREDICTED, EVENT_TLB_WALK};
 
-use super::PreciseFields;
+use super::precise::PreciseFields;
 
 /// Event bit 6 of the events packet: a branch was not taken.
 const EVENT_NOT_TAKEN: u64 = 1 << 6;
