@@ -55,3 +55,32 @@ mod top;
 mod trace;
 mod tracepoints;
 mod unwind;
+
+/// `autotests = false` builds only the files declared above: a new file in tests/ that is
+/// not declared here would silently never run.
+#[test]
+fn every_test_file_is_a_module_of_this_binary() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = std::fs::read_to_string(dir.join("cli.rs")).expect("read tests/cli.rs");
+    let declared: std::collections::BTreeSet<&str> = root
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("read tests/") {
+        let path = entry.expect("a tests/ entry").path();
+        let module = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let is_module =
+            path.extension().is_some_and(|e| e == "rs") || path.join("mod.rs").is_file();
+        if is_module && module != "cli" && !declared.contains(module) {
+            missing.push(module.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "tests/ files not declared in tests/cli.rs: {missing:?}"
+    );
+}
