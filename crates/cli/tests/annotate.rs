@@ -7,7 +7,7 @@
 //! Instruction addresses are found with `objdump -d`, independently of culprit's own
 //! disassembler. Every test that opens perf events takes `common::pmu_lock()`.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -3,6 +3,8 @@
 //! document allows, or one of its known violations; and every known violation must still
 //! exist, so that the list shrinks as the code is fixed. Both the allowed arrows and the known
 //! violations are parsed from the document itself, so it and this test cannot drift apart.
+//! The document's dev-only crates (the test kit) may be a dev-dependency of any crate and a
+//! normal or build dependency of none.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -18,6 +20,17 @@ struct Layering {
     allowed: BTreeMap<String, BTreeSet<String>>,
     /// Forbidden arrows that exist today and are to be removed.
     known_violations: BTreeSet<Arrow>,
+    /// Crates any crate may depend on as a dev-dependency, and none otherwise.
+    dev_only: BTreeSet<String>,
+}
+
+/// The dependencies between the workspace's crates.
+#[derive(Debug, Default)]
+struct Graph {
+    /// Every dependency, of any kind (normal, build, dev).
+    arrows: BTreeSet<Arrow>,
+    /// The dependencies declared only as dev-dependencies.
+    dev_only: BTreeSet<Arrow>,
 }
 
 fn repo_root() -> PathBuf {
@@ -79,6 +92,9 @@ fn parse_layering(doc: &str) -> Result<Layering, String> {
             return Err(format!("known violation listed twice: {arrow:?}"));
         }
     }
+    for line in section(doc, "dev-only")? {
+        layering.dev_only.extend(backticked(line));
+    }
     if layering.allowed.is_empty() {
         return Err("the allowed-arrows table is empty".to_string());
     }
@@ -87,13 +103,14 @@ fn parse_layering(doc: &str) -> Result<Layering, String> {
 
 /// The workspace's crates and the dependencies between them (any kind: normal, build, dev),
 /// from `cargo metadata --no-deps` output.
-fn workspace_graph(metadata: &serde_json::Value) -> (BTreeSet<String>, BTreeSet<Arrow>) {
+fn workspace_graph(metadata: &serde_json::Value) -> (BTreeSet<String>, Graph) {
     let packages = metadata["packages"].as_array().cloned().unwrap_or_default();
     let crates: BTreeSet<String> = packages
         .iter()
         .filter_map(|p| p["name"].as_str().map(str::to_string))
         .collect();
     let mut arrows = BTreeSet::new();
+    let mut not_dev = BTreeSet::new();
     for package in &packages {
         let Some(from) = package["name"].as_str() else {
             continue;
@@ -105,15 +122,21 @@ fn workspace_graph(metadata: &serde_json::Value) -> (BTreeSet<String>, BTreeSet<
         for dependency in dependencies {
             // `name` is the package's own name even when the dependency is renamed.
             if let Some(to) = dependency["name"].as_str().filter(|n| crates.contains(*n)) {
-                arrows.insert((from.to_string(), to.to_string()));
+                let arrow = (from.to_string(), to.to_string());
+                // `kind` is null for a normal dependency, "build" or "dev" otherwise.
+                if dependency["kind"].as_str() != Some("dev") {
+                    not_dev.insert(arrow.clone());
+                }
+                arrows.insert(arrow);
             }
         }
     }
-    (crates, arrows)
+    let dev_only = arrows.difference(&not_dev).cloned().collect();
+    (crates, Graph { arrows, dev_only })
 }
 
 /// Every way in which the graph and the document disagree, one message each.
-fn check(layering: &Layering, crates: &BTreeSet<String>, arrows: &BTreeSet<Arrow>) -> Vec<String> {
+fn check(layering: &Layering, crates: &BTreeSet<String>, graph: &Graph) -> Vec<String> {
     let mut errors = Vec::new();
     for name in crates {
         if !layering.allowed.contains_key(name) {
@@ -129,10 +152,23 @@ fn check(layering: &Layering, crates: &BTreeSet<String>, arrows: &BTreeSet<Arrow
             ));
         }
     }
+    for name in &layering.dev_only {
+        if !crates.contains(name) {
+            errors.push(format!(
+                "docs/architecture.md's dev-only `{name}` is not a workspace crate"
+            ));
+        }
+    }
     let is_allowed =
         |(from, to): &Arrow| layering.allowed.get(from).is_some_and(|a| a.contains(to));
-    for arrow in arrows {
-        if !is_allowed(arrow) && !layering.known_violations.contains(arrow) {
+    for arrow in &graph.arrows {
+        let dev_kit = layering.dev_only.contains(&arrow.1);
+        if dev_kit && !graph.dev_only.contains(arrow) {
+            errors.push(format!(
+                "`{}` depends on `{}` outside [dev-dependencies]: it is a dev-only crate",
+                arrow.0, arrow.1
+            ));
+        } else if !dev_kit && !is_allowed(arrow) && !layering.known_violations.contains(arrow) {
             errors.push(format!(
                 "`{}` depends on `{}`: the layering of docs/architecture.md forbids it",
                 arrow.0, arrow.1
@@ -145,7 +181,7 @@ fn check(layering: &Layering, crates: &BTreeSet<String>, arrows: &BTreeSet<Arrow
                 "known violation `{}` → `{}` is an allowed arrow: remove it from the list",
                 arrow.0, arrow.1
             ));
-        } else if !arrows.contains(arrow) {
+        } else if !graph.arrows.contains(arrow) {
             errors.push(format!(
                 "known violation `{}` → `{}` no longer exists: remove it from docs/architecture.md",
                 arrow.0, arrow.1
@@ -182,12 +218,12 @@ fn workspace_dependencies_follow_the_documented_layering() {
     let doc = std::fs::read_to_string(repo_root().join("docs/architecture.md"))
         .expect("read docs/architecture.md");
     let layering = parse_layering(&doc).unwrap_or_else(|e| panic!("docs/architecture.md: {e}"));
-    let (crates, arrows) = workspace_graph(&cargo_metadata());
+    let (crates, graph) = workspace_graph(&cargo_metadata());
     assert!(
         crates.contains("culprit-cli") && crates.contains("culprit-decode"),
         "{crates:?}"
     );
-    let errors = check(&layering, &crates, &arrows);
+    let errors = check(&layering, &crates, &graph);
     assert!(errors.is_empty(), "layering:\n  {}", errors.join("\n  "));
 }
 
@@ -200,13 +236,17 @@ fn crafted() -> (Layering, BTreeSet<String>) {
         | `low` | (none) |\n\
         | `mid` | `low` |\n\
         | `top` | `low`, `mid` |\n\
+        | `kit` | (none) |\n\
         <!-- allowed-arrows:end -->\n\
         <!-- known-violations:begin -->\n\
         - `low` → `mid`: a reason,\n\
           continued on a second line with `code`.\n\
-        <!-- known-violations:end -->\n";
+        <!-- known-violations:end -->\n\
+        <!-- dev-only:begin -->\n\
+        - `kit`: the test kit\n\
+        <!-- dev-only:end -->\n";
     let layering = parse_layering(doc).expect("crafted document parses");
-    let crates = ["low", "mid", "top"].map(String::from).into();
+    let crates = ["low", "mid", "top", "kit"].map(String::from).into();
     (layering, crates)
 }
 
@@ -217,16 +257,25 @@ fn arrows(pairs: &[(&str, &str)]) -> BTreeSet<Arrow> {
         .collect()
 }
 
+/// A graph of normal dependencies only.
+fn normal(pairs: &[(&str, &str)]) -> Graph {
+    Graph {
+        arrows: arrows(pairs),
+        dev_only: BTreeSet::new(),
+    }
+}
+
 #[test]
 fn the_document_parser_reads_the_table_and_the_list() {
     let (layering, _) = crafted();
-    assert_eq!(layering.allowed.len(), 3);
+    assert_eq!(layering.allowed.len(), 4);
     assert!(layering.allowed["low"].is_empty());
     assert_eq!(
         layering.allowed["top"],
         ["low", "mid"].map(String::from).into()
     );
     assert_eq!(layering.known_violations, arrows(&[("low", "mid")]));
+    assert_eq!(layering.dev_only, ["kit"].map(String::from).into());
     assert!(parse_layering("no markers").is_err());
     let bad_item = "<!-- allowed-arrows:begin -->\n| `a` | |\n<!-- allowed-arrows:end -->\n\
         <!-- known-violations:begin -->\n- `a` depends on things\n<!-- known-violations:end -->";
@@ -236,14 +285,14 @@ fn the_document_parser_reads_the_table_and_the_list() {
 #[test]
 fn the_checker_accepts_allowed_and_known_arrows() {
     let (layering, crates) = crafted();
-    let graph = arrows(&[("mid", "low"), ("top", "mid"), ("low", "mid")]);
+    let graph = normal(&[("mid", "low"), ("top", "mid"), ("low", "mid")]);
     assert_eq!(check(&layering, &crates, &graph), Vec::<String>::new());
 }
 
 #[test]
 fn the_checker_refuses_a_forbidden_arrow() {
     let (layering, crates) = crafted();
-    let graph = arrows(&[("low", "mid"), ("mid", "top")]);
+    let graph = normal(&[("low", "mid"), ("mid", "top")]);
     let errors = check(&layering, &crates, &graph);
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("`mid` depends on `top`"), "{errors:?}");
@@ -252,7 +301,7 @@ fn the_checker_refuses_a_forbidden_arrow() {
 #[test]
 fn the_checker_refuses_a_known_violation_that_was_fixed() {
     let (layering, crates) = crafted();
-    let errors = check(&layering, &crates, &arrows(&[("mid", "low")]));
+    let errors = check(&layering, &crates, &normal(&[("mid", "low")]));
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("no longer exists"), "{errors:?}");
 }
@@ -261,7 +310,69 @@ fn the_checker_refuses_a_known_violation_that_was_fixed() {
 fn the_checker_refuses_an_undocumented_crate() {
     let (layering, mut crates) = crafted();
     crates.insert("new".to_string());
-    let errors = check(&layering, &crates, &arrows(&[("low", "mid")]));
+    let errors = check(&layering, &crates, &normal(&[("low", "mid")]));
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains("`new` has no row"), "{errors:?}");
+}
+
+#[test]
+fn the_checker_accepts_a_dev_only_crate_as_a_dev_dependency() {
+    let (layering, crates) = crafted();
+    let dev = arrows(&[("low", "kit"), ("top", "kit")]);
+    let mut graph = normal(&[("low", "mid")]);
+    graph.arrows.extend(dev.iter().cloned());
+    graph.dev_only = dev;
+    assert_eq!(check(&layering, &crates, &graph), Vec::<String>::new());
+}
+
+#[test]
+fn the_checker_refuses_a_dev_only_crate_as_a_normal_dependency() {
+    let (layering, crates) = crafted();
+    let errors = check(
+        &layering,
+        &crates,
+        &normal(&[("low", "mid"), ("mid", "kit")]),
+    );
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("`mid` depends on `kit` outside [dev-dependencies]"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn the_checker_refuses_a_forbidden_arrow_beside_dev_only_ones() {
+    let (layering, crates) = crafted();
+    // A dev-dependency between ordinary crates is held to the table like any other.
+    let forbidden = arrows(&[("low", "top")]);
+    let mut graph = normal(&[("low", "mid"), ("mid", "top")]);
+    graph.arrows.extend(forbidden.iter().cloned());
+    graph.dev_only = forbidden;
+    let errors = check(&layering, &crates, &graph);
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("`low` depends on `top`"), "{errors:?}");
+    assert!(errors[1].contains("`mid` depends on `top`"), "{errors:?}");
+}
+
+#[test]
+fn the_graph_reader_tells_dev_only_dependencies_apart() {
+    let metadata = serde_json::json!({"packages": [
+        {"name": "low", "dependencies": [
+            {"name": "kit", "kind": "dev"},
+            {"name": "serde", "kind": null},
+        ]},
+        {"name": "mid", "dependencies": [
+            {"name": "low", "kind": null},
+            {"name": "low", "kind": "dev"},
+            {"name": "kit", "kind": "build"},
+        ]},
+        {"name": "kit", "dependencies": []},
+    ]});
+    let (crates, graph) = workspace_graph(&metadata);
+    assert_eq!(crates, ["kit", "low", "mid"].map(String::from).into());
+    assert_eq!(
+        graph.arrows,
+        arrows(&[("low", "kit"), ("mid", "low"), ("mid", "kit")])
+    );
+    assert_eq!(graph.dev_only, arrows(&[("low", "kit")]));
 }

@@ -2,7 +2,7 @@
 //! where the recorded files are gone (`--debug-dir` on the unpacked tar), and perf reads the
 //! same archive (`perf --buildid-dir`) to the same names.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

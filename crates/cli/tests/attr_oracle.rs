@@ -16,7 +16,7 @@
 //! The namespace needs root (CAP_SYS_ADMIN): elsewhere the test skips loudly, and under `CI`
 //! (which runs as root) it fails instead.
 
-mod common;
+use crate::common;
 #[path = "attr_oracle/tables.rs"]
 mod tables;
 #[path = "attr_oracle/uncore.rs"]

@@ -4,7 +4,7 @@
 //! and the same bytes in a file give the same output, and a closed stdout ends every verb
 //! quietly.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;

@@ -3,7 +3,7 @@
 //! row by row (within 0.1 point, same branch counts), and `--call-graph lbr` chains built
 //! from the LBR call stack give perf's `--children` numbers on a crafted file.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //! disassembles the workload, and the workloads' structure gives exact hit counts (the
 //! pointer chase walks one cycle through every node: node 0 is read every `n` steps).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

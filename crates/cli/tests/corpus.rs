@@ -9,7 +9,7 @@
 //! printed: nothing is skipped silently. Files perf 6.1 cannot read at all are listed with
 //! the reason, and culprit must still read them to the end with samples.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -4,7 +4,7 @@
 //! needs no server (the cache); `--no-debuginfod` and a server that is down leave one
 //! warning and no names, quickly.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! What a new user sees first: `culprit demo` shows each command it runs above that
 //! command's output; record's fallback note on a PMU-less machine is in words.
 
-mod common;
+use crate::common;
 
 use common::{culprit, run_ok};
 

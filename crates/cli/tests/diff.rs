@@ -3,7 +3,7 @@
 //! every row equal perf's, new and vanished rows are marked, rows are sorted by |Delta|, and
 //! names holding markup characters come out whole in text, JSON and CSV.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! is shown escaped in every text and CSV output — report (flat, -g), CSV, trace's printf and
 //! aggregations, warnings — and kept exact in JSON.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! `perf script | inferno-collapse-perf` (the pipeline users run; inferno's collapser as a
 //! library) on the same file.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

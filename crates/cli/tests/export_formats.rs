@@ -5,7 +5,7 @@
 //! - speedscope: speedscope's published JSON schema (python3 jsonschema) and the weights;
 //! - chrome: the trace events read back (slices nest, per-thread samples and periods).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //!   binutils' addr2line lines;
 //! - a file without branch data gives an error naming what to record.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! mapping; `--inverted` draws an icicle; the differential graph (`--diff`, `diff
 //! --flamegraph`) colours frames by their change of share, as `culprit diff` measures it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //! (`perf report --sort comm --show-nr-samples`) are summed too, so the merged counts are
 //! tied to perf directly.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

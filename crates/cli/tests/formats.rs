@@ -3,7 +3,7 @@
 //! records of the committed corpus (COMPRESSED2, perf's messages at the end of a pipe file),
 //! AUX area trace files and a deliberately corrupt file.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! members' samples as perf's tools do (one sample per read value, weighted by the counter's
 //! delta), and `culprit record` records groups that perf reads.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

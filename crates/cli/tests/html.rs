@@ -14,8 +14,8 @@
 //!
 //! Recordings are `cpu-clock` (no PMU needed), made live by each test.
 
-mod browser;
-mod common;
+use crate::browser;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

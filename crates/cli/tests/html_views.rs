@@ -8,8 +8,8 @@
 //!   `culprit report` (--no-children, --children); transforms and their undo;
 //! - annotate's heat is proportional to `culprit annotate`'s samples per instruction.
 
-mod browser;
-mod common;
+use crate::browser;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! tables, a synthetic IBS recording of the real matrix multiply, and `record --ibs` on a
 //! machine without IBS.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! errors, reading stdin, where recorded files are looked up, and the one rule by which `-e`
 //! names a recorded event.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -5,7 +5,7 @@
 //! construction; the others run real runtimes (Node, CPython) when they are installed and
 //! skip loudly otherwise.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

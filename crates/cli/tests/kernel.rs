@@ -4,7 +4,7 @@
 //! `srso_alias_return_thunk`); `--kallsyms FILE` and `--vmlinux FILE` give the recorded
 //! kernel's symbols on every reading verb. JIT code named by a perf map.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

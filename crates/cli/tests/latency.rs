@@ -3,7 +3,7 @@
 //! not have: the oracle is the `phases` workload's construction — 1 s of CPU serial on the
 //! main thread, then 1 s of CPU over 2 threads at once).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! /proc and /sys directly), text sections, the filter, and the hardware-only parts gated on
 //! a usable PMU.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! user-lock table on `workloads/mutex` (one contended pthread mutex) against the futex
 //! waits `perf script` shows in the same file.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! PEBS samples, on the real PEBS load-latency file of the corpus and on a crafted file whose
 //! data_src values cover remote/hops/snoopx/blocked/lvl_num variants.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! cpu-clock tests run everywhere; the cache-fill done-criterion (top exact offender reported
 //! within the first 10% of the run) needs a hardware PMU and is gated.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -9,7 +9,7 @@
 //! - a truncated input exits 1 with what was read exported;
 //! - the tables' columns and types equal the schema documented in docs/fleet.md.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //!
 //! Every test that opens perf events takes `common::pmu_lock()`.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

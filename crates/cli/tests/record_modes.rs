@@ -8,7 +8,7 @@
 //!
 //! Every test that opens perf events takes `common::pmu_lock()`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};

@@ -3,7 +3,7 @@
 //! and two recordings of one output do not both write it.
 //! Every test that opens perf events takes `common::pmu_lock()`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Stdio};

@@ -2,7 +2,7 @@
 //! samples were malformed, warns with a count when some were, and names each kind of damage
 //! once.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

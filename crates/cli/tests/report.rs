@@ -3,7 +3,7 @@
 //! percentage must agree within 0.1 point for the sort keys comm, dso and sym, self and
 //! children. Also the JSON/CSV/text formats, other sort keys, and truncated input.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! (`--group`), `--sort-event`, fitting the terminal width, colour, empty tables that say
 //! why, refusing call graphs of files without call chains, and the JSON schemas.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

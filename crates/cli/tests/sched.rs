@@ -3,7 +3,7 @@
 //! perf's outputs stored beside it (no perf or tracefs needed), and live recordings of the
 //! `schedmix` workload by perf and by `culprit sched record` (perf and tracefs needed).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! valid JSON Schema (draft 2020-12) that requires the integer `schema` version, and every
 //! schema is exercised: some test validates a real output against it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::Command;

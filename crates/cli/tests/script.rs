@@ -2,7 +2,7 @@
 //! terminal or with --width N, never in a pipe, like perf script), and the JSON lines
 //! against docs/schemas/script.schema.json. (IBS and PEBS decoding: tests/ibs.rs.)
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

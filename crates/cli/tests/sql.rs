@@ -3,7 +3,7 @@
 //! export of several files, several exports at once — and Apache Spark (pyspark, local mode)
 //! computes the same from the same files. Errors name what is wrong.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

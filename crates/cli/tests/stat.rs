@@ -6,7 +6,7 @@
 //!   computation from `perf stat -x,` raw counts of the same events (the independent oracle),
 //!   the expected shapes on branchy and pointer_chase, multiplexed vs `--no-multiplex`.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

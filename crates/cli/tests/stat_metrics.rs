@@ -6,7 +6,7 @@
 //! themselves are checked on crafted counts against an independent evaluator in
 //! `crates/analysis/tests/metric_oracle.rs`.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

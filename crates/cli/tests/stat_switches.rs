@@ -4,7 +4,7 @@
 //! Oracle: `perf stat` on the same command, run in the same test (so both see the same
 //! machine load), compared with a ratio plus a small absolute slack.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

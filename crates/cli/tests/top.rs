@@ -2,7 +2,7 @@
 //! hottest functions with percentages, the offenders panel, a launched command and `-p`.
 //! cpu-clock only, so these run without a hardware PMU.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -2,7 +2,7 @@
 //! (expected values hand-checked from ibs-vectors.json), errors with positions and hints,
 //! the key limit, and live `profile:::`/`pmc:::` scripts on the workloads.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 //! --off-cpu` weights blocked intervals by their time off the CPU (oracles: perf script,
 //! perf report, the workloads' construction).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

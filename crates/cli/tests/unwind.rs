@@ -10,7 +10,7 @@
 //! known-tree checks allow ±6 points; the comparison with perf on the same file is exact
 //! up to unwinding differences, ±1 point.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

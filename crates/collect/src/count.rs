@@ -554,7 +554,7 @@ pub fn count(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::testutil::pmu_lock;
+    use culprit_testkit::pmu_lock;
 
     fn sw(name: &str, config: u64) -> EventSpec {
         EventSpec::new(name, Some("software"), 1, config)

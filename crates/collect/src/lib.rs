@@ -24,6 +24,3 @@ pub mod sysfs;
 pub mod target;
 pub mod tracefs;
 pub mod verbose;
-
-#[cfg(test)]
-mod testutil;

@@ -341,7 +341,7 @@ mod tests {
     /// task-clock on this thread, mmap'd: spinning produces sample records we can walk.
     #[test]
     fn test_ring_drain_task_clock_self() {
-        let _lock = crate::testutil::pmu_lock();
+        let _lock = culprit_testkit::pmu_lock();
         let fd = match perf_event_open(&sw_attr(1), 0, -1) {
             Ok(fd) => fd,
             Err(e) => panic!("perf_event_open(task-clock) failed: errno {e}"),
@@ -398,7 +398,7 @@ mod tests {
     /// times and must come out whole (every record parses, every sample carries our id).
     #[test]
     fn test_ring_drain_stitches_wrapped_records() {
-        let _lock = crate::testutil::pmu_lock();
+        let _lock = culprit_testkit::pmu_lock();
         let mut attr = sw_attr(1);
         attr.sample_period_or_freq = 20_000; // 50 kHz of task-clock
         let fd = perf_event_open(&attr, 0, -1).expect("perf_event_open(task-clock)");
@@ -454,7 +454,7 @@ mod tests {
     /// ring's worth, and the next snapshot only what came after.
     #[test]
     fn test_overwrite_ring_snapshot_keeps_the_newest_records() {
-        let _lock = crate::testutil::pmu_lock();
+        let _lock = culprit_testkit::pmu_lock();
         let mut attr = sw_attr(1);
         attr.sample_period_or_freq = 20_000; // 50 kHz of task-clock
         attr.flags |= attr_flag::WRITE_BACKWARD;

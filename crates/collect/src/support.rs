@@ -252,7 +252,7 @@ pub fn describe_errno(errno: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::testutil::pmu_lock;
+    use culprit_testkit::pmu_lock;
 
     #[test]
     fn test_software_event_opens_and_counts() {

@@ -557,23 +557,6 @@ pub(crate) mod testutil {
         pub root: PathBuf,
     }
 
-    /// The machine-wide PMU test lock (flock on target/pmu-test.lock, shared with the CLI
-    /// tests): hold it while a test opens perf events.
-    pub fn pmu_lock() -> std::fs::File {
-        use std::os::fd::AsRawFd;
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("pmu-test.lock"))
-            .unwrap();
-        // SAFETY: flock on a descriptor we own.
-        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
-        file
-    }
-
     impl Drop for FakeSysfs {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.root);

@@ -2,7 +2,7 @@
 //! separate debug file (build-id directory, `.gnu_debuglink`), DWARF lines, and the build-id
 //! check. Needs `cc`, `strip` and `objcopy` (gcc and binutils).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

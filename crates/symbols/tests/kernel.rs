@@ -1,7 +1,7 @@
 //! Kernel symbols: perf's build-id cache copy of kallsyms stands in for the running kernel's
 //! `/proc/kallsyms` (slow to read) only when it provably lists the same table.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

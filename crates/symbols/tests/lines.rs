@@ -3,7 +3,7 @@
 //! project's workloads built with -O0/-O2 (inlined code), DWARF 4 and 5, compressed debug
 //! sections, and glibc with its separate debug file when the machine has it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

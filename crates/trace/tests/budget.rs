@@ -2,7 +2,7 @@
 //! per-key state is estimated and charged, and past the budget new keys are dropped and
 //! counted, with a note, while the keys already held keep aggregating.
 
-mod common;
+use crate::common;
 
 use common::{event, sample};
 use culprit_decode::model::Profile;

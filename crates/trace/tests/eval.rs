@@ -1,7 +1,7 @@
 //! The compiled evaluator over a synthetic profile: semantics of expressions, variables,
 //! aggregations, ticks, exit and output, checked against values computed by hand.
 
-mod common;
+use crate::common;
 
 use common::profile;
 use culprit_trace::{compile, NoSymbols, Options};

@@ -2,7 +2,7 @@
 //! aggregations, if/else, declarations, formats (`%*d`, `%a`, `%@f`), DTrace's per-firing lines
 //! without quiet, and the `offenders()` aggregating function.
 
-mod common;
+use crate::common;
 
 use common::{event, profile, sample};
 use culprit_decode::model::{Profile, Sample};

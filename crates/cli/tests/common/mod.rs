@@ -3,11 +3,12 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+// One PMU lock, one set of skip rules and one workload builder for every crate's tests.
+pub use culprit_testkit::{perf_installed, pmu_lock, require_perf, skip, workload};
 
 /// The `culprit` binary cargo built for these tests, with `$HOME` at [`test_home`].
 pub fn culprit() -> Command {
@@ -91,25 +92,6 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Builds workloads/NAME.c (once per test process, via `make -C workloads`) and returns the
-/// binary's path.
-pub fn workload(name: &str) -> PathBuf {
-    static BUILT: Mutex<()> = Mutex::new(());
-    let _guard = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
-    let out = root.join("target/workloads");
-    let status = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root.join("workloads"))
-        .arg(format!("OUT={}", out.display()))
-        .arg(out.join(name))
-        .status()
-        .expect("run make for the workloads");
-    assert!(status.success(), "building workload {name} failed");
-    out.join(name)
-}
-
 /// A workload cross-compiled for AArch64 (`make -C workloads aarch64`, Debian's
 /// gcc-aarch64-linux-gnu), or `None` after a loud skip where the cross compiler is missing.
 /// Under CI (which installs it) a missing compiler fails the test instead.
@@ -129,7 +111,7 @@ pub fn workload_aarch64(test: &str, name: &str) -> Option<PathBuf> {
         );
         return None;
     }
-    static BUILT: Mutex<()> = Mutex::new(());
+    static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let out = repo_root().join("target/workloads");
     let bin = out.join("aarch64").join(name);
@@ -145,18 +127,6 @@ pub fn workload_aarch64(test: &str, name: &str) -> Option<PathBuf> {
     Some(bin)
 }
 
-/// Whether `perf` (Debian linux-perf) is installed; interop tests need it.
-pub fn perf_installed() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        Command::new("perf")
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    })
-}
-
 /// Whether the hardware PMU is usable here.
 pub fn hardware_pmu() -> bool {
     static HAVE: OnceLock<bool> = OnceLock::new();
@@ -167,62 +137,7 @@ pub fn hardware_pmu() -> bool {
 /// loud skip) when there is none; panics instead when `CULPRIT_REQUIRE_PMU=1`, so that CI on
 /// a machine with a PMU can never pass by skipping.
 pub fn require_hardware_pmu(test: &str) -> bool {
-    if hardware_pmu() {
-        return true;
-    }
-    skip(test, "no usable hardware PMU on this machine")
-}
-
-/// Call at the start of a test that needs `perf` installed.
-pub fn require_perf(test: &str) -> bool {
-    if perf_installed() {
-        return true;
-    }
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: perf is not installed, but .ci/run installs it");
-    }
-    skip(test, "perf is not installed")
-}
-
-/// Skips a test loudly: prints `SKIPPED test: why` (and appends it to `$CULPRIT_SKIP_LOG`);
-/// returns false, for `if !common::skip(..) { return; }` style guards.
-pub fn skip(test: &str, why: &str) -> bool {
-    if std::env::var("CULPRIT_REQUIRE_PMU").as_deref() == Ok("1") && why.contains("PMU") {
-        panic!("{test}: {why}, but CULPRIT_REQUIRE_PMU=1 says it must be there");
-    }
-    eprintln!("SKIPPED {test}: {why}");
-    if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{test}: {why}");
-        }
-    }
-    false
-}
-
-/// Serializes tests that open PMU events (across threads *and* test binaries): they share
-/// the few hardware counters and would multiplex each other. Hold the guard for the test.
-pub struct PmuLock {
-    _file: File,
-}
-
-/// Takes the machine-wide PMU test lock (flock on target/pmu-test.lock).
-pub fn pmu_lock() -> PmuLock {
-    let path = repo_root().join("target/pmu-test.lock");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .expect("open the PMU test lock");
-    // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-    assert_eq!(rc, 0, "flock {}", path.display());
-    PmuLock { _file: file }
+    culprit_testkit::require_pmu(test, hardware_pmu())
 }
 
 /// Runs a command and returns its output, with stdout/stderr in the panic message on failure.

@@ -745,19 +745,10 @@ fn perf_field(fields: &std::collections::BTreeMap<String, String>, key: &str) ->
 /// parse on any x86 Linux machine (and sysfs aliases of PMUs present here).
 #[test]
 fn test_parse_event_matches_perf() {
-    let have_perf = std::process::Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_perf {
-        assert!(
-            std::env::var("CI").is_err(),
-            "perf is not installed, but .ci/run installs it"
-        );
-        eprintln!("SKIPPED test_parse_event_matches_perf: perf is not installed");
+    if !culprit_testkit::require_perf("test_parse_event_matches_perf") {
         return;
     }
-    let _lock = crate::sysfs::testutil::pmu_lock();
+    let _lock = culprit_testkit::pmu_lock();
     let mut events: Vec<&str> = vec![
         "cpu-clock",
         "task-clock:u",
@@ -838,27 +829,10 @@ fn test_parse_event_matches_perf() {
     assert!(compared >= 31);
 }
 
-/// Like the CLI tests' `require_hardware_pmu`: skips loudly without a usable hardware PMU,
-/// fails instead when `CULPRIT_REQUIRE_PMU=1`.
+/// Skips loudly without a usable hardware PMU, fails instead when `CULPRIT_REQUIRE_PMU=1`
+/// (the test kit's rule).
 fn require_hardware_pmu(test: &str) -> bool {
-    if crate::support::hardware_pmu_available() {
-        return true;
-    }
-    if std::env::var("CULPRIT_REQUIRE_PMU").as_deref() == Ok("1") {
-        panic!("{test}: no usable hardware PMU, but CULPRIT_REQUIRE_PMU=1 says it must be there");
-    }
-    eprintln!("SKIPPED {test}: no usable hardware PMU on this machine");
-    if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{test}: no usable hardware PMU on this machine");
-        }
-    }
-    false
+    culprit_testkit::require_pmu(test, crate::support::hardware_pmu_available())
 }
 
 /// Parsed hardware events really count: generic, raw and (on AMD Zen 4/5) table-event and
@@ -868,7 +842,7 @@ fn test_parsed_hardware_events_count() {
     if !require_hardware_pmu("test_parsed_hardware_events_count") {
         return;
     }
-    let _lock = crate::sysfs::testutil::pmu_lock();
+    let _lock = culprit_testkit::pmu_lock();
     let parser = EventParser::system();
     let mut events = vec!["instructions:u", "cycles:u", "branches:u"];
     let zen = parser

@@ -1,12 +1,13 @@
 //! Helpers: fixture paths, the perf gate, the machine-wide perf-event lock, and a parser for
 //! `perf script` output used as the oracle.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use culprit_decode::model::{DsoKind, Profile};
+
+// The PMU lock, the skip rules and the workload builder every crate's tests share.
+pub use culprit_testkit::{pmu_lock, require_perf, workload};
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,73 +37,6 @@ pub fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-pub fn perf_installed() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        perf()
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    })
-}
-
-/// Whether to run a perf-oracle test; skips loudly without perf (fails under CI, which
-/// installs perf).
-pub fn require_perf(test: &str) -> bool {
-    if perf_installed() {
-        return true;
-    }
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: perf is not installed, but .ci/run installs it");
-    }
-    eprintln!("SKIPPED {test}: perf is not installed");
-    if let Ok(log) = std::env::var("CULPRIT_SKIP_LOG") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{test}: perf is not installed");
-        }
-    }
-    false
-}
-
-/// The machine-wide lock tests hold while they open perf events (same file as the CLI
-/// tests' `pmu_lock()`).
-pub fn pmu_lock() -> File {
-    let dir = repo_root().join("target");
-    std::fs::create_dir_all(&dir).unwrap();
-    let f = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join("pmu-test.lock"))
-        .unwrap();
-    f.lock().unwrap();
-    f
-}
-
-/// Builds workloads/NAME into target/workloads once.
-pub fn workload(name: &str) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let root = repo_root();
-    let out = root.join("target/workloads");
-    let st = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root.join("workloads"))
-        .arg(format!("OUT={}", out.display()))
-        .arg(out.join(name))
-        .status()
-        .expect("run make");
-    assert!(st.success(), "building workload {name}");
-    out.join(name)
 }
 
 /// One sample as `perf script -F event,comm,tid,time,ip,dso,period --ns` prints it.

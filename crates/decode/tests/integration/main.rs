@@ -11,6 +11,9 @@ mod options;
 mod oracle;
 mod parallel;
 mod regressions;
+// ARM SPE decoding against perf 6.1's output (tests/spe_oracle.rs, kept beside the harness).
+#[path = "../spe_oracle.rs"]
+mod spe_oracle;
 mod stream;
 mod synth;
 mod truncation;
