@@ -709,8 +709,8 @@ fn test_corpus_reads_like_perf() {
 
 /// The culprit built for arm64 (`scripts/cross-aarch64.sh`: release, Debian's cross gcc as
 /// linker), run under qemu-user, reads the corpus's arm64 recordings exactly as this build
-/// does: `report` (text and JSON) and `script` byte for byte. The files are those the
-/// corpus README lists with `arch: aarch64`.
+/// does: `report` (text and JSON), `script` and the folded and speedscope exports, byte for
+/// byte. The files are those the corpus README lists with `arch: aarch64`.
 #[test]
 fn test_aarch64_build_reads_the_arm64_corpus_like_this_build() {
     let test = "test_aarch64_build_reads_the_arm64_corpus_like_this_build";
@@ -734,10 +734,12 @@ fn test_aarch64_build_reads_the_arm64_corpus_like_this_build() {
         arm_files.len() >= 4,
         "arm64 files in the README: {arm_files:?}"
     );
-    let views: [&[&str]; 3] = [
+    let views: [&[&str]; 5] = [
         &["report", "--width", "0"],
         &["report", "--format", "json"],
         &["script"],
+        &["export", "--format", "folded"],
+        &["export", "--format", "speedscope"],
     ];
     for file in &arm_files {
         for view in views {
