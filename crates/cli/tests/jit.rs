@@ -94,8 +94,10 @@ fn culprit_shares(file: &Path, children: bool) -> (BTreeMap<String, f64>, String
     (shares, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// Asserts culprit's rows named by `is_jit` equal perf's (names, shares within 0.1 point)
-/// and returns them, hottest first.
+/// Asserts culprit's rows named by `is_jit` equal perf's within 0.1 point each (a name one of
+/// them lacks counts 0 there: a frame holding one startup sample, 0.07 % of 1,400, may be
+/// named by one tool's view of the JIT dump and not by the other's) and returns culprit's,
+/// hottest first.
 fn assert_jit_rows_match(
     what: &str,
     perf: &BTreeMap<String, f64>,
@@ -110,16 +112,14 @@ fn assert_jit_rows_match(
     };
     let (p, o) = (pick(perf), pick(ours));
     assert!(!p.is_empty(), "{what}: perf names no JIT frame: {perf:?}");
-    assert_eq!(
-        p.keys().collect::<Vec<_>>(),
-        o.keys().collect::<Vec<_>>(),
-        "{what}: JIT names differ\nperf: {p:?}\nculprit: {o:?}"
-    );
-    for (name, share) in &p {
+    for name in p.keys().chain(o.keys()) {
+        let (theirs, mine) = (
+            p.get(name).copied().unwrap_or(0.0),
+            o.get(name).copied().unwrap_or(0.0),
+        );
         assert!(
-            (share - o[name]).abs() <= 0.1,
-            "{what}: {name}: perf {share}%, culprit {}%",
-            o[name]
+            (theirs - mine).abs() <= 0.1,
+            "{what}: {name}: perf {theirs}%, culprit {mine}%\nperf: {p:?}\nculprit: {o:?}"
         );
     }
     let mut rows: Vec<(String, f64)> = o.into_iter().collect();
