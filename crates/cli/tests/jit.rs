@@ -316,6 +316,61 @@ fn test_node_perf_basic_prof_map_matches_perf() {
     );
 }
 
+/// A Java program whose hot method is `Fib.fib`.
+const FIB_JAVA: &str = "public class Fib {\n\
+    static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n\
+    public static void main(String[] args) {\n\
+        long start = System.nanoTime();\n\
+        long sum = 0;\n\
+        while (System.nanoTime() - start < 1_500_000_000L) sum += fib(24);\n\
+        System.out.println(sum);\n\
+    }\n\
+}\n";
+
+/// The JVM (HotSpot) writing its perf map at exit (`-XX:+DumpPerfMapAtExit`): the Java
+/// method names (`int Fib.fib(int)`) rank first and equal perf's shares.
+#[test]
+fn test_jvm_perf_map_at_exit_matches_perf() {
+    let test = "test_jvm_perf_map_at_exit_matches_perf";
+    if !common::require_perf(test) {
+        return;
+    }
+    let jdk = Command::new("javac")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !jdk {
+        assert!(
+            std::env::var("CI").is_err(),
+            "{test}: no javac, but .ci/run installs openjdk-17-jdk-headless"
+        );
+        common::skip(test, "no JDK (apt-get install openjdk-17-jdk-headless)");
+        return;
+    }
+    let dir = common::scratch("jit-jvm");
+    std::fs::write(dir.join("Fib.java"), FIB_JAVA).unwrap();
+    common::run_ok(Command::new("javac").current_dir(&dir).arg("Fib.java"));
+    let file = record_in(
+        &dir,
+        &["-F", "999"],
+        &[
+            "java",
+            "-XX:+UnlockDiagnosticVMOptions",
+            "-XX:+DumpPerfMapAtExit",
+            "-cp",
+            ".",
+            "Fib",
+        ],
+    );
+    let is_java = |n: &str| n.contains("Fib.");
+    let (ours, _) = culprit_shares(&file, false);
+    let rows = assert_jit_rows_match("jvm map", &perf_shares(&file, false), &ours, &is_java);
+    assert!(
+        rows[0].0 == "int Fib.fib(int)" && rows[0].1 > 50.0,
+        "{rows:?}"
+    );
+}
+
 /// A Python program whose hot function is `fib`.
 const FIB_PY: &str = "import time\n\
 def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\
