@@ -300,15 +300,53 @@ pub fn period_unit(e: &EventInfo) -> PeriodUnit {
     }
 }
 
-/// A code address as samples see it, before symbolization.
+/// A code address as samples see it, before symbolization: what tells two frames apart in
+/// the stack model and the Parquet export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct LocKey {
-    dso: u32,
-    file_offset: u64,
+pub struct CodeKey {
+    /// The DSO ([`NONE`]: no mapping covered the address).
+    pub dso: u32,
+    /// Offset in the DSO (the address itself for the kernel, JIT code, unmapped).
+    pub file_offset: u64,
     /// The process, for per-process (anonymous/JIT) code; -1 otherwise.
-    pid: i32,
-    return_address: bool,
-    kernel: bool,
+    pub pid: i32,
+    /// A caller's return address (inline frames are looked up at `address - 1`).
+    pub return_address: bool,
+    /// Kernel code.
+    pub kernel: bool,
+}
+
+impl CodeKey {
+    /// The key of `location`, seen in process `pid` in CPU `mode`: per process only for
+    /// anonymous (JIT) code, whose addresses mean something in one process alone.
+    pub fn of(
+        profile: &Profile,
+        location: culprit_decode::model::Location,
+        mode: CpuMode,
+        pid: i32,
+        return_address: bool,
+    ) -> CodeKey {
+        let anonymous = location
+            .dso
+            .and_then(|d| profile.dsos.get(d as usize))
+            .is_some_and(|d| d.kind == DsoKind::Anonymous);
+        CodeKey {
+            dso: location.dso.unwrap_or(NONE),
+            file_offset: location.file_offset,
+            pid: if anonymous { pid } else { -1 },
+            return_address,
+            kernel: matches!(mode, CpuMode::Kernel | CpuMode::GuestKernel),
+        }
+    }
+
+    /// What the symbolizer is asked for this key.
+    pub fn query(&self) -> Query {
+        Query {
+            dso: (self.dso != NONE).then_some(self.dso),
+            file_offset: self.file_offset,
+            pid: self.pid,
+        }
+    }
 }
 
 /// The last stack a thread was sampled in: consecutive samples of a thread mostly share
@@ -317,7 +355,7 @@ struct LocKey {
 #[derive(Debug, Clone, Default)]
 struct LastStack {
     /// The locations' keys, root first.
-    keys: Vec<LocKey>,
+    keys: Vec<CodeKey>,
     /// The node of each of them (`nodes[i]` is the node of `keys[..=i]`).
     nodes: Vec<u32>,
     /// The last sample's (leaf node, event) and its entry in `samples`.
@@ -336,11 +374,11 @@ pub struct StackBuilder {
     thread_keys: Vec<(i32, i32, u32)>,
     /// Per thread (index into `thread_keys`): its last stack.
     last: Vec<LastStack>,
-    loc_ids: FxHashMap<LocKey, u32>,
-    locs: Vec<(LocKey, u64)>,
+    loc_ids: FxHashMap<CodeKey, u32>,
+    locs: Vec<(CodeKey, u64)>,
     /// The node of (parent node, location key): one look-up per frame (the location's id
     /// is looked up only for a new node).
-    node_ids: FxHashMap<(u32, LocKey), u32>,
+    node_ids: FxHashMap<(u32, CodeKey), u32>,
     nodes: Vec<StackNode>,
     /// The last sample's thread key and index.
     last_thread: Option<((i32, i32, u32), u32)>,
@@ -348,7 +386,7 @@ pub struct StackBuilder {
     samples: Vec<StackSample>,
     timeline: Vec<TimedSample>,
     /// Scratch: the current sample's location keys and addresses, leaf first.
-    path: Vec<(LocKey, u64)>,
+    path: Vec<(CodeKey, u64)>,
     kept: u64,
     time_range: Option<(u64, u64)>,
 }
@@ -396,7 +434,7 @@ impl StackBuilder {
         slot
     }
 
-    fn location(&mut self, key: LocKey, addr: u64) -> u32 {
+    fn location(&mut self, key: CodeKey, addr: u64) -> u32 {
         let next = self.locs.len() as u32;
         let id = *self.loc_ids.entry(key).or_insert(next);
         if id == next {
@@ -406,7 +444,7 @@ impl StackBuilder {
     }
 
     /// The node of `key` (at `addr`) called from `parent`.
-    fn node(&mut self, parent: u32, key: LocKey, addr: u64) -> u32 {
+    fn node(&mut self, parent: u32, key: CodeKey, addr: u64) -> u32 {
         if let Some(&id) = self.node_ids.get(&(parent, key)) {
             return id;
         }
@@ -473,37 +511,12 @@ impl StackBuilder {
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let chain = profile.callchain(sample);
-        let anon = |dso: Option<u32>| {
-            dso.and_then(|d| profile.dsos.get(d as usize))
-                .is_some_and(|d| d.kind == DsoKind::Anonymous)
-        };
-        let kernel_mode = |m: CpuMode| matches!(m, CpuMode::Kernel | CpuMode::GuestKernel);
         if chain.is_empty() {
-            let key = LocKey {
-                dso: sample.location.dso.unwrap_or(NONE),
-                file_offset: sample.location.file_offset,
-                pid: if anon(sample.location.dso) {
-                    sample.pid
-                } else {
-                    -1
-                },
-                return_address: false,
-                kernel: kernel_mode(sample.cpumode),
-            };
+            let key = CodeKey::of(profile, sample.location, sample.cpumode, sample.pid, false);
             path.push((key, sample.ip));
         } else {
             path.extend(chain.iter().enumerate().map(|(i, fr)| {
-                let key = LocKey {
-                    dso: fr.location.dso.unwrap_or(NONE),
-                    file_offset: fr.location.file_offset,
-                    pid: if anon(fr.location.dso) {
-                        sample.pid
-                    } else {
-                        -1
-                    },
-                    return_address: i > 0,
-                    kernel: kernel_mode(fr.cpumode),
-                };
+                let key = CodeKey::of(profile, fr.location, fr.cpumode, sample.pid, i > 0);
                 (key, fr.addr)
             }));
         }
@@ -712,15 +725,7 @@ impl StackBuilder {
         }
 
         // Symbols, resolved in one sorted batch.
-        let queries: Vec<Query> = self
-            .locs
-            .iter()
-            .map(|(k, _)| Query {
-                dso: (k.dso != NONE).then_some(k.dso),
-                file_offset: k.file_offset,
-                pid: k.pid,
-            })
-            .collect();
+        let queries: Vec<Query> = self.locs.iter().map(|(k, _)| k.query()).collect();
         let resolved = symbolizer.resolve_batch(profile, &queries);
         let mut function_ids: FxHashMap<(String, u32), u32> = FxHashMap::default();
         let mut function = |out: &mut StackProfile, name: &str, mapping: u32, unknown: bool| {

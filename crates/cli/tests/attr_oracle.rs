@@ -371,14 +371,10 @@ fn oracle_can_run(test: &str) -> bool {
     if !common::require_perf(test) {
         return false;
     }
-    if let Err(why) = namespaces_allowed() {
-        if std::env::var("CI").is_ok() {
-            panic!("{test}: {why}, but CI runs as root and must run the oracle");
-        }
-        common::skip(test, &why);
-        return false;
+    match namespaces_allowed() {
+        Ok(()) => true,
+        Err(why) => common::require_tool(test, &why),
     }
-    true
 }
 
 /// perf 6.12, built from the kernel tree of culprit's tables by scripts/oracle-perf.sh
@@ -396,18 +392,13 @@ fn oracle_perf_arm64() -> PathBuf {
 /// Whether the arm64 oracle can run: qemu-user and the arm64 perf are there. Elsewhere it
 /// skips loudly; under CI (which installs both) it fails instead.
 fn arm64_oracle_can_run(test: &str) -> bool {
-    let qemu = Command::new("qemu-aarch64").arg("--version").output();
-    let why = if qemu.map_or(true, |o| !o.status.success()) {
-        "no qemu-aarch64 (Debian qemu-user)"
-    } else if !oracle_perf_arm64().exists() {
-        "no target/oracle-perf/perf-arm64 (scripts/oracle-perf.sh builds it with gcc-aarch64-linux-gnu)"
-    } else {
-        return true;
-    };
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: {why}, but CI installs what the arm64 oracle needs");
-    }
-    common::skip(test, why)
+    let qemu = common::runs("qemu-aarch64", &["--version"]);
+    common::need(test, qemu, "no qemu-aarch64 (Debian qemu-user)")
+        && common::need(
+            test,
+            oracle_perf_arm64().exists(),
+            "no target/oracle-perf/perf-arm64 (scripts/oracle-perf.sh builds it with gcc-aarch64-linux-gnu)",
+        )
 }
 
 /// An attr as its [`COMPARED`] fields, in order: what two attrs are equal by.

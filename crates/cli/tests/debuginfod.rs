@@ -55,15 +55,6 @@ fn start_server(dir: &Path, db: &Path, build_id: &str) -> Server {
     }
 }
 
-fn tool(name: &str) -> bool {
-    Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
 /// `report --sort sym` shares by name (and stderr), with `env` and `extra` flags.
 fn culprit_report(
     file: &Path,
@@ -120,11 +111,13 @@ fn test_debuginfod_names_stripped_workload_then_cache_then_off() {
     if !common::require_perf(test) {
         return;
     }
-    if !tool("debuginfod") || !tool("objcopy") {
-        common::skip(
-            test,
-            "debuginfod or objcopy missing (apt-get install debuginfod)",
-        );
+    let tools =
+        common::runs("debuginfod", &["--version"]) && common::runs("objcopy", &["--version"]);
+    if !common::need(
+        test,
+        tools,
+        "debuginfod or objcopy missing (apt-get install debuginfod)",
+    ) {
         return;
     }
     let dir = common::scratch("debuginfod");

@@ -98,17 +98,8 @@ fn named(sym: &str) -> bool {
 
 /// Call at the start of a test that needs Go's pprof.
 fn require_go(test: &str) -> bool {
-    let ok = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return true;
-    }
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: go is not installed, but .ci/run installs golang-go");
-    }
-    common::skip(test, "go (Debian golang-go) is not installed")
+    let go = common::runs("go", &["version"]);
+    common::need(test, go, "go (Debian golang-go) is not installed")
 }
 
 /// `go tool pprof -top ARGS FILE`: (total line, rows of (name, flat%)).

@@ -193,20 +193,7 @@ fn test_record_groups_read_by_perf_as_perf_records_them() {
         );
     }
     let pipe = dir.join("leader-pipe.data");
-    common::run_ok(
-        common::culprit()
-            .args([
-                "record",
-                "-q",
-                "-e",
-                "{cpu-clock,page-faults}:S",
-                "-o",
-                "-",
-                "--",
-            ])
-            .args(cmd)
-            .stdout(std::fs::File::create(&pipe).unwrap()),
-    );
+    common::record_pipe_mode(common::culprit(), "{cpu-clock,page-faults}:S", &cmd, &pipe);
     let plain = dir.join("group.data");
     common::run_ok(
         common::culprit()

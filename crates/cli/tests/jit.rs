@@ -259,11 +259,8 @@ const FIB_JS: &str = "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 
     console.log(s);\n";
 
 fn node_available(test: &str) -> bool {
-    let ok = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || common::skip(test, "node is not installed (apt-get install nodejs)")
+    let node = common::runs("node", &["--version"]);
+    common::need(test, node, "node is not installed (apt-get install nodejs)")
 }
 
 #[test]
@@ -335,16 +332,12 @@ fn test_jvm_perf_map_at_exit_matches_perf() {
     if !common::require_perf(test) {
         return;
     }
-    let jdk = Command::new("javac")
-        .arg("-version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !jdk {
-        assert!(
-            std::env::var("CI").is_err(),
-            "{test}: no javac, but .ci/run installs openjdk-17-jdk-headless"
-        );
-        common::skip(test, "no JDK (apt-get install openjdk-17-jdk-headless)");
+    let jdk = common::runs("javac", &["-version"]);
+    if !common::need(
+        test,
+        jdk,
+        "no JDK (apt-get install openjdk-17-jdk-headless)",
+    ) {
         return;
     }
     let dir = common::scratch("jit-jvm");

@@ -125,15 +125,7 @@ fn test_record_latency_weighs_the_serial_phase_by_wall_clock_time() {
 /// parallelism the samples `report --sort parallelism` gives it.
 fn parquet_parallelism_equals_report(file: &Path, dir: &Path) {
     let test = "test_record_latency_weighs_the_serial_phase_by_wall_clock_time (parquet)";
-    let pyarrow = std::process::Command::new("python3")
-        .args(["-c", "import pyarrow.dataset"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !pyarrow {
-        if std::env::var("CI").is_ok() {
-            panic!("{test}: python3's pyarrow is not installed, but .ci/run installs it");
-        }
-        common::skip(test, "python3's pyarrow is not installed");
+    if !common::require_pyarrow(test) {
         return;
     }
     let out = dir.join("parquet");

@@ -23,26 +23,7 @@ fn fixtures() -> PathBuf {
     repo_root().join("crates/decode/tests/fixtures")
 }
 
-/// Call at the start of a test that reads Parquet back with pyarrow.
-fn require_pyarrow(test: &str) -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    let have = *HAVE.get_or_init(|| {
-        Command::new("python3")
-            .args(["-c", "import pyarrow.dataset"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if have {
-        return true;
-    }
-    if std::env::var("CI").is_ok() {
-        panic!("{test}: python3's pyarrow is not installed, but .ci/run installs it");
-    }
-    common::skip(
-        test,
-        "python3's pyarrow is not installed (pip install pyarrow)",
-    )
-}
+use common::require_pyarrow;
 
 /// `culprit export --format parquet` of `inputs` into `dir`, with `extra` flags.
 fn export(inputs: &[&Path], dir: &Path, extra: &[&str]) -> std::process::Output {

@@ -1052,21 +1052,7 @@ fn test_report_matches_perf_leader_sampling() {
         // time, `--no-group` being the trigger). That is the oracle failing on its own file,
         // not culprit: record again until perf can read what it wrote (a few tries).
         for attempt in 1..=5 {
-            let out = std::fs::File::create(&pipe).unwrap();
-            common::run_ok(
-                common::perf()
-                    .args([
-                        "record",
-                        "-q",
-                        "-e",
-                        "{cpu-clock,page-faults}:S",
-                        "-o",
-                        "-",
-                        "--",
-                    ])
-                    .args(cmd)
-                    .stdout(out),
-            );
+            common::record_pipe_mode(common::perf(), "{cpu-clock,page-faults}:S", &cmd, &pipe);
             if perf_reads_its_own_file(&pipe) {
                 break;
             }

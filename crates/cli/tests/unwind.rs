@@ -388,16 +388,8 @@ struct Aarch64Stop {
 /// is still in x30). `None` (after a loud skip; a failure under CI) without the tools.
 fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64Stop> {
     for tool in ["qemu-aarch64", "gdb-multiarch"] {
-        let found = std::process::Command::new(tool).arg("--version").output();
-        if found.map_or(true, |o| !o.status.success()) {
-            assert!(
-                std::env::var("CI").is_err(),
-                "{test}: {tool} is missing, but .ci/run installs it"
-            );
-            common::skip(
-                test,
-                &format!("no {tool} (Debian qemu-user, gdb-multiarch)"),
-            );
+        let why = format!("no {tool} (Debian qemu-user, gdb-multiarch)");
+        if !common::need(test, common::runs(tool, &["--version"]), &why) {
             return None;
         }
     }

@@ -394,7 +394,7 @@ fn privileged() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::testutil::FakeSysfs;
+    use crate::sysfs::testutil::{FakeMachines, FakeSysfs};
 
     fn host() -> IbsHost {
         IbsHost {

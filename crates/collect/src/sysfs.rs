@@ -547,68 +547,13 @@ pub fn virtualization() -> Option<String> {
 
 #[cfg(test)]
 pub(crate) mod testutil {
-    //! A fake sysfs tree in a temporary directory, shaped like an AMD Zen machine.
-    use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicU32, Ordering};
+    //! Fake sysfs trees (the test kit's [`FakeSysfs`]) shaped like the machines the tests need.
+    pub use culprit_testkit::FakeSysfs;
 
-    /// A temporary directory removed on drop.
-    pub struct FakeSysfs {
-        /// Root (the `devices` directory equivalent).
-        pub root: PathBuf,
-    }
-
-    impl Drop for FakeSysfs {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
-    }
-
-    fn write(path: &Path, content: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, format!("{content}\n")).unwrap();
-    }
-
-    impl FakeSysfs {
-        /// An empty tree.
-        pub fn empty() -> FakeSysfs {
-            static N: AtomicU32 = AtomicU32::new(0);
-            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/test-tmp")
-                .join(format!(
-                    "culprit-fake-sysfs-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-            let _ = std::fs::remove_dir_all(&root);
-            std::fs::create_dir_all(&root).unwrap();
-            FakeSysfs { root }
-        }
-
-        /// Adds a PMU with a type, format files, event aliases and caps.
-        pub fn pmu(
-            &self,
-            name: &str,
-            ty: u32,
-            formats: &[(&str, &str)],
-            events: &[(&str, &str)],
-            caps: &[(&str, &str)],
-        ) -> &Self {
-            let dir = self.root.join(name);
-            write(&dir.join("type"), &ty.to_string());
-            for (f, c) in formats {
-                write(&dir.join("format").join(f), c);
-            }
-            for (f, c) in events {
-                write(&dir.join("events").join(f), c);
-            }
-            for (f, c) in caps {
-                write(&dir.join("caps").join(f), c);
-            }
-            self
-        }
-
+    /// The machines collect's tests fake.
+    pub trait FakeMachines {
         /// An AMD Zen-like tree: cpu (type 4), ibs_op, ibs_fetch, software, msr.
-        pub fn amd() -> FakeSysfs {
+        fn amd() -> FakeSysfs {
             let s = FakeSysfs::empty();
             s.pmu(
                 "cpu",
@@ -660,7 +605,7 @@ pub(crate) mod testutil {
         }
 
         /// A tree like this development VM: no cpu PMU, only software ones.
-        pub fn no_hw() -> FakeSysfs {
+        fn no_hw() -> FakeSysfs {
             let s = FakeSysfs::empty();
             s.pmu("software", 1, &[], &[], &[])
                 .pmu("tracepoint", 2, &[], &[], &[])
@@ -674,11 +619,13 @@ pub(crate) mod testutil {
             s
         }
     }
+
+    impl FakeMachines for FakeSysfs {}
 }
 
 #[cfg(test)]
 mod tests {
-    use super::testutil::FakeSysfs;
+    use super::testutil::{FakeMachines, FakeSysfs};
     use super::*;
 
     #[test]

@@ -9,7 +9,8 @@
 //!   (scripts/test.sh counts them); a missing perf fails under `CI` (where .ci/run installs
 //!   it), and a missing hardware PMU fails under `CULPRIT_REQUIRE_PMU=1` (where .ci/run
 //!   found a usable one);
-//! - the workload builder ([`workload`]): `make -C workloads` into `target/workloads`.
+//! - the workload builder ([`workload`]): `make -C workloads` into `target/workloads`;
+//! - fake sysfs PMU trees ([`FakeSysfs`]) for the event parser's tests in collect and cli.
 //!
 //! It depends on no culprit crate, so that any crate may use it: whether a hardware PMU is
 //! usable is asked by the caller (collect's probe) and passed to [`require_pmu`].
@@ -81,10 +82,32 @@ pub fn require_perf(test: &str) -> bool {
 }
 
 /// Call where a test needs a tool that is missing (`why` says which): panics under CI, whose
-/// machine has it (.ci/run installs it); skips loudly elsewhere. Returns false.
+/// machine has it (.ci/run installs it, scripts/test.sh builds it); skips loudly elsewhere.
+/// Returns false.
 pub fn require_tool(test: &str, why: &str) -> bool {
-    assert!(!under_ci(), "{test}: {why}, but .ci/run installs it");
+    assert!(
+        !under_ci(),
+        "{test}: {why}, but CI provides it (.ci/run installs it, scripts/test.sh builds it)"
+    );
     skip(test, why)
+}
+
+/// `present`, or else [`require_tool`] with `why`: for `if !need(test, found, "no X") {
+/// return; }` guards on a tool, a file a script builds, or a Python module.
+pub fn need(test: &str, present: bool, why: &str) -> bool {
+    present || require_tool(test, why)
+}
+
+/// Whether `program ARGS` runs and exits 0 (a tool's `--version`, `python3 -c 'import m'`),
+/// its output discarded.
+pub fn runs(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Call at the start of a test that needs the hardware PMU, with whether it is usable
@@ -117,23 +140,81 @@ pub fn skip(test: &str, why: &str) -> bool {
 }
 
 /// Builds `workloads/NAME.c` into `target/workloads/NAME` (`make -s -C workloads`, which is a
-/// no-op when it is up to date) and returns the binary's path. Threads of one process build
-/// one at a time; make's own rename keeps processes apart.
+/// no-op when it is up to date) and returns the binary's path.
 pub fn workload(name: &str) -> PathBuf {
+    workload_in("", name)
+}
+
+/// [`workload`] built into the Makefile's `target/workloads/SUBDIR/` (`aarch64` holds the
+/// cross-compiled ones). Threads of one process build one at a time; make's own rename keeps
+/// processes apart.
+pub fn workload_in(subdir: &str, name: &str) -> PathBuf {
     static BUILDING: Mutex<()> = Mutex::new(());
     let _guard = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let root = repo_root();
     let out = root.join("target/workloads");
+    let bin = out.join(subdir).join(name);
     let status = Command::new("make")
         .arg("-s")
         .arg("-C")
         .arg(root.join("workloads"))
         .arg(format!("OUT={}", out.display()))
-        .arg(out.join(name))
+        .arg(&bin)
         .status()
         .expect("run make for the workloads");
-    assert!(status.success(), "building workload {name} failed");
-    out.join(name)
+    assert!(status.success(), "building workload {subdir}/{name} failed");
+    bin
+}
+
+/// A fake sysfs `devices` tree (the directory of PMUs, for `Sysfs::at`) in
+/// `target/test-tmp`, removed on drop.
+pub struct FakeSysfs {
+    /// The tree's root: one directory per PMU.
+    pub root: PathBuf,
+}
+
+impl Drop for FakeSysfs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl FakeSysfs {
+    /// An empty tree, its directory unique to this process and call.
+    pub fn empty() -> FakeSysfs {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let root = repo_root().join("target/test-tmp").join(format!(
+            "culprit-fake-sysfs-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        FakeSysfs { root }
+    }
+
+    /// Adds a PMU with a type, format files, event aliases and caps, each `(file, content)`.
+    pub fn pmu(
+        &self,
+        name: &str,
+        ty: u32,
+        formats: &[(&str, &str)],
+        events: &[(&str, &str)],
+        caps: &[(&str, &str)],
+    ) -> &Self {
+        let dir = self.root.join(name);
+        let write = |path: PathBuf, content: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, format!("{content}\n")).unwrap();
+        };
+        write(dir.join("type"), &ty.to_string());
+        for (subdir, files) in [("format", formats), ("events", events), ("caps", caps)] {
+            for (file, content) in files {
+                write(dir.join(subdir).join(file), content);
+            }
+        }
+        self
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 // One PMU lock, one set of skip rules and one workload builder for every crate's tests.
-pub use culprit_testkit::{perf_installed, pmu_lock, require_perf, skip, workload};
+pub use culprit_testkit::{
+    need, perf_installed, pmu_lock, require_perf, require_tool, runs, skip, workload,
+};
 
 /// The `culprit` binary cargo built for these tests, with `$HOME` at [`test_home`].
 pub fn culprit() -> Command {
@@ -96,35 +98,27 @@ pub fn scratch(name: &str) -> PathBuf {
 /// gcc-aarch64-linux-gnu), or `None` after a loud skip where the cross compiler is missing.
 /// Under CI (which installs it) a missing compiler fails the test instead.
 pub fn workload_aarch64(test: &str, name: &str) -> Option<PathBuf> {
-    if Command::new("aarch64-linux-gnu-gcc")
-        .arg("--version")
-        .output()
-        .map_or(true, |o| !o.status.success())
-    {
-        assert!(
-            std::env::var("CI").is_err(),
-            "{test}: aarch64-linux-gnu-gcc is missing, but .ci/run installs it"
-        );
-        skip(
-            test,
-            "no aarch64-linux-gnu-gcc (Debian gcc-aarch64-linux-gnu)",
-        );
+    let cross = runs("aarch64-linux-gnu-gcc", &["--version"]);
+    if !need(
+        test,
+        cross,
+        "no aarch64-linux-gnu-gcc (Debian gcc-aarch64-linux-gnu)",
+    ) {
         return None;
     }
-    static BUILT: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let out = repo_root().join("target/workloads");
-    let bin = out.join("aarch64").join(name);
-    let status = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(repo_root().join("workloads"))
-        .arg(format!("OUT={}", out.display()))
-        .arg(&bin)
-        .status()
-        .expect("run make for the workloads");
-    assert!(status.success(), "building aarch64 workload {name} failed");
-    Some(bin)
+    Some(culprit_testkit::workload_in("aarch64", name))
+}
+
+/// Call at the start of a test that reads Parquet back with pyarrow: true when python3 has
+/// it; otherwise skips loudly (false), or fails under CI, which installs it.
+pub fn require_pyarrow(test: &str) -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    let have = *HAVE.get_or_init(|| runs("python3", &["-c", "import pyarrow.dataset"]));
+    need(
+        test,
+        have,
+        "python3's pyarrow is not installed (pip install pyarrow)",
+    )
 }
 
 /// Whether the hardware PMU is usable here.
@@ -152,6 +146,17 @@ pub fn run_ok(cmd: &mut Command) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `TOOL record -q -e EVENTS -o - -- CMD` (`tool` is [`perf`] or [`culprit`]), its stdout, a
+/// pipe-mode perf.data, written to `file`.
+pub fn record_pipe_mode(mut tool: Command, events: &str, cmd: &[&str], file: &Path) {
+    let out = std::fs::File::create(file).unwrap();
+    run_ok(
+        tool.args(["record", "-q", "-e", events, "-o", "-", "--"])
+            .args(cmd)
+            .stdout(out),
+    );
 }
 
 /// Pushes the records of a crafted file's process 100 (time 1, sample id 1): its COMM `comm`

@@ -195,7 +195,8 @@ mod tests {
 
     #[test]
     fn test_breakpoint_in_an_event_list() {
-        let fake = crate::sysfs::testutil::FakeSysfs::amd();
+        use crate::sysfs::testutil::{FakeMachines, FakeSysfs};
+        let fake = FakeSysfs::amd();
         let p = super::super::EventParser::new(crate::sysfs::Sysfs::at(&fake.root), None);
         // The `/` of a length is not a term list: the comma after it still separates.
         let v = p

@@ -70,7 +70,13 @@ enum Target {
     /// One name that opens on several PMUs, as perf does: a table event on each numbered
     /// uncore instance (`uncore_imc_0`, `_1`, …) or on each hybrid core PMU that has it
     /// (`cpu_core`, `cpu_atom`), or `uncore_imc/…/` on each instance. One event each.
-    Each(Vec<Target>),
+    Each {
+        targets: Vec<Target>,
+        /// The PMUs are a hybrid CPU's core PMUs: each one's event is reported apart, named
+        /// as perf names it (`cpu_core/br_misp_retired.all_branches/`). Otherwise they are
+        /// uncore instances, summed under the name as written.
+        per_core_pmu: bool,
+    },
 }
 
 /// Accumulates config words while terms are applied.
@@ -231,7 +237,10 @@ impl EventParser {
                 kind: kind.to_string(),
             })
             .collect();
-        Some(Target::Each(targets))
+        Some(Target::Each {
+            targets,
+            per_core_pmu: true,
+        })
     }
 
     /// The same parser, choosing the event table by this CPU id string (as `PERF_CPUID`).
@@ -378,20 +387,19 @@ impl EventParser {
                 ),
             });
         }
-        let targets = match self.resolve(head, event, terms)? {
-            Target::Each(targets) => targets,
-            target => vec![target],
+        let (targets, per_core_pmu) = match self.resolve(head, event, terms)? {
+            Target::Each {
+                targets,
+                per_core_pmu,
+            } => (targets, per_core_pmu),
+            target => (vec![target], false),
         };
-        let several = targets.len() > 1;
         let mut specs = Vec::with_capacity(targets.len());
         for target in targets {
             let mut spec = self.build(target, terms.unwrap_or(""), event)?;
             self.apply_modifiers(&mut spec, mods, event, false)?;
-            // On a hybrid CPU each core PMU's event is reported apart, named as perf names
-            // it (`cpu_core/br_misp_retired.all_branches/`); uncore instances keep the name
-            // they are summed under.
-            if several && spec.cpumask.is_none() {
-                if let Some(pmu) = spec.pmu.as_deref().filter(|p| p.starts_with("cpu_")) {
+            if per_core_pmu {
+                if let Some(pmu) = spec.pmu.as_deref() {
                     let base = event.split([':', '/']).next().unwrap_or(event);
                     let mods = event.split_once(':').map_or("", |(_, m)| m);
                     spec.name = format!("{pmu}/{base}/{mods}");
@@ -464,7 +472,10 @@ impl EventParser {
                 }
             }
             if !targets.is_empty() {
-                return Ok(Target::Each(targets));
+                return Ok(Target::Each {
+                    targets,
+                    per_core_pmu: false,
+                });
             }
         }
         if let Some(raw) = parse_raw(head) {
@@ -597,7 +608,15 @@ impl EventParser {
             return Ok(found.pop());
         }
         if !found.is_empty() {
-            return Ok(Some(Target::Each(found)));
+            // A hybrid CPU's table names the event once per core PMU (`cpu_core`,
+            // `cpu_atom`); an uncore event is one entry on each numbered instance.
+            let per_core_pmu = found.iter().all(
+                |t| matches!(t, Target::Table(_, pmu) if pmu.name.starts_with("cpu_") && pmu.cpumask.is_none()),
+            );
+            return Ok(Some(Target::Each {
+                targets: found,
+                per_core_pmu,
+            }));
         }
         let Some(e) = first_missing else {
             return Ok(None);

@@ -2,7 +2,7 @@
 //! hardware PMU): every spelling, every error and its message, suggestions.
 
 use super::*;
-use crate::sysfs::testutil::FakeSysfs;
+use crate::sysfs::testutil::{FakeMachines, FakeSysfs};
 use crate::sysfs::CpuIdentity;
 
 fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {

@@ -3,7 +3,7 @@
 //! tables in the CLI, which sees both crates).
 
 use super::*;
-use crate::sysfs::testutil::FakeSysfs;
+use crate::sysfs::testutil::{FakeMachines, FakeSysfs};
 use crate::sysfs::CpuIdentity;
 
 fn cpu(vendor: &str, family: u32, model: u32) -> CpuIdentity {

@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHasher};
 
 use culprit_analysis::parallelism::{has_switch_records, ParallelismTracker};
 use culprit_decode::ibs::{IbsContext, IbsKind};
-use culprit_decode::model::{CpuMode, DsoKind, Profile, Sample};
+use culprit_decode::model::{CpuMode, Profile, Sample};
 use culprit_symbols::ProfileInput;
 
 use super::columns::SampleColumns;
@@ -18,21 +18,11 @@ use super::{file_id, hex, host_name, remove_stale, ParquetOptions, BATCH_ROWS};
 use crate::schema::samples_schema;
 use crate::WriteError;
 
-/// A code location as samples see it, before symbolization (one depth-0 frame).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct FrameKey {
-    /// The DSO (`u32::MAX`: no mapping).
-    pub(super) dso: u32,
-    pub(super) file_offset: u64,
-    /// The process, for per-process (anonymous/JIT) code; -1 otherwise.
-    pub(super) pid: i32,
-    /// A caller's return address (inline frames are looked up at `address - 1`); only
-    /// distinguished with `--inline`.
-    pub(super) return_address: bool,
-    pub(super) kernel: bool,
-}
+/// A code location as samples see it, before symbolization (one depth-0 frame): a caller's
+/// return address is only told apart with `--inline`.
+pub(super) use culprit_analysis::stacks::CodeKey as FrameKey;
 
-pub(super) const NONE: u32 = u32::MAX;
+pub(super) use culprit_analysis::stacks::NONE;
 
 /// Per event of the file: kept or not, and its totals.
 #[derive(Debug, Clone, Copy)]
@@ -255,17 +245,8 @@ impl<'a> SampleWriter<'a> {
 
         // The stack: the sampled IP's frame, then the callers.
         let inline = self.opts.stacks.inline;
-        let anon = |dso: Option<u32>| {
-            dso.and_then(|d| profile.dsos.get(d as usize))
-                .is_some_and(|d| d.kind == DsoKind::Anonymous)
-        };
-        let kernel_mode = |m: CpuMode| matches!(m, CpuMode::Kernel | CpuMode::GuestKernel);
-        let key_of = |loc: culprit_decode::model::Location, mode: CpuMode, ret: bool| FrameKey {
-            dso: loc.dso.unwrap_or(NONE),
-            file_offset: loc.file_offset,
-            pid: if anon(loc.dso) { s.pid } else { -1 },
-            return_address: ret && inline,
-            kernel: kernel_mode(mode),
+        let key_of = |loc: culprit_decode::model::Location, mode: CpuMode, ret: bool| {
+            FrameKey::of(profile, loc, mode, s.pid, ret && inline)
         };
         let leaf_key = key_of(s.location, s.cpumode, false);
         let mut keys = std::mem::take(&mut self.keys);

@@ -103,15 +103,7 @@ pub(super) fn write_frames(
     bytes: &mut u64,
 ) -> Result<FramesWritten, WriteError> {
     let inline = w.opts.stacks.inline;
-    let queries: Vec<Query> = w
-        .frames
-        .iter()
-        .map(|(k, _)| Query {
-            dso: (k.dso != NONE).then_some(k.dso),
-            file_offset: k.file_offset,
-            pid: k.pid,
-        })
-        .collect();
+    let queries: Vec<Query> = w.frames.iter().map(|(k, _)| k.query()).collect();
     let resolved = symbolizer.resolve_batch(profile, &queries);
     let schema = Arc::new(frames_schema());
     let mut out = TableFile::create(&dir.join("frames"), name, schema, w.opts.row_group_rows)?;

@@ -130,34 +130,14 @@ mod tests {
     use culprit_analysis::topdown::{event_def, Ev};
     use culprit_collect::events::EventParser;
     use culprit_collect::sysfs::Sysfs;
-    use std::path::PathBuf;
 
-    /// A sysfs `devices` tree with one `cpu` PMU (type 4) of these format files, in
-    /// target/test-tmp, removed on drop.
-    struct FakeCpuPmu {
-        root: PathBuf,
-    }
+    use culprit_testkit::FakeSysfs;
 
-    impl FakeCpuPmu {
-        fn new(tag: &str, formats: &[(&str, &str)]) -> FakeCpuPmu {
-            let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/test-tmp")
-                .join(format!("culprit-topdown-pmu-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&root);
-            let format = root.join("cpu/format");
-            std::fs::create_dir_all(&format).unwrap();
-            std::fs::write(root.join("cpu/type"), "4\n").unwrap();
-            for (name, bits) in formats {
-                std::fs::write(format.join(name), format!("{bits}\n")).unwrap();
-            }
-            FakeCpuPmu { root }
-        }
-    }
-
-    impl Drop for FakeCpuPmu {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.root);
-        }
+    /// A sysfs `devices` tree with one `cpu` PMU (type 4) of these format files.
+    fn fake_cpu_pmu(formats: &[(&str, &str)]) -> FakeSysfs {
+        let sysfs = FakeSysfs::empty();
+        sysfs.pmu("cpu", 4, formats, &[], &[]);
+        sysfs
     }
 
     fn amd_cpu(model: Model) -> CpuIdentity {
@@ -177,31 +157,25 @@ mod tests {
     /// sees analysis).
     #[test]
     fn test_topdown_encodings_equal_the_tables() {
-        let amd = FakeCpuPmu::new(
-            "amd",
-            &[
-                ("event", "config:0-7,32-35"),
-                ("umask", "config:8-15"),
-                ("edge", "config:18"),
-                ("inv", "config:23"),
-                ("cmask", "config:24-31"),
-            ],
-        );
-        let intel = FakeCpuPmu::new(
-            "intel",
-            &[
-                ("event", "config:0-7"),
-                ("umask", "config:8-15"),
-                ("edge", "config:18"),
-                ("pc", "config:19"),
-                ("any", "config:21"),
-                ("inv", "config:23"),
-                ("cmask", "config:24-31"),
-                ("offcore_rsp", "config1:0-63"),
-                ("ldlat", "config1:0-15"),
-                ("frontend", "config1:0-23"),
-            ],
-        );
+        let amd = fake_cpu_pmu(&[
+            ("event", "config:0-7,32-35"),
+            ("umask", "config:8-15"),
+            ("edge", "config:18"),
+            ("inv", "config:23"),
+            ("cmask", "config:24-31"),
+        ]);
+        let intel = fake_cpu_pmu(&[
+            ("event", "config:0-7"),
+            ("umask", "config:8-15"),
+            ("edge", "config:18"),
+            ("pc", "config:19"),
+            ("any", "config:21"),
+            ("inv", "config:23"),
+            ("cmask", "config:24-31"),
+            ("offcore_rsp", "config1:0-63"),
+            ("ldlat", "config1:0-15"),
+            ("frontend", "config1:0-23"),
+        ]);
         let cases = [
             (
                 Model::Zen4,

@@ -96,7 +96,7 @@ impl EventParser {
                 spec
             }
             // parse_event_instances builds each of them alone; never nested.
-            Target::Each(_) => {
+            Target::Each { .. } => {
                 return Err(EventError::Unsupported {
                     event: event.to_string(),
                     what: "an event of several PMUs inside another".to_string(),
