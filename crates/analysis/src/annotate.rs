@@ -342,7 +342,7 @@ pub fn annotate_places(
             let k = profile.dsos.get(dso as usize)?.kind;
             matches!(
                 k,
-                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
+                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Ksymbol | DsoKind::Anonymous
             )
             .then_some(site.query.file_offset)
         }) else {

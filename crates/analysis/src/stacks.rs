@@ -712,7 +712,7 @@ impl StackBuilder {
                     kind: match dso.kind {
                         DsoKind::Elf => MappingKind::File,
                         DsoKind::Kernel => MappingKind::Kernel,
-                        DsoKind::KernelModule => MappingKind::KernelModule,
+                        DsoKind::KernelModule | DsoKind::Ksymbol => MappingKind::KernelModule,
                         DsoKind::Vdso => MappingKind::Vdso,
                         DsoKind::Anonymous => MappingKind::Anonymous,
                     },

@@ -1131,3 +1131,48 @@ fn test_report_spe_synthesised_events_match_perf() {
         }
     }
 }
+
+/// Samples in a BPF program's JIT image are named by the recording's KSYMBOL record, as perf
+/// names them: the program `bpf_prog_<tag>_culprit_hot` is the DSO and the symbol, with
+/// perf's shares, where culprit used to scatter them over `[unknown]` kernel addresses.
+#[test]
+fn test_report_names_bpf_programs_from_ksymbol_records_as_perf() {
+    let test = "test_report_names_bpf_programs_from_ksymbol_records_as_perf";
+    if !common::require_perf(test) {
+        return;
+    }
+    let bin = common::workload("bpf_filter");
+    // Loading a BPF program takes root and a kernel with BPF (a capability, not a tool).
+    let probe = Command::new(&bin).arg("0.01").output().unwrap();
+    if !probe.status.success() {
+        common::skip(
+            test,
+            &format!(
+                "cannot load a BPF socket filter here: {}",
+                String::from_utf8_lossy(&probe.stderr).trim()
+            ),
+        );
+        return;
+    }
+    let bin = bin.to_str().unwrap();
+    let file = {
+        let _lock = common::pmu_lock();
+        perf_record("report-bpf", &["-e", "cpu-clock"], &[bin, "1"])
+    };
+    compare_with_perf(&file, "dso,sym", false);
+    let json = culprit_json(&file, &["--sort", "dso,sym", "--no-children"]);
+    let bpf = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| {
+            r["keys"]["sym"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("bpf_prog_") && s.ends_with("_culprit_hot"))
+        })
+        .unwrap_or_else(|| panic!("no bpf_prog_…_culprit_hot row: {json}"));
+    assert_eq!(bpf["keys"]["dso"], bpf["keys"]["sym"], "{bpf}");
+    // About half the samples are in the program; a loaded machine still gives it a tenth.
+    let share = bpf["percent"]["cpu-clock"].as_f64().unwrap();
+    assert!(share > 10.0, "{bpf}");
+}

@@ -200,6 +200,11 @@ pub mod record_type {
     pub const SWITCH: u32 = 14;
     /// `PERF_RECORD_SWITCH_CPU_WIDE`: as [`SWITCH`], with the other task's pid and tid.
     pub const SWITCH_CPU_WIDE: u32 = 15;
+    /// `PERF_RECORD_KSYMBOL`: kernel code registered or unregistered at run time (a BPF
+    /// program's JIT image, a trampoline), with its name.
+    pub const KSYMBOL: u32 = 17;
+    /// `PERF_RECORD_BPF_EVENT`: a BPF program loaded or unloaded (its id and tag).
+    pub const BPF_EVENT: u32 = 18;
     /// `PERF_RECORD_HEADER_ATTR`.
     pub const HEADER_ATTR: u32 = 64;
     /// `PERF_RECORD_HEADER_TRACING_DATA`.

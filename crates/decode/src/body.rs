@@ -85,6 +85,38 @@ impl<'a> Comm<'a> {
     }
 }
 
+/// `PERF_RECORD_KSYMBOL`: kernel code the kernel registered (or unregistered) at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ksymbol<'a> {
+    /// First address of the code.
+    pub addr: u64,
+    /// Its length in bytes.
+    pub len: u32,
+    /// `PERF_RECORD_KSYMBOL_TYPE_*`: 1 a BPF program, 2 out-of-line code (a trampoline).
+    pub ksym_type: u16,
+    /// `PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER` (1) when the code went away.
+    pub flags: u16,
+    /// The symbol's name (`bpf_prog_<tag>_<name>`), up to its NUL.
+    pub name: &'a [u8],
+}
+
+impl<'a> Ksymbol<'a> {
+    /// `PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER`.
+    pub const UNREGISTER: u16 = 1;
+
+    /// The fields of a KSYMBOL body.
+    pub fn parse(body: &'a [u8], big_endian: bool) -> Option<Ksymbol<'a>> {
+        let mut c = Cur::new(body, big_endian);
+        Some(Ksymbol {
+            addr: c.u64()?,
+            len: c.u32()?,
+            ksym_type: c.u16()?,
+            flags: c.u16()?,
+            name: until_nul(body.get(16..)?),
+        })
+    }
+}
+
 /// `PERF_RECORD_MMAP` or `PERF_RECORD_MMAP2`: a mapping of a task's address space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mmap<'a> {

@@ -158,6 +158,10 @@ pub enum DsoKind {
     Vdso,
     /// Anonymous or special mappings (`//anon`, `[heap]`, `[stack]`, JIT code).
     Anonymous,
+    /// Kernel code a `PERF_RECORD_KSYMBOL` named (a BPF program's JIT image, a trampoline):
+    /// named by the record alone, as perf does (the DSO and its one symbol are that name;
+    /// file offsets count from the code's first byte).
+    Ksymbol,
 }
 
 /// A shared object (or the kernel): one per distinct path (and build-id) seen in the file.

@@ -364,6 +364,28 @@ impl State {
         (id, kind)
     }
 
+    /// Interns the DSO of kernel code a KSYMBOL record names (by its name alone).
+    pub(crate) fn ksymbol_dso(&mut self, p: &mut Profile, name: &str) -> DsoId {
+        let key = DsoKey {
+            path: name.to_string(),
+            build_id: None,
+            pid: None,
+        };
+        if let Some(&id) = self.dso_index.get(&key) {
+            return id;
+        }
+        let id = p.dsos.len() as DsoId;
+        p.dsos.push(Dso {
+            path: name.to_string(),
+            short_name: name.to_string(),
+            build_id: None,
+            kind: DsoKind::Ksymbol,
+            pid: None,
+        });
+        self.dso_index.insert(key, id);
+        id
+    }
+
     /// Adds a mapping; false when the map budget is exhausted (the mapping is dropped).
     pub(crate) fn add_map(&mut self, kernel: bool, pid: i32, m: Map) -> bool {
         // Worst case an insert splits one map in two and adds itself: 2 new entries.

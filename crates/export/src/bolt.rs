@@ -76,7 +76,10 @@ impl Addresser<'_> {
 
 fn is_kernel(profile: &Profile, at: &CodeAddr) -> bool {
     match at.dso.and_then(|d| profile.dsos.get(d as usize)) {
-        Some(d) => matches!(d.kind, DsoKind::Kernel | DsoKind::KernelModule),
+        Some(d) => matches!(
+            d.kind,
+            DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Ksymbol
+        ),
         None => at.offset >= KERNEL_BASE,
     }
 }
@@ -91,7 +94,10 @@ pub(crate) fn write(
     summary: &mut PgoSummary,
 ) -> Result<(), PgoError> {
     let dso = &profile.dsos[target.dso as usize];
-    let target_kernel = matches!(dso.kind, DsoKind::Kernel | DsoKind::KernelModule);
+    let target_kernel = matches!(
+        dso.kind,
+        DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Ksymbol
+    );
     // Can the binary be read? One offset of its code tells.
     let probe = pgo
         .branches

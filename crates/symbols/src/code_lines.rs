@@ -52,7 +52,7 @@ impl Symbolizer {
         let no_dwarf = profile.dsos.get(dso as usize).is_none_or(|d| {
             matches!(
                 d.kind,
-                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Anonymous
+                DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Ksymbol | DsoKind::Anonymous
             )
         });
         if no_dwarf || end < start {

@@ -410,6 +410,14 @@ impl Symbolizer {
                 }
             }
             DsoKind::Anonymous => DsoState::Jit,
+            // Its one symbol, named as the code: every offset in the map is in it.
+            DsoKind::Ksymbol => {
+                let mut table = SymbolTableBuilder::with_capacity(1, dso.path.len());
+                table.push(&dso.path, 0, u64::MAX, Binding::Global);
+                DsoState::Absolute {
+                    table: Some(self.add_table(table.build())),
+                }
+            }
             DsoKind::Elf => {
                 let key = (dso.path.clone(), dso.build_id.clone());
                 if let Some((state, warnings)) = self.preloaded.remove(&key) {

@@ -115,13 +115,14 @@ impl<'a, 'p> Reader<'a, 'p> {
     /// Applies a queued record other than a sample.
     #[inline(never)]
     pub(super) fn side_record(&mut self, r: &Ref, ty: u32, misc: u16, body: &[u8]) -> Option<()> {
-        if matches!(ty, rt::MMAP | rt::MMAP2 | rt::COMM | rt::FORK) {
+        if matches!(ty, rt::MMAP | rt::MMAP2 | rt::COMM | rt::FORK | rt::KSYMBOL) {
             if let Some(log) = self.log.as_mut() {
                 log.change(r.file_off);
             }
         }
         match ty {
             rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
+            rt::KSYMBOL => self.ksymbol(r, body),
             rt::COMM => self.comm(r, body),
             rt::FORK => self.fork(body),
             rt::EXIT => self.exit(r, body),
@@ -239,6 +240,33 @@ impl<'a, 'p> Reader<'a, 'p> {
         } = crate::body::Fork::parse(body, self.be)?;
         self.p.thread_pids.entry(tid).or_insert(pid);
         self.st.fork(&mut self.p, pid, ppid, tid, ptid);
+        Some(())
+    }
+
+    /// A KSYMBOL record: the code it registers becomes a kernel map of its own, in a DSO named
+    /// after it, as perf's `machine__process_ksymbol_register` does. An unregistered one
+    /// keeps its map: perf removes it, but no sample can land in freed code, and the next
+    /// registration at that address replaces it.
+    pub(super) fn ksymbol(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
+        let body = self.without_trailer(r.attr, body);
+        let k = crate::body::Ksymbol::parse(body, self.be)?;
+        if k.flags & crate::body::Ksymbol::UNREGISTER != 0 || k.len == 0 {
+            return Some(());
+        }
+        let name = c_string(k.name);
+        let dso = self.st.ksymbol_dso(&mut self.p, &name);
+        let map = Map {
+            start: k.addr,
+            end: k.addr.saturating_add(u64::from(k.len)),
+            pgoff: 0,
+            dso,
+            identity: false,
+        };
+        if !self.st.add_map(true, -1, map) {
+            self.warn(format!(
+                "too many mappings (limit from the file size); kernel symbol {name} ignored"
+            ));
+        }
         Some(())
     }
 

@@ -156,3 +156,59 @@ fn test_anonymous_code_is_named_jit_tid_like_perf() {
         assert_eq!(d, ("//anon", "[JIT] tid 2046", Some(2046)));
     }
 }
+
+/// `PERF_RECORD_KSYMBOL` body: addr, len, ksym_type, flags, the NUL-padded name.
+fn ksymbol(addr: u64, len: u32, flags: u16, name: &str) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&addr.to_le_bytes());
+    b.extend_from_slice(&len.to_le_bytes());
+    b.extend_from_slice(&1u16.to_le_bytes()); // PERF_RECORD_KSYMBOL_TYPE_BPF
+    b.extend_from_slice(&flags.to_le_bytes());
+    b.extend_from_slice(name.as_bytes());
+    b.resize((b.len() + 8) & !7, 0);
+    b
+}
+
+/// A BPF program's KSYMBOL record maps its code inside the kernel's map, as perf's
+/// machine__process_ksymbol_register: samples there are in a DSO named after the program
+/// (offsets from its first byte); the kernel keeps the addresses around it, and damaged
+/// KSYMBOL bodies change nothing.
+#[test]
+fn test_ksymbol_records_map_bpf_programs_by_name() {
+    let mut d = Data::default();
+    let k = 0xffff_ffff_8100_0000u64;
+    let prog = 0xffff_ffff_c002_5b94u64;
+    d.rec_id(
+        10,
+        KERNEL,
+        mmap2(-1, k, 0x100_0000, k, 0, "[kernel.kallsyms]_text"),
+        -1,
+        0,
+        ID_A,
+    );
+    let name = "bpf_prog_3f3fc3766c8ee4df_culprit_hot";
+    d.rec_id(17, 0, ksymbol(prog, 0x100, 0, name), -1, 1, ID_A);
+    // Cut short: no name, no length.
+    d.rec_id(17, 0, vec![0; 6], -1, 2, ID_A);
+    d.rec(9, KERNEL, sample_a(prog + 0x10, 7, 7, 10, 1, &[]));
+    d.rec(9, KERNEL, sample_a(prog + 0x100, 7, 7, 11, 1, &[]));
+    d.rec(9, KERNEL, sample_a(k + 0x10, 7, 7, 12, 1, &[]));
+    let p = Reader::from_bytes(&file(&d)).collect().unwrap();
+    let got: Vec<_> = p
+        .samples
+        .iter()
+        .map(|s| {
+            let dso = p.dso(&s.location).map(|d| (d.kind, d.short_name.clone()));
+            (dso, s.location.file_offset)
+        })
+        .collect();
+    let kernel = Some((DsoKind::Kernel, "[kernel.kallsyms]".to_string()));
+    assert_eq!(
+        got,
+        [
+            (Some((DsoKind::Ksymbol, name.to_string())), 0x10),
+            (kernel.clone(), prog + 0x100),
+            (kernel, k + 0x10),
+        ]
+    );
+}

@@ -116,7 +116,12 @@ pub(super) fn write_frames(
         let d = (key.dso != NONE).then_some(key.dso);
         let dso_info = d.and_then(|d| profile.dsos.get(d as usize));
         let kernel = key.kernel
-            || dso_info.is_some_and(|x| matches!(x.kind, DsoKind::Kernel | DsoKind::KernelModule));
+            || dso_info.is_some_and(|x| {
+                matches!(
+                    x.kind,
+                    DsoKind::Kernel | DsoKind::KernelModule | DsoKind::Ksymbol
+                )
+            });
         let (build_id, dso) = SampleWriter::dso_names(&mut names, profile, key.dso);
         let symbol = r
             .symbol
