@@ -323,3 +323,106 @@ fn test_input_flags_are_on_every_reading_verb() {
         }
     }
 }
+
+/// MiniDebugInfo (`.gnu_debugdata`, as Fedora ships binaries): a stripped program whose
+/// static functions are only in that xz-compressed section. culprit names them from it with
+/// the shares perf gives when it reads the unstripped program (perf 6.1 does not read the
+/// section: on the stripped file it shows bare addresses).
+#[test]
+fn test_report_names_static_functions_from_mini_debuginfo_as_perf_with_symbols() {
+    let test = "test_report_names_static_functions_from_mini_debuginfo_as_perf_with_symbols";
+    if !common::require_perf(test) {
+        return;
+    }
+    let tools = ["gcc", "nm", "objcopy", "strip", "xz"]
+        .iter()
+        .all(|t| common::runs(t, &["--version"]));
+    if !common::need(test, tools, "gcc, binutils or xz missing") {
+        return;
+    }
+    let dir = common::scratch("input-minidebuginfo");
+    std::fs::write(
+        dir.join("w.c"),
+        "#include <stdlib.h>\n\
+         static volatile unsigned sink;\n\
+         static __attribute__((noinline)) void hot_minidebug_fn(unsigned n)\n\
+         { for (unsigned i = 0; i < n; i++) sink += i * 7; }\n\
+         static __attribute__((noinline)) void warm_minidebug_fn(unsigned n)\n\
+         { for (unsigned i = 0; i < n; i++) sink += i * 5; }\n\
+         int main(int argc, char **argv) {\n\
+         \x20   unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 100000000u;\n\
+         \x20   hot_minidebug_fn(3 * n);\n\
+         \x20   warm_minidebug_fn(n);\n\
+         \x20   return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    // Fedora's recipe (find-debuginfo's add_minidebug): the functions .dynsym lacks go into
+    // an xz-compressed .symtab-only ELF in .gnu_debugdata, then the program is stripped.
+    // `w.full` keeps the unstripped program (the same build-id) for perf.
+    let recipe = "gcc -O1 -g -o w w.c && cp w w.full && \
+        nm -D w --format=posix --defined-only | awk '{print $1}' | sort > dynsyms && \
+        nm w --format=posix --defined-only | awk '{ if ($2 == \"T\" || $2 == \"t\") print $1 }' | sort > funcsyms && \
+        comm -13 dynsyms funcsyms > keep_symbols && \
+        objcopy --only-keep-debug w w.dbg && \
+        objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep_symbols w.dbg mini && \
+        xz -f mini && strip --strip-all -R .comment w && \
+        objcopy --add-section .gnu_debugdata=mini.xz w";
+    common::run_ok(Command::new("sh").args(["-c", recipe]).current_dir(&dir));
+    let exe = dir.join("w");
+    let file = dir.join("f.data");
+    {
+        let _lock = common::pmu_lock();
+        common::run_ok(
+            common::culprit()
+                .args(["record", "-q", "-e", "cpu-clock", "-o"])
+                .arg(&file)
+                .arg("--")
+                .arg(&exe)
+                .arg("60000000"),
+        );
+    }
+    // perf, with the unstripped program under --symfs: user rows only (kernel names need
+    // kallsyms, which --symfs moves).
+    let symfs = dir.join("symfs");
+    let under = symfs.join(exe.strip_prefix("/").unwrap());
+    std::fs::create_dir_all(under.parent().unwrap()).unwrap();
+    std::fs::copy(dir.join("w.full"), &under).unwrap();
+    let out = common::run_ok(
+        common::perf()
+            .args(["report", "--stdio", "--sort", "sym", "--symfs"])
+            .arg(&symfs)
+            .arg("-i")
+            .arg(&file),
+    );
+    let share = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.trim_end().ends_with(&format!("[.] {name}")))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|p| p.trim_end_matches('%').parse().ok())
+            .unwrap_or(0.0)
+    };
+    let perf_text = String::from_utf8_lossy(&out.stdout).to_string();
+    let ours = common::run_ok(
+        common::culprit()
+            .args(["report", "--sort", "sym", "--width", "0", "-i"])
+            .arg(&file),
+    );
+    let ours = String::from_utf8_lossy(&ours.stdout).to_string();
+    for name in ["hot_minidebug_fn", "warm_minidebug_fn"] {
+        let (p, o) = (share(&perf_text, name), share(&ours, name));
+        assert!(p > 5.0, "perf does not name {name}:\n{perf_text}");
+        assert!(
+            (p - o).abs() <= 0.1,
+            "{name}: perf {p} %, culprit {o} %\n{ours}"
+        );
+    }
+    // The stripped program has no .symtab: the names came from .gnu_debugdata alone.
+    let plain = common::run_ok(
+        common::perf()
+            .args(["report", "--stdio", "--sort", "sym", "-i"])
+            .arg(&file),
+    );
+    let plain = String::from_utf8_lossy(&plain.stdout);
+    assert_eq!(share(&plain, "hot_minidebug_fn"), 0.0, "{plain}");
+}
