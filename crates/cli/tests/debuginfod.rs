@@ -7,7 +7,7 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,7 +65,9 @@ fn culprit_report(
     c.env_remove("DEBUGINFOD_URLS");
     // A home of its own: the shared test home's build-id cache holds the unstripped
     // workload (other tests record it), which would name the stripped one by its build-id.
-    let home = common::scratch("debuginfod-home");
+    let home = file.with_file_name("home");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
     c.env("HOME", &home);
     for (k, v) in env {
         c.env(k, v);
@@ -121,31 +123,14 @@ fn test_debuginfod_names_stripped_workload_then_cache_then_off() {
         return;
     }
     let dir = common::scratch("debuginfod");
-    let (full, stripped) = (dir.join("full/shares"), dir.join("bin/shares"));
-    let served = dir.join("served");
-    for d in [&full, &stripped] {
-        std::fs::create_dir_all(d.parent().unwrap()).unwrap();
-    }
-    std::fs::create_dir_all(&served).unwrap();
-    std::fs::copy(common::workload("shares"), &full).unwrap();
-    common::run_ok(
-        Command::new("objcopy")
-            .arg("--only-keep-debug")
-            .arg(&full)
-            .arg(served.join("shares.debug")),
-    );
-    common::run_ok(Command::new("strip").arg("-o").arg(&stripped).arg(&full));
-    let build_id = {
-        let data = std::fs::read(&stripped).unwrap();
-        let obj = object::File::parse(&*data).unwrap();
-        let id = object::Object::build_id(&obj).unwrap().unwrap();
-        id.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    };
-    let file = common::perf_record(
-        "debuginfod-rec",
-        &["-e", "cpu-clock"],
-        &[stripped.to_str().unwrap(), "10"],
-    );
+    let Stripped {
+        full,
+        stripped,
+        debug,
+        build_id,
+        file,
+    } = stripped_shares(&dir, "debuginfod-rec");
+    let served = debug.parent().unwrap().to_path_buf();
     let cache = dir.join("cache");
     let cache_env = ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap());
 
@@ -164,20 +149,7 @@ fn test_debuginfod_names_stripped_workload_then_cache_then_off() {
         let (names, _) = culprit_report(&file, &[cache_env, urls], &[]);
         names
     };
-    let symfs = dir.join("symfs");
-    let at = symfs.join(stripped.strip_prefix("/").unwrap());
-    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-    std::fs::copy(&full, &at).unwrap();
-    let perf = perf_shares(&file, &symfs);
-    assert_eq!(perf.len(), 2, "perf names heavy and light: {perf:?}");
-    for (name, share) in &perf {
-        let ours = names.get(name).copied().unwrap_or(0.0);
-        assert!(
-            (share - ours).abs() <= 0.1,
-            "{name}: perf {share}%, culprit {ours}%"
-        );
-    }
-    assert!(names["heavy"] > 2.0 * names["light"], "{names:?}");
+    assert_shares_equal_perf(&dir, &full, &stripped, &file, &names);
     assert!(cache.join(&build_id).join("debuginfo").is_file());
 
     // The server gone: the cache names them.
@@ -200,4 +172,187 @@ fn test_debuginfod_names_stripped_workload_then_cache_then_off() {
     assert!(start.elapsed() < Duration::from_secs(20));
     assert_eq!(stderr.matches("debuginfod: ").count(), 1, "{stderr}");
     assert!(stderr.contains("127.0.0.1:9"), "{stderr}");
+}
+
+/// A stripped copy of the `shares` workload, its debug file and a recording of it.
+struct Stripped {
+    /// The unstripped program.
+    full: PathBuf,
+    /// The stripped program (what was recorded).
+    stripped: PathBuf,
+    /// Its debug file (`objcopy --only-keep-debug`), alone in its directory.
+    debug: PathBuf,
+    /// Its build-id, in hex.
+    build_id: String,
+    /// perf's cpu-clock recording of the stripped program.
+    file: PathBuf,
+}
+
+/// Builds [`Stripped`] in `dir`, the recording in perf_record's `record_dir`.
+fn stripped_shares(dir: &Path, record_dir: &str) -> Stripped {
+    let (full, stripped) = (dir.join("full/shares"), dir.join("bin/shares"));
+    let debug = dir.join("served/shares.debug");
+    for d in [&full, &stripped, &debug] {
+        std::fs::create_dir_all(d.parent().unwrap()).unwrap();
+    }
+    std::fs::copy(common::workload("shares"), &full).unwrap();
+    common::run_ok(
+        Command::new("objcopy")
+            .arg("--only-keep-debug")
+            .arg(&full)
+            .arg(&debug),
+    );
+    common::run_ok(Command::new("strip").arg("-o").arg(&stripped).arg(&full));
+    let build_id = {
+        let data = std::fs::read(&stripped).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        let id = object::Object::build_id(&obj).unwrap().unwrap();
+        id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let file = common::perf_record(
+        record_dir,
+        &["-e", "cpu-clock"],
+        &[stripped.to_str().unwrap(), "10"],
+    );
+    Stripped {
+        full,
+        stripped,
+        debug,
+        build_id,
+        file,
+    }
+}
+
+/// culprit's `names` (shares of `heavy` and `light`) equal perf's on `file` with the
+/// unstripped program `full` in place of `stripped` (`--symfs`), each within 0.1 point.
+fn assert_shares_equal_perf(
+    dir: &Path,
+    full: &Path,
+    stripped: &Path,
+    file: &Path,
+    names: &BTreeMap<String, f64>,
+) {
+    let symfs = dir.join("symfs");
+    let at = symfs.join(stripped.strip_prefix("/").unwrap());
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::fs::copy(full, &at).unwrap();
+    let perf = perf_shares(file, &symfs);
+    assert_eq!(perf.len(), 2, "perf names heavy and light: {perf:?}");
+    for (name, share) in &perf {
+        let ours = names.get(name).copied().unwrap_or(0.0);
+        assert!(
+            (share - ours).abs() <= 0.1,
+            "{name}: perf {share}%, culprit {ours}%"
+        );
+    }
+    assert!(names["heavy"] > 2.0 * names["light"], "{names:?}");
+}
+
+/// `openssl s_server -WWW` (a real TLS server: files under its directory by URL path),
+/// killed on drop.
+struct TlsServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A test CA (`ca.pem`) and a loopback server certificate it signed (`srv.pem`, `srv.key`,
+/// for IP 127.0.0.1), in `dir`.
+fn make_certificates(dir: &Path) {
+    let script = "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem \
+          -days 2 -subj /CN=culprit-test-ca && \
+        openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 && \
+        printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > srv.ext && \
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
+          -days 2 -extfile srv.ext";
+    common::run_ok(Command::new("sh").args(["-c", script]).current_dir(dir));
+}
+
+/// Serves `www` over TLS on a free loopback port with `dir`'s server certificate.
+fn start_tls_server(dir: &Path, www: &Path) -> TlsServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("openssl")
+        .args(["s_server", "-WWW", "-quiet", "-accept"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("-cert")
+        .arg(dir.join("srv.pem"))
+        .arg("-key")
+        .arg(dir.join("srv.key"))
+        .current_dir(www)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start openssl s_server");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "openssl s_server never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    TlsServer {
+        child,
+        url: format!("https://127.0.0.1:{port}"),
+    }
+}
+
+/// An `https://` server (a real TLS server, OpenSSL's, serving debuginfod's URL layout)
+/// names the stripped workload as perf names it from the unstripped file, when its
+/// certificate verifies against `$SSL_CERT_FILE`; against the system's roots it does not
+/// verify: one warning, no names.
+#[test]
+fn test_debuginfod_over_https_verifies_the_server_certificate() {
+    let test = "test_debuginfod_over_https_verifies_the_server_certificate";
+    if !common::require_perf(test) {
+        return;
+    }
+    let tools = common::runs("openssl", &["version"]) && common::runs("objcopy", &["--version"]);
+    if !common::need(test, tools, "openssl or objcopy missing") {
+        return;
+    }
+    let dir = common::scratch("debuginfod-tls");
+    let s = stripped_shares(&dir, "debuginfod-tls-rec");
+    make_certificates(&dir);
+    let www = dir.join("www");
+    let entry = www.join("buildid").join(&s.build_id);
+    std::fs::create_dir_all(&entry).unwrap();
+    std::fs::copy(&s.debug, entry.join("debuginfo")).unwrap();
+    let server = start_tls_server(&dir, &www);
+    let urls = ("DEBUGINFOD_URLS", server.url.as_str());
+    let ca = dir.join("ca.pem");
+
+    // The system's roots do not know the test CA: the server fails verification.
+    let untrusted = dir.join("cache-untrusted");
+    let (none, stderr) = culprit_report(
+        &s.file,
+        &[urls, ("DEBUGINFOD_CACHE_PATH", untrusted.to_str().unwrap())],
+        &[],
+    );
+    assert!(!none.contains_key("heavy"), "{none:?}");
+    assert!(
+        stderr.contains(&server.url) && stderr.to_lowercase().contains("certificate"),
+        "{stderr}"
+    );
+
+    let cache = dir.join("cache");
+    let (names, _) = culprit_report(
+        &s.file,
+        &[
+            urls,
+            ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+        &[],
+    );
+    assert_shares_equal_perf(&dir, &s.full, &s.stripped, &s.file, &names);
+    assert!(cache.join(&s.build_id).join("debuginfo").is_file());
 }

@@ -6,12 +6,20 @@
 //!
 //! Each request has a time limit ([`Debuginfod::timeout`]); a server that failed once is not
 //! asked again by the same symbolizer, so a down or slow server costs one timeout and one
-//! warning, never a hang. Plain HTTP only: this build has no TLS (an `https://` URL gets a
-//! warning saying so).
+//! warning, never a hang.
+//!
+//! `https://` servers (Debian's, Fedora's, Ubuntu's) are verified against the certificates of
+//! `$SSL_CERT_FILE` when it is set, else the system's bundle (Debian's
+//! `/etc/ssl/certs/ca-certificates.crt`, Fedora's `/etc/pki/tls/certs/ca-bundle.crt`), as
+//! elfutils' client does through libcurl; where neither exists, Mozilla's roots built into
+//! culprit (rustls, through ureq).
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use ureq::tls::{PemItem, RootCerts, TlsConfig};
 
 /// Where and how to ask debuginfod servers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,12 +108,16 @@ impl Debuginfod {
 
     /// One request; Ok(None) when the server does not have the file.
     fn get(&self, url: &str, build_id: &str, kind: &str) -> Result<Option<PathBuf>, String> {
-        if !url.starts_with("http://") {
-            return Err("only http:// servers are supported (this build has no TLS)".into());
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err("not an http:// or https:// URL".into());
         }
+        let tls = TlsConfig::builder()
+            .root_certs(root_certs().clone())
+            .build();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(self.timeout))
             .http_status_as_error(false)
+            .tls_config(tls)
             .build()
             .into();
         let full = format!("{url}/buildid/{build_id}/{kind}");
@@ -138,6 +150,42 @@ impl Debuginfod {
     }
 }
 
+/// The certificates `https://` servers are verified against: `$SSL_CERT_FILE`, else the
+/// first system bundle that exists and holds certificates, else Mozilla's built-in roots.
+/// Read once per process.
+fn root_certs() -> &'static RootCerts {
+    static ROOTS: OnceLock<RootCerts> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let files = std::env::var_os("SSL_CERT_FILE")
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(SYSTEM_BUNDLES.iter().map(PathBuf::from));
+        for file in files {
+            let Ok(pem) = std::fs::read(&file) else {
+                continue;
+            };
+            let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(c),
+                    _ => None,
+                })
+                .collect();
+            if !certs.is_empty() {
+                return RootCerts::from(certs);
+            }
+        }
+        RootCerts::WebPki
+    })
+}
+
+/// The CA bundles of the distributions, in the order libcurl's builds look for them.
+const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
 impl crate::Symbolizer {
     /// The file of a build-id (`debuginfo` or `executable`) from debuginfod, when the
     /// options have a client; Err says why not (None: no client).
@@ -158,7 +206,9 @@ mod tests {
 
     #[test]
     fn test_cache_first_and_down_server_skipped_once() {
-        let dir = std::env::temp_dir().join(format!("culprit-dbgd-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("culprit-dbgd-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let d = Debuginfod {
             // Port 9 (discard) on loopback: nothing listens, the connection is refused.
@@ -171,7 +221,10 @@ mod tests {
         };
         let mut skip = Vec::new();
         let err = d.fetch("abcd", "debuginfo", &mut skip).unwrap_err();
-        assert!(err.contains("127.0.0.1:9") && err.contains("TLS"), "{err}");
+        assert!(
+            err.contains("127.0.0.1:9") && err.contains("example.invalid"),
+            "{err}"
+        );
         assert_eq!(skip.len(), 2, "both servers failed: not asked again");
         assert_eq!(
             d.fetch("abcd", "debuginfo", &mut skip).unwrap_err(),

@@ -93,7 +93,8 @@ fn holds_code(kernel: bool, misc: u16, prot: Option<u32>) -> bool {
     !matches!(prot, Some(p) if p != 0 && p & PROT_EXEC == 0)
 }
 
-/// Bytes ahead of the framing point to prefetch (see [`prefetch_ahead`]).
+/// Bytes ahead of the framing point to prefetch (see [`prefetch_ahead`]; x86-64 only).
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_DISTANCE: usize = 4096;
 
 /// Asks the CPU to start loading the input `PREFETCH_DISTANCE` bytes ahead of `rest`'s
