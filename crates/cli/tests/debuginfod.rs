@@ -356,3 +356,131 @@ fn test_debuginfod_over_https_verifies_the_server_certificate() {
     assert_shares_equal_perf(&dir, &s.full, &s.stripped, &s.file, &names);
     assert!(cache.join(&s.build_id).join("debuginfo").is_file());
 }
+
+/// `culprit report --sort dso,sym` shares of libc's rows (by name), run in a private mount
+/// namespace whose `/usr/lib/debug` is an empty tmpfs: this machine's libc6-dbg is hidden,
+/// as on a machine without debug packages.
+fn libc_rows_without_debug_packages(file: &Path, env: &[(&str, &str)]) -> BTreeMap<String, f64> {
+    let mut c = Command::new("unshare");
+    c.args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tmpfs tmpfs /usr/lib/debug && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_culprit"))
+        .args(["report", "--format", "json", "--sort", "dso,sym", "-i"])
+        .arg(file);
+    c.env_remove("DEBUGINFOD_URLS");
+    common::in_test_home(&mut c);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = common::run_ok(&mut c);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut rows = BTreeMap::new();
+    for row in json["rows"].as_array().unwrap() {
+        if row["keys"]["dso"].as_str() != Some("libc.so.6") {
+            continue;
+        }
+        let name = row["keys"]["sym"].as_str().unwrap_or("").to_string();
+        *rows.entry(name).or_insert(0.0) += row["percent"]["cpu-clock"].as_f64().unwrap();
+    }
+    rows
+}
+
+/// Debian's stripped libc, with its debug package hidden: a debuginfod server holding libc's
+/// debug file names the hot libc functions as perf names them with the package installed
+/// (every libc row within 0.1 point); without the server they stay unnamed.
+#[test]
+fn test_debuginfod_names_stripped_debian_libc_as_perf_with_its_debug_package() {
+    let test = "test_debuginfod_names_stripped_debian_libc_as_perf_with_its_debug_package";
+    if !common::require_perf(test) {
+        return;
+    }
+    let tools =
+        common::runs("debuginfod", &["--version"]) && common::runs("unshare", &["--version"]);
+    if !common::need(test, tools, "debuginfod or unshare missing") {
+        return;
+    }
+    // Hiding /usr/lib/debug takes a mount namespace: root (CI runs as root).
+    let probe = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !common::need(test, probe, "no private mount namespace (needs root)") {
+        return;
+    }
+    let dir = common::scratch("debuginfod-libc");
+    let bin = common::workload("libc_heavy");
+    let file = common::perf_record(
+        "debuginfod-libc-rec",
+        &["-e", "cpu-clock"],
+        &[bin.to_str().unwrap()],
+    );
+    // libc's build-id and its debug file from the debug package (libc6-dbg: .ci/run installs it).
+    let profile = culprit_decode::Reader::open(&file).collect().unwrap();
+    let libc = profile
+        .dsos
+        .iter()
+        .find(|d| d.short_name == "libc.so.6")
+        .expect("the recording maps libc");
+    let id: String = libc
+        .build_id
+        .as_deref()
+        .expect("libc's build-id is recorded")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let debug = Path::new("/usr/lib/debug/.build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    if !common::need(test, debug.is_file(), "libc6-dbg is not installed") {
+        return;
+    }
+    let served = dir.join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::copy(&debug, served.join("libc.debug")).unwrap();
+
+    // perf, with the debug package where it is installed.
+    let out = common::run_ok(
+        common::perf()
+            .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+            .arg(&file),
+    );
+    let mut perf = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut f = l.split_whitespace();
+        let (Some(pct), Some("libc.so.6"), Some(_mode)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let name = f.collect::<Vec<_>>().join(" ");
+        let pct: f64 = pct.trim_end_matches('%').parse().unwrap();
+        *perf.entry(name).or_insert(0.0) += pct;
+    }
+    let hot: Vec<&String> = perf
+        .iter()
+        .filter(|(n, &p)| p >= 1.0 && !n.starts_with("0x"))
+        .map(|(n, _)| n)
+        .collect();
+    assert!(!hot.is_empty(), "perf names no hot libc function: {perf:?}");
+
+    let cache = dir.join("cache");
+    let cache_env = ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap());
+    let without = libc_rows_without_debug_packages(&file, &[cache_env]);
+    for name in &hot {
+        assert!(
+            !without.contains_key(*name),
+            "{name} named without its debug file: {without:?}"
+        );
+    }
+    let with = {
+        let server = start_server(&served, &dir.join("db.sqlite"), &id);
+        libc_rows_without_debug_packages(&file, &[cache_env, ("DEBUGINFOD_URLS", &server.url)])
+    };
+    for (name, share) in &perf {
+        let ours = with.get(name).copied().unwrap_or(0.0);
+        assert!(
+            (share - ours).abs() <= 0.1,
+            "{name}: perf {share}%, culprit {ours}%\n{with:?}"
+        );
+    }
+    assert!(cache.join(&id).join("debuginfo").is_file());
+}
