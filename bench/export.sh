@@ -22,56 +22,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. bench/lib.sh
+
 OUT=${OUT:-target/bench-export}
 FREQ=${FREQ:-20000}              # cpu-clock sampling frequency per thread
 SAMPLES_S=${SAMPLES_S:-50}       # seconds of CPU to record: FREQ * SAMPLES_S samples
 REPEAT=${REPEAT:-3}              # runs of each command; the fastest counts
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-CULPRIT=${CULPRIT:-$TARGET_DIR/release/culprit}
-TIME=/usr/bin/time
-export PATH="$HOME/.cargo/bin:$PATH"
 
-command -v perf >/dev/null || { echo "bench: perf is not installed" >&2; exit 2; }
-[ -x "$TIME" ] || { echo "bench: GNU time missing: apt-get install time" >&2; exit 2; }
-command -v inferno-collapse-perf >/dev/null && command -v inferno-flamegraph >/dev/null ||
-  { echo "bench: inferno missing: cargo install --locked inferno" >&2; exit 2; }
-[ -x "$CULPRIT" ] || cargo build --release -p culprit-cli
+bench_need perf inferno-collapse-perf inferno-flamegraph
+bench_build
 mkdir -p "$OUT"
 
-# The recording: `culprit record -g` (frame pointers) of two copies of the shares workload
-# (main -> heavy/light, plus the kernel's frames of interrupts and page faults), for
-# SAMPLES_S seconds of CPU in all, at FREQ Hz: ~FREQ * SAMPLES_S samples.
-if [ ! -s "$OUT/bench.data" ]; then
-  make -s -C workloads OUT="$PWD/target/workloads" "$PWD/target/workloads/shares"
-  units=$((SAMPLES_S * 126 / 2))   # one unit is ~8 ms of CPU; two copies
-  echo "bench: recording 2 x shares $units at $FREQ Hz with -g" >&2
-  "$CULPRIT" record -q -g -e cpu-clock -F "$FREQ" -o "$OUT/bench.data" -- \
-    sh -c "target/workloads/shares $units & target/workloads/shares $units; wait" > /dev/null
-fi
-samples=$(perf report -i "$OUT/bench.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
-
-# Runs a command line (in bash, so pipelines count as one) with its output to /dev/null;
-# prints "wall_seconds cpu_seconds maxrss_kb" (CPU summed and RSS the biggest over the
-# stages of a pipeline: GNU time on each stage).
-measure() {
-  local dir cmd=$1
-  dir=$(mktemp -d)
-  # Every stage of the pipeline runs under its own GNU time, each writing its own log.
-  local stages=() i=0 stage
-  IFS='|' read -r -a stages <<< "$cmd"
-  local timed=""
-  for stage in "${stages[@]}"; do
-    timed+="${timed:+ | }$TIME -f '%U %S %M' -o $dir/stage.$i $stage"
-    i=$((i + 1))
-  done
-  local start end
-  start=$(date +%s.%N)
-  bash -c "$timed" > /dev/null 2> "$dir/err" || { echo "bench: failed: $cmd" >&2; cat "$dir/err" >&2; }
-  end=$(date +%s.%N)
-  cat "$dir"/stage.* | awk -v s="$start" -v e="$end" \
-    '{ cpu += $1 + $2; if ($3 > rss) rss = $3 } END { printf "%.3f %.3f %d\n", e - s, cpu, rss }'
-  rm -rf "$dir"
-}
+# The recording: two copies of the shares workload, `culprit record -g` (bench/lib.sh).
+bench_record_shares "$OUT/bench.data" "$SAMPLES_S" "$FREQ"
+samples=$(bench_samples "$OUT/bench.data")
+measure() { bench_measure "$@"; }
 
 # The fastest of REPEAT runs of the reference and of culprit, taken in turn: prints
 # "ref_wall ref_cpu ref_rss culprit_wall culprit_cpu culprit_rss".
@@ -96,7 +61,7 @@ perf script -i "$OUT/bench.data" > /dev/null 2>&1 || true
 "$CULPRIT" export -i "$OUT/bench.data" --format folded -o /dev/null --summary none > /dev/null 2>&1 || true
 
 D="$OUT/bench.data"
-load() { awk '{ print $1, $2, $3 }' /proc/loadavg; }
+load() { bench_load; }
 echo "File: bench.data, $samples samples ($(du -h "$D" | cut -f1)), culprit $("$CULPRIT" --version | awk '{print $2}'), $(perf --version), $(nproc) CPUs, load average before: $(load); fastest of $REPEAT runs"
 echo
 echo "| export | reference pipeline | reference | culprit | speed-up | reference CPU | culprit CPU | CPU ratio | reference RSS | culprit RSS | RSS ratio |"

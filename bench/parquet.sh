@@ -18,23 +18,16 @@ OUT=${OUT:-target/bench-parquet}
 FREQ=${FREQ:-20000}              # cpu-clock sampling frequency
 SAMPLES_S=${SAMPLES_S:-100}      # seconds of CPU to record: FREQ * SAMPLES_S samples
 RUNS=${RUNS:-5}                  # the best of RUNS runs is kept
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-CULPRIT=${CULPRIT:-$TARGET_DIR/release/culprit}
-TIME=/usr/bin/time
+. bench/lib.sh
 
-[ -x "$TIME" ] || { echo "bench: GNU time missing: apt-get install time" >&2; exit 2; }
-[ -x "$CULPRIT" ] || cargo build --release -p culprit-cli
+bench_need perf
+bench_build
 mkdir -p "$OUT"
 
 # The recording: `culprit record -g` (frame pointers) of the shares workload for SAMPLES_S
-# seconds of CPU at FREQ Hz.
+# seconds of CPU at FREQ Hz (bench/lib.sh).
 D="$OUT/bench.data"
-if [ ! -s "$D" ]; then
-  make -s -C workloads OUT="$PWD/target/workloads" "$PWD/target/workloads/shares"
-  units=$((SAMPLES_S * 126))   # one unit is ~8 ms of CPU
-  echo "bench: recording shares $units at $FREQ Hz with -g" >&2
-  "$CULPRIT" record -q -g -e cpu-clock -F "$FREQ" -o "$D" -- target/workloads/shares "$units" > /dev/null
-fi
+bench_record_shares "$D" "$SAMPLES_S" "$FREQ" 1
 
 # Runs a culprit export RUNS times; prints the best "cpu_seconds wall_seconds maxrss_kb".
 best() {

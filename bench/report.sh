@@ -16,25 +16,14 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-target/bench-report}
 DATA_MB=${DATA_MB:-120}          # MB of random bytes; base64 makes it ~1.35x bigger
 FREQ=${FREQ:-10000}              # cpu-clock sampling frequency per thread
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-CULPRIT=${CULPRIT:-$TARGET_DIR/release/culprit}
-TIME=/usr/bin/time
+. bench/lib.sh
 
-command -v perf >/dev/null || { echo "bench: perf is not installed" >&2; exit 2; }
-command -v xz >/dev/null || { echo "bench: xz is not installed" >&2; exit 2; }
-[ -x "$TIME" ] || { echo "bench: GNU time missing: apt-get install time" >&2; exit 2; }
-[ -x "$CULPRIT" ] || cargo build --release -p culprit-cli
+bench_need perf xz
+bench_build
 mkdir -p "$OUT"
 
 # 1. The xz recording (~1M samples: xz -9 needs ~100 s of CPU for the default size).
-if [ ! -s "$OUT/xz.data" ]; then
-  echo "bench: generating ${DATA_MB} MB of input" >&2
-  head -c "${DATA_MB}M" /dev/urandom | base64 > "$OUT/input.txt"
-  echo "bench: recording xz -9 with -g at ${FREQ} Hz" >&2
-  perf record -q -g -e cpu-clock -F "$FREQ" -o "$OUT/xz.data" -- \
-    xz -9 -T2 --block-size=16MiB -c "$OUT/input.txt" > /dev/null
-  rm -f "$OUT/input.txt"
-fi
+bench_record_xz "$OUT/xz.data" "$DATA_MB" "$FREQ"
 
 # 2. A program with debug info, for --sort srcline.
 if [ ! -s "$OUT/srcline.data" ]; then
@@ -43,15 +32,13 @@ if [ ! -s "$OUT/srcline.data" ]; then
     target/workloads/simple_classic 1200 > /dev/null
 fi
 
-samples() { perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}'; }
+samples() { bench_samples "$1"; }
 
 # Runs a command with its output to /dev/null; prints "seconds maxrss_kb".
 measure() {
-  local log
-  log=$(mktemp)
-  "$TIME" -f "%e %M" -o "$log" "$@" > /dev/null 2>&1 || { echo "bench: failed: $*" >&2; }
-  cat "$log"
-  rm -f "$log"
+  local cmd
+  printf -v cmd '%q ' "$@"
+  bench_measure "$cmd" | awk '{ print $1, $3 }'
 }
 
 # Warm the page cache (and perf's build-id cache lookups) once.

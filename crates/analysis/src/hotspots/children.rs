@@ -1,15 +1,15 @@
 //! Children reports without call graphs (what `culprit report` shows by default for a `-g`
 //! file), computed from each sample's *places* instead of interned call chains.
 //!
-//! While reading, every sample becomes one entry: its sample keys and the places of its
-//! sampled IP and call-chain frames (a place is everything a row key and its text read
-//! from a frame). Without frame pointers most call chains are distinct, so interning them
-//! (and folding samples by chain) costs a hash lookup per frame, per chain and per sample
-//! and saves little; here a sample costs one lookup per frame. After reading, each place
-//! is resolved once and named by its row-key words, so accumulating the rows is array
-//! indexing. Rows come out in the order the interned-chain path makes them (first-seen
-//! order: the first sample that reaches a row, and in it, the first frame), so both paths
-//! give the same report.
+//! While reading, every sample's sample keys and places of its sampled IP and call-chain
+//! frames (a place is everything a row key and its text read from a frame) are folded into
+//! one entry per distinct (keys, event, places), found by one hash of the whole path: a
+//! sample costs one lookup per frame (its places) and one per sample, and memory follows
+//! the distinct paths, not the samples. After reading, each place is resolved once and
+//! named by its row-key words, so accumulating the rows is array indexing, once per
+//! distinct path. Rows come out in the order the interned-chain path makes them (first-seen
+//! order: the first sample that reaches a row, and in it, the first frame; a later equal
+//! sample reaches no new row), so both paths give the same report.
 
 use std::hash::{Hash, Hasher};
 
@@ -21,7 +21,7 @@ use super::{
     HotspotOptions, Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES,
     V_CH_PERIOD, V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
 };
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::{AnalysisError, SortKey};
 
@@ -52,7 +52,8 @@ impl Hash for Place {
     }
 }
 
-/// Consecutive equal samples (same keys, event, filter outcome and places), folded.
+/// Equal samples (same keys, event, filter outcome and places), folded: one entry per
+/// distinct call path and sample keys, in first-seen order.
 struct Entry {
     period: u64,
     /// Start of its places in its segment's `seq` (they end where the next entry's start).
@@ -60,19 +61,25 @@ struct Entry {
     /// Sample keys (see [`Segment::keys_map`]).
     keys: u32,
     samples: u32,
+    /// The next entry whose hash is the same (`NONE`: none), see [`Segment::by_hash`].
+    same_hash: u32,
     event: EventId,
     /// Passed the pid/tid/comm filters (else it only counts in the event totals).
     kept: bool,
 }
 
-/// Entries in reading order with their places. A parallel read's later shares are kept as
-/// their own segments (with their own numbering), so joining them copies nothing.
+/// Entries in first-seen order with their places, each distinct path stored once (memory
+/// follows distinct paths and sample keys, not samples). A parallel read's later shares are
+/// kept as their own segments (with their own numbering), so joining them copies nothing.
 #[derive(Default)]
 struct Segment {
     entries: Vec<Entry>,
     /// The places of every entry, back to back: the sampled IP, then the call chain
     /// (only for kept samples).
     seq: Vec<u32>,
+    /// The first entry of each hash of (keys, event, kept, places); the others of the same
+    /// hash follow [`Entry::same_hash`]. Freed by [`ChildrenSamples::finish`].
+    by_hash: FxHashMap<u64, u32>,
     /// Added to the place ids in `seq`.
     place_base: u32,
     /// The entries' sample-key ids -> ids in [`ChildrenSamples::sample_keys`] (`None`:
@@ -81,6 +88,69 @@ struct Segment {
 }
 
 impl Segment {
+    /// Folds the sample whose places were just pushed at `seq[start..]` into the entry of
+    /// the same keys, event, filter outcome and places (dropping its copy of the places),
+    /// or makes it a new entry.
+    fn fold(&mut self, keys: u32, event: EventId, period: u64, kept: bool, start: usize) {
+        let sample = (keys, event, kept);
+        // Consecutive samples are often equal: the last entry first, without hashing.
+        let last = self.entries.len().wrapping_sub(1) as u32;
+        if self.add_if_same(last, sample, period, start) {
+            return;
+        }
+        let mut h = FxHasher::default();
+        (sample, self.seq.get(start..).unwrap_or(&[])).hash(&mut h);
+        let hash = h.finish();
+        let first = self.by_hash.get(&hash).copied().unwrap_or(NONE);
+        let mut id = first;
+        while let Some(e) = self.entries.get(id as usize) {
+            let next = e.same_hash;
+            if id != last && self.add_if_same(id, sample, period, start) {
+                return;
+            }
+            id = next;
+        }
+        // New (or its twin is full): it heads its hash's list.
+        self.by_hash.insert(hash, self.entries.len() as u32);
+        self.entries.push(Entry {
+            period,
+            start: start as u64,
+            keys,
+            samples: 1,
+            same_hash: first,
+            event,
+            kept,
+        });
+    }
+
+    /// Adds the sample of (keys, event, kept) `sample` and places `seq[start..]` to entry
+    /// `id` if it is the same (then drops the places); whether it was.
+    fn add_if_same(
+        &mut self,
+        id: u32,
+        sample: (u32, EventId, bool),
+        period: u64,
+        start: usize,
+    ) -> bool {
+        let Some(e) = self.entries.get(id as usize) else {
+            return false;
+        };
+        let end = self
+            .entries
+            .get(id as usize + 1)
+            .map_or(start, |n| n.start as usize);
+        let same = (e.keys, e.event, e.kept) == sample
+            && e.samples < u32::MAX
+            && self.seq.get(e.start as usize..end) == self.seq.get(start..);
+        if same {
+            let e = &mut self.entries[id as usize];
+            e.samples += 1;
+            e.period = e.period.saturating_add(period);
+            self.seq.truncate(start);
+        }
+        same
+    }
+
     /// The entries with their sample keys and places (ids in [`ChildrenSamples::places`]).
     fn entries(&self) -> impl Iterator<Item = (&Entry, u32, &[u32])> + '_ {
         let mut ends = self.entries.iter().skip(1).map(|e| e.start as usize);
@@ -181,28 +251,7 @@ impl ChildrenSamples {
             }
         }
         let seg = &mut self.segments[seg];
-        let (event, period) = (s.event, s.period);
-        if let Some(last) = seg.entries.last_mut() {
-            let same = last.keys == keys
-                && last.event == event
-                && last.kept == kept
-                && last.samples < u32::MAX
-                && seg.seq.get(last.start as usize..start) == seg.seq.get(start..);
-            if same {
-                last.samples += 1;
-                last.period = last.period.saturating_add(period);
-                seg.seq.truncate(start);
-                return;
-            }
-        }
-        seg.entries.push(Entry {
-            period,
-            start: start as u64,
-            keys,
-            samples: 1,
-            event,
-            kept,
-        });
+        seg.fold(keys, s.event, s.period, kept, start);
     }
 
     /// Appends the samples of `later` (which came after this one's) as its own segments:
@@ -233,6 +282,7 @@ impl ChildrenSamples {
         self.place_ids = FxHashMap::default();
         self.sample_key_ids = FxHashMap::default();
         for s in &mut self.segments {
+            s.by_hash = FxHashMap::default();
             s.entries.shrink_to_fit();
             s.seq.shrink_to_fit();
         }
@@ -506,4 +556,46 @@ pub(super) fn report(
         &sampled_comms,
     )?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pushes `places` as one sample's and folds it; returns the segment's entry count.
+    fn add(seg: &mut Segment, keys: u32, kept: bool, places: &[u32]) -> usize {
+        let start = seg.seq.len();
+        seg.seq.extend_from_slice(places);
+        seg.fold(keys, 0, 10, kept, start);
+        seg.entries.len()
+    }
+
+    #[test]
+    fn equal_samples_fold_into_one_entry_wherever_they_come() {
+        let mut seg = Segment::default();
+        for _ in 0..3 {
+            add(&mut seg, 0, true, &[1, 2, 3]);
+            add(&mut seg, 0, true, &[4, 2]);
+            add(&mut seg, 0, true, &[4, 2]);
+        }
+        // Memory follows the distinct paths: each stored once.
+        assert_eq!(seg.seq, [1, 2, 3, 4, 2]);
+        let counts: Vec<(u32, u64)> = seg.entries.iter().map(|e| (e.samples, e.period)).collect();
+        assert_eq!(counts, [(3, 30), (6, 60)]);
+    }
+
+    #[test]
+    fn samples_differing_in_keys_filter_or_path_stay_apart() {
+        let mut seg = Segment::default();
+        assert_eq!(add(&mut seg, 0, true, &[1, 2]), 1);
+        assert_eq!(add(&mut seg, 1, true, &[1, 2]), 2);
+        assert_eq!(add(&mut seg, 0, false, &[1, 2]), 3);
+        assert_eq!(add(&mut seg, 0, true, &[1]), 4);
+        assert_eq!(add(&mut seg, 0, true, &[1, 2, 5]), 5);
+        // A prefix of a stored path is its own path; the first one folds again.
+        assert_eq!(add(&mut seg, 0, true, &[1, 2]), 5);
+        assert_eq!(seg.entries[0].samples, 2);
+        let ends: Vec<u64> = seg.entries.iter().map(|e| e.start).collect();
+        assert_eq!(ends, [0, 2, 4, 6, 7]);
+    }
 }
