@@ -116,6 +116,24 @@
   // A selection is a run of whole timeline buckets [a, b): every view is drawn from the
   // per-bucket cells of the model (node self and function self periods per bucket).
   const TL = D.timeline;
+  // The model writes periods in units of each event's TL.unit and leaves samples out where
+  // every period is one unit (TL.fixed): multiply back, and give each cell its bucket.
+  if (TL) {
+    const samplesOf = (s, units, e) => (TL.fixed[e] ? units.slice() : s);
+    const times = (v, e) => v.map((x) => x * TL.unit[e]);
+    const decode = (o) => { o.samples = o.period.map((p, e) => samplesOf(o.samples[e], p, e)); o.period = o.period.map(times); };
+    decode(TL);
+    TL.threads.forEach(decode);
+    const cells = (c, e) => {
+      c.b = new Int32Array(c.k.length);
+      let k = 0;
+      c.n.forEach((n, b) => { c.b.fill(b, k, k + n); k += n; });
+      c.s = samplesOf(c.s, c.p, e);
+      c.p = times(c.p, e);
+    };
+    TL.functions.forEach(cells);
+    TL.nodes.forEach(cells);
+  }
   const VALUE_ALL = F.value;
   // The page's own tree; transforms draw another one from it.
   const ORIG = { parent: F.parent, frame: F.frame };
@@ -136,12 +154,20 @@
     while (lo < hi) { const m = (lo + hi) >> 1; if (c.b[m] < a) lo = m + 1; else hi = m; }
     return lo;
   }
+  // The cell buckets of timeline buckets [a, b) (a selection is snapped to whole ones).
+  const cellRange = (a, b) => [Math.floor(a / TL.cell_factor), Math.ceil(b / TL.cell_factor)];
+  // The range [a, b) widened to whole cell buckets.
+  function snap(a, b) {
+    const f = TL.cell_factor;
+    return { a: Math.floor(a / f) * f, b: Math.min(TL.buckets, Math.ceil(b / f) * f) };
+  }
   // Each node's value in buckets [a, b), on the page's own tree (before transforms).
   function selectedValues(a, b) {
     const n = ORIG.parent.length;
     return TL.nodes.map((c) => {
       const v = new Array(n).fill(0);
-      for (let k = firstCell(c, a); k < c.b.length && c.b[k] < b; k++) v[c.k[k]] += c.p[k];
+      const [ca, cb] = cellRange(a, b);
+      for (let k = firstCell(c, ca); k < c.b.length && c.b[k] < cb; k++) v[c.k[k]] += c.p[k];
       for (let i = n - 1; i > 0; i--) v[ORIG.parent[i]] += v[i];
       return v;
     });
@@ -151,8 +177,9 @@
     const byFrame = new Map();
     const annotationOf = new Map(D.functions.rows.filter((r) => r.annotation != null).map((r) => [r.dso + '\u0000' + r.name, r.annotation]));
     const totals = E.map((ev, e) => TL.period[e].slice(a, b).reduce((x, y) => x + y, 0));
+    const [ca, cb] = cellRange(a, b);
     TL.functions.forEach((c, e) => {
-      for (let k = firstCell(c, a); k < c.b.length && c.b[k] < b; k++) {
+      for (let k = firstCell(c, ca); k < c.b.length && c.b[k] < cb; k++) {
         const f = c.k[k];
         if (F.frames[f].kind === 'comm') continue;
         let r = byFrame.get(f);
@@ -289,7 +316,8 @@
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
       (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
-      '. Drag to select a time range: every view then shows only its samples.' }));
+      '. Drag to select a time range: every view then shows only its samples' +
+      (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
     drawTimeline();
     canvas.addEventListener('mousedown', (ev) => { drag = { from: bucketAt(canvas, ev) }; drag.to = drag.from; drawTimeline(); });
     canvas.addEventListener('mousemove', (ev) => { if (drag) { drag.to = bucketAt(canvas, ev); drawTimeline(); } });
@@ -297,7 +325,7 @@
       if (!drag) return;
       const a = Math.min(drag.from, bucketAt(canvas, ev)), b = Math.max(drag.from, bucketAt(canvas, ev)) + 1;
       drag = null;
-      select({ a, b });
+      select(snap(a, b));
     });
   };
   function bucketAt(canvas, ev) {
@@ -345,7 +373,7 @@
         ctx.fillRect(Math.max(LABEL, x0), y + TRACK - 3, Math.max(1, x1 - Math.max(LABEL, x0)), 3);
       }
     });
-    const sel = drag ? { a: Math.min(drag.from, drag.to), b: Math.max(drag.from, drag.to) + 1 } : viewRange();
+    const sel = drag ? snap(Math.min(drag.from, drag.to), Math.max(drag.from, drag.to) + 1) : viewRange();
     if (sel) { ctx.fillStyle = 'rgba(255,196,0,0.25)'; ctx.fillRect(LABEL + sel.a * bw, RULER, (sel.b - sel.a) * bw, H - RULER); }
     const range = document.getElementById('timeline-range');
     if (range) {
