@@ -263,7 +263,7 @@
       E.forEach((ev, e) => { value[e][0] += self[e][i]; });
       let cur = 0;
       for (const f of p) {
-        const key = cur + ':' + f;
+        const key = cur * 4194304 + f; // a number, not a string: no allocation per step (frames < 2^22)
         let c = child.get(key);
         if (c === undefined) {
           c = parent.length; parent.push(cur); frame.push(f); E.forEach((ev, e) => value[e].push(0));
@@ -342,8 +342,31 @@
     const rowsAt = [];
     for (const t of TL.threads) { if (t.pid !== pid) { pid = t.pid; H += GROUP; } rowsAt.push(H); H += TRACK; }
     const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
+    if (canvas.width !== Math.floor(W * dpr) || canvas.height !== Math.floor(H * dpr)) {
+      canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
+    }
+    // The tracks are drawn once per event and width into an off-screen canvas: a drag or a
+    // selection only copies it and draws the selection over it.
+    const key = e + ':' + W + ':' + dpr;
+    if (!trackCache || trackCache.key !== key) {
+      const off = document.createElement('canvas');
+      off.width = canvas.width; off.height = canvas.height;
+      drawTracks(off.getContext('2d'), e, W, H, dpr, rowsAt);
+      trackCache = { key, canvas: off };
+    }
     const ctx = canvas.getContext('2d');
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(trackCache.canvas, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const sel = drag ? snap(Math.min(drag.from, drag.to), Math.max(drag.from, drag.to) + 1) : viewRange();
+    if (sel) { ctx.fillStyle = 'rgba(255,196,0,0.25)'; ctx.fillRect(LABEL + sel.a * bw, RULER, (sel.b - sel.a) * bw, H - RULER); }
+    drawRange();
+  }
+  let trackCache = null;
+  // The ruler, each track's bars and off-CPU intervals of event `e`.
+  function drawTracks(ctx, e, W, H, dpr, rowsAt) {
+    const plot = W - LABEL, bw = plot / TL.buckets;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
     ctx.font = '11.5px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#5b6570';
@@ -352,7 +375,7 @@
     const isTime = E[e].unit === 'nanoseconds' && e !== TL.offcpu;
     let max = 1;
     if (!isTime) for (const t of TL.threads) for (const x of t.samples[e]) if (x > max) max = x;
-    pid = null;
+    let pid = null;
     TL.threads.forEach((t, i) => {
       const y = rowsAt[i];
       if (t.pid !== pid) {
@@ -373,8 +396,10 @@
         ctx.fillRect(Math.max(LABEL, x0), y + TRACK - 3, Math.max(1, x1 - Math.max(LABEL, x0)), 3);
       }
     });
-    const sel = drag ? snap(Math.min(drag.from, drag.to), Math.max(drag.from, drag.to) + 1) : viewRange();
-    if (sel) { ctx.fillStyle = 'rgba(255,196,0,0.25)'; ctx.fillRect(LABEL + sel.a * bw, RULER, (sel.b - sel.a) * bw, H - RULER); }
+  }
+  // The selection's line above the timeline: its span, samples and report --time window.
+  function drawRange() {
+    const span = TL.width * TL.buckets;
     const range = document.getElementById('timeline-range');
     if (range) {
       clear(range);
