@@ -14,6 +14,9 @@
 #   SAMPLES_S=60 FREQ=20000 bench/html.sh
 #   EXTRA="a.data b.data" bench/html.sh  # rows for other recordings too
 #   ONLY_EXTRA=1 EXTRA=big.data CULPRIT=target/debug/culprit bench/html.sh   # only those
+#   MANY=10000000 bench/html.sh          # plus a row of a synthetic recording of ~10 M samples:
+#                                        # compile.data's samples repeated later in time
+#                                        # (bench/html_many_samples.py), deleted afterwards
 #
 # Needs: GNU time (/usr/bin/time), chromium and chromedriver (Debian chromium,
 # chromium-driver), python3, gcc, a release build of culprit (built here if missing).
@@ -111,7 +114,7 @@ if (what === 'select') {
 }
 requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));"""
 ACTS = ["select", "inverted", "merge", "undo", "search"]
-results = {k: [] for k in ["load", "script"] + VIEWS + ACTS}
+results = {k: [] for k in ["load", "script", "first"] + VIEWS + ACTS}
 try:
     for _ in range(runs):
         sid = call("POST", "/session", {"capabilities": {"alwaysMatch": {"goog:chromeOptions": {"args": args}}}})["sessionId"]
@@ -126,6 +129,7 @@ try:
             nav = ex("const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd - n.startTime")
             results["load"].append(nav)
             results["script"].append(float(ex("return document.body.dataset.renderMs")))
+            results["first"].append(float(ex("return document.body.dataset.firstViewMs")))
             for view in VIEWS:
                 results[view].append(call("POST", f"/session/{sid}/execute/async", {"script": DRAW, "args": [view]}))
             for act in ACTS:
@@ -156,10 +160,18 @@ row() {
 
 echo "culprit $("$CULPRIT" --version | awk '{print $2}'); $(chromium --version 2>/dev/null | head -1); browser times: median of $RUNS loads"
 echo
-echo "| recording | samples | page | call-tree nodes | culprit html (wall) | culprit html (peak RSS) | load (to load event) | page script (parse + first view) | timeline | hot functions | flame graph | call tree | callers/callees | annotate | why | select a time range | inverted tree | merge | undo | flame search |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| recording | samples | page | call-tree nodes | culprit html (wall) | culprit html (peak RSS) | load (to load event) | page script (parse + first view) | first view drawn (from navigation) | timeline | hot functions | flame graph | call tree | callers/callees | annotate | why | select a time range | inverted tree | merge | undo | flame search |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 [ -n "${ONLY_EXTRA:-}" ] || row shares "$OUT/bench.data"
 [ -n "${ONLY_EXTRA:-}" ] || row compile "$OUT/compile.data"
 for extra in ${EXTRA:-}; do row "$(basename "$extra" .data)" "$extra"; done
+if [ -n "${MANY:-}" ]; then
+  # compile.data's samples, repeated later in time until there are MANY.
+  have=$(python3 bench/html_many_samples.py "$OUT/compile.data" "$OUT/many.data" 1)
+  copies=$(( (MANY + ${have% samples} - 1) / ${have% samples} ))
+  python3 bench/html_many_samples.py "$OUT/compile.data" "$OUT/many.data" "$copies" > /dev/null
+  row many "$OUT/many.data"
+  rm -f "$OUT/many.data"
+fi
 echo
 echo "Goals (issue 31): page <= 5 MB and first paint <= 1 s at 10 M samples; each interaction <= 100 ms."

@@ -8,7 +8,12 @@
 #   summary, hot functions, call tree (with the change column), callers/callees, flame
 #   graph, annotate and Why views.
 #
+# - MANY_PAGE, when given: a page of a long recording (bench/html.sh MANY=...'s many.html,
+#   left in its OUT): its timeline with a selection snapped to the cells' buckets, and its
+#   call tree (a node with more than 100 children shows a "more" row).
+#
 #   bench/html_screenshots.sh            # needs chromium, chromedriver, python3, perf access
+#   MANY_PAGE=target/bench-export/many.html bench/html_screenshots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +33,9 @@ make -s -C workloads OUT="$PWD/target/workloads" "$PWD/target/workloads/shares" 
 "$CULPRIT" html -i "$OUT/offcpu.data" -o "$OUT/offcpu.html" --summary none
 "$CULPRIT" html -i "$OUT/shares.data" --diff "$OUT/shares2.data" -o "$OUT/shares.html" --summary none
 
-python3 - "$OUT" "$IMG" <<'PY'
+python3 - "$OUT" "$IMG" "$(realpath -q "${MANY_PAGE:-}" || true)" <<'PY'
 import base64, json, socket, subprocess, sys, time, urllib.request
-out, img = sys.argv[1], sys.argv[2]
+out, img, many = sys.argv[1], sys.argv[2], sys.argv[3]
 s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
 driver = subprocess.Popen(["chromedriver", f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 def call(method, path, body=None):
@@ -61,8 +66,8 @@ def shot(sid, name):
     png = base64.b64decode(call("GET", f"/session/{sid}/screenshot"))
     open(f"{img}/html-{name}.png", "wb").write(png)
     print(f"{img}/html-{name}.png: {len(png)} bytes")
-try:
-    sid, ex = session(out + "/offcpu.html")
+def timeline_with_selection(page, name):
+    sid, ex = session(page)
     ex("document.getElementById('tab-timeline').click()")
     # A time selection: press, move and release over the middle of the tracks.
     el = call("POST", f"/session/{sid}/element", {"using": "css selector", "value": "#timeline"})
@@ -71,8 +76,18 @@ try:
         {"type": "pointerMove", "duration": 0, "origin": origin, "x": -150, "y": 0}, {"type": "pointerDown", "button": 0},
         {"type": "pointerMove", "duration": 50, "origin": origin, "x": 150, "y": 0}, {"type": "pointerUp", "button": 0}]}]})
     ex("document.getElementById('tab-timeline').click()")
-    shot(sid, "timeline")
+    shot(sid, name)
+    return sid, ex
+try:
+    sid, ex = timeline_with_selection(out + "/offcpu.html", "timeline")
     call("DELETE", f"/session/{sid}")
+    if many:
+        sid, ex = timeline_with_selection(many, "timeline-many")
+        # The call tree with the heaviest path open: the "more" row of a wide node.
+        ex("document.getElementById('selection-clear').click(); document.getElementById('tab-calltree').click();"
+           "const m = document.querySelector('#calltree-table tr.more'); if (m) m.previousSibling.scrollIntoView({ block: 'center' });")
+        shot(sid, "calltree-many")
+        call("DELETE", f"/session/{sid}")
     sid, ex = session(out + "/shares.html")
     shot(sid, "summary")
     for view, setup in [("functions", ""), ("calltree", ""), ("trees", ""),

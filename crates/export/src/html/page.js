@@ -116,6 +116,24 @@
   // A selection is a run of whole timeline buckets [a, b): every view is drawn from the
   // per-bucket cells of the model (node self and function self periods per bucket).
   const TL = D.timeline;
+  // The model writes periods in units of each event's TL.unit and leaves samples out where
+  // every period is one unit (TL.fixed): multiply back, and give each cell its bucket.
+  if (TL) {
+    const samplesOf = (s, units, e) => (TL.fixed[e] ? units.slice() : s);
+    const times = (v, e) => v.map((x) => x * TL.unit[e]);
+    const decode = (o) => { o.samples = o.period.map((p, e) => samplesOf(o.samples[e], p, e)); o.period = o.period.map(times); };
+    decode(TL);
+    TL.threads.forEach(decode);
+    const cells = (c, e) => {
+      c.b = new Int32Array(c.k.length);
+      let k = 0;
+      c.n.forEach((n, b) => { c.b.fill(b, k, k + n); k += n; });
+      c.s = samplesOf(c.s, c.p, e);
+      c.p = times(c.p, e);
+    };
+    TL.functions.forEach(cells);
+    TL.nodes.forEach(cells);
+  }
   const VALUE_ALL = F.value;
   // The page's own tree; transforms draw another one from it.
   const ORIG = { parent: F.parent, frame: F.frame };
@@ -136,12 +154,20 @@
     while (lo < hi) { const m = (lo + hi) >> 1; if (c.b[m] < a) lo = m + 1; else hi = m; }
     return lo;
   }
+  // The cell buckets of timeline buckets [a, b) (a selection is snapped to whole ones).
+  const cellRange = (a, b) => [Math.floor(a / TL.cell_factor), Math.ceil(b / TL.cell_factor)];
+  // The range [a, b) widened to whole cell buckets.
+  function snap(a, b) {
+    const f = TL.cell_factor;
+    return { a: Math.floor(a / f) * f, b: Math.min(TL.buckets, Math.ceil(b / f) * f) };
+  }
   // Each node's value in buckets [a, b), on the page's own tree (before transforms).
   function selectedValues(a, b) {
     const n = ORIG.parent.length;
     return TL.nodes.map((c) => {
       const v = new Array(n).fill(0);
-      for (let k = firstCell(c, a); k < c.b.length && c.b[k] < b; k++) v[c.k[k]] += c.p[k];
+      const [ca, cb] = cellRange(a, b);
+      for (let k = firstCell(c, ca); k < c.b.length && c.b[k] < cb; k++) v[c.k[k]] += c.p[k];
       for (let i = n - 1; i > 0; i--) v[ORIG.parent[i]] += v[i];
       return v;
     });
@@ -151,8 +177,9 @@
     const byFrame = new Map();
     const annotationOf = new Map(D.functions.rows.filter((r) => r.annotation != null).map((r) => [r.dso + '\u0000' + r.name, r.annotation]));
     const totals = E.map((ev, e) => TL.period[e].slice(a, b).reduce((x, y) => x + y, 0));
+    const [ca, cb] = cellRange(a, b);
     TL.functions.forEach((c, e) => {
-      for (let k = firstCell(c, a); k < c.b.length && c.b[k] < b; k++) {
+      for (let k = firstCell(c, ca); k < c.b.length && c.b[k] < cb; k++) {
         const f = c.k[k];
         if (F.frames[f].kind === 'comm') continue;
         let r = byFrame.get(f);
@@ -236,7 +263,7 @@
       E.forEach((ev, e) => { value[e][0] += self[e][i]; });
       let cur = 0;
       for (const f of p) {
-        const key = cur + ':' + f;
+        const key = cur * 4194304 + f; // a number, not a string: no allocation per step (frames < 2^22)
         let c = child.get(key);
         if (c === undefined) {
           c = parent.length; parent.push(cur); frame.push(f); E.forEach((ev, e) => value[e].push(0));
@@ -289,7 +316,8 @@
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
       (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
-      '. Drag to select a time range: every view then shows only its samples.' }));
+      '. Drag to select a time range: every view then shows only its samples' +
+      (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
     drawTimeline();
     canvas.addEventListener('mousedown', (ev) => { drag = { from: bucketAt(canvas, ev) }; drag.to = drag.from; drawTimeline(); });
     canvas.addEventListener('mousemove', (ev) => { if (drag) { drag.to = bucketAt(canvas, ev); drawTimeline(); } });
@@ -297,7 +325,7 @@
       if (!drag) return;
       const a = Math.min(drag.from, bucketAt(canvas, ev)), b = Math.max(drag.from, bucketAt(canvas, ev)) + 1;
       drag = null;
-      select({ a, b });
+      select(snap(a, b));
     });
   };
   function bucketAt(canvas, ev) {
@@ -314,8 +342,31 @@
     const rowsAt = [];
     for (const t of TL.threads) { if (t.pid !== pid) { pid = t.pid; H += GROUP; } rowsAt.push(H); H += TRACK; }
     const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
+    if (canvas.width !== Math.floor(W * dpr) || canvas.height !== Math.floor(H * dpr)) {
+      canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
+    }
+    // The tracks are drawn once per event and width into an off-screen canvas: a drag or a
+    // selection only copies it and draws the selection over it.
+    const key = e + ':' + W + ':' + dpr;
+    if (!trackCache || trackCache.key !== key) {
+      const off = document.createElement('canvas');
+      off.width = canvas.width; off.height = canvas.height;
+      drawTracks(off.getContext('2d'), e, W, H, dpr, rowsAt);
+      trackCache = { key, canvas: off };
+    }
     const ctx = canvas.getContext('2d');
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(trackCache.canvas, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const sel = drag ? snap(Math.min(drag.from, drag.to), Math.max(drag.from, drag.to) + 1) : viewRange();
+    if (sel) { ctx.fillStyle = 'rgba(255,196,0,0.25)'; ctx.fillRect(LABEL + sel.a * bw, RULER, (sel.b - sel.a) * bw, H - RULER); }
+    drawRange();
+  }
+  let trackCache = null;
+  // The ruler, each track's bars and off-CPU intervals of event `e`.
+  function drawTracks(ctx, e, W, H, dpr, rowsAt) {
+    const plot = W - LABEL, bw = plot / TL.buckets;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
     ctx.font = '11.5px system-ui, sans-serif'; ctx.textBaseline = 'middle'; ctx.fillStyle = '#5b6570';
@@ -324,7 +375,7 @@
     const isTime = E[e].unit === 'nanoseconds' && e !== TL.offcpu;
     let max = 1;
     if (!isTime) for (const t of TL.threads) for (const x of t.samples[e]) if (x > max) max = x;
-    pid = null;
+    let pid = null;
     TL.threads.forEach((t, i) => {
       const y = rowsAt[i];
       if (t.pid !== pid) {
@@ -345,8 +396,10 @@
         ctx.fillRect(Math.max(LABEL, x0), y + TRACK - 3, Math.max(1, x1 - Math.max(LABEL, x0)), 3);
       }
     });
-    const sel = drag ? { a: Math.min(drag.from, drag.to), b: Math.max(drag.from, drag.to) + 1 } : viewRange();
-    if (sel) { ctx.fillStyle = 'rgba(255,196,0,0.25)'; ctx.fillRect(LABEL + sel.a * bw, RULER, (sel.b - sel.a) * bw, H - RULER); }
+  }
+  // The selection's line above the timeline: its span, samples and report --time window.
+  function drawRange() {
+    const span = TL.width * TL.buckets;
     const range = document.getElementById('timeline-range');
     if (range) {
       clear(range);

@@ -309,6 +309,8 @@
     E.forEach((ev, e) => { total[e][0] = F.value[e][0]; });
     return { frame: (n) => frame[n], kids: (n) => ikids[n], total: (e, n) => total[e][n], self: (e, n) => self[e][n], root: 0 };
   }
+  // Children shown per opened call-tree row before a "more" row.
+  const KIDS_SHOWN = 100;
   render.calltree = function () {
     const v = clear(document.getElementById('v-calltree'));
     if (noSamples(v)) return;
@@ -360,12 +362,24 @@
         tr.querySelector('.tog').textContent = order(n).length ? '▸' : ' ';
         return;
       }
-      let after = tr;
-      for (const c of order(n)) { const r = row(c, depth + 1); after.after(r); after = r; }
+      appendKids(tr, n, depth + 1, 0);
       tr.dataset.open = '1';
       tr.querySelector('.tog').textContent = '▾';
     }
-    for (const c of order(T.root)) body.append(row(c, 0));
+    // Rows of node `n`'s children from the `from`-th (heaviest first) after row `after`
+    // (none: at the end of the table), at most KIDS_SHOWN, then a row that shows the next
+    // ones: a node with thousands of callees (a broken call chain's [unknown]) stays fast.
+    function appendKids(after, n, depth, from) {
+      const all = order(n), end = Math.min(all.length, from + KIDS_SHOWN);
+      const put = (r) => { if (after) after.after(r); else body.append(r); after = r; };
+      for (let k = from; k < end; k++) put(row(all[k], depth));
+      if (end === all.length) return;
+      const more = el('tr', { class: 'pick more', 'data-depth': String(depth) },
+        el('td', { colspan: String(head.children.length), text: '… ' + (all.length - end) + ' more (click to show)' }));
+      more.addEventListener('click', () => { const prev = more.previousSibling; more.remove(); appendKids(prev, n, depth, end); });
+      put(more);
+    }
+    appendKids(null, T.root, 0, 0);
     // Open the heaviest path a few levels down.
     let tr = body.firstChild;
     for (let d = 0; d < 6 && tr; d++) {
@@ -567,5 +581,7 @@
   show('summary');
   // Milliseconds from the script's start (data parsed, first view drawn): bench/html.sh.
   document.body.dataset.renderMs = String(Math.round(performance.now() - T0));
+  // From the navigation start (the time origin) to the first view drawn: the first paint.
+  document.body.dataset.firstViewMs = String(Math.round(performance.now()));
   document.body.dataset.ready = '1';
 })();
