@@ -54,6 +54,7 @@ mod stat_switches;
 mod top;
 mod trace;
 mod tracepoints;
+mod unknown;
 mod unwind;
 
 /// `autotests = false` builds only the files declared above: a new file in tests/ that is

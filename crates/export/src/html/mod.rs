@@ -27,7 +27,7 @@ use std::io;
 use culprit_analysis::annotate::{annotate_places, AnnotateOptions, SampledPlaces, Target};
 use culprit_analysis::annotate::{FunctionAnnotation, SourceCache};
 use culprit_analysis::diff::{diff_inputs, DiffError, DiffOptions, DEFAULT_KEYS};
-use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
+use culprit_analysis::hotspots::{self, hotspots_aggregated, SampleAggregator};
 use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
 use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
@@ -216,6 +216,15 @@ pub fn build_page(
         if !warnings.contains(w) {
             warnings.push(w.clone());
         }
+    }
+    // Which DSOs have unnamed samples and how to name them, as under report's table.
+    if let Some(e) = hot.events.get(hot.sort_event) {
+        warnings.extend(hotspots::unsymbolized_note(
+            &hot.unsymbolized,
+            hot.sort_event,
+            e.period,
+            hot.unknown_per_address,
+        ));
     }
     let summary = Summary {
         input: file,
