@@ -26,6 +26,7 @@ mod formats;
 mod groups;
 mod html;
 mod html_views;
+mod html_why;
 mod ibs;
 mod input;
 mod jit;

@@ -20,6 +20,7 @@ mod flame;
 mod model;
 mod page;
 mod timeline;
+mod why;
 
 use std::collections::HashMap;
 use std::io;
@@ -44,6 +45,7 @@ pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
 pub use timeline::{Cells, Timeline, Track};
+pub use why::{WhyDeskid, WhyDeskidRow};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -143,6 +145,7 @@ pub fn build_page(
     agg.finish();
     let mut symbolizer = input.symbolizer();
     let hot = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})?;
+    let why_deskid = why::deskid_table(&profile, &agg, &mut symbolizer, &hopts)?;
     drop(agg);
     let stacks = stacks.finish(&profile, &mut symbolizer)?;
 
@@ -254,6 +257,7 @@ pub fn build_page(
         topdown_note,
         ibs,
         ibs_note,
+        why_deskid,
         diff,
         diff_hidden,
         diff_flame,

@@ -159,6 +159,7 @@ mod tests {
             topdown_note: None,
             ibs: None,
             ibs_note: None,
+            why_deskid: None,
             diff: None,
             diff_hidden: Vec::new(),
             diff_flame: None,
