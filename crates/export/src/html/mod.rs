@@ -133,6 +133,7 @@ pub fn build_page(
     let mut agg = SampleAggregator::new(false, &Filters::default());
     agg.only_for(&hopts);
     let mut places = SampledPlaces::default();
+    let mut why_samples = why::DeskidSamples::new(&hopts);
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
@@ -141,12 +142,13 @@ pub fn build_page(
         stacks.add(p, s);
         agg.add(p, s);
         places.add(p, s);
+        why_samples.add(p, s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();
     let hot = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})?;
-    let why_deskid = why::deskid_table(&profile, &agg, &mut symbolizer, &hopts)?;
     drop(agg);
+    let why_deskid = why_samples.table(&profile, &mut symbolizer)?;
     let stacks = stacks.finish(&profile, &mut symbolizer)?;
 
     let events: Vec<PageEvent> = hot
