@@ -45,7 +45,7 @@ pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
 pub use timeline::{Cells, Timeline, Track};
-pub use why::{WhyDeskid, WhyDeskidRow};
+pub use why::{WhyDeskid, WhyDeskidRow, WhyMemory, WhyMemoryRow};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -134,6 +134,7 @@ pub fn build_page(
     agg.only_for(&hopts);
     let mut places = SampledPlaces::default();
     let mut why_samples = why::DeskidSamples::new(&hopts);
+    let mut why_memory = why::MemorySamples::new(&hopts);
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
@@ -143,12 +144,14 @@ pub fn build_page(
         agg.add(p, s);
         places.add(p, s);
         why_samples.add(p, s);
+        why_memory.add(p, s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();
     let hot = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})?;
     drop(agg);
     let why_deskid = why_samples.table(&profile, &mut symbolizer)?;
+    let why_memory = why_memory.table(&profile, &mut symbolizer)?;
     let stacks = stacks.finish(&profile, &mut symbolizer)?;
 
     let events: Vec<PageEvent> = hot
@@ -260,6 +263,7 @@ pub fn build_page(
         ibs,
         ibs_note,
         why_deskid,
+        why_memory,
         diff,
         diff_hidden,
         diff_flame,

@@ -160,6 +160,7 @@ mod tests {
             ibs: None,
             ibs_note: None,
             why_deskid: None,
+            why_memory: None,
             diff: None,
             diff_hidden: Vec::new(),
             diff_flame: None,
