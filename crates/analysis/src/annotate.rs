@@ -20,6 +20,7 @@ use crate::skid::{self, EventClass, SkidStats};
 use crate::AnalysisError;
 
 mod output;
+mod unnamed;
 pub use output::{
     class_name, DerivedJson, EventJson, FunctionJson, InlineJson, InsnJson, SourceCache, TextView,
     SCHEMA,
@@ -153,6 +154,9 @@ pub struct FunctionAnnotation {
     pub derived: Vec<Derived>,
     /// Whether the file has call chains (then `inclusive` is filled).
     pub has_callchains: bool,
+    /// No symbol covers this code (a stripped DSO without a debug file): `symbol` names a
+    /// hot address range (`[unknown] DSO+0xOFFSET`), shown as raw disassembly.
+    pub unnamed: bool,
 }
 
 /// Everything `annotate` found.
@@ -278,7 +282,10 @@ impl SampledPlaces {
 
 struct FuncSamples {
     dso: DsoId,
-    symbol: SymbolId,
+    /// `None`: a hot address range of code no symbol covers ([`unnamed`]).
+    symbol: Option<SymbolId>,
+    /// Without a symbol: its sampled address range.
+    range: unnamed::HotRange,
     /// (site index, SVMA) of its samples.
     sites: Vec<(usize, u64)>,
     /// Its samples of the columns' events.
@@ -329,12 +336,24 @@ pub fn annotate_places(
     // Group samples by function.
     let mut funcs: Vec<FuncSamples> = Vec::new();
     let mut func_of: HashMap<(DsoId, SymbolId), usize> = HashMap::new();
+    // Samples in ELF code no symbol covers (stripped): (DSO, site, SVMA).
+    let mut unnamed_sites: Vec<(DsoId, usize, u64)> = Vec::new();
     for (n, site) in places.sites.iter().enumerate() {
         let Some(col) = col_of(site.event) else {
             continue;
         };
         let r = resolved[site_q[n]];
-        let (Some(dso), Some(sym)) = (site.query.dso, r.symbol) else {
+        let Some(dso) = site.query.dso else {
+            continue;
+        };
+        let Some(sym) = r.symbol else {
+            let elf = profile
+                .dsos
+                .get(dso as usize)
+                .is_some_and(|d| d.kind == DsoKind::Elf);
+            if let Some(svma) = r.svma.filter(|_| elf) {
+                unnamed_sites.push((dso, n, svma));
+            }
             continue;
         };
         let Some(svma) = r.svma.or_else(|| {
@@ -351,7 +370,8 @@ pub fn annotate_places(
         let f = *func_of.entry((dso, sym)).or_insert_with(|| {
             funcs.push(FuncSamples {
                 dso,
-                symbol: sym,
+                symbol: Some(sym),
+                range: unnamed::HotRange::default(),
                 sites: Vec::new(),
                 samples: 0,
                 first_event: 0,
@@ -364,6 +384,9 @@ pub fn annotate_places(
             funcs[f].first_event += site.samples;
         }
     }
+    funcs.extend(unnamed::hot_ranges(&places.sites, unnamed_sites, &|e| {
+        col_of(e) == Some(0)
+    }));
     // A function asked for by name or address may have no samples of its own but be on
     // call chains (`main`): annotate it too, for the inclusive cost of its calls.
     if !matches!(opts.target, Target::Hottest(_)) {
@@ -388,7 +411,8 @@ pub fn annotate_places(
                 func_of.entry((dso, sym)).or_insert_with(|| {
                     funcs.push(FuncSamples {
                         dso,
-                        symbol: sym,
+                        symbol: Some(sym),
+                        range: unnamed::HotRange::default(),
                         sites: Vec::new(),
                         samples: 0,
                         first_event: 0,
@@ -404,10 +428,13 @@ pub fn annotate_places(
             .then(b.samples.cmp(&a.samples))
     });
     let name_of = |symbolizer: &Symbolizer, f: &FuncSamples| -> String {
-        symbolizer
-            .symbol(f.symbol)
-            .map(|s| s.name.to_string())
-            .unwrap_or_default()
+        match f.symbol {
+            Some(id) => symbolizer
+                .symbol(id)
+                .map(|s| s.name.to_string())
+                .unwrap_or_default(),
+            None => unnamed::range_name(profile, f),
+        }
     };
     let chosen: Vec<usize> = match &opts.target {
         Target::Hottest(n) => (0..funcs.len().min(*n)).collect(),
@@ -415,10 +442,11 @@ pub fn annotate_places(
             .filter(|&i| name_of(symbolizer, &funcs[i]) == *name)
             .collect(),
         Target::Addr(a) => (0..funcs.len())
-            .filter(|&i| {
-                symbolizer
-                    .symbol(funcs[i].symbol)
-                    .is_some_and(|s| s.start <= *a && *a < s.end)
+            .filter(|&i| match funcs[i].symbol {
+                Some(id) => symbolizer
+                    .symbol(id)
+                    .is_some_and(|s| s.start <= *a && *a < s.end),
+                None => unnamed::covers(&funcs[i], *a),
             })
             .take(1)
             .collect(),
@@ -436,13 +464,24 @@ pub fn annotate_places(
                 })
                 .collect();
             let res = symbolizer.resolve_batch(profile, &queries);
-            let wanted: Vec<(DsoId, _)> = queries
+            let wanted: Vec<(DsoId, Option<SymbolId>, Option<u64>)> = queries
                 .iter()
                 .zip(res)
-                .filter_map(|(q, r)| Some((q.dso?, r.symbol?)))
+                .filter_map(|(q, r)| Some((q.dso?, r.symbol, r.svma)))
                 .collect();
+            // By its symbol, or (unnamed code) by the hot range holding its SVMA.
+            let matches = |f: &FuncSamples| {
+                wanted.iter().any(|&(d, sym, svma)| {
+                    d == f.dso
+                        && match (sym, f.symbol) {
+                            (Some(s), Some(t)) => s == t,
+                            (None, None) => svma.is_some_and(|a| unnamed::covers(f, a)),
+                            _ => false,
+                        }
+                })
+            };
             (0..funcs.len())
-                .filter(|&i| wanted.contains(&(funcs[i].dso, funcs[i].symbol)))
+                .filter(|&i| matches(&funcs[i]))
                 .take(1)
                 .collect()
         }
@@ -503,8 +542,13 @@ fn annotate_one(
 ) -> FunctionAnnotation {
     let has_callchains = places.has_callchains;
     let ncol = cols.len();
-    let (name, start, end) = match symbolizer.symbol(f.symbol) {
+    let (name, start, mut end) = match f.symbol.and_then(|id| symbolizer.symbol(id)) {
         Some(s) => (s.name.to_string(), s.start, s.end),
+        None if f.symbol.is_none() => (
+            unnamed::range_name(profile, f),
+            f.range.first,
+            f.range.last + unnamed::MAX_INSN_LEN,
+        ),
         None => (String::new(), 0, 0),
     };
     let dso = profile.dsos.get(f.dso as usize);
@@ -515,6 +559,11 @@ fn annotate_one(
         (Some(c), Some(arch)) => disassemble_for(arch, c, start, opts.syntax),
         _ => Vec::new(),
     };
+    if f.symbol.is_none() {
+        // The range ends with its last sampled instruction.
+        insns.retain(|i| i.addr <= f.range.last);
+        end = insns.last().map_or(f.range.last + 1, Insn::end);
+    }
     if insns.is_empty() {
         // No code (kernel, missing file): one row per sampled address.
         let mut addrs: Vec<u64> = f.sites.iter().map(|&(_, a)| a).collect();
@@ -681,6 +730,7 @@ fn annotate_one(
         skid: skid_stats,
         derived,
         has_callchains,
+        unnamed: f.symbol.is_none(),
     }
 }
 

@@ -284,8 +284,10 @@ pub struct FleetMerge {
 impl FleetMerge {
     /// An empty merge for `opts`.
     pub fn new(opts: &FleetOptions) -> FleetMerge {
+        let mut merge = HotspotsMerge::new(&opts.hotspots.keys, opts.hotspots.deskid);
+        merge.set_unknown_per_address(opts.hotspots.unknown_per_address);
         FleetMerge {
-            merge: HotspotsMerge::new(&opts.hotspots.keys, opts.hotspots.deskid),
+            merge,
             inputs: Vec::new(),
             warnings: Vec::new(),
             any_data_src: false,

@@ -35,6 +35,7 @@ mod json;
 mod locations;
 mod merge;
 mod rows;
+mod unsymbolized;
 
 pub use aggregate::SampleAggregator;
 use aggregate::*;
@@ -46,6 +47,7 @@ pub use json::{json_report, json_report_with, EventJson, HotspotsJson, RowsJson,
 use locations::*;
 pub use merge::{EventFacts, HotspotsMerge, KeyPart};
 use rows::*;
+pub use unsymbolized::{note as unsymbolized_note, UnsymbolizedDso, HOW_TO_NAME};
 
 /// perf's default `--max-stack` (the kernel's `perf_event_max_stack`, 127): `perf report
 /// --children` walks a chain from its outermost caller (caller order) and stops after this
@@ -112,6 +114,10 @@ pub struct HotspotOptions {
     /// Also make one table per event, each sorted and limited by its event (perf's
     /// layout): [`Hotspots::event_rows`].
     pub per_event: bool,
+    /// `sym` rows of addresses no symbol covers: one per address (perf's rows, `report
+    /// --unknown address`) instead of one `[unknown]` row per DSO (the default: a stripped
+    /// DSO's time is one row, not thousands).
+    pub unknown_per_address: bool,
 }
 
 impl Default for HotspotOptions {
@@ -128,6 +134,7 @@ impl Default for HotspotOptions {
             deskid: false,
             sort_event: None,
             per_event: false,
+            unknown_per_address: false,
         }
     }
 }
@@ -170,6 +177,9 @@ pub struct KeyValue {
     /// The address is a run-time address (a call-chain entry without a symbol), not a file
     /// offset: shown raw, as perf does, never as `DSO+0xOFFSET`.
     runtime_addr: bool,
+    /// A `sym` value standing for every address of its DSO that no symbol covers (see
+    /// [`HotspotOptions::unknown_per_address`]).
+    unknown_group: bool,
     /// Display text id: the name, the number, or `[unknown]`.
     text: u32,
     /// DSO short name id (sym, ip, and srcfile without a source file), or `NONE`.
@@ -187,6 +197,7 @@ impl KeyValue {
             has_number: false,
             has_addr: false,
             runtime_addr: false,
+            unknown_group: false,
             text: NONE,
             dso: NONE,
             value: 0,
@@ -214,6 +225,11 @@ impl KeyValue {
     /// than a file offset in the DSO.
     pub fn addr_is_runtime(&self) -> bool {
         self.runtime_addr
+    }
+    /// Whether this `sym` value is the one `[unknown]` row of its DSO: every address of
+    /// the DSO ([`Row::dso`]) that no symbol covers.
+    pub fn is_unknown_group(&self) -> bool {
+        self.unknown_group
     }
 }
 
@@ -248,7 +264,8 @@ struct KeyColumn {
     text: Vec<u32>,
     dso: Vec<u32>,
     value: Vec<u64>,
-    /// Bits 0-1: [`Level`]; bit 2: has a number; bit 3: has an address.
+    /// Bits 0-1: [`Level`]; bit 2: has a number; bit 3: has an address; bit 4: run-time
+    /// address; bit 5: the `[unknown]` row of a DSO.
     flags: Vec<u8>,
 }
 
@@ -278,7 +295,8 @@ impl KeyColumn {
                 v.level as u8
                     | u8::from(v.has_number) << 2
                     | u8::from(v.has_addr) << 3
-                    | u8::from(v.runtime_addr) << 4,
+                    | u8::from(v.runtime_addr) << 4
+                    | u8::from(v.unknown_group) << 5,
             );
         }
     }
@@ -299,6 +317,7 @@ impl KeyColumn {
             v.has_number = f & 4 != 0;
             v.has_addr = f & 8 != 0;
             v.runtime_addr = f & 16 != 0;
+            v.unknown_group = f & 32 != 0;
             v.dso = self.dso.get(i).copied().unwrap_or(NONE);
             v.value = self.value.get(i).copied().unwrap_or(0);
         }
@@ -331,6 +350,11 @@ pub struct Hotspots {
     /// Samples whose call-graph path was longer than [`PERF_MAX_STACK`] frames and was cut
     /// there (a corrupt or runaway chain; perf's `--max-stack` does the same).
     pub cut_call_paths: u64,
+    /// The DSOs with samples at addresses no symbol covers (`sym` reports only), biggest
+    /// first for the sort event; their values are per event of [`Hotspots::events`].
+    pub unsymbolized: Vec<UnsymbolizedDso>,
+    /// [`HotspotOptions::unknown_per_address`].
+    pub unknown_per_address: bool,
     /// Why the filters left no row (set only then).
     filter_why: Option<String>,
     /// The commands of the samples when `--comm` left no row (a merge of several reports

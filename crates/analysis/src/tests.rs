@@ -8,6 +8,8 @@ use crate::*;
 
 const PID: i32 = 4242;
 
+mod unnamed;
+
 /// Symbols: f1 at 0x1000, f2 at 0x2000, main at 0x3000, each 0x100 long; 0x9000 unknown.
 fn symbolizer(tag: &str) -> Symbolizer {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -142,7 +144,11 @@ fn sample_profile() -> Profile {
 #[test]
 fn test_hotspots_self_percentages_of_total_period() {
     let p = sample_profile();
-    let h = run(&p, "self", &HotspotOptions::default());
+    let per_address = HotspotOptions {
+        unknown_per_address: true,
+        ..HotspotOptions::default()
+    };
+    let h = run(&p, "self", &per_address);
     assert_eq!(h.events[0].samples, 5);
     assert_eq!(h.events[0].period, 600);
     assert_eq!(h.len(), 3);
@@ -186,6 +192,7 @@ fn test_hotspots_unresolved_chain_frames_keyed_by_runtime_address() {
     b.sample(0, 0, 10, &[0x9000, 0x3000]);
     let opts = HotspotOptions {
         children: true,
+        unknown_per_address: true,
         ..HotspotOptions::default()
     };
     let h = run(&b.p, "unresolved", &opts);

@@ -12,7 +12,16 @@ use std::process::Command;
 fn culprit_rows(file: &Path, debug_dir: &Path) -> BTreeMap<String, f64> {
     let out = common::run_ok(
         common::culprit()
-            .args(["report", "--format", "json", "--sort", "sym", "-i"])
+            .args([
+                "report",
+                "--unknown",
+                "address",
+                "--format",
+                "json",
+                "--sort",
+                "sym",
+                "-i",
+            ])
             .arg(file)
             .arg("--debug-dir")
             .arg(debug_dir),

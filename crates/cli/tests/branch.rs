@@ -504,6 +504,8 @@ fn culprit_children_by_sym(file: &Path) -> BTreeMap<String, (f64, f64)> {
         common::culprit()
             .args([
                 "report",
+                "--unknown",
+                "address",
                 "--children",
                 "--sort",
                 "sym",

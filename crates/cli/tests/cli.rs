@@ -26,6 +26,7 @@ mod formats;
 mod groups;
 mod html;
 mod html_views;
+mod html_why;
 mod ibs;
 mod input;
 mod jit;
@@ -54,6 +55,7 @@ mod stat_switches;
 mod top;
 mod trace;
 mod tracepoints;
+mod unknown;
 mod unwind;
 
 /// `autotests = false` builds only the files declared above: a new file in tests/ that is

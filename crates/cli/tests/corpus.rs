@@ -261,7 +261,7 @@ fn culprit_table(
         "--no-children"
     };
     let out = common::culprit()
-        .arg("report")
+        .args(["report", "--unknown", "address"])
         .arg("-i")
         .arg(file)
         .args(["--format", "json", mode, "--sort", &keys.join(",")])
@@ -503,7 +503,7 @@ fn check_file(file: &Path, scratch: &Path) -> (Vec<String>, Vec<String>) {
 
     if let Some((_, why)) = CORRUPT.iter().find(|(n, _)| *n == name) {
         let out = common::culprit()
-            .arg("report")
+            .args(["report", "--unknown", "address"])
             .arg("-i")
             .arg(file)
             .args(["--format", "json"])

@@ -73,9 +73,18 @@ fn culprit_report(
         c.env(k, v);
     }
     let out = common::run_ok(
-        c.args(["report", "--format", "json", "--sort", "sym", "-i"])
-            .arg(file)
-            .args(extra),
+        c.args([
+            "report",
+            "--unknown",
+            "address",
+            "--format",
+            "json",
+            "--sort",
+            "sym",
+            "-i",
+        ])
+        .arg(file)
+        .args(extra),
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut shares = BTreeMap::new();

@@ -20,7 +20,7 @@ fn corpus(name: &str) -> PathBuf {
 /// `culprit report --format json` on `file` (any exit status).
 fn culprit_report(file: &Path) -> (Output, Option<Value>) {
     let out = common::culprit()
-        .arg("report")
+        .args(["report", "--unknown", "address"])
         .arg("-i")
         .arg(file)
         .args(["--format", "json"])

@@ -75,7 +75,7 @@ fn culprit_shares(file: &Path, children: bool) -> (BTreeMap<String, f64>, String
     };
     let out = common::run_ok(
         common::culprit()
-            .arg("report")
+            .args(["report", "--unknown", "address"])
             .arg("-i")
             .arg(file)
             .args(["--format", "json", "--sort", "sym", mode]),

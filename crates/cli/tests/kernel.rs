@@ -26,7 +26,16 @@ const HOT: u64 = 0xffff_ffff_8101_97b4;
 fn report(extra: &[&str]) -> (Vec<(String, String, Option<String>)>, String) {
     let out = run_ok(
         culprit()
-            .args(["report", "--sort", "dso,sym", "--format", "json", "-i"])
+            .args([
+                "report",
+                "--unknown",
+                "address",
+                "--sort",
+                "dso,sym",
+                "--format",
+                "json",
+                "-i",
+            ])
             .arg(file())
             .args(extra),
     );

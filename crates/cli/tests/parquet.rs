@@ -63,7 +63,7 @@ fn file_entry<'a>(read: &'a Value, file: &Path) -> &'a Value {
 fn report_top(file: &Path) -> BTreeMap<String, BTreeMap<String, (u64, u64)>> {
     // Exit 1 for a truncated file: what was read is reported.
     let out = culprit()
-        .arg("report")
+        .args(["report", "--unknown", "address"])
         .arg("-i")
         .arg(file)
         .args(["--sort", "sym", "--no-children", "--format", "json"])

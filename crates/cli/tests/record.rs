@@ -1058,6 +1058,8 @@ fn culprit_report_percent(input: &str, stdin: Stdio, sym: &str) -> f64 {
     let o = culprit()
         .args([
             "report",
+            "--unknown",
+            "address",
             "-i",
             input,
             "--sort",
@@ -1345,7 +1347,16 @@ fn test_record_build_id_cache_keeps_symbols_of_a_rebuilt_binary() {
             common::culprit()
                 .env("HOME", &home)
                 .env_remove("PERF_BUILDID_DIR")
-                .args(["report", "--sort", "sym", "--format", "csv", "-i"])
+                .args([
+                    "report",
+                    "--unknown",
+                    "address",
+                    "--sort",
+                    "sym",
+                    "--format",
+                    "csv",
+                    "-i",
+                ])
                 .arg(&data),
         );
         stdout(&o)

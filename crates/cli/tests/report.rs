@@ -184,7 +184,7 @@ fn parse_culprit(json: &Value, keys: &[&str], children: bool) -> Table {
 fn culprit_json(file: &Path, extra: &[&str]) -> Value {
     let out = common::run_ok(
         common::culprit()
-            .arg("report")
+            .args(["report", "--unknown", "address"])
             .arg("-i")
             .arg(file)
             .args(["--format", "json"])

@@ -428,7 +428,18 @@ fn test_report_unresolved_callers_show_raw_addresses_as_perf() {
     }
     // A stripped binary's frames: no symbols even with the fixtures' build-id cache.
     let f = decode_fixture("compressed-g.data");
-    let ours = report(&f, &["--children", "--sort", "dso,sym", "--width", "0"]);
+    let ours = report(
+        &f,
+        &[
+            "--children",
+            "--sort",
+            "dso,sym",
+            "--width",
+            "0",
+            "--unknown",
+            "address",
+        ],
+    );
     let big = |hex: &str| u64::from_str_radix(hex, 16).is_ok_and(|a| a > u64::from(u32::MAX));
     let mut raw = std::collections::BTreeSet::new();
     for l in ours.lines() {

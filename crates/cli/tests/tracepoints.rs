@@ -418,6 +418,8 @@ fn offcpu_children(file: &Path) -> BTreeMap<String, u64> {
         common::culprit()
             .args([
                 "report",
+                "--unknown",
+                "address",
                 "-e",
                 "offcpu-time",
                 "--children",
@@ -512,7 +514,15 @@ fn test_off_cpu_sleeps_split_one_to_ten() {
 fn assert_off_cpu_report_shows_time(file: &Path) {
     let o = common::run_ok(
         common::culprit()
-            .args(["report", "--sort", "sym", "--no-children", "-i"])
+            .args([
+                "report",
+                "--unknown",
+                "address",
+                "--sort",
+                "sym",
+                "--no-children",
+                "-i",
+            ])
             .arg(file),
     );
     let report = text(&o.stdout);

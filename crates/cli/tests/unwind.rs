@@ -32,7 +32,7 @@ const TREE: [(&str, f64); 6] = [
 fn culprit_children(file: &Path, extra: &[&str]) -> Vec<(String, f64, f64)> {
     let out = common::run_ok(
         common::culprit()
-            .args(["report", "-i"])
+            .args(["report", "--unknown", "address", "-i"])
             .arg(file)
             .args(["--children", "--sort", "sym", "--format", "json"])
             .args(extra),

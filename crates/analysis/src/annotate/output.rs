@@ -131,6 +131,16 @@ fn sparse_percents(v: impl Iterator<Item = u64>, total: u64) -> Vec<f64> {
 const MIN_NAME: usize = 13;
 
 impl FunctionAnnotation {
+    /// Why an unnamed range has no function name, and how to get one.
+    fn unnamed_why(&self) -> String {
+        format!(
+            "No symbols for {} (stripped, and no debug file found): its hot address range is \
+             disassembled raw; {}",
+            self.dso,
+            crate::hotspots::HOW_TO_NAME
+        )
+    }
+
     /// The header lines of the text: the function, the command line, each event's figures,
     /// derived columns and what the columns mean.
     fn text_header(&self, cmdline: Option<&str>, view: &TextView) -> Vec<String> {
@@ -216,6 +226,9 @@ impl FunctionAnnotation {
         }
         if self.has_callchains {
             h.push("incl: samples in callees of the call instruction (from call chains)".into());
+        }
+        if self.unnamed {
+            h.push(self.unnamed_why());
         }
         if !self.disassembled {
             h.push(
@@ -467,6 +480,7 @@ impl FunctionAnnotation {
             start: format!("{:#x}", self.start),
             end: format!("{:#x}", self.end),
             disassembled: self.disassembled,
+            unnamed: self.unnamed.then(|| self.unnamed_why()),
             events: names.iter().map(|n| (*n).to_string()).collect(),
             event_info: self
                 .events
@@ -540,6 +554,10 @@ pub struct FunctionJson {
     pub end: String,
     /// Whether the code was disassembled (else rows are sampled addresses).
     pub disassembled: bool,
+    /// Set when no symbol covers the code (a stripped DSO): why there is no name, and how to
+    /// get one; `symbol` is then the hot range's `[unknown] DSO+0xOFFSET`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unnamed: Option<String>,
     /// Event names, in column order.
     pub events: Vec<String>,
     /// Per event: figures.

@@ -44,7 +44,7 @@ pub fn hotspots_aggregated(
         && agg.with_chains;
     let total_work = aggs.len() as u64 * 2;
 
-    let kw = KeyWords::new(profile);
+    let kw = KeyWords::new(profile, opts.unknown_per_address);
     let dso_anon = &kw.dso_anon;
 
     // 1. Unique locations of sampled IPs (and chain frames when needed).

@@ -403,7 +403,7 @@ pub(super) fn report(
     let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let ncol = totals.len();
     let keys = &opts.keys;
-    let kw = KeyWords::new(profile);
+    let kw = KeyWords::new(profile, opts.unknown_per_address);
     let queries: Vec<Query> = cs
         .places
         .iter()

@@ -152,6 +152,16 @@ pub fn document_with(
         t.empty = Some(empty_text(h, h.hidden_rows));
         doc.table(t);
     }
+    if let Some(e) = h.events.get(h.sort_event) {
+        if let Some(n) = unsymbolized::note(
+            &h.unsymbolized,
+            h.sort_event,
+            e.period,
+            h.unknown_per_address,
+        ) {
+            doc.footer(n);
+        }
+    }
     if h.deskid {
         doc.footer(
             "~Deskid %: ESTIMATED (skid correction), see docs/skid.md: each non-precise sample \
@@ -222,6 +232,11 @@ pub(crate) fn key_text_into(out: &mut String, row: &Row, v: &KeyValue) {
                 None => {
                     out.push(' ');
                     out.push_str(row.text(v));
+                    // Without a dso column, say whose unnamed code the row is.
+                    if v.is_unknown_group() && !row.h.keys.contains(&SortKey::Dso) {
+                        out.push(' ');
+                        out.push_str(row.dso(v).unwrap_or("?"));
+                    }
                 }
             }
         }

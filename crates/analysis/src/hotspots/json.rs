@@ -43,8 +43,84 @@ pub struct HotspotsJson<'a> {
     pub sort_event: String,
     /// Where reading a damaged file stopped, or null.
     pub stopped: Option<Stopped>,
+    /// Set when samples fell at addresses no symbol covers: which DSOs, and how to name them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsymbolized: Option<UnsymbolizedJson>,
     /// Warnings about the report.
     pub warnings: Vec<String>,
+}
+
+/// The DSOs of a report with samples no symbol covers.
+#[derive(Serialize)]
+pub struct UnsymbolizedJson {
+    /// How their rows are shown: `dso` (one `[unknown]` row per DSO) or `address`.
+    pub rows: &'static str,
+    /// How to get names for them.
+    pub hint: &'static str,
+    /// The DSOs, biggest first for the sort event.
+    pub dsos: Vec<UnsymbolizedDsoJson>,
+}
+
+/// One DSO of [`UnsymbolizedJson`]: its samples, period and percent per event name.
+#[derive(Serialize)]
+pub struct UnsymbolizedDsoJson {
+    /// perf's short name, as the rows show it.
+    pub dso: String,
+    /// The path it was recorded at.
+    pub path: String,
+    /// Per event: samples without a symbol.
+    pub samples: std::collections::BTreeMap<String, u64>,
+    /// Per event: their period.
+    pub period: std::collections::BTreeMap<String, u64>,
+    /// Per event: that period as a percentage of the event's total.
+    pub percent: std::collections::BTreeMap<String, Round4>,
+}
+
+/// The `unsymbolized` object of report `h`, when it has such DSOs.
+fn unsymbolized_json(h: &Hotspots) -> Option<UnsymbolizedJson> {
+    if h.unsymbolized.is_empty() {
+        return None;
+    }
+    let per_event = |v: &[u64]| {
+        h.events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), v.get(i).copied().unwrap_or(0)))
+            .collect()
+    };
+    let dsos = h
+        .unsymbolized
+        .iter()
+        .map(|u| UnsymbolizedDsoJson {
+            dso: u.dso.clone(),
+            path: u.path.clone(),
+            samples: per_event(&u.samples),
+            period: per_event(&u.period),
+            percent: h
+                .events
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let p = u.period.get(i).copied().unwrap_or(0);
+                    let pct = if e.period == 0 {
+                        0.0
+                    } else {
+                        p as f64 * 100.0 / e.period as f64
+                    };
+                    (e.name.clone(), Round4(pct))
+                })
+                .collect(),
+        })
+        .collect();
+    Some(UnsymbolizedJson {
+        rows: if h.unknown_per_address {
+            "address"
+        } else {
+            "dso"
+        },
+        hint: HOW_TO_NAME,
+        dsos,
+    })
 }
 
 /// An event of the report.
@@ -124,6 +200,7 @@ pub fn json_report_with<'a>(
             .map(|e| e.name.clone())
             .unwrap_or_default(),
         stopped,
+        unsymbolized: unsymbolized_json(h),
         warnings,
     }
 }
@@ -256,6 +333,11 @@ fn row_json<'a>(h: &'a Hotspots, by_name: &[usize], row: Row<'a>) -> RowJson<'a>
             }
             SortKey::Sym => {
                 level = k.tag();
+                if k.is_unknown_group() {
+                    if let Some(d) = row.dso(&k) {
+                        put(&mut keys, "dso", KeyJson::Text(d), false);
+                    }
+                }
                 if let Some(a) = k.addr() {
                     put(
                         &mut keys,

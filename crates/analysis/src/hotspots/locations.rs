@@ -129,10 +129,12 @@ pub(super) struct KeyWords {
     pub(super) unknown_dso: u32,
     /// Per DSO: per-process (JIT) object, resolved per pid.
     pub(super) dso_anon: Vec<bool>,
+    /// `sym` keys unnamed addresses one by one instead of as one row per DSO.
+    pub(super) unknown_per_address: bool,
 }
 
 impl KeyWords {
-    pub(super) fn new(profile: &Profile) -> KeyWords {
+    pub(super) fn new(profile: &Profile, unknown_per_address: bool) -> KeyWords {
         let mut names = Interner::default();
         let comm_id: Vec<u32> = profile.strings.iter().map(|s| names.id(s)).collect();
         let unknown_dso = names.id("[unknown]");
@@ -151,6 +153,7 @@ impl KeyWords {
             dso_name,
             unknown_dso,
             dso_anon,
+            unknown_per_address,
         }
     }
 
@@ -190,9 +193,14 @@ impl KeyWords {
                     buf.push(1 | self.dso_key(l) << 1);
                     buf.push(u64::from(id.table) << 32 | u64::from(id.index));
                 }
-                None => {
+                None if self.unknown_per_address => {
                     buf.push(0);
                     buf.push(raw_addr.unwrap_or(l.file_offset));
+                }
+                // One row per DSO for all its unnamed addresses.
+                None => {
+                    buf.push(0);
+                    buf.push(self.dso_key(l));
                 }
             },
             SortKey::Srcline => {

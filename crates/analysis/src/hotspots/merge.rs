@@ -144,6 +144,10 @@ pub struct HotspotsMerge {
     graphs: FxHashMap<(u32, u32), MergeNode>,
     /// The commands of inputs whose `--comm` filter left no row.
     no_row_comms: Vec<String>,
+    /// The inputs' DSOs without symbols, per merged event column.
+    unsymbolized: Vec<UnsymbolizedDso>,
+    /// Rows made by [`add_row`](Self::add_row) key unnamed addresses one by one.
+    unknown_per_address: bool,
     scratch: Vec<u64>,
 }
 
@@ -165,8 +169,16 @@ impl HotspotsMerge {
             cut_call_paths: 0,
             graphs: FxHashMap::default(),
             no_row_comms: Vec::new(),
+            unsymbolized: Vec::new(),
+            unknown_per_address: false,
             scratch: Vec::new(),
         }
+    }
+
+    /// Rows made by [`add_row`](Self::add_row) keep one `[unknown]` row per address (see
+    /// [`HotspotOptions::unknown_per_address`]) instead of one per DSO.
+    pub fn set_unknown_per_address(&mut self, per_address: bool) {
+        self.unknown_per_address = per_address;
     }
 
     /// The options each input's report is made with, for a merged report of `opts`: every
@@ -239,6 +251,7 @@ impl HotspotsMerge {
         self.has_callchains |= part.has_callchains;
         self.cut_call_paths += part.cut_call_paths;
         self.no_row_comms.extend(part.no_row_comms.iter().cloned());
+        unsymbolized::merge_into(&mut self.unsymbolized, &part.unsymbolized, &cols);
         let nv = self.nv;
         let pnv = part.nv;
         let mut kvs: Vec<KeyValue> = Vec::with_capacity(self.keys.len());
@@ -355,6 +368,10 @@ impl HotspotsMerge {
                     v.dso = self.intern(dso);
                     match name {
                         Some(n) => v.text = self.intern(n),
+                        None if !self.unknown_per_address => {
+                            v.text = self.intern("[unknown]");
+                            v.unknown_group = true;
+                        }
                         None => {
                             v.text = self.intern("[unknown]");
                             v.has_addr = true;
@@ -413,6 +430,7 @@ impl HotspotsMerge {
             cut_call_paths,
             mut graphs,
             mut no_row_comms,
+            unsymbolized: merged_unsymbolized,
             ..
         } = self;
         let any = events.iter().any(|e| e.samples > 0);
@@ -481,6 +499,19 @@ impl HotspotsMerge {
             }
         }
         drop(graphs);
+        // The DSOs without symbols, in the kept columns.
+        let mut unsymbolized: Vec<UnsymbolizedDso> = merged_unsymbolized
+            .into_iter()
+            .map(|u| {
+                let at = |v: &[u64], c: usize| v.get(c).copied().unwrap_or(0);
+                UnsymbolizedDso {
+                    samples: kept.iter().map(|&c| at(&u.samples, c)).collect(),
+                    period: kept.iter().map(|&c| at(&u.period, c)).collect(),
+                    ..u
+                }
+            })
+            .collect();
+        unsymbolized::sort(&mut unsymbolized, sort_event);
         let (values, order_out) = if order.len() * 2 < nrows {
             let mut v = Vec::with_capacity(order.len() * ncol * nv);
             for &r in &order {
@@ -512,6 +543,8 @@ impl HotspotsMerge {
             shown,
             event_tables,
             call_graphs,
+            unsymbolized,
+            unknown_per_address: opts.unknown_per_address,
         };
         Ok((out, out_facts))
     }

@@ -63,6 +63,25 @@ pub(super) fn finish_rows<'l>(
         event_tables,
         no_sample_kept,
     } = arrange(&totals, &acc_values, nv, nrows, opts, &dso_ok)?;
+    let unsymbolized = if keys.contains(&SortKey::Sym) {
+        let unnamed_dso = |r: u32| {
+            let l = rep_of(r).loc;
+            (l.symbol().is_none() && dso_ok(r))
+                .then(|| l.dso())
+                .flatten()
+        };
+        unsymbolized::collect(
+            profile,
+            ncol,
+            nv,
+            &acc_values,
+            nrows,
+            &unnamed_dso,
+            sort_event,
+        )
+    } else {
+        Vec::new()
+    };
     let event_samples = totals.iter().any(|t| t.samples > 0);
     let filtered =
         !(f.pids.is_empty() && f.tids.is_empty() && f.comms.is_empty() && f.dsos.is_empty());
@@ -74,7 +93,10 @@ pub(super) fn finish_rows<'l>(
         filters_matched_nothing(f, &no_row_comms)
     });
 
-    let mut texts = TextCache::default();
+    let mut texts = TextCache {
+        unknown_per_address: opts.unknown_per_address,
+        ..TextCache::default()
+    };
     let mut columns: Vec<KeyColumn> = keys.iter().map(|&k| KeyColumn::new(k)).collect();
     for &r in &order {
         let rep = rep_of(r);
@@ -115,6 +137,8 @@ pub(super) fn finish_rows<'l>(
         event_tables,
         call_graphs: Vec::new(),
         cut_call_paths: 0,
+        unsymbolized,
+        unknown_per_address: opts.unknown_per_address,
     };
     Ok((out, order))
 }
@@ -445,6 +469,9 @@ pub(super) struct TextCache {
     pub(super) dso: FxHashMap<Option<DsoId>, u32>,
     pub(super) sym: FxHashMap<culprit_symbols::SymbolId, u32>,
     pub(super) src: FxHashMap<(u32, bool), u32>,
+    /// Unnamed `sym` values are addresses ([`HotspotOptions::unknown_per_address`]), not
+    /// the one `[unknown]` row of their DSO.
+    pub(super) unknown_per_address: bool,
 }
 
 impl TextCache {
@@ -526,6 +553,10 @@ impl TextCache {
                                 t
                             }
                         };
+                    }
+                    None if !self.unknown_per_address => {
+                        v.text = self.intern("[unknown]");
+                        v.unknown_group = true;
                     }
                     None => {
                         v.text = self.intern("[unknown]");

@@ -93,7 +93,13 @@ pub(super) fn add_input(
     if children {
         merge.set_has_callchains();
     }
-    let table = fold_rows(&h.keys, &input, kept, children, &entries, &col_of, place)?;
+    let mut table = Rows {
+        unknown_per_address: h.unknown_per_address,
+        ..Rows::default()
+    };
+    fold_rows(
+        &mut table, &h.keys, &input, kept, children, &entries, &col_of, place,
+    )?;
     emit_rows(opts, merge, &input, &table.rows, &col_of);
     fleet.add_input(summary);
     Ok(())
@@ -101,8 +107,10 @@ pub(super) fn add_input(
 
 /// The rows of the folded entries, as one perf.data report makes them: each entry counts
 /// for the row of its sampled location, and (children) once for each other row of its
-/// call chain.
+/// call chain; into `table`.
+#[allow(clippy::too_many_arguments)]
 fn fold_rows(
+    table: &mut Rows,
     keys: &[SortKey],
     input: &TablesInput,
     kept: Kept,
@@ -110,9 +118,8 @@ fn fold_rows(
     entries: &[(FoldKey, u64, u64)],
     col_of: &[usize],
     place: &InputPlace,
-) -> Result<Rows, InputError> {
+) -> Result<(), InputError> {
     let ncol = input.events.len();
-    let mut table = Rows::default();
     let mut words: Vec<u64> = Vec::new();
     let mut seen: Vec<u32> = Vec::new();
     for (k, samples, period) in entries {
@@ -145,7 +152,7 @@ fn fold_rows(
             }
         }
     }
-    Ok(table)
+    Ok(())
 }
 
 /// Adds the rows that pass the DSO filter to `merge`, with their keys' texts.
@@ -249,6 +256,7 @@ fn key_words(
     k: &FoldKey,
     g: Group,
     caller: bool,
+    unknown_per_address: bool,
     out: &mut Vec<u64>,
 ) {
     out.clear();
@@ -263,7 +271,11 @@ fn key_words(
             SortKey::Dso => out.extend([u64::from(f.dso), 0]),
             SortKey::Sym => match f.function {
                 Some(n) => out.extend([u64::from(f.dso) | 1 << 32, u64::from(n)]),
-                None => out.extend([u64::from(f.dso), if caller { f.address } else { f.offset }]),
+                None if unknown_per_address => {
+                    out.extend([u64::from(f.dso), if caller { f.address } else { f.offset }])
+                }
+                // One row per DSO for its unnamed addresses (merged so by `add_row`).
+                None => out.extend([u64::from(f.dso), u64::MAX]),
             },
             SortKey::Srcline => match inner.srcline {
                 Some(s) => out.extend([u64::MAX, u64::from(s)]),
@@ -324,6 +336,9 @@ fn places<'a>(
 struct Rows {
     rows: Vec<RowAcc>,
     index: FxHashMap<Vec<u64>, u32>,
+    /// Unnamed addresses are rows of their own, not one `[unknown]` row per DSO
+    /// ([`crate::HotspotOptions::unknown_per_address`]).
+    unknown_per_address: bool,
 }
 
 impl Rows {
@@ -341,7 +356,8 @@ impl Rows {
         words: &mut Vec<u64>,
     ) -> u32 {
         if g.frame != NO_FRAME {
-            key_words(keys, input, k, g, caller, words);
+            let per_address = self.unknown_per_address;
+            key_words(keys, input, k, g, caller, per_address, words);
         } else {
             // No location key: the sample's keys only.
             words.clear();

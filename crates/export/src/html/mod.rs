@@ -20,6 +20,7 @@ mod flame;
 mod model;
 mod page;
 mod timeline;
+mod why;
 
 use std::collections::HashMap;
 use std::io;
@@ -27,7 +28,7 @@ use std::io;
 use culprit_analysis::annotate::{annotate_places, AnnotateOptions, SampledPlaces, Target};
 use culprit_analysis::annotate::{FunctionAnnotation, SourceCache};
 use culprit_analysis::diff::{diff_inputs, DiffError, DiffOptions, DEFAULT_KEYS};
-use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
+use culprit_analysis::hotspots::{self, hotspots_aggregated, SampleAggregator};
 use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
 use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
@@ -44,6 +45,7 @@ pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
 pub use timeline::{Cells, Timeline, Track};
+pub use why::{WhyDeskid, WhyDeskidRow, WhyMemory, WhyMemoryRow};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -131,6 +133,8 @@ pub fn build_page(
     let mut agg = SampleAggregator::new(false, &Filters::default());
     agg.only_for(&hopts);
     let mut places = SampledPlaces::default();
+    let mut why_samples = why::DeskidSamples::new(&hopts);
+    let mut why_memory = why::MemorySamples::new(&hopts);
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
@@ -139,11 +143,15 @@ pub fn build_page(
         stacks.add(p, s);
         agg.add(p, s);
         places.add(p, s);
+        why_samples.add(p, s);
+        why_memory.add(p, s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();
     let hot = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})?;
     drop(agg);
+    let why_deskid = why_samples.table(&profile, &mut symbolizer)?;
+    let why_memory = why_memory.table(&profile, &mut symbolizer)?;
     let stacks = stacks.finish(&profile, &mut symbolizer)?;
 
     let events: Vec<PageEvent> = hot
@@ -217,6 +225,15 @@ pub fn build_page(
             warnings.push(w.clone());
         }
     }
+    // Which DSOs have unnamed samples and how to name them, as under report's table.
+    if let Some(e) = hot.events.get(hot.sort_event) {
+        warnings.extend(hotspots::unsymbolized_note(
+            &hot.unsymbolized,
+            hot.sort_event,
+            e.period,
+            hot.unknown_per_address,
+        ));
+    }
     let summary = Summary {
         input: file,
         hostname: s.hostname.clone(),
@@ -245,6 +262,8 @@ pub fn build_page(
         topdown_note,
         ibs,
         ibs_note,
+        why_deskid,
+        why_memory,
         diff,
         diff_hidden,
         diff_flame,

@@ -44,6 +44,10 @@ pub struct Page {
     pub ibs: Option<IbsReport>,
     /// Why there are no IBS tables, when there are none.
     pub ibs_note: Option<String>,
+    /// The Why tab's skid table, when an event skids.
+    pub why_deskid: Option<crate::html::WhyDeskid>,
+    /// The Why tab's miss sources per function, when events recorded data sources.
+    pub why_memory: Option<crate::html::WhyMemory>,
     /// The diff against another file (`--diff`), as `culprit diff` computes it.
     pub diff: Option<Diff>,
     /// Rows of each diff event left out by the row limit, per event (same order).

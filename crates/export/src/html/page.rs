@@ -159,6 +159,8 @@ mod tests {
             topdown_note: None,
             ibs: None,
             ibs_note: None,
+            why_deskid: None,
+            why_memory: None,
             diff: None,
             diff_hidden: Vec::new(),
             diff_flame: None,

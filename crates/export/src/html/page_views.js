@@ -493,7 +493,7 @@
   // else one line on what would be here and how to record it.
   render.why = function () {
     const v = clear(document.getElementById('v-why'));
-    if (!D.ibs && !D.topdown) {
+    if (!D.ibs && !D.topdown && !D.why_deskid && !D.why_memory) {
       v.append(el('p', { id: 'why-none', class: 'note', text: 'With precise samples (AMD IBS, Intel PEBS, Arm SPE) or Top-Down events this tab shows, per hot function, why it is slow: load latencies, where its misses were served, the data addresses and symbols it touched, and its Top-Down breakdown. This recording has none: on a machine with a hardware PMU, record with `culprit record --ibs op` (AMD), `culprit record -d -e <memory event>:pp` (Intel PEBS) or `culprit record --topdown`.' }));
       return;
     }
@@ -506,6 +506,32 @@
         { label: 'avg miss latency (cycles)', num: true, get: (r) => r.avg_dc_miss_lat.toFixed(1) }, int('mispredicted', 'mispredicted'), { label: 'Function', get: (r) => r.key }],
       I.functions.slice(0, 15), { id: 'why-ibs' }));
       v.append(el('p', { class: 'note' }, 'Every IBS table (per instruction, data symbols, cache lines, pages): ', el('button', { text: 'IBS tab', onclick: () => show('ibs') })));
+    }
+    if (D.why_memory) {
+      // Where the loads were served, per function (report --sort sym,mem).
+      const M = D.why_memory;
+      const cols = [{ label: 'Function', get: (r) => r.name }, { label: 'Served from', get: (r) => r.level }];
+      M.events.forEach((name, i) => {
+        cols.push({ label: name + ' samples', num: true, get: (r) => fmtInt(r.samples[i]) });
+        cols.push({ label: name + ' weight', num: true, get: (r) => fmtInt(r.weight[i]) });
+        cols.push({ label: name + ' weight %', num: true, get: (r) => fmtPct(share(r.weight[i], M.total_weight[i])) });
+      });
+      v.append(el('h3', { text: 'Miss sources: where each function\'s sampled loads were served' }),
+        table(cols, M.rows, { id: 'why-mem' }),
+        el('p', { class: 'note', text: 'Weight: the load latency when recorded (else 1 per sample), as perf --mem-mode. Same numbers as `culprit report --sort sym,mem`.' }));
+    }
+    if (D.why_deskid) {
+      // Raw self samples beside the de-skid estimate (report --sort sym --deskid).
+      const W = D.why_deskid;
+      const cols = [];
+      W.events.forEach((name, i) => {
+        cols.push({ label: name, num: true, get: (r) => fmtInt(r.samples[i]) });
+        cols.push({ label: '~' + name, num: true, get: (r) => fmtInt(r.deskid[i]) });
+      });
+      cols.push({ label: 'Function', get: (r) => r.name });
+      v.append(el('h3', { text: 'Skid: where the samples landed and where they most likely belong' }),
+        table(cols, W.rows, { id: 'why-deskid' }),
+        el('p', { class: 'note est', text: '~ columns are estimates: non-precise samples of memory and branch events moved to their plausible culprit instruction (docs/skid.md); the others are as sampled. Same numbers as `culprit report --sort sym --no-children --deskid`.' }));
     }
     if (D.topdown) {
       v.append(el('h3', { text: 'Top-Down level 1 per function' }), el('p', { class: 'note' }, 'Where the pipeline slots went: ', el('button', { text: 'Top-Down tab', onclick: () => show('topdown') })));

@@ -38,6 +38,16 @@ pub enum CallGraphArg {
     None,
 }
 
+/// How `sym` rows show addresses no symbol covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum UnknownArg {
+    /// One `[unknown]` row per DSO: a stripped file's time in one row.
+    #[default]
+    Dso,
+    /// One `[unknown]` row per address (`[unknown] DSO+0xOFFSET`), as perf.
+    Address,
+}
+
 /// Arguments of `culprit report`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -118,6 +128,10 @@ pub struct ReportArgs {
     /// docs/skid.md).
     #[arg(long = "deskid")]
     pub deskid: bool,
+    /// Addresses no symbol covers (stripped code): `dso` (default) groups each DSO's into
+    /// one `[unknown]` row; `address` shows one row per address, as perf.
+    #[arg(long = "unknown", value_enum, value_name = "ROWS", default_value_t = UnknownArg::Dso)]
+    pub unknown: UnknownArg,
     /// Sort the rows by this event's values (ties by the next events'); --top and
     /// --percent-limit apply to it. Default: the first event with samples in the rows.
     #[arg(long = "sort-event", value_name = "EVENT")]
@@ -429,6 +443,7 @@ fn hotspot_options(args: &ReportArgs) -> anyhow::Result<HotspotOptions> {
         sort_event: args.sort_event.clone(),
         // perf's layout: one table per event (text only: JSON and CSV have one row set).
         per_event: args.output.format == Format::Text && !args.group && !args.topdown,
+        unknown_per_address: args.unknown == UnknownArg::Address,
     })
 }
 
