@@ -375,7 +375,16 @@ fn libc_rows_without_debug_packages(file: &Path, env: &[(&str, &str)]) -> BTreeM
         .arg("mount -t tmpfs tmpfs /usr/lib/debug && exec \"$@\"")
         .arg("sh")
         .arg(env!("CARGO_BIN_EXE_culprit"))
-        .args(["report", "--format", "json", "--sort", "dso,sym", "-i"])
+        .args([
+            "report",
+            "--unknown",
+            "address",
+            "--format",
+            "json",
+            "--sort",
+            "dso,sym",
+            "-i",
+        ])
         .arg(file);
     c.env_remove("DEBUGINFOD_URLS");
     common::in_test_home(&mut c);
