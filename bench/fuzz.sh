@@ -24,7 +24,7 @@ mkdir -p "$artifacts"
 if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
     && rustup run nightly rustc --version >/dev/null 2>&1; then
   status=0
-  for target in perf_data ibs_raw spe_aux trace_parse; do
+  for target in perf_data ibs_raw spe_aux trace_parse parquet_read; do
     corpus=fuzz/corpus/$target
     mkdir -p "$corpus"
     [ "$target" = perf_data ] && { cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true; }
