@@ -163,6 +163,8 @@ struct Counter {
 /// The trace being written: everything it keeps is per thread, process or event.
 struct Trace<W: Write> {
     out: W,
+    /// Whether the opening of the object is written.
+    started: bool,
     written: u64,
     /// Time of the first sample (`ts` 0).
     start: Option<u64>,
@@ -178,10 +180,12 @@ struct Trace<W: Write> {
 }
 
 impl<W: Write> Trace<W> {
-    fn begin(mut out: W) -> io::Result<Trace<W>> {
-        out.write_all(b"{\"traceEvents\":[")?;
-        Ok(Trace {
+    /// A trace to `out`; nothing is written before its first event (or its end), so a read
+    /// that fails before any sample is kept (an unknown `-e`) leaves the output empty.
+    fn begin(out: W) -> Trace<W> {
+        Trace {
             out,
+            started: false,
             written: 0,
             start: None,
             primary: None,
@@ -189,11 +193,21 @@ impl<W: Write> Trace<W> {
             processes: HashMap::new(),
             counters: BTreeMap::new(),
             frames: Vec::new(),
-        })
+        }
+    }
+
+    /// Writes the opening of the object, once.
+    fn start(&mut self) -> io::Result<()> {
+        if !self.started {
+            self.out.write_all(b"{\"traceEvents\":[")?;
+            self.started = true;
+        }
+        Ok(())
     }
 
     /// Writes one comma-separated event.
     fn event<T: Serialize>(&mut self, event: &T) -> io::Result<()> {
+        self.start()?;
         if self.written > 0 {
             self.out.write_all(b",\n")?;
         }
@@ -362,6 +376,7 @@ impl<W: Write> Trace<W> {
         for ((_, pid), c) in std::mem::take(&mut self.counters) {
             self.counter_event(&c.name, pid, c.bucket, c.period)?;
         }
+        self.start()?;
         write!(self.out, "],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
         serde_json::to_writer(&mut self.out, other).map_err(io::Error::from)?;
         self.out.write_all(b"}")?;
@@ -395,7 +410,7 @@ pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportErro
             "the Chrome trace export needs every sample's time: build the stack profile with the timeline".to_string(),
         ));
     }
-    let mut trace = Trace::begin(io::BufWriter::new(out))?;
+    let mut trace = Trace::begin(io::BufWriter::new(out));
     let primary = primary_event(profile).unwrap_or(0);
     let clock = profile
         .events
@@ -566,7 +581,7 @@ pub fn export(
         timeline: false,
         ..opts.clone()
     });
-    let mut trace = Trace::begin(io::BufWriter::with_capacity(1 << 16, out))?;
+    let mut trace = Trace::begin(io::BufWriter::with_capacity(1 << 16, out));
     let mut names = StreamNames::default();
     let mut primary_name = None;
     let mut error: Option<io::Error> = None;
