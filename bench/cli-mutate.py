@@ -32,6 +32,21 @@ VERBS = {
     "annotate": ["annotate"],
     "ibs": ["ibs"],
     "trace": ["trace", "-q", "-e", "pmc:::cpu-clock { @[sym] = count(); }"],
+    "report-offenders": ["report", "--offenders"],
+    "report-children-csv": ["report", "--children", "--format", "csv"],
+    "html": ["html", "-o", "{out}/report.html"],
+    "flamegraph": ["flamegraph", "-o", "{out}/flame.svg"],
+    "export-folded": ["export", "--format", "folded"],
+    "export-pprof": ["export", "--format", "pprof", "-o", "{out}/out.pb.gz"],
+    "export-firefox": ["export", "--format", "firefox"],
+    "export-speedscope": ["export", "--format", "speedscope"],
+    "export-chrome": ["export", "--format", "chrome"],
+    "export-parquet": ["export", "--format", "parquet", "-o", "{out}/parquet"],
+    "sched-latency": ["sched", "latency"],
+    "sched-timehist": ["sched", "timehist"],
+    "lock-contention": ["lock", "contention"],
+    # diff reads files (positional), not -i: the mutant against itself.
+    "diff": ["diff"],
 }
 
 
@@ -119,7 +134,15 @@ def main():
             f.write_bytes(data)
             verb = rng.choice(list(VERBS))
             from_stdin = rng.random() < 0.3
-            cmd = [str(culprit)] + VERBS[verb] + ["-i", "-" if from_stdin else str(f)]
+            scratch = work / "out"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            args = [a.replace("{out}", str(scratch)) for a in VERBS[verb]]
+            if verb == "diff":
+                from_stdin = False
+                cmd = [str(culprit)] + args + [str(f), str(f)]
+            else:
+                cmd = [str(culprit)] + args + ["-i", "-" if from_stdin else str(f)]
             status, nbytes, rss = run_one(cmd, f if from_stdin else None, a.timeout)
             s = stats[verb]
             s[0] += 1
@@ -135,7 +158,7 @@ def main():
             if bad:
                 keep = out / f"{bad}-{verb}-{'stdin' if from_stdin else 'file'}-{n}.data"
                 shutil.copy(f, keep)
-                print(f"cli-mutate: {bad}: {' '.join(cmd[1:-2])} -i {keep}", file=sys.stderr)
+                print(f"cli-mutate: {bad}: {' '.join(cmd[1:-2])} {keep}", file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"| verb | executions | crashes | hangs | largest output | largest peak RSS |")

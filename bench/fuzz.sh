@@ -24,10 +24,25 @@ mkdir -p "$artifacts"
 if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
     && rustup run nightly rustc --version >/dev/null 2>&1; then
   status=0
-  for target in perf_data ibs_raw spe_aux trace_parse; do
+  for target in perf_data ibs_raw spe_aux trace_parse parquet_read; do
     corpus=fuzz/corpus/$target
     mkdir -p "$corpus"
     [ "$target" = perf_data ] && { cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true; }
+    if [ "$target" = parquet_read ] && [ -z "$(ls -A "$corpus")" ]; then
+      # Seeds: each table file of the export the target makes, behind the byte that picks it.
+      cargo build -q --release -p culprit-cli
+      export_dir=$(mktemp -d)
+      target/release/culprit export --format parquet -i "$fixtures/cpu-clock-g.data" -o "$export_dir/pq" --summary none
+      python3 - "$export_dir/pq" "$corpus" <<'PY'
+import sys
+from pathlib import Path
+root, out = Path(sys.argv[1]), Path(sys.argv[2])
+files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: p.relative_to(root).parts)
+for i, p in enumerate(files):
+    (out / f"seed-{i}").write_bytes(bytes([i]) + p.read_bytes())
+PY
+      rm -rf "$export_dir"
+    fi
     log=$(mktemp)
     echo "fuzz.sh: cargo +nightly fuzz run $target for ${secs}s (libFuzzer, ASan)"
     set +e
@@ -43,7 +58,7 @@ if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 \
   done
 else
   echo "fuzz.sh: stable mutation fuzzer for ${secs}s (cargo-fuzz or nightly missing, or FUZZ_STABLE=1)"
-  echo "fuzz.sh: (ibs_raw, spe_aux and trace_parse need cargo-fuzz and nightly; only perf_data runs here)"
+  echo "fuzz.sh: (ibs_raw, spe_aux, trace_parse and parquet_read need cargo-fuzz and nightly; only perf_data runs here)"
   cargo build -q --release -p culprit-decode --example fuzz_mutate
   set +e
   target/release/examples/fuzz_mutate "$secs" "$artifacts" "${seeds[@]}"

@@ -14,6 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let opts = Options {
         max_keys: 16,
         quiet: true,
+        // Small, so a program whose keys grow hits the bound within one input.
+        agg_memory: 1 << 20,
+        ..Options::default()
     };
     let Ok(prog) = culprit_trace::compile(src, &opts) else {
         return;

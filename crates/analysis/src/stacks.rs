@@ -300,6 +300,18 @@ pub fn period_unit(e: &EventInfo) -> PeriodUnit {
     }
 }
 
+/// A location named while the file is read ([`StackBuilder::name_location`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamedLocation {
+    /// Its functions, outermost first (the symbol, then the functions inlined into it);
+    /// `None` for code without a symbol.
+    pub functions: Vec<Option<String>>,
+    /// The DSO it is in (index into `Profile::dsos`), if any.
+    pub dso: Option<u32>,
+    /// Kernel code.
+    pub kernel: bool,
+}
+
 /// A code address as samples see it, before symbolization: what tells two frames apart in
 /// the stack model and the Parquet export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -491,21 +503,26 @@ impl StackBuilder {
 
     /// Adds one sample (call it for every sample, in delivery order).
     pub fn add(&mut self, profile: &Profile, sample: &Sample) {
+        self.add_timed(profile, sample);
+    }
+
+    /// Adds one sample as [`StackBuilder::add`] does, and returns where it was counted (its
+    /// thread, event and stack, indices as the finished profile will have them), or `None`
+    /// for a sample the options leave out: what a streaming export writes as it reads.
+    pub fn add_timed(&mut self, profile: &Profile, sample: &Sample) -> Option<TimedSample> {
         if let Some(t) = (sample.time != 0).then_some(sample.time) {
             self.time_range = Some(match self.time_range {
                 Some((a, b)) => (a.min(t), b.max(t)),
                 None => (t, t),
             });
         }
-        let Some(event) = self.event(profile, sample.event) else {
-            return;
-        };
+        let event = self.event(profile, sample.event)?;
         let f = &self.opts.filters;
         if (!f.pids.is_empty() && !f.pids.contains(&sample.pid))
             || (!f.tids.is_empty() && !f.tids.contains(&sample.tid))
             || (!f.comms.is_empty() && !f.comms.iter().any(|c| c == profile.str(sample.comm)))
         {
-            return;
+            return None;
         }
         let thread = self.thread((sample.pid, sample.tid, sample.comm));
         let mut path = std::mem::take(&mut self.path);
@@ -576,15 +593,70 @@ impl StackBuilder {
         e.1 += 1;
         e.2 += sample.period;
         self.kept += 1;
+        let timed = TimedSample {
+            time: sample.time,
+            thread,
+            event,
+            stack,
+            period: sample.period,
+            cpu: sample.cpu,
+        };
         if self.opts.timeline {
-            self.timeline.push(TimedSample {
-                time: sample.time,
-                thread,
-                event,
-                stack,
-                period: sample.period,
-                cpu: sample.cpu,
-            });
+            self.timeline.push(timed);
+        }
+        Some(timed)
+    }
+
+    /// The locations of stack `stack` (a leaf node), leaf first, as ids for
+    /// [`StackBuilder::name_location`].
+    pub fn stack_location_ids(&self, stack: u32) -> impl Iterator<Item = u32> + '_ {
+        let mut node = stack;
+        std::iter::from_fn(move || {
+            let n = self.nodes.get(node as usize)?;
+            node = n.parent;
+            Some(n.location)
+        })
+    }
+
+    /// Names location `location` now, while the file is read (streaming exports; a finished
+    /// profile names every location in one batch instead): its function, and with
+    /// [`StackOptions::inline`] the functions inlined at it, outermost first.
+    pub fn name_location(
+        &self,
+        profile: &Profile,
+        symbolizer: &mut Symbolizer,
+        location: u32,
+    ) -> NamedLocation {
+        let Some(&(key, _)) = self.locs.get(location as usize) else {
+            return NamedLocation::default();
+        };
+        let dso = (key.dso != NONE).then_some(key.dso);
+        let info = dso.and_then(|d| profile.dsos.get(d as usize));
+        let query = Query {
+            dso,
+            file_offset: key.file_offset,
+            pid: key.pid,
+        };
+        let symbol = symbolizer
+            .resolve_batch(profile, &[query])
+            .first()
+            .and_then(|r| r.symbol)
+            .and_then(|id| symbolizer.symbol(id))
+            .map(|s| s.name.to_string());
+        let mut functions = Vec::with_capacity(1);
+        if self.opts.inline && symbol.is_some() {
+            let source = symbolizer.source(profile, dso, key.file_offset, key.return_address);
+            // Innermost first; the outermost is the symbol itself.
+            if let Some((_, inner)) = source.split_last() {
+                functions.extend(inner.iter().rev().map(|sf| sf.function.clone()));
+            }
+        }
+        functions.insert(0, symbol);
+        NamedLocation {
+            functions,
+            dso,
+            kernel: key.kernel
+                || info.is_some_and(|d| matches!(d.kind, DsoKind::Kernel | DsoKind::KernelModule)),
         }
     }
 

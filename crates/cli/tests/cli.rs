@@ -16,6 +16,7 @@ mod corpus;
 mod debuginfod;
 mod demo;
 mod diff;
+mod endless;
 mod escaping;
 mod export;
 mod export_formats;

@@ -548,3 +548,36 @@ fn test_exports_read_on_several_threads_equal_the_sequential_read() {
         }
     }
 }
+
+#[test]
+fn test_export_chrome_streams_the_same_trace_from_stdin_and_writes_nothing_on_an_unknown_event() {
+    // The Chrome trace is written as the samples are read (issue 34): stdin gives the file's
+    // events, and a read that fails before its first sample leaves no half-written JSON.
+    let file = repo_root().join("crates/decode/tests/fixtures/cpu-clock-g.data");
+    let trace = |stdin: bool| -> Value {
+        let mut cmd = culprit();
+        cmd.args(["export", "--format", "chrome", "--summary", "none", "-i"]);
+        if stdin {
+            cmd.arg("-").stdin(std::fs::File::open(&file).unwrap());
+        } else {
+            cmd.arg(&file);
+        }
+        let out = run_ok(&mut cmd);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (from_file, from_stdin) = (trace(false), trace(true));
+    let events = from_file["traceEvents"].as_array().unwrap();
+    assert!(events.iter().filter(|e| e["ph"] == "X").count() > 10);
+    assert_eq!(from_file["traceEvents"], from_stdin["traceEvents"]);
+    let out = culprit()
+        .args(["export", "--format", "chrome", "-e", "no-such-event", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

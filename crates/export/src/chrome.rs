@@ -2,27 +2,45 @@
 //! chrome://tracing, the Perfetto UI (<https://ui.perfetto.dev>) and Chrome DevTools open,
 //! here a flame chart of the samples over time.
 //!
-//! What the file holds, from a [`StackProfile`] with its timeline:
-//! - `M` (metadata) events naming each process (pid) and thread (tid) by its command;
+//! What the file holds:
+//! - `M` (metadata) events naming each process (pid) and thread (tid) by its command, written
+//!   at the thread's first sample (a process is named by its main thread once that is seen);
 //! - for the primary event (the first in the file's order), per thread, complete (`X`)
 //!   slices: one per function and run of consecutive samples that have it at the same depth
-//!   below the same callers (so a slice of `main` spans every sample under `main`). A sample lasts from its time to the thread's
-//!   next sample, at most its period for clock events or the thread's median gap between
-//!   samples otherwise; a longer gap ends every open slice. Each slice carries `samples` and
-//!   `period` (the sum of its samples' periods) in `args`; kernel frames have category
-//!   `kernel`, others `user`; inlined functions are slices of their own;
+//!   below the same callers (so a slice of `main` spans every sample under `main`). A sample
+//!   lasts from its time to the thread's next sample, at most its period for clock events or
+//!   otherwise the median of the thread's last gaps between samples ([`GAP_WINDOW`]); a
+//!   longer gap ends every open slice. Each slice carries `samples` and `period` (the sum of
+//!   its samples' periods) in `args`; kernel frames have category `kernel`, others `user`;
+//!   inlined functions are slices of their own;
 //! - every other event as a counter (`C`) track per process, the period summed per
 //!   millisecond.
 //!
-//! Times (`ts`, `dur`) are microseconds from the first sample, with nanosecond decimals.
+//! The file is written as the samples are read ([`export`]): each event is written when its
+//! slice closes or its millisecond ends, and nothing is kept per sample (memory follows the
+//! threads, processes and distinct code addresses), so an endless stream on stdin gives an
+//! endless, valid-so-far trace. Events are therefore in the order they end, threads
+//! interleaved; the viewers sort them.
+//!
+//! Times (`ts`, `dur`) are microseconds from the first sample, with nanosecond decimals. A
+//! sample older than its thread's previous one (samples of a thread that moved between
+//! CPUs, in a stream perf did not sort) counts at the previous one's time.
 //!
 //! Limits: slices show where samples landed, not traced call times; the durations come from
 //! the sampling interval. Without samples there are no slices.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use culprit_analysis::stacks::{PeriodUnit, StackProfile, ThreadInfo, TimedSample};
+use culprit_analysis::stacks::{
+    period_unit, PeriodUnit, StackBuilder, StackError, StackOptions, StackProfile,
+};
+use culprit_analysis::AnalysisError;
+use culprit_decode::abi::perf_type;
+use culprit_decode::model::{Profile, Sample};
+use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::json;
 
@@ -31,6 +49,10 @@ use crate::ExportError;
 
 /// Counter buckets: 1 ms of perf time.
 const COUNTER_BUCKET_NS: u64 = 1_000_000;
+
+/// Gaps between a thread's samples whose median caps a sample's duration (non-clock events):
+/// the last ones, so the cap follows the sampling rate without keeping every gap.
+pub const GAP_WINDOW: usize = 31;
 
 /// One complete slice.
 #[derive(Serialize)]
@@ -60,186 +82,468 @@ struct Open {
     period: u64,
 }
 
-/// Writes `profile` (built with its timeline) as Chrome trace-event JSON; returns the
-/// number of trace events written.
+/// The names of the functions the trace's frames refer to.
+trait FunctionNames {
+    /// The display name of `function`.
+    fn name(&self, function: u32) -> Cow<'_, str>;
+}
+
+impl FunctionNames for StackProfile {
+    fn name(&self, function: u32) -> Cow<'_, str> {
+        frame_name(self, function)
+    }
+}
+
+/// One sample as the trace takes it.
+struct Tick<'a> {
+    time: u64,
+    period: u64,
+    /// The event (any numbering the caller keeps, the primary's included).
+    event: u32,
+    /// The thread (any numbering; one per pid, tid and command).
+    thread: u32,
+    pid: i32,
+    tid: i32,
+    comm: &'a str,
+    /// Name of the event, for its counter track.
+    event_name: &'a str,
+    /// The stack's functions, root first, with their kernel flag.
+    frames: &'a [(u32, bool)],
+}
+
+/// A thread's track: its open slices and the timing of its last sample.
+struct Track {
+    pid: i32,
+    tid: i32,
+    open: Vec<Open>,
+    /// The last primary sample's time and its duration cap for clock events (its period).
+    last: Option<(u64, u64)>,
+    /// The last gaps between its samples (a ring of [`GAP_WINDOW`]).
+    gaps: Vec<u64>,
+    next_gap: usize,
+}
+
+impl Track {
+    /// How long the last sample lasts at most: its period for clock events, else the
+    /// median of the last gaps (1 ms before any).
+    fn cap(&self, clock: bool, period: u64) -> u64 {
+        if clock {
+            return period.max(1);
+        }
+        if self.gaps.is_empty() {
+            return 1_000_000;
+        }
+        let mut gaps = [0u64; GAP_WINDOW];
+        let gaps = &mut gaps[..self.gaps.len()];
+        gaps.copy_from_slice(&self.gaps);
+        let middle = gaps.len() / 2;
+        *gaps.select_nth_unstable(middle).1
+    }
+
+    fn note_gap(&mut self, gap: u64) {
+        if gap == 0 {
+            return;
+        }
+        if self.gaps.len() < GAP_WINDOW {
+            self.gaps.push(gap);
+        } else {
+            self.gaps[self.next_gap] = gap;
+        }
+        self.next_gap = (self.next_gap + 1) % GAP_WINDOW;
+    }
+}
+
+/// A counter track's current millisecond.
+struct Counter {
+    name: String,
+    bucket: u64,
+    period: u64,
+}
+
+/// The trace being written: everything it keeps is per thread, process or event.
+struct Trace<W: Write> {
+    out: W,
+    /// Whether the opening of the object is written.
+    started: bool,
+    written: u64,
+    /// Time of the first sample (`ts` 0).
+    start: Option<u64>,
+    /// The primary event and whether it counts time.
+    primary: Option<(u32, bool)>,
+    tracks: FxHashMap<u32, Track>,
+    /// Processes named, and whether by their main thread.
+    processes: HashMap<i32, bool>,
+    /// Per (event, pid), in order for the last flush.
+    counters: BTreeMap<(u32, i32), Counter>,
+    /// Scratch for the frames of a sample.
+    frames: Vec<(u32, bool)>,
+}
+
+impl<W: Write> Trace<W> {
+    /// A trace to `out`; nothing is written before its first event (or its end), so a read
+    /// that fails before any sample is kept (an unknown `-e`) leaves the output empty.
+    fn begin(out: W) -> Trace<W> {
+        Trace {
+            out,
+            started: false,
+            written: 0,
+            start: None,
+            primary: None,
+            tracks: FxHashMap::default(),
+            processes: HashMap::new(),
+            counters: BTreeMap::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    /// Writes the opening of the object, once.
+    fn start(&mut self) -> io::Result<()> {
+        if !self.started {
+            self.out.write_all(b"{\"traceEvents\":[")?;
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    /// Writes one comma-separated event.
+    fn event<T: Serialize>(&mut self, event: &T) -> io::Result<()> {
+        self.start()?;
+        if self.written > 0 {
+            self.out.write_all(b",\n")?;
+        }
+        self.written += 1;
+        serde_json::to_writer(&mut self.out, event).map_err(io::Error::from)
+    }
+
+    /// Takes one sample: names its thread when new, closes the slices it ends and opens its
+    /// own (primary event), or adds it to its counter (other events).
+    fn sample(&mut self, s: &Tick<'_>, names: &dyn FunctionNames) -> io::Result<()> {
+        let start = *self.start.get_or_insert(s.time);
+        if !self.tracks.contains_key(&s.thread) {
+            self.name_thread(s)?;
+        }
+        let Some((primary, clock)) = self.primary else {
+            return Ok(());
+        };
+        if s.event != primary {
+            return self.count(s, start);
+        }
+        let Some(mut track) = self.tracks.remove(&s.thread) else {
+            return Ok(());
+        };
+        let mut time = s.time;
+        if let Some((last, period)) = track.last {
+            time = time.max(last);
+            track.note_gap(time - last);
+            let end_of_last = last + (time - last).min(track.cap(clock, period));
+            if end_of_last != time {
+                self.close(&mut track, start, 0, end_of_last, names)?;
+            }
+        }
+        let common = track
+            .open
+            .iter()
+            .zip(s.frames)
+            .take_while(|(o, f)| o.function == f.0 && o.kernel == f.1)
+            .count();
+        self.close(&mut track, start, common, time, names)?;
+        for &(function, kernel) in &s.frames[common..] {
+            track.open.push(Open {
+                function,
+                kernel,
+                start: time,
+                samples: 0,
+                period: 0,
+            });
+        }
+        for o in &mut track.open {
+            o.samples += 1;
+            o.period += s.period;
+        }
+        track.last = Some((time, s.period));
+        self.tracks.insert(s.thread, track);
+        Ok(())
+    }
+
+    /// Names a new thread, and its process unless its main thread named it already.
+    fn name_thread(&mut self, s: &Tick<'_>) -> io::Result<()> {
+        let main = s.tid == s.pid;
+        let named_by_main = self.processes.get(&s.pid).copied();
+        if named_by_main.is_none() || (main && named_by_main == Some(false)) {
+            self.event(&json!({"name": "process_name", "ph": "M", "pid": s.pid,
+                "tid": s.pid, "args": {"name": s.comm}}))?;
+            self.processes.insert(s.pid, main);
+        }
+        self.event(
+            &json!({"name": "thread_name", "ph": "M", "pid": s.pid, "tid": s.tid,
+            "args": {"name": s.comm}}),
+        )?;
+        self.tracks.insert(
+            s.thread,
+            Track {
+                pid: s.pid,
+                tid: s.tid,
+                open: Vec::new(),
+                last: None,
+                gaps: Vec::new(),
+                next_gap: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds a sample of a counter event to its process's current millisecond; a later
+    /// millisecond writes the current one (and a zero after a gap, so the graph does not
+    /// hold the last value across it). A late sample counts in the current millisecond.
+    fn count(&mut self, s: &Tick<'_>, start: u64) -> io::Result<()> {
+        let bucket = s.time.saturating_sub(start) / COUNTER_BUCKET_NS;
+        let key = (s.event, s.pid);
+        let Some(c) = self.counters.get_mut(&key) else {
+            self.counters.insert(
+                key,
+                Counter {
+                    name: s.event_name.to_string(),
+                    bucket,
+                    period: s.period,
+                },
+            );
+            return Ok(());
+        };
+        if bucket <= c.bucket {
+            c.period += s.period;
+            return Ok(());
+        }
+        let (name, previous, period) = (c.name.clone(), c.bucket, c.period);
+        c.bucket = bucket;
+        c.period = s.period;
+        self.counter_event(&name, s.pid, previous, period)?;
+        if previous + 1 < bucket {
+            self.counter_event(&name, s.pid, previous + 1, 0)?;
+        }
+        Ok(())
+    }
+
+    fn counter_event(&mut self, name: &str, pid: i32, bucket: u64, period: u64) -> io::Result<()> {
+        self.event(&json!({"name": name, "ph": "C", "pid": pid,
+            "ts": micros(bucket * COUNTER_BUCKET_NS), "args": {name: period}}))
+    }
+
+    /// Closes the open slices of `track` from depth `keep` on (innermost first) at `end`.
+    fn close(
+        &mut self,
+        track: &mut Track,
+        start: u64,
+        keep: usize,
+        end: u64,
+        names: &dyn FunctionNames,
+    ) -> io::Result<()> {
+        while track.open.len() > keep {
+            let Some(o) = track.open.pop() else { break };
+            let name = names.name(o.function);
+            self.event(&Slice {
+                name: &name,
+                cat: if o.kernel { "kernel" } else { "user" },
+                ph: "X",
+                ts: micros(o.start.saturating_sub(start)),
+                dur: micros(end.saturating_sub(o.start)),
+                pid: track.pid,
+                tid: track.tid,
+                args: SliceArgs {
+                    samples: o.samples,
+                    period: o.period,
+                },
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Ends every open slice and counter, writes the trailer; returns the events written.
+    fn end(mut self, names: &dyn FunctionNames, other: &serde_json::Value) -> io::Result<(u64, W)> {
+        let start = self.start.unwrap_or(0);
+        let clock = self.primary.is_some_and(|p| p.1);
+        // In thread order (of first sample) for a stable file.
+        let mut threads: Vec<u32> = self.tracks.keys().copied().collect();
+        threads.sort_unstable();
+        for thread in threads {
+            let Some(mut track) = self.tracks.remove(&thread) else {
+                continue;
+            };
+            if let Some((last, period)) = track.last {
+                let end = last + track.cap(clock, period);
+                self.close(&mut track, start, 0, end, names)?;
+            }
+        }
+        for ((_, pid), c) in std::mem::take(&mut self.counters) {
+            self.counter_event(&c.name, pid, c.bucket, c.period)?;
+        }
+        self.start()?;
+        write!(self.out, "],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+        serde_json::to_writer(&mut self.out, other).map_err(io::Error::from)?;
+        self.out.write_all(b"}")?;
+        self.out.flush()?;
+        Ok((self.written, self.out))
+    }
+}
+
+/// The trailer's `otherData`.
+fn other_data(
+    input: &str,
+    hostname: Option<&str>,
+    cmdline: Option<&str>,
+    event: Option<&str>,
+) -> serde_json::Value {
+    json!({
+        "exporter": format!("culprit {}", env!("CARGO_PKG_VERSION")),
+        "input": input,
+        "hostname": hostname,
+        "cmdline": cmdline,
+        "event": event,
+    })
+}
+
+/// Writes `profile` (built with its timeline) as Chrome trace-event JSON, its samples in
+/// timeline order as [`export`] would stream them; returns the number of trace events
+/// written.
 pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportError> {
     if profile.timeline.is_empty() && !profile.samples.is_empty() {
         return Err(ExportError::Unsupported(
             "the Chrome trace export needs every sample's time: build the stack profile with the timeline".to_string(),
         ));
     }
-    let mut out = io::BufWriter::new(out);
-    let start = profile.timeline.iter().map(|s| s.time).min().unwrap_or(0);
-    let mut events = EventWriter {
-        out: &mut out,
-        written: 0,
-    };
-    events.out.write_all(b"{\"traceEvents\":[")?;
-
-    // Names of processes and threads.
-    let mut named_processes = std::collections::BTreeSet::new();
-    for t in &profile.threads {
-        if named_processes.insert(t.pid) {
-            let name = profile
-                .threads
-                .iter()
-                .find(|x| x.pid == t.pid && x.tid == t.pid)
-                .unwrap_or(t);
-            events.event(&json!({"name": "process_name", "ph": "M", "pid": t.pid,
-                "tid": t.pid, "args": {"name": name.comm}}))?;
-        }
-        events.event(
-            &json!({"name": "thread_name", "ph": "M", "pid": t.pid, "tid": t.tid,
-            "args": {"name": t.comm}}),
-        )?;
-    }
-
-    // Slices of the primary event, per thread.
+    let mut trace = Trace::begin(io::BufWriter::new(out));
     let primary = primary_event(profile).unwrap_or(0);
-    let mut per_thread: BTreeMap<u32, Vec<&TimedSample>> = BTreeMap::new();
-    for s in profile.timeline.iter().filter(|s| s.event == primary) {
-        per_thread.entry(s.thread).or_default().push(s);
-    }
     let clock = profile
         .events
         .get(primary as usize)
         .is_some_and(|e| e.unit == PeriodUnit::Nanoseconds);
-    for (thread, mut samples) in per_thread {
-        let Some(info) = profile.threads.get(thread as usize) else {
+    trace.primary = Some((primary, clock));
+    let mut frames = Vec::new();
+    for s in &profile.timeline {
+        let Some(info) = profile.threads.get(s.thread as usize) else {
             continue;
         };
-        samples.sort_by_key(|s| s.time);
-        let median_gap = median_gap(&samples);
-        let mut open: Vec<Open> = Vec::new();
-        let mut end_of_last = None;
-        let mut frames = Vec::new();
-        for (i, s) in samples.iter().enumerate() {
-            let cap = if clock { s.period.max(1) } else { median_gap };
-            let duration = match samples.get(i + 1) {
-                Some(next) => (next.time - s.time).min(cap),
-                None => cap,
-            };
-            if end_of_last != Some(s.time) {
-                if let Some(end) = end_of_last {
-                    close(&mut events, profile, info, start, &mut open, 0, end)?;
-                }
-            }
-            frames.clear();
+        frames.clear();
+        if s.event == primary {
             frames.extend(
                 profile
                     .stack_frames(s.stack)
                     .iter()
                     .map(|(f, loc)| (f.function, loc.kernel)),
             );
-            let common = open
-                .iter()
-                .zip(&frames)
-                .take_while(|(o, f)| o.function == f.0 && o.kernel == f.1)
-                .count();
-            close(&mut events, profile, info, start, &mut open, common, s.time)?;
-            for &(function, kernel) in &frames[common..] {
-                open.push(Open {
-                    function,
-                    kernel,
-                    start: s.time,
-                    samples: 0,
-                    period: 0,
-                });
-            }
-            for o in &mut open {
-                o.samples += 1;
-                o.period += s.period;
-            }
-            end_of_last = Some(s.time + duration);
         }
-        if let Some(end) = end_of_last {
-            close(&mut events, profile, info, start, &mut open, 0, end)?;
-        }
+        let tick = Tick {
+            time: s.time,
+            period: s.period,
+            event: s.event,
+            thread: s.thread,
+            pid: info.pid,
+            tid: info.tid,
+            comm: &info.comm,
+            event_name: profile.events.get(s.event as usize).map_or("", |e| &e.name),
+            frames: &frames,
+        };
+        trace.sample(&tick, profile)?;
     }
-
-    // The other events: period per millisecond, per process.
-    let mut buckets: BTreeMap<(u32, i32, u64), u64> = BTreeMap::new();
-    for s in profile.timeline.iter().filter(|s| s.event != primary) {
-        if let Some(t) = profile.threads.get(s.thread as usize) {
-            let bucket = (s.time - start) / COUNTER_BUCKET_NS;
-            *buckets.entry((s.event, t.pid, bucket)).or_default() += s.period;
-        }
-    }
-    let mut last: HashMap<(u32, i32), u64> = HashMap::new();
-    for (&(event, pid, bucket), &period) in &buckets {
-        let name = profile.events.get(event as usize).map_or("", |e| &e.name);
-        // A zero after a gap, so the graph does not hold the last value across it.
-        if let Some(&previous) = last.get(&(event, pid)) {
-            if previous + 1 < bucket {
-                events.event(&json!({"name": name, "ph": "C", "pid": pid,
-                    "ts": micros((previous + 1) * COUNTER_BUCKET_NS), "args": {name: 0}}))?;
-            }
-        }
-        events.event(&json!({"name": name, "ph": "C", "pid": pid,
-            "ts": micros(bucket * COUNTER_BUCKET_NS), "args": {name: period}}))?;
-        last.insert((event, pid), bucket);
-    }
-
-    let s = &profile.summary;
-    let other = json!({
-        "exporter": format!("culprit {}", env!("CARGO_PKG_VERSION")),
-        "input": s.input,
-        "hostname": s.hostname,
-        "cmdline": s.cmdline,
-        "event": profile.events.get(primary as usize).map(|e| e.name.as_str()),
-    });
-    write!(events.out, "],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
-    serde_json::to_writer(&mut *events.out, &other).map_err(io::Error::from)?;
-    events.out.write_all(b"}")?;
-    let written = events.written;
-    out.flush()?;
+    let summary = &profile.summary;
+    let other = other_data(
+        &summary.input,
+        summary.hostname.as_deref(),
+        summary.cmdline.as_deref(),
+        profile
+            .events
+            .get(primary as usize)
+            .map(|e| e.name.as_str()),
+    );
+    let (written, _) = trace.end(profile, &other)?;
     Ok(written)
 }
 
-/// Writes comma-separated events.
-struct EventWriter<'a, W: Write> {
-    out: &'a mut W,
-    written: u64,
+/// Function names of a streamed trace: interned as their locations are first named.
+#[derive(Default)]
+struct StreamNames {
+    /// Per location id of the builder: its frames (function id, kernel), root first.
+    locations: Vec<Option<Vec<(u32, bool)>>>,
+    /// Per (name, DSO): the function id.
+    ids: FxHashMap<(Option<String>, Option<u32>), u32>,
+    names: Vec<String>,
 }
 
-impl<W: Write> EventWriter<'_, W> {
-    fn event<T: Serialize>(&mut self, event: &T) -> io::Result<()> {
-        if self.written > 0 {
-            self.out.write_all(b",\n")?;
+impl FunctionNames for StreamNames {
+    fn name(&self, function: u32) -> Cow<'_, str> {
+        Cow::Borrowed(
+            self.names
+                .get(function as usize)
+                .map_or("[unknown]", String::as_str),
+        )
+    }
+}
+
+impl StreamNames {
+    /// The frames of location `location`, named on first use.
+    fn location(
+        &mut self,
+        builder: &StackBuilder,
+        profile: &Profile,
+        symbolizer: &mut Symbolizer,
+        location: u32,
+    ) -> &[(u32, bool)] {
+        let i = location as usize;
+        if self.locations.len() <= i {
+            self.locations.resize(i + 1, None);
         }
-        self.written += 1;
-        serde_json::to_writer(&mut *self.out, event).map_err(io::Error::from)
+        if self.locations[i].is_none() {
+            let named = builder.name_location(profile, symbolizer, location);
+            let frames = named
+                .functions
+                .into_iter()
+                .map(|function| {
+                    let next = self.names.len() as u32;
+                    let key = (function, named.dso);
+                    let id = match self.ids.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            self.names.push(display_name(profile, &key.0, named.dso));
+                            self.ids.insert(key, next);
+                            next
+                        }
+                    };
+                    (id, named.kernel)
+                })
+                .collect();
+            self.locations[i] = Some(frames);
+        }
+        self.locations[i].as_deref().unwrap_or(&[])
     }
 }
 
-/// Closes the open slices from depth `keep` on (innermost first) at `end`.
-fn close<W: Write>(
-    events: &mut EventWriter<'_, W>,
-    profile: &StackProfile,
-    info: &ThreadInfo,
-    start: u64,
-    open: &mut Vec<Open>,
-    keep: usize,
-    end: u64,
-) -> io::Result<()> {
-    while open.len() > keep {
-        let Some(o) = open.pop() else { break };
-        let name = frame_name(profile, o.function);
-        events.event(&Slice {
-            name: &name,
-            cat: if o.kernel { "kernel" } else { "user" },
-            ph: "X",
-            ts: micros(o.start - start),
-            dur: micros(end.saturating_sub(o.start)),
-            pid: info.pid,
-            tid: info.tid,
-            args: SliceArgs {
-                samples: o.samples,
-                period: o.period,
-            },
-        })?;
+/// A frame's name as [`frame_name`] gives it: the function's, or for code without a symbol
+/// its file's name in brackets.
+fn display_name(profile: &Profile, function: &Option<String>, dso: Option<u32>) -> String {
+    match (function, dso.and_then(|d| profile.dsos.get(d as usize))) {
+        (Some(name), _) => name.clone(),
+        (None, Some(d)) => format!("[{}]", d.path.rsplit('/').next().unwrap_or(&d.path)),
+        (None, None) => "[unknown]".to_string(),
     }
-    Ok(())
+}
+
+/// The primary event of a streamed trace: the first sampling event of the file kept by the
+/// options (a `dummy` tracking event has no samples of its own), with whether it counts time.
+fn stream_primary(profile: &Profile, opts: &StackOptions) -> Option<(u32, bool, String)> {
+    // PERF_COUNT_SW_DUMMY
+    const SW_DUMMY: u64 = 9;
+    profile
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !(e.attr_type == perf_type::SOFTWARE && e.config == SW_DUMMY))
+        .find(|(_, e)| opts.events.is_empty() || opts.events.iter().any(|w| e.matches(w)))
+        .map(|(i, e)| {
+            (
+                i as u32,
+                period_unit(e) == PeriodUnit::Nanoseconds,
+                e.name.clone(),
+            )
+        })
 }
 
 /// Nanoseconds as microseconds.
@@ -247,18 +551,123 @@ fn micros(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
-/// The median gap between consecutive samples (1 ms with fewer than two samples).
-fn median_gap(samples: &[&TimedSample]) -> u64 {
-    let mut gaps: Vec<u64> = samples
-        .windows(2)
-        .map(|w| w[1].time - w[0].time)
-        .filter(|&g| g > 0)
-        .collect();
-    if gaps.is_empty() {
-        return 1_000_000;
+/// What a streamed export wrote, and the profile of what it read.
+pub struct Streamed {
+    /// The stack profile of the samples (no timeline), for the export's summary.
+    pub profile: StackProfile,
+    /// Trace events written.
+    pub records: u64,
+}
+
+/// Reads `input` and writes its Chrome trace to `out` as the samples come (see the module
+/// documentation); `progress(done, total)` reports bytes read. The trace written before an
+/// error is left as it is.
+pub fn export(
+    input: &ProfileInput,
+    opts: &StackOptions,
+    out: &mut dyn Write,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<Streamed, ExportError> {
+    let plan = ReadPlan {
+        unwind: opts.unwind,
+        ..ReadPlan::default()
+    };
+    let mut symbolizer = input.symbolizer();
+    symbolizer.load_kernel_symbols();
+    for (path, build_id) in &input.reader().sampled_elf_build_ids() {
+        symbolizer.preload_elf(path, Some(build_id));
     }
-    let middle = gaps.len() / 2;
-    *gaps.select_nth_unstable(middle).1
+    let mut builder = StackBuilder::new(&StackOptions {
+        timeline: false,
+        ..opts.clone()
+    });
+    let mut trace = Trace::begin(io::BufWriter::with_capacity(1 << 16, out));
+    let mut names = StreamNames::default();
+    let mut primary_name = None;
+    let mut error: Option<io::Error> = None;
+    let read = input.for_each(&plan, progress, |profile, sample| {
+        if error.is_some() {
+            return;
+        }
+        if let Err(e) = stream_sample(
+            &mut trace,
+            &mut builder,
+            &mut names,
+            &mut symbolizer,
+            &mut primary_name,
+            (profile, sample),
+            opts,
+        ) {
+            error = Some(e);
+        }
+    });
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    let profile = read.map_err(|e| ExportError::Stacks(StackError::Read(e)))?;
+    let mut stacks = builder
+        .finish(&profile, &mut symbolizer)
+        .map_err(|e: AnalysisError| ExportError::Stacks(StackError::Analysis(e)))?;
+    stacks.summary.input = input.path().display().to_string();
+    let s = &stacks.summary;
+    let other = other_data(
+        &s.input,
+        s.hostname.as_deref(),
+        s.cmdline.as_deref(),
+        primary_name.as_deref(),
+    );
+    let (records, mut out) = trace.end(&names, &other)?;
+    out.flush()?;
+    Ok(Streamed {
+        profile: stacks,
+        records,
+    })
+}
+
+/// Folds one sample into `builder` and writes what it ends to `trace`.
+fn stream_sample<W: Write>(
+    trace: &mut Trace<W>,
+    builder: &mut StackBuilder,
+    names: &mut StreamNames,
+    symbolizer: &mut Symbolizer,
+    primary_name: &mut Option<String>,
+    (profile, sample): (&Profile, &Sample),
+    opts: &StackOptions,
+) -> io::Result<()> {
+    let Some(timed) = builder.add_timed(profile, sample) else {
+        return Ok(());
+    };
+    if trace.primary.is_none() {
+        if let Some((id, clock, name)) = stream_primary(profile, opts) {
+            trace.primary = Some((id, clock));
+            *primary_name = Some(name);
+        }
+    }
+    let event = u32::from(sample.event);
+    let mut frames = std::mem::take(&mut trace.frames);
+    frames.clear();
+    if trace.primary.is_some_and(|p| p.0 == event) {
+        // Leaf first from the builder; each location's frames are outermost first.
+        let locations: Vec<u32> = builder.stack_location_ids(timed.stack).collect();
+        for &location in locations.iter().rev() {
+            frames.extend_from_slice(names.location(builder, profile, symbolizer, location));
+        }
+    }
+    let info = profile.events.get(usize::from(sample.event));
+    let tick = Tick {
+        time: sample.time,
+        period: sample.period,
+        event,
+        thread: timed.thread,
+        pid: sample.pid,
+        tid: sample.tid,
+        comm: profile.str(sample.comm),
+        event_name: info.map_or("", |e| e.name.as_str()),
+        frames: &frames,
+    };
+    let result = trace.sample(&tick, names);
+    trace.frames = frames;
+    result
 }
 
 #[cfg(test)]

@@ -87,7 +87,8 @@ impl Format {
                 lines: true,
                 ..base.clone()
             },
-            // The timeline formats need every sample's time.
+            // The timeline format needs every sample's time (Chrome is streamed by
+            // [`chrome::export`]).
             Format::Firefox | Format::Chrome => StackOptions {
                 timeline: true,
                 ..base.clone()
@@ -228,6 +229,22 @@ pub fn export(
             "parquet is written to a directory: use parquet::export_file()".to_string(),
         ));
     }
+    if opts.format == Format::Chrome {
+        // Written as the samples are read: nothing kept per sample.
+        let mut counting = Counting {
+            inner: out,
+            bytes: 0,
+        };
+        let streamed = chrome::export(input, &opts.stacks, &mut counting, progress)?;
+        let bytes = counting.bytes;
+        return Ok(summary_of(
+            &streamed.profile,
+            opts.format,
+            all_events(&streamed.profile),
+            streamed.records,
+            bytes,
+        ));
+    }
     let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
     write_profile(&profile, opts, out)
 }
@@ -285,9 +302,26 @@ pub fn write_profile(
             )),
         };
     out.flush()?;
-    Ok(ExportSummary {
+    Ok(summary_of(
+        profile,
+        opts.format,
+        exported_events,
+        records,
+        out.bytes,
+    ))
+}
+
+/// The summary of an export of `profile` that wrote `records` in `bytes`.
+fn summary_of(
+    profile: &StackProfile,
+    format: Format,
+    exported_events: Vec<String>,
+    records: u64,
+    bytes: u64,
+) -> ExportSummary {
+    ExportSummary {
         schema: 1,
-        format: opts.format.name().to_string(),
+        format: format.name().to_string(),
         input: profile.summary.input.clone(),
         events: profile
             .events
@@ -302,13 +336,13 @@ pub fn write_profile(
         samples: profile.summary.samples,
         stacks: profile.samples.len() as u64,
         records,
-        bytes: out.bytes,
+        bytes,
         lost: profile.summary.lost,
-        warnings: format_warnings(profile, opts.format),
+        warnings: format_warnings(profile, format),
         stopped: profile.summary.stopped.clone(),
         pgo: None,
         parquet: None,
-    })
+    }
 }
 
 /// The reading's warnings, and what the format changed of the data.
