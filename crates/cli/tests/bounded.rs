@@ -376,19 +376,7 @@ fn test_call_graph_json_of_deep_chains_is_bounded() {
 /// same records as a pipe-mode stream at `pipe`.
 fn write_many_samples(path: &Path, pipe: &Path, samples: u64, bin: &Path, code: &[u64]) {
     const BASE: u64 = 0x40_0000;
-    let attr = Attr {
-        attr_type: 1,
-        config: 0,
-        sample_period_or_freq: 100_003,
-        sample_type: sample_type::IDENTIFIER
-            | sample_type::IP
-            | sample_type::TID
-            | sample_type::TIME
-            | sample_type::PERIOD
-            | sample_type::CALLCHAIN,
-        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | attr_flag::MMAP2,
-        ..Attr::default()
-    };
+    let attr = common::cpu_clock_chain_attr();
     let attrs = vec![FileAttr {
         attr,
         name: "cpu-clock".into(),

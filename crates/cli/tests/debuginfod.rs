@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A `debuginfod -F DIR` server, killed on drop.
+/// A server process (`debuginfod -F DIR`, `openssl s_server`) and its URL, killed on drop.
 struct Server {
     child: Child,
     url: String,
@@ -257,20 +257,6 @@ fn assert_shares_equal_perf(
     assert!(names["heavy"] > 2.0 * names["light"], "{names:?}");
 }
 
-/// `openssl s_server -WWW` (a real TLS server: files under its directory by URL path),
-/// killed on drop.
-struct TlsServer {
-    child: Child,
-    url: String,
-}
-
-impl Drop for TlsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// A test CA (`ca.pem`) and a loopback server certificate it signed (`srv.pem`, `srv.key`,
 /// for IP 127.0.0.1), in `dir`.
 fn make_certificates(dir: &Path) {
@@ -283,8 +269,9 @@ fn make_certificates(dir: &Path) {
     common::run_ok(Command::new("sh").args(["-c", script]).current_dir(dir));
 }
 
-/// Serves `www` over TLS on a free loopback port with `dir`'s server certificate.
-fn start_tls_server(dir: &Path, www: &Path) -> TlsServer {
+/// Serves `www` over TLS on a free loopback port with `dir`'s server certificate:
+/// `openssl s_server -WWW`, a real TLS server of files under its directory by URL path.
+fn start_tls_server(dir: &Path, www: &Path) -> Server {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -308,7 +295,7 @@ fn start_tls_server(dir: &Path, www: &Path) -> TlsServer {
         assert!(Instant::now() < deadline, "openssl s_server never listened");
         std::thread::sleep(Duration::from_millis(100));
     }
-    TlsServer {
+    Server {
         child,
         url: format!("https://127.0.0.1:{port}"),
     }

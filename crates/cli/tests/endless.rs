@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use culprit_collect::perfdata::pipe::PipeWriter;
 use culprit_collect::perfdata::{Attr, FileAttr};
-use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+use culprit_decode::abi::{misc, record_type};
 
 /// How long each verb reads.
 const RUN: Duration = Duration::from_secs(10);
@@ -77,19 +77,7 @@ fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
 
 /// The stream's cpu-clock event.
 fn attr() -> Attr {
-    Attr {
-        attr_type: 1,
-        config: 0,
-        sample_period_or_freq: 100_003,
-        sample_type: sample_type::IDENTIFIER
-            | sample_type::IP
-            | sample_type::TID
-            | sample_type::TIME
-            | sample_type::PERIOD
-            | sample_type::CALLCHAIN,
-        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | attr_flag::MMAP2,
-        ..Attr::default()
-    }
+    common::cpu_clock_chain_attr()
 }
 
 /// Writes an endless pipe-mode stream to `out` until `until` or until the reader is gone:

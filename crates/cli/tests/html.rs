@@ -653,29 +653,8 @@ fn test_html_annotation_marks_deskid_estimates() {
     if !require_browser("test_html_annotation_marks_deskid_estimates") {
         return;
     }
-    let bin = common::workload("simple_classic");
-    let f = common::objdump_function(&bin, "multiply_matrices");
-    let mul = f
-        .iter()
-        .position(|l| l.mnem == "mulss")
-        .expect("mulss in multiply_matrices");
-    // Skidded samples after the load before mulss (the culprit), as a cache-fill event lands.
-    let samples = vec![
-        (f[mul + 2].addr, 440, false),
-        (f[mul + 3].addr, 300, false),
-        (f[mul].addr, 90, false),
-        (f[mul + 1].addr, 70, false),
-    ];
     let dir = common::scratch("html-deskid");
-    let file = dir.join("crafted.data");
-    let fill = "ls_dmnd_fills_from_sys.all";
-    common::write_crafted_file(
-        &file,
-        &bin,
-        0x5555_5555_4000,
-        &[(fill, 4, 0xff43), ("cycles", 0, 0)],
-        &samples,
-    );
+    let (file, fill) = common::write_skidded_fill_file(&dir);
     let d = file.to_str().unwrap();
     let page = dir.join("deskid.html");
     html(&["-i", d], &page);

@@ -11,29 +11,8 @@ fn test_html_why_deskid_table_equals_report_deskid() {
     if !require_browser("test_html_why_deskid_table_equals_report_deskid") {
         return;
     }
-    let bin = common::workload("simple_classic");
-    let f = common::objdump_function(&bin, "multiply_matrices");
-    let mul = f
-        .iter()
-        .position(|l| l.mnem == "mulss")
-        .expect("mulss in multiply_matrices");
-    // Skidded samples of a cache-fill event after the load before mulss, and cycles.
-    let samples = vec![
-        (f[mul + 2].addr, 440, false),
-        (f[mul + 3].addr, 300, false),
-        (f[mul].addr, 90, false),
-        (f[mul + 1].addr, 70, false),
-    ];
     let dir = common::scratch("html-why-deskid");
-    let file = dir.join("crafted.data");
-    let fill = "ls_dmnd_fills_from_sys.all";
-    common::write_crafted_file(
-        &file,
-        &bin,
-        0x5555_5555_4000,
-        &[(fill, 4, 0xff43), ("cycles", 0, 0)],
-        &samples,
-    );
+    let (file, fill) = common::write_skidded_fill_file(&dir);
     let d = file.to_str().unwrap();
     let page = dir.join("why.html");
     html(&["-i", d], &page);

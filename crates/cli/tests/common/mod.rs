@@ -286,6 +286,54 @@ pub fn write_crafted_file_with(
     w.finish(features).unwrap();
 }
 
+/// A cpu-clock attr (period 100,003) of samples with id, IP, TID, time, period and call
+/// chain, and side records with sample ids: what the crafted streams of the memory tests write.
+pub fn cpu_clock_chain_attr() -> culprit_collect::perfdata::Attr {
+    use culprit_decode::abi::{attr_flag, sample_type};
+    culprit_collect::perfdata::Attr {
+        attr_type: 1,
+        config: 0,
+        sample_period_or_freq: 100_003,
+        sample_type: sample_type::IDENTIFIER
+            | sample_type::IP
+            | sample_type::TID
+            | sample_type::TIME
+            | sample_type::PERIOD
+            | sample_type::CALLCHAIN,
+        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | attr_flag::MMAP2,
+        ..Default::default()
+    }
+}
+
+/// Writes `DIR/crafted.data`: an AMD cache-fill event (not precise) that skidded past the
+/// load before `mulss` in workloads/simple_classic's `multiply_matrices` (the culprit): 90,
+/// 70, 440 and 300 samples on the four instructions after it, none on it; and cycles at the
+/// same places. Returns the file and the fill event's name.
+pub fn write_skidded_fill_file(dir: &Path) -> (PathBuf, &'static str) {
+    let bin = workload("simple_classic");
+    let f = objdump_function(&bin, "multiply_matrices");
+    let mul = f
+        .iter()
+        .position(|l| l.mnem == "mulss")
+        .expect("mulss in multiply_matrices");
+    let samples = vec![
+        (f[mul + 2].addr, 440, false),
+        (f[mul + 3].addr, 300, false),
+        (f[mul].addr, 90, false),
+        (f[mul + 1].addr, 70, false),
+    ];
+    let file = dir.join("crafted.data");
+    let fill = "ls_dmnd_fills_from_sys.all";
+    write_crafted_file(
+        &file,
+        &bin,
+        0x5555_5555_4000,
+        &[(fill, 4, 0xff43), ("cycles", 0, 0)],
+        &samples,
+    );
+    (file, fill)
+}
+
 /// One line of `objdump -d --no-show-raw-insn`: (address, mnemonic, operands).
 #[derive(Debug, Clone)]
 pub struct ObjdumpInsn {
