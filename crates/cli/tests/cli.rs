@@ -25,6 +25,7 @@ mod fleet;
 mod formats;
 mod groups;
 mod html;
+mod html_states;
 mod html_views;
 mod ibs;
 mod input;

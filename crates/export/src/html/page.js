@@ -316,15 +316,19 @@
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
       (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
+      (TL.states.length ? '. Band at the top of a track: its state per bucket (' + TL.state_names.map((n, k) => n + ' ' + STATE_COLORS[k]).join(', ') + ', from sched_switch); click a blocked part of it for its interval' : '') +
       '. Drag to select a time range: every view then shows only its samples' +
       (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
+    v.append(el('div', { id: 'state-detail', class: 'note' }));
     drawTimeline();
     canvas.addEventListener('mousedown', (ev) => { drag = { from: bucketAt(canvas, ev) }; drag.to = drag.from; drawTimeline(); });
     canvas.addEventListener('mousemove', (ev) => { if (drag) { drag.to = bucketAt(canvas, ev); drawTimeline(); } });
     canvas.addEventListener('mouseup', (ev) => {
       if (!drag) return;
       const a = Math.min(drag.from, bucketAt(canvas, ev)), b = Math.max(drag.from, bucketAt(canvas, ev)) + 1;
+      const click = drag.from === a && b === a + 1;
       drag = null;
+      if (click && showBlockedAt(canvas, ev)) { drawTimeline(); return; }
       select(snap(a, b));
     });
   };
@@ -332,6 +336,32 @@
     const r = canvas.getBoundingClientRect();
     const x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
     return Math.max(0, Math.min(TL.buckets - 1, Math.floor((x / w) * TL.buckets)));
+  }
+  // Colours of the thread states (TL.state_names' order) and the band they are drawn in.
+  const STATE_COLORS = ['green', 'yellow', 'light blue', 'red'];
+  const STATE_FILL = ['#3c9a4e', '#e0b422', '#a9c8e8', '#d0453c'];
+  const BAND = 6;
+  let trackRows = [];
+  // A click on a track's state band: the blocked interval under it (the longest within a
+  // pixel) is shown below the timeline. False when there is none.
+  function showBlockedAt(canvas, ev) {
+    const r = canvas.getBoundingClientRect();
+    const y = ev.clientY - r.top, x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
+    const i = trackRows.findIndex((ty) => y >= ty && y < ty + BAND + 2);
+    const st = TL.states[i];
+    if (!st || x < 0) return false;
+    const span = TL.width * TL.buckets, t = TL.start + (x / w) * span, px = span / w;
+    let k = -1;
+    st.blocked.forEach((iv, j) => { if (iv[0] <= t + px && iv[1] >= t - px && (k < 0 || iv[1] - iv[0] > st.blocked[k][1] - st.blocked[k][0])) k = j; });
+    if (k < 0) return false;
+    const hit = st.blocked[k], waker = st.waker[k];
+    const th = TL.threads[i], d = clear(document.getElementById('state-detail'));
+    d.dataset.tid = th.tid; d.dataset.state = TL.state_names[hit[2]]; d.dataset.start = hit[0]; d.dataset.end = hit[1];
+    d.append(el('b', { text: th.comm + ' ' + th.tid + ': ' + TL.state_names[hit[2]] }),
+      ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
+    if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
+    d.dataset.waker = waker;
+    return true;
   }
   function drawTimeline() {
     const canvas = document.getElementById('timeline');
@@ -341,6 +371,7 @@
     let pid = null, H = RULER;
     const rowsAt = [];
     for (const t of TL.threads) { if (t.pid !== pid) { pid = t.pid; H += GROUP; } rowsAt.push(H); H += TRACK; }
+    trackRows = rowsAt;
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.floor(W * dpr) || canvas.height !== Math.floor(H * dpr)) {
       canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
@@ -389,6 +420,14 @@
       for (let b = 0; b < TL.buckets; b++) {
         const f = isTime ? Math.min(1, t.period[e][b] / TL.width) : t.samples[e][b] / max;
         if (f > 0) { const h = Math.max(1, f * (TRACK - 6)); ctx.fillRect(LABEL + b * bw, y + TRACK - 4 - h, Math.max(bw - 0.3, 0.7), h); }
+      }
+      const st = TL.states[i];
+      if (st) for (let b = 0; b < TL.buckets; b++) {
+        let y0 = y + 1;
+        for (let k = 0; k < st.share.length; k++) {
+          const h = (st.share[k][b] / 1000) * BAND;
+          if (h > 0) { ctx.fillStyle = STATE_FILL[k]; ctx.fillRect(LABEL + b * bw, y0, Math.max(bw - 0.3, 0.7), h); y0 += h; }
+        }
       }
       ctx.fillStyle = '#9aa3ad';
       for (const [s0, s1] of t.offcpu) {

@@ -62,6 +62,11 @@ pub struct Timeline {
     pub nodes: Vec<Cells>,
     /// Page column of the off-CPU event, when the file has one.
     pub offcpu: Option<usize>,
+    /// Names of the thread states of [`Timeline::states`].
+    pub state_names: Vec<&'static str>,
+    /// Per track (in the order of [`Timeline::threads`]): its states, from the file's
+    /// `sched_switch` events; empty when it has none.
+    pub states: Vec<super::states::ThreadStates>,
 }
 
 /// One thread's track (or, with `tid` -1, every thread beyond [`MAX_TRACKS`]).
@@ -359,6 +364,8 @@ fn timeline_within(
         functions,
         nodes,
         offcpu,
+        state_names: Vec::new(),
+        states: Vec::new(),
     })
 }
 
