@@ -18,22 +18,30 @@ fn fixture() -> std::path::PathBuf {
     common::repo_root().join("crates/cli/tests/fixtures/sched/schedmix.data")
 }
 
-/// The off-CPU and runnable intervals `[start, end]` (ns) of thread `tid` read from
-/// `culprit sched timehist --format json`'s rows.
-fn timehist_intervals(tid: i64) -> BTreeSet<(u64, u64)> {
+/// The rows of `culprit sched timehist --format json` for thread `tid`.
+fn timehist_rows(tid: i64) -> Vec<Value> {
     let o = common::run_ok(
         common::culprit()
             .args(["sched", "timehist", "--format", "json", "-i"])
             .arg(fixture()),
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tid"].as_i64() == Some(tid))
+        .cloned()
+        .collect()
+}
+
+/// The off-CPU and runnable intervals `[start, end]` (ns) of thread `tid` read from
+/// `culprit sched timehist --format json`'s rows.
+fn timehist_intervals(tid: i64) -> BTreeSet<(u64, u64)> {
     let mut out = BTreeSet::new();
     // The state the thread left the CPU in at its previous switch-out (None: none yet).
     let mut previous: Option<i64> = None;
-    for r in doc["rows"].as_array().unwrap() {
-        if r["tid"].as_i64() != Some(tid) {
-            continue;
-        }
+    for r in timehist_rows(tid) {
         let n = |k: &str| r[k].as_u64().unwrap();
         // Off the CPU for the wait before it ran, runnable for the last sch_delay of it
         // (all of it when it was preempted: state R).
@@ -81,7 +89,7 @@ fn test_html_thread_states_equal_sched_timehist() {
          const x = 200 + ((mid - T.start) / (T.width * T.buckets)) * plot;\
          return { tid: T.threads[best].tid, names: T.state_names, blocked: st.blocked, iv, waker: st.waker[k],\
                   x: Math.round(c.left + x), y: Math.round(c.top + at + 3),\
-                  shares: st.share.length, buckets: T.buckets }",
+                  running: st.share[0], start: T.start, width: T.width, buckets: T.buckets }",
     );
     assert_eq!(
         picked["names"],
@@ -98,6 +106,29 @@ fn test_html_thread_states_equal_sched_timehist() {
     assert!(shown.len() >= 5, "{picked}");
     // Every interval of timehist's rows, none added (the fixture is under the page's cap).
     assert_eq!(shown, timehist_intervals(tid), "thread {tid}");
+    // The running shares per bucket (the parallelism bars sum them) add up to timehist's
+    // run times within the timeline, to rounding (half a thousandth of a bucket each).
+    let n = |k: &str| picked[k].as_u64().unwrap();
+    let (start, width, buckets) = (n("start"), n("width"), n("buckets"));
+    let end = start + width * buckets;
+    let shown_run: f64 = picked["running"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() * width as f64 / 1000.0)
+        .sum();
+    let run: u64 = timehist_rows(tid)
+        .iter()
+        .map(|r| {
+            let t = r["time_ns"].as_u64().unwrap();
+            let a = (t - r["run_ns"].as_u64().unwrap()).max(start);
+            t.min(end).saturating_sub(a)
+        })
+        .sum();
+    assert!(
+        (shown_run - run as f64).abs() <= (buckets * width) as f64 / 2000.0 + 1.0,
+        "running {shown_run} ns shown, {run} ns in timehist"
+    );
     // A click on the band in the middle of the longest interval shows it.
     b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
     let detail = b.wait_until(

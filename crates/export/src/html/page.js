@@ -316,7 +316,7 @@
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
       (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
-      (TL.states.length ? '. Band at the top of a track: its state per bucket (' + TL.state_names.map((n, k) => n + ' ' + STATE_COLORS[k]).join(', ') + ', from sched_switch); click a blocked part of it for its interval' : '') +
+      (TL.states.length ? '. Band at the top of a track: its state per bucket (' + TL.state_names.map((n, k) => n + ' ' + STATE_COLORS[k]).join(', ') + ', from sched_switch); click a blocked part of it for its interval and waker; in a process\'s label row: its parallelism (threads running) per bucket' : '') +
       '. Drag to select a time range: every view then shows only its samples' +
       (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
     v.append(el('div', { id: 'state-detail', class: 'note' }));
@@ -413,6 +413,7 @@
         pid = t.pid;
         ctx.fillStyle = '#1d232a';
         ctx.fillText(t.tid < 0 ? t.comm : 'process ' + t.pid + ' (' + t.comm + ')', 4, y - GROUP / 2);
+        if (TL.states.length && t.tid >= 0) drawParallelism(ctx, t.pid, y - GROUP, bw);
       }
       ctx.fillStyle = i % 2 ? '#fff' : '#f5f7f9'; ctx.fillRect(0, y, W, TRACK);
       ctx.fillStyle = '#5b6570'; ctx.fillText((t.tid < 0 ? '' : t.comm + ' ' + t.tid), 12, y + TRACK / 2);
@@ -435,6 +436,25 @@
         ctx.fillRect(Math.max(LABEL, x0), y + TRACK - 3, Math.max(1, x1 - Math.max(LABEL, x0)), 3);
       }
     });
+  }
+  // Parallelism of process `pid` in its label row at `y`: per bucket, how many of its
+  // threads ran on average (the sum of their running shares), as bars scaled to the
+  // process's peak.
+  function drawParallelism(ctx, pid, y, bw) {
+    const par = parallelismOf(pid);
+    const peak = Math.max(...par);
+    if (!(peak > 0)) return;
+    ctx.fillStyle = '#6b5b95';
+    par.forEach((p, b) => { if (p > 0) { const h = Math.max(1, (p / peak) * (GROUP - 4)); ctx.fillRect(LABEL + b * bw, y + GROUP - 2 - h, Math.max(bw - 0.3, 0.7), h); } });
+  }
+  // Per bucket: the average number of threads of process `pid` running (from TL.states).
+  function parallelismOf(pid) {
+    const par = new Array(TL.buckets).fill(0);
+    TL.threads.forEach((t, i) => {
+      const st = TL.states[i];
+      if (t.pid === pid && t.tid >= 0 && st) for (let b = 0; b < TL.buckets; b++) par[b] += st.share[0][b] / 1000;
+    });
+    return par;
   }
   // The selection's line above the timeline: its span, samples and report --time window.
   function drawRange() {
