@@ -328,7 +328,7 @@
       const a = Math.min(drag.from, bucketAt(canvas, ev)), b = Math.max(drag.from, bucketAt(canvas, ev)) + 1;
       const click = drag.from === a && b === a + 1;
       drag = null;
-      if (click && showBlockedAt(canvas, ev)) { drawTimeline(); return; }
+      if (click && (showBlockedAt(canvas, ev) || showOffcpuAt(canvas, ev))) { drawTimeline(); return; }
       select(snap(a, b));
     });
   };
@@ -361,6 +361,26 @@
       ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
     if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
     d.dataset.waker = waker;
+    return true;
+  }
+  // A click on a track's off-CPU band (its bottom pixels): the off-CPU interval under it and
+  // its blocked stack, leaf first. False when there is none.
+  function showOffcpuAt(canvas, ev) {
+    const r = canvas.getBoundingClientRect();
+    const y = ev.clientY - r.top, x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
+    const i = trackRows.findIndex((ty) => y >= ty + TRACK - 6 && y < ty + TRACK);
+    const t = TL.threads[i];
+    if (!t || x < 0) return false;
+    const span = TL.width * TL.buckets, at = TL.start + (x / w) * span, px = span / w;
+    let hit = null;
+    for (const iv of t.offcpu) if (iv[0] <= at + px && iv[1] >= at - px && (!hit || iv[1] - iv[0] > hit[1] - hit[0])) hit = iv;
+    if (!hit) return false;
+    const d = clear(document.getElementById('state-detail'));
+    d.dataset.tid = t.tid; d.dataset.state = 'off-CPU'; d.dataset.start = hit[0]; d.dataset.end = hit[1]; d.dataset.waker = '';
+    d.append(el('b', { text: t.comm + ' ' + t.tid + ': off-CPU' }), ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]));
+    const list = el('ol', { id: 'blocked-stack' });
+    for (const f of pathOf(hit[2]).reverse()) list.append(el('li', { text: frameLabel(f) }));
+    if (hit[2] > 0) d.append(list);
     return true;
   }
   function drawTimeline() {

@@ -82,8 +82,9 @@ pub struct Track {
     pub period: Vec<Vec<u64>>,
     /// Per event: samples per bucket (empty when the event's periods are fixed).
     pub samples: Vec<Vec<u64>>,
-    /// Off-CPU intervals `[start, end]` (ns), the longest [`MAX_INTERVALS`], in time order.
-    pub offcpu: Vec<[u64; 2]>,
+    /// Off-CPU intervals `[start, end, node]` (ns, ns, the call-tree node of the blocked
+    /// stack, 0 when it has none), the longest [`MAX_INTERVALS`], in time order.
+    pub offcpu: Vec<[u64; 3]>,
 }
 
 /// Sparse per-bucket values, sorted by bucket: bucket `i`'s entries follow bucket `i - 1`'s.
@@ -288,7 +289,7 @@ fn timeline_within(
     let mut counts = vec![vec![0u64; buckets]; ncols];
     let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
     let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    let mut intervals: Vec<Vec<[u64; 2]>> = vec![Vec::new(); tracks.len()];
+    let mut intervals: Vec<Vec<[u64; 3]>> = vec![Vec::new(); tracks.len()];
     for s in samples {
         let Some(col) = columns.get(s.event as usize).copied().flatten() else {
             continue;
@@ -301,14 +302,16 @@ fn timeline_within(
             .get(s.thread as usize)
             .copied()
             .unwrap_or(usize::MAX);
+        let leaf = leaf_of.get(&(s.thread, s.stack)).copied();
         if let Some(t) = tracks.get_mut(ti) {
             t.period[col][b] += units;
             t.samples[col][b] += 1;
             if Some(col) == offcpu {
-                intervals[ti].push([s.time.saturating_sub(s.period), s.time]);
+                let node = leaf.map_or(0, |(node, _)| u64::from(node));
+                intervals[ti].push([s.time.saturating_sub(s.period), s.time, node]);
             }
         }
-        if let Some(&(node, frame)) = leaf_of.get(&(s.thread, s.stack)) {
+        if let Some((node, frame)) = leaf {
             let f = fn_cells[col].entry((b as u32, frame)).or_default();
             f.0 += units;
             f.1 += 1;
