@@ -1,7 +1,8 @@
 //! Thread states on the HTML timeline, in headless Chromium: on the `perf sched record`
 //! fixture of the `schedmix` workload, the blocked intervals the page holds for a thread
 //! equal the ones `culprit sched timehist` gives for it (each row: runnable for its
-//! scheduling delay before it ran, off the CPU for its wait before that), and a click on the
+//! scheduling delay before it ran, off the CPU for its wait before that), each sleeping
+//! interval's waker is the task of its `sched_waking` in `culprit script`, and a click on the
 //! thread's state band shows one of them with its bounds.
 
 use crate::browser;
@@ -87,7 +88,7 @@ fn test_html_thread_states_equal_sched_timehist() {
          const c = cv.getBoundingClientRect();\
          const mid = (iv[0] + iv[1]) / 2, plot = c.width - 200;\
          const x = 200 + ((mid - T.start) / (T.width * T.buckets)) * plot;\
-         return { tid: T.threads[best].tid, names: T.state_names, blocked: st.blocked, iv, waker: st.waker[k],\
+         return { tid: T.threads[best].tid, names: T.state_names, blocked: st.blocked, iv, waker: st.waker[k], wakers: st.waker,\
                   x: Math.round(c.left + x), y: Math.round(c.top + at + 3),\
                   running: st.share[0], start: T.start, width: T.width, buckets: T.buckets }",
     );
@@ -106,6 +107,45 @@ fn test_html_thread_states_equal_sched_timehist() {
     assert!(shown.len() >= 5, "{picked}");
     // Every interval of timehist's rows, none added (the fixture is under the page's cap).
     assert_eq!(shown, timehist_intervals(tid), "thread {tid}");
+    // Each sleeping or D interval's waker is the task current at the `sched_waking` of the
+    // thread at the interval's end, as `culprit script` prints it (comm and tid).
+    let script = common::run_ok(
+        common::culprit()
+            .args(["script", "--format", "json", "-i"])
+            .arg(fixture()),
+    );
+    let mut woken_by: std::collections::HashMap<u64, String> = Default::default();
+    for line in String::from_utf8_lossy(&script.stdout).lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if v["event"] == "sched:sched_waking" && v["fields"]["pid"].as_i64() == Some(tid) {
+            let by = format!("{} {}", v["comm"].as_str().unwrap(), v["tid"]);
+            woken_by.insert(v["time"].as_u64().unwrap(), by);
+        }
+    }
+    let mut with_waker = 0;
+    for (iv, waker) in picked["blocked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(picked["wakers"].as_array().unwrap())
+    {
+        if iv[2].as_u64().unwrap() < 2 {
+            continue;
+        }
+        let expected = woken_by.get(&iv[1].as_u64().unwrap()).cloned();
+        assert_eq!(
+            waker.as_str(),
+            Some(expected.as_deref().unwrap_or("")),
+            "{iv}"
+        );
+        with_waker += usize::from(expected.is_some());
+    }
+    assert!(
+        with_waker >= 3,
+        "{with_waker} sleeping intervals with a waker: {picked}"
+    );
     // The running shares per bucket (the parallelism bars sum them) add up to timehist's
     // run times within the timeline, to rounding (half a thousandth of a bucket each).
     let n = |k: &str| picked[k].as_u64().unwrap();
