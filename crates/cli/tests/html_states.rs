@@ -78,6 +78,7 @@ fn test_html_thread_states_equal_sched_timehist() {
     // scrolled into the window.
     let picked: Value = b.js(
         "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
+         const F = JSON.parse(document.getElementById('culprit-data').textContent).flame;\
          let best = 0; T.states.forEach((s, i) => { if (s.blocked.length > T.states[best].blocked.length) best = i; });\
          let y = 20, pid = null, at = 0;\
          T.threads.forEach((t, i) => { if (t.pid !== pid) { pid = t.pid; y += 18; } if (i === best) at = y; y += 24; });\
@@ -89,6 +90,8 @@ fn test_html_thread_states_equal_sched_timehist() {
          const mid = (iv[0] + iv[1]) / 2, plot = c.width - 200;\
          const x = 200 + ((mid - T.start) / (T.width * T.buckets)) * plot;\
          return { tid: T.threads[best].tid, names: T.state_names, blocked: st.blocked, iv, waker: st.waker[k], wakers: st.waker,\
+                  depths: [st.stack[k], st.waker_stack[k]].map((n) => { let d = 0; for (let q = n; q > 0; q = F.parent[q]) d++; return d; }),\
+                  stacks: st.stack.filter((n) => n > 0).length,\
                   x: Math.round(c.left + x), y: Math.round(c.top + at + 3),\
                   running: st.share[0], start: T.start, width: T.width, buckets: T.buckets }",
     );
@@ -173,7 +176,8 @@ fn test_html_thread_states_equal_sched_timehist() {
     b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
     let detail = b.wait_until(
         "const d = document.getElementById('state-detail');\
-         return d && d.dataset.start ? [Number(d.dataset.tid), Number(d.dataset.start), Number(d.dataset.end), d.dataset.state, d.dataset.waker] : null",
+         return d && d.dataset.start ? [Number(d.dataset.tid), Number(d.dataset.start), Number(d.dataset.end), d.dataset.state, d.dataset.waker,\
+           document.querySelectorAll('#blocked-stack li').length, document.querySelectorAll('#waker-stack li').length] : null",
     );
     assert_eq!(detail[0].as_i64(), Some(tid), "{detail}");
     assert_eq!(detail[1], picked["iv"][0], "{detail} {picked}");
@@ -181,6 +185,13 @@ fn test_html_thread_states_equal_sched_timehist() {
     let state = picked["names"][picked["iv"][2].as_u64().unwrap() as usize].clone();
     assert_eq!(detail[3], state, "{detail}");
     assert_eq!(detail[4], picked["waker"], "{detail}");
+    // Its blocked stack and its waker's, frame by frame of their call-tree nodes.
+    assert_eq!(detail[5], picked["depths"][0], "{detail} {picked}");
+    assert_eq!(detail[6], picked["depths"][1], "{detail} {picked}");
+    assert!(
+        picked["stacks"].as_u64().unwrap() >= 1,
+        "no blocked stack: {picked}"
+    );
     // No selection was made by the click.
     let sel = b.js("return document.getElementById('timeline-window') === null");
     assert_eq!(sel, Value::Bool(true));

@@ -107,6 +107,7 @@ fn add_thread_states(
     input: &ProfileInput,
     header: &Profile,
     tl: &mut Timeline,
+    nodes: &states::SchedStacks,
 ) -> Result<(), HtmlError> {
     let has_switch = (0..header.events.len()).any(|i| {
         header
@@ -118,7 +119,8 @@ fn add_thread_states(
     }
     let full = input.read(&ReadPlan::default())?;
     let tids: Vec<i32> = tl.threads.iter().map(|t| t.tid).collect();
-    if let Some(states) = states::thread_states(&full, tl.start, tl.width, tl.buckets, &tids) {
+    if let Some(states) = states::thread_states(&full, tl.start, tl.width, tl.buckets, &tids, nodes)
+    {
         tl.state_names = STATE_NAMES.to_vec();
         tl.states = states;
     }
@@ -193,10 +195,11 @@ pub fn build_page(
         .collect();
     let (flame, leaf_of) = flame::flame_tree(&stacks, &columns, events.len());
     let mut timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
-    drop(leaf_of);
     if let Some(tl) = timeline.as_mut() {
-        add_thread_states(input, &profile, tl)?;
+        let nodes = states::scheduler_stacks(&stacks, &leaf_of);
+        add_thread_states(input, &profile, tl, &nodes)?;
     }
+    drop(leaf_of);
 
     let annotations = if opts.annotate_top > 0 {
         let aopts = AnnotateOptions {

@@ -361,6 +361,14 @@
       ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
     if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
     d.dataset.waker = waker;
+    const stackList = (id, title, node) => {
+      if (!(node > 0)) return;
+      const list = el('ol', { id });
+      for (const f of pathOf(node).reverse()) list.append(el('li', { text: frameLabel(f) }));
+      d.append(el('div', { text: title }), list);
+    };
+    stackList('blocked-stack', 'Blocked stack (leaf first):', st.stack[k]);
+    stackList('waker-stack', 'Waker\'s stack at the wake-up (leaf first):', st.waker_stack[k]);
     return true;
   }
   // A click on a track's off-CPU band (its bottom pixels): the off-CPU interval under it and

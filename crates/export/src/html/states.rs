@@ -15,7 +15,41 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use culprit_analysis::sched::{has_waking_event, sched_events, timehist, SchedKind};
+use culprit_analysis::stacks::StackProfile;
 use culprit_decode::model::Profile;
+use rustc_hash::FxHashMap;
+
+use super::flame::LeafOf;
+
+/// The call-tree node of each scheduler sample's stack, by (time, tid, is a `sched_switch`):
+/// the switch-outs give the blocked stacks, the wake-ups the wakers' stacks.
+pub type SchedStacks = FxHashMap<(u64, i32, bool), u32>;
+
+/// The call-tree nodes of the `sched_switch`, `sched_waking` and `sched_wakeup` samples of
+/// `stacks` (kept in its timeline), from `leaf_of`.
+pub fn scheduler_stacks(stacks: &StackProfile, leaf_of: &LeafOf) -> SchedStacks {
+    let kind: Vec<Option<bool>> = stacks
+        .events
+        .iter()
+        .map(|e| match e.name.as_str() {
+            "sched:sched_switch" => Some(true),
+            "sched:sched_waking" | "sched:sched_wakeup" | "sched:sched_wakeup_new" => Some(false),
+            _ => None,
+        })
+        .collect();
+    let mut out = SchedStacks::default();
+    for s in &stacks.timeline {
+        let (Some(Some(switch)), Some(th), Some(&(node, _))) = (
+            kind.get(s.event as usize),
+            stacks.threads.get(s.thread as usize),
+            leaf_of.get(&(s.thread, s.stack)),
+        ) else {
+            continue;
+        };
+        out.insert((s.time, th.tid, *switch), node);
+    }
+    out
+}
 
 /// Names of the states, in the order of [`ThreadStates::share`]'s rows.
 pub const STATE_NAMES: [&str; 4] = ["running", "runnable", "sleeping", "D"];
@@ -37,7 +71,17 @@ pub struct ThreadStates {
     /// Per blocked interval: the thread that woke it (`comm tid`, the task current at its
     /// `sched_wakeup`), empty when it was preempted or its wake-up was not recorded.
     pub waker: Vec<String>,
+    /// Per blocked interval: the call-tree node of the stack it left the CPU with (its
+    /// `sched_switch`), 0 when not recorded.
+    pub stack: Vec<u32>,
+    /// Per blocked interval: the call-tree node of its waker's stack at the wake-up, 0 when
+    /// not recorded.
+    pub waker_stack: Vec<u32>,
 }
+
+/// A blocked interval being collected: `[start, end, state]`, its waker, the call-tree nodes
+/// of its blocked stack and of its waker's stack.
+type Blocked = ([u64; 3], String, u32, u32);
 
 /// The state a thread leaves the CPU in, from `sched_switch`'s `prev_state`: 0 (`R`, also
 /// `R+`: preempted) is runnable, `TASK_UNINTERRUPTIBLE` (2) is D, anything else sleeping.
@@ -79,16 +123,17 @@ pub fn thread_states(
     width: u64,
     buckets: usize,
     tids: &[i32],
+    nodes: &SchedStacks,
 ) -> Option<Vec<ThreadStates>> {
     let events = sched_events(profile).ok()?;
     let report = timehist(&events, &profile.thread_pids, has_waking_event(profile));
     let index: HashMap<i32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
     let mut ns = vec![vec![vec![0u64; buckets]; STATE_NAMES.len()]; tids.len()];
-    let mut blocked: Vec<Vec<([u64; 3], String)>> = vec![Vec::new(); tids.len()];
+    let mut blocked: Vec<Vec<Blocked>> = vec![Vec::new(); tids.len()];
     // Who woke each thread when: the task current at its wake-up event, keyed like
     // timehist's wake-up time (sched_waking when the file has it).
     let waking = has_waking_event(profile);
-    let wakers: HashMap<(i32, u64), String> = events
+    let wakers: HashMap<(i32, u64), (String, i32)> = events
         .iter()
         .filter_map(|e| match &e.kind {
             SchedKind::Wakeup {
@@ -97,7 +142,7 @@ pub fn thread_states(
                 new_task,
                 ..
             } if *w || *new_task || !waking => {
-                Some(((*pid, e.time), format!("{} {}", e.comm, e.tid)))
+                Some(((*pid, e.time), (format!("{} {}", e.comm, e.tid), e.tid)))
             }
             _ => None,
         })
@@ -131,11 +176,14 @@ pub fn thread_states(
             }
             add_span(&mut ns[i][state as usize], start, width, a, b);
             if state != RUNNING {
-                let by = match (waker, state) {
-                    (Some(w), s) if s != RUNNABLE || off != RUNNABLE => w.clone(),
-                    _ => String::new(),
+                let (by, by_stack) = match (waker, state) {
+                    (Some((w, tid)), s) if s != RUNNABLE || off != RUNNABLE => {
+                        (w.clone(), nodes.get(&(woken, *tid, false)).copied())
+                    }
+                    _ => (String::new(), None),
                 };
-                blocked[i].push(([a, b, u64::from(state)], by));
+                let stack = nodes.get(&(left, row.tid, true)).copied().unwrap_or(0);
+                blocked[i].push(([a, b, u64::from(state)], by, stack, by_stack.unwrap_or(0)));
             }
         }
     }
@@ -144,11 +192,17 @@ pub fn thread_states(
         .zip(blocked)
         .map(|(per_state, mut iv)| {
             if iv.len() > MAX_BLOCKED {
-                iv.sort_unstable_by_key(|(i, _)| std::cmp::Reverse(i[1] - i[0]));
+                iv.sort_unstable_by_key(|(i, ..)| std::cmp::Reverse(i[1] - i[0]));
                 iv.truncate(MAX_BLOCKED);
             }
             iv.sort_unstable();
-            let (blocked, waker) = iv.into_iter().unzip();
+            let mut out = ThreadStates::default();
+            for (interval, waker, stack, waker_stack) in iv {
+                out.blocked.push(interval);
+                out.waker.push(waker);
+                out.stack.push(stack);
+                out.waker_stack.push(waker_stack);
+            }
             let share = per_state
                 .into_iter()
                 .map(|v| {
@@ -157,11 +211,7 @@ pub fn thread_states(
                         .collect()
                 })
                 .collect();
-            ThreadStates {
-                share,
-                blocked,
-                waker,
-            }
+            ThreadStates { share, ..out }
         })
         .collect();
     Some(out)
