@@ -26,6 +26,7 @@ mod fleet;
 mod formats;
 mod groups;
 mod html;
+mod html_states;
 mod html_views;
 mod html_why;
 mod ibs;

@@ -210,6 +210,31 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
         note.as_str().unwrap().contains("off-CPU intervals"),
         "{note}"
     );
+    // A click on the longest off-CPU interval's band shows it and its blocked stack (the
+    // frames of its call-tree node, leaf first).
+    let picked: Value = b.js(
+        "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
+         const F = JSON.parse(document.getElementById('culprit-data').textContent).flame;\
+         let best = null, bi = 0;\
+         T.threads.forEach((t, i) => t.offcpu.forEach((iv) => { if (!best || iv[1] - iv[0] > best[1] - best[0]) { best = iv; bi = i; } }));\
+         let y = 20, pid = null, at = 0;\
+         T.threads.forEach((t, i) => { if (t.pid !== pid) { pid = t.pid; y += 18; } if (i === bi) at = y; y += 24; });\
+         const cv = document.getElementById('timeline');\
+         window.scrollTo(0, cv.getBoundingClientRect().top + window.scrollY + at - 100);\
+         const c = cv.getBoundingClientRect();\
+         const x = 200 + (((best[0] + best[1]) / 2 - T.start) / (T.width * T.buckets)) * (c.width - 200);\
+         let depth = 0; for (let q = best[2]; q > 0; q = F.parent[q]) depth++;\
+         return { iv: best, depth, x: Math.round(c.left + x), y: Math.round(c.top + at + 24 - 2) }",
+    );
+    assert!(picked["depth"].as_u64().unwrap() >= 1, "{picked}");
+    b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
+    let shown = b.wait_until(
+        "const d = document.getElementById('state-detail');\
+         return d && d.dataset.start ? [Number(d.dataset.start), Number(d.dataset.end), document.querySelectorAll('#blocked-stack li').length] : null",
+    );
+    assert_eq!(shown[0], picked["iv"][0], "{shown} {picked}");
+    assert_eq!(shown[1], picked["iv"][1], "{shown} {picked}");
+    assert_eq!(shown[2], picked["depth"], "{shown} {picked}");
 }
 
 #[test]

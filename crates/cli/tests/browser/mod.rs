@@ -224,6 +224,20 @@ impl Browser {
         self.session_call("POST", "/actions", Some(actions));
     }
 
+    /// Clicks at (`x`, `y`) CSS pixels of the viewport (WebDriver actions: a real pointer
+    /// move, press and release).
+    pub fn click_viewport(&self, x: i64, y: i64) {
+        let actions = json!({"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [
+                {"type": "pointerMove", "duration": 0, "origin": "viewport", "x": x, "y": y},
+                {"type": "pointerDown", "button": 0},
+                {"type": "pointerUp", "button": 0},
+            ],
+        }]});
+        self.session_call("POST", "/actions", Some(actions));
+    }
+
     /// Drags from `from_dx` to `to_dx` pixels from the centre of the element `css`, at `dy`
     /// (a real pointer press, move and release).
     pub fn drag(&self, css: &str, from_dx: i64, to_dx: i64, dy: i64) {

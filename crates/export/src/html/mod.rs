@@ -19,6 +19,7 @@
 mod flame;
 mod model;
 mod page;
+mod states;
 mod timeline;
 mod why;
 
@@ -44,6 +45,7 @@ use culprit_symbols::{ProfileInput, ReadPlan};
 pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
+pub use states::{ThreadStates, STATE_NAMES};
 pub use timeline::{Cells, Timeline, Track};
 pub use why::{WhyDeskid, WhyDeskidRow, WhyMemory, WhyMemoryRow};
 
@@ -100,6 +102,32 @@ pub enum HtmlError {
 
 /// Progress callbacks of [`build_page`]: bytes read of the input, then of the other file.
 pub type Progress = Box<dyn FnMut(u64, u64) + Send>;
+
+/// Adds each track's states to `tl` when the file has `sched_switch` events: a second read
+/// that keeps the samples (the first one streams them), skipped for stdin (read once).
+fn add_thread_states(
+    input: &ProfileInput,
+    header: &Profile,
+    tl: &mut Timeline,
+    nodes: &states::SchedStacks,
+) -> Result<(), HtmlError> {
+    let has_switch = (0..header.events.len()).any(|i| {
+        header
+            .tracepoint_format(i as _)
+            .is_some_and(|f| f.system == "sched" && f.name == "sched_switch")
+    });
+    if !has_switch || input.is_stdin() {
+        return Ok(());
+    }
+    let full = input.read(&ReadPlan::default())?;
+    let tids: Vec<i32> = tl.threads.iter().map(|t| t.tid).collect();
+    if let Some(states) = states::thread_states(&full, tl.start, tl.width, tl.buckets, &tids, nodes)
+    {
+        tl.state_names = STATE_NAMES.to_vec();
+        tl.states = states;
+    }
+    Ok(())
+}
 
 /// Reads `input` (and, for the diff view, `other`) and aggregates the page's model.
 pub fn build_page(
@@ -174,7 +202,11 @@ pub fn build_page(
         .map(|se| hot.events.iter().position(|he| he.id == se.id))
         .collect();
     let (flame, leaf_of) = flame::flame_tree(&stacks, &columns, events.len());
-    let timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
+    let mut timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
+    if let Some(tl) = timeline.as_mut() {
+        let nodes = states::scheduler_stacks(&stacks, &leaf_of);
+        add_thread_states(input, &profile, tl, &nodes)?;
+    }
     drop(leaf_of);
 
     let annotations = if opts.annotate_top > 0 {

@@ -316,15 +316,19 @@
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
       (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
+      (TL.states.length ? '. Band at the top of a track: its state per bucket (' + TL.state_names.map((n, k) => n + ' ' + STATE_COLORS[k]).join(', ') + ', from sched_switch); click a blocked part of it for its interval and waker; in a process\'s label row: its parallelism (threads running) per bucket' : '') +
       '. Drag to select a time range: every view then shows only its samples' +
       (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
+    v.append(el('div', { id: 'state-detail', class: 'note' }));
     drawTimeline();
     canvas.addEventListener('mousedown', (ev) => { drag = { from: bucketAt(canvas, ev) }; drag.to = drag.from; drawTimeline(); });
     canvas.addEventListener('mousemove', (ev) => { if (drag) { drag.to = bucketAt(canvas, ev); drawTimeline(); } });
     canvas.addEventListener('mouseup', (ev) => {
       if (!drag) return;
       const a = Math.min(drag.from, bucketAt(canvas, ev)), b = Math.max(drag.from, bucketAt(canvas, ev)) + 1;
+      const click = drag.from === a && b === a + 1;
       drag = null;
+      if (click && (showBlockedAt(canvas, ev) || showOffcpuAt(canvas, ev))) { drawTimeline(); return; }
       select(snap(a, b));
     });
   };
@@ -332,6 +336,60 @@
     const r = canvas.getBoundingClientRect();
     const x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
     return Math.max(0, Math.min(TL.buckets - 1, Math.floor((x / w) * TL.buckets)));
+  }
+  // Colours of the thread states (TL.state_names' order) and the band they are drawn in.
+  const STATE_COLORS = ['green', 'yellow', 'light blue', 'red'];
+  const STATE_FILL = ['#3c9a4e', '#e0b422', '#a9c8e8', '#d0453c'];
+  const BAND = 6;
+  let trackRows = [];
+  // A click on a track's state band: the blocked interval under it (the longest within a
+  // pixel) is shown below the timeline. False when there is none.
+  function showBlockedAt(canvas, ev) {
+    const r = canvas.getBoundingClientRect();
+    const y = ev.clientY - r.top, x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
+    const i = trackRows.findIndex((ty) => y >= ty && y < ty + BAND + 2);
+    const st = TL.states[i];
+    if (!st || x < 0) return false;
+    const span = TL.width * TL.buckets, t = TL.start + (x / w) * span, px = span / w;
+    let k = -1;
+    st.blocked.forEach((iv, j) => { if (iv[0] <= t + px && iv[1] >= t - px && (k < 0 || iv[1] - iv[0] > st.blocked[k][1] - st.blocked[k][0])) k = j; });
+    if (k < 0) return false;
+    const hit = st.blocked[k], waker = st.waker[k];
+    const th = TL.threads[i], d = clear(document.getElementById('state-detail'));
+    d.dataset.tid = th.tid; d.dataset.state = TL.state_names[hit[2]]; d.dataset.start = hit[0]; d.dataset.end = hit[1];
+    d.append(el('b', { text: th.comm + ' ' + th.tid + ': ' + TL.state_names[hit[2]] }),
+      ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
+    if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
+    d.dataset.waker = waker;
+    const stackList = (id, title, node) => {
+      if (!(node > 0)) return;
+      const list = el('ol', { id });
+      for (const f of pathOf(node).reverse()) list.append(el('li', { text: frameLabel(f) }));
+      d.append(el('div', { text: title }), list);
+    };
+    stackList('blocked-stack', 'Blocked stack (leaf first):', st.stack[k]);
+    stackList('waker-stack', 'Waker\'s stack at the wake-up (leaf first):', st.waker_stack[k]);
+    return true;
+  }
+  // A click on a track's off-CPU band (its bottom pixels): the off-CPU interval under it and
+  // its blocked stack, leaf first. False when there is none.
+  function showOffcpuAt(canvas, ev) {
+    const r = canvas.getBoundingClientRect();
+    const y = ev.clientY - r.top, x = ev.clientX - r.left - LABEL, w = r.width - LABEL;
+    const i = trackRows.findIndex((ty) => y >= ty + TRACK - 6 && y < ty + TRACK);
+    const t = TL.threads[i];
+    if (!t || x < 0) return false;
+    const span = TL.width * TL.buckets, at = TL.start + (x / w) * span, px = span / w;
+    let hit = null;
+    for (const iv of t.offcpu) if (iv[0] <= at + px && iv[1] >= at - px && (!hit || iv[1] - iv[0] > hit[1] - hit[0])) hit = iv;
+    if (!hit) return false;
+    const d = clear(document.getElementById('state-detail'));
+    d.dataset.tid = t.tid; d.dataset.state = 'off-CPU'; d.dataset.start = hit[0]; d.dataset.end = hit[1]; d.dataset.waker = '';
+    d.append(el('b', { text: t.comm + ' ' + t.tid + ': off-CPU' }), ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]));
+    const list = el('ol', { id: 'blocked-stack' });
+    for (const f of pathOf(hit[2]).reverse()) list.append(el('li', { text: frameLabel(f) }));
+    if (hit[2] > 0) d.append(list);
+    return true;
   }
   function drawTimeline() {
     const canvas = document.getElementById('timeline');
@@ -341,6 +399,7 @@
     let pid = null, H = RULER;
     const rowsAt = [];
     for (const t of TL.threads) { if (t.pid !== pid) { pid = t.pid; H += GROUP; } rowsAt.push(H); H += TRACK; }
+    trackRows = rowsAt;
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.floor(W * dpr) || canvas.height !== Math.floor(H * dpr)) {
       canvas.width = Math.floor(W * dpr); canvas.height = Math.floor(H * dpr); canvas.style.height = H + 'px';
@@ -382,6 +441,7 @@
         pid = t.pid;
         ctx.fillStyle = '#1d232a';
         ctx.fillText(t.tid < 0 ? t.comm : 'process ' + t.pid + ' (' + t.comm + ')', 4, y - GROUP / 2);
+        if (TL.states.length && t.tid >= 0) drawParallelism(ctx, t.pid, y - GROUP, bw);
       }
       ctx.fillStyle = i % 2 ? '#fff' : '#f5f7f9'; ctx.fillRect(0, y, W, TRACK);
       ctx.fillStyle = '#5b6570'; ctx.fillText((t.tid < 0 ? '' : t.comm + ' ' + t.tid), 12, y + TRACK / 2);
@@ -390,12 +450,39 @@
         const f = isTime ? Math.min(1, t.period[e][b] / TL.width) : t.samples[e][b] / max;
         if (f > 0) { const h = Math.max(1, f * (TRACK - 6)); ctx.fillRect(LABEL + b * bw, y + TRACK - 4 - h, Math.max(bw - 0.3, 0.7), h); }
       }
+      const st = TL.states[i];
+      if (st) for (let b = 0; b < TL.buckets; b++) {
+        let y0 = y + 1;
+        for (let k = 0; k < st.share.length; k++) {
+          const h = (st.share[k][b] / 1000) * BAND;
+          if (h > 0) { ctx.fillStyle = STATE_FILL[k]; ctx.fillRect(LABEL + b * bw, y0, Math.max(bw - 0.3, 0.7), h); y0 += h; }
+        }
+      }
       ctx.fillStyle = '#9aa3ad';
       for (const [s0, s1] of t.offcpu) {
         const x0 = LABEL + ((s0 - TL.start) / span) * plot, x1 = LABEL + ((s1 - TL.start) / span) * plot;
         ctx.fillRect(Math.max(LABEL, x0), y + TRACK - 3, Math.max(1, x1 - Math.max(LABEL, x0)), 3);
       }
     });
+  }
+  // Parallelism of process `pid` in its label row at `y`: per bucket, how many of its
+  // threads ran on average (the sum of their running shares), as bars scaled to the
+  // process's peak.
+  function drawParallelism(ctx, pid, y, bw) {
+    const par = parallelismOf(pid);
+    const peak = Math.max(...par);
+    if (!(peak > 0)) return;
+    ctx.fillStyle = '#6b5b95';
+    par.forEach((p, b) => { if (p > 0) { const h = Math.max(1, (p / peak) * (GROUP - 4)); ctx.fillRect(LABEL + b * bw, y + GROUP - 2 - h, Math.max(bw - 0.3, 0.7), h); } });
+  }
+  // Per bucket: the average number of threads of process `pid` running (from TL.states).
+  function parallelismOf(pid) {
+    const par = new Array(TL.buckets).fill(0);
+    TL.threads.forEach((t, i) => {
+      const st = TL.states[i];
+      if (t.pid === pid && t.tid >= 0 && st) for (let b = 0; b < TL.buckets; b++) par[b] += st.share[0][b] / 1000;
+    });
+    return par;
   }
   // The selection's line above the timeline: its span, samples and report --time window.
   function drawRange() {

@@ -62,6 +62,11 @@ pub struct Timeline {
     pub nodes: Vec<Cells>,
     /// Page column of the off-CPU event, when the file has one.
     pub offcpu: Option<usize>,
+    /// Names of the thread states of [`Timeline::states`].
+    pub state_names: Vec<&'static str>,
+    /// Per track (in the order of [`Timeline::threads`]): its states, from the file's
+    /// `sched_switch` events; empty when it has none.
+    pub states: Vec<super::states::ThreadStates>,
 }
 
 /// One thread's track (or, with `tid` -1, every thread beyond [`MAX_TRACKS`]).
@@ -77,8 +82,9 @@ pub struct Track {
     pub period: Vec<Vec<u64>>,
     /// Per event: samples per bucket (empty when the event's periods are fixed).
     pub samples: Vec<Vec<u64>>,
-    /// Off-CPU intervals `[start, end]` (ns), the longest [`MAX_INTERVALS`], in time order.
-    pub offcpu: Vec<[u64; 2]>,
+    /// Off-CPU intervals `[start, end, node]` (ns, ns, the call-tree node of the blocked
+    /// stack, 0 when it has none), the longest [`MAX_INTERVALS`], in time order.
+    pub offcpu: Vec<[u64; 3]>,
 }
 
 /// Sparse per-bucket values, sorted by bucket: bucket `i`'s entries follow bucket `i - 1`'s.
@@ -283,7 +289,7 @@ fn timeline_within(
     let mut counts = vec![vec![0u64; buckets]; ncols];
     let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
     let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    let mut intervals: Vec<Vec<[u64; 2]>> = vec![Vec::new(); tracks.len()];
+    let mut intervals: Vec<Vec<[u64; 3]>> = vec![Vec::new(); tracks.len()];
     for s in samples {
         let Some(col) = columns.get(s.event as usize).copied().flatten() else {
             continue;
@@ -296,14 +302,16 @@ fn timeline_within(
             .get(s.thread as usize)
             .copied()
             .unwrap_or(usize::MAX);
+        let leaf = leaf_of.get(&(s.thread, s.stack)).copied();
         if let Some(t) = tracks.get_mut(ti) {
             t.period[col][b] += units;
             t.samples[col][b] += 1;
             if Some(col) == offcpu {
-                intervals[ti].push([s.time.saturating_sub(s.period), s.time]);
+                let node = leaf.map_or(0, |(node, _)| u64::from(node));
+                intervals[ti].push([s.time.saturating_sub(s.period), s.time, node]);
             }
         }
-        if let Some(&(node, frame)) = leaf_of.get(&(s.thread, s.stack)) {
+        if let Some((node, frame)) = leaf {
             let f = fn_cells[col].entry((b as u32, frame)).or_default();
             f.0 += units;
             f.1 += 1;
@@ -359,6 +367,8 @@ fn timeline_within(
         functions,
         nodes,
         offcpu,
+        state_names: Vec::new(),
+        states: Vec::new(),
     })
 }
 
