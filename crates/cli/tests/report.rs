@@ -704,7 +704,15 @@ fn test_report_text_csv_and_pipe_input() {
     let stdin = std::fs::File::open(&pipe).unwrap();
     let out = common::run_ok(
         common::culprit()
-            .args(["report", "-i", "-", "--format", "json"])
+            .args([
+                "report",
+                "--unknown",
+                "address",
+                "-i",
+                "-",
+                "--format",
+                "json",
+            ])
             .stdin(stdin),
     );
     let from_stdin: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -73,11 +73,14 @@ fn add(rows: &mut Rows, key: Key, samples: u64, period: u64) {
     e.1 += period;
 }
 
-/// `culprit report --sort sym --no-children --format json -i FILE`.
+/// `culprit report --unknown address --sort sym --no-children --format json -i FILE`: one
+/// row per unnamed address, as `sql --top-functions` gives them.
 fn report(file: &Path) -> Value {
     let mut cmd = culprit();
     cmd.args([
         "report",
+        "--unknown",
+        "address",
         "--sort",
         "sym",
         "--no-children",
