@@ -4,7 +4,10 @@
 //! `collect::stat` counts; this module computes; the CLI renders (JSON schema:
 //! docs/schemas/stat.schema.json). `--topdown` is [`topdown`].
 
+pub mod metrics_render;
+pub mod render;
 pub mod topdown;
+pub mod topdown_render;
 
 use std::collections::BTreeMap;
 

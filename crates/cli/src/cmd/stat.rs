@@ -21,9 +21,9 @@ use culprit_output::TextOptions;
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
 mod metrics;
-mod render;
+use culprit_analysis::stat::render;
 pub mod topdown;
-mod topdown_render;
+use culprit_analysis::stat::topdown_render;
 
 /// Arguments of `culprit stat`.
 #[derive(clap::Args, Debug)]

@@ -1,8 +1,8 @@
 //! perf stat's text and `-x` CSV layouts of a [`StatReport`], as documents of lines
-//! (rendering lives in the CLI; `collect::stat` counts, `analysis::stat` computes).
+//! (`collect::stat` counts, [`crate::stat`] computes).
 
-use culprit_analysis::metrics::Metric;
-use culprit_analysis::stat::{mean, stddev, StatEvent, StatInterval, StatReport};
+use crate::metrics::Metric;
+use crate::stat::{mean, stddev, StatEvent, StatInterval, StatReport};
 use culprit_output::Document;
 
 pub use culprit_output::units::group_digits;

@@ -1,8 +1,8 @@
-//! The text and `-x` CSV layouts of `stat --topdown`'s tree (rendering lives in the CLI;
-//! `collect::stat::topdown` counts and `analysis::topdown` computes).
+//! The text and `-x` CSV layouts of `stat --topdown`'s tree
+//! (`collect::stat::topdown` counts and [`crate::topdown`] computes).
 
-use culprit_analysis::stat::topdown::TopdownOut;
-use culprit_analysis::topdown::{self, Node};
+use crate::stat::topdown::TopdownOut;
+use crate::topdown::{self, Node};
 
 /// The text report: what was counted how, the tree with flags, reliability and the
 /// critical bottleneck, and hints.
@@ -113,7 +113,7 @@ pub fn csv_lines(td: &TopdownOut, sep: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use culprit_analysis::stat::topdown::pointer_chase_example;
+    use crate::stat::topdown::pointer_chase_example;
 
     #[test]
     fn test_topdown_text_tree_flags_bottleneck_hints() {
