@@ -9,7 +9,8 @@
 # Must run in a private mount namespace of its own (unshare above): it mounts a tmpfs over
 # /sys/bus/event_source/devices, links every real PMU back into it, then puts the PMU
 # directories of FIXTURE_DIR (cpu/, ibs_op/, …: type, format/, events/, caps/) over them.
-# Nothing leaks: the mounts live and die with the namespace, i.e. with COMMAND.
+# /proc/kallsyms is hidden (see below). Nothing leaks: the mounts live and die with the
+# namespace, i.e. with COMMAND.
 set -eu
 fixtures=$1
 shift
@@ -44,4 +45,8 @@ for fixture in $fixtures; do
     cp -R "$fixture"/. "$devices"/
 done
 IFS=$old_ifs
+# An empty /proc/kallsyms: perf reads the real one four times per run (its kernel reference
+# symbol, ~120 ms here), which was most of each case's time. No attr depends on it; perf
+# then warns that it could not record the kernel's relocation symbol, after its attrs.
+mount --bind /dev/null /proc/kallsyms
 exec "$@"
