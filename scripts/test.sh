@@ -6,27 +6,42 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CULPRIT_SKIP_LOG="$PWD/target/skipped-tests.txt"
 mkdir -p target && : > "$CULPRIT_SKIP_LOG"
+# step CMD...: runs a step and prints how long it took (CI's time goes to a few of them).
+step() {
+  local start=$SECONDS
+  "$@"
+  echo "test.sh: $((SECONDS - start)) s: $*"
+}
 # The build-id cache every test's culprit and perf use ($HOME=target/test-home): fresh each run.
 rm -rf target/test-home
 # The toolchain of rust-toolchain.toml, offline where this machine's stable is that version.
-bash scripts/toolchain.sh
-make -s -C workloads
+step bash scripts/toolchain.sh
+step make -s -C workloads
 # perf 6.12 from the tables' kernel tree, the attr oracle of the newer CPU models.
-bash scripts/oracle-perf.sh
+step bash scripts/oracle-perf.sh
 # culprit for arm64 (release, cross-built), compared under qemu-user in tests/corpus.rs.
-bash scripts/cross-aarch64.sh
-cargo fmt --all -- --check
+step bash scripts/cross-aarch64.sh
+step cargo fmt --all -- --check
 # Dependencies' licences and RustSec advisories (deny.toml; offline where GitHub is not
 # reachable: see the script).
-bash scripts/deny.sh
-# One build serves both: the workspace with culprit-cli's `sql` feature (DataFusion, its
-# tests/sql.rs and the Spark test), then the default lean culprit-cli linted on its own.
-cargo clippy --workspace --all-targets --features culprit-cli/sql -- -D warnings
-cargo clippy -p culprit-cli --all-targets -- -D warnings
+step bash scripts/deny.sh
+# Lint while building: as `cargo clippy` does, clippy-driver compiles culprit's own crates
+# (RUSTC_WORKSPACE_WRAPPER) and fails on any warning, but in build mode, so that the
+# dependencies are compiled once, for the tests, instead of also being checked twice (two
+# clippy passes took ~5 of CI's minutes). First the default, lean culprit-cli with the whole
+# workspace (culprit-sql is a member, so the dependencies' features are those of the sql
+# build and are not built twice), then the `sql` feature's culprit-cli and every test.
+RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver)
+CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+step cargo build --workspace --bins
+step cargo test --workspace --features culprit-cli/sql --no-run
 # --no-fail-fast: a failing test binary does not hide the failures of the others; cargo
 # still exits non-zero when any test failed (reported after the skip summary below).
 status=0
+start=$SECONDS
 cargo test --workspace --features culprit-cli/sql --no-fail-fast || status=$?
+echo "test.sh: $((SECONDS - start)) s: the tests"
 skipped=$(wc -l < "$CULPRIT_SKIP_LOG")
 if [ "$skipped" -gt 0 ]; then
   echo "=================================================================="
