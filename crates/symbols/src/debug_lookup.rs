@@ -202,7 +202,7 @@ impl Symbolizer {
         if !symbols.is_empty() {
             symbols.extend(facts.plt);
         }
-        let table = (!symbols.is_empty()).then(|| self.add_table(SymbolTable::new(symbols)));
+        let table = (!symbols.is_empty()).then(|| self.add_table(SymbolTable::demangling(symbols)));
         if table.is_none() {
             warnings.push((
                 name.to_string(),

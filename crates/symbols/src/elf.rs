@@ -38,7 +38,8 @@ pub struct ElfFacts {
     pub has_symtab: bool,
     /// Whether the file has DWARF (`.debug_info`).
     pub has_dwarf: bool,
-    /// Symbols (unsorted), only when asked for.
+    /// Symbols (unsorted), only when asked for; names as the file spells them (mangled:
+    /// [`crate::SymbolTable::demangling`] demangles them), `name@plt` ones demangled.
     pub symbols: Vec<Symbol>,
     /// `name@plt` symbols synthesized from `.plt` and `.rela.plt`/`.rel.plt`, only when
     /// symbols are asked for.
@@ -225,7 +226,8 @@ fn read_raw<H: FileHeader<Endian = Endianness>>(
                 _ => Binding::Local,
             };
             facts.symbols.push(Symbol {
-                name: demangle(&name),
+                // Demangled on first use by the table (SymbolTable::demangling).
+                name: name.into_owned(),
                 start,
                 end: start.saturating_add(size),
                 binding,

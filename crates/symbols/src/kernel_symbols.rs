@@ -380,7 +380,7 @@ impl Symbolizer {
                     );
                     return None;
                 }
-                Some(self.add_table(SymbolTable::new(f.symbols)))
+                Some(self.add_table(SymbolTable::demangling(f.symbols)))
             }
             Err(e) => {
                 self.warn("vmlinux", format!("{e}: kernel symbols unknown"));

@@ -1,6 +1,10 @@
 //! A sorted symbol table with perf's fix-ups: zero-sized symbols extend to the next symbol,
 //! and symbols sharing a start address are reduced to the one perf would show.
 
+use std::sync::OnceLock;
+
+use crate::demangle::demangle;
+
 /// ELF symbol binding, as far as choosing between aliases needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
@@ -15,7 +19,9 @@ pub enum Binding {
 /// One symbol: a named address range in the DSO's SVMA space.
 #[derive(Debug, Clone)]
 pub struct Symbol {
-    /// Demangled name (Rust without the hash, C++ without parameters, like perf).
+    /// Name: demangled (Rust without the hash, C++ without parameters, like perf), or as
+    /// the ELF file spells it for a table built with [`SymbolTable::demangling`], which
+    /// demangles each name on first use.
     pub name: String,
     /// First address (SVMA; kernel address for the kernel and modules).
     pub start: u64,
@@ -146,6 +152,11 @@ impl std::fmt::Debug for Names {
 pub struct SymbolTable {
     entries: Vec<Entry>,
     names: Names,
+    /// For a table of mangled names ([`SymbolTable::demangling`]): each entry's demangled
+    /// name, made on first use (`None`: the same as the stored one). A large C++ library
+    /// has 10^5 symbols and a profile names a few hundred of them: demangling them all when
+    /// the table was built was most of the time to read such a library.
+    demangled: Option<Vec<OnceLock<Option<Box<str>>>>>,
 }
 
 /// Collects symbols in any order for a [`SymbolTable`], copying names into one arena (or
@@ -218,6 +229,13 @@ impl SymbolTableBuilder {
     /// Kernel and module symbols are kept in separate tables, so perf's kallsyms variant of
     /// the end fix-up (do not run into the next region) holds by construction.
     pub fn build(self) -> SymbolTable {
+        self.build_with(false)
+    }
+
+    /// [`SymbolTableBuilder::build`]; with `mangled`, the names are demangled on first use
+    /// (and where two symbols at the same start are compared, as perf compares demangled
+    /// names).
+    fn build_with(self, mangled: bool) -> SymbolTable {
         let SymbolTableBuilder { mut entries, names } = self;
         // Stable: among equal starts, input order decides ties like perf's rb-tree insert.
         // Sorted input (kallsyms mostly is) is checked first: the stable sort allocates a
@@ -246,7 +264,12 @@ impl SymbolTableBuilder {
             let e = entries[i];
             if kept > 0 && entries[kept - 1].start == e.start {
                 let cur = entries[kept - 1];
-                let (a, b) = (cur.view(&names), e.view(&names));
+                let (mut a, mut b) = (cur.view(&names), e.view(&names));
+                // perf compares the demangled names.
+                let demangled = mangled.then(|| (demangle(a.name), demangle(b.name)));
+                if let Some((da, db)) = &demangled {
+                    (a.name, b.name) = (da.as_str(), db.as_str());
+                }
                 if !prefer_first(&a, &b) {
                     entries[kept - 1] = e;
                 }
@@ -257,7 +280,12 @@ impl SymbolTableBuilder {
         }
         entries.truncate(kept);
         entries.shrink_to_fit();
-        SymbolTable { entries, names }
+        let demangled = mangled.then(|| entries.iter().map(|_| OnceLock::new()).collect());
+        SymbolTable {
+            entries,
+            names,
+            demangled,
+        }
     }
 }
 
@@ -299,12 +327,22 @@ impl SymbolTable {
     /// Builds a table from symbols in any order, applying perf's fix-ups (see
     /// [`SymbolTableBuilder::build`]).
     pub fn new(syms: Vec<Symbol>) -> SymbolTable {
+        Self::builder_of(&syms).build()
+    }
+
+    /// [`SymbolTable::new`] for names as an ELF file spells them: each is demangled (as
+    /// [`demangle`] does) when the table first gives it out.
+    pub fn demangling(syms: Vec<Symbol>) -> SymbolTable {
+        Self::builder_of(&syms).build_with(true)
+    }
+
+    fn builder_of(syms: &[Symbol]) -> SymbolTableBuilder {
         let bytes = syms.iter().map(|s| s.name.len()).sum();
         let mut b = SymbolTableBuilder::with_capacity(syms.len(), bytes);
-        for s in &syms {
+        for s in syms {
             b.push(&s.name, s.start, s.end, s.binding);
         }
-        b.build()
+        b
     }
 
     /// The table with its names copied into an arena of its own, so that it no longer holds
@@ -322,6 +360,7 @@ impl SymbolTable {
         SymbolTable {
             entries: b.entries,
             names: b.names,
+            demangled: self.demangled,
         }
     }
 
@@ -337,7 +376,18 @@ impl SymbolTable {
 
     /// The symbol at an index.
     pub fn get(&self, index: u32) -> Option<SymbolRef<'_>> {
-        Some(self.entries.get(index as usize)?.view(&self.names))
+        let mut view = self.entries.get(index as usize)?.view(&self.names);
+        if let Some(cell) = self.demangled.as_ref().and_then(|d| d.get(index as usize)) {
+            let raw = view.name;
+            let name = cell.get_or_init(|| {
+                let d = demangle(raw);
+                (d != raw).then(|| d.into_boxed_str())
+            });
+            if let Some(d) = name {
+                view.name = d;
+            }
+        }
+        Some(view)
     }
 
     /// Index of the symbol containing `addr`, if any: like perf, only the symbol with the
@@ -390,6 +440,43 @@ mod tests {
         assert_eq!(t.get(t.find(0x1000).unwrap()).unwrap().name, "printf");
         assert_eq!(t.get(t.find(0x2000).unwrap()).unwrap().name, "local_one");
         assert_eq!(t.get(t.find(0x3000).unwrap()).unwrap().name, "sized");
+    }
+
+    #[test]
+    fn test_demangling_table_equals_a_table_of_demangled_names() {
+        let raw = vec![
+            // At 0x1000 the demangled names decide (no underscore, longer wins); the mangled
+            // ones would not (`_ZN…` has an underscore): perf compares demangled names.
+            sym("_ZN5hello5worldEv", 0x1000, 0x10, Binding::Global),
+            sym("hi", 0x1000, 0x10, Binding::Global),
+            sym(
+                "_ZN4core3fmt5write17h0123456789abcdefE",
+                0x2000,
+                0x10,
+                Binding::Local,
+            ),
+            sym("plain_c", 0x3000, 0, Binding::Global),
+            sym("_Znot valid", 0x4000, 8, Binding::Global),
+        ];
+        let eager: Vec<Symbol> = raw
+            .iter()
+            .map(|s| Symbol {
+                name: demangle(&s.name),
+                ..s.clone()
+            })
+            .collect();
+        let (lazy, eager) = (SymbolTable::demangling(raw), SymbolTable::new(eager));
+        assert_eq!(lazy.len(), eager.len());
+        for i in 0..lazy.len() as u32 {
+            assert_eq!(lazy.get(i), eager.get(i));
+            // Twice: the second answer comes from the cache.
+            assert_eq!(lazy.get(i), eager.get(i));
+        }
+        let name = |a: u64| lazy.get(lazy.find(a).unwrap()).unwrap().name.to_string();
+        assert_eq!(name(0x1000), "hello::world");
+        assert_eq!(name(0x2005), "core::fmt::write");
+        assert_eq!(name(0x3000), "plain_c");
+        assert_eq!(name(0x4000), "_Znot valid");
     }
 
     #[test]
