@@ -264,13 +264,16 @@ impl SymbolTableBuilder {
             let e = entries[i];
             if kept > 0 && entries[kept - 1].start == e.start {
                 let cur = entries[kept - 1];
-                let (mut a, mut b) = (cur.view(&names), e.view(&names));
-                // perf compares the demangled names.
-                let demangled = mangled.then(|| (demangle(a.name), demangle(b.name)));
-                if let Some((da, db)) = &demangled {
-                    (a.name, b.name) = (da.as_str(), db.as_str());
-                }
-                if !prefer_first(&a, &b) {
+                let (a, b) = (cur.view(&names), e.view(&names));
+                let first = prefer_by_shape(&a, &b).unwrap_or_else(|| {
+                    // perf compares the demangled names; only this tie needs them.
+                    if mangled {
+                        prefer_by_name(&demangle_cow(a.name), &demangle_cow(b.name))
+                    } else {
+                        prefer_by_name(a.name, b.name)
+                    }
+                });
+                if !first {
                     entries[kept - 1] = e;
                 }
             } else {
@@ -289,38 +292,46 @@ impl SymbolTableBuilder {
     }
 }
 
-/// How perf's `choose_best_symbol` orders two symbols at the same address: true if `a` wins.
-fn prefer_first(a: &SymbolRef, b: &SymbolRef) -> bool {
+/// How perf's `choose_best_symbol` orders two symbols at the same address, before it looks
+/// at names (sizes, then weak, then global):
+/// true if `a` wins, `None` on a tie.
+fn prefer_by_shape(a: &SymbolRef, b: &SymbolRef) -> Option<bool> {
     let (la, lb) = (a.end - a.start, b.end - b.start);
     if lb == 0 && la > 0 {
-        return true;
+        return Some(true);
     }
     if la == 0 && lb > 0 {
-        return false;
+        return Some(false);
     }
     let (wa, wb) = (a.binding == Binding::Weak, b.binding == Binding::Weak);
-    if wb && !wa {
-        return true;
-    }
-    if wa && !wb {
-        return false;
+    if wa != wb {
+        return Some(wb);
     }
     let (ga, gb) = (a.binding == Binding::Global, b.binding == Binding::Global);
-    if ga && !gb {
-        return true;
+    if ga != gb {
+        return Some(ga);
     }
-    if gb && !ga {
-        return false;
-    }
+    None
+}
+
+/// perf's `choose_best_symbol` by names: fewer leading underscores, then the longer name
+/// (the first on equal lengths). True if `a` wins.
+fn prefer_by_name(a: &str, b: &str) -> bool {
     let underscores = |s: &str| s.bytes().take_while(|&c| c == b'_').count();
-    let (ua, ub) = (underscores(a.name), underscores(b.name));
-    if ub > ua {
-        return true;
+    let (ua, ub) = (underscores(a), underscores(b));
+    if ua != ub {
+        return ub > ua;
     }
-    if ua > ub {
-        return false;
+    a.len() >= b.len()
+}
+
+/// [`demangle`] without a copy of names that are not mangled (most C names).
+fn demangle_cow(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.starts_with("_Z") || name.starts_with("_R") {
+        std::borrow::Cow::Owned(demangle(name))
+    } else {
+        std::borrow::Cow::Borrowed(name)
     }
-    a.name.len() >= b.name.len()
 }
 
 impl SymbolTable {
@@ -379,9 +390,9 @@ impl SymbolTable {
         let mut view = self.entries.get(index as usize)?.view(&self.names);
         if let Some(cell) = self.demangled.as_ref().and_then(|d| d.get(index as usize)) {
             let raw = view.name;
-            let name = cell.get_or_init(|| {
-                let d = demangle(raw);
-                (d != raw).then(|| d.into_boxed_str())
+            let name = cell.get_or_init(|| match demangle_cow(raw) {
+                std::borrow::Cow::Owned(d) if d != raw => Some(d.into_boxed_str()),
+                _ => None,
             });
             if let Some(d) = name {
                 view.name = d;
