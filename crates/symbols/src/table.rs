@@ -258,28 +258,43 @@ impl SymbolTableBuilder {
                 last.end = last.start.saturating_add(4095) / 4096 * 4096 + 4096;
             }
         }
-        // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start.
+        // perf's symbols__fixup_duplicate: keep the best of symbols sharing a start. Where
+        // sizes and bindings tie, perf compares demangled names: a table of mangled names
+        // keeps such a run whole and chooses at lookup ([`SymbolTable::find`]), so that
+        // only the names asked for are demangled (a C++ library has 10^4 such aliases).
         let mut kept = 0usize;
-        for i in 0..n {
-            let e = entries[i];
-            if kept > 0 && entries[kept - 1].start == e.start {
-                let cur = entries[kept - 1];
-                let (a, b) = (cur.view(&names), e.view(&names));
-                let first = prefer_by_shape(&a, &b).unwrap_or_else(|| {
-                    // perf compares the demangled names; only this tie needs them.
-                    if mangled {
-                        prefer_by_name(&demangle_cow(a.name), &demangle_cow(b.name))
-                    } else {
-                        prefer_by_name(a.name, b.name)
+        let mut run = 0;
+        while run < n {
+            let start = entries[run].start;
+            let end = run
+                + entries[run..]
+                    .iter()
+                    .take_while(|e| e.start == start)
+                    .count();
+            let mut best = entries[run];
+            let mut undecided = false;
+            for &e in &entries[run + 1..end] {
+                let (a, b) = (best.view(&names), e.view(&names));
+                let first = match prefer_by_shape(&a, &b) {
+                    Some(first) => first,
+                    None if mangled => {
+                        undecided = true;
+                        break;
                     }
-                });
+                    None => prefer_by_name(a.name, b.name),
+                };
                 if !first {
-                    entries[kept - 1] = e;
+                    best = e;
                 }
+            }
+            if undecided {
+                entries.copy_within(run..end, kept);
+                kept += end - run;
             } else {
-                entries[kept] = e;
+                entries[kept] = best;
                 kept += 1;
             }
+            run = end;
         }
         entries.truncate(kept);
         entries.shrink_to_fit();
@@ -406,9 +421,33 @@ impl SymbolTable {
     /// even if an earlier, bigger symbol encloses it).
     pub fn find(&self, addr: u64) -> Option<u32> {
         let pos = self.entries.partition_point(|s| s.start <= addr);
-        let i = pos.checked_sub(1)?;
-        let s = &self.entries[i];
-        (addr < s.end).then_some(i as u32)
+        let last = pos.checked_sub(1)?;
+        let i = self.best_of_run(last);
+        (addr < self.entries[i].end).then_some(i as u32)
+    }
+
+    /// The symbol perf keeps among those starting where entry `last` starts (the last of
+    /// them): a run longer than one is left only in tables of mangled names, where the
+    /// choice compares demangled names (see [`SymbolTableBuilder::build`]).
+    fn best_of_run(&self, last: usize) -> usize {
+        let start = self.entries[last].start;
+        let first = last
+            - self.entries[..last]
+                .iter()
+                .rev()
+                .take_while(|e| e.start == start)
+                .count();
+        let mut best = first;
+        for i in first + 1..=last {
+            // get() gives demangled names (made once, then cached).
+            let (Some(a), Some(b)) = (self.get(best as u32), self.get(i as u32)) else {
+                continue;
+            };
+            if !prefer_by_shape(&a, &b).unwrap_or_else(|| prefer_by_name(a.name, b.name)) {
+                best = i;
+            }
+        }
+        best
     }
 }
 
@@ -468,6 +507,10 @@ mod tests {
             ),
             sym("plain_c", 0x3000, 0, Binding::Global),
             sym("_Znot valid", 0x4000, 8, Binding::Global),
+            // A run of three: the binding decides the first pair, the names the second.
+            sym("_ZN1a1bEv", 0x5000, 0x10, Binding::Local),
+            sym("_ZN5hello5worldEv", 0x5000, 0x10, Binding::Global),
+            sym("zz", 0x5000, 0x10, Binding::Global),
         ];
         let eager: Vec<Symbol> = raw
             .iter()
@@ -477,17 +520,20 @@ mod tests {
             })
             .collect();
         let (lazy, eager) = (SymbolTable::demangling(raw), SymbolTable::new(eager));
-        assert_eq!(lazy.len(), eager.len());
-        for i in 0..lazy.len() as u32 {
-            assert_eq!(lazy.get(i), eager.get(i));
-            // Twice: the second answer comes from the cache.
-            assert_eq!(lazy.get(i), eager.get(i));
+        fn found(t: &SymbolTable, a: u64) -> Option<SymbolRef<'_>> {
+            t.find(a).and_then(|i| t.get(i))
+        }
+        for addr in (0xff0..0x5100).step_by(4) {
+            assert_eq!(found(&lazy, addr), found(&eager, addr), "{addr:#x}");
+            // Twice: the second answer's names come from the cache.
+            assert_eq!(found(&lazy, addr), found(&eager, addr), "{addr:#x}");
         }
         let name = |a: u64| lazy.get(lazy.find(a).unwrap()).unwrap().name.to_string();
         assert_eq!(name(0x1000), "hello::world");
         assert_eq!(name(0x2005), "core::fmt::write");
         assert_eq!(name(0x3000), "plain_c");
         assert_eq!(name(0x4000), "_Znot valid");
+        assert_eq!(name(0x5008), "hello::world");
     }
 
     #[test]
