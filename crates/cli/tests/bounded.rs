@@ -369,6 +369,8 @@ fn test_call_graph_json_of_deep_chains_is_bounded() {
         .find(|l| l.contains("deeper than"))
         .unwrap_or_default();
     assert!(warnings.contains("deeper than 127 frames"), "no warning");
+    // One space between its words (a lost line continuation once put fourteen there).
+    assert!(warnings.contains("paths were cut there"), "{warnings}");
 }
 
 /// Writes `samples` samples with 8-frame chains of process 100 running `bin` mapped at

@@ -355,7 +355,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         .collect();
     if report.cut_call_paths > 0 {
         notes.push(Note::warning(format!(
-            "{} samples have call chains deeper than {} frames: their call-graph paths were              cut there (perf's --max-stack)",
+            "{} samples have call chains deeper than {} frames: their call-graph paths were \
+             cut there (perf's --max-stack)",
             report.cut_call_paths,
             hotspots::PERF_MAX_STACK
         )));
