@@ -612,6 +612,20 @@ fn sort_keys(d: &Diff) -> Vec<SortKey> {
     SortKey::parse_list(&d.sort.join(",")).unwrap_or_default()
 }
 
+impl culprit_output::Render for Diff {
+    fn document(&self) -> Document {
+        document(self)
+    }
+
+    fn csv_tables(&self) -> Vec<Table> {
+        vec![csv_table(self)]
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        culprit_output::json::write(out, self)
+    }
+}
+
 /// The diff as a text document: header lines, then one table per event (Baseline, Delta,
 /// Ratio, a `[+]`/`[-]` marker for new and vanished rows, the keys).
 pub fn document(d: &Diff) -> Document {

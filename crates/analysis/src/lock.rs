@@ -464,6 +464,19 @@ pub struct LockJson<'a> {
     pub report: &'a LockReport,
 }
 
+/// Text is the report's lines; CSV is refused by the verb.
+impl culprit_output::Render for LockJson<'_> {
+    fn document(&self) -> culprit_output::Document {
+        let mut doc = culprit_output::Document::new();
+        doc.lines(self.report.text_lines());
+        doc
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        culprit_output::json::write(out, self)
+    }
+}
+
 impl LockReport {
     /// Text: the kernel table in perf's layout, then the futex table with the top stacks.
     pub fn text_lines(&self) -> Vec<String> {

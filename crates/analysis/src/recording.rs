@@ -50,6 +50,18 @@ pub struct Stopped {
 }
 
 impl Stopped {
+    /// Where and why reading stopped, in every verb's words
+    /// ([`culprit_decode::model::ReadStop::describe`]).
+    pub fn describe(&self) -> String {
+        culprit_decode::model::ReadStop {
+            offset: self.offset,
+            record_type: self.record_type,
+            reason: self.reason.clone(),
+            records_read: self.records_read,
+        }
+        .describe()
+    }
+
     /// Where reading `profile` stopped, if it did.
     pub fn of(profile: &Profile) -> Option<Stopped> {
         profile.stopped.as_ref().map(|s| Stopped {

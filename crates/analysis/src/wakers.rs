@@ -59,6 +59,19 @@ pub struct WakersJson<'a> {
     pub report: &'a WakersReport,
 }
 
+/// Text is the report's lines; CSV is refused by the verb.
+impl culprit_output::Render for WakersJson<'_> {
+    fn document(&self) -> culprit_output::Document {
+        let mut doc = culprit_output::Document::new();
+        doc.lines(self.report.text_lines());
+        doc
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        culprit_output::json::write(out, self)
+    }
+}
+
 fn in_libc(p: &Place) -> bool {
     ["libc", "libpthread", "ld-linux"]
         .iter()

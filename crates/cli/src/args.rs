@@ -83,6 +83,25 @@ impl OutputArgs {
         )
     }
 
+    /// Writes `report` in the chosen format, to the chosen place: the one render function of
+    /// every report that implements the render contract ([`culprit_output::Render`]).
+    pub fn render(&self, report: &dyn culprit_output::Render) -> anyhow::Result<()> {
+        let mut out = self.writer()?;
+        match self.format {
+            Format::Json => report.write_json(&mut out)?,
+            Format::Csv => {
+                for t in report.csv_tables() {
+                    culprit_output::csv::write(&mut out, &t)?;
+                }
+            }
+            Format::Text => {
+                culprit_output::text::write(&mut out, &report.document(), &self.text_options())?
+            }
+        }
+        out.flush()?;
+        Ok(())
+    }
+
     /// Where the report goes: the `-o` file (created), the pager (text on a terminal, as
     /// perf; see `pager.rs`), or stdout, buffered.
     pub fn writer(&self) -> anyhow::Result<Box<dyn Write>> {

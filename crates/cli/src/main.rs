@@ -7,6 +7,7 @@ mod cmd;
 mod help;
 mod pager;
 mod progress;
+mod stopped;
 
 use std::process::ExitCode;
 

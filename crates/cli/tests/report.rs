@@ -788,6 +788,54 @@ fn test_report_truncated_file_reports_what_was_read_and_fails() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a perf.data file"));
 }
 
+/// Every verb that reads a file says where a truncated one stopped in the same words, with
+/// the same offset and record count, keeps what it read, and exits 1.
+#[test]
+fn test_every_verb_says_where_a_truncated_file_stopped_in_one_message() {
+    let src = std::fs::read(decode_fixture("cpu-clock-g.data")).unwrap();
+    let dir = common::scratch("report-truncated-verbs");
+    let file = dir.join("truncated.data");
+    std::fs::write(&file, &src[..src.len() * 6 / 10]).unwrap();
+    let out_file = |name: &str| dir.join(name).display().to_string();
+    let verbs: Vec<Vec<String>> = vec![
+        vec!["report".into()],
+        vec!["report".into(), "-g".into(), "caller".into()],
+        vec!["annotate".into()],
+        vec!["script".into()],
+        vec!["flamegraph".into(), "-o".into(), out_file("f.svg")],
+        vec!["export".into(), "--format".into(), "folded".into()],
+        vec!["html".into(), "-o".into(), out_file("p.html")],
+    ];
+    let mut stops = BTreeMap::new();
+    for args in &verbs {
+        let out = common::culprit()
+            .args(args)
+            .arg("-i")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("reading stopped"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        let prefix = format!(
+            "culprit: error: {}: reading stopped at byte offset ",
+            file.display()
+        );
+        let rest = lines[0]
+            .strip_prefix(&prefix)
+            .unwrap_or_else(|| panic!("{args:?}: {err}"));
+        // `OFFSET (record type …) after N records: REASON; OUTCOME`: the same for every verb.
+        let at = rest.split(';').next().unwrap().to_string();
+        assert!(at.contains(" records: "), "{args:?}: {at}");
+        stops.insert(at, args.clone());
+    }
+    assert_eq!(stops.len(), 1, "the verbs disagree: {stops:#?}");
+}
+
 fn hex_of(v: &Value) -> u64 {
     u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
 }

@@ -229,6 +229,40 @@ pub mod record_type {
     pub const COMPRESSED2: u32 = 83;
 }
 
+/// perf's name of a record type (`MMAP`, `SAMPLE`, `HEADER_TRACING_DATA`…), for messages.
+pub fn record_type_name(t: u32) -> &'static str {
+    match t {
+        1 => "MMAP",
+        2 => "LOST",
+        3 => "COMM",
+        4 => "EXIT",
+        5 => "THROTTLE",
+        6 => "UNTHROTTLE",
+        7 => "FORK",
+        8 => "READ",
+        9 => "SAMPLE",
+        10 => "MMAP2",
+        11 => "AUX",
+        12 => "ITRACE_START",
+        13 => "LOST_SAMPLES",
+        14 => "SWITCH",
+        15 => "SWITCH_CPU_WIDE",
+        16 => "NAMESPACES",
+        17 => "KSYMBOL",
+        18 => "BPF_EVENT",
+        19 => "CGROUP",
+        20 => "TEXT_POKE",
+        21 => "AUX_OUTPUT_HW_ID",
+        66 => "HEADER_TRACING_DATA",
+        70 => "AUXTRACE_INFO",
+        71 => "AUXTRACE",
+        81 => "COMPRESSED",
+        83 => "COMPRESSED2",
+        64..=100 => "perf user record",
+        _ => "unknown",
+    }
+}
+
 /// `perf_event_header.misc` bits (`PERF_RECORD_MISC_*`).
 pub mod misc {
     /// `PERF_RECORD_MISC_KERNEL`: kernel cpumode.

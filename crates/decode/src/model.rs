@@ -523,6 +523,21 @@ pub struct ReadStop {
     pub records_read: u64,
 }
 
+impl ReadStop {
+    /// Where and why reading stopped, as every verb says it: `reading stopped at byte offset
+    /// 1234 (record type 9 (SAMPLE)) after 56 records: REASON`.
+    pub fn describe(&self) -> String {
+        let record = match self.record_type {
+            Some(t) => format!("record type {t} ({})", crate::abi::record_type_name(t)),
+            None => "record header unreadable".to_string(),
+        };
+        format!(
+            "reading stopped at byte offset {} ({record}) after {} records: {}",
+            self.offset, self.records_read, self.reason
+        )
+    }
+}
+
 /// Header facts of a perf.data file (the HEADER_* features that culprit uses).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Meta {

@@ -9,11 +9,14 @@
 //! - [`json::write`]: any `Serialize` report (JSON is always made by serde derives on an owned
 //!   report struct that carries `schema`, documented in docs/schemas/).
 //!
-//! The same documents feed the HTML report and the exports.
+//! Reports implement [`Render`] (their document, CSV tables and JSON), so that the CLI has
+//! one function that renders any of them. The same documents feed the HTML report and the
+//! exports.
 
 pub mod csv;
 pub mod json;
 pub mod model;
+pub mod render;
 pub mod style;
 pub mod text;
 pub mod units;
@@ -22,4 +25,5 @@ pub use model::{
     Column, Document, Fit, Note, NoteKind, RowTree, Section, Table, TextColumn, Tree, TreeNode,
     Values,
 };
+pub use render::Render;
 pub use style::{ColorChoice, TextOptions};

@@ -360,6 +360,17 @@ fn data_table(title: String, what: &str, rows: &[DataRow], pebs: bool) -> Table 
     t
 }
 
+/// CSV is the document's tables (the verb refuses it today).
+impl culprit_output::Render for IbsReport {
+    fn document(&self) -> Document {
+        IbsReport::document(self)
+    }
+
+    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        culprit_output::json::write(out, self)
+    }
+}
+
 impl IbsReport {
     /// The text: the notes as header lines, then per report a summary line and its
     /// tables (locations first: the op table is wider than a terminal).

@@ -1,7 +1,9 @@
 //! The documents and JSON of `culprit sched`: text in perf's layout (`perf sched latency`,
 //! `perf sched timehist`), CSV tables, JSON with a schema version.
 
-use culprit_output::{Column, Document, Table, Values};
+use std::io::{self, Write};
+
+use culprit_output::{Column, Document, Render, Table, Values};
 use serde::Serialize;
 
 use super::latency::{DelayHistogram, LatencyReport};
@@ -35,6 +37,62 @@ pub struct TimehistJson<'a> {
     /// The report.
     #[serde(flatten)]
     pub report: &'a TimehistReport,
+}
+
+/// `culprit sched latency`'s report as the renderers take it.
+pub struct LatencyView<'a> {
+    /// The input file.
+    pub input: &'a str,
+    /// The report.
+    pub report: &'a LatencyReport,
+    /// Text: the delay histogram after the table.
+    pub histogram: bool,
+}
+
+impl Render for LatencyView<'_> {
+    fn document(&self) -> Document {
+        self.report.document(self.histogram)
+    }
+
+    fn csv_tables(&self) -> Vec<Table> {
+        vec![self.report.table()]
+    }
+
+    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        let json = LatencyJson {
+            schema: LATENCY_SCHEMA,
+            input: self.input,
+            report: self.report,
+        };
+        culprit_output::json::write(out, &json)
+    }
+}
+
+/// `culprit sched timehist`'s report as the renderers take it.
+pub struct TimehistView<'a> {
+    /// The input file.
+    pub input: &'a str,
+    /// The report.
+    pub report: &'a TimehistReport,
+}
+
+impl Render for TimehistView<'_> {
+    fn document(&self) -> Document {
+        self.report.document()
+    }
+
+    fn csv_tables(&self) -> Vec<Table> {
+        vec![self.report.table()]
+    }
+
+    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        let json = TimehistJson {
+            schema: TIMEHIST_SCHEMA,
+            input: self.input,
+            report: self.report,
+        };
+        culprit_output::json::write(out, &json)
+    }
 }
 
 fn ms(ns: u64) -> f64 {

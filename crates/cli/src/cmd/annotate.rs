@@ -197,15 +197,9 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: error: {}: reading stopped at byte offset {}: {}; the annotation covers \
-             the {} records read before it",
-            args.input.path().display(),
-            stop.offset,
-            stop.reason,
-            stop.records_read
-        );
-        return Ok(ExitCode::from(1));
+        let path = args.input.path().display().to_string();
+        let outcome = "the annotation covers what was read before it";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,7 @@ use culprit_export::flamegraph::{self, FlameGraphOptions};
 use culprit_output::Note;
 use culprit_symbols::ProfileInput;
 
-use crate::args::{Format, InputArgs, KernelSymbolArgs, OutputArgs};
+use crate::args::{InputArgs, KernelSymbolArgs, OutputArgs};
 use crate::progress::Progress;
 
 /// Arguments of `culprit diff`.
@@ -151,15 +151,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     }
     let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    let mut out = args.output.writer()?;
-    match args.output.format {
-        Format::Text => {
-            culprit_output::text::write(&mut out, &diff::document(&d), &args.output.text_options())?
-        }
-        Format::Json => culprit_output::json::write(&mut out, &d)?,
-        Format::Csv => culprit_output::csv::write(&mut out, &diff::csv_table(&d))?,
-    }
-    out.flush()?;
+    args.output.render(&d)?;
     let stopped = d.baseline.stopped.is_some() || d.other.stopped.is_some();
     Ok(if stopped {
         ExitCode::from(1)

@@ -221,15 +221,13 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     };
     progress.finish();
     for w in &summary.warnings {
-        eprintln!("warning: {}", culprit_output::text::escape(w));
+        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     if let Some(stop) = &summary.stopped {
-        eprintln!(
-            "warning: {}: reading stopped at byte {} after {} records ({}); what was read is exported",
-            culprit_output::text::escape(&summary.input),
-            stop.offset,
-            stop.records_read,
-            culprit_output::text::escape(&stop.reason)
+        crate::stopped::report(
+            &summary.input,
+            &stop.describe(),
+            "what was read is exported",
         );
     }
     print_summary(&args, &summary)?;
@@ -293,19 +291,13 @@ fn run_parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("exporting {}", input.path().display()))?;
         progress.finish();
         if let Some(stop) = &file.stopped {
-            eprintln!(
-                "warning: {}: reading stopped at byte {} after {} records ({}); what was read is exported",
-                culprit_output::text::escape(&file.input),
-                stop.offset,
-                stop.records_read,
-                culprit_output::text::escape(&stop.reason)
-            );
+            crate::stopped::report(&file.input, &stop.describe(), "what was read is exported");
         }
         files.push(file);
     }
     let summary = culprit_export::parquet::summary(dir, files);
     for w in &summary.warnings {
-        eprintln!("warning: {}", culprit_output::text::escape(w));
+        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     print_summary(args, &summary)?;
     let truncated = summary

@@ -142,14 +142,7 @@ pub fn run(args: FlameGraphArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     for (file, stop) in &summary.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at byte {} after {} records ({}); what was \
-             read is drawn",
-            culprit_output::text::escape(file),
-            stop.offset,
-            stop.records_read,
-            culprit_output::text::escape(&stop.reason)
-        );
+        crate::stopped::report(file, &stop.describe(), "what was read is drawn");
     }
     Ok(if summary.stopped.is_empty() {
         ExitCode::SUCCESS

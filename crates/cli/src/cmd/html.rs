@@ -112,14 +112,7 @@ pub fn run(args: HtmlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     if let Some(stop) = &summary.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at byte {} after {} records ({}); what was \
-             read is shown",
-            culprit_output::text::escape(&summary.input),
-            stop.offset,
-            stop.records_read,
-            culprit_output::text::escape(&stop.reason)
-        );
+        crate::stopped::report(&summary.input, &stop.describe(), "what was read is shown");
     }
     match args.summary {
         SummaryArg::Json => {

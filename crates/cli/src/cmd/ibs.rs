@@ -6,7 +6,6 @@
 //! is truncated or corrupt (the report of what was read is still printed); 2 when nothing could
 //! be read, an argument is wrong, or the file has neither IBS nor PEBS memory samples.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -72,23 +71,11 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         &req,
         &args.input.path().display().to_string(),
     )?;
-    let mut out = args.output.writer()?;
-    match args.output.format {
-        Format::Json => culprit_output::json::write(&mut out, &report)?,
-        _ => {
-            culprit_output::text::write(&mut out, &report.document(), &args.output.text_options())?
-        }
-    }
-    out.flush()?;
+    args.output.render(&report)?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
-             was read before it",
-            args.input.path().display(),
-            stop.offset,
-            stop.reason
-        );
-        return Ok(ExitCode::from(1));
+        let path = args.input.path().display().to_string();
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }

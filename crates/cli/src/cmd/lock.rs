@@ -3,7 +3,6 @@
 //! locks (pthread mutexes, condition variables) from futex waits with user stacks
 //! (`culprit_analysis::lock`; docs/wall-clock.md).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -137,30 +136,19 @@ fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
         top_stacks: a.stacks,
     };
     let report = lock::lock_contention(&profile, &mut sym, &options)?;
-    let mut out = a.output.writer()?;
     let path = input.path().display().to_string();
-    match a.output.format {
-        Format::Json => culprit_output::json::write(
-            &mut out,
-            &LockJson {
-                schema: LOCK_SCHEMA,
-                input: &path,
-                report: &report,
-            },
-        )?,
-        _ => {
-            let mut doc = culprit_output::Document::new();
-            doc.lines(report.text_lines());
-            culprit_output::text::write(&mut out, &doc, &a.output.text_options())?;
-        }
-    }
-    out.flush()?;
+    a.output.render(&LockJson {
+        schema: LOCK_SCHEMA,
+        input: &path,
+        report: &report,
+    })?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: warning: {path}: reading stopped at offset {} ({})",
-            stop.offset, stop.reason
-        );
-        return Ok(ExitCode::from(1));
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(
+            &path.to_string(),
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,12 +4,11 @@
 //! (`culprit_analysis::sched`), and render in perf's layout, CSV or JSON
 //! (docs/wall-clock.md).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use culprit_analysis::sched::render::{LatencyJson, TimehistJson, LATENCY_SCHEMA, TIMEHIST_SCHEMA};
+use culprit_analysis::sched::render::{LatencyView, TimehistView};
 use culprit_analysis::sched::{self, LatencyOptions, LatencySort};
 use culprit_symbols::ReadPlan;
 
@@ -172,25 +171,12 @@ fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
             sort,
         },
     );
-    let mut out = a.output.writer()?;
     let input = a.input.path().display().to_string();
-    match a.output.format {
-        Format::Json => culprit_output::json::write(
-            &mut out,
-            &LatencyJson {
-                schema: LATENCY_SCHEMA,
-                input: &input,
-                report: &report,
-            },
-        )?,
-        Format::Csv => culprit_output::csv::write(&mut out, &report.table())?,
-        Format::Text => culprit_output::text::write(
-            &mut out,
-            &report.document(a.histogram),
-            &a.output.text_options(),
-        )?,
-    }
-    out.flush()?;
+    a.output.render(&LatencyView {
+        input: &input,
+        report: &report,
+        histogram: a.histogram,
+    })?;
     finish(&profile, &a.input)
 }
 
@@ -204,37 +190,20 @@ fn run_timehist(a: TimehistArgs) -> anyhow::Result<ExitCode> {
         &profile.thread_pids,
         sched::has_waking_event(&profile),
     );
-    let mut out = a.output.writer()?;
     let input = a.input.path().display().to_string();
-    match a.output.format {
-        Format::Json => culprit_output::json::write(
-            &mut out,
-            &TimehistJson {
-                schema: TIMEHIST_SCHEMA,
-                input: &input,
-                report: &report,
-            },
-        )?,
-        Format::Csv => culprit_output::csv::write(&mut out, &report.table())?,
-        Format::Text => {
-            culprit_output::text::write(&mut out, &report.document(), &a.output.text_options())?
-        }
-    }
-    out.flush()?;
+    a.output.render(&TimehistView {
+        input: &input,
+        report: &report,
+    })?;
     finish(&profile, &a.input)
 }
 
-/// Exit status 1 (with a warning) when the file was cut short, else 0.
+/// Exit status 1 (with the stop message) when the file was cut short, else 0.
 fn finish(profile: &culprit_decode::model::Profile, input: &InputArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at offset {} ({}); the report covers what \
-             was read before it",
-            input.path().display(),
-            stop.offset,
-            stop.reason
-        );
-        return Ok(ExitCode::from(1));
+        let path = input.path().display().to_string();
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -247,23 +216,11 @@ fn run_wakers(a: TimehistArgs) -> anyhow::Result<ExitCode> {
     let profile = input.read(&ReadPlan::default())?;
     let mut sym = input.symbolizer();
     let report = wakers::wakers(&profile, &mut sym)?;
-    let mut out = a.output.writer()?;
     let path = a.input.path().display().to_string();
-    match a.output.format {
-        Format::Json => culprit_output::json::write(
-            &mut out,
-            &WakersJson {
-                schema: WAKERS_SCHEMA,
-                input: &path,
-                report: &report,
-            },
-        )?,
-        _ => {
-            let mut doc = culprit_output::Document::new();
-            doc.lines(report.text_lines());
-            culprit_output::text::write(&mut out, &doc, &a.output.text_options())?
-        }
-    }
-    out.flush()?;
+    a.output.render(&WakersJson {
+        schema: WAKERS_SCHEMA,
+        input: &path,
+        report: &report,
+    })?;
     finish(&profile, &a.input)
 }

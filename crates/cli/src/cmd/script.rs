@@ -113,15 +113,9 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at offset {} ({}) after {} records; samples \
-             before it are shown",
-            args.input.path().display(),
-            stop.offset,
-            stop.reason,
-            stop.records_read
-        );
-        return Ok(ExitCode::from(1));
+        let path = args.input.path().display().to_string();
+        let outcome = "the samples before it are shown";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }

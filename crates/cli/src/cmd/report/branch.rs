@@ -110,15 +110,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: error: {}: reading stopped at byte offset {}: {}; the report covers the \
-             {} records read before it",
-            input_args.path().display(),
-            stop.offset,
-            stop.reason,
-            stop.records_read
-        );
-        return Ok(ExitCode::from(1));
+        let path = input_args.path().display().to_string();
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }

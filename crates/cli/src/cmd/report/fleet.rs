@@ -109,19 +109,9 @@ fn render(args: &ReportArgs, report: FleetReport) -> anyhow::Result<ExitCode> {
             );
         }
         if let Some(stop) = &i.stopped {
-            eprintln!(
-                "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report \
-                 counts the {} records ({} samples) read before it",
-                culprit_output::text::escape(&i.file),
-                stop.offset,
-                match stop.record_type {
-                    Some(t) => format!("record type {t} ({})", super::record_name(t)),
-                    None => "record header unreadable".to_string(),
-                },
-                stop.reason,
-                stop.records_read,
-                i.events.iter().map(|e| e.samples).sum::<u64>()
-            );
+            let samples: u64 = i.events.iter().map(|e| e.samples).sum();
+            let outcome = format!("the report counts its {samples} samples read before it");
+            crate::stopped::report(&i.file, &stop.describe(), &outcome);
         }
     }
     Ok(ExitCode::from(1))

@@ -102,11 +102,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: warning: {}: reading stopped at offset {} ({})",
-            path, stop.offset, stop.reason
-        );
-        return Ok(ExitCode::from(1));
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(
+            &path.to_string(),
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -399,20 +399,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: error: {}: reading stopped at byte offset {} ({}): {}; the report covers the \
-             {} records ({} samples) read before it",
-            input_args.path().display(),
-            stop.offset,
-            match stop.record_type {
-                Some(t) => format!("record type {t} ({})", record_name(t)),
-                None => "record header unreadable".to_string(),
-            },
-            stop.reason,
-            stop.records_read,
-            profile.events.iter().map(|e| e.samples).sum::<u64>()
-        );
-        return Ok(ExitCode::from(1));
+        let samples: u64 = profile.events.iter().map(|e| e.samples).sum();
+        let path = input_args.path().display().to_string();
+        let outcome = format!("the report covers its {samples} samples read before it");
+        return Ok(crate::stopped::report(&path, &stop.describe(), &outcome));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -446,38 +436,4 @@ fn hotspot_options(args: &ReportArgs) -> anyhow::Result<HotspotOptions> {
         per_event: args.output.format == Format::Text && !args.group && !args.topdown,
         unknown_per_address: args.unknown == UnknownArg::Address,
     })
-}
-
-/// perf's name of a record type, for the stop message.
-pub(super) fn record_name(t: u32) -> &'static str {
-    match t {
-        1 => "MMAP",
-        2 => "LOST",
-        3 => "COMM",
-        4 => "EXIT",
-        5 => "THROTTLE",
-        6 => "UNTHROTTLE",
-        7 => "FORK",
-        8 => "READ",
-        9 => "SAMPLE",
-        10 => "MMAP2",
-        11 => "AUX",
-        12 => "ITRACE_START",
-        13 => "LOST_SAMPLES",
-        14 => "SWITCH",
-        15 => "SWITCH_CPU_WIDE",
-        16 => "NAMESPACES",
-        17 => "KSYMBOL",
-        18 => "BPF_EVENT",
-        19 => "CGROUP",
-        20 => "TEXT_POKE",
-        21 => "AUX_OUTPUT_HW_ID",
-        66 => "HEADER_TRACING_DATA",
-        70 => "AUXTRACE_INFO",
-        71 => "AUXTRACE",
-        81 => "COMPRESSED",
-        83 => "COMPRESSED2",
-        64..=100 => "perf user record",
-        _ => "unknown",
-    }
 }

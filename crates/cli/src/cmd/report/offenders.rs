@@ -86,13 +86,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     culprit_output::text::write_notes(&mut std::io::stderr().lock(), &report.notes, false)?;
     if let Some(stop) = &profile.stopped {
-        eprintln!(
-            "culprit: error: {}: reading stopped at byte offset {}: {}",
-            input.path().display(),
-            stop.offset,
-            stop.reason
-        );
-        return Ok(ExitCode::from(1));
+        let path = input.path().display().to_string();
+        let outcome = "the report covers what was read before it";
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }
