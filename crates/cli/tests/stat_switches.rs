@@ -2,7 +2,9 @@
 //! exits (or the next `-I` tick), as perf stat does, instead of polling every few ms.
 //!
 //! Oracle: `perf stat` on the same command, run in the same test (so both see the same
-//! machine load), compared with a ratio plus a small absolute slack.
+//! machine load), compared with a ratio plus a small absolute slack. Each count is the
+//! fewest of three runs: a burst of load from another test (a JVM starting) adds switches to
+//! whichever tool runs during it (`sleep 1` once counted 9 under culprit and 1 under perf).
 
 use crate::common;
 
@@ -23,6 +25,11 @@ fn stderr_of(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&run_ok(cmd).stderr).into_owned()
 }
 
+/// The fewest of three counts (see the module's comment).
+fn fewest(count: impl Fn() -> u64) -> u64 {
+    (0..3).map(|_| count()).min().unwrap_or(0)
+}
+
 /// The context switches of stat itself (the outer perf counts stat and its child): culprit's
 /// must be of perf's order, not one per 5 ms poll (≈ 200 per second).
 #[test]
@@ -30,20 +37,15 @@ fn test_stat_does_not_poll_the_command_outer_count_as_perf() {
     if !require_perf("test_stat_does_not_poll_the_command_outer_count_as_perf") {
         return;
     }
-    let outer = |inner: Command| {
+    let outer = |program: &str| {
         let mut c = perf();
-        c.args(["stat", "-e", "context-switches", "--"])
-            .arg(inner.get_program())
-            .args(inner.get_args())
+        c.args(["stat", "-e", "context-switches", "--", program])
+            .args(["stat", "-e", "context-switches", "--", "sleep", "1"])
             .env("HOME", common::test_home());
         switches(&stderr_of(&mut c))
     };
-    let mut ours = Command::new(env!("CARGO_BIN_EXE_culprit"));
-    ours.args(["stat", "-e", "context-switches", "--", "sleep", "1"]);
-    let mut theirs = Command::new("perf");
-    theirs.args(["stat", "-e", "context-switches", "--", "sleep", "1"]);
-    let culprit_total = outer(ours);
-    let perf_total = outer(theirs);
+    let culprit_total = fewest(|| outer(env!("CARGO_BIN_EXE_culprit")));
+    let perf_total = fewest(|| outer("perf"));
     assert!(
         culprit_total <= 2 * perf_total + 10,
         "culprit stat made {culprit_total} context switches around `sleep 1`, perf stat {perf_total}"
@@ -57,13 +59,15 @@ fn test_stat_context_switches_match_perf() {
     if !require_perf("test_stat_context_switches_match_perf") {
         return;
     }
-    let count = |tool: &mut Command, cmd: &[&str]| {
-        tool.args(["stat", "-e", "context-switches", "--"])
-            .args(cmd);
-        switches(&stderr_of(tool))
+    let count = |tool: fn() -> Command, cmd: &[&str]| {
+        fewest(|| {
+            let mut c = tool();
+            c.args(["stat", "-e", "context-switches", "--"]).args(cmd);
+            switches(&stderr_of(&mut c))
+        })
     };
     let sleep = ["sleep", "1"];
-    let (ours, theirs) = (count(&mut culprit(), &sleep), count(&mut perf(), &sleep));
+    let (ours, theirs) = (count(culprit, &sleep), count(perf, &sleep));
     assert!(
         ours <= 2 * theirs + 5,
         "sleep 1: culprit {ours}, perf {theirs}"
@@ -73,7 +77,7 @@ fn test_stat_context_switches_match_perf() {
         "-c",
         "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
     ];
-    let (ours, theirs) = (count(&mut culprit(), &busy), count(&mut perf(), &busy));
+    let (ours, theirs) = (count(culprit, &busy), count(perf, &busy));
     assert!(
         ours as f64 <= theirs as f64 * 1.2 + 20.0,
         "busy loop: culprit {ours}, perf {theirs}"
