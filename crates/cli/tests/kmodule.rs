@@ -77,6 +77,21 @@ fn build_module(dir: &Path, symfs: &Path) -> Option<Vec<Function>> {
 /// A perf.data file whose kernel maps `foo.ko` at [`BASE`] (as perf records a module:
 /// pid -1, file offset 0) with `n` kernel samples at each (offset, n).
 fn write_recording(path: &Path, samples: &[(u64, u64)]) {
+    write_recording_as(
+        path,
+        RECORDED,
+        samples,
+        &culprit_collect::perfdata::Features::default(),
+    );
+}
+
+/// [`write_recording`] with the module's recorded name and the header features given.
+fn write_recording_as(
+    path: &Path,
+    recorded: &str,
+    samples: &[(u64, u64)],
+    features: &culprit_collect::perfdata::Features,
+) {
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
     use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
     use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
@@ -120,7 +135,7 @@ fn write_recording(path: &Path, samples: &[(u64, u64)]) {
             ino: 0,
             prot: 5,
             flags: 2,
-            filename: RECORDED.as_bytes(),
+            filename: recorded.as_bytes(),
             misc: misc::KERNEL,
         },
         &sid,
@@ -142,8 +157,7 @@ fn write_recording(path: &Path, samples: &[(u64, u64)]) {
         }
     }
     w.write_data(&buf).unwrap();
-    w.finish(&culprit_collect::perfdata::Features::default())
-        .unwrap();
+    w.finish(features).unwrap();
 }
 
 /// perf's `--stdio --sort sym` rows as symbol -> percentage (two decimals; the `[k]` level
@@ -235,4 +249,61 @@ fn test_module_functions_come_from_the_ko_under_symfs_like_perf() {
     }
     let theirs = perf_shares(&file, &symfs);
     assert_eq!(ours, theirs);
+}
+
+/// A module recorded as `[foo]` is found under `/lib/modules/RELEASE/` (RELEASE from the
+/// recording's HEADER_OSRELEASE, under `--symfs`), with `-` and `_` alike; a recorded
+/// build-id that is not the file's keeps its names out (never wrong names).
+#[test]
+fn test_module_ko_is_found_by_release_and_checked_by_build_id() {
+    use culprit_collect::perfdata::{BuildIdEntry, Features};
+    let test = "test_module_ko_is_found_by_release_and_checked_by_build_id";
+    let dir = scratch("kmodule-release");
+    let built = dir.join("built");
+    let Some(funcs) = build_module(&dir, &built) else {
+        need(test, false, "gcc and ld are needed to build the module");
+        return;
+    };
+    let symfs = dir.join("root");
+    let ko = symfs.join("lib/modules/6.1.0-other/extra/f/foo.ko");
+    std::fs::create_dir_all(ko.parent().unwrap()).unwrap();
+    std::fs::copy(built.join(RECORDED.trim_start_matches('/')), &ko).unwrap();
+    let hot = funcs.iter().find(|f| f.0 == "foo_hot").unwrap();
+    let features = Features {
+        osrelease: Some("6.1.0-other".to_string()),
+        ..Features::default()
+    };
+    let file = dir.join("perf.data");
+    write_recording_as(&file, "[foo]", &[(hot.1 + 1, 4)], &features);
+    let ours = culprit_shares(&file, &symfs);
+    assert_eq!(
+        ours.get("foo_hot").map(String::as_str),
+        Some("100.00"),
+        "{ours:?}"
+    );
+
+    let notes = run_ok(Command::new("readelf").arg("-n").arg(&ko));
+    let own: Vec<u8> = String::from_utf8_lossy(&notes.stdout)
+        .split("Build ID:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|h| {
+            (0..h.len() / 2)
+                .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+                .collect()
+        })
+        .expect("ld --build-id wrote a build-id");
+    for (build_id, named) in [(own, true), (vec![0xab; 20], false)] {
+        let recorded = Features {
+            build_ids: vec![BuildIdEntry {
+                cpumode: 1,
+                build_id,
+                filename: "[foo]".to_string(),
+            }],
+            ..features.clone()
+        };
+        write_recording_as(&file, "[foo]", &[(hot.1 + 1, 4)], &recorded);
+        let ours = culprit_shares(&file, &symfs);
+        assert_eq!(ours.contains_key("foo_hot"), named, "{ours:?}");
+    }
 }
