@@ -307,3 +307,71 @@ fn test_module_ko_is_found_by_release_and_checked_by_build_id() {
         assert_eq!(ours.contains_key("foo_hot"), named, "{ours:?}");
     }
 }
+
+/// `culprit archive` carries a module's `.ko` (by its recorded build-id), and a report with
+/// `--debug-dir` on the unpacked archive names its functions once the file is gone.
+#[test]
+fn test_archive_carries_the_module_ko() {
+    use culprit_collect::perfdata::{BuildIdEntry, Features};
+    let test = "test_archive_carries_the_module_ko";
+    let dir = scratch("kmodule-archive");
+    let Some(funcs) = build_module(&dir, &dir.join("built")) else {
+        need(test, false, "gcc and ld are needed to build the module");
+        return;
+    };
+    // The recording names the module at its absolute path in the scratch directory.
+    let ko = dir.join("built").join(RECORDED.trim_start_matches('/'));
+    let recorded = ko.display().to_string();
+    let notes = run_ok(Command::new("readelf").arg("-n").arg(&ko));
+    let hex = String::from_utf8_lossy(&notes.stdout)
+        .split("Build ID:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next().map(str::to_string))
+        .expect("ld --build-id wrote a build-id");
+    let build_id = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let features = Features {
+        build_ids: vec![BuildIdEntry {
+            cpumode: 1,
+            build_id,
+            filename: recorded.clone(),
+        }],
+        ..Features::default()
+    };
+    let hot = funcs.iter().find(|f| f.0 == "foo_hot").unwrap();
+    let file = dir.join("perf.data");
+    write_recording_as(&file, &recorded, &[(hot.1 + 3, 5)], &features);
+    let tar = dir.join("perf.data.tar");
+    run_ok(
+        culprit()
+            .args(["archive", "-i"])
+            .arg(&file)
+            .arg("-o")
+            .arg(&tar),
+    );
+    let list = run_ok(Command::new("tar").arg("tf").arg(&tar));
+    let list = String::from_utf8_lossy(&list.stdout).into_owned();
+    let entry = format!(".build-id/{}/{}/elf", &hex[..2], &hex[2..]);
+    assert!(list.lines().any(|l| l == entry), "{entry} not in {list}");
+
+    std::fs::remove_file(&ko).unwrap();
+    let unpacked = dir.join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    run_ok(
+        Command::new("tar")
+            .arg("xf")
+            .arg(&tar)
+            .arg("-C")
+            .arg(&unpacked),
+    );
+    let out = run_ok(
+        culprit()
+            .args(["report", "--sort", "sym", "--format", "json", "-i"])
+            .arg(&file)
+            .arg("--debug-dir")
+            .arg(&unpacked),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"foo_hot\""), "{text}");
+}

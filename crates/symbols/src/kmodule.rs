@@ -76,7 +76,7 @@ impl Symbolizer {
     /// Where a module's `.ko` may be, in perf's order: the build-id cache, the recorded
     /// path (under `--symfs` when given), then `/lib/modules/RELEASE/` (under `--symfs`)
     /// searched for `NAME.ko`, RELEASE being the recording's HEADER_OSRELEASE.
-    fn module_file_candidates(&self, profile: &Profile, dso: &Dso) -> Vec<PathBuf> {
+    pub(crate) fn module_file_candidates(&self, profile: &Profile, dso: &Dso) -> Vec<PathBuf> {
         let mut out = Vec::new();
         if let Some(p) = dso
             .build_id
