@@ -367,7 +367,8 @@ fn test_corrupt_zero_size_record_reports_what_came_before_and_fails() {
     assert!(
         stderr.contains("byte offset 49104")
             && stderr.contains("corrupt record: size 0")
-            && stderr.contains("570 records (0 samples) read before it"),
+            && stderr.contains("after 570 records")
+            && stderr.contains("its 0 samples read before it"),
         "{stderr}"
     );
     let json = json.expect("the report is printed");
