@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use culprit_decode::model::{CpuMode, Profile, Sample};
+use culprit_decode::model::{CpuMode, Frame, Profile, Sample};
 use culprit_decode::tracepoint::{FieldValue, TracepointFormat};
 use culprit_symbols::{Query, Symbolizer};
 use serde::Serialize;
@@ -165,27 +165,36 @@ struct KernelStat {
     max: u64,
 }
 
+/// An open futex wait: since when, on which futex, and the waiter's user frames (kept
+/// here, as the sample itself is gone once a stream moves on).
+struct FutexWait {
+    time: u64,
+    addr: u64,
+    pid: i32,
+    frames: Vec<Frame>,
+}
+
 /// A futex row being built, with its waiter stacks: frames -> (waits, total ns).
 type FutexAcc = (FutexRow, HashMap<Vec<String>, (u64, u64)>);
 
-/// Everything [`lock_contention`] keeps while it reads the samples.
+/// Everything [`lock_contention`] keeps while it reads the samples: per lock, call site and
+/// open wait, nothing per sample.
 struct Walk<'a> {
-    profile: &'a Profile,
     sym: &'a mut Symbolizer,
     options: &'a LockOptions,
     /// Kernel rows by their key frames.
     kernel: HashMap<Vec<u64>, KernelStat>,
     /// Open kernel waits: (tid, lock address) -> begin time.
     waiting: HashMap<(i32, u64), u64>,
-    /// Open futex waits by tid: (time, address, sample index).
-    futex_open: HashMap<i32, (u64, u64, usize)>,
+    /// Open futex waits by tid: (time, address, the waiting sample's user frames).
+    futex_open: HashMap<i32, FutexWait>,
     futex: HashMap<(u64, String), FutexAcc>,
     names: HashMap<(i32, u64), Place>,
 }
 
 impl Walk<'_> {
-    fn place(&mut self, pid: i32, frame: &culprit_decode::model::Frame) -> Place {
-        let (profile, sym) = (self.profile, &mut *self.sym);
+    fn place(&mut self, profile: &Profile, pid: i32, frame: &Frame) -> Place {
+        let sym = &mut *self.sym;
         self.names
             .entry((pid, frame.addr))
             .or_insert_with(|| Place::of(profile, sym, frame.location, pid))
@@ -197,12 +206,12 @@ impl Walk<'_> {
     }
 
     /// perf's `callchain_id` frames and `lock_contention_caller` name of a sample.
-    fn kernel_key(&mut self, s: &Sample) -> (Vec<u64>, String) {
-        let frames = self.profile.callchain(s);
+    fn kernel_key(&mut self, profile: &Profile, s: &Sample) -> (Vec<u64>, String) {
+        let frames = profile.callchain(s);
         let mut key = Vec::new();
         let mut caller = None;
         for f in frames.iter().skip(self.options.stack_skip) {
-            let r = self.sym.resolve(self.profile, Query::of(f.location, s.pid));
+            let r = self.sym.resolve(profile, Query::of(f.location, s.pid));
             let symbol = r
                 .symbol
                 .and_then(|id| self.sym.symbol(id))
@@ -221,13 +230,13 @@ impl Walk<'_> {
         (key, caller.unwrap_or_default())
     }
 
-    fn begin(&mut self, s: &Sample, addr: u64, flags: u64) {
+    fn begin(&mut self, profile: &Profile, s: &Sample, addr: u64, flags: u64) {
         let slot = (s.tid, addr);
         if self.waiting.contains_key(&slot) {
             // A nested begin (mutex spinning): the first one counts.
             return;
         }
-        let (key, caller) = self.kernel_key(s);
+        let (key, caller) = self.kernel_key(profile, s);
         let st = self.kernel.entry(key).or_insert_with(|| KernelStat {
             caller,
             flags,
@@ -240,8 +249,8 @@ impl Walk<'_> {
         self.waiting.insert(slot, s.time);
     }
 
-    fn end(&mut self, s: &Sample, addr: u64) {
-        let (key, _) = self.kernel_key(s);
+    fn end(&mut self, profile: &Profile, s: &Sample, addr: u64) {
+        let (key, _) = self.kernel_key(profile, s);
         // perf finds the row by the end's own stack; without one the wait stays open.
         let Some(st) = self.kernel.get_mut(&key) else {
             return;
@@ -254,22 +263,32 @@ impl Walk<'_> {
         }
     }
 
-    fn futex_exit(&mut self, s: &Sample) {
-        let Some((t0, addr, at)) = self.futex_open.remove(&s.tid) else {
-            return;
-        };
-        let wait = s.time.saturating_sub(t0);
-        let Some(enter) = self.profile.samples.get(at) else {
-            return;
-        };
-        let frames: Vec<_> = self
-            .profile
-            .callchain(enter)
+    fn futex_enter(&mut self, profile: &Profile, s: &Sample, addr: u64) {
+        let frames = profile
+            .callchain(s)
             .iter()
             .filter(|f| matches!(f.cpumode, CpuMode::User))
             .copied()
             .collect();
-        let places: Vec<Place> = frames.iter().map(|f| self.place(enter.pid, f)).collect();
+        let wait = FutexWait {
+            time: s.time,
+            addr,
+            pid: s.pid,
+            frames,
+        };
+        self.futex_open.insert(s.tid, wait);
+    }
+
+    fn futex_exit(&mut self, profile: &Profile, s: &Sample) {
+        let Some(open) = self.futex_open.remove(&s.tid) else {
+            return;
+        };
+        let (addr, wait) = (open.addr, s.time.saturating_sub(open.time));
+        let places: Vec<Place> = open
+            .frames
+            .iter()
+            .map(|f| self.place(profile, open.pid, f))
+            .collect();
         let name = |p: &Place| {
             p.symbol
                 .clone()
@@ -316,39 +335,52 @@ pub fn lock_contention(
     sym: &mut Symbolizer,
     options: &LockOptions,
 ) -> Result<LockReport, AnalysisError> {
-    let roles: Vec<Option<(Role, &TracepointFormat)>> = (0..profile.events.len())
-        .map(|i| {
-            let f = profile.tracepoint_format(i as _)?;
-            let role = match (f.system.as_str(), f.name.as_str()) {
-                ("lock", "contention_begin") => Role::Begin,
-                ("lock", "contention_end") => Role::End,
-                ("syscalls", "sys_enter_futex") => Role::FutexEnter,
-                ("syscalls", "sys_exit_futex") => Role::FutexExit,
-                _ => return None,
-            };
-            Some((role, f))
-        })
-        .collect();
-    if roles.iter().all(Option::is_none) {
-        return Err(AnalysisError::NoData(
-            "the file has no lock:contention_begin/end nor syscalls:sys_enter/exit_futex \
-             samples: record them with `culprit lock record -- CMD` (or `perf lock record`)"
-                .to_string(),
-        ));
+    let mut contention = LockContention::new(sym, options);
+    for s in &profile.samples {
+        contention.sample(profile, s);
     }
-    let mut w = Walk {
-        profile,
-        sym,
-        options,
-        kernel: HashMap::new(),
-        waiting: HashMap::new(),
-        futex_open: HashMap::new(),
-        futex: HashMap::new(),
-        names: HashMap::new(),
+    contention.finish(profile)
+}
+
+/// The tracepoint an event is, if [`lock_contention`] reads it.
+fn role_of(
+    profile: &Profile,
+    event: culprit_decode::model::EventId,
+) -> Option<(Role, &TracepointFormat)> {
+    let f = profile.tracepoint_format(event)?;
+    let role = match (f.system.as_str(), f.name.as_str()) {
+        ("lock", "contention_begin") => Role::Begin,
+        ("lock", "contention_end") => Role::End,
+        ("syscalls", "sys_enter_futex") => Role::FutexEnter,
+        ("syscalls", "sys_exit_futex") => Role::FutexExit,
+        _ => return None,
     };
-    for (i, s) in profile.samples.iter().enumerate() {
-        let Some(Some((role, f))) = roles.get(s.event as usize) else {
-            continue;
+    Some((role, f))
+}
+
+/// [`lock_contention`] fed one sample at a time, as a stream is read: it keeps per-lock,
+/// per-call-site and open-wait state only, so memory does not grow with the samples.
+pub struct LockContention<'a>(Walk<'a>);
+
+impl<'a> LockContention<'a> {
+    /// A walk symbolizing with `sym`.
+    pub fn new(sym: &'a mut Symbolizer, options: &'a LockOptions) -> Self {
+        LockContention(Walk {
+            sym,
+            options,
+            kernel: HashMap::new(),
+            waiting: HashMap::new(),
+            futex_open: HashMap::new(),
+            futex: HashMap::new(),
+            names: HashMap::new(),
+        })
+    }
+
+    /// Takes the next sample `s` of `profile` (what was read so far) in processing order.
+    pub fn sample(&mut self, profile: &Profile, s: &Sample) {
+        let w = &mut self.0;
+        let Some((role, f)) = role_of(profile, s.event) else {
+            return;
         };
         let raw = profile.raw(s);
         match role {
@@ -356,12 +388,12 @@ pub fn lock_contention(
                 if let (Some(addr), Some(flags)) =
                     (int_field(f, raw, "lock_addr"), int_field(f, raw, "flags"))
                 {
-                    w.begin(s, addr, flags);
+                    w.begin(profile, s, addr, flags);
                 }
             }
             Role::End => {
                 if let Some(addr) = int_field(f, raw, "lock_addr") {
-                    w.end(s, addr);
+                    w.end(profile, s, addr);
                 }
             }
             Role::FutexEnter => {
@@ -369,15 +401,32 @@ pub fn lock_contention(
                     (int_field(f, raw, "uaddr"), int_field(f, raw, "op"))
                 {
                     if futex_waits(op) {
-                        w.futex_open.insert(s.tid, (s.time, addr, i));
+                        w.futex_enter(profile, s, addr);
                     } else {
                         w.futex_open.remove(&s.tid);
                     }
                 }
             }
-            Role::FutexExit => w.futex_exit(s),
+            Role::FutexExit => w.futex_exit(profile, s),
         }
     }
+
+    /// The report; fails with [`AnalysisError::NoData`] when `profile` (read to its end)
+    /// has none of the events read.
+    pub fn finish(self, profile: &Profile) -> Result<LockReport, AnalysisError> {
+        if (0..profile.events.len()).all(|i| role_of(profile, i as _).is_none()) {
+            return Err(AnalysisError::NoData(
+                "the file has no lock:contention_begin/end nor syscalls:sys_enter/exit_futex \
+                 samples: record them with `culprit lock record -- CMD` (or `perf lock record`)"
+                    .to_string(),
+            ));
+        }
+        Ok(report(self.0))
+    }
+}
+
+fn report(w: Walk<'_>) -> LockReport {
+    let options = w.options;
     let mut kernel: Vec<KernelLockRow> = w
         .kernel
         .into_values()
@@ -427,7 +476,7 @@ pub fn lock_contention(
             .cmp(&a.total_ns)
             .then_with(|| a.address.cmp(&b.address))
     });
-    Ok(LockReport { kernel, futex })
+    LockReport { kernel, futex }
 }
 
 /// perf's `lock_stat_key_print_time`: `len` wide, two decimals in the largest unit.

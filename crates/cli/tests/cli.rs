@@ -33,6 +33,7 @@ mod ibs;
 mod input;
 mod jit;
 mod kernel;
+mod kmodule;
 mod latency;
 mod list;
 mod lock;

@@ -61,7 +61,7 @@ impl Symbolizer {
             let Some(dso) = profile.dsos.get(id as usize) else {
                 continue;
             };
-            if dso.kind != DsoKind::Elf {
+            if !matches!(dso.kind, DsoKind::Elf | DsoKind::KernelModule) {
                 continue;
             }
             let Some(recorded) = dso.build_id.as_deref() else {
@@ -78,11 +78,18 @@ impl Symbolizer {
                     .and_then(|f| f.build_id)
                     .is_some_and(|b| same_build_id(recorded, &b))
             };
-            let on_disk = self.opts.dso_file(&dso.path);
-            let elf = if matches(&on_disk) {
-                Some(on_disk)
+            let elf = if dso.kind == DsoKind::KernelModule {
+                // A module's `.ko`, where report finds it.
+                self.module_file_candidates(profile, dso)
+                    .into_iter()
+                    .find(|p| matches(p))
             } else {
-                self.opts.cached_elf(recorded).filter(|p| matches(p))
+                let on_disk = self.opts.dso_file(&dso.path);
+                if matches(&on_disk) {
+                    Some(on_disk)
+                } else {
+                    self.opts.cached_elf(recorded).filter(|p| matches(p))
+                }
             };
             let Some(elf) = elf else {
                 self.warn(

@@ -49,6 +49,7 @@ mod jit;
 pub mod jitdump;
 mod kernel;
 mod kernel_symbols;
+mod kmodule;
 mod lines;
 mod perfmap;
 mod source;
@@ -386,6 +387,10 @@ impl Symbolizer {
                 DsoState::Absolute { table: k }
             }
             DsoKind::KernelModule => {
+                // The module's own `.ko` first, as perf does; else its kallsyms lines.
+                if let Some(table) = self.module_file_table(profile, dso) {
+                    return DsoState::Absolute { table: Some(table) };
+                }
                 let (_, mods) = self.kernel_tables(profile, None);
                 let name = module_name(&dso.path);
                 DsoState::Absolute {

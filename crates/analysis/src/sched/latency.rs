@@ -127,6 +127,16 @@ impl DelayHistogram {
         self.buckets[i] += 1;
     }
 
+    /// Adds the counts of `other`.
+    fn merge(&mut self, other: &DelayHistogram) {
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (into, n) in self.buckets.iter_mut().zip(&other.buckets) {
+            *into += n;
+        }
+    }
+
     /// The µs range `[lo, hi)` of bucket `i`.
     pub fn range_us(i: usize) -> (u64, u64) {
         let hi = 1u64.checked_shl(i as u32).unwrap_or(u64::MAX);
@@ -177,7 +187,8 @@ struct Atoms {
     max: u64,
     max_start: u64,
     max_end: u64,
-    delays: Vec<u64>,
+    /// Its delays by range (counts only: memory does not grow with switches).
+    delays: DelayHistogram,
 }
 
 impl Atoms {
@@ -215,7 +226,7 @@ impl Atoms {
             self.max_end = t;
         }
         self.switches += 1;
-        self.delays.push(delta);
+        self.delays.add(delta);
     }
 }
 
@@ -296,13 +307,34 @@ impl Tracker {
 /// Per-task scheduling delay of `events` (see the module documentation for the rules),
 /// tasks named by `comms` (the file's thread names: [`Comms::of_profile`]).
 pub fn latency(events: &[SchedEvent], comms: Comms, options: &LatencyOptions) -> LatencyReport {
-    let mut tracker = Tracker {
-        comms,
-        ..Tracker::default()
-    };
+    let mut tracker = LatencyTracker::default();
     for e in events {
         tracker.event(e);
     }
+    tracker.finish(comms, options)
+}
+
+/// [`latency`] fed one event at a time, as a stream is read: it keeps per-thread state
+/// only, so memory does not grow with the events.
+#[derive(Default)]
+pub struct LatencyTracker(Tracker);
+
+impl LatencyTracker {
+    /// Takes the next event in processing order.
+    pub fn event(&mut self, e: &SchedEvent) {
+        self.0.event(e);
+    }
+
+    /// The report, tasks named by `comms` (the file's thread names, read to its end:
+    /// [`Comms::of_profile`]) and the names the events showed.
+    pub fn finish(self, comms: Comms, options: &LatencyOptions) -> LatencyReport {
+        let mut tracker = self.0;
+        tracker.comms.from_records = comms.from_records;
+        report(tracker, options)
+    }
+}
+
+fn report(tracker: Tracker, options: &LatencyOptions) -> LatencyReport {
     // perf merges in thread-id order: the first thread with the largest maximum keeps it.
     let by_tid: BTreeMap<i32, Atoms> = tracker.threads.into_iter().collect();
     let mut rows: Vec<TaskLatency> = Vec::new();
@@ -323,9 +355,7 @@ pub fn latency(events: &[SchedEvent], comms: Comms, options: &LatencyOptions) ->
             max_delay_end_ns: atoms.max_end,
         };
         if comm != "swapper" {
-            for &d in &atoms.delays {
-                histogram.add(d);
-            }
+            histogram.merge(&atoms.delays);
         }
         match merged.get(&comm).filter(|_| !options.per_thread) {
             Some(&i) => {

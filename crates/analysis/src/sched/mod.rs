@@ -16,13 +16,14 @@ pub mod timehist;
 
 use std::collections::HashMap;
 
-use culprit_decode::model::Profile;
+use culprit_decode::model::{Profile, Sample};
 use culprit_decode::tracepoint::{FieldValue, TracepointFormat};
 
 use crate::AnalysisError;
 
 pub use latency::{
-    latency, DelayHistogram, LatencyOptions, LatencyReport, LatencySort, TaskLatency,
+    latency, DelayHistogram, LatencyOptions, LatencyReport, LatencySort, LatencyTracker,
+    TaskLatency,
 };
 pub use timehist::{timehist, TimehistReport, TimehistRow};
 
@@ -129,84 +130,70 @@ fn str_field(format: &TracepointFormat, raw: &[u8], name: &str) -> String {
     }
 }
 
+/// Fails with [`AnalysisError::NoData`] when the profile has no `sched:sched_switch`
+/// event (the message says how to record one).
+pub fn require_switch_event(profile: &Profile) -> Result<(), AnalysisError> {
+    let has_switch = (0..profile.events.len())
+        .filter_map(|i| profile.tracepoint_format(i as _))
+        .any(|f| matches!(role_of(f), Role::Switch));
+    if has_switch {
+        return Ok(());
+    }
+    Err(AnalysisError::NoData(
+        "the file has no sched:sched_switch samples: record them with \
+         `culprit sched record -- CMD` (or `perf sched record`)"
+            .to_string(),
+    ))
+}
+
 /// The scheduler events of a profile in processing order. Samples of other events, and
 /// scheduler samples whose raw record lacks a needed field, are skipped.
 ///
 /// Fails with [`AnalysisError::NoData`] when the profile has no `sched:sched_switch`
 /// event (the message says how to record one).
 pub fn sched_events(profile: &Profile) -> Result<Vec<SchedEvent>, AnalysisError> {
-    let formats: Vec<Option<&TracepointFormat>> = (0..profile.events.len())
-        .map(|i| profile.tracepoint_format(i as _))
-        .collect();
-    let has_switch = formats
+    require_switch_event(profile)?;
+    Ok(profile
+        .samples
         .iter()
-        .flatten()
-        .any(|f| matches!(role_of(f), Role::Switch));
-    if !has_switch {
-        return Err(AnalysisError::NoData(
-            "the file has no sched:sched_switch samples: record them with \
-             `culprit sched record -- CMD` (or `perf sched record`)"
-                .to_string(),
-        ));
-    }
-    let mut out = Vec::new();
-    for s in &profile.samples {
-        let Some(Some(format)) = formats.get(s.event as usize) else {
-            continue;
-        };
-        let raw = profile.raw(s);
-        let kind = match role_of(format) {
-            Role::Switch => {
-                let (Some(prev_pid), Some(prev_state), Some(next_pid)) = (
-                    int_field(format, raw, "prev_pid"),
-                    int_field(format, raw, "prev_state"),
-                    int_field(format, raw, "next_pid"),
-                ) else {
-                    continue;
-                };
-                SchedKind::Switch {
-                    prev_pid: prev_pid as i32,
-                    prev_state,
-                    next_pid: next_pid as i32,
-                    next_comm: str_field(format, raw, "next_comm"),
-                }
-            }
-            Role::Runtime => {
-                let (Some(pid), Some(runtime)) = (
-                    int_field(format, raw, "pid"),
-                    int_field(format, raw, "runtime"),
-                ) else {
-                    continue;
-                };
-                SchedKind::Runtime {
-                    pid: pid as i32,
-                    runtime: runtime as u64,
-                }
-            }
-            Role::Wakeup { waking, new_task } => {
-                let Some(pid) = int_field(format, raw, "pid") else {
-                    continue;
-                };
-                SchedKind::Wakeup {
-                    pid: pid as i32,
-                    comm: str_field(format, raw, "comm"),
-                    waking,
-                    new_task,
-                }
-            }
-            Role::Migrate => SchedKind::Migrate,
-            Role::Other => continue,
-        };
-        out.push(SchedEvent {
-            time: s.time,
-            cpu: s.cpu,
-            pid: s.pid,
-            tid: s.tid,
-            comm: profile.str(s.comm).to_string(),
-            kind,
-        });
-    }
-    Ok(out)
+        .filter_map(|s| sched_event(profile, s))
+        .collect())
+}
+
+/// The scheduler event `sample` of `profile` is (as a stream is read: `profile` is what
+/// was read so far), or `None` for a sample of another event or a scheduler sample whose
+/// raw record lacks a needed field.
+pub fn sched_event(profile: &Profile, sample: &Sample) -> Option<SchedEvent> {
+    let format = profile.tracepoint_format(sample.event)?;
+    let raw = profile.raw(sample);
+    let kind = match role_of(format) {
+        Role::Switch => SchedKind::Switch {
+            prev_pid: int_field(format, raw, "prev_pid")? as i32,
+            prev_state: int_field(format, raw, "prev_state")?,
+            next_pid: int_field(format, raw, "next_pid")? as i32,
+            next_comm: str_field(format, raw, "next_comm"),
+        },
+        Role::Runtime => SchedKind::Runtime {
+            pid: int_field(format, raw, "pid")? as i32,
+            runtime: int_field(format, raw, "runtime")? as u64,
+        },
+        Role::Wakeup { waking, new_task } => SchedKind::Wakeup {
+            pid: int_field(format, raw, "pid")? as i32,
+            comm: str_field(format, raw, "comm"),
+            waking,
+            new_task,
+        },
+        Role::Migrate => SchedKind::Migrate,
+        Role::Other => return None,
+    };
+    Some(SchedEvent {
+        time: sample.time,
+        cpu: sample.cpu,
+        pid: sample.pid,
+        tid: sample.tid,
+        comm: profile.str(sample.comm).to_string(),
+        kind,
+    })
 }
 
 /// Whether the profile has a `sched:sched_waking` event (with samples or not).

@@ -128,14 +128,20 @@ fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("lock contention", &[Format::Text, Format::Json])?;
     let input = a.input.open();
-    let profile = input.read(&ReadPlan::default())?;
     let mut sym = input.symbolizer();
     let options = LockOptions {
         stack_skip: a.stack_skip,
         lock_text: sym.kernel_lock_text(),
         top_stacks: a.stacks,
     };
-    let report = lock::lock_contention(&profile, &mut sym, &options)?;
+    // Streamed: only per-lock state is kept, so an endless stdin stays bounded.
+    let mut contention = lock::LockContention::new(&mut sym, &options);
+    let profile = input.for_each(
+        &ReadPlan::default(),
+        |_, _| {},
+        |profile, sample| contention.sample(profile, sample),
+    )?;
+    let report = contention.finish(&profile)?;
     let path = input.path().display().to_string();
     a.output.render(&LockJson {
         schema: LOCK_SCHEMA,
@@ -144,11 +150,7 @@ fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
     })?;
     if let Some(stop) = &profile.stopped {
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(
-            &path.to_string(),
-            &stop.describe(),
-            outcome,
-        ));
+        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
     }
     Ok(ExitCode::SUCCESS)
 }

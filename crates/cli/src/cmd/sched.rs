@@ -161,10 +161,19 @@ fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("sched latency", &[Format::Text, Format::Json, Format::Csv])?;
     let sort = LatencySort::parse_list(&a.sort).map_err(|e| anyhow::anyhow!("--sort: {e}"))?;
-    let profile = a.input.open().read(&ReadPlan::default())?;
-    let events = sched::sched_events(&profile)?;
-    let report = sched::latency(
-        &events,
+    // Streamed: only per-thread state is kept, so an endless stdin stays bounded.
+    let mut tracker = sched::LatencyTracker::default();
+    let profile = a.input.open().for_each(
+        &ReadPlan::default(),
+        |_, _| {},
+        |profile, sample| {
+            if let Some(event) = sched::sched_event(profile, sample) {
+                tracker.event(&event);
+            }
+        },
+    )?;
+    sched::require_switch_event(&profile)?;
+    let report = tracker.finish(
         sched::Comms::of_profile(&profile),
         &LatencyOptions {
             per_thread: a.pids,
