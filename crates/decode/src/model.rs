@@ -662,9 +662,21 @@ pub struct Profile {
     /// at the end of the file), for reports about threads that may have no sample.
     #[serde(skip)]
     pub thread_comms: std::collections::HashMap<i32, StrId>,
-    /// The process of each thread a COMM or FORK record named (tid -> pid).
+    /// The process of each thread a COMM or FORK record named (tid -> pid), from the
+    /// first such record, with that record's time.
     #[serde(skip)]
-    pub thread_pids: std::collections::HashMap<i32, i32>,
+    pub thread_pids: std::collections::HashMap<i32, RecordedPid>,
+}
+
+/// The process a COMM or FORK record gave a thread, and when (the record's time; 0 where
+/// records carry no time): a reader that replays the file in time order, as perf does,
+/// knows the thread's pid from then on only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedPid {
+    /// The process id.
+    pub pid: i32,
+    /// The time of the first COMM or FORK record of the thread.
+    pub since: u64,
 }
 
 impl Profile {

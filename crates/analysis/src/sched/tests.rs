@@ -1,6 +1,7 @@
 //! The rules of `sched latency` and `sched timehist` on hand-made event sequences.
 
 use super::*;
+use culprit_decode::model::RecordedPid;
 
 fn switch(time: u64, cpu: u32, prev: i32, prev_state: i64, next: i32) -> SchedEvent {
     SchedEvent {
@@ -154,6 +155,31 @@ fn test_timehist_wait_delay_and_run_of_each_switch_out() {
         lines[8].ends_with("     0.007      0.003      0.012 "),
         "{lines:?}"
     );
+}
+
+/// As perf, a thread's pid is the one of the first thing met about it in time order: a
+/// COMM/FORK record no newer than its first event, else that event (a wake-up: 0, which
+/// perf shows as the comm alone).
+#[test]
+fn test_timehist_pid_of_a_thread_woken_before_its_comm_record_is_zero() {
+    let events = [
+        wakeup(100, 1, 5),
+        switch(200, 0, 0, 0, 5),
+        switch(300, 0, 5, 1, 0),
+    ];
+    let pid_of_row = |since: u64| {
+        let records = std::collections::HashMap::from([(5, RecordedPid { pid: 5, since })]);
+        let r = timehist(&events, &records, false);
+        let row = r.rows.iter().find(|r| r.tid == 5).unwrap();
+        (row.pid, r.text_lines().join("\n"))
+    };
+    let (pid, text) = pid_of_row(50);
+    assert_eq!(pid, 5);
+    assert!(text.contains("t5[5]"), "{text}");
+    // The record came after the wake-up (a task forked while the recording started).
+    let (pid, text) = pid_of_row(250);
+    assert_eq!(pid, 0);
+    assert!(text.contains(" t5 ") && !text.contains("t5["), "{text}");
 }
 
 #[test]

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use culprit_decode::model::RecordedPid;
+
 use super::{SchedEvent, SchedKind};
 
 /// One context switch, for the task switched out.
@@ -60,21 +62,26 @@ enum ThreadKey {
 }
 
 /// perf's thread table, for the pid it shows: a thread's pid is set when perf first meets
-/// it — from COMM/FORK records (`record_pids`), else from the first sample that names it
-/// (a switch or migration: the sample's pid; a wake-up: 0) — and only a pid of -1 is
-/// replaced later (`machine__update_thread_pid`).
+/// it, in time order — from a COMM/FORK record (`record_pids`) no newer than that moment,
+/// else from the sample that names it (a switch or migration: the sample's pid; a wake-up:
+/// 0) — and only a pid of -1 is replaced later (`machine__update_thread_pid`). (A task
+/// woken before its first COMM record, as one forked while a recording starts, keeps pid 0:
+/// perf shows it without its tid.)
 struct ThreadPids<'a> {
-    records: &'a HashMap<i32, i32>,
+    records: &'a HashMap<i32, RecordedPid>,
     known: HashMap<i32, i32>,
 }
 
 impl ThreadPids<'_> {
-    fn findnew(&mut self, pid: i32, tid: i32) -> i32 {
+    /// The pid perf shows for thread `tid`, met at `time` by an event that names `pid`.
+    fn findnew(&mut self, time: u64, pid: i32, tid: i32) -> i32 {
         let records = self.records;
-        let p = self
-            .known
-            .entry(tid)
-            .or_insert_with(|| records.get(&tid).copied().unwrap_or(pid));
+        let p = self.known.entry(tid).or_insert_with(|| {
+            records
+                .get(&tid)
+                .filter(|r| r.since <= time)
+                .map_or(pid, |r| r.pid)
+        });
         if *p == -1 && pid != -1 {
             *p = pid;
         }
@@ -88,7 +95,7 @@ impl ThreadPids<'_> {
 /// `sched_wakeup` is ignored (perf: "prefer sched_waking if it is captured").
 pub fn timehist(
     events: &[SchedEvent],
-    record_pids: &HashMap<i32, i32>,
+    record_pids: &HashMap<i32, RecordedPid>,
     has_waking: bool,
 ) -> TimehistReport {
     let mut threads: HashMap<ThreadKey, Runtime> = HashMap::new();
@@ -103,7 +110,7 @@ pub fn timehist(
     for e in events {
         match &e.kind {
             SchedKind::Migrate => {
-                pids.findnew(e.pid, e.tid);
+                pids.findnew(e.time, e.pid, e.tid);
             }
             SchedKind::Wakeup {
                 waking: false,
@@ -111,7 +118,7 @@ pub fn timehist(
                 ..
             } if has_waking => {}
             SchedKind::Wakeup { pid, .. } => {
-                pids.findnew(0, *pid);
+                pids.findnew(e.time, 0, *pid);
                 let r = threads.entry(ThreadKey::Task(*pid)).or_default();
                 if r.ready_to_run == 0 {
                     r.ready_to_run = e.time;
@@ -143,7 +150,7 @@ pub fn timehist(
                     pid: if e.tid == 0 {
                         0
                     } else {
-                        pids.findnew(e.pid, e.tid)
+                        pids.findnew(e.time, e.pid, e.tid)
                     },
                     comm: if e.tid == 0 {
                         "<idle>".to_string()

@@ -124,7 +124,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             rt::MMAP | rt::MMAP2 => self.mmap(r, ty, misc, body),
             rt::KSYMBOL => self.ksymbol(r, body),
             rt::COMM => self.comm(r, body),
-            rt::FORK => self.fork(body),
+            rt::FORK => self.fork(r, body),
             rt::EXIT => self.exit(r, body),
             rt::SWITCH | rt::SWITCH_CPU_WIDE => self.switch(r, misc, body),
             rt::LOST | rt::LOST_SAMPLES | rt::THROTTLE if self.part.lite => Some(()),
@@ -171,7 +171,10 @@ impl<'a, 'p> Reader<'a, 'p> {
         let comm = crate::body::Comm::parse(body, self.be)?;
         let (pid, tid) = (comm.pid, comm.tid);
         let name = c_string(comm.name);
-        self.p.thread_pids.entry(tid).or_insert(pid);
+        self.p
+            .thread_pids
+            .entry(tid)
+            .or_insert(crate::model::RecordedPid { pid, since: r.time });
         // An exec's COMM (COMM_EXEC) keeps the process's maps, as perf does (State::set_comm).
         self.st.set_comm(&mut self.p, tid, &name);
         Some(())
@@ -231,14 +234,17 @@ impl<'a, 'p> Reader<'a, 'p> {
         Some(())
     }
 
-    pub(super) fn fork(&mut self, body: &[u8]) -> Option<()> {
+    pub(super) fn fork(&mut self, r: &Ref, body: &[u8]) -> Option<()> {
         let crate::body::Fork {
             pid,
             ppid,
             tid,
             ptid,
         } = crate::body::Fork::parse(body, self.be)?;
-        self.p.thread_pids.entry(tid).or_insert(pid);
+        self.p
+            .thread_pids
+            .entry(tid)
+            .or_insert(crate::model::RecordedPid { pid, since: r.time });
         self.st.fork(&mut self.p, pid, ppid, tid, ptid);
         Some(())
     }

@@ -281,7 +281,7 @@ impl Reader<'_, '_> {
         // The queue's thread, as perf 6.1 does in a timeless file: a per-CPU queue's samples
         // have tid -1 even when a context packet names the process (checked with perf 6.1).
         let tid = q.tid;
-        let pid = self.p.thread_pids.get(&tid).copied().unwrap_or(-1);
+        let pid = self.p.thread_pids.get(&tid).map_or(-1, |r| r.pid);
         let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
         let ip = record.pc.unwrap_or(0);
         let cpumode = if ip >= DEFAULT_KERNEL_START {
