@@ -501,34 +501,12 @@ pub fn perf_time(ns: u64, len: usize) -> String {
 /// Version of `culprit lock contention --format json` (docs/schemas/lock.schema.json).
 pub const LOCK_SCHEMA: u32 = 1;
 
-/// `culprit lock contention --format json`.
-#[derive(Debug, Serialize)]
-pub struct LockJson<'a> {
-    /// [`LOCK_SCHEMA`].
-    pub schema: u32,
-    /// The input file.
-    pub input: &'a str,
-    /// The report.
-    #[serde(flatten)]
-    pub report: &'a LockReport,
-}
+/// `culprit lock contention`: text, and JSON with [`LOCK_SCHEMA`].
+pub type LockJson<'a> = culprit_output::LinesReport<'a, LockReport>;
 
-/// Text is the report's lines; CSV is refused by the verb.
-impl culprit_output::Render for LockJson<'_> {
-    fn document(&self) -> culprit_output::Document {
-        let mut doc = culprit_output::Document::new();
-        doc.lines(self.report.text_lines());
-        doc
-    }
-
-    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        culprit_output::json::write(out, self)
-    }
-}
-
-impl LockReport {
+impl culprit_output::TextLines for LockReport {
     /// Text: the kernel table in perf's layout, then the futex table with the top stacks.
-    pub fn text_lines(&self) -> Vec<String> {
+    fn text_lines(&self) -> Vec<String> {
         let mut out = vec![format!(
             "{:>10} {:>12} {:>12} {:>12} {:>12}   {}",
             "contended", "total wait", "max wait", "avg wait", "type", "caller"

@@ -47,30 +47,8 @@ pub struct WakersReport {
 /// Version of `culprit sched wakers --format json` (docs/schemas/sched-wakers.schema.json).
 pub const WAKERS_SCHEMA: u32 = 1;
 
-/// `culprit sched wakers --format json`.
-#[derive(Debug, Serialize)]
-pub struct WakersJson<'a> {
-    /// [`WAKERS_SCHEMA`].
-    pub schema: u32,
-    /// The input file.
-    pub input: &'a str,
-    /// The report.
-    #[serde(flatten)]
-    pub report: &'a WakersReport,
-}
-
-/// Text is the report's lines; CSV is refused by the verb.
-impl culprit_output::Render for WakersJson<'_> {
-    fn document(&self) -> culprit_output::Document {
-        let mut doc = culprit_output::Document::new();
-        doc.lines(self.report.text_lines());
-        doc
-    }
-
-    fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        culprit_output::json::write(out, self)
-    }
-}
+/// `culprit sched wakers`: text, and JSON with [`WAKERS_SCHEMA`].
+pub type WakersJson<'a> = culprit_output::LinesReport<'a, WakersReport>;
 
 fn in_libc(p: &Place) -> bool {
     ["libc", "libpthread", "ld-linux"]
@@ -219,9 +197,9 @@ pub fn wakers(profile: &Profile, sym: &mut Symbolizer) -> Result<WakersReport, A
     })
 }
 
-impl WakersReport {
+impl culprit_output::TextLines for WakersReport {
     /// Text: one line per row, then the waker's stack indented.
-    pub fn text_lines(&self) -> Vec<String> {
+    fn text_lines(&self) -> Vec<String> {
         let mut out = vec![
             format!(
                 "# {} blocked intervals, {} with a recorded wake-up",

@@ -25,5 +25,5 @@ pub use model::{
     Column, Document, Fit, Note, NoteKind, RowTree, Section, Table, TextColumn, Tree, TreeNode,
     Values,
 };
-pub use render::Render;
+pub use render::{LinesReport, Render, TextLines};
 pub use style::{ColorChoice, TextOptions};

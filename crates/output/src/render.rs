@@ -18,3 +18,34 @@ pub trait Render {
     /// Writes the JSON report (an owned struct with its `schema`, see docs/schemas/).
     fn write_json(&self, out: &mut dyn Write) -> io::Result<()>;
 }
+
+/// A report whose text is a list of lines (no table to give CSV).
+pub trait TextLines {
+    /// The text report, line by line.
+    fn text_lines(&self) -> Vec<String>;
+}
+
+/// The JSON of a [`TextLines`] report: its schema version and input, then the report's own
+/// fields. Text is the report's lines; CSV has no table (verbs of such reports refuse it).
+#[derive(Debug, serde::Serialize)]
+pub struct LinesReport<'a, R> {
+    /// The report's schema version (docs/schemas/).
+    pub schema: u32,
+    /// The input file.
+    pub input: &'a str,
+    /// The report.
+    #[serde(flatten)]
+    pub report: &'a R,
+}
+
+impl<R: TextLines + serde::Serialize> Render for LinesReport<'_, R> {
+    fn document(&self) -> Document {
+        let mut doc = Document::new();
+        doc.lines(self.report.text_lines());
+        doc
+    }
+
+    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        crate::json::write(out, self)
+    }
+}
