@@ -428,6 +428,16 @@ fn test_report_unresolved_callers_show_raw_addresses_as_perf() {
     }
     // A stripped binary's frames: no symbols even with the fixtures' build-id cache.
     let f = decode_fixture("compressed-g.data");
+    // The file names the binary by its path where it was recorded, with no build id: a
+    // checkout at that path here (a developer's, not a fresh machine's) names the frames.
+    let recorded = "/work/main/target/workloads/shares";
+    if std::path::Path::new(recorded).exists() {
+        common::skip(
+            "test_report_unresolved_callers_show_raw_addresses_as_perf",
+            &format!("the fixture's binary exists here at its recorded path {recorded}"),
+        );
+        return;
+    }
     let ours = report(
         &f,
         &[
