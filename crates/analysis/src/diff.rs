@@ -293,7 +293,7 @@ fn group(
             file: file.clone(),
             source,
         })?;
-    let stopped = Stopped::of(&profile);
+    let stopped = profile.stopped.clone();
     let warnings = profile
         .warnings
         .iter()

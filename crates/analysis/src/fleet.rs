@@ -438,7 +438,7 @@ pub fn report_inputs(
             .events
             .iter()
             .any(|e| e.sample_type & sample_type::DATA_SRC != 0);
-        let stopped = Stopped::of(&profile);
+        let stopped = profile.stopped.clone();
         if let Some(s) = &stopped {
             fleet.warn(format!(
                 "{file}: reading stopped at byte offset {}: {}; the report counts the {} \

@@ -36,42 +36,9 @@ impl RecordingMeta {
     }
 }
 
-/// Where reading a damaged file stopped (JSON `stopped`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Stopped {
-    /// Byte offset of the record (or header part) that could not be read.
-    pub offset: u64,
-    /// What went wrong.
-    pub reason: String,
-    /// The record type there, when its header could be read.
-    pub record_type: Option<u32>,
-    /// Records read before the stop.
-    pub records_read: u64,
-}
-
-impl Stopped {
-    /// Where and why reading stopped, in every verb's words
-    /// ([`culprit_decode::model::ReadStop::describe`]).
-    pub fn describe(&self) -> String {
-        culprit_decode::model::ReadStop {
-            offset: self.offset,
-            record_type: self.record_type,
-            reason: self.reason.clone(),
-            records_read: self.records_read,
-        }
-        .describe()
-    }
-
-    /// Where reading `profile` stopped, if it did.
-    pub fn of(profile: &Profile) -> Option<Stopped> {
-        profile.stopped.as_ref().map(|s| Stopped {
-            offset: s.offset,
-            reason: s.reason.clone(),
-            record_type: s.record_type,
-            records_read: s.records_read,
-        })
-    }
-}
+/// Where reading a damaged file stopped (JSON `stopped`): the reader's own account, as
+/// every report gives it.
+pub use culprit_decode::model::ReadStop as Stopped;
 
 /// The header lines every text report of `file` starts with (without `# `): the file,
 /// the command line, the recording tool and host, and (`with_duration`) the time span.

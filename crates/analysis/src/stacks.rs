@@ -901,7 +901,7 @@ fn summary(profile: &Profile, kept: u64, time_range: Option<(u64, u64)>) -> Prof
         samples: kept,
         lost: profile.lost,
         warnings,
-        stopped: crate::recording::Stopped::of(profile),
+        stopped: profile.stopped.clone(),
     }
 }
 

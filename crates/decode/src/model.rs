@@ -510,15 +510,16 @@ pub struct ReadValue {
     pub time_running: Option<u64>,
 }
 
-/// Where and why reading stopped early (truncated or corrupt file).
-#[derive(Debug, Clone, Serialize)]
+/// Where and why reading stopped early (truncated or corrupt file): also the `stopped`
+/// object of every JSON report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadStop {
     /// Byte offset in the file of the record (or header part) that could not be read.
     pub offset: u64,
-    /// The record type there, if its header could be read.
-    pub record_type: Option<u32>,
     /// What went wrong.
     pub reason: String,
+    /// The record type there, if its header could be read.
+    pub record_type: Option<u32>,
     /// Records successfully read before the stop.
     pub records_read: u64,
 }

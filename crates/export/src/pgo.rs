@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use culprit_analysis::pgo::{BranchSource, PgoAggregator, PgoOptions, PgoProfile, PgoStats};
-use culprit_analysis::recording::Stopped;
 use culprit_analysis::{AnalysisError, Filters};
 use culprit_decode::model::{DsoId, DsoKind, Profile};
 use culprit_decode::ReadError;
@@ -193,7 +192,7 @@ pub(crate) fn export_summary(
         bytes: out.bytes,
         lost: profile.lost,
         warnings,
-        stopped: Stopped::of(&profile),
+        stopped: profile.stopped.clone(),
         pgo: Some(summary),
         parquet: None,
     })

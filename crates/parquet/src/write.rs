@@ -300,7 +300,7 @@ pub fn export_file(
         bytes,
         files,
         warnings,
-        stopped: Stopped::of(&profile),
+        stopped: profile.stopped.clone(),
     })
 }
 

@@ -357,7 +357,7 @@ pub fn branch_json(
             .get(r.sort_event)
             .map(|e| e.name.clone())
             .unwrap_or_default(),
-        stopped: Stopped::of(profile),
+        stopped: profile.stopped.clone(),
         warnings,
     }
 }

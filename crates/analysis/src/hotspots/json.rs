@@ -147,7 +147,7 @@ pub fn json_report<'a>(
         h,
         file,
         RecordingMeta::of(profile),
-        Stopped::of(profile),
+        profile.stopped.clone(),
         None,
         warnings,
     )
