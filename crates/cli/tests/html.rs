@@ -220,16 +220,19 @@ fn test_html_report_in_chromium_matches_report_and_annotate() {
     b.js("document.getElementById('flame-search').value = ''; \
           document.getElementById('flame-search').dispatchEvent(new Event('input'))");
     // Clicks the frame at `fraction` of the width in row `depth` (0: the root, at the
-    // bottom; rows are 17 px), measured afresh: zooming changes the canvas' height.
+    // bottom; rows are 17 px), measured afresh: zooming changes the canvas' height. The
+    // canvas' bottom is scrolled into view first, and the click is at viewport coordinates:
+    // a pointer move relative to an element that is partly out of view goes from the centre
+    // of its visible part, or fails ("move target out of bounds", seen with Chromium 156).
     let click_frame = |b: &Browser, fraction: f64, depth: f64| {
-        let size = b.js(
-            "const r = document.getElementById('flame').getBoundingClientRect(); \
-             return [r.width, r.height]",
-        );
-        let (w, h) = (size[0].as_f64().unwrap(), size[1].as_f64().unwrap());
-        let dx = ((fraction - 0.5) * w).round() as i64;
-        let dy = (h - (depth + 1.0) * 17.0 + 8.0 - h / 2.0).round() as i64;
-        b.click_at("#flame", dx, dy);
+        let rect = b.js("const c = document.getElementById('flame'); \
+             c.scrollIntoView({block: 'end', inline: 'nearest'}); \
+             const r = c.getBoundingClientRect(); \
+             return [r.left, r.top, r.width, r.height]");
+        let [left, top, w, h] = [0, 1, 2, 3].map(|i| rect[i].as_f64().unwrap());
+        let x = (left + fraction * w).round() as i64;
+        let y = (top + h - (depth + 1.0) * 17.0 + 8.0).round() as i64;
+        b.click_viewport(x, y);
     };
     let info = |b: &Browser| {
         b.js("return document.getElementById('frame-info').textContent")

@@ -208,22 +208,6 @@ impl Browser {
         self.session_call("POST", &format!("/element/{id}/click"), Some(json!({})));
     }
 
-    /// Clicks at (`dx`, `dy`) pixels from the centre of the element `css` (WebDriver
-    /// actions: a real pointer move, press and release).
-    pub fn click_at(&self, css: &str, dx: i64, dy: i64) {
-        let id = self.find(css);
-        let element = json!({ "element-6066-11e4-a52e-4f735466cecf": id });
-        let actions = json!({"actions": [{
-            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
-            "actions": [
-                {"type": "pointerMove", "duration": 0, "origin": element, "x": dx, "y": dy},
-                {"type": "pointerDown", "button": 0},
-                {"type": "pointerUp", "button": 0},
-            ],
-        }]});
-        self.session_call("POST", "/actions", Some(actions));
-    }
-
     /// Clicks at (`x`, `y`) CSS pixels of the viewport (WebDriver actions: a real pointer
     /// move, press and release).
     pub fn click_viewport(&self, x: i64, y: i64) {
