@@ -33,10 +33,10 @@ const SLACK_KIB: u64 = 16 << 10;
 /// Not here yet: `html` keeps every sample's time until the stream ends, to size its
 /// timeline's buckets (43 → 91 MB from 3 s to 10 s, 2.3 M samples); `export --format
 /// firefox` keeps a column entry per sample (its format's samples table: 43 → 73 MB from
-/// 3 s to 10 s), and `ibs` and `sched timehist` read the whole profile into memory before
-/// analysing it (measured on this stream: 86 → 256 MB and 131 → 377 MB from 3 s to 10 s);
-/// they need streaming readers. `sched latency` and `lock contention` stream (flat at 18
-/// and 20 MB here; 109 → 261 MB and 174 → 410 MB when they read all first).
+/// 3 s to 10 s), and `ibs` reads the whole profile into memory before analysing it
+/// (measured on this stream: 86 → 256 MB from 3 s to 10 s); it needs a streaming reader.
+/// `sched latency`, `sched timehist` and `lock contention` stream (flat at 18 and 20 MB
+/// here; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when they read all first).
 fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         ("report", vec!["report"]),
@@ -73,6 +73,7 @@ fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
             vec!["trace", "-q", "-e", "pmc:::cpu-clock { @[sym] = count(); }"],
         ),
         ("sched latency", vec!["sched", "latency"]),
+        ("sched timehist", vec!["sched", "timehist"]),
         ("lock contention", vec!["lock", "contention"]),
     ]
 }
@@ -80,7 +81,7 @@ fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
 /// Verbs of [`verbs`] that read tracepoints this cpu-clock stream lacks: they must still
 /// read it in bounded memory (holding nothing per sample they skip), and end with exit 2
 /// (no such events) instead of 0 or 1.
-const WITHOUT_THEIR_EVENTS: [&str; 2] = ["sched latency", "lock contention"];
+const WITHOUT_THEIR_EVENTS: [&str; 3] = ["sched latency", "sched timehist", "lock contention"];
 
 /// The stream's cpu-clock event.
 fn attr() -> Attr {

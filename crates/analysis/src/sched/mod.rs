@@ -25,7 +25,7 @@ pub use latency::{
     latency, DelayHistogram, LatencyOptions, LatencyReport, LatencySort, LatencyTracker,
     TaskLatency,
 };
-pub use timehist::{timehist, TimehistReport, TimehistRow};
+pub use timehist::{timehist, TimehistReport, TimehistRow, TimehistTracker};
 
 /// What one scheduler tracepoint sample says.
 #[derive(Debug, Clone, PartialEq, Eq)]

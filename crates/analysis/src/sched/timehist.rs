@@ -62,20 +62,25 @@ enum ThreadKey {
 }
 
 /// perf's thread table, for the pid it shows: a thread's pid is set when perf first meets
-/// it, in time order — from a COMM/FORK record (`record_pids`) no newer than that moment,
-/// else from the sample that names it (a switch or migration: the sample's pid; a wake-up:
-/// 0) — and only a pid of -1 is replaced later (`machine__update_thread_pid`). (A task
-/// woken before its first COMM record, as one forked while a recording starts, keeps pid 0:
-/// perf shows it without its tid.)
-struct ThreadPids<'a> {
-    records: &'a HashMap<i32, RecordedPid>,
+/// it, in time order — from a COMM/FORK record (`records`) no newer than that moment, else
+/// from the event that names it (a switch or migration: the sample's pid; a wake-up: 0) —
+/// and only a pid of -1 is replaced later (`machine__update_thread_pid`). (A task woken
+/// before its first COMM record, as one forked while a recording starts, keeps pid 0: perf
+/// shows it without its tid.)
+#[derive(Debug, Default)]
+struct ThreadPids {
     known: HashMap<i32, i32>,
 }
 
-impl ThreadPids<'_> {
+impl ThreadPids {
     /// The pid perf shows for thread `tid`, met at `time` by an event that names `pid`.
-    fn findnew(&mut self, time: u64, pid: i32, tid: i32) -> i32 {
-        let records = self.records;
+    fn findnew(
+        &mut self,
+        records: &HashMap<i32, RecordedPid>,
+        time: u64,
+        pid: i32,
+        tid: i32,
+    ) -> i32 {
         let p = self.known.entry(tid).or_insert_with(|| {
             records
                 .get(&tid)
@@ -98,28 +103,50 @@ pub fn timehist(
     record_pids: &HashMap<i32, RecordedPid>,
     has_waking: bool,
 ) -> TimehistReport {
-    let mut threads: HashMap<ThreadKey, Runtime> = HashMap::new();
-    let mut cpu_last_switch: HashMap<u32, u64> = HashMap::new();
+    let mut tracker = TimehistTracker::new(has_waking);
+    for e in events {
+        tracker.event(e, record_pids);
+    }
+    tracker.finish()
+}
+
+/// [`timehist`] as the events arrive, for a stream: besides the rows, it keeps only the
+/// state of each thread and CPU.
+#[derive(Debug, Default)]
+pub struct TimehistTracker {
+    has_waking: bool,
+    threads: HashMap<ThreadKey, Runtime>,
+    cpu_last_switch: HashMap<u32, u64>,
     // perf keys threads by tid and keeps the pid of their first sighting (an exiting
     // task's samples have tid -1: one pseudo-thread, shown with the first pid it had).
-    let mut pids = ThreadPids {
-        records: record_pids,
-        known: HashMap::new(),
-    };
-    let mut rows = Vec::new();
-    for e in events {
+    pids: ThreadPids,
+    rows: Vec<TimehistRow>,
+}
+
+impl TimehistTracker {
+    /// A tracker for a file that has (`has_waking`) or has not a `sched:sched_waking` event.
+    pub fn new(has_waking: bool) -> TimehistTracker {
+        TimehistTracker {
+            has_waking,
+            ..TimehistTracker::default()
+        }
+    }
+
+    /// Takes the next event in time order; `record_pids`: the COMM/FORK records' processes
+    /// read so far (or the whole file's: only those no newer than an event count).
+    pub fn event(&mut self, e: &SchedEvent, record_pids: &HashMap<i32, RecordedPid>) {
         match &e.kind {
             SchedKind::Migrate => {
-                pids.findnew(e.time, e.pid, e.tid);
+                self.pids.findnew(record_pids, e.time, e.pid, e.tid);
             }
             SchedKind::Wakeup {
                 waking: false,
                 new_task: false,
                 ..
-            } if has_waking => {}
+            } if self.has_waking => {}
             SchedKind::Wakeup { pid, .. } => {
-                pids.findnew(e.time, 0, *pid);
-                let r = threads.entry(ThreadKey::Task(*pid)).or_default();
+                self.pids.findnew(record_pids, e.time, 0, *pid);
+                let r = self.threads.entry(ThreadKey::Task(*pid)).or_default();
                 if r.ready_to_run == 0 {
                     r.ready_to_run = e.time;
                 }
@@ -130,8 +157,8 @@ pub fn timehist(
                 } else {
                     ThreadKey::Task(e.tid)
                 };
-                let r = threads.entry(key).or_default();
-                let tprev = cpu_last_switch.insert(e.cpu, e.time).unwrap_or(0);
+                let r = self.threads.entry(key).or_default();
+                let tprev = self.cpu_last_switch.insert(e.cpu, e.time).unwrap_or(0);
                 let (mut wait, mut delay, mut run) = (0, 0, 0);
                 if tprev != 0 {
                     run = e.time.saturating_sub(tprev);
@@ -143,16 +170,19 @@ pub fn timehist(
                         wait = tprev - r.last_time;
                     }
                 }
-                rows.push(TimehistRow {
+                r.last_time = e.time;
+                r.ready_to_run = 0;
+                let idle = e.tid == 0;
+                self.rows.push(TimehistRow {
                     time_ns: e.time,
                     cpu: e.cpu,
-                    tid: if e.tid == 0 { 0 } else { e.tid },
-                    pid: if e.tid == 0 {
+                    tid: e.tid,
+                    pid: if idle {
                         0
                     } else {
-                        pids.findnew(e.time, e.pid, e.tid)
+                        self.pids.findnew(record_pids, e.time, e.pid, e.tid)
                     },
-                    comm: if e.tid == 0 {
+                    comm: if idle {
                         "<idle>".to_string()
                     } else {
                         e.comm.clone()
@@ -162,11 +192,13 @@ pub fn timehist(
                     run_ns: run,
                     state: *prev_state,
                 });
-                r.last_time = e.time;
-                r.ready_to_run = 0;
             }
             SchedKind::Runtime { .. } => {}
         }
     }
-    TimehistReport { rows }
+
+    /// The report of the events taken.
+    pub fn finish(self) -> TimehistReport {
+        TimehistReport { rows: self.rows }
+    }
 }

@@ -192,13 +192,25 @@ fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
 fn run_timehist(a: TimehistArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("sched timehist", &[Format::Text, Format::Json, Format::Csv])?;
-    let profile = a.input.open().read(&ReadPlan::default())?;
-    let events = sched::sched_events(&profile)?;
-    let report = sched::timehist(
-        &events,
-        &profile.thread_pids,
-        sched::has_waking_event(&profile),
-    );
+    // Streamed: the rows and per-thread state are kept, nothing per skipped sample.
+    let mut tracker: Option<sched::TimehistTracker> = None;
+    let profile = a.input.open().for_each(
+        &ReadPlan::default(),
+        |_, _| {},
+        |profile, sample| {
+            if let Some(event) = sched::sched_event(profile, sample) {
+                tracker
+                    .get_or_insert_with(|| {
+                        sched::TimehistTracker::new(sched::has_waking_event(profile))
+                    })
+                    .event(&event, &profile.thread_pids);
+            }
+        },
+    )?;
+    sched::require_switch_event(&profile)?;
+    let report = tracker
+        .map(sched::TimehistTracker::finish)
+        .unwrap_or_default();
     let input = a.input.path().display().to_string();
     a.output.render(&TimehistView {
         input: &input,
