@@ -342,6 +342,61 @@ pub fn lock_contention(
     contention.finish(profile)
 }
 
+/// Per thread, the intervals it waited for a lock, `[begin, end)` ns, sorted and merged:
+/// kernel locks (`lock:contention_begin` to the `contention_end` of the same lock; a nested
+/// begin counts from the first) and futex waits (`syscalls:sys_enter_futex` with a waiting
+/// operation to the thread's `sys_exit_futex`), as [`lock_contention`] pairs them. Empty
+/// when the profile has none of these events.
+pub fn lock_waits(profile: &Profile) -> HashMap<i32, Vec<(u64, u64)>> {
+    let mut kernel_open: HashMap<(i32, u64), u64> = HashMap::new();
+    let mut futex_open: HashMap<i32, u64> = HashMap::new();
+    let mut waits: HashMap<i32, Vec<(u64, u64)>> = HashMap::new();
+    for s in &profile.samples {
+        let Some((role, f)) = role_of(profile, s.event) else {
+            continue;
+        };
+        let raw = profile.raw(s);
+        match role {
+            Role::Begin => {
+                if let Some(addr) = int_field(f, raw, "lock_addr") {
+                    kernel_open.entry((s.tid, addr)).or_insert(s.time);
+                }
+            }
+            Role::End => {
+                let begin = int_field(f, raw, "lock_addr")
+                    .and_then(|addr| kernel_open.remove(&(s.tid, addr)));
+                if let Some(begin) = begin {
+                    waits.entry(s.tid).or_default().push((begin, s.time));
+                }
+            }
+            Role::FutexEnter => {
+                if int_field(f, raw, "op").is_some_and(futex_waits) {
+                    futex_open.insert(s.tid, s.time);
+                } else {
+                    futex_open.remove(&s.tid);
+                }
+            }
+            Role::FutexExit => {
+                if let Some(begin) = futex_open.remove(&s.tid) {
+                    waits.entry(s.tid).or_default().push((begin, s.time));
+                }
+            }
+        }
+    }
+    for spans in waits.values_mut() {
+        spans.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+        for &(a, b) in spans.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *spans = merged;
+    }
+    waits
+}
+
 /// The tracepoint an event is, if [`lock_contention`] reads it.
 fn role_of(
     profile: &Profile,

@@ -97,7 +97,7 @@ fn test_html_thread_states_equal_sched_timehist() {
     );
     assert_eq!(
         picked["names"],
-        serde_json::json!(["running", "runnable", "sleeping", "D"]),
+        serde_json::json!(["running", "runnable", "sleeping", "D", "lock"]),
         "{picked}"
     );
     let tid = picked["tid"].as_i64().unwrap();

@@ -190,3 +190,122 @@ fn test_lock_contention_finds_the_contended_mutex_and_its_call_site() {
         "culprit {ours} ns vs perf script {oracle} ns over {waits} waits"
     );
 }
+
+/// The JSON data an HTML report embeds (`<script id="culprit-data">`).
+fn page_data(page: &Path) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let start = html.find("id=\"culprit-data\">").expect("the page's data") + 18;
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).expect("the page's data is JSON")
+}
+
+/// On the HTML timeline of a recording with scheduler and futex events, the mutex
+/// workload's threads spend time in the `lock` state, and a blocked interval is in it
+/// exactly when the thread left the CPU inside one of its futex waits (perf script's
+/// FUTEX_WAIT enters to the thread's next exit, in ns).
+#[test]
+fn test_html_timeline_shows_futex_waits_as_the_lock_state() {
+    let test = "test_html_timeline_shows_futex_waits_as_the_lock_state";
+    if !common::require_perf(test) || !require_tracefs(test) {
+        return;
+    }
+    let dir = common::scratch("lock-html-states");
+    let file = dir.join("perf.data");
+    common::run_ok(
+        common::culprit()
+            .args(["record", "-q", "-a", "-c", "1", "-e"])
+            .arg(
+                "sched:sched_switch,sched:sched_waking,syscalls:sys_enter_futex,\
+                 syscalls:sys_exit_futex",
+            )
+            .arg("-o")
+            .arg(&file)
+            .arg("--")
+            .arg(common::workload("mutex"))
+            .args(["3", "200"]),
+    );
+    let page = dir.join("page.html");
+    common::run_ok(
+        common::culprit()
+            .args(["html", "-i"])
+            .arg(&file)
+            .arg("-o")
+            .arg(&page),
+    );
+    let data = page_data(&page);
+    let tl = &data["timeline"];
+    let names = tl["state_names"].as_array().unwrap();
+    let lock = names
+        .iter()
+        .position(|n| n == "lock")
+        .expect("a lock state") as u64;
+    // The oracle's futex waits per thread.
+    let script = common::run_ok(
+        common::perf()
+            .args(["script", "--ns", "-F", "tid,time,event,trace", "-i"])
+            .arg(&file)
+            .env("PAGER", "cat")
+            .stdin(Stdio::null()),
+    );
+    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut waits: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+    let ns = |t: &str| -> Option<u64> {
+        let (s, frac) = t.trim_end_matches(':').split_once('.')?;
+        Some(s.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+    };
+    for line in String::from_utf8_lossy(&script.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(tid), Some(time)) = (
+            f.first().and_then(|t| t.parse::<u64>().ok()),
+            f.get(1).and_then(|t| ns(t)),
+        ) else {
+            continue;
+        };
+        let event = f.get(2).copied().unwrap_or("");
+        if event.starts_with("syscalls:sys_enter_futex") {
+            let op = line
+                .split("op: ")
+                .nth(1)
+                .and_then(|s| s.split(',').next())
+                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+            if op.is_some_and(|op| matches!(op & 127, 0 | 6 | 9 | 11 | 13)) {
+                open.insert(tid, time);
+            } else {
+                open.remove(&tid);
+            }
+        } else if event.starts_with("syscalls:sys_exit_futex") {
+            if let Some(t0) = open.remove(&tid) {
+                waits.entry(tid).or_default().push((t0, time));
+            }
+        }
+    }
+    let (mut lock_ns, mut checked) = (0u64, 0);
+    for (i, th) in tl["threads"].as_array().unwrap().iter().enumerate() {
+        if th["comm"] != "mutex" {
+            continue;
+        }
+        let tid = th["tid"].as_u64().unwrap();
+        let spans = waits.get(&tid).cloned().unwrap_or_default();
+        for iv in tl["states"][i]["blocked"].as_array().unwrap() {
+            let [a, b, state] = [0, 1, 2].map(|k| iv[k].as_u64().unwrap());
+            if state <= 1 {
+                continue; // running or runnable: never a lock state
+            }
+            let in_wait = spans.iter().any(|&(s, e)| s <= a && a < e);
+            assert_eq!(
+                state == lock,
+                in_wait,
+                "thread {tid}: interval {iv} (left the CPU at {a}) against its futex waits"
+            );
+            checked += 1;
+            if state == lock {
+                lock_ns += b - a;
+            }
+        }
+    }
+    assert!(
+        checked > 10,
+        "{checked} blocked intervals of the mutex threads"
+    );
+    assert!(lock_ns > 0, "no lock state in the mutex threads");
+}

@@ -338,8 +338,8 @@
     return Math.max(0, Math.min(TL.buckets - 1, Math.floor((x / w) * TL.buckets)));
   }
   // Colours of the thread states (TL.state_names' order) and the band they are drawn in.
-  const STATE_COLORS = ['green', 'yellow', 'light blue', 'red'];
-  const STATE_FILL = ['#3c9a4e', '#e0b422', '#a9c8e8', '#d0453c'];
+  const STATE_COLORS = ['green', 'yellow', 'light blue', 'red', 'purple'];
+  const STATE_FILL = ['#3c9a4e', '#e0b422', '#a9c8e8', '#d0453c', '#8e5cc2'];
   const BAND = 6;
   let trackRows = [];
   // A click on a track's state band: the blocked interval under it (the longest within a

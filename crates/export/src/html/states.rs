@@ -1,7 +1,9 @@
 //! Thread states on the timeline: from the `sched:sched_switch` and wake-up events of a
 //! recording (`culprit sched record`, `perf sched record`), each thread's time split into
-//! running, runnable (woken or preempted, waiting for a CPU), sleeping (`S`) and
-//! uninterruptible (`D`). The intervals are `culprit sched timehist`'s rows read backwards:
+//! running, runnable (woken or preempted, waiting for a CPU), sleeping (`S`),
+//! uninterruptible (`D`) and waiting for a lock (off the CPU inside a kernel lock's
+//! contention or a futex wait, where the recording has `lock:contention_begin/end` or
+//! `syscalls:sys_enter/exit_futex` too, as `culprit lock contention` pairs them). The intervals are `culprit sched timehist`'s rows read backwards:
 //! a row at a switch-out `t` with run time `r`, scheduling delay `d` and wait `w` says the
 //! thread ran over `[t-r, t]`, was runnable over `[t-r-d, t-r]` and off the CPU, in the state
 //! it left at its previous switch-out, over `[t-r-d-w, t-r-d]`.
@@ -14,6 +16,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use culprit_analysis::lock::lock_waits;
 use culprit_analysis::sched::{has_waking_event, sched_events, timehist, SchedKind};
 use culprit_analysis::stacks::StackProfile;
 use culprit_decode::model::Profile;
@@ -52,11 +55,18 @@ pub fn scheduler_stacks(stacks: &StackProfile, leaf_of: &LeafOf) -> SchedStacks 
 }
 
 /// Names of the states, in the order of [`ThreadStates::share`]'s rows.
-pub const STATE_NAMES: [&str; 4] = ["running", "runnable", "sleeping", "D"];
+pub const STATE_NAMES: [&str; 5] = ["running", "runnable", "sleeping", "D", "lock"];
 const RUNNING: u8 = 0;
 const RUNNABLE: u8 = 1;
 const SLEEPING: u8 = 2;
 const UNINTERRUPTIBLE: u8 = 3;
+const LOCK: u8 = 4;
+
+/// Whether `t` falls in one of `spans` (sorted, disjoint `[begin, end)`).
+fn within(spans: &[(u64, u64)], t: u64) -> bool {
+    let i = spans.partition_point(|&(begin, _)| begin <= t);
+    i > 0 && t < spans[i - 1].1
+}
 /// At most this many blocked intervals are listed per thread (the longest).
 pub const MAX_BLOCKED: usize = 2_000;
 
@@ -147,12 +157,21 @@ pub fn thread_states(
             _ => None,
         })
         .collect();
+    let lock_waits = lock_waits(profile);
     let mut left_in: HashMap<i32, u8> = HashMap::new();
     for row in &report.rows {
         if row.tid <= 0 {
             continue;
         }
-        let previous = left_in.insert(row.tid, state_of(row.state));
+        // Blocked (not preempted) while waiting for a lock: the lock state.
+        let mut state = state_of(row.state);
+        let in_lock = lock_waits
+            .get(&row.tid)
+            .is_some_and(|spans| within(spans, row.time_ns));
+        if state != RUNNABLE && in_lock {
+            state = LOCK;
+        }
+        let previous = left_in.insert(row.tid, state);
         let Some(&i) = index.get(&row.tid) else {
             continue;
         };
@@ -232,6 +251,18 @@ mod tests {
         assert_eq!(ns, vec![7, 10, 7, 2]);
         add_span(&mut ns, 100, 0, 100, 120);
         assert_eq!(ns, vec![7, 10, 7, 2]);
+    }
+
+    #[test]
+    fn test_within_finds_the_span_of_a_time() {
+        let spans = [(10, 20), (30, 40)];
+        assert!(!within(&spans, 5));
+        assert!(within(&spans, 10));
+        assert!(within(&spans, 19));
+        assert!(!within(&spans, 20));
+        assert!(within(&spans, 35));
+        assert!(!within(&spans, 40));
+        assert!(!within(&[], 1));
     }
 
     #[test]
