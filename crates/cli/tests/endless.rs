@@ -35,8 +35,9 @@ const SLACK_KIB: u64 = 16 << 10;
 /// firefox` keeps a column entry per sample (its format's samples table: 43 → 73 MB from
 /// 3 s to 10 s), and `ibs` reads the whole profile into memory before analysing it
 /// (measured on this stream: 86 → 256 MB from 3 s to 10 s); it needs a streaming reader.
-/// `sched latency`, `sched timehist` and `lock contention` stream (flat at 18 and 20 MB
-/// here; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when they read all first).
+/// `sched latency`, `sched timehist` and `lock contention` stream (flat at 37, 35 and 38 MB
+/// here in a debug build; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when they read all
+/// first).
 fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         ("report", vec!["report"]),
