@@ -3,15 +3,13 @@
 //! locks (pthread mutexes, condition variables) from futex waits with user stacks
 //! (`culprit_analysis::lock`; docs/wall-clock.md).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
 use culprit_analysis::lock::{self, LockJson, LockOptions, LOCK_SCHEMA};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
-use crate::cmd::record::{self, RecordArgs};
+use crate::cmd::record;
 
 /// The tracepoints `culprit lock record` records.
 pub const LOCK_EVENTS: &[&str] = &[
@@ -46,25 +44,9 @@ pub enum LockCommand {
 #[derive(clap::Args, Debug)]
 #[command(trailing_var_arg = true)]
 pub struct LockRecordArgs {
-    /// Output file.
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub output: PathBuf,
-    /// Ring buffer size per CPU in pages (a power of two).
-    #[arg(
-        short = 'm',
-        long = "mmap-pages",
-        value_name = "PAGES",
-        default_value_t = 1024
-    )]
-    pub mmap_pages: usize,
-    /// Don't print the summary.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
+    /// `-o FILE`, `-m PAGES`, `-q`.
+    #[command(flatten)]
+    pub preset: record::PresetArgs,
     /// The whole system (the default without a command).
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
@@ -90,12 +72,6 @@ pub struct ContentionArgs {
     pub output: OutputArgs,
 }
 
-#[derive(Parser, Debug)]
-struct RecordCli {
-    #[command(flatten)]
-    args: RecordArgs,
-}
-
 /// Runs `culprit lock`.
 pub fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -104,24 +80,14 @@ pub fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `culprit record -c 1 -g -e <LOCK_EVENTS> [-a] -o FILE [-- CMD]`.
+/// `culprit record -c 1 -g -e <LOCK_EVENTS> [-a] -m PAGES -o FILE [-- CMD]`.
 fn run_record(a: LockRecordArgs) -> anyhow::Result<ExitCode> {
-    let mut argv: Vec<String> = vec!["record".into(), "-c".into(), "1".into(), "-g".into()];
-    argv.extend(["-e".into(), LOCK_EVENTS.join(",")]);
-    argv.extend(["-m".into(), a.mmap_pages.to_string()]);
-    argv.extend(["-o".into(), a.output.display().to_string()]);
-    if a.quiet {
-        argv.push("-q".into());
-    }
+    let events = LOCK_EVENTS.join(",");
+    let mut flags = vec!["-c", "1", "-g", "-e", &events];
     if a.all_cpus || a.command.is_empty() {
-        argv.push("-a".into());
+        flags.push("-a");
     }
-    if !a.command.is_empty() {
-        argv.push("--".into());
-        argv.extend(a.command);
-    }
-    let cli = RecordCli::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    record::run(cli.args)
+    record::run_preset(&flags, &a.preset, &a.command)
 }
 
 fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {

@@ -773,3 +773,58 @@ mod tests {
             .contains("nothing to record"));
     }
 }
+
+/// The flags of a preset recorder (`sched record`, `lock record`) that are `record`'s own.
+#[derive(clap::Args, Debug)]
+pub struct PresetArgs {
+    /// Output file.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+    /// Ring buffer size per CPU in pages (a power of two): tracepoint events are many.
+    #[arg(
+        short = 'm',
+        long = "mmap-pages",
+        value_name = "PAGES",
+        default_value_t = 1024
+    )]
+    pub mmap_pages: usize,
+    /// Don't print the summary.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Records as `culprit record FLAGS… [-- COMMAND]` would, with `flags` (a preset's events
+/// and modes) and the preset's own `-o`, `-m` and `-q`: as perf's `perf sched record` and
+/// `perf lock record` run `perf record` with theirs.
+pub fn run_preset(
+    flags: &[&str],
+    preset: &PresetArgs,
+    command: &[String],
+) -> anyhow::Result<ExitCode> {
+    #[derive(clap::Parser, Debug)]
+    struct RecordCli {
+        #[command(flatten)]
+        args: RecordArgs,
+    }
+    let mut argv: Vec<String> = std::iter::once("record")
+        .chain(flags.iter().copied())
+        .map(String::from)
+        .collect();
+    argv.extend(["-m".into(), preset.mmap_pages.to_string()]);
+    argv.extend(["-o".into(), preset.output.display().to_string()]);
+    if preset.quiet {
+        argv.push("-q".into());
+    }
+    if !command.is_empty() {
+        argv.push("--".into());
+        argv.extend(command.iter().cloned());
+    }
+    let cli =
+        <RecordCli as clap::Parser>::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{e}"))?;
+    run(cli.args)
+}

@@ -4,16 +4,14 @@
 //! (`culprit_analysis::sched`), and render in perf's layout, CSV or JSON
 //! (docs/wall-clock.md).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
 use culprit_analysis::sched::render::{LatencyView, TimehistView};
 use culprit_analysis::sched::{self, LatencyOptions, LatencySort};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
-use crate::cmd::record::{self, RecordArgs};
+use crate::cmd::record;
 
 /// The tracepoints `culprit sched record` records: perf 6.1's `perf sched record` set
 /// (switch, run time, fork, wake-up of new tasks, migration, waking), and `sched_wakeup`.
@@ -56,25 +54,9 @@ pub enum SchedCommand {
 #[derive(clap::Args, Debug)]
 #[command(trailing_var_arg = true)]
 pub struct SchedRecordArgs {
-    /// Output file.
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "FILE",
-        default_value = "perf.data"
-    )]
-    pub output: PathBuf,
-    /// Ring buffer size per CPU in pages (a power of two): scheduler events are many.
-    #[arg(
-        short = 'm',
-        long = "mmap-pages",
-        value_name = "PAGES",
-        default_value_t = 1024
-    )]
-    pub mmap_pages: usize,
-    /// Don't print the summary.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
+    /// `-o FILE`, `-m PAGES`, `-q`.
+    #[command(flatten)]
+    pub preset: record::PresetArgs,
     /// Stop after SECONDS.
     #[arg(long = "duration", value_name = "SECONDS")]
     pub duration: Option<f64>,
@@ -119,13 +101,6 @@ pub struct TimehistArgs {
     pub output: OutputArgs,
 }
 
-/// `culprit record`'s flags, to build its arguments from `sched record`'s.
-#[derive(Parser, Debug)]
-struct RecordCli {
-    #[command(flatten)]
-    args: RecordArgs,
-}
-
 /// Runs `culprit sched`.
 pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -139,22 +114,13 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
 /// `culprit record -a -c 1 -e <SCHED_EVENTS> -m PAGES -o FILE [-- CMD]`, as perf sched
 /// record runs `perf record -a -R -m 1024 -c 1 -e …`.
 fn run_record(a: SchedRecordArgs) -> anyhow::Result<ExitCode> {
-    let mut argv: Vec<String> = vec!["record".into(), "-a".into(), "-c".into(), "1".into()];
-    argv.extend(["-e".into(), SCHED_EVENTS.join(",")]);
-    argv.extend(["-m".into(), a.mmap_pages.to_string()]);
-    argv.extend(["-o".into(), a.output.display().to_string()]);
-    if a.quiet {
-        argv.push("-q".into());
+    let events = SCHED_EVENTS.join(",");
+    let duration = a.duration.map(|d| d.to_string());
+    let mut flags = vec!["-a", "-c", "1", "-e", &events];
+    if let Some(d) = &duration {
+        flags.extend(["--duration", d]);
     }
-    if let Some(d) = a.duration {
-        argv.extend(["--duration".into(), d.to_string()]);
-    }
-    if !a.command.is_empty() {
-        argv.push("--".into());
-        argv.extend(a.command);
-    }
-    let cli = RecordCli::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("{e}"))?;
-    record::run(cli.args)
+    record::run_preset(&flags, &a.preset, &a.command)
 }
 
 fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
