@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use culprit_collect::perfdata::pipe::PipeWriter;
-use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
+use culprit_collect::perfdata::{FileAttr, PerfDataWriter};
 use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
 
 fn fixture(name: &str) -> PathBuf {
@@ -259,19 +259,7 @@ fn test_a_closed_stdout_ends_every_verb_and_format_quietly() {
 /// Writes a file-mode perf.data of `samples` cpu-clock samples of process 100, each with a
 /// user call chain of `depth` distinct unmapped frames (a damaged or runaway stack).
 fn write_deep_chains(path: &Path, samples: u64, depth: u64) {
-    let attr = Attr {
-        attr_type: 1,
-        config: 0,
-        sample_period_or_freq: 100_003,
-        sample_type: sample_type::IDENTIFIER
-            | sample_type::IP
-            | sample_type::TID
-            | sample_type::TIME
-            | sample_type::PERIOD
-            | sample_type::CALLCHAIN,
-        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM,
-        ..Attr::default()
-    };
+    let attr = common::cpu_clock_attr(sample_type::CALLCHAIN, attr_flag::COMM);
     let attrs = vec![FileAttr {
         attr,
         name: "cpu-clock".into(),

@@ -93,20 +93,9 @@ fn write_recording_as(
     features: &culprit_collect::perfdata::Features,
 ) {
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
-    use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
-    let attr = Attr {
-        attr_type: 1,
-        config: 0,
-        sample_period_or_freq: 100003,
-        sample_type: sample_type::IDENTIFIER
-            | sample_type::IP
-            | sample_type::TID
-            | sample_type::TIME
-            | sample_type::PERIOD,
-        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::MMAP | attr_flag::COMM,
-        ..Attr::default()
-    };
+    use culprit_collect::perfdata::{FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{attr_flag, misc, record_type};
+    let attr = common::cpu_clock_attr(0, attr_flag::MMAP | attr_flag::COMM);
     let file = FileAttr {
         attr,
         name: "cpu-clock".to_string(),

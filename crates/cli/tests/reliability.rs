@@ -10,22 +10,11 @@ use std::process::Output;
 /// A perf.data file (culprit's writer) of process 100 with `valid` well-formed samples and
 /// `malformed` samples cut short (their PERIOD missing), interleaved, each of period `period`.
 fn crafted(dir: &Path, valid: usize, malformed: usize, period: u64) -> PathBuf {
-    use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+    use culprit_collect::perfdata::{FileAttr, PerfDataWriter};
+    use culprit_decode::abi::{misc, record_type};
     let path = dir.join("crafted.data");
     let attr = FileAttr {
-        attr: Attr {
-            attr_type: 1,
-            config: 0,
-            sample_period_or_freq: 100003,
-            sample_type: sample_type::IDENTIFIER
-                | sample_type::IP
-                | sample_type::TID
-                | sample_type::TIME
-                | sample_type::PERIOD,
-            flags: attr_flag::SAMPLE_ID_ALL,
-            ..Attr::default()
-        },
+        attr: common::cpu_clock_attr(0, 0),
         name: "cpu-clock".to_string(),
         ids: vec![1],
     };

@@ -290,6 +290,13 @@ pub fn write_crafted_file_with(
 /// chain, and side records with sample ids: what the crafted streams of the memory tests write.
 pub fn cpu_clock_chain_attr() -> culprit_collect::perfdata::Attr {
     use culprit_decode::abi::{attr_flag, sample_type};
+    cpu_clock_attr(sample_type::CALLCHAIN, attr_flag::COMM | attr_flag::MMAP2)
+}
+
+/// The cpu-clock attr of crafted files: samples with IDENTIFIER, IP, TID, TIME, PERIOD and
+/// the `extra` fields, period 100,003, SAMPLE_ID_ALL and the `flags` given.
+pub fn cpu_clock_attr(extra: u64, flags: u64) -> culprit_collect::perfdata::Attr {
+    use culprit_decode::abi::{attr_flag, sample_type};
     culprit_collect::perfdata::Attr {
         attr_type: 1,
         config: 0,
@@ -299,8 +306,8 @@ pub fn cpu_clock_chain_attr() -> culprit_collect::perfdata::Attr {
             | sample_type::TID
             | sample_type::TIME
             | sample_type::PERIOD
-            | sample_type::CALLCHAIN,
-        flags: attr_flag::SAMPLE_ID_ALL | attr_flag::COMM | attr_flag::MMAP2,
+            | extra,
+        flags: attr_flag::SAMPLE_ID_ALL | flags,
         ..Default::default()
     }
 }
