@@ -191,14 +191,6 @@ fn test_lock_contention_finds_the_contended_mutex_and_its_call_site() {
     );
 }
 
-/// The JSON data an HTML report embeds (`<script id="culprit-data">`).
-fn page_data(page: &Path) -> Value {
-    let html = std::fs::read_to_string(page).unwrap();
-    let start = html.find("id=\"culprit-data\">").expect("the page's data") + 18;
-    let end = start + html[start..].find("</script>").unwrap();
-    serde_json::from_str(&html[start..end]).expect("the page's data is JSON")
-}
-
 /// On the HTML timeline of a recording with scheduler and futex events, the mutex
 /// workload's threads spend time in the `lock` state, and a blocked interval is in it
 /// exactly when the thread left the CPU inside one of its futex waits (perf script's
@@ -232,7 +224,7 @@ fn test_html_timeline_shows_futex_waits_as_the_lock_state() {
             .arg("-o")
             .arg(&page),
     );
-    let data = page_data(&page);
+    let data = crate::browser::page_data(&page);
     let tl = &data["timeline"];
     let names = tl["state_names"].as_array().unwrap();
     let lock = names

@@ -295,6 +295,15 @@ pub fn record(dir: &Path, name: &str, prog: &str, args: &[&str]) -> PathBuf {
     out
 }
 
+/// The JSON data an HTML report embeds (`<script id="culprit-data">`), read without a
+/// browser.
+pub fn page_data(page: &Path) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let start = html.find("id=\"culprit-data\">").expect("the page's data") + 18;
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).expect("the page's data is JSON")
+}
+
 /// `culprit html ARGS -o OUT --summary json`: the summary, checked against its schema.
 pub fn html(args: &[&str], out: &Path) -> Value {
     let o = crate::common::run_ok(

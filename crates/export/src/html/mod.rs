@@ -47,7 +47,9 @@ pub use model::*;
 pub use page::write_page;
 pub use states::{ThreadStates, STATE_NAMES};
 pub use timeline::{Cells, Timeline, Track};
-pub use why::{WhyDeskid, WhyDeskidRow, WhyMemory, WhyMemoryRow};
+pub use why::{
+    WhyDeskid, WhyDeskidRow, WhyLatency, WhyLatencyRow, WhyMemory, WhyMemoryRow, LATENCY_BUCKETS,
+};
 
 /// What the page shows.
 #[derive(Debug, Clone)]
@@ -163,6 +165,7 @@ pub fn build_page(
     let mut places = SampledPlaces::default();
     let mut why_samples = why::DeskidSamples::new(&hopts);
     let mut why_memory = why::MemorySamples::new(&hopts);
+    let mut why_latency = why::LatencySamples::default();
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
@@ -173,6 +176,7 @@ pub fn build_page(
         places.add(p, s);
         why_samples.add(p, s);
         why_memory.add(p, s);
+        why_latency.add(s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();
@@ -180,6 +184,7 @@ pub fn build_page(
     drop(agg);
     let why_deskid = why_samples.table(&profile, &mut symbolizer)?;
     let why_memory = why_memory.table(&profile, &mut symbolizer)?;
+    let why_latency = why_latency.table(&profile, &mut symbolizer);
     let stacks = stacks.finish(&profile, &mut symbolizer)?;
 
     let events: Vec<PageEvent> = hot
@@ -296,6 +301,7 @@ pub fn build_page(
         ibs_note,
         why_deskid,
         why_memory,
+        why_latency,
         diff,
         diff_hidden,
         diff_flame,

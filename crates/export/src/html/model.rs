@@ -48,6 +48,8 @@ pub struct Page {
     pub why_deskid: Option<crate::html::WhyDeskid>,
     /// The Why tab's miss sources per function, when events recorded data sources.
     pub why_memory: Option<crate::html::WhyMemory>,
+    /// The Why tab's latency histograms per function, when samples carry a weight.
+    pub why_latency: Option<crate::html::WhyLatency>,
     /// The diff against another file (`--diff`), as `culprit diff` computes it.
     pub diff: Option<Diff>,
     /// Rows of each diff event left out by the row limit, per event (same order).

@@ -161,6 +161,7 @@ mod tests {
             ibs_note: None,
             why_deskid: None,
             why_memory: None,
+            why_latency: None,
             diff: None,
             diff_hidden: Vec::new(),
             diff_flame: None,

@@ -493,7 +493,7 @@
   // else one line on what would be here and how to record it.
   render.why = function () {
     const v = clear(document.getElementById('v-why'));
-    if (!D.ibs && !D.topdown && !D.why_deskid && !D.why_memory) {
+    if (!D.ibs && !D.topdown && !D.why_deskid && !D.why_memory && !D.why_latency) {
       v.append(el('p', { id: 'why-none', class: 'note', text: 'With precise samples (AMD IBS, Intel PEBS, Arm SPE) or Top-Down events this tab shows, per hot function, why it is slow: load latencies, where its misses were served, the data addresses and symbols it touched, and its Top-Down breakdown. This recording has none: on a machine with a hardware PMU, record with `culprit record --ibs op` (AMD), `culprit record -d -e <memory event>:pp` (Intel PEBS) or `culprit record --topdown`.' }));
       return;
     }
@@ -519,6 +519,32 @@
       v.append(el('h3', { text: 'Miss sources: where each function\'s sampled loads were served' }),
         table(cols, M.rows, { id: 'why-mem' }),
         el('p', { class: 'note', text: 'Weight: the load latency when recorded (else 1 per sample), as perf --mem-mode. Same numbers as `culprit report --sort sym,mem`.' }));
+    }
+    if (D.why_latency) {
+      // Per function, its samples' latencies in power-of-two ranges of cycles (the
+      // `latency` of `culprit script`); every row's bars share one range of buckets.
+      const L = D.why_latency;
+      const last = L.rows.length ? L.rows[0].buckets.length - 1 : 0;
+      const range = (b) => (b === 0 ? '0' : b === last ? '≥ ' + fmtInt(2 ** (b - 1)) : fmtInt(2 ** (b - 1)) + '–' + fmtInt(2 ** b - 1));
+      let lo = last, hi = 0;
+      for (const r of L.rows) r.buckets.forEach((n, b) => { if (n) { lo = Math.min(lo, b); hi = Math.max(hi, b); } });
+      const cols = [{ label: 'Function', get: (r) => r.name }, { label: 'Shared object', get: (r) => r.dso },
+        { label: 'samples', num: true, get: (r) => fmtInt(r.samples) },
+        { label: 'avg latency (cycles)', num: true, get: (r) => (r.total / r.samples).toFixed(1) },
+        { label: 'samples per latency range: ' + range(lo) + ' … ' + range(hi) + ' cycles', get: () => '' }];
+      const t = table(cols, L.rows, { id: 'why-lat' });
+      t.querySelectorAll('tbody tr').forEach((tr, i) => {
+        const r = L.rows[i], cell = tr.lastChild, max = Math.max(...r.buckets);
+        cell.className = 'lat-hist';
+        cell.dataset.buckets = JSON.stringify(r.buckets);
+        for (let b = lo; b <= hi; b++) {
+          const bar = el('span', { class: 'lat-bar', title: range(b) + ' cycles: ' + fmtInt(r.buckets[b]) + ' samples' });
+          bar.style.height = (r.buckets[b] ? 2 + Math.round((16 * r.buckets[b]) / max) : 0) + 'px';
+          cell.append(bar);
+        }
+      });
+      v.append(el('h3', { text: 'Latency per function: its samples per range of cycles' }), t,
+        el('p', { class: 'note', text: 'From each sample\'s weight (PEBS load latency, Arm SPE total latency) in ranges that double (64–127, 128–255 … cycles); hover a bar for its range and count. Same numbers as the `latency` of `culprit script --format json`.' }));
     }
     if (D.why_deskid) {
       // Raw self samples beside the de-skid estimate (report --sort sym --deskid).

@@ -4,15 +4,20 @@
 //!   report --sort sym --no-children --deskid` computes them.
 //! - Miss sources: per function, where its sampled loads were served (the memory level of
 //!   PERF_SAMPLE_DATA_SRC) with their samples and weight, as `culprit report --sort sym,mem`.
+//! - Latency histograms: per function, its samples' weights (PEBS load latency, SPE total
+//!   latency: PERF_SAMPLE_WEIGHT) in power-of-two ranges of cycles, as `culprit script`
+//!   gives each sample's `latency`.
 
 use serde::Serialize;
 
 use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
+use culprit_analysis::offenders::report::Place;
 use culprit_analysis::skid::{self, EventClass};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, SortKey};
 use culprit_decode::abi::sample_type as sample;
-use culprit_decode::model::{EventInfo, Profile, Sample};
+use culprit_decode::model::{EventInfo, Location, Profile, Sample};
 use culprit_symbols::Symbolizer;
+use rustc_hash::FxHashMap;
 
 /// Functions the de-skid table keeps.
 const ROWS: usize = 20;
@@ -236,5 +241,102 @@ impl MemorySamples {
             total_weight: cols.iter().map(|&e| h.events[e].period).collect(),
             rows,
         }))
+    }
+}
+
+/// Ranges of the latency histograms: 0 cycles, then `[2^(b-1), 2^b)` for bucket `b`, the
+/// last one open-ended.
+pub const LATENCY_BUCKETS: usize = 24;
+/// Functions the latency table keeps.
+const LATENCY_ROWS: usize = 15;
+
+/// The histogram bucket of a latency of `w` cycles.
+fn latency_bucket(w: u64) -> usize {
+    (64 - w.leading_zeros() as usize).min(LATENCY_BUCKETS - 1)
+}
+
+/// Per function, the histogram of its samples' latencies (PERF_SAMPLE_WEIGHT).
+#[derive(Debug, Clone, Serialize)]
+pub struct WhyLatency {
+    /// The events whose samples carry a weight, by name.
+    pub events: Vec<String>,
+    /// The functions with the most summed latency (at most 15), most first.
+    pub rows: Vec<WhyLatencyRow>,
+}
+
+/// One row of [`WhyLatency`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhyLatencyRow {
+    /// The function (`[unknown]` without a symbol).
+    pub name: String,
+    /// Its DSO's short name.
+    pub dso: String,
+    /// Samples with a weight.
+    pub samples: u64,
+    /// Their summed latency, cycles.
+    pub total: u64,
+    /// Samples per range ([`LATENCY_BUCKETS`]: 0, then `[2^(b-1), 2^b)` cycles).
+    pub buckets: Vec<u64>,
+}
+
+/// The weighted samples, folded by where they were taken (bounded by the distinct
+/// locations, not the samples); named when the table is made.
+#[derive(Default)]
+pub struct LatencySamples {
+    by_place: FxHashMap<(i32, Location), (u64, [u64; LATENCY_BUCKETS])>,
+    events: Vec<bool>,
+}
+
+impl LatencySamples {
+    /// Adds sample `s` when its event records a weight.
+    pub fn add(&mut self, s: &Sample) {
+        let Some(w) = s.weight else {
+            return;
+        };
+        let event = usize::from(s.event);
+        if self.events.len() <= event {
+            self.events.resize(event + 1, false);
+        }
+        self.events[event] = true;
+        let (total, buckets) = self.by_place.entry((s.pid, s.location)).or_default();
+        *total += w;
+        buckets[latency_bucket(w)] += 1;
+    }
+
+    /// The table (`None` without weighted samples): the functions by summed latency.
+    pub fn table(self, profile: &Profile, symbolizer: &mut Symbolizer) -> Option<WhyLatency> {
+        if self.by_place.is_empty() {
+            return None;
+        }
+        let mut by_function: FxHashMap<(String, String), WhyLatencyRow> = FxHashMap::default();
+        for ((pid, location), (total, buckets)) in self.by_place {
+            let place = Place::of(profile, symbolizer, location, pid);
+            let name = place.symbol.unwrap_or_else(|| "[unknown]".to_string());
+            let row = by_function
+                .entry((name.clone(), place.dso.clone()))
+                .or_insert_with(|| WhyLatencyRow {
+                    name,
+                    dso: place.dso,
+                    samples: 0,
+                    total: 0,
+                    buckets: vec![0; LATENCY_BUCKETS],
+                });
+            row.samples += buckets.iter().sum::<u64>();
+            row.total += total;
+            for (sum, n) in row.buckets.iter_mut().zip(buckets) {
+                *sum += n;
+            }
+        }
+        let mut rows: Vec<WhyLatencyRow> = by_function.into_values().collect();
+        rows.sort_by(|a, b| (b.total, &a.name, &a.dso).cmp(&(a.total, &b.name, &b.dso)));
+        rows.truncate(LATENCY_ROWS);
+        let events = self
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, &has)| has)
+            .filter_map(|(i, _)| profile.events.get(i).map(|e| e.name.clone()))
+            .collect();
+        Some(WhyLatency { events, rows })
     }
 }
