@@ -96,6 +96,73 @@ fn test_lock_contention_kernel_table_is_perfs() {
     }
 }
 
+/// A futex wait by perf's own account: `perf script --ns`'s `sys_enter_futex` with a waiting
+/// operation to the same thread's next `sys_exit_futex`.
+struct FutexWait {
+    tid: u64,
+    uaddr: String,
+    op: u64,
+    start_ns: u64,
+    end_ns: u64,
+}
+
+/// The futex waits of `file` (the oracle of the lock tests).
+fn perf_futex_waits(file: &Path) -> Vec<FutexWait> {
+    let script = common::run_ok(
+        common::perf()
+            .args(["script", "--ns", "-F", "tid,time,event,trace", "-i"])
+            .arg(file)
+            .env("PAGER", "cat")
+            .stdin(Stdio::null()),
+    );
+    let ns = |t: &str| -> Option<u64> {
+        let (s, frac) = t.trim_end_matches(':').split_once('.')?;
+        Some(s.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
+    };
+    let field = |line: &str, name: &str| {
+        line.split(name)
+            .nth(1)
+            .and_then(|s| s.split(',').next())
+            .map(str::to_string)
+    };
+    let mut open: HashMap<u64, (String, u64, u64)> = HashMap::new();
+    let mut waits = Vec::new();
+    for line in String::from_utf8_lossy(&script.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(tid), Some(time)) = (
+            f.first().and_then(|t| t.parse::<u64>().ok()),
+            f.get(1).and_then(|t| ns(t)),
+        ) else {
+            continue;
+        };
+        let event = f.get(2).copied().unwrap_or("");
+        if event.starts_with("syscalls:sys_enter_futex") {
+            let op = field(line, "op: ")
+                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+            match (op, field(line, "uaddr: ")) {
+                // FUTEX_WAIT, LOCK_PI, WAIT_BITSET, WAIT_REQUEUE_PI, LOCK_PI2.
+                (Some(op), Some(uaddr)) if matches!(op & 127, 0 | 6 | 9 | 11 | 13) => {
+                    open.insert(tid, (uaddr, op, time));
+                }
+                _ => {
+                    open.remove(&tid);
+                }
+            }
+        } else if event.starts_with("syscalls:sys_exit_futex") {
+            if let Some((uaddr, op, start_ns)) = open.remove(&tid) {
+                waits.push(FutexWait {
+                    tid,
+                    uaddr,
+                    op,
+                    start_ns,
+                    end_ns: time,
+                });
+            }
+        }
+    }
+    waits
+}
+
 #[test]
 fn test_lock_contention_finds_the_contended_mutex_and_its_call_site() {
     let test = "test_lock_contention_finds_the_contended_mutex_and_its_call_site";
@@ -139,55 +206,16 @@ fn test_lock_contention_finds_the_contended_mutex_and_its_call_site() {
         .sum();
     // The oracle: perf script's futex enters on the mutex (FUTEX_WAIT) to each thread's
     // next exit.
-    let script = common::run_ok(
-        common::perf()
-            .args(["script", "-F", "tid,time,event,trace", "-i"])
-            .arg(&file)
-            .env("PAGER", "cat")
-            .stdin(Stdio::null()),
-    );
-    let mut open: HashMap<u64, f64> = HashMap::new();
-    let mut total_s = 0.0;
-    let mut waits = 0;
-    for line in String::from_utf8_lossy(&script.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 3 {
-            continue;
-        }
-        let (Ok(tid), Ok(time)) = (
-            f[0].parse::<u64>(),
-            f[1].trim_end_matches(':').parse::<f64>(),
-        ) else {
-            continue;
-        };
-        if f[2].starts_with("syscalls:sys_enter_futex") {
-            let uaddr = line
-                .split("uaddr: ")
-                .nth(1)
-                .and_then(|s| s.split(',').next());
-            let op = line
-                .split("op: ")
-                .nth(1)
-                .and_then(|s| s.split(',').next())
-                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-            if uaddr == Some(mutex.as_str()) && op.is_some_and(|op| op & 127 == 0) {
-                open.insert(tid, time);
-            } else {
-                open.remove(&tid);
-            }
-        } else if f[2].starts_with("syscalls:sys_exit_futex") {
-            if let Some(t0) = open.remove(&tid) {
-                total_s += time - t0;
-                waits += 1;
-            }
-        }
-    }
+    let on_mutex: Vec<FutexWait> = perf_futex_waits(&file)
+        .into_iter()
+        .filter(|w| w.uaddr == mutex && w.op & 127 == 0)
+        .collect();
+    let waits = on_mutex.len();
+    let total_ns: u64 = on_mutex.iter().map(|w| w.end_ns - w.start_ns).sum();
     assert!(waits > 0, "perf script shows no wait on {mutex}");
-    let oracle = total_s * 1e9;
-    // perf script prints microseconds: one µs per wait at most.
-    assert!(
-        (ours as f64 - oracle).abs() <= 2000.0 * f64::from(waits),
-        "culprit {ours} ns vs perf script {oracle} ns over {waits} waits"
+    assert_eq!(
+        ours, total_ns,
+        "culprit's total wait vs perf script's (ns) over {waits} waits"
     );
 }
 
@@ -232,44 +260,9 @@ fn test_html_timeline_shows_futex_waits_as_the_lock_state() {
         .position(|n| n == "lock")
         .expect("a lock state") as u64;
     // The oracle's futex waits per thread.
-    let script = common::run_ok(
-        common::perf()
-            .args(["script", "--ns", "-F", "tid,time,event,trace", "-i"])
-            .arg(&file)
-            .env("PAGER", "cat")
-            .stdin(Stdio::null()),
-    );
-    let mut open: HashMap<u64, u64> = HashMap::new();
     let mut waits: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
-    let ns = |t: &str| -> Option<u64> {
-        let (s, frac) = t.trim_end_matches(':').split_once('.')?;
-        Some(s.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?)
-    };
-    for line in String::from_utf8_lossy(&script.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(tid), Some(time)) = (
-            f.first().and_then(|t| t.parse::<u64>().ok()),
-            f.get(1).and_then(|t| ns(t)),
-        ) else {
-            continue;
-        };
-        let event = f.get(2).copied().unwrap_or("");
-        if event.starts_with("syscalls:sys_enter_futex") {
-            let op = line
-                .split("op: ")
-                .nth(1)
-                .and_then(|s| s.split(',').next())
-                .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
-            if op.is_some_and(|op| matches!(op & 127, 0 | 6 | 9 | 11 | 13)) {
-                open.insert(tid, time);
-            } else {
-                open.remove(&tid);
-            }
-        } else if event.starts_with("syscalls:sys_exit_futex") {
-            if let Some(t0) = open.remove(&tid) {
-                waits.entry(tid).or_default().push((t0, time));
-            }
-        }
+    for w in perf_futex_waits(&file) {
+        waits.entry(w.tid).or_default().push((w.start_ns, w.end_ns));
     }
     let (mut lock_ns, mut checked) = (0u64, 0);
     for (i, th) in tl["threads"].as_array().unwrap().iter().enumerate() {
