@@ -124,8 +124,8 @@ fn test_html_why_miss_sources_equal_report_sort_sym_mem() {
 
 /// The Why tab's latency histograms: per function (and DSO), its samples per power-of-two
 /// range of latency cycles equal the `latency` of each sample in `culprit script --format
-/// json`, on a real PEBS load-latency recording and a crafted Arm SPE one; the page draws one
-/// bar per range.
+/// json`, on a real PEBS load-latency recording, a crafted Arm SPE one and a real IBS one;
+/// the page draws one bar per range.
 #[test]
 fn test_html_why_latency_histograms_equal_script_latencies() {
     let test = "test_html_why_latency_histograms_equal_script_latencies";
@@ -133,6 +133,7 @@ fn test_html_why_latency_histograms_equal_script_latencies() {
     let files = [
         "crates/decode/tests/fixtures/real-perf-data/google-perf_data_converter/perf.data.weight_struct",
         "crates/decode/tests/fixtures/spe/spe-crafted.data",
+        "crates/decode/tests/fixtures/ibs-fam17h_m31_zen2.data",
     ];
     let dir = common::scratch("html-why-latency");
     let browser = require_browser(test).then(Browser::start);

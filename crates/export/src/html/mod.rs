@@ -176,7 +176,7 @@ pub fn build_page(
         places.add(p, s);
         why_samples.add(p, s);
         why_memory.add(p, s);
-        why_latency.add(s);
+        why_latency.add(p, s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();

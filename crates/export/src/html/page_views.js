@@ -544,7 +544,7 @@
         }
       });
       v.append(el('h3', { text: 'Latency per function: its samples per range of cycles' }), t,
-        el('p', { class: 'note', text: 'From each sample\'s weight (PEBS load latency, Arm SPE total latency) in ranges that double (64–127, 128–255 … cycles); hover a bar for its range and count. Same numbers as the `latency` of `culprit script --format json`.' }));
+        el('p', { class: 'note', text: 'From each sample\'s latency (PEBS load latency, Arm SPE total latency, IBS DcMissLat of a missing load) in ranges that double (64–127, 128–255 … cycles); hover a bar for its range and count. Same numbers as the `latency` of `culprit script --format json`.' }));
     }
     if (D.why_deskid) {
       // Raw self samples beside the de-skid estimate (report --sort sym --deskid).

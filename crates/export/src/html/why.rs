@@ -4,13 +4,14 @@
 //!   report --sort sym --no-children --deskid` computes them.
 //! - Miss sources: per function, where its sampled loads were served (the memory level of
 //!   PERF_SAMPLE_DATA_SRC) with their samples and weight, as `culprit report --sort sym,mem`.
-//! - Latency histograms: per function, its samples' weights (PEBS load latency, SPE total
-//!   latency: PERF_SAMPLE_WEIGHT) in power-of-two ranges of cycles, as `culprit script`
-//!   gives each sample's `latency`.
+//! - Latency histograms: per function, its samples' latencies (PEBS load latency, SPE total
+//!   latency, IBS DcMissLat of a missing load) in power-of-two ranges of cycles, as `culprit
+//!   script` gives each sample's `latency`.
 
 use serde::Serialize;
 
 use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
+use culprit_analysis::listing::PreciseDecoder;
 use culprit_analysis::offenders::report::Place;
 use culprit_analysis::skid::{self, EventClass};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, SortKey};
@@ -285,12 +286,15 @@ pub struct WhyLatencyRow {
 pub struct LatencySamples {
     by_place: FxHashMap<(i32, Location), (u64, [u64; LATENCY_BUCKETS])>,
     events: Vec<bool>,
+    precise: PreciseDecoder,
 }
 
 impl LatencySamples {
-    /// Adds sample `s` when its event records a weight.
-    pub fn add(&mut self, s: &Sample) {
-        let Some(w) = s.weight else {
+    /// Adds sample `s` of `profile` (read so far) when its precise model has a latency (as
+    /// `culprit script` shows it: PEBS/SPE weight, IBS DcMissLat of a missing load).
+    pub fn add(&mut self, profile: &Profile, s: &Sample) {
+        let (_, precise, _) = self.precise.decode(profile, s);
+        let Some(w) = precise.and_then(|p| p.latency) else {
             return;
         };
         let event = usize::from(s.event);
