@@ -33,7 +33,7 @@ mod data;
 mod output;
 mod precise;
 
-pub use data::{data_report, has_pebs_memory_samples};
+pub use data::IbsFold;
 
 pub use output::{ibs_report, IbsReport, IbsRequest, SCHEMA};
 use precise::{is_spe_memory_sample, pebs_l1_miss};
@@ -340,43 +340,54 @@ pub struct PageSizeRow {
     pub dc_miss: u64,
 }
 
-/// Decoded IBS samples of a profile, with the context used.
-struct Decoded<'p> {
-    ctx: IbsContext,
-    items: Vec<(&'p Sample, IbsSample)>,
-    invalid: u64,
-    samples: u64,
+/// Values per key, in the order the keys were first seen: what is summed while reading,
+/// per sampled location, and named once the file is read (rows keep the first-seen site of
+/// their key, as a single pass over the samples would).
+struct Ordered<K, V> {
+    index: HashMap<K, usize>,
+    items: Vec<(K, V)>,
 }
 
-fn decode_all(profile: &Profile, want: IbsKind) -> Decoded<'_> {
-    // Without CPUID (not an AMD file) decode with neutral defaults: no errata, no Zen 4.
-    let ctx = IbsContext::from_meta(&profile.meta).unwrap_or(IbsContext {
+impl<K, V> Default for Ordered<K, V> {
+    fn default() -> Self {
+        Ordered {
+            index: HashMap::new(),
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V: Default> Ordered<K, V> {
+    fn get(&mut self, key: K) -> &mut V {
+        let items = &mut self.items;
+        let i = *self.index.entry(key.clone()).or_insert_with(|| {
+            items.push((key, V::default()));
+            items.len() - 1
+        });
+        &mut items[i].1
+    }
+}
+
+/// A sampled location and its process (the process names JIT code and maps).
+type LocKey = (Location, i32);
+
+/// The IBS kind of a sample's event, if it is an IBS PMU's.
+fn ibs_kind(profile: &Profile, s: &Sample) -> Option<IbsKind> {
+    profile
+        .events
+        .get(s.event as usize)
+        .and_then(|e| e.pmu.as_deref())
+        .and_then(IbsKind::from_pmu)
+}
+
+/// The decoding context of a profile's IBS samples. Without CPUID (not an AMD file) they
+/// are decoded with neutral defaults: no errata, no Zen 4.
+fn ibs_context(profile: &Profile) -> IbsContext {
+    IbsContext::from_meta(&profile.meta).unwrap_or(IbsContext {
         family: 0x17,
         model: 0,
         zen4_pmu_cap: false,
-    });
-    let mut out = Decoded {
-        ctx,
-        items: Vec::new(),
-        invalid: 0,
-        samples: 0,
-    };
-    for s in &profile.samples {
-        let kind = profile
-            .events
-            .get(s.event as usize)
-            .and_then(|e| e.pmu.as_deref())
-            .and_then(IbsKind::from_pmu);
-        if kind != Some(want) {
-            continue;
-        }
-        out.samples += 1;
-        match ibs::decode(want, profile.raw(s), &ctx) {
-            Ok(d) => out.items.push((s, d)),
-            Err(_) => out.invalid += 1,
-        }
-    }
-    out
+    })
 }
 
 /// Symbol facts of one location, resolved once.
@@ -517,36 +528,28 @@ fn avg(total: u64, n: u64) -> f64 {
     }
 }
 
-/// Builds the fetch report.
-pub fn fetch_report(
-    profile: &Profile,
-    symbolizer: &mut Symbolizer,
-    opts: &IbsOptions,
-) -> FetchReport {
-    let d = decode_all(profile, IbsKind::Fetch);
-    let mut r = Resolver::new(profile, symbolizer);
-    let mut rows: Vec<(Site, FetchCounts)> = Vec::new();
-    let mut funcs: Vec<(Site, FetchCounts)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut findex: HashMap<String, usize> = HashMap::new();
-    let mut totals = FetchCounts::default();
-    let (mut killed_total, mut straddled) = (0, 0);
-    for (s, dec) in &d.items {
-        let IbsSample::Fetch(f) = dec else { continue };
+/// The fetch table being summed: per sampled location, as the samples are read.
+#[derive(Default)]
+struct FetchAcc {
+    samples: u64,
+    invalid: u64,
+    killed: u64,
+    by_loc: Ordered<LocKey, FetchCounts>,
+    totals: FetchCounts,
+}
+
+impl FetchAcc {
+    fn add(&mut self, s: &Sample, f: Option<&ibs::IbsFetch>, include_killed: bool) {
+        self.samples += 1;
+        let Some(f) = f else {
+            self.invalid += 1;
+            return;
+        };
         let killed = f.killed();
-        killed_total += u64::from(killed);
-        if killed && !opts.include_killed {
-            continue;
+        self.killed += u64::from(killed);
+        if killed && !include_killed {
+            return;
         }
-        let mut over = None;
-        if let (Some(dso), Some(svma)) = (s.location.dso, r.info(s.location, s.pid).svma) {
-            let info = r.info(s.location, s.pid);
-            if let Some(start) = r.straddler(dso, &info, svma) {
-                over = Some(start);
-                straddled += 1;
-            }
-        }
-        let (site, func) = r.sites(s.location, s.pid, opts.sort, over);
         let mut c = FetchCounts {
             all: 1,
             ..FetchCounts::default()
@@ -575,48 +578,67 @@ pub fn fetch_report(
         c.l2_miss = u64::from(f.ctl.l2_miss == Some(true));
         c.l3_miss = u64::from(f.ctl.l3_miss == Some(true));
         c.oc_miss = u64::from(f.ctl.oc_miss == Some(true));
-        for (table, idx, site) in [
-            (&mut rows, &mut index, site),
-            (&mut funcs, &mut findex, func),
-        ] {
-            let i = *idx.entry(site.key.clone()).or_insert_with(|| {
-                table.push((site, FetchCounts::default()));
-                table.len() - 1
-            });
-            add_fetch(&mut table[i].1, &c);
-        }
-        add_fetch(&mut totals, &c);
+        add_fetch(self.by_loc.get((s.location, s.pid)), &c);
+        add_fetch(&mut self.totals, &c);
     }
-    let finish = |v: Vec<(Site, FetchCounts)>| {
-        let mut out: Vec<FetchRow> = v
-            .into_iter()
-            .map(|(site, mut counts)| {
-                counts.avg_lat = avg(counts.lat_total, counts.attempted);
-                FetchRow { site, counts }
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            b.counts
-                .all
-                .cmp(&a.counts.all)
-                .then(b.counts.lat_total.cmp(&a.counts.lat_total))
-                .then(a.site.key.cmp(&b.site.key))
-        });
-        if let Some(n) = opts.top {
-            out.truncate(n);
+
+    /// The report, its locations named by `r`.
+    fn report(self, r: &mut Resolver<'_>, opts: &IbsOptions) -> FetchReport {
+        let mut rows: Ordered<String, (Option<Site>, FetchCounts)> = Ordered::default();
+        let mut funcs: Ordered<String, (Option<Site>, FetchCounts)> = Ordered::default();
+        let mut straddled = 0;
+        for ((loc, pid), c) in &self.by_loc.items {
+            let mut over = None;
+            if let (Some(dso), Some(svma)) = (loc.dso, r.info(*loc, *pid).svma) {
+                let info = r.info(*loc, *pid);
+                if let Some(start) = r.straddler(dso, &info, svma) {
+                    over = Some(start);
+                    straddled += c.all;
+                }
+            }
+            let (site, func) = r.sites(*loc, *pid, opts.sort, over);
+            for (table, site) in [(&mut rows, site), (&mut funcs, func)] {
+                let row = table.get(site.key.clone());
+                row.0.get_or_insert(site);
+                add_fetch(&mut row.1, c);
+            }
         }
-        out
-    };
-    totals.avg_lat = avg(totals.lat_total, totals.attempted);
-    FetchReport {
-        samples: d.samples,
-        invalid: d.invalid,
-        killed: killed_total,
-        killed_filtered: !opts.include_killed,
-        straddled,
-        rows: finish(rows),
-        functions: finish(funcs),
-        totals,
+        let finish = |v: Ordered<String, (Option<Site>, FetchCounts)>| {
+            let mut out: Vec<FetchRow> = v
+                .items
+                .into_iter()
+                .filter_map(|(_, (site, mut counts))| {
+                    counts.avg_lat = avg(counts.lat_total, counts.attempted);
+                    Some(FetchRow {
+                        site: site?,
+                        counts,
+                    })
+                })
+                .collect();
+            out.sort_by(|a, b| {
+                b.counts
+                    .all
+                    .cmp(&a.counts.all)
+                    .then(b.counts.lat_total.cmp(&a.counts.lat_total))
+                    .then(a.site.key.cmp(&b.site.key))
+            });
+            if let Some(n) = opts.top {
+                out.truncate(n);
+            }
+            out
+        };
+        let mut totals = self.totals;
+        totals.avg_lat = avg(totals.lat_total, totals.attempted);
+        FetchReport {
+            samples: self.samples,
+            invalid: self.invalid,
+            killed: self.killed,
+            killed_filtered: !opts.include_killed,
+            straddled,
+            rows: finish(rows),
+            functions: finish(funcs),
+            totals,
+        }
     }
 }
 
@@ -746,66 +768,82 @@ fn finish_op(c: &mut OpCounts, load_misses: u64) {
     c.avg_comp_to_ret = avg(c.comp_to_ret_total, c.all);
 }
 
-/// Builds the op report.
-pub fn op_report(profile: &Profile, symbolizer: &mut Symbolizer, opts: &IbsOptions) -> OpReport {
-    let d = decode_all(profile, IbsKind::Op);
-    let mut r = Resolver::new(profile, symbolizer);
-    // (site, counts, missing loads)
-    let mut rows: Vec<(Site, OpCounts, u64)> = Vec::new();
-    let mut funcs: Vec<(Site, OpCounts, u64)> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut findex: HashMap<String, usize> = HashMap::new();
-    let mut totals = OpCounts::default();
-    let mut total_load_misses = 0;
-    let mut l3_miss_only = false;
-    for (s, dec) in &d.items {
-        let IbsSample::Op(op) = dec else { continue };
-        l3_miss_only |= op.ctl.l3_miss_only == Some(true);
-        let c = op_counts(op, &d.ctx);
+/// The op table being summed: per sampled location, as the samples are read.
+#[derive(Default)]
+struct OpAcc {
+    samples: u64,
+    invalid: u64,
+    l3_miss_only: bool,
+    /// Counts and missing loads per location.
+    by_loc: Ordered<LocKey, (OpCounts, u64)>,
+    totals: OpCounts,
+    load_misses: u64,
+}
+
+impl OpAcc {
+    fn add(&mut self, s: &Sample, op: Option<&ibs::IbsOp>, ctx: &IbsContext) {
+        self.samples += 1;
+        let Some(op) = op else {
+            self.invalid += 1;
+            return;
+        };
+        self.l3_miss_only |= op.ctl.l3_miss_only == Some(true);
+        let c = op_counts(op, ctx);
         let lm = u64::from(op.is_load() && op.dc_miss());
-        let (site, func) = r.sites(s.location, s.pid, opts.sort, None);
-        for (table, idx, site) in [
-            (&mut rows, &mut index, site),
-            (&mut funcs, &mut findex, func),
-        ] {
-            let i = *idx.entry(site.key.clone()).or_insert_with(|| {
-                table.push((site, OpCounts::default(), 0));
-                table.len() - 1
-            });
-            add_op(&mut table[i].1, &c);
-            table[i].2 += lm;
-        }
-        add_op(&mut totals, &c);
-        total_load_misses += lm;
+        let row = self.by_loc.get((s.location, s.pid));
+        add_op(&mut row.0, &c);
+        row.1 += lm;
+        add_op(&mut self.totals, &c);
+        self.load_misses += lm;
     }
-    let finish = |v: Vec<(Site, OpCounts, u64)>| {
-        let mut out: Vec<OpRow> = v
-            .into_iter()
-            .map(|(site, mut counts, lm)| {
-                finish_op(&mut counts, lm);
-                OpRow { site, counts }
-            })
-            .collect();
-        out.sort_by(|a, b| {
-            b.counts
-                .dc_miss
-                .cmp(&a.counts.dc_miss)
-                .then(b.counts.dc_miss_lat_total.cmp(&a.counts.dc_miss_lat_total))
-                .then(b.counts.all.cmp(&a.counts.all))
-                .then(a.site.key.cmp(&b.site.key))
-        });
-        if let Some(n) = opts.top {
-            out.truncate(n);
+
+    /// The report, its locations named by `r`.
+    fn report(self, r: &mut Resolver<'_>, opts: &IbsOptions) -> OpReport {
+        type Rows = Ordered<String, (Option<Site>, OpCounts, u64)>;
+        let (mut rows, mut funcs): (Rows, Rows) = Default::default();
+        for ((loc, pid), (c, lm)) in &self.by_loc.items {
+            let (site, func) = r.sites(*loc, *pid, opts.sort, None);
+            for (table, site) in [(&mut rows, site), (&mut funcs, func)] {
+                let row = table.get(site.key.clone());
+                row.0.get_or_insert(site);
+                add_op(&mut row.1, c);
+                row.2 += lm;
+            }
         }
-        out
-    };
-    finish_op(&mut totals, total_load_misses);
-    OpReport {
-        samples: d.samples,
-        invalid: d.invalid,
-        l3_miss_only,
-        rows: finish(rows),
-        functions: finish(funcs),
-        totals,
+        let finish = |v: Rows| {
+            let mut out: Vec<OpRow> = v
+                .items
+                .into_iter()
+                .filter_map(|(_, (site, mut counts, lm))| {
+                    finish_op(&mut counts, lm);
+                    Some(OpRow {
+                        site: site?,
+                        counts,
+                    })
+                })
+                .collect();
+            out.sort_by(|a, b| {
+                b.counts
+                    .dc_miss
+                    .cmp(&a.counts.dc_miss)
+                    .then(b.counts.dc_miss_lat_total.cmp(&a.counts.dc_miss_lat_total))
+                    .then(b.counts.all.cmp(&a.counts.all))
+                    .then(a.site.key.cmp(&b.site.key))
+            });
+            if let Some(n) = opts.top {
+                out.truncate(n);
+            }
+            out
+        };
+        let mut totals = self.totals;
+        finish_op(&mut totals, self.load_misses);
+        OpReport {
+            samples: self.samples,
+            invalid: self.invalid,
+            l3_miss_only: self.l3_miss_only,
+            rows: finish(rows),
+            functions: finish(funcs),
+            totals,
+        }
     }
 }

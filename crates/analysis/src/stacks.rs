@@ -95,7 +95,7 @@ pub struct StackEvent {
 }
 
 /// A thread samples were taken in.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct ThreadInfo {
     /// Process id.
     pub pid: i32,
@@ -202,7 +202,7 @@ pub struct StackSample {
 }
 
 /// One sample in time order (with [`StackOptions::timeline`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct TimedSample {
     /// Time (ns, the perf clock).
     pub time: u64,

@@ -62,84 +62,110 @@ fn frame_name(p: &Place) -> String {
         .unwrap_or_else(|| format!("[{}]+{:#x}", p.dso, p.addr))
 }
 
-/// Names frames, memoized by (pid, address).
-struct Namer<'a> {
-    profile: &'a Profile,
-    sym: &'a mut Symbolizer,
+/// Names frames, memoized by (pid, address): bounded by the distinct addresses sampled.
+#[derive(Default)]
+struct Namer {
     cache: HashMap<(i32, u64), Place>,
 }
 
-impl Namer<'_> {
-    fn places(&mut self, s: &Sample, user_only: bool) -> Vec<Place> {
-        let frames: Vec<Frame> = self
-            .profile
-            .callchain(s)
-            .iter()
-            .filter(|f| !user_only || matches!(f.cpumode, CpuMode::User))
-            .copied()
-            .collect();
+impl Namer {
+    fn places(
+        &mut self,
+        profile: &Profile,
+        sym: &mut Symbolizer,
+        pid: i32,
+        frames: &[Frame],
+        user_only: bool,
+    ) -> Vec<Place> {
         frames
             .iter()
+            .filter(|f| !user_only || matches!(f.cpumode, CpuMode::User))
             .map(|f| {
-                let (profile, sym) = (self.profile, &mut *self.sym);
                 self.cache
-                    .entry((s.pid, f.addr))
-                    .or_insert_with(|| Place::of(profile, sym, f.location, s.pid))
+                    .entry((pid, f.addr))
+                    .or_insert_with(|| Place::of(profile, sym, f.location, pid))
                     .clone()
             })
             .collect()
     }
 }
 
-/// Pairs the blocked intervals of `profile` with their wakers (see the module documentation).
-pub fn wakers(profile: &Profile, sym: &mut Symbolizer) -> Result<WakersReport, AnalysisError> {
-    let offcpu = profile.events.iter().position(|e| e.name == "offcpu-time");
+/// The last recorded wake-up of a thread: when, and the waker's command and stack.
+struct Waking {
+    time: u64,
+    pid: i32,
+    comm: String,
+    frames: Vec<Frame>,
+}
+
+/// The events the pairing reads: `offcpu-time` and `sched:sched_waking`.
+#[derive(Clone, Copy)]
+struct WakerEvents {
+    offcpu: usize,
+    waking: usize,
+}
+
+fn waker_events(profile: &Profile) -> Option<WakerEvents> {
+    let offcpu = profile.events.iter().position(|e| e.name == "offcpu-time")?;
     let waking = (0..profile.events.len()).find(|&i| {
         profile
             .tracepoint_format(i as _)
             .is_some_and(|f| f.system == "sched" && f.name == "sched_waking")
-    });
-    let (Some(offcpu), Some(waking)) = (offcpu, waking) else {
-        return Err(AnalysisError::NoData(
-            "the file has no offcpu-time and sched:sched_waking samples: record with \
-             `culprit record --off-cpu=wakers -- CMD`"
-                .to_string(),
-        ));
-    };
-    let format = profile.tracepoint_format(waking as _);
-    let mut last_waking: HashMap<i32, usize> = HashMap::new();
-    let mut namer = Namer {
-        profile,
-        sym,
-        cache: HashMap::new(),
-    };
-    type Key = (String, String, String, Vec<String>);
-    let mut rows: HashMap<Key, (u64, u64)> = HashMap::new();
-    let (mut intervals, mut with_waker) = (0, 0);
-    for (i, s) in profile.samples.iter().enumerate() {
-        if s.event as usize == waking {
-            let wakee = format
-                .and_then(|f| f.field("pid")?.read(profile.raw(s), f.big_endian))
-                .and_then(|v| match v {
-                    FieldValue::Signed(p) => Some(p as i32),
-                    FieldValue::Unsigned(p) => Some(p as i32),
-                    _ => None,
-                });
-            if let Some(wakee) = wakee {
-                last_waking.insert(wakee, i);
+    })?;
+    Some(WakerEvents { offcpu, waking })
+}
+
+/// The row key: blocked site, blocked command, waker command, waker stack.
+type RowKey = (String, String, String, Vec<String>);
+
+/// Pairs blocked intervals with their wakers sample by sample (see the module
+/// documentation), as a file or stream is read: it keeps the last wake-up per thread and
+/// the rows, nothing per sample, so an endless stream stays bounded.
+#[derive(Default)]
+pub struct WakersTracker {
+    events: Option<WakerEvents>,
+    last_waking: HashMap<i32, Waking>,
+    namer: Namer,
+    rows: HashMap<RowKey, (u64, u64)>,
+    intervals: u64,
+    with_waker: u64,
+}
+
+impl WakersTracker {
+    /// Adds one sample of `profile` (read so far), naming frames with `sym`.
+    pub fn sample(&mut self, profile: &Profile, sym: &mut Symbolizer, s: &Sample) {
+        // The events are known once the attrs and the tracing data are read (before any
+        // sample in a file or a perf pipe).
+        if self.events.is_none() {
+            self.events = waker_events(profile);
+        }
+        let Some(ev) = self.events else { return };
+        if s.event as usize == ev.waking {
+            if let Some(wakee) = waking_pid(profile, s) {
+                self.last_waking.insert(
+                    wakee,
+                    Waking {
+                        time: s.time,
+                        pid: s.pid,
+                        comm: profile.str(s.comm).to_string(),
+                        frames: profile.callchain(s).to_vec(),
+                    },
+                );
             }
-            continue;
+            return;
         }
-        if s.event as usize != offcpu {
-            continue;
+        if s.event as usize != ev.offcpu {
+            return;
         }
-        intervals += 1;
+        self.intervals += 1;
         let start = s.time.saturating_sub(s.period);
-        let waker = last_waking
+        let waker = self
+            .last_waking
             .remove(&s.tid)
-            .and_then(|w| profile.samples.get(w))
             .filter(|w| w.time >= start && w.time <= s.time);
-        let blocked = namer.places(s, false);
+        let blocked = self
+            .namer
+            .places(profile, sym, s.pid, profile.callchain(s), false);
         let blocked_in = blocked
             .iter()
             .find(|p| !in_libc(p) && !p.dso.starts_with("[kernel"))
@@ -148,53 +174,83 @@ pub fn wakers(profile: &Profile, sym: &mut Symbolizer) -> Result<WakersReport, A
             .unwrap_or_else(|| "[unknown]".to_string());
         let (waker_comm, waker_stack) = match waker {
             Some(w) => {
-                with_waker += 1;
-                let mut stack = namer.places(w, true);
+                self.with_waker += 1;
+                let mut stack = self.namer.places(profile, sym, w.pid, &w.frames, true);
                 if stack.is_empty() {
-                    stack = namer.places(w, false);
+                    stack = self.namer.places(profile, sym, w.pid, &w.frames, false);
                 }
-                (
-                    profile.str(w.comm).to_string(),
-                    stack.iter().map(frame_name).collect(),
-                )
+                (w.comm, stack.iter().map(frame_name).collect())
             }
             None => ("[unknown]".to_string(), Vec::new()),
         };
-        let e = rows
-            .entry((
-                blocked_in,
-                profile.str(s.comm).to_string(),
-                waker_comm,
-                waker_stack,
-            ))
-            .or_insert((0, 0));
+        let key = (
+            blocked_in,
+            profile.str(s.comm).to_string(),
+            waker_comm,
+            waker_stack,
+        );
+        let e = self.rows.entry(key).or_insert((0, 0));
         e.0 += 1;
         e.1 += s.period;
     }
-    let mut rows: Vec<WakerRow> = rows
-        .into_iter()
-        .map(
-            |((blocked_in, blocked_comm, waker_comm, waker_stack), (count, total_ns))| WakerRow {
-                blocked_in,
-                blocked_comm,
-                waker_comm,
-                waker_stack,
-                count,
-                total_ns,
-            },
-        )
-        .collect();
-    rows.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
-            .then_with(|| a.blocked_in.cmp(&b.blocked_in))
-            .then_with(|| a.waker_stack.cmp(&b.waker_stack))
-    });
-    Ok(WakersReport {
-        rows,
-        intervals,
-        with_waker,
-    })
+
+    /// The report; an error when `profile` (read whole) lacks the events.
+    pub fn finish(self, profile: &Profile) -> Result<WakersReport, AnalysisError> {
+        if self.events.or_else(|| waker_events(profile)).is_none() {
+            return Err(AnalysisError::NoData(
+                "the file has no offcpu-time and sched:sched_waking samples: record with \
+                 `culprit record --off-cpu=wakers -- CMD`"
+                    .to_string(),
+            ));
+        }
+        let mut rows: Vec<WakerRow> = self
+            .rows
+            .into_iter()
+            .map(
+                |((blocked_in, blocked_comm, waker_comm, waker_stack), (count, total_ns))| {
+                    WakerRow {
+                        blocked_in,
+                        blocked_comm,
+                        waker_comm,
+                        waker_stack,
+                        count,
+                        total_ns,
+                    }
+                },
+            )
+            .collect();
+        rows.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.blocked_in.cmp(&b.blocked_in))
+                .then_with(|| a.waker_stack.cmp(&b.waker_stack))
+        });
+        Ok(WakersReport {
+            rows,
+            intervals: self.intervals,
+            with_waker: self.with_waker,
+        })
+    }
+}
+
+/// The woken thread of a `sched_waking` sample (its `pid` field).
+fn waking_pid(profile: &Profile, s: &Sample) -> Option<i32> {
+    let f = profile.tracepoint_format(s.event as _)?;
+    match f.field("pid")?.read(profile.raw(s), f.big_endian)? {
+        FieldValue::Signed(p) => Some(p as i32),
+        FieldValue::Unsigned(p) => Some(p as i32),
+        _ => None,
+    }
+}
+
+/// Pairs the blocked intervals of `profile` (read whole) with their wakers: the
+/// [`WakersTracker`] over its samples.
+pub fn wakers(profile: &Profile, sym: &mut Symbolizer) -> Result<WakersReport, AnalysisError> {
+    let mut t = WakersTracker::default();
+    for s in &profile.samples {
+        t.sample(profile, sym, s);
+    }
+    t.finish(profile)
 }
 
 impl culprit_output::TextLines for WakersReport {

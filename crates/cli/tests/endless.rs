@@ -30,11 +30,11 @@ const SLACK_KIB: u64 = 16 << 10;
 /// The verbs reading `-i -`, as (label, arguments before `-i -`); `{dir}` is replaced by a
 /// scratch directory of the verb's own.
 ///
-/// Not here yet: `html` keeps every sample's time until the stream ends, to size its
-/// timeline's buckets (43 → 91 MB from 3 s to 10 s, 2.3 M samples); `export --format
-/// firefox` keeps a column entry per sample (its format's samples table: 43 → 73 MB from
-/// 3 s to 10 s), and `ibs` reads the whole profile into memory before analysing it
-/// (measured on this stream: 86 → 256 MB from 3 s to 10 s); it needs a streaming reader.
+/// Not here yet: `export --format firefox` keeps a column entry per sample (its format's
+/// samples table, held by `fxprof-processed-profile` until the end: 43 → 73 MB from 3 s to
+/// 10 s); it needs a writer that spills its samples. `html` kept every sample's time until
+/// the stream ended (43 → 91 MB), `ibs` the whole profile (86 → 256 MB), and `sched wakers`
+/// too; they now sum per bucket, per sampled location and per thread as they read.
 /// `sched latency`, `sched timehist` and `lock contention` stream (flat at 37, 35 and 38 MB
 /// here in a debug build; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when they read all
 /// first).
@@ -76,13 +76,22 @@ fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
         ("sched latency", vec!["sched", "latency"]),
         ("sched timehist", vec!["sched", "timehist"]),
         ("lock contention", vec!["lock", "contention"]),
+        ("sched wakers", vec!["sched", "wakers"]),
+        ("ibs", vec!["ibs"]),
+        ("html", vec!["html", "-o", "{dir}/out.html"]),
     ]
 }
 
 /// Verbs of [`verbs`] that read tracepoints this cpu-clock stream lacks: they must still
 /// read it in bounded memory (holding nothing per sample they skip), and end with exit 2
 /// (no such events) instead of 0 or 1.
-const WITHOUT_THEIR_EVENTS: [&str; 3] = ["sched latency", "sched timehist", "lock contention"];
+const WITHOUT_THEIR_EVENTS: [&str; 5] = [
+    "sched latency",
+    "sched timehist",
+    "lock contention",
+    "sched wakers",
+    "ibs",
+];
 
 /// The stream's cpu-clock event.
 fn attr() -> Attr {

@@ -1010,4 +1010,8 @@ fn test_ibs_data_tables_of_an_spe_recording() {
     let json = ibs_json("spe/spe-crafted.data", &["--data"]);
     assert_eq!(json["data"]["accesses"], 2, "{json}");
     assert_eq!(json["data"]["dc_miss"], 1, "{json}");
+    // The note names the source, as the table does.
+    assert_eq!(json["data"]["source"], "spe", "{json}");
+    let notes = json["notes"].to_string();
+    assert!(notes.contains("from ARM SPE records"), "{notes}");
 }

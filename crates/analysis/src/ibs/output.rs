@@ -11,8 +11,8 @@ use culprit_symbols::Symbolizer;
 use serde::Serialize;
 
 use super::{
-    data_report, fetch_report, has_pebs_memory_samples, op_report, DataReport, DataRow,
-    FetchReport, FetchRow, IbsOptions, IbsSort, OpReport, OpRow,
+    DataReport, DataRow, FetchReport, FetchRow, IbsFold, IbsOptions, IbsSort, OpReport, OpRow,
+    Resolver,
 };
 use crate::AnalysisError;
 
@@ -52,63 +52,85 @@ pub struct IbsReport {
 }
 
 /// The reports `req` asks for (without a choice: those the file has samples for) of
-/// `profile`, read from `input`. Errors when the file has neither IBS nor PEBS memory
-/// samples, or only PEBS samples and the fetch or op report is asked for.
+/// `profile`, read whole from `input`: the [`IbsFold`] over its samples.
 pub fn ibs_report(
     profile: &Profile,
     symbolizer: &mut Symbolizer,
     req: &IbsRequest,
     input: &str,
 ) -> Result<IbsReport, AnalysisError> {
-    let has = |k: IbsKind| {
-        profile
-            .events
-            .iter()
-            .any(|e| e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k))
-    };
-    let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
-    // Without IBS, PEBS memory samples (PERF_SAMPLE_ADDR with DATA_SRC / WEIGHT, as `perf mem
-    // record` writes) feed the data-centric tables.
-    let pebs_only = !has_fetch && !has_op && has_pebs_memory_samples(profile);
-    if pebs_only && (req.fetch || req.op) {
-        return Err(AnalysisError::NoData(format!(
-            "{input} has no IBS samples, only PEBS memory samples: the fetch and op tables \
-             need IBS; `culprit ibs --data` gives the data-centric tables of the PEBS samples"
-        )));
+    let mut fold = IbsFold::new(req.options.include_killed);
+    for s in &profile.samples {
+        fold.add(profile, s);
     }
-    if !has_fetch && !has_op && !pebs_only {
-        if let Some(stop) = &profile.stopped {
+    fold.report(profile, symbolizer, req, input)
+}
+
+impl IbsFold {
+    /// The reports `req` asks for (without a choice: those the file has samples for),
+    /// once `profile` (the file's facts) is read from `input`. Errors when the file has
+    /// neither IBS nor PEBS memory samples, or only PEBS samples and the fetch or op report
+    /// is asked for.
+    pub fn report(
+        mut self,
+        profile: &Profile,
+        symbolizer: &mut Symbolizer,
+        req: &IbsRequest,
+        input: &str,
+    ) -> Result<IbsReport, AnalysisError> {
+        let has = |k: IbsKind| {
+            profile.events.iter().any(|e| {
+                e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k)
+            })
+        };
+        let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
+        // Without IBS, PEBS memory samples (PERF_SAMPLE_ADDR with DATA_SRC / WEIGHT, as
+        // `perf mem record` writes) feed the data-centric tables.
+        let pebs_only = !has_fetch && !has_op && self.has_pebs_memory_samples();
+        if pebs_only && (req.fetch || req.op) {
             return Err(AnalysisError::NoData(format!(
-                "{input} is truncated or corrupt (reading stopped at offset {}: {}), and the \
-                 header features that name the IBS PMUs (HEADER_PMU_MAPPINGS, at the end of \
-                 the file) could not be read, so no sample can be recognized as IBS",
-                stop.offset, stop.reason
+                "{input} has no IBS samples, only PEBS memory samples: the fetch and op \
+                 tables need IBS; `culprit ibs --data` gives the data-centric tables of the \
+                 PEBS samples"
             )));
         }
-        return Err(AnalysisError::NoData(format!(
-            "{input} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
-             HEADER_PMU_MAPPINGS with samples) and no PEBS memory samples (data address with \
-             data_src or weight, as PEBS and ARM SPE give); record them on an AMD CPU with \
-             `culprit record --ibs op` or `perf record -e ibs_op//`, on Intel with `perf mem \
-             record`, on ARM with `perf record -e arm_spe//`"
-        )));
+        if !has_fetch && !has_op && !pebs_only {
+            if let Some(stop) = &profile.stopped {
+                return Err(AnalysisError::NoData(format!(
+                    "{input} is truncated or corrupt (reading stopped at offset {}: {}), and \
+                     the header features that name the IBS PMUs (HEADER_PMU_MAPPINGS, at the \
+                     end of the file) could not be read, so no sample can be recognized as IBS",
+                    stop.offset, stop.reason
+                )));
+            }
+            return Err(AnalysisError::NoData(format!(
+                "{input} has no IBS samples (no event of the ibs_fetch or ibs_op PMU in \
+                 HEADER_PMU_MAPPINGS with samples) and no PEBS memory samples (data address \
+                 with data_src or weight, as PEBS and ARM SPE give); record them on an AMD CPU \
+                 with `culprit record --ibs op` or `perf record -e ibs_op//`, on Intel with \
+                 `perf mem record`, on ARM with `perf record -e arm_spe//`"
+            )));
+        }
+        let none = !(req.fetch || req.op || req.data);
+        let opts = &req.options;
+        // Before the tables are taken out of the fold.
+        let spe = self.spe();
+        let mut r = Resolver::new(profile, symbolizer);
+        let fetch = (req.fetch || (none && has_fetch)).then(|| self.fetch_report(&mut r, opts));
+        let op = (req.op || (none && has_op)).then(|| self.op_report(&mut r, opts));
+        let data = (req.data || (none && (has_op || pebs_only)))
+            .then(|| self.data_report(&mut r, opts));
+        let notes = notes(profile, fetch.as_ref(), op.as_ref(), pebs_only, spe);
+        Ok(IbsReport {
+            schema: SCHEMA,
+            input: input.to_string(),
+            sort: opts.sort,
+            fetch,
+            op,
+            data,
+            notes,
+        })
     }
-    let none = !(req.fetch || req.op || req.data);
-    let opts = &req.options;
-    let fetch = (req.fetch || (none && has_fetch)).then(|| fetch_report(profile, symbolizer, opts));
-    let op = (req.op || (none && has_op)).then(|| op_report(profile, symbolizer, opts));
-    let data = (req.data || (none && (has_op || pebs_only)))
-        .then(|| data_report(profile, symbolizer, opts));
-    let notes = notes(profile, fetch.as_ref(), op.as_ref(), pebs_only);
-    Ok(IbsReport {
-        schema: SCHEMA,
-        input: input.to_string(),
-        sort: opts.sort,
-        fetch,
-        op,
-        data,
-        notes,
-    })
 }
 
 /// What the reports assumed (CPU family, errata) and left out.
@@ -117,9 +139,9 @@ fn notes(
     fetch: Option<&FetchReport>,
     op: Option<&OpReport>,
     pebs_only: bool,
+    spe: bool,
 ) -> Vec<String> {
     let mut n = Vec::new();
-    let spe = profile.samples.iter().any(|s| s.spe.is_some());
     if pebs_only && spe {
         n.push(
             "no IBS samples: data-centric tables from ARM SPE records (the `memory` sample \

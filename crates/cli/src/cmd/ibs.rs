@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest, IbsSort};
+use culprit_analysis::ibs::{IbsFold, IbsOptions, IbsRequest, IbsSort};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
@@ -53,7 +53,9 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     let sort =
         IbsSort::parse(&args.sort).context("error parsing flag --sort (ip, sym, srcline)")?;
     let input = args.input.open();
-    let profile = input.read(&ReadPlan::default())?;
+    // Streamed: the tables are summed per sampled location as the file is read.
+    let mut fold = IbsFold::new(args.include_killed);
+    let profile = input.for_each(&ReadPlan::default(), |_, _| {}, |p, s| fold.add(p, s))?;
     let req = IbsRequest {
         fetch: args.fetch,
         op: args.op,
@@ -65,7 +67,7 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let mut symbolizer = input.symbolizer();
-    let report = ibs_report(
+    let report = fold.report(
         &profile,
         &mut symbolizer,
         &req,

@@ -200,9 +200,15 @@ fn run_wakers(a: TimehistArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("sched wakers", &[Format::Text, Format::Json])?;
     let input = a.input.open();
-    let profile = input.read(&ReadPlan::default())?;
     let mut sym = input.symbolizer();
-    let report = wakers::wakers(&profile, &mut sym)?;
+    // Streamed: the last wake-up per thread and the rows are kept, nothing per sample.
+    let mut tracker = wakers::WakersTracker::default();
+    let profile = input.for_each(
+        &ReadPlan::default(),
+        |_, _| {},
+        |profile, sample| tracker.sample(profile, &mut sym, sample),
+    )?;
+    let report = tracker.finish(&profile)?;
     let path = a.input.path().display().to_string();
     a.output.render(&WakersJson {
         schema: WAKERS_SCHEMA,

@@ -30,7 +30,7 @@ use culprit_analysis::annotate::{annotate_places, AnnotateOptions, SampledPlaces
 use culprit_analysis::annotate::{FunctionAnnotation, SourceCache};
 use culprit_analysis::diff::{diff_inputs, DiffError, DiffOptions, DEFAULT_KEYS};
 use culprit_analysis::hotspots::{self, hotspots_aggregated, SampleAggregator};
-use culprit_analysis::ibs::{ibs_report, IbsOptions, IbsRequest};
+use culprit_analysis::ibs::{IbsFold, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
 use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
 use culprit_analysis::topdown::{sampled_report, SampledTopdown, TopdownError};
@@ -148,8 +148,8 @@ pub fn build_page(
     let stack_opts = StackOptions {
         events: opts.events.clone(),
         unwind: opts.unwind,
-        // Every sample's time, for the timeline.
-        timeline: true,
+        // The timeline is summed beside it (`TimelineFold`), not kept per sample.
+        timeline: false,
         ..StackOptions::default()
     };
     // `culprit report --sort sym --no-children`: the table's rows and percentages.
@@ -166,17 +166,33 @@ pub fn build_page(
     let mut why_samples = why::DeskidSamples::new(&hopts);
     let mut why_memory = why::MemorySamples::new(&hopts);
     let mut why_latency = why::LatencySamples::default();
+    let mut ibs = IbsFold::new(false);
+    // The thread states (read from a file a second time) need the scheduler samples' stacks.
+    let mut timeline_fold = timeline::TimelineFold::new(!input.is_stdin());
+    let mut event_kinds: Vec<(bool, Option<bool>)> = Vec::new();
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
     };
     let profile = input.for_each(&plan, pa, |p, s| {
-        stacks.add(p, s);
+        if let Some(timed) = stacks.add_timed(p, s) {
+            if event_kinds.len() < p.events.len() {
+                event_kinds = (p.events.iter())
+                    .map(|e| (e.name == timeline::OFFCPU_EVENT, states::sched_kind(&e.name)))
+                    .collect();
+            }
+            let (offcpu, sched) = event_kinds
+                .get(s.event as usize)
+                .copied()
+                .unwrap_or_default();
+            timeline_fold.add(&timed, offcpu, sched);
+        }
         agg.add(p, s);
         places.add(p, s);
         why_samples.add(p, s);
         why_memory.add(p, s);
         why_latency.add(p, s);
+        ibs.add(p, s);
     })?;
     agg.finish();
     let mut symbolizer = input.symbolizer();
@@ -207,12 +223,13 @@ pub fn build_page(
         .map(|se| hot.events.iter().position(|he| he.id == se.id))
         .collect();
     let (flame, leaf_of) = flame::flame_tree(&stacks, &columns, events.len());
-    let mut timeline = timeline::timeline(&stacks, &columns, &events, &leaf_of);
+    let mut timeline = timeline::timeline(&timeline_fold, &stacks, &columns, &events, &leaf_of);
     if let Some(tl) = timeline.as_mut() {
-        let nodes = states::scheduler_stacks(&stacks, &leaf_of);
+        let nodes = states::scheduler_stacks(&timeline_fold, &stacks, &leaf_of);
         add_thread_states(input, &profile, tl, &nodes)?;
     }
     drop(leaf_of);
+    drop(timeline_fold);
 
     let annotations = if opts.annotate_top > 0 {
         let aopts = AnnotateOptions {
@@ -246,7 +263,7 @@ pub fn build_page(
     let functions = function_table(&hot, &annotations, &flame, opts.table_rows);
 
     let (topdown, topdown_note) = topdown_table(&profile, &hot);
-    let (ibs, ibs_note) = ibs_tables(input, &profile, &mut symbolizer, opts, &file)?;
+    let (ibs, ibs_note) = ibs_tables(ibs, &profile, &mut symbolizer, opts, &file);
     let (diff, diff_hidden, diff_flame) = match other {
         Some(other) => {
             let (d, hidden, tree) = diff_view(input, other, opts, &stack_opts, &events, pb)?;
@@ -324,43 +341,32 @@ fn topdown_table(profile: &Profile, hot: &Hotspots) -> (Option<SampledTopdown>, 
     }
 }
 
-/// The IBS tables when the file has IBS samples (else why not).
+/// The IBS tables when the file has IBS samples (else why not), from the samples `fold`
+/// summed while the file was read.
 fn ibs_tables(
-    input: &ProfileInput,
+    fold: IbsFold,
     profile: &Profile,
     symbolizer: &mut culprit_symbols::Symbolizer,
     opts: &HtmlOptions,
     file: &str,
-) -> Result<(Option<culprit_analysis::ibs::IbsReport>, Option<String>), HtmlError> {
-    Ok(if has_ibs(profile) && input.is_stdin() {
-        (
-            None,
-            Some(
-                "the file has IBS samples, but its IBS tables need a second read of the input: \
-                 give it as a file, not stdin"
-                    .to_string(),
-            ),
-        )
-    } else if has_ibs(profile) {
-        // The IBS tables decode each sample's registers: the file is read again, whole.
-        let whole = input.read(&ReadPlan::default())?;
-        let req = IbsRequest {
-            options: IbsOptions {
-                top: Some(opts.ibs_rows),
-                ..IbsOptions::default()
-            },
-            ..IbsRequest::default()
-        };
-        match ibs_report(&whole, symbolizer, &req, file) {
-            Ok(r) => (Some(r), None),
-            Err(e) => (None, Some(e.to_string())),
-        }
-    } else {
-        (
+) -> (Option<culprit_analysis::ibs::IbsReport>, Option<String>) {
+    if !has_ibs(profile) {
+        return (
             None,
             Some("the file has no IBS samples (AMD: `culprit record --ibs op`)".to_string()),
-        )
-    })
+        );
+    }
+    let req = IbsRequest {
+        options: IbsOptions {
+            top: Some(opts.ibs_rows),
+            ..IbsOptions::default()
+        },
+        ..IbsRequest::default()
+    };
+    match fold.report(profile, symbolizer, &req, file) {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 /// The diff view against `other` (`culprit diff`'s model, each event's rows cut to

@@ -23,35 +23,39 @@ use culprit_decode::model::Profile;
 use rustc_hash::FxHashMap;
 
 use super::flame::LeafOf;
+use super::timeline::TimelineFold;
 
 /// The call-tree node of each scheduler sample's stack, by (time, tid, is a `sched_switch`):
 /// the switch-outs give the blocked stacks, the wake-ups the wakers' stacks.
 pub type SchedStacks = FxHashMap<(u64, i32, bool), u32>;
 
-/// The call-tree nodes of the `sched_switch`, `sched_waking` and `sched_wakeup` samples of
-/// `stacks` (kept in its timeline), from `leaf_of`.
-pub fn scheduler_stacks(stacks: &StackProfile, leaf_of: &LeafOf) -> SchedStacks {
-    let kind: Vec<Option<bool>> = stacks
-        .events
-        .iter()
-        .map(|e| match e.name.as_str() {
-            "sched:sched_switch" => Some(true),
-            "sched:sched_waking" | "sched:sched_wakeup" | "sched:sched_wakeup_new" => Some(false),
-            _ => None,
-        })
-        .collect();
+/// The call-tree nodes of the scheduler samples `timeline` kept (the `sched_switch`,
+/// `sched_waking` and `sched_wakeup` samples of `stacks`), from `leaf_of`.
+pub fn scheduler_stacks(
+    timeline: &TimelineFold,
+    stacks: &StackProfile,
+    leaf_of: &LeafOf,
+) -> SchedStacks {
     let mut out = SchedStacks::default();
-    for s in &stacks.timeline {
-        let (Some(Some(switch)), Some(th), Some(&(node, _))) = (
-            kind.get(s.event as usize),
-            stacks.threads.get(s.thread as usize),
-            leaf_of.get(&(s.thread, s.stack)),
-        ) else {
+    for &(time, thread, stack, switch) in timeline.sched_samples() {
+        let (Some(th), Some(&(node, _))) =
+            (stacks.threads.get(thread as usize), leaf_of.get(&(thread, stack)))
+        else {
             continue;
         };
-        out.insert((s.time, th.tid, *switch), node);
+        out.insert((time, th.tid, switch), node);
     }
     out
+}
+
+/// Whether an event is a scheduler event whose stacks the thread states show: `Some(true)`
+/// for `sched_switch`, `Some(false)` for the wake-ups.
+pub fn sched_kind(event_name: &str) -> Option<bool> {
+    match event_name {
+        "sched:sched_switch" => Some(true),
+        "sched:sched_waking" | "sched:sched_wakeup" | "sched:sched_wakeup_new" => Some(false),
+        _ => None,
+    }
 }
 
 /// Names of the states, in the order of [`ThreadStates::share`]'s rows.

@@ -8,10 +8,13 @@
 //! prints it as the `culprit report --time` window that gives the same numbers (inclusive
 //! bounds, so the end is one nanosecond before the next bucket).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use culprit_analysis::stacks::StackProfile;
+use culprit_analysis::stacks::{StackProfile, ThreadInfo, TimedSample};
 
 use super::flame::LeafOf;
 use super::model::PageEvent;
@@ -26,6 +29,10 @@ pub const MAX_CELL_BYTES: usize = 3_000_000;
 pub const MAX_TRACKS: usize = 100;
 /// At most this many off-CPU intervals are listed per track (the longest).
 pub const MAX_INTERVALS: usize = 2_000;
+/// While reading, the samples are summed in fine buckets, at most this many per bucket of
+/// the page: beyond, the fine buckets are made twice as wide. The page's buckets are whole
+/// runs of them (between [`BUCKETS`] × 5/8 and [`BUCKETS`] of them).
+const FINE_PER_BUCKET: i64 = 8;
 /// perf's name of the off-CPU event (`culprit record --off-cpu`).
 pub const OFFCPU_EVENT: &str = "offcpu-time";
 
@@ -180,23 +187,150 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// The tracks of the heaviest threads of `profile` (by samples), in order of pid then tid,
-/// plus one for the rest when there are more than [`MAX_TRACKS`]; and each thread's track.
-fn tracks(profile: &StackProfile) -> (Vec<Track>, Vec<usize>) {
-    let mut weight = vec![0u64; profile.threads.len()];
-    for s in &profile.timeline {
-        if let Some(w) = weight.get_mut(s.thread as usize) {
-            *w += 1;
+/// One off-CPU interval: its length, start and the sample's stack (ordered by length, for
+/// keeping the longest).
+type Interval = (u64, u64, u32);
+
+/// Summed period and samples per event of a period of one thread and stack.
+type FineCells = FxHashMap<(i64, u32, u32, u32), (u64, u64)>;
+
+/// The timeline being summed while the file is read ([`TimelineFold::add`]): per fine
+/// bucket, thread, event and stack, the period and samples, so its memory follows the
+/// buckets and the stacks, not the samples (an endless stream stays bounded). The fine
+/// buckets start `1 ns` wide and double whenever they would pass
+/// [`FINE_PER_BUCKET`] × [`BUCKETS`]; their edges stay `origin + k·width`, so a wider
+/// bucket is always a whole run of narrower ones.
+#[derive(Debug, Default)]
+pub struct TimelineFold {
+    /// The first sample's time: fine bucket 0 starts there.
+    origin: Option<u64>,
+    width: u64,
+    /// Fine buckets seen (those of samples before `origin` are negative).
+    lo: i64,
+    hi: i64,
+    first: u64,
+    last: u64,
+    /// A sample had no time: no timeline.
+    untimed: bool,
+    cells: FineCells,
+    /// Per event of the stack model: the gcd of its periods, its first period, and
+    /// whether every period equals it.
+    periods: Vec<(u64, Option<u64>, bool)>,
+    /// Samples per thread.
+    thread_samples: Vec<u64>,
+    /// Per thread: its longest off-CPU intervals (a min-heap of at most
+    /// [`MAX_INTERVALS`]).
+    offcpu: Vec<BinaryHeap<Reverse<Interval>>>,
+    /// The scheduler samples, when kept: (time, thread, stack, is a `sched_switch`).
+    sched: Option<Vec<(u64, u32, u32, bool)>>,
+}
+
+impl TimelineFold {
+    /// An empty fold; `keep_sched` keeps each scheduler sample (for the thread states).
+    pub fn new(keep_sched: bool) -> Self {
+        TimelineFold {
+            width: 1,
+            sched: keep_sched.then(Vec::new),
+            ..TimelineFold::default()
         }
     }
-    let mut by_weight: Vec<usize> = (0..weight.len()).filter(|&t| weight[t] > 0).collect();
-    by_weight.sort_by_key(|&t| std::cmp::Reverse(weight[t]));
+
+    /// Adds one sample as the stack model counted it; `offcpu`: it is an `offcpu-time`
+    /// sample (its period is the interval before its time); `sched`: it is a scheduler
+    /// sample (`Some(true)` a `sched_switch`, `Some(false)` a wake-up).
+    pub fn add(&mut self, s: &TimedSample, offcpu: bool, sched: Option<bool>) {
+        if s.time == 0 {
+            self.untimed = true;
+            return;
+        }
+        let origin = match self.origin {
+            Some(origin) => origin,
+            None => {
+                (self.first, self.last) = (s.time, s.time);
+                *self.origin.insert(s.time)
+            }
+        };
+        self.first = self.first.min(s.time);
+        self.last = self.last.max(s.time);
+        let mut fine = self.fine(origin, s.time);
+        self.lo = self.lo.min(fine);
+        self.hi = self.hi.max(fine);
+        while self.hi - self.lo >= FINE_PER_BUCKET * BUCKETS as i64 {
+            self.widen();
+            fine = fine.div_euclid(2);
+        }
+        let c = self
+            .cells
+            .entry((fine, s.thread, s.event, s.stack))
+            .or_default();
+        c.0 += s.period;
+        c.1 += 1;
+        let e = s.event as usize;
+        if self.periods.len() <= e {
+            self.periods.resize(e + 1, (0, None, true));
+        }
+        let p = &mut self.periods[e];
+        p.0 = gcd(p.0, s.period);
+        match p.1 {
+            None => p.1 = Some(s.period),
+            Some(first) if first != s.period => p.2 = false,
+            Some(_) => {}
+        }
+        let t = s.thread as usize;
+        if self.thread_samples.len() <= t {
+            self.thread_samples.resize(t + 1, 0);
+            self.offcpu.resize_with(t + 1, BinaryHeap::new);
+        }
+        self.thread_samples[t] += 1;
+        if offcpu {
+            let heap = &mut self.offcpu[t];
+            heap.push(Reverse((s.period, s.time.saturating_sub(s.period), s.stack)));
+            if heap.len() > MAX_INTERVALS {
+                heap.pop();
+            }
+        }
+        if let (Some(list), Some(switch)) = (self.sched.as_mut(), sched) {
+            list.push((s.time, s.thread, s.stack, switch));
+        }
+    }
+
+    fn fine(&self, origin: u64, time: u64) -> i64 {
+        let off = i128::from(time) - i128::from(origin);
+        off.div_euclid(i128::from(self.width)) as i64
+    }
+
+    /// Fine buckets twice as wide.
+    fn widen(&mut self) {
+        self.width *= 2;
+        self.lo = self.lo.div_euclid(2);
+        self.hi = self.hi.div_euclid(2);
+        let mut wide = FineCells::default();
+        for ((b, t, e, st), (p, n)) in self.cells.drain() {
+            let c = wide.entry((b.div_euclid(2), t, e, st)).or_default();
+            c.0 += p;
+            c.1 += n;
+        }
+        self.cells = wide;
+    }
+
+    /// The scheduler samples kept: (time, thread, stack, is a `sched_switch`).
+    pub fn sched_samples(&self) -> &[(u64, u32, u32, bool)] {
+        self.sched.as_deref().unwrap_or(&[])
+    }
+}
+
+/// The tracks of the heaviest threads of `threads` (by samples), in order of pid then tid,
+/// plus one for the rest when there are more than [`MAX_TRACKS`]; and each thread's track.
+fn tracks(threads: &[ThreadInfo], weight: &[u64]) -> (Vec<Track>, Vec<usize>) {
+    let weight = |t: usize| weight.get(t).copied().unwrap_or(0);
+    let mut by_weight: Vec<usize> = (0..threads.len()).filter(|&t| weight(t) > 0).collect();
+    by_weight.sort_by_key(|&t| std::cmp::Reverse(weight(t)));
     let mut own: Vec<usize> = by_weight.iter().copied().take(MAX_TRACKS).collect();
-    own.sort_by_key(|&t| (profile.threads[t].pid, profile.threads[t].tid, t));
+    own.sort_by_key(|&t| (threads[t].pid, threads[t].tid, t));
     let mut tracks: Vec<Track> = own
         .iter()
         .map(|&t| {
-            let th = &profile.threads[t];
+            let th = &threads[t];
             Track {
                 pid: th.pid,
                 tid: th.tid,
@@ -214,7 +348,7 @@ fn tracks(profile: &StackProfile) -> (Vec<Track>, Vec<usize>) {
             ..Track::default()
         });
     }
-    let mut track_of = vec![other; profile.threads.len()];
+    let mut track_of = vec![other; threads.len()];
     for (i, &t) in own.iter().enumerate() {
         track_of[t] = i;
     }
@@ -223,18 +357,19 @@ fn tracks(profile: &StackProfile) -> (Vec<Track>, Vec<usize>) {
 
 /// Per page column: the unit of its periods (their gcd, at least 1) and whether every
 /// sample's period is that one unit.
-fn units(profile: &StackProfile, columns: &[Option<usize>], ncols: usize) -> (Vec<u64>, Vec<bool>) {
+fn units(fold: &TimelineFold, columns: &[Option<usize>], ncols: usize) -> (Vec<u64>, Vec<bool>) {
     let mut unit = vec![0u64; ncols];
     let mut first: Vec<Option<u64>> = vec![None; ncols];
     let mut fixed = vec![true; ncols];
-    for s in &profile.timeline {
-        let Some(col) = columns.get(s.event as usize).copied().flatten() else {
+    for (e, &(g, p, all_equal)) in fold.periods.iter().enumerate() {
+        let (Some(col), Some(p)) = (columns.get(e).copied().flatten(), p) else {
             continue;
         };
-        unit[col] = gcd(unit[col], s.period);
+        unit[col] = gcd(unit[col], g);
+        fixed[col] &= all_equal;
         match first[col] {
-            None => first[col] = Some(s.period),
-            Some(p) if p != s.period => fixed[col] = false,
+            None => first[col] = Some(p),
+            Some(q) if q != p => fixed[col] = false,
             Some(_) => {}
         }
     }
@@ -247,39 +382,44 @@ fn units(profile: &StackProfile, columns: &[Option<usize>], ncols: usize) -> (Ve
     (unit, fixed)
 }
 
-/// The timeline of `profile` (built with its timeline kept). `columns[e]` is the page column
-/// of the profile's event `e`, `leaf_of` the call-tree node and leaf frame of each (thread,
-/// stack). `None` when the samples have no time.
+/// The timeline of `profile` from the samples `fold` summed while it was read. `columns[e]`
+/// is the page column of the profile's event `e`, `leaf_of` the call-tree node and leaf
+/// frame of each (thread, stack). `None` when the samples have no time.
 pub fn timeline(
+    fold: &TimelineFold,
     profile: &StackProfile,
     columns: &[Option<usize>],
     events: &[PageEvent],
     leaf_of: &LeafOf,
 ) -> Option<Timeline> {
-    timeline_within(profile, columns, events, leaf_of, MAX_CELL_BYTES)
+    timeline_within(fold, &profile.threads, columns, events, leaf_of, MAX_CELL_BYTES)
 }
 
 /// [`timeline`] with its cells kept under `max_cell_bytes`.
 fn timeline_within(
-    profile: &StackProfile,
+    fold: &TimelineFold,
+    threads: &[ThreadInfo],
     columns: &[Option<usize>],
     events: &[PageEvent],
     leaf_of: &LeafOf,
     max_cell_bytes: usize,
 ) -> Option<Timeline> {
-    let samples = &profile.timeline;
-    let first = samples.iter().map(|s| s.time).min()?;
-    let last = samples.iter().map(|s| s.time).max()?;
-    if first == 0 || last == first {
+    let origin = fold.origin?;
+    if fold.untimed || fold.last == fold.first {
         return None;
     }
     let ncols = events.len();
-    // Buckets cover [first, last]: the last one ends after the last sample.
-    let width = (last - first) / BUCKETS + 1;
-    let buckets = ((last - first) / width + 1) as usize;
+    // Buckets cover the fine buckets from the first sample's to the last one's: each a run
+    // of `per` of them.
+    let fine_buckets = (fold.hi - fold.lo + 1) as u64;
+    let per = fine_buckets.div_ceil(BUCKETS);
+    let width = fold.width * per;
+    let buckets = fine_buckets.div_ceil(per) as usize;
+    let start = (i128::from(origin) + i128::from(fold.lo) * i128::from(fold.width)).max(0) as u64;
+    let bucket_of = |fine: i64| ((fine - fold.lo) as u64 / per) as usize;
     let offcpu = events.iter().position(|e| e.name == OFFCPU_EVENT);
-    let (unit, fixed) = units(profile, columns, ncols);
-    let (mut tracks, track_of) = tracks(profile);
+    let (unit, fixed) = units(fold, columns, ncols);
+    let (mut tracks, track_of) = tracks(threads, &fold.thread_samples);
     for t in &mut tracks {
         t.period = vec![vec![0; buckets]; ncols];
         t.samples = vec![vec![0; buckets]; ncols];
@@ -289,35 +429,41 @@ fn timeline_within(
     let mut counts = vec![vec![0u64; buckets]; ncols];
     let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
     let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    let mut intervals: Vec<Vec<[u64; 3]>> = vec![Vec::new(); tracks.len()];
-    for s in samples {
-        let Some(col) = columns.get(s.event as usize).copied().flatten() else {
+    for (&(fine, thread, event, stack), &(p, n)) in &fold.cells {
+        let Some(col) = columns.get(event as usize).copied().flatten() else {
             continue;
         };
-        let b = ((s.time - first) / width) as usize;
-        let units = s.period / unit[col];
+        let b = bucket_of(fine);
+        let units = p / unit[col];
         period[col][b] += units;
-        counts[col][b] += 1;
-        let ti = track_of
-            .get(s.thread as usize)
-            .copied()
-            .unwrap_or(usize::MAX);
-        let leaf = leaf_of.get(&(s.thread, s.stack)).copied();
+        counts[col][b] += n;
+        let ti = track_of.get(thread as usize).copied().unwrap_or(usize::MAX);
         if let Some(t) = tracks.get_mut(ti) {
             t.period[col][b] += units;
-            t.samples[col][b] += 1;
-            if Some(col) == offcpu {
-                let node = leaf.map_or(0, |(node, _)| u64::from(node));
-                intervals[ti].push([s.time.saturating_sub(s.period), s.time, node]);
-            }
+            t.samples[col][b] += n;
         }
-        if let Some((node, frame)) = leaf {
+        if let Some(&(node, frame)) = leaf_of.get(&(thread, stack)) {
             let f = fn_cells[col].entry((b as u32, frame)).or_default();
             f.0 += units;
-            f.1 += 1;
-            let n = node_cells[col].entry((b as u32, node)).or_default();
-            n.0 += units;
-            n.1 += 1;
+            f.1 += n;
+            let c = node_cells[col].entry((b as u32, node)).or_default();
+            c.0 += units;
+            c.1 += n;
+        }
+    }
+    // Off-CPU intervals of each track: its threads' longest.
+    let mut intervals: Vec<Vec<[u64; 3]>> = vec![Vec::new(); tracks.len()];
+    if offcpu.is_some() {
+        for (thread, heap) in fold.offcpu.iter().enumerate() {
+            let Some(iv) = track_of.get(thread).and_then(|&ti| intervals.get_mut(ti)) else {
+                continue;
+            };
+            for Reverse((len, begin, stack)) in heap.iter() {
+                let node = leaf_of
+                    .get(&(thread as u32, *stack))
+                    .map_or(0, |&(node, _)| u64::from(node));
+                iv.push([*begin, begin + len, node]);
+            }
         }
     }
     // Too many bytes of cells: wider cell buckets until they fit.
@@ -355,7 +501,7 @@ fn timeline_within(
         .map(|m| Cells::from_map(m, cell_buckets, false))
         .collect();
     Some(Timeline {
-        start: first,
+        start,
         width,
         buckets,
         cell_factor: factor,
@@ -375,49 +521,104 @@ fn timeline_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use culprit_analysis::stacks::{PeriodUnit, ThreadInfo, TimedSample};
+    use culprit_analysis::stacks::PeriodUnit;
 
-    /// A profile of `n` samples of two threads over 1 s, each on its own leaf `stack`, with
-    /// period 1000 (or 1000 and 3000 alternating when not `fixed`).
-    fn profile(n: u32, fixed: bool) -> (StackProfile, LeafOf, Vec<PageEvent>) {
-        let mut p = StackProfile::default();
-        for tid in [10, 11] {
-            p.threads.push(ThreadInfo {
+    /// The samples of two threads over 1 s (`n` of them), each on its own leaf `stack`,
+    /// with period 1000 (or 1000 and 3000 alternating when not `fixed`).
+    fn samples(n: u32, fixed: bool) -> Vec<TimedSample> {
+        (0..n)
+            .map(|i| TimedSample {
+                time: 1_000_000_000 + u64::from(i) * (1_000_000_000 / u64::from(n)),
+                thread: i % 2,
+                event: 0,
+                stack: i % 500,
+                period: if fixed || i % 2 == 0 { 1000 } else { 3000 },
+                cpu: 0,
+            })
+            .collect()
+    }
+
+    /// The fold of [`samples`], its threads, leaves and event.
+    fn profile(
+        n: u32,
+        fixed: bool,
+    ) -> (TimelineFold, Vec<ThreadInfo>, LeafOf, Vec<PageEvent>) {
+        let threads = [10, 11]
+            .map(|tid| ThreadInfo {
                 pid: 10,
                 tid,
                 comm: "w".into(),
-            });
-        }
+            })
+            .to_vec();
+        let mut fold = TimelineFold::new(false);
         let mut leaf_of = LeafOf::default();
-        for i in 0..n {
-            let (thread, stack) = (i % 2, i % 500);
-            p.timeline.push(TimedSample {
-                time: 1_000_000_000 + u64::from(i) * (1_000_000_000 / u64::from(n)),
-                thread,
-                event: 0,
-                stack,
-                period: if fixed || i % 2 == 0 { 1000 } else { 3000 },
-                cpu: 0,
-            });
-            leaf_of.insert((thread, stack), (stack + 1, stack));
+        let list = samples(n, fixed);
+        for s in &list {
+            fold.add(s, false, None);
+            leaf_of.insert((s.thread, s.stack), (s.stack + 1, s.stack));
         }
-        let period = p.timeline.iter().map(|s| s.period).sum();
+        let period = list.iter().map(|s| s.period).sum();
         let events = vec![PageEvent {
             name: "cpu-clock".into(),
             unit: PeriodUnit::Nanoseconds,
             samples: u64::from(n),
             period,
         }];
-        (p, leaf_of, events)
+        (fold, threads, leaf_of, events)
+    }
+
+    #[test]
+    fn test_timeline_fold_buckets_nest_and_keep_every_sample_in_its_bucket() {
+        // Samples over 1 s, 0.3 s, and a few ns: 250 to 400 buckets that cover them all,
+        // each sample in the bucket its time falls in.
+        for (n, span) in [(20_000u64, 1_000_000_000u64), (997, 300_000_000), (7, 6)] {
+            let mut fold = TimelineFold::new(false);
+            let threads = vec![ThreadInfo::default()];
+            let times: Vec<u64> = (0..n)
+                .map(|i| 5_000_000_000 + (i * 7919) % n * span / n)
+                .collect();
+            let mut leaf_of = LeafOf::default();
+            leaf_of.insert((0, 0), (1, 0));
+            for (i, &time) in times.iter().enumerate() {
+                let s = TimedSample {
+                    time,
+                    period: i as u64 + 1,
+                    ..TimedSample::default()
+                };
+                fold.add(&s, false, None);
+            }
+            let events = vec![PageEvent {
+                name: "cpu-clock".into(),
+                unit: PeriodUnit::Nanoseconds,
+                samples: n,
+                period: n * (n + 1) / 2,
+            }];
+            let t = timeline_within(&fold, &threads, &[Some(0)], &events, &leaf_of, usize::MAX)
+                .unwrap();
+            let (first, last) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
+            assert!(t.start <= first && last < t.start + t.width * t.buckets as u64);
+            assert!(t.buckets as u64 <= BUCKETS, "{}", t.buckets);
+            if span > 1000 {
+                assert!(t.buckets as u64 >= BUCKETS * 5 / 8, "{}", t.buckets);
+            }
+            let mut want = vec![0u64; t.buckets];
+            for (i, &time) in times.iter().enumerate() {
+                want[((time - t.start) / t.width) as usize] += i as u64 + 1;
+            }
+            assert_eq!(t.period[0], want, "n {n}");
+        }
     }
 
     #[test]
     fn test_timeline_cells_fit_their_budget_and_keep_every_period() {
         for fixed in [true, false] {
-            let (p, leaf_of, events) = profile(20_000, fixed);
-            let wide = timeline_within(&p, &[Some(0)], &events, &leaf_of, usize::MAX).unwrap();
+            let (fold, threads, leaf_of, events) = profile(20_000, fixed);
+            let within = |max| {
+                timeline_within(&fold, &threads, &[Some(0)], &events, &leaf_of, max).unwrap()
+            };
+            let wide = within(usize::MAX);
             assert_eq!(wide.cell_factor, 1);
-            let t = timeline_within(&p, &[Some(0)], &events, &leaf_of, 20_000).unwrap();
+            let t = within(20_000);
             // Cells in wider buckets, the tracks still at the timeline's resolution.
             assert!(t.cell_factor > 1, "{}", t.cell_factor);
             assert_eq!(t.buckets, wide.buckets);
