@@ -90,29 +90,105 @@ impl Namer {
     }
 }
 
-/// The last recorded wake-up of a thread: when, and the waker's command and stack.
+/// The waker's command and stack at a recorded wake-up.
 struct Waking {
-    time: u64,
     pid: i32,
     comm: String,
     frames: Vec<Frame>,
 }
 
 /// The events the pairing reads: `offcpu-time` and `sched:sched_waking`.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct WakerEvents {
     offcpu: usize,
     waking: usize,
 }
 
 fn waker_events(profile: &Profile) -> Option<WakerEvents> {
-    let offcpu = profile.events.iter().position(|e| e.name == "offcpu-time")?;
+    let offcpu = profile
+        .events
+        .iter()
+        .position(|e| e.name == "offcpu-time")?;
     let waking = (0..profile.events.len()).find(|&i| {
         profile
             .tracepoint_format(i as _)
             .is_some_and(|f| f.system == "sched" && f.name == "sched_waking")
     })?;
     Some(WakerEvents { offcpu, waking })
+}
+
+/// What a sample is to the pairing of blocked intervals with their wakers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WakerSample {
+    /// A `sched:sched_waking` sample, taken in the waker's context, waking `wakee`.
+    Waking {
+        /// The woken thread.
+        wakee: i32,
+    },
+    /// An `offcpu-time` sample: its thread was off the CPU over `[time - period, time]`.
+    Blocked,
+}
+
+/// Tells the samples of a `culprit record --off-cpu=wakers` file apart (see
+/// [`WakerSample`]); a file without both events has none.
+#[derive(Debug, Default)]
+pub struct WakerSamples {
+    events: Option<WakerEvents>,
+}
+
+impl WakerSamples {
+    /// What `s` of `profile` (read so far) is to the pairing, if anything.
+    pub fn classify(&mut self, profile: &Profile, s: &Sample) -> Option<WakerSample> {
+        // The events are known once the attrs and the tracing data are read (before any
+        // sample in a file or a perf pipe).
+        if self.events.is_none() {
+            self.events = waker_events(profile);
+        }
+        let ev = self.events?;
+        if s.event as usize == ev.waking {
+            waking_pid(profile, s).map(|wakee| WakerSample::Waking { wakee })
+        } else if s.event as usize == ev.offcpu {
+            Some(WakerSample::Blocked)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the events were found.
+    pub fn found(&self) -> bool {
+        self.events.is_some()
+    }
+}
+
+/// The pairing rule of the module documentation: each thread's last recorded wake-up
+/// (`W`: what the caller keeps of it), taken by the thread's next blocked interval when it
+/// falls inside it. Bounded by the threads, whatever the samples.
+#[derive(Debug)]
+pub struct WakeupPairing<W> {
+    last: HashMap<i32, (u64, W)>,
+}
+
+impl<W> Default for WakeupPairing<W> {
+    fn default() -> Self {
+        WakeupPairing {
+            last: HashMap::new(),
+        }
+    }
+}
+
+impl<W> WakeupPairing<W> {
+    /// A wake-up of `wakee` at `time`.
+    pub fn waking(&mut self, wakee: i32, time: u64, waker: W) {
+        self.last.insert(wakee, (time, waker));
+    }
+
+    /// The waker of `tid`'s blocked interval `[start, end]`: its last wake-up, when inside.
+    pub fn blocked(&mut self, tid: i32, start: u64, end: u64) -> Option<W> {
+        self.last
+            .remove(&tid)
+            .filter(|&(t, _)| t >= start && t <= end)
+            .map(|(_, w)| w)
+    }
 }
 
 /// The row key: blocked site, blocked command, waker command, waker stack.
@@ -123,8 +199,8 @@ type RowKey = (String, String, String, Vec<String>);
 /// the rows, nothing per sample, so an endless stream stays bounded.
 #[derive(Default)]
 pub struct WakersTracker {
-    events: Option<WakerEvents>,
-    last_waking: HashMap<i32, Waking>,
+    samples: WakerSamples,
+    pairing: WakeupPairing<Waking>,
     namer: Namer,
     rows: HashMap<RowKey, (u64, u64)>,
     intervals: u64,
@@ -134,35 +210,25 @@ pub struct WakersTracker {
 impl WakersTracker {
     /// Adds one sample of `profile` (read so far), naming frames with `sym`.
     pub fn sample(&mut self, profile: &Profile, sym: &mut Symbolizer, s: &Sample) {
-        // The events are known once the attrs and the tracing data are read (before any
-        // sample in a file or a perf pipe).
-        if self.events.is_none() {
-            self.events = waker_events(profile);
-        }
-        let Some(ev) = self.events else { return };
-        if s.event as usize == ev.waking {
-            if let Some(wakee) = waking_pid(profile, s) {
-                self.last_waking.insert(
-                    wakee,
-                    Waking {
-                        time: s.time,
-                        pid: s.pid,
-                        comm: profile.str(s.comm).to_string(),
-                        frames: profile.callchain(s).to_vec(),
-                    },
-                );
+        match self.samples.classify(profile, s) {
+            Some(WakerSample::Waking { wakee }) => {
+                let waking = Waking {
+                    pid: s.pid,
+                    comm: profile.str(s.comm).to_string(),
+                    frames: profile.callchain(s).to_vec(),
+                };
+                self.pairing.waking(wakee, s.time, waking);
             }
-            return;
+            Some(WakerSample::Blocked) => self.blocked(profile, sym, s),
+            None => {}
         }
-        if s.event as usize != ev.offcpu {
-            return;
-        }
+    }
+
+    fn blocked(&mut self, profile: &Profile, sym: &mut Symbolizer, s: &Sample) {
         self.intervals += 1;
-        let start = s.time.saturating_sub(s.period);
         let waker = self
-            .last_waking
-            .remove(&s.tid)
-            .filter(|w| w.time >= start && w.time <= s.time);
+            .pairing
+            .blocked(s.tid, s.time.saturating_sub(s.period), s.time);
         let blocked = self
             .namer
             .places(profile, sym, s.pid, profile.callchain(s), false);
@@ -196,7 +262,7 @@ impl WakersTracker {
 
     /// The report; an error when `profile` (read whole) lacks the events.
     pub fn finish(self, profile: &Profile) -> Result<WakersReport, AnalysisError> {
-        if self.events.or_else(|| waker_events(profile)).is_none() {
+        if !self.samples.found() && waker_events(profile).is_none() {
             return Err(AnalysisError::NoData(
                 "the file has no offcpu-time and sched:sched_waking samples: record with \
                  `culprit record --off-cpu=wakers -- CMD`"
@@ -280,5 +346,28 @@ impl culprit_output::TextLines for WakersReport {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_a_wake_up_ends_the_next_interval_of_its_thread_only_when_inside_it() {
+        let mut p = WakeupPairing::default();
+        p.waking(7, 50, "w1");
+        // Another thread's interval does not take it.
+        assert_eq!(p.blocked(8, 0, 100), None);
+        assert_eq!(p.blocked(7, 0, 100), Some("w1"));
+        // Taken once.
+        assert_eq!(p.blocked(7, 0, 100), None);
+        // A later wake-up replaces an earlier one; one outside the interval is dropped.
+        p.waking(7, 10, "w2");
+        p.waking(7, 20, "w3");
+        assert_eq!(p.blocked(7, 15, 30), Some("w3"));
+        p.waking(7, 200, "w4");
+        assert_eq!(p.blocked(7, 300, 400), None);
+        assert_eq!(p.blocked(7, 150, 250), None);
     }
 }

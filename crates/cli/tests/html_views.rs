@@ -174,10 +174,11 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
     }
     let dir = common::scratch("html-timeline-offcpu");
     let data = dir.join("offcpu.data");
-    // Two threads of one process: a writer every 10 ms, a reader blocked in read().
+    // Two threads of one process: a writer every 10 ms, a reader blocked in read(); with
+    // the wake-ups.
     common::run_ok(
         common::culprit()
-            .args(["record", "-q", "-g", "--off-cpu", "-o"])
+            .args(["record", "-q", "-g", "--off-cpu=wakers", "-o"])
             .arg(&data)
             .arg("--")
             .arg(common::workload("offcpu"))
@@ -235,6 +236,71 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
     assert_eq!(shown[0], picked["iv"][0], "{shown} {picked}");
     assert_eq!(shown[1], picked["iv"][1], "{shown} {picked}");
     assert_eq!(shown[2], picked["depth"], "{shown} {picked}");
+
+    // The wake-ups: as many intervals have a waker as `culprit sched wakers` pairs (every
+    // interval is listed: fewer than MAX_INTERVALS), and the reader's, clicked, shows the
+    // writer thread and its stack in write().
+    let wakers = json_of(&[
+        "sched",
+        "wakers",
+        "-i",
+        data.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let woken: Value = b.js(
+        "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
+         return T.threads.map(t => [t.pid, t.tid, t.comm, t.offcpu_waker.filter(w => w).length])",
+    );
+    let paired: u64 = woken
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t[3].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        paired,
+        wakers["with_waker"].as_u64().unwrap(),
+        "{woken} {wakers}"
+    );
+    let picked: Value = b.js(
+        "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
+         let best = null, bi = 0, bk = 0;\
+         T.threads.forEach((t, i) => t.offcpu.forEach((iv, k) => { if (t.offcpu_waker[k] && (!best || iv[1] - iv[0] > best[1] - best[0])) { best = iv; bi = i; bk = k; } }));\
+         let y = 20, pid = null, at = 0;\
+         T.threads.forEach((t, i) => { if (t.pid !== pid) { pid = t.pid; y += 18; } if (i === bi) at = y; y += 24; });\
+         const cv = document.getElementById('timeline');\
+         window.scrollTo(0, cv.getBoundingClientRect().top + window.scrollY + at - 100);\
+         const c = cv.getBoundingClientRect();\
+         const x = 200 + (((best[0] + best[1]) / 2 - T.start) / (T.width * T.buckets)) * (c.width - 200);\
+         return { iv: best, waker: T.threads[bi].offcpu_waker[bk], x: Math.round(c.left + x), y: Math.round(c.top + at + 24 - 2) }",
+    );
+    b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
+    let shown = b.wait_until(
+        "const d = document.getElementById('state-detail');\
+         return d && d.dataset.waker ? [Number(d.dataset.start), d.dataset.waker, document.getElementById('state-waker').textContent, Array.from(document.querySelectorAll('#waker-stack li')).map(l => l.textContent)] : null",
+    );
+    assert_eq!(shown[0], picked["iv"][0], "{shown} {picked}");
+    assert_eq!(shown[1], picked["waker"], "{shown} {picked}");
+    assert_eq!(shown[2], picked["waker"], "{shown} {picked}");
+    // The waker is a thread of the workload (`offcpu <tid>`), a track of its process, and
+    // it woke the reader from write().
+    let waker = picked["waker"].as_str().unwrap();
+    let waker_tid: i64 = waker.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(waker.starts_with("offcpu "), "{picked}");
+    assert!(
+        woken
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t[0] == pid && t[1] == waker_tid),
+        "{woken} {picked}"
+    );
+    let frames = shown[3].as_array().unwrap();
+    assert!(
+        frames.iter().any(|f| f.as_str().unwrap().contains("write")),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -79,9 +79,10 @@ impl IbsFold {
         input: &str,
     ) -> Result<IbsReport, AnalysisError> {
         let has = |k: IbsKind| {
-            profile.events.iter().any(|e| {
-                e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k)
-            })
+            profile
+                .events
+                .iter()
+                .any(|e| e.samples > 0 && e.pmu.as_deref().and_then(IbsKind::from_pmu) == Some(k))
         };
         let (has_fetch, has_op) = (has(IbsKind::Fetch), has(IbsKind::Op));
         // Without IBS, PEBS memory samples (PERF_SAMPLE_ADDR with DATA_SRC / WEIGHT, as
@@ -118,8 +119,8 @@ impl IbsFold {
         let mut r = Resolver::new(profile, symbolizer);
         let fetch = (req.fetch || (none && has_fetch)).then(|| self.fetch_report(&mut r, opts));
         let op = (req.op || (none && has_op)).then(|| self.op_report(&mut r, opts));
-        let data = (req.data || (none && (has_op || pebs_only)))
-            .then(|| self.data_report(&mut r, opts));
+        let data =
+            (req.data || (none && (has_op || pebs_only))).then(|| self.data_report(&mut r, opts));
         let notes = notes(profile, fetch.as_ref(), op.as_ref(), pebs_only, spe);
         Ok(IbsReport {
             schema: SCHEMA,

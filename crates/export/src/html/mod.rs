@@ -34,6 +34,7 @@ use culprit_analysis::ibs::{IbsFold, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
 use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
 use culprit_analysis::topdown::{sampled_report, SampledTopdown, TopdownError};
+use culprit_analysis::wakers::{WakerSample, WakerSamples, WakeupPairing};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, Hotspots, SortKey};
 use culprit_decode::ibs::IbsKind;
 use culprit_decode::model::Profile;
@@ -41,6 +42,7 @@ use culprit_decode::ReadError;
 use culprit_output::json::Round4;
 use culprit_symbols::disasm::Syntax;
 use culprit_symbols::{ProfileInput, ReadPlan};
+use timeline::{TimelineFold, TimelineRole};
 
 pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
@@ -168,24 +170,39 @@ pub fn build_page(
     let mut why_latency = why::LatencySamples::default();
     let mut ibs = IbsFold::new(false);
     // The thread states (read from a file a second time) need the scheduler samples' stacks.
-    let mut timeline_fold = timeline::TimelineFold::new(!input.is_stdin());
-    let mut event_kinds: Vec<(bool, Option<bool>)> = Vec::new();
+    let mut timeline_fold = TimelineFold::new(!input.is_stdin());
+    // Off-CPU intervals with the wake-up that ended them (`--off-cpu=wakers`), as `culprit
+    // sched wakers` pairs them.
+    let mut waker_samples = WakerSamples::default();
+    let mut wakeups = WakeupPairing::default();
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
     };
     let profile = input.for_each(&plan, pa, |p, s| {
         if let Some(timed) = stacks.add_timed(p, s) {
-            if event_kinds.len() < p.events.len() {
-                event_kinds = (p.events.iter())
-                    .map(|e| (e.name == timeline::OFFCPU_EVENT, states::sched_kind(&e.name)))
-                    .collect();
-            }
-            let (offcpu, sched) = event_kinds
-                .get(s.event as usize)
-                .copied()
-                .unwrap_or_default();
-            timeline_fold.add(&timed, offcpu, sched);
+            let role = match waker_samples.classify(p, s) {
+                Some(WakerSample::Waking { wakee }) => {
+                    wakeups.waking(wakee, s.time, (timed.thread, timed.stack));
+                    TimelineRole::Plain
+                }
+                Some(WakerSample::Blocked) => TimelineRole::OffCpu(wakeups.blocked(
+                    s.tid,
+                    s.time.saturating_sub(s.period),
+                    s.time,
+                )),
+                None => TimelineRole::Plain,
+            };
+            let role = match (role, p.events.get(s.event as usize)) {
+                (TimelineRole::Plain, Some(e)) if e.name == timeline::OFFCPU_EVENT => {
+                    TimelineRole::OffCpu(None)
+                }
+                (TimelineRole::Plain, Some(e)) => {
+                    states::sched_kind(&e.name).map_or(role, TimelineRole::Sched)
+                }
+                _ => role,
+            };
+            timeline_fold.add(&timed, role);
         }
         agg.add(p, s);
         places.add(p, s);

@@ -315,7 +315,7 @@
     const isTime = E[e].unit === 'nanoseconds' && e !== TL.offcpu;
     v.append(el('p', { class: 'note', text: 'One track per thread, grouped by process; ' +
       (isTime ? 'bar height: CPU usage (' + E[e].name + ' time per bucket of ' + fmtSpan(TL.width) + ')' : 'bar height: ' + E[e].name + ' samples per bucket of ' + fmtSpan(TL.width) + ', relative to the busiest') +
-      (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time)' : '; off-CPU intervals appear with culprit record --off-cpu') +
+      (TL.offcpu != null ? '; grey under a track: off-CPU intervals (offcpu-time): click one for its blocked stack' + (TL.threads.some((t) => t.offcpu_waker.length) ? ' and its waker' : ' (and its waker, with culprit record --off-cpu=wakers)') : '; off-CPU intervals appear with culprit record --off-cpu') +
       (TL.states.length ? '. Band at the top of a track: its state per bucket (' + TL.state_names.map((n, k) => n + ' ' + STATE_COLORS[k]).join(', ') + ', from sched_switch); click a blocked part of it for its interval and waker; in a process\'s label row: its parallelism (threads running) per bucket' : '') +
       '. Drag to select a time range: every view then shows only its samples' +
       (TL.cell_factor > 1 ? ' (a selection snaps to steps of ' + fmtSpan(TL.width * TL.cell_factor) + ', the resolution the page keeps of each function and call path).' : '.') }));
@@ -342,6 +342,14 @@
   const STATE_FILL = ['#3c9a4e', '#e0b422', '#a9c8e8', '#d0453c', '#8e5cc2'];
   const BAND = 6;
   let trackRows = [];
+  // Appends to `d` a call-tree node's frames, leaf first, as the list `id` under `title`
+  // (nothing for node 0: not recorded).
+  function appendStack(d, id, title, node) {
+    if (!(node > 0)) return;
+    const list = el('ol', { id });
+    for (const f of pathOf(node).reverse()) list.append(el('li', { text: frameLabel(f) }));
+    d.append(el('div', { text: title }), list);
+  }
   // A click on a track's state band: the blocked interval under it (the longest within a
   // pixel) is shown below the timeline. False when there is none.
   function showBlockedAt(canvas, ev) {
@@ -361,14 +369,8 @@
       ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
     if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
     d.dataset.waker = waker;
-    const stackList = (id, title, node) => {
-      if (!(node > 0)) return;
-      const list = el('ol', { id });
-      for (const f of pathOf(node).reverse()) list.append(el('li', { text: frameLabel(f) }));
-      d.append(el('div', { text: title }), list);
-    };
-    stackList('blocked-stack', 'Blocked stack (leaf first):', st.stack[k]);
-    stackList('waker-stack', 'Waker\'s stack at the wake-up (leaf first):', st.waker_stack[k]);
+    appendStack(d, 'blocked-stack', 'Blocked stack (leaf first):', st.stack[k]);
+    appendStack(d, 'waker-stack', 'Waker\'s stack at the wake-up (leaf first):', st.waker_stack[k]);
     return true;
   }
   // A click on a track's off-CPU band (its bottom pixels): the off-CPU interval under it and
@@ -380,15 +382,16 @@
     const t = TL.threads[i];
     if (!t || x < 0) return false;
     const span = TL.width * TL.buckets, at = TL.start + (x / w) * span, px = span / w;
-    let hit = null;
-    for (const iv of t.offcpu) if (iv[0] <= at + px && iv[1] >= at - px && (!hit || iv[1] - iv[0] > hit[1] - hit[0])) hit = iv;
-    if (!hit) return false;
+    let k = -1;
+    t.offcpu.forEach((iv, j) => { if (iv[0] <= at + px && iv[1] >= at - px && (k < 0 || iv[1] - iv[0] > t.offcpu[k][1] - t.offcpu[k][0])) k = j; });
+    if (k < 0) return false;
+    const hit = t.offcpu[k], waker = t.offcpu_waker[k] || '';
     const d = clear(document.getElementById('state-detail'));
-    d.dataset.tid = t.tid; d.dataset.state = 'off-CPU'; d.dataset.start = hit[0]; d.dataset.end = hit[1]; d.dataset.waker = '';
-    d.append(el('b', { text: t.comm + ' ' + t.tid + ': off-CPU' }), ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]));
-    const list = el('ol', { id: 'blocked-stack' });
-    for (const f of pathOf(hit[2]).reverse()) list.append(el('li', { text: frameLabel(f) }));
-    if (hit[2] > 0) d.append(list);
+    d.dataset.tid = t.tid; d.dataset.state = 'off-CPU'; d.dataset.start = hit[0]; d.dataset.end = hit[1]; d.dataset.waker = waker;
+    d.append(el('b', { text: t.comm + ' ' + t.tid + ': off-CPU' }), ' from ' + fmtSpan(hit[0] - TL.start) + ' (' + (hit[0] / 1e9).toFixed(6) + ' s) for ' + fmtSpan(hit[1] - hit[0]) + (waker ? '; woken by ' : ''));
+    if (waker) d.append(el('span', { id: 'state-waker', text: waker }));
+    appendStack(d, 'blocked-stack', 'Blocked stack (leaf first):', hit[2]);
+    appendStack(d, 'waker-stack', 'Waker\'s stack at the wake-up (leaf first):', t.offcpu_waker_stack[k]);
     return true;
   }
   function drawTimeline() {

@@ -38,9 +38,10 @@ pub fn scheduler_stacks(
 ) -> SchedStacks {
     let mut out = SchedStacks::default();
     for &(time, thread, stack, switch) in timeline.sched_samples() {
-        let (Some(th), Some(&(node, _))) =
-            (stacks.threads.get(thread as usize), leaf_of.get(&(thread, stack)))
-        else {
+        let (Some(th), Some(&(node, _))) = (
+            stacks.threads.get(thread as usize),
+            leaf_of.get(&(thread, stack)),
+        ) else {
             continue;
         };
         out.insert((time, th.tid, switch), node);

@@ -92,6 +92,14 @@ pub struct Track {
     /// Off-CPU intervals `[start, end, node]` (ns, ns, the call-tree node of the blocked
     /// stack, 0 when it has none), the longest [`MAX_INTERVALS`], in time order.
     pub offcpu: Vec<[u64; 3]>,
+    /// Per off-CPU interval, in a file with wake-ups (`culprit record --off-cpu=wakers`):
+    /// the thread that woke it (`comm tid`, its last `sched_waking` inside the interval, as
+    /// `culprit sched wakers` pairs them), empty when none was recorded. Empty without
+    /// wake-ups.
+    pub offcpu_waker: Vec<String>,
+    /// Per off-CPU interval, with [`Track::offcpu_waker`]: the call-tree node of the waker's
+    /// stack at the wake-up, 0 when none was recorded.
+    pub offcpu_waker_stack: Vec<u32>,
 }
 
 /// Sparse per-bucket values, sorted by bucket: bucket `i`'s entries follow bucket `i - 1`'s.
@@ -187,9 +195,25 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// One off-CPU interval: its length, start and the sample's stack (ordered by length, for
-/// keeping the longest).
-type Interval = (u64, u64, u32);
+/// A sample's thread and stack, as the stack model counts them.
+pub type ThreadStack = (u32, u32);
+
+/// One off-CPU interval: its length, start, the sample's stack and its waker's thread and
+/// stack (ordered by length, for keeping the longest).
+type Interval = (u64, u64, u32, Option<ThreadStack>);
+
+/// What a sample is to the timeline besides its period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimelineRole {
+    /// A sample like any other.
+    Plain,
+    /// A scheduler sample whose stack the thread states show: a `sched_switch` (`true`) or
+    /// a wake-up.
+    Sched(bool),
+    /// An `offcpu-time` sample (its period is the interval before its time), with the
+    /// thread and stack of the wake-up that ended it, when recorded.
+    OffCpu(Option<ThreadStack>),
+}
 
 /// Summed period and samples per event of a period of one thread and stack.
 type FineCells = FxHashMap<(i64, u32, u32, u32), (u64, u64)>;
@@ -221,6 +245,8 @@ pub struct TimelineFold {
     /// Per thread: its longest off-CPU intervals (a min-heap of at most
     /// [`MAX_INTERVALS`]).
     offcpu: Vec<BinaryHeap<Reverse<Interval>>>,
+    /// Whether an off-CPU interval had a waker.
+    wakers: bool,
     /// The scheduler samples, when kept: (time, thread, stack, is a `sched_switch`).
     sched: Option<Vec<(u64, u32, u32, bool)>>,
 }
@@ -235,10 +261,8 @@ impl TimelineFold {
         }
     }
 
-    /// Adds one sample as the stack model counted it; `offcpu`: it is an `offcpu-time`
-    /// sample (its period is the interval before its time); `sched`: it is a scheduler
-    /// sample (`Some(true)` a `sched_switch`, `Some(false)` a wake-up).
-    pub fn add(&mut self, s: &TimedSample, offcpu: bool, sched: Option<bool>) {
+    /// Adds one sample as the stack model counted it.
+    pub fn add(&mut self, s: &TimedSample, role: TimelineRole) {
         if s.time == 0 {
             self.untimed = true;
             return;
@@ -282,15 +306,22 @@ impl TimelineFold {
             self.offcpu.resize_with(t + 1, BinaryHeap::new);
         }
         self.thread_samples[t] += 1;
-        if offcpu {
-            let heap = &mut self.offcpu[t];
-            heap.push(Reverse((s.period, s.time.saturating_sub(s.period), s.stack)));
-            if heap.len() > MAX_INTERVALS {
-                heap.pop();
+        match role {
+            TimelineRole::OffCpu(waker) => {
+                self.wakers |= waker.is_some();
+                let heap = &mut self.offcpu[t];
+                let begin = s.time.saturating_sub(s.period);
+                heap.push(Reverse((s.period, begin, s.stack, waker)));
+                if heap.len() > MAX_INTERVALS {
+                    heap.pop();
+                }
             }
-        }
-        if let (Some(list), Some(switch)) = (self.sched.as_mut(), sched) {
-            list.push((s.time, s.thread, s.stack, switch));
+            TimelineRole::Sched(switch) => {
+                if let Some(list) = self.sched.as_mut() {
+                    list.push((s.time, s.thread, s.stack, switch));
+                }
+            }
+            TimelineRole::Plain => {}
         }
     }
 
@@ -355,6 +386,10 @@ fn tracks(threads: &[ThreadInfo], weight: &[u64]) -> (Vec<Track>, Vec<usize>) {
     (tracks, track_of)
 }
 
+/// An off-CPU interval of a track: `[start, end, node]`, its waker (`comm tid`, or empty)
+/// and the call-tree node of the waker's stack (or 0).
+type OffCpuInterval = ([u64; 3], String, u32);
+
 /// Per page column: the unit of its periods (their gcd, at least 1) and whether every
 /// sample's period is that one unit.
 fn units(fold: &TimelineFold, columns: &[Option<usize>], ncols: usize) -> (Vec<u64>, Vec<bool>) {
@@ -392,7 +427,14 @@ pub fn timeline(
     events: &[PageEvent],
     leaf_of: &LeafOf,
 ) -> Option<Timeline> {
-    timeline_within(fold, &profile.threads, columns, events, leaf_of, MAX_CELL_BYTES)
+    timeline_within(
+        fold,
+        &profile.threads,
+        columns,
+        events,
+        leaf_of,
+        MAX_CELL_BYTES,
+    )
 }
 
 /// [`timeline`] with its cells kept under `max_cell_bytes`.
@@ -451,18 +493,23 @@ fn timeline_within(
             c.1 += n;
         }
     }
-    // Off-CPU intervals of each track: its threads' longest.
-    let mut intervals: Vec<Vec<[u64; 3]>> = vec![Vec::new(); tracks.len()];
+    // Off-CPU intervals of each track (its threads' longest), with their wakers.
+    let node_of = |thread: u32, stack: u32| leaf_of.get(&(thread, stack)).map_or(0, |l| l.0);
+    let mut intervals: Vec<Vec<OffCpuInterval>> = vec![Vec::new(); tracks.len()];
     if offcpu.is_some() {
         for (thread, heap) in fold.offcpu.iter().enumerate() {
             let Some(iv) = track_of.get(thread).and_then(|&ti| intervals.get_mut(ti)) else {
                 continue;
             };
-            for Reverse((len, begin, stack)) in heap.iter() {
-                let node = leaf_of
-                    .get(&(thread as u32, *stack))
-                    .map_or(0, |&(node, _)| u64::from(node));
-                iv.push([*begin, begin + len, node]);
+            for Reverse((len, begin, stack, waker)) in heap.iter() {
+                let node = u64::from(node_of(thread as u32, *stack));
+                let (name, waker_node) = match waker
+                    .and_then(|w| Some((w, threads.get(w.0 as usize)?)))
+                {
+                    Some(((wt, ws), th)) => (format!("{} {}", th.comm, th.tid), node_of(wt, ws)),
+                    None => (String::new(), 0),
+                };
+                iv.push(([*begin, begin + len, node], name, waker_node));
             }
         }
     }
@@ -485,11 +532,15 @@ fn timeline_within(
     for (t, mut iv) in tracks.iter_mut().zip(intervals) {
         t.samples = keep(std::mem::take(&mut t.samples));
         if iv.len() > MAX_INTERVALS {
-            iv.sort_unstable_by_key(|i| std::cmp::Reverse(i[1] - i[0]));
+            iv.sort_unstable_by_key(|i| std::cmp::Reverse(i.0[1] - i.0[0]));
             iv.truncate(MAX_INTERVALS);
         }
         iv.sort_unstable();
-        t.offcpu = iv;
+        if fold.wakers {
+            t.offcpu_waker = iv.iter().map(|i| i.1.clone()).collect();
+            t.offcpu_waker_stack = iv.iter().map(|i| i.2).collect();
+        }
+        t.offcpu = iv.into_iter().map(|i| i.0).collect();
     }
     let functions = fn_cells
         .into_iter()
@@ -539,10 +590,7 @@ mod tests {
     }
 
     /// The fold of [`samples`], its threads, leaves and event.
-    fn profile(
-        n: u32,
-        fixed: bool,
-    ) -> (TimelineFold, Vec<ThreadInfo>, LeafOf, Vec<PageEvent>) {
+    fn profile(n: u32, fixed: bool) -> (TimelineFold, Vec<ThreadInfo>, LeafOf, Vec<PageEvent>) {
         let threads = [10, 11]
             .map(|tid| ThreadInfo {
                 pid: 10,
@@ -554,7 +602,7 @@ mod tests {
         let mut leaf_of = LeafOf::default();
         let list = samples(n, fixed);
         for s in &list {
-            fold.add(s, false, None);
+            fold.add(s, TimelineRole::Plain);
             leaf_of.insert((s.thread, s.stack), (s.stack + 1, s.stack));
         }
         let period = list.iter().map(|s| s.period).sum();
@@ -585,7 +633,7 @@ mod tests {
                     period: i as u64 + 1,
                     ..TimedSample::default()
                 };
-                fold.add(&s, false, None);
+                fold.add(&s, TimelineRole::Plain);
             }
             let events = vec![PageEvent {
                 name: "cpu-clock".into(),
@@ -613,9 +661,8 @@ mod tests {
     fn test_timeline_cells_fit_their_budget_and_keep_every_period() {
         for fixed in [true, false] {
             let (fold, threads, leaf_of, events) = profile(20_000, fixed);
-            let within = |max| {
-                timeline_within(&fold, &threads, &[Some(0)], &events, &leaf_of, max).unwrap()
-            };
+            let within =
+                |max| timeline_within(&fold, &threads, &[Some(0)], &events, &leaf_of, max).unwrap();
             let wide = within(usize::MAX);
             assert_eq!(wide.cell_factor, 1);
             let t = within(20_000);
