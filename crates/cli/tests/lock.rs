@@ -231,14 +231,10 @@ fn test_html_timeline_shows_futex_waits_as_the_lock_state() {
     }
     let dir = common::scratch("lock-html-states");
     let file = dir.join("perf.data");
+    // `lock record --states`: the lock events, the scheduler's, system-wide.
     common::run_ok(
         common::culprit()
-            .args(["record", "-q", "-a", "-c", "1", "-e"])
-            .arg(
-                "sched:sched_switch,sched:sched_waking,syscalls:sys_enter_futex,\
-                 syscalls:sys_exit_futex",
-            )
-            .arg("-o")
+            .args(["lock", "record", "-q", "--states", "-o"])
             .arg(&file)
             .arg("--")
             .arg(common::workload("mutex"))

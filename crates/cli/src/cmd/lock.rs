@@ -23,7 +23,7 @@ pub const LOCK_EVENTS: &[&str] = &[
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Lock contention (perf lock): kernel locks and futex waits, with call sites and stacks",
-    after_help = crate::help::layout("EXAMPLES:\n  culprit lock record -- ./prog       kernel lock contention and futex waits of ./prog (-g)\n  culprit lock contention             per call site: contended, total, max, avg wait\n\nThe kernel table reads `perf lock record` files too.")
+    after_help = crate::help::layout("EXAMPLES:\n  culprit lock record -- ./prog       kernel lock contention and futex waits of ./prog (-g)\n  culprit lock contention             per call site: contended, total, max, avg wait\n  culprit lock record --states -- ./prog\n                                      also the scheduler events: culprit html draws thread states\n\nThe kernel table reads `perf lock record` files too.")
 )]
 pub struct LockArgs {
     /// What to do.
@@ -50,6 +50,11 @@ pub struct LockRecordArgs {
     /// The whole system (the default without a command).
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
+    /// Also record the scheduler's switches and wake-ups (system-wide: implies -a), so that
+    /// `culprit html` draws each thread's states, its lock waits among them, and `culprit
+    /// sched timehist` reads the file.
+    #[arg(long)]
+    pub states: bool,
     /// The command to run while recording.
     #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -80,11 +85,20 @@ pub fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `culprit record -c 1 -g -e <LOCK_EVENTS> [-a] -m PAGES -o FILE [-- CMD]`.
+/// The scheduler events `culprit lock record --states` adds: a thread's states need its
+/// switches in and out, which only a system-wide recording has (a task's switch-in is
+/// recorded in the context of the task it replaces).
+pub const STATE_EVENTS: &[&str] = &["sched:sched_switch", "sched:sched_waking"];
+
+/// `culprit record -c 1 -g -e <LOCK_EVENTS>[,<STATE_EVENTS>] [-a] -m PAGES -o FILE [-- CMD]`.
 fn run_record(a: LockRecordArgs) -> anyhow::Result<ExitCode> {
-    let events = LOCK_EVENTS.join(",");
+    let mut events = LOCK_EVENTS.to_vec();
+    if a.states {
+        events.extend(STATE_EVENTS);
+    }
+    let events = events.join(",");
     let mut flags = vec!["-c", "1", "-g", "-e", &events];
-    if a.all_cpus || a.command.is_empty() {
+    if a.all_cpus || a.states || a.command.is_empty() {
         flags.push("-a");
     }
     record::run_preset(&flags, &a.preset, &a.command)
