@@ -202,7 +202,7 @@ pub fn build_page(
                 }
                 _ => role,
             };
-            timeline_fold.add(&timed, role);
+            timeline_fold.add(&timed, p.str(s.comm), role);
         }
         agg.add(p, s);
         places.add(p, s);

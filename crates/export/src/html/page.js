@@ -83,15 +83,28 @@
   document.getElementById('title').textContent = D.summary.input + (D.diff ? ' against ' + D.diff.other.file : '');
 
   // ---- the call tree -------------------------------------------------------------------
-  // Children and depth of each node of the current tree (rebuilt after a transform).
-  let kids = [], depth = new Int32Array(0);
-  const fname = (i) => (F.frame[i] < 0 ? 'all' : F.frames[F.frame[i]].name);
+  // Children (by name) and depth of each node of the current tree: built again only when
+  // a transform gives another tree (`indexed`: the tree they are of), not when a time
+  // selection changes its values.
+  let kids = [], depth = new Int32Array(0), indexed = null;
+  // Each frame's rank by name (equal names, equal ranks): children sort by number.
+  let nameRank = new Int32Array(0);
+  function rankFrames() {
+    const name = (f) => F.frames[f].name;
+    const order = F.frames.map((_, f) => f).sort((a, b) => (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0));
+    nameRank = new Int32Array(F.frames.length);
+    order.forEach((f, k) => { nameRank[f] = k > 0 && name(order[k - 1]) === name(f) ? nameRank[order[k - 1]] : k; });
+  }
   function rebuildIndex() {
+    if (indexed === F.parent) return;
+    if (nameRank.length !== F.frames.length) rankFrames();
     N = F.parent.length;
     kids = Array.from({ length: N }, () => []);
     depth = new Int32Array(N);
     for (let i = 1; i < N; i++) { kids[F.parent[i]].push(i); depth[i] = depth[F.parent[i]] + 1; }
-    for (const k of kids) k.sort((a, b) => (fname(a) < fname(b) ? -1 : fname(a) > fname(b) ? 1 : 0));
+    const rank = (i) => nameRank[F.frame[i]];
+    for (const k of kids) if (k.length > 1) k.sort((a, b) => rank(a) - rank(b));
+    indexed = F.parent;
   }
   rebuildIndex();
   const frameLabel = (f) => F.frames[f].name + (F.frames[f].dso ? ' (' + F.frames[f].dso + ')' : '');
@@ -552,30 +565,41 @@
     const rows = ROWS.map((r, i) => i);
     rows.sort((a, b) => ROWS[b].period[fnSort] - ROWS[a].period[fnSort] || a - b);
     const body = el('tbody');
-    for (const i of rows) {
-      const r = ROWS[i];
-      const tr = el('tr', { class: 'pick' + (i === state.fn ? ' sel' : ''), 'data-row': String(i) });
-      E.forEach((ev, e) => {
-        const td = barCell(r.percent[e], fmtPct(r.percent[e]));
-        td.title = fmtInt(r.samples[e]) + ' samples, ' + fmtValue(r.period[e], e);
-        tr.append(td);
-      });
-      tr.append(el('td', { class: 'fn', text: (r.tag ? r.tag + ' ' : '') + r.name + (r.addr ? ' ' + r.addr : '') }),
-        el('td', { class: 'fn', text: r.dso }));
-      tr.addEventListener('click', () => pickFunction(i));
-      body.append(tr);
-    }
-    const t = el('table', { id: 'functions-table' }, el('thead', {}, head), body);
-    filter.addEventListener('input', () => {
+    const more = el('p', { class: 'note', id: 'fn-more' });
+    // The first FN_PAGE rows of the rows matching the filter; a button adds the rest.
+    const fill = (all) => {
       const q = filter.value.toLowerCase();
-      for (const tr of body.children) {
-        const r = ROWS[Number(tr.dataset.row)];
-        tr.hidden = q !== '' && !(r.name.toLowerCase().includes(q) || r.dso.toLowerCase().includes(q));
+      const match = q === '' ? rows : rows.filter((i) => ROWS[i].name.toLowerCase().includes(q) || ROWS[i].dso.toLowerCase().includes(q));
+      clear(body); clear(more);
+      const list = all ? match : match.slice(0, FN_PAGE);
+      for (const i of list) body.append(fnRow(i));
+      if (list.length < match.length) {
+        more.append((match.length - list.length) + ' more functions ',
+          el('button', { id: 'fn-show-all', text: 'Show all ' + match.length, onclick: () => fill(true) }));
       }
-    });
-    v.append(el('div', { class: 'scroll' }, t));
+    };
+    filter.addEventListener('input', () => fill(false));
+    fill(false);
+    const t = el('table', { id: 'functions-table' }, el('thead', {}, head), body);
+    v.append(el('div', { class: 'scroll' }, t, more));
     if (D.functions.hidden && !viewRange()) v.append(el('p', { class: 'note', text: D.functions.hidden + ' more functions (below the top rows of every event) are not listed.' }));
   };
+  // Rows of the hot functions table drawn at once (the rest on request).
+  const FN_PAGE = 200;
+  // One row of the hot functions table: ROWS[i].
+  function fnRow(i) {
+    const r = ROWS[i];
+    const tr = el('tr', { class: 'pick' + (i === state.fn ? ' sel' : ''), 'data-row': String(i) });
+    E.forEach((ev, e) => {
+      const td = barCell(r.percent[e], fmtPct(r.percent[e]));
+      td.title = fmtInt(r.samples[e]) + ' samples, ' + fmtValue(r.period[e], e);
+      tr.append(td);
+    });
+    tr.append(el('td', { class: 'fn', text: (r.tag ? r.tag + ' ' : '') + r.name + (r.addr ? ' ' + r.addr : '') }),
+      el('td', { class: 'fn', text: r.dso }));
+    tr.addEventListener('click', () => pickFunction(i));
+    return tr;
+  }
   function pickFunction(i) {
     const r = ROWS[i];
     state.fn = i;

@@ -31,8 +31,12 @@ pub const MAX_TRACKS: usize = 100;
 pub const MAX_INTERVALS: usize = 2_000;
 /// While reading, the samples are summed in fine buckets, at most this many per bucket of
 /// the page: beyond, the fine buckets are made twice as wide. The page's buckets are whole
-/// runs of them (between [`BUCKETS`] × 5/8 and [`BUCKETS`] of them).
-const FINE_PER_BUCKET: i64 = 8;
+/// power-of-two runs of them (between [`BUCKETS`] / 2 and [`BUCKETS`] of them).
+const FINE_PER_BUCKET: i64 = 4;
+/// Per-stack sums kept while reading (the cells' source) at most this many: beyond, their
+/// buckets are made twice as wide (down to one over the recording: then they are bounded by
+/// the distinct stacks, as the stack model is).
+const MAX_STACK_CELLS: usize = 1 << 22;
 /// perf's name of the off-CPU event (`culprit record --off-cpu`).
 pub const OFFCPU_EVENT: &str = "offcpu-time";
 
@@ -215,15 +219,19 @@ pub enum TimelineRole {
     OffCpu(Option<ThreadStack>),
 }
 
-/// Summed period and samples per event of a period of one thread and stack.
-type FineCells = FxHashMap<(i64, u32, u32, u32), (u64, u64)>;
+/// Summed period and samples per (bucket, thread, event).
+type ThreadCells = FxHashMap<(i64, u32, u32), (u64, u64)>;
+/// Summed period and samples per (bucket, command, event, stack): a call-tree node depends
+/// on the thread only through its command (the tree's root frame).
+type StackCells = FxHashMap<(i32, u32, u32, u32), (u64, u64)>;
 
 /// The timeline being summed while the file is read ([`TimelineFold::add`]): per fine
-/// bucket, thread, event and stack, the period and samples, so its memory follows the
-/// buckets and the stacks, not the samples (an endless stream stays bounded). The fine
-/// buckets start `1 ns` wide and double whenever they would pass
-/// [`FINE_PER_BUCKET`] × [`BUCKETS`]; their edges stay `origin + k·width`, so a wider
-/// bucket is always a whole run of narrower ones.
+/// bucket, thread and event, and per coarser bucket, thread, event and stack, the period and
+/// samples, so its memory follows the buckets and the stacks, not the samples (an endless
+/// stream stays bounded). The fine buckets start `1 ns` wide and double whenever they would
+/// pass [`FINE_PER_BUCKET`] × [`BUCKETS`]; the stack buckets are `2^stack_shift` fine ones,
+/// and double when they pass [`MAX_STACK_CELLS`]. Every edge is `origin + k·width`, so a
+/// wider bucket is always a whole run of narrower ones.
 #[derive(Debug, Default)]
 pub struct TimelineFold {
     /// The first sample's time: fine bucket 0 starts there.
@@ -236,7 +244,15 @@ pub struct TimelineFold {
     last: u64,
     /// A sample had no time: no timeline.
     untimed: bool,
-    cells: FineCells,
+    threads: ThreadCells,
+    stacks: StackCells,
+    /// Stack buckets are `2^stack_shift` fine buckets.
+    stack_shift: u32,
+    /// [`MAX_STACK_CELLS`] (smaller in tests).
+    max_stack_cells: usize,
+    /// Each thread's command, as an index into `comms`.
+    comm_of: Vec<u32>,
+    comms: FxHashMap<String, u32>,
     /// Per event of the stack model: the gcd of its periods, its first period, and
     /// whether every period equals it.
     periods: Vec<(u64, Option<u64>, bool)>,
@@ -256,13 +272,14 @@ impl TimelineFold {
     pub fn new(keep_sched: bool) -> Self {
         TimelineFold {
             width: 1,
+            max_stack_cells: MAX_STACK_CELLS,
             sched: keep_sched.then(Vec::new),
             ..TimelineFold::default()
         }
     }
 
-    /// Adds one sample as the stack model counted it.
-    pub fn add(&mut self, s: &TimedSample, role: TimelineRole) {
+    /// Adds one sample as the stack model counted it; `comm`: its thread's command.
+    pub fn add(&mut self, s: &TimedSample, comm: &str, role: TimelineRole) {
         if s.time == 0 {
             self.untimed = true;
             return;
@@ -283,12 +300,32 @@ impl TimelineFold {
             self.widen();
             fine = fine.div_euclid(2);
         }
+        let c = self.threads.entry((fine, s.thread, s.event)).or_default();
+        c.0 += s.period;
+        c.1 += 1;
+        let t = s.thread as usize;
+        if self.comm_of.len() <= t {
+            let next = self.comms.len() as u32;
+            let id = *self.comms.entry(comm.to_string()).or_insert(next);
+            self.comm_of.resize(t + 1, id);
+        }
+        // Within i32: the first sample's fine bucket is 0, and the fine buckets seen span
+        // less than FINE_PER_BUCKET × BUCKETS.
+        let coarse = (fine >> self.stack_shift) as i32;
         let c = self
-            .cells
-            .entry((fine, s.thread, s.event, s.stack))
+            .stacks
+            .entry((coarse, self.comm_of[t], s.event, s.stack))
             .or_default();
         c.0 += s.period;
         c.1 += 1;
+        if self.stacks.len() > self.max_stack_cells
+            && (self.hi >> self.stack_shift) > (self.lo >> self.stack_shift)
+        {
+            self.stack_shift += 1;
+            self.stacks = halve(std::mem::take(&mut self.stacks), |(b, t, e, st)| {
+                (b >> 1, t, e, st)
+            });
+        }
         let e = s.event as usize;
         if self.periods.len() <= e {
             self.periods.resize(e + 1, (0, None, true));
@@ -300,7 +337,6 @@ impl TimelineFold {
             Some(first) if first != s.period => p.2 = false,
             Some(_) => {}
         }
-        let t = s.thread as usize;
         if self.thread_samples.len() <= t {
             self.thread_samples.resize(t + 1, 0);
             self.offcpu.resize_with(t + 1, BinaryHeap::new);
@@ -330,24 +366,42 @@ impl TimelineFold {
         off.div_euclid(i128::from(self.width)) as i64
     }
 
-    /// Fine buckets twice as wide.
+    /// Fine buckets twice as wide (the stack buckets keep their width, unless they were
+    /// as fine).
     fn widen(&mut self) {
         self.width *= 2;
-        self.lo = self.lo.div_euclid(2);
-        self.hi = self.hi.div_euclid(2);
-        let mut wide = FineCells::default();
-        for ((b, t, e, st), (p, n)) in self.cells.drain() {
-            let c = wide.entry((b.div_euclid(2), t, e, st)).or_default();
-            c.0 += p;
-            c.1 += n;
+        self.lo >>= 1;
+        self.hi >>= 1;
+        self.threads = halve(std::mem::take(&mut self.threads), |(b, t, e)| {
+            (b >> 1, t, e)
+        });
+        if self.stack_shift > 0 {
+            self.stack_shift -= 1;
+        } else {
+            self.stacks = halve(std::mem::take(&mut self.stacks), |(b, t, e, st)| {
+                (b >> 1, t, e, st)
+            });
         }
-        self.cells = wide;
     }
 
     /// The scheduler samples kept: (time, thread, stack, is a `sched_switch`).
     pub fn sched_samples(&self) -> &[(u64, u32, u32, bool)] {
         self.sched.as_deref().unwrap_or(&[])
     }
+}
+
+/// `cells` re-keyed by `key` (buckets twice as wide), the sums of merged keys added.
+fn halve<K: std::hash::Hash + Eq + Copy>(
+    cells: FxHashMap<K, (u64, u64)>,
+    key: impl Fn(K) -> K,
+) -> FxHashMap<K, (u64, u64)> {
+    let mut wide = FxHashMap::default();
+    for (k, (p, n)) in cells {
+        let c: &mut (u64, u64) = wide.entry(key(k)).or_default();
+        c.0 += p;
+        c.1 += n;
+    }
+    wide
 }
 
 /// The tracks of the heaviest threads of `threads` (by samples), in order of pid then tid,
@@ -451,14 +505,25 @@ fn timeline_within(
         return None;
     }
     let ncols = events.len();
-    // Buckets cover the fine buckets from the first sample's to the last one's: each a run
-    // of `per` of them.
-    let fine_buckets = (fold.hi - fold.lo + 1) as u64;
-    let per = fine_buckets.div_ceil(BUCKETS);
+    // Buckets are runs of `per` fine buckets (a power of two), aligned so that each stack
+    // bucket (2^stack_shift fine ones) falls in one run of whole buckets (a cell bucket).
+    let mut per = ((fold.hi - fold.lo + 1) as u64)
+        .div_ceil(BUCKETS)
+        .next_power_of_two();
+    let (lo, cell_span) = loop {
+        let span = per.max(1 << fold.stack_shift) as i64;
+        let lo = fold.lo.div_euclid(span) * span;
+        if ((fold.hi - lo + 1) as u64).div_ceil(per) <= BUCKETS {
+            break (lo, span);
+        }
+        per *= 2;
+    };
     let width = fold.width * per;
-    let buckets = fine_buckets.div_ceil(per) as usize;
-    let start = (i128::from(origin) + i128::from(fold.lo) * i128::from(fold.width)).max(0) as u64;
-    let bucket_of = |fine: i64| ((fine - fold.lo) as u64 / per) as usize;
+    let buckets = ((fold.hi - lo + 1) as u64).div_ceil(per) as usize;
+    let start = (i128::from(origin) + i128::from(lo) * i128::from(fold.width)).max(0) as u64;
+    let bucket_of = |fine: i64| ((fine - lo) as u64 / per) as usize;
+    let factor = (cell_span as u64 / per) as usize;
+    let cell_buckets = buckets.div_ceil(factor);
     let offcpu = events.iter().position(|e| e.name == OFFCPU_EVENT);
     let (unit, fixed) = units(fold, columns, ncols);
     let (mut tracks, track_of) = tracks(threads, &fold.thread_samples);
@@ -469,9 +534,7 @@ fn timeline_within(
 
     let mut period = vec![vec![0u64; buckets]; ncols];
     let mut counts = vec![vec![0u64; buckets]; ncols];
-    let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    for (&(fine, thread, event, stack), &(p, n)) in &fold.cells {
+    for (&(fine, thread, event), &(p, n)) in &fold.threads {
         let Some(col) = columns.get(event as usize).copied().flatten() else {
             continue;
         };
@@ -484,14 +547,32 @@ fn timeline_within(
             t.period[col][b] += units;
             t.samples[col][b] += n;
         }
-        if let Some(&(node, frame)) = leaf_of.get(&(thread, stack)) {
-            let f = fn_cells[col].entry((b as u32, frame)).or_default();
-            f.0 += units;
-            f.1 += n;
-            let c = node_cells[col].entry((b as u32, node)).or_default();
-            c.0 += units;
-            c.1 += n;
+    }
+    // The call-tree node and leaf frame of each (command, stack): those of any thread of
+    // that command.
+    let mut leaf_by_comm: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    for (&(thread, stack), &leaf) in leaf_of {
+        if let Some(&comm) = fold.comm_of.get(thread as usize) {
+            leaf_by_comm.insert((comm, stack), leaf);
         }
+    }
+    let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
+    let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
+    for (&(coarse, comm, event, stack), &(p, n)) in &fold.stacks {
+        let Some(col) = columns.get(event as usize).copied().flatten() else {
+            continue;
+        };
+        let Some(&(node, frame)) = leaf_by_comm.get(&(comm, stack)) else {
+            continue;
+        };
+        let cb = ((i64::from(coarse) << fold.stack_shift) - lo) as u64 / cell_span as u64;
+        let units = p / unit[col];
+        let f = fn_cells[col].entry((cb as u32, frame)).or_default();
+        f.0 += units;
+        f.1 += n;
+        let c = node_cells[col].entry((cb as u32, node)).or_default();
+        c.0 += units;
+        c.1 += n;
     }
     // Off-CPU intervals of each track (its threads' longest), with their wakers.
     let node_of = |thread: u32, stack: u32| leaf_of.get(&(thread, stack)).map_or(0, |l| l.0);
@@ -514,8 +595,7 @@ fn timeline_within(
         }
     }
     // Too many bytes of cells: wider cell buckets until they fit.
-    let mut factor = 1usize;
-    let mut cell_buckets = buckets;
+    let (mut factor, mut cell_buckets) = (factor, cell_buckets);
     while cell_bytes(&fn_cells, &node_cells, &fixed) > max_cell_bytes && cell_buckets > 1 {
         fn_cells = widen(fn_cells, 2);
         node_cells = widen(node_cells, 2);
@@ -602,7 +682,7 @@ mod tests {
         let mut leaf_of = LeafOf::default();
         let list = samples(n, fixed);
         for s in &list {
-            fold.add(s, TimelineRole::Plain);
+            fold.add(s, "w", TimelineRole::Plain);
             leaf_of.insert((s.thread, s.stack), (s.stack + 1, s.stack));
         }
         let period = list.iter().map(|s| s.period).sum();
@@ -633,7 +713,7 @@ mod tests {
                     period: i as u64 + 1,
                     ..TimedSample::default()
                 };
-                fold.add(&s, TimelineRole::Plain);
+                fold.add(&s, "w", TimelineRole::Plain);
             }
             let events = vec![PageEvent {
                 name: "cpu-clock".into(),
@@ -647,7 +727,7 @@ mod tests {
             assert!(t.start <= first && last < t.start + t.width * t.buckets as u64);
             assert!(t.buckets as u64 <= BUCKETS, "{}", t.buckets);
             if span > 1000 {
-                assert!(t.buckets as u64 >= BUCKETS * 5 / 8, "{}", t.buckets);
+                assert!(t.buckets as u64 > BUCKETS / 2, "{}", t.buckets);
             }
             let mut want = vec![0u64; t.buckets];
             for (i, &time) in times.iter().enumerate() {
@@ -693,6 +773,42 @@ mod tests {
             }
             assert!(t.nodes[0].samples.is_empty());
         }
+    }
+
+    #[test]
+    fn test_stack_cells_past_their_budget_are_wider_and_still_nest_in_buckets() {
+        let (_, threads, leaf_of, events) = profile(20_000, false);
+        let mut fold = TimelineFold::new(false);
+        fold.max_stack_cells = 3_000;
+        for s in &samples(20_000, false) {
+            fold.add(s, "w", TimelineRole::Plain);
+        }
+        assert!(
+            fold.stack_shift > 0,
+            "the budget made the stack buckets wider"
+        );
+        assert!(fold.stacks.len() <= 3_000 + 1);
+        let t =
+            timeline_within(&fold, &threads, &[Some(0)], &events, &leaf_of, usize::MAX).unwrap();
+        assert!(t.cell_factor > 1, "{}", t.cell_factor);
+        // Each cell bucket holds exactly the period of its run of timeline buckets.
+        let cells = &t.functions[0];
+        let mut k = 0;
+        for (cb, &n) in cells.per_bucket.iter().enumerate() {
+            let sum: u64 = cells.period[k..k + n as usize].iter().sum();
+            k += n as usize;
+            let from = cb * t.cell_factor;
+            let to = (from + t.cell_factor).min(t.buckets);
+            assert_eq!(
+                sum,
+                t.period[0][from..to].iter().sum::<u64>(),
+                "cell bucket {cb}"
+            );
+        }
+        assert_eq!(
+            t.period[0].iter().sum::<u64>() * t.unit[0],
+            events[0].period
+        );
     }
 
     #[test]
