@@ -30,14 +30,13 @@ const SLACK_KIB: u64 = 16 << 10;
 /// The verbs reading `-i -`, as (label, arguments before `-i -`); `{dir}` is replaced by a
 /// scratch directory of the verb's own.
 ///
-/// Not here yet: `export --format firefox` keeps a column entry per sample (its format's
-/// samples table, held by `fxprof-processed-profile` until the end: 43 → 73 MB from 3 s to
-/// 10 s); it needs a writer that spills its samples. `html` kept every sample's time until
-/// the stream ended (43 → 91 MB), `ibs` the whole profile (86 → 256 MB), and `sched wakers`
-/// too; they now sum per bucket, per sampled location and per thread as they read.
-/// `sched latency`, `sched timehist` and `lock contention` stream (flat at 37, 35 and 38 MB
-/// here in a debug build; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when they read all
-/// first).
+/// `html` kept every sample's time until the stream ended (43 → 91 MB from 3 s to 10 s),
+/// `ibs` the whole profile (86 → 256 MB), `sched wakers` too, and `export --format firefox`
+/// a column entry per sample (43 → 73 MB); they now sum per bucket, per sampled location
+/// and per thread as they read, and the Firefox export spills its samples to an unlinked
+/// temporary file. `sched latency`, `sched timehist` and `lock contention` stream (flat at
+/// 37, 35 and 38 MB here in a debug build; 109 → 261 MB, 131 → 377 MB and 174 → 410 MB when
+/// they read all first).
 fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
     vec![
         ("report", vec!["report"]),
@@ -65,6 +64,10 @@ fn verbs() -> Vec<(&'static str, Vec<&'static str>)> {
             vec!["export", "--format", "speedscope"],
         ),
         ("export chrome", vec!["export", "--format", "chrome"]),
+        (
+            "export firefox",
+            vec!["export", "--format", "firefox", "-o", "{dir}/out.json"],
+        ),
         (
             "export parquet",
             vec!["export", "--format", "parquet", "-o", "{dir}/pq"],

@@ -581,3 +581,77 @@ fn test_export_chrome_streams_the_same_trace_from_stdin_and_writes_nothing_on_an
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Per thread track (name, tid): each sample's time delta, weight, CPU delta and stack
+/// (its frames' function names, leaf first), read through the track's tables.
+fn firefox_samples(v: &Value) -> BTreeMap<(String, String), Vec<(String, u64, u64, Vec<String>)>> {
+    let mut out = BTreeMap::new();
+    for t in v["threads"].as_array().unwrap() {
+        let strings = t["stringArray"].as_array().unwrap();
+        let (prefix, frame) = (&t["stackTable"]["prefix"], &t["stackTable"]["frame"]);
+        let func = &t["frameTable"]["func"];
+        let name = &t["funcTable"]["name"];
+        let names_of = |stack: &Value| {
+            let mut names = Vec::new();
+            let mut at = stack.as_u64();
+            while let Some(s) = at {
+                let f = func[frame[s as usize].as_u64().unwrap() as usize]
+                    .as_u64()
+                    .unwrap();
+                let n = name[f as usize].as_u64().unwrap() as usize;
+                names.push(strings[n].as_str().unwrap().to_string());
+                at = prefix[s as usize].as_u64();
+            }
+            names
+        };
+        let samples = &t["samples"];
+        let rows = (0..samples["length"].as_u64().unwrap() as usize)
+            .map(|i| {
+                (
+                    samples["timeDeltas"][i].to_string(),
+                    samples["weight"][i].as_u64().unwrap(),
+                    samples["threadCPUDelta"][i].as_u64().unwrap(),
+                    names_of(&samples["stack"][i]),
+                )
+            })
+            .collect();
+        let key = (
+            t["name"].as_str().unwrap().to_string(),
+            t["tid"].as_str().unwrap().to_string(),
+        );
+        out.insert(key, rows);
+    }
+    out
+}
+
+#[test]
+fn test_export_firefox_from_stdin_spills_its_samples_and_equals_the_files() {
+    // From stdin the Firefox export keeps no sample in memory (issue 34: spilled to an
+    // unlinked temporary file, read back per track): the same tracks, samples, times,
+    // weights and stacks as from the file.
+    let file = repo_root().join("crates/decode/tests/fixtures/cpu-clock-g.data");
+    let dir = scratch("export-firefox-stdin");
+    let profile = |stdin: bool| -> Value {
+        let mut cmd = culprit();
+        cmd.env("TMPDIR", &dir)
+            .args(["export", "--format", "firefox", "--summary", "none", "-i"]);
+        if stdin {
+            cmd.arg("-").stdin(std::fs::File::open(&file).unwrap());
+        } else {
+            cmd.arg(&file);
+        }
+        let out = run_ok(&mut cmd);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (from_file, from_stdin) = (profile(false), profile(true));
+    let (a, b) = (firefox_samples(&from_file), firefox_samples(&from_stdin));
+    let samples: usize = a.values().map(Vec::len).sum();
+    assert!(samples > 50, "{samples} samples");
+    assert!(a.values().flatten().any(|s| s.3.len() >= 2), "call stacks");
+    assert_eq!(a, b);
+    assert_eq!(from_file["counters"], from_stdin["counters"]);
+    assert_eq!(from_file["meta"], from_stdin["meta"]);
+    // The temporary file was unlinked as soon as it was made.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

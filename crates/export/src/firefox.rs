@@ -15,6 +15,13 @@
 //! - every other event as thread tracks of its own (`COMM EVENT`, same weights) and as a
 //!   per-process counter track summing its period over time.
 //!
+//! The samples are not held in memory ([`FirefoxSpill`]): as the file is read, each is
+//! written to an unlinked temporary file, grouped per thread track (24 bytes a sample); at
+//! the end the profile is built by `fxprof-processed-profile` without them (each track and
+//! counter with one tagged placeholder sample), serialized, and each placeholder replaced
+//! by its track's samples read back in time order. Memory follows the tracks and stacks,
+//! not the samples (a track whose samples came out of time order is sorted in memory).
+//!
 //! Limits: the crates.io release of `fxprof-processed-profile` (0.8) writes processed format
 //! version 55; the profiler upgrades it when loading. The perf clock is not wall time: the
 //! profile's start is the Unix epoch plus the first sample's perf time. Weights are 32-bit:
@@ -23,10 +30,16 @@
 //! weight divided by one factor instead, so the shares stay and the output stays bounded by
 //! the samples (`culprit export` warns with the factor).
 
+use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use culprit_analysis::stacks::{PeriodUnit, StackProfile, NONE};
+use culprit_analysis::stacks::{
+    PeriodUnit, StackBuilder, StackError, StackOptions, StackProfile, TimedSample, NONE,
+};
+use culprit_analysis::AnalysisError;
+use culprit_symbols::{ProfileInput, ReadPlan};
 use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags, FrameHandle,
     FrameInfo, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StackHandle,
@@ -40,22 +53,701 @@ use crate::ExportError;
 /// Writes `profile` (built with its timeline) as Firefox Profiler JSON; returns the number
 /// of samples written.
 pub fn write<W: Write>(profile: &StackProfile, out: W) -> Result<u64, ExportError> {
-    let (fx, samples) = build(profile)?;
-    let mut out = io::BufWriter::new(out);
-    serde_json::to_writer(&mut out, &fx).map_err(io::Error::from)?;
-    out.flush()?;
-    Ok(samples)
-}
-
-/// The Firefox Profiler profile of `profile` (built with its timeline) and the number of
-/// samples in it.
-pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
     if profile.timeline.is_empty() && !profile.samples.is_empty() {
         return Err(ExportError::Unsupported(
             "the Firefox Profiler export needs every sample's time: build the stack profile with the timeline".to_string(),
         ));
     }
-    let start = profile.timeline.iter().map(|s| s.time).min().unwrap_or(0);
+    let mut spill = FirefoxSpill::new()?;
+    for s in &profile.timeline {
+        spill.add(s)?;
+    }
+    spill.write(profile, out)
+}
+
+/// What [`export`] read and wrote.
+pub struct Streamed {
+    /// The stack profile of the samples (no timeline), for the export's summary.
+    pub profile: StackProfile,
+    /// Samples written (a period past 2^31 − 1 is written as several).
+    pub samples: u64,
+    /// The largest period read.
+    pub max_period: u64,
+}
+
+/// Reads `input` sample by sample, spilling each ([`FirefoxSpill`]), and writes its Firefox
+/// profile to `out`: nothing is kept in memory per sample (what `culprit export` does with
+/// stdin, which is read once and in order anyway); `progress(done, total)` reports bytes
+/// read.
+pub fn export(
+    input: &ProfileInput,
+    opts: &StackOptions,
+    out: &mut dyn Write,
+    progress: impl FnMut(u64, u64) + Send,
+) -> Result<Streamed, ExportError> {
+    let plan = ReadPlan {
+        unwind: opts.unwind,
+        ..ReadPlan::default()
+    };
+    let mut symbolizer = input.symbolizer();
+    symbolizer.load_kernel_symbols();
+    for (path, build_id) in &input.reader().sampled_elf_build_ids() {
+        symbolizer.preload_elf(path, Some(build_id));
+    }
+    let mut builder = StackBuilder::new(&StackOptions {
+        timeline: false,
+        ..opts.clone()
+    });
+    let mut spill = FirefoxSpill::new()?;
+    let mut error: Option<io::Error> = None;
+    let read = input.for_each(&plan, progress, |profile, sample| {
+        if error.is_some() {
+            return;
+        }
+        if let Some(timed) = builder.add_timed(profile, sample) {
+            if let Err(e) = spill.add(&timed) {
+                error = Some(e);
+            }
+        }
+    });
+    if let Some(e) = error {
+        return Err(e.into());
+    }
+    let profile = read.map_err(|e| ExportError::Stacks(StackError::Read(e)))?;
+    let mut stacks = builder
+        .finish(&profile, &mut symbolizer)
+        .map_err(|e: AnalysisError| ExportError::Stacks(StackError::Analysis(e)))?;
+    stacks.summary.input = input.path().display().to_string();
+    let max_period = spill.max_period();
+    let samples = spill.write(&stacks, out)?;
+    Ok(Streamed {
+        profile: stacks,
+        samples,
+        max_period,
+    })
+}
+
+/// The most samples one sample is written as (each of weight up to 2^31 − 1).
+pub const MAX_PIECES: u64 = 64;
+
+/// What every weight is divided by so that the largest period (`max_period`) needs at most
+/// [`MAX_PIECES`] samples: 1 (exact weights) unless a period passes
+/// `MAX_PIECES × (2^31 − 1)`.
+pub fn weight_scale(max_period: u64) -> u64 {
+    max_period.div_ceil(MAX_PIECES * i32::MAX as u64).max(1)
+}
+
+/// A period divided by `scale`, rounded to the nearest, and at least 1 where it is not 0.
+fn scaled(period: u64, scale: u64) -> u64 {
+    match scale {
+        1 => period,
+        k => (period / k + u64::from(period % k >= k / 2)).max(u64::from(period > 0)),
+    }
+}
+
+/// The weights one sample of `period` is written as: pieces of at most 2^31 − 1 (one, of 0,
+/// for a period of 0).
+fn pieces(period: u64) -> impl Iterator<Item = u64> {
+    let max = i32::MAX as u64;
+    let n = period.div_ceil(max).max(1);
+    (0..n).map(move |k| (period - k * max).min(max))
+}
+
+/// One spilled sample: its time, period and stack (24 bytes on disk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Spilled {
+    time: u64,
+    period: u64,
+    stack: u32,
+}
+
+const SPILLED_BYTES: usize = 24;
+
+impl Spilled {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.time.to_le_bytes());
+        out.extend_from_slice(&self.period.to_le_bytes());
+        out.extend_from_slice(&self.stack.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+    }
+
+    fn decode(b: &[u8]) -> Spilled {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        Spilled {
+            time: u64_at(0),
+            period: u64_at(8),
+            stack: u32::from_le_bytes(b[16..20].try_into().unwrap_or([0; 4])),
+        }
+    }
+}
+
+/// Samples kept in memory per track before they are written as one chunk.
+const CHUNK: usize = 128;
+
+/// One track's samples: its chunks in the file, the ones not written yet, and whether they
+/// came in time order.
+#[derive(Debug)]
+struct TrackSpill {
+    thread: u32,
+    event: u32,
+    chunks: Vec<(u64, u32)>,
+    pending: Vec<Spilled>,
+    samples: u64,
+    first_time: u64,
+    last_time: u64,
+    in_order: bool,
+}
+
+/// The samples of a Firefox export, spilled to an unlinked temporary file per thread track
+/// while the input is read ([`FirefoxSpill::add`]), then written ([`FirefoxSpill::write`]).
+pub struct FirefoxSpill {
+    file: File,
+    end: u64,
+    tracks: Vec<TrackSpill>,
+    index: FxHashMap<(u32, u32), u32>,
+    start: Option<u64>,
+    max_period: u64,
+    buf: Vec<u8>,
+}
+
+impl FirefoxSpill {
+    /// An empty spill, its file created (and unlinked at once) in the temporary directory.
+    pub fn new() -> io::Result<Self> {
+        Ok(FirefoxSpill {
+            file: unlinked_temp_file()?,
+            end: 0,
+            tracks: Vec::new(),
+            index: FxHashMap::default(),
+            start: None,
+            max_period: 0,
+            buf: Vec::with_capacity(CHUNK * SPILLED_BYTES),
+        })
+    }
+
+    /// Adds one sample as the stack model counted it.
+    pub fn add(&mut self, s: &TimedSample) -> io::Result<()> {
+        self.start = Some(self.start.map_or(s.time, |t| t.min(s.time)));
+        self.max_period = self.max_period.max(s.period);
+        let next = self.tracks.len() as u32;
+        let k = *self.index.entry((s.thread, s.event)).or_insert(next);
+        if k == next {
+            self.tracks.push(TrackSpill {
+                thread: s.thread,
+                event: s.event,
+                chunks: Vec::new(),
+                pending: Vec::with_capacity(CHUNK),
+                samples: 0,
+                first_time: s.time,
+                last_time: s.time,
+                in_order: true,
+            });
+        }
+        let t = &mut self.tracks[k as usize];
+        t.in_order &= s.time >= t.last_time;
+        t.last_time = s.time;
+        t.first_time = t.first_time.min(s.time);
+        t.samples += 1;
+        t.pending.push(Spilled {
+            time: s.time,
+            period: s.period,
+            stack: s.stack,
+        });
+        if t.pending.len() == CHUNK {
+            self.flush(k as usize)?;
+        }
+        Ok(())
+    }
+
+    /// The factor every weight is divided by ([`weight_scale`] of the largest period).
+    pub fn weight_scale(&self) -> u64 {
+        weight_scale(self.max_period)
+    }
+
+    /// The largest period added.
+    pub fn max_period(&self) -> u64 {
+        self.max_period
+    }
+
+    fn flush(&mut self, k: usize) -> io::Result<()> {
+        let t = &mut self.tracks[k];
+        if t.pending.is_empty() {
+            return Ok(());
+        }
+        self.buf.clear();
+        for s in &t.pending {
+            s.encode(&mut self.buf);
+        }
+        self.file.write_all_at(&self.buf, self.end)?;
+        t.chunks.push((self.end, t.pending.len() as u32));
+        self.end += self.buf.len() as u64;
+        t.pending.clear();
+        Ok(())
+    }
+
+    /// Track `k`'s samples in time order.
+    fn samples(&self, k: usize) -> io::Result<TrackSamples<'_>> {
+        let t = &self.tracks[k];
+        if t.in_order {
+            return Ok(TrackSamples::Chunks {
+                file: &self.file,
+                chunks: &t.chunks,
+                next: 0,
+                buf: Vec::new(),
+                pos: 0,
+            });
+        }
+        // Out of time order (samples of one thread from several CPUs' buffers): sorted here,
+        // in memory.
+        let mut all = Vec::with_capacity(t.samples as usize);
+        let mut chunks = TrackSamples::Chunks {
+            file: &self.file,
+            chunks: &t.chunks,
+            next: 0,
+            buf: Vec::new(),
+            pos: 0,
+        };
+        while let Some(s) = chunks.next_sample()? {
+            all.push(s);
+        }
+        all.sort_by_key(|s| s.time);
+        Ok(TrackSamples::Sorted(all.into_iter()))
+    }
+
+    /// Writes the profile: `profile` is the finished stack model of the samples added.
+    /// Returns the number of samples written.
+    pub fn write<W: Write>(mut self, profile: &StackProfile, out: W) -> Result<u64, ExportError> {
+        for k in 0..self.tracks.len() {
+            self.flush(k)?;
+        }
+        let start = self.start.unwrap_or(0);
+        let scale = self.weight_scale();
+        let (fx, primary) = new_profile(profile, start);
+        let mut w = Writer::new(profile, fx, start, primary);
+        // Processes start at their first sample, threads at theirs.
+        let mut first_of_pid: FxHashMap<i32, u64> = FxHashMap::default();
+        for t in &self.tracks {
+            if let Some(info) = profile.threads.get(t.thread as usize) {
+                let e = first_of_pid.entry(info.pid).or_insert(t.first_time);
+                *e = (*e).min(t.first_time);
+            }
+        }
+        // The thread tracks (with their stacks) and counters, each with a placeholder
+        // sample that tags it in the serialized profile.
+        let mut handles: Vec<Option<ThreadHandle>> = vec![None; self.tracks.len()];
+        let mut lengths = vec![0u64; self.tracks.len()];
+        let mut counters: Vec<((i32, u32), Vec<usize>)> = Vec::new();
+        let mut counter_of: FxHashMap<(i32, u32), usize> = FxHashMap::default();
+        for k in 0..self.tracks.len() {
+            let (thread, event, first) = {
+                let t = &self.tracks[k];
+                (t.thread, t.event, t.first_time)
+            };
+            let Some(info) = profile.threads.get(thread as usize) else {
+                continue;
+            };
+            if let Some(&at) = first_of_pid.get(&info.pid) {
+                w.process(info.pid, at);
+            }
+            let Some(track) = w.track(thread, event, first) else {
+                continue;
+            };
+            handles[k] = Some(track);
+            let tag = Timestamp::from_nanos_since_reference(0);
+            w.fx.add_sample(track, tag, None, CpuDelta::ZERO, TAG_BASE + k as i32);
+            let mut samples = self.samples(k)?;
+            while let Some(s) = samples.next_sample()? {
+                w.stack(track, s.stack);
+                lengths[k] += pieces(scaled(s.period, scale)).count() as u64;
+            }
+            if event != w.primary {
+                let c = *counter_of.entry((info.pid, event)).or_insert_with(|| {
+                    counters.push(((info.pid, event), Vec::new()));
+                    counters.len() - 1
+                });
+                counters[c].1.push(k);
+            }
+        }
+        let mut counter_handles = Vec::with_capacity(counters.len());
+        for (c, ((pid, event), _)) in counters.iter().enumerate() {
+            let handle = w.counter(*pid, *event);
+            if let Some(h) = handle {
+                let tag = Timestamp::from_nanos_since_reference(0);
+                w.fx.add_counter_sample(h, tag, f64::from(TAG_BASE) + c as f64, 1);
+            }
+            counter_handles.push(handle);
+        }
+        // The profile is serialized through a writer that replaces each placeholder by its
+        // samples as it passes: the JSON is never held whole.
+        let mut written = 0;
+        let mut splice = Splicer {
+            out: io::BufWriter::with_capacity(1 << 16, out),
+            pending: Vec::new(),
+            threshold: 1 << 16,
+            replace: |out: &mut dyn Write, placeholder: Placeholder| match placeholder {
+                Placeholder::Track(k) => {
+                    let length = lengths.get(k).copied().unwrap_or(0);
+                    written += self.write_track(out, &w, &handles, k, length, scale)?;
+                    Ok(())
+                }
+                Placeholder::Counter(c) => {
+                    let members = counters.get(c).map_or(&[][..], |m| &m.1[..]);
+                    self.write_counter(out, members, start, scale)
+                }
+            },
+        };
+        serde_json::to_writer(&mut splice, &w.fx).map_err(io::Error::from)?;
+        splice.finish()?;
+        drop(counter_handles);
+        Ok(written)
+    }
+
+    /// Writes track `k`'s samples object: the columns the crate writes, from the spill.
+    fn write_track(
+        &self,
+        out: &mut dyn Write,
+        w: &Writer<'_>,
+        handles: &[Option<ThreadHandle>],
+        k: usize,
+        length: u64,
+        scale: u64,
+    ) -> io::Result<u64> {
+        let Some(Some(track)) = handles.get(k).copied() else {
+            return Ok(0);
+        };
+        let clock = w
+            .model
+            .events
+            .get(self.tracks[k].event as usize)
+            .is_some_and(|e| e.unit == PeriodUnit::Nanoseconds);
+        write!(
+            out,
+            "{{\"length\":{length},\"weightType\":\"samples\",\"stack\":["
+        )?;
+        let mut sep = Separator::default();
+        let mut samples = self.samples(k)?;
+        while let Some(s) = samples.next_sample()? {
+            let stack = w.stack_index(track, s.stack);
+            for _ in pieces(scaled(s.period, scale)) {
+                sep.next(out)?;
+                match stack {
+                    Some(i) => write!(out, "{i}")?,
+                    None => out.write_all(b"null")?,
+                }
+            }
+        }
+        out.write_all(b"],\"timeDeltas\":[")?;
+        let mut sep = Separator::default();
+        let mut prev = 0u64;
+        let mut samples = self.samples(k)?;
+        while let Some(s) = samples.next_sample()? {
+            let t = s.time.saturating_sub(w.start);
+            for _ in pieces(scaled(s.period, scale)) {
+                sep.next(out)?;
+                serde_json::to_writer(&mut *out, &((t - prev.min(t)) as f64 / 1_000_000.0))?;
+                prev = t;
+            }
+        }
+        out.write_all(b"],\"weight\":[")?;
+        let mut sep = Separator::default();
+        let mut samples = self.samples(k)?;
+        while let Some(s) = samples.next_sample()? {
+            for piece in pieces(scaled(s.period, scale)) {
+                sep.next(out)?;
+                write!(out, "{piece}")?;
+            }
+        }
+        out.write_all(b"],\"threadCPUDelta\":[")?;
+        let mut sep = Separator::default();
+        let mut samples = self.samples(k)?;
+        while let Some(s) = samples.next_sample()? {
+            for piece in pieces(scaled(s.period, scale)) {
+                sep.next(out)?;
+                let micros = if clock { piece / 1000 } else { 0 };
+                write!(out, "{micros}")?;
+            }
+        }
+        out.write_all(b"]}")?;
+        Ok(length)
+    }
+
+    /// Writes a counter's samples object: the samples of its tracks (`members`), merged in
+    /// time order.
+    fn write_counter(
+        &self,
+        out: &mut dyn Write,
+        members: &[usize],
+        start: u64,
+        scale: u64,
+    ) -> io::Result<()> {
+        let length: u64 = members.iter().map(|&k| self.tracks[k].samples).sum();
+        write!(out, "{{\"length\":{length},\"count\":[")?;
+        let mut sep = Separator::default();
+        self.merged(members, |s| {
+            sep.next(out)?;
+            serde_json::to_writer(&mut *out, &(scaled(s.period, scale) as f64))?;
+            Ok(())
+        })?;
+        out.write_all(b"],\"number\":[")?;
+        let mut sep = Separator::default();
+        self.merged(members, |_| {
+            sep.next(out)?;
+            out.write_all(b"1")
+        })?;
+        out.write_all(b"],\"timeDeltas\":[")?;
+        let mut sep = Separator::default();
+        let mut prev = 0u64;
+        self.merged(members, |s| {
+            sep.next(out)?;
+            let t = s.time.saturating_sub(start);
+            serde_json::to_writer(&mut *out, &((t - prev.min(t)) as f64 / 1_000_000.0))?;
+            prev = t;
+            Ok(())
+        })?;
+        out.write_all(b"]}")
+    }
+
+    /// Visits the samples of the tracks `members` in time order.
+    fn merged(
+        &self,
+        members: &[usize],
+        mut visit: impl FnMut(Spilled) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut heads: Vec<(TrackSamples<'_>, Option<Spilled>)> = Vec::new();
+        for &k in members {
+            let mut s = self.samples(k)?;
+            let first = s.next_sample()?;
+            heads.push((s, first));
+        }
+        loop {
+            let next = heads
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (_, h))| h.map(|h| (h.time, i)))
+                .min();
+            let Some((_, i)) = next else {
+                return Ok(());
+            };
+            let (samples, head) = &mut heads[i];
+            if let Some(s) = head.take() {
+                visit(s)?;
+            }
+            *head = samples.next_sample()?;
+        }
+    }
+}
+
+/// A track's samples being read back in time order.
+enum TrackSamples<'a> {
+    /// In file order (which was time order), chunk by chunk.
+    Chunks {
+        file: &'a File,
+        chunks: &'a [(u64, u32)],
+        next: usize,
+        buf: Vec<u8>,
+        pos: usize,
+    },
+    /// Sorted in memory.
+    Sorted(std::vec::IntoIter<Spilled>),
+}
+
+impl TrackSamples<'_> {
+    fn next_sample(&mut self) -> io::Result<Option<Spilled>> {
+        match self {
+            TrackSamples::Sorted(it) => Ok(it.next()),
+            TrackSamples::Chunks {
+                file,
+                chunks,
+                next,
+                buf,
+                pos,
+            } => {
+                if *pos >= buf.len() {
+                    let Some(&(offset, n)) = chunks.get(*next) else {
+                        return Ok(None);
+                    };
+                    *next += 1;
+                    buf.resize(n as usize * SPILLED_BYTES, 0);
+                    file.read_exact_at(buf, offset)?;
+                    *pos = 0;
+                }
+                let s = Spilled::decode(&buf[*pos..*pos + SPILLED_BYTES]);
+                *pos += SPILLED_BYTES;
+                Ok(Some(s))
+            }
+        }
+    }
+}
+
+/// Writes `,` before every item but the first.
+#[derive(Default)]
+struct Separator(bool);
+
+impl Separator {
+    fn next(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if self.0 {
+            out.write_all(b",")?;
+        }
+        self.0 = true;
+        Ok(())
+    }
+}
+
+/// The weights (thread tracks) and counts (counters) of the placeholder samples are
+/// `TAG_BASE + index`.
+const TAG_BASE: i32 = 1_000_000_000;
+/// How the crate writes a thread's placeholder samples, up to its tag.
+const TRACK_PLACEHOLDER: &str = "\"samples\":{\"length\":1,\"weightType\":\"samples\",\"stack\":[null],\"timeDeltas\":[0.0],\"weight\":[";
+/// How the crate writes a counter's placeholder samples, up to its tag.
+const COUNTER_PLACEHOLDER: &str = "\"samples\":{\"length\":1,\"count\":[";
+
+/// A placeholder of the serialized profile.
+enum Placeholder {
+    Track(usize),
+    Counter(usize),
+}
+
+/// A writer that passes the serialized profile to `out`, writing each placeholder samples
+/// object with `replace` instead. (Strings in the JSON escape their quotes: the markers,
+/// which begin with a quote, cannot be inside one.)
+struct Splicer<W: Write, F: FnMut(&mut dyn Write, Placeholder) -> io::Result<()>> {
+    out: W,
+    /// Bytes not passed yet: they may begin a placeholder.
+    pending: Vec<u8>,
+    /// Pending bytes are looked at once there are this many.
+    threshold: usize,
+    replace: F,
+}
+
+/// The longest a placeholder object runs past its marker: its tag and the columns after it.
+const PLACEHOLDER_TAIL: usize = 64;
+
+impl<W: Write, F: FnMut(&mut dyn Write, Placeholder) -> io::Result<()>> Splicer<W, F> {
+    /// Passes what cannot begin an unfinished placeholder; `end`: the input is complete.
+    fn pass(&mut self, end: bool) -> io::Result<()> {
+        let mut from = 0;
+        loop {
+            let rest = &self.pending[from..];
+            let found = [
+                (find(rest, TRACK_PLACEHOLDER.as_bytes()), true),
+                (find(rest, COUNTER_PLACEHOLDER.as_bytes()), false),
+            ]
+            .into_iter()
+            .filter_map(|(at, track)| at.map(|at| (at, track)))
+            .min();
+            let Some((at, track)) = found else {
+                break;
+            };
+            let marker = if track {
+                TRACK_PLACEHOLDER
+            } else {
+                COUNTER_PLACEHOLDER
+            };
+            let tag_at = from + at + marker.len();
+            let Some(close) = self.pending[tag_at..].iter().position(|&b| b == b'}') else {
+                if end {
+                    break;
+                }
+                // Unfinished: wait for the rest.
+                self.out.write_all(&self.pending[from..from + at])?;
+                self.pending.drain(..from + at);
+                return Ok(());
+            };
+            let close = tag_at + close;
+            let digits: String = self.pending[tag_at..close]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .map(|&b| char::from(b))
+                .collect();
+            let index = digits
+                .parse::<i64>()
+                .ok()
+                .and_then(|t| usize::try_from(t - i64::from(TAG_BASE)).ok());
+            let object = from + at + "\"samples\":".len();
+            self.out.write_all(&self.pending[from..object])?;
+            match index {
+                Some(i) if track => (self.replace)(&mut self.out, Placeholder::Track(i))?,
+                Some(i) => (self.replace)(&mut self.out, Placeholder::Counter(i))?,
+                None => self.out.write_all(&self.pending[object..close + 1])?,
+            }
+            from = close + 1;
+        }
+        // Keep what could begin a marker.
+        let keep = if end {
+            0
+        } else {
+            (TRACK_PLACEHOLDER.len() + PLACEHOLDER_TAIL).min(self.pending.len() - from)
+        };
+        let upto = self.pending.len() - keep;
+        self.out.write_all(&self.pending[from..upto])?;
+        self.pending.drain(..upto);
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        self.pass(true)?;
+        self.out.flush()
+    }
+}
+
+impl<W: Write, F: FnMut(&mut dyn Write, Placeholder) -> io::Result<()>> Write for Splicer<W, F> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if self.pending.len() >= self.threshold {
+            self.pass(false)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A temporary file, already unlinked: nothing is left behind, whatever happens.
+fn unlinked_temp_file() -> io::Result<File> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    for _ in 0..100 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!(
+            "culprit-firefox-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => {
+                std::fs::remove_file(&path)?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot create a temporary file in {}: {e}", dir.display()),
+                ))
+            }
+        }
+    }
+    Err(io::Error::other("cannot name a temporary file"))
+}
+
+/// A new Firefox profile for `profile` (its start the first sample's time), and its
+/// primary event.
+fn new_profile(profile: &StackProfile, start: u64) -> (Profile, u32) {
     let primary_index = primary_event(profile);
     let primary = primary_index.and_then(|e| profile.events.get(e as usize));
     let interval = match primary {
@@ -78,40 +770,7 @@ pub fn build(profile: &StackProfile) -> Result<(Profile, u64), ExportError> {
         fx.set_os_name(&format!("Linux {os}"));
     }
     fx.set_symbolicated(true);
-    let mut w = Writer {
-        model: profile,
-        start,
-        user: fx.add_category("User", CategoryColor::Yellow).into(),
-        kernel: fx.add_category("Kernel", CategoryColor::Orange).into(),
-        fx,
-        processes: FxHashMap::default(),
-        tracks: vec![None; profile.threads.len() * profile.events.len()],
-        counters: FxHashMap::default(),
-        frames: FxHashMap::default(),
-        stacks: FxHashMap::default(),
-        samples: 0,
-        primary: primary_index.unwrap_or(0),
-    };
-    let scale = weight_scale(profile);
-    for s in &profile.timeline {
-        // Rounded to the nearest, and at least 1 where the period is not 0.
-        let period = match scale {
-            1 => s.period,
-            k => (s.period / k + u64::from(s.period % k >= k / 2)).max(u64::from(s.period > 0)),
-        };
-        w.add_sample(s.thread, s.event, s.stack, s.time, period);
-    }
-    Ok((w.fx, w.samples))
-}
-
-/// The most samples one sample is written as (each of weight up to 2^31 − 1).
-pub const MAX_PIECES: u64 = 64;
-
-/// What every weight is divided by so that the largest period needs at most [`MAX_PIECES`]
-/// samples: 1 (exact weights) unless a period passes `MAX_PIECES × (2^31 − 1)`.
-pub fn weight_scale(profile: &StackProfile) -> u64 {
-    let max = profile.timeline.iter().map(|s| s.period).max().unwrap_or(0);
-    max.div_ceil(MAX_PIECES * i32::MAX as u64).max(1)
+    (fx, primary_index.unwrap_or(0))
 }
 
 /// Building state: handles of what was already added.
@@ -131,13 +790,40 @@ struct Writer<'a> {
     frames: FxHashMap<(ThreadHandle, u32, bool), FrameHandle>,
     /// Per (track, stack node): its innermost frame's stack.
     stacks: FxHashMap<(ThreadHandle, u32), StackHandle>,
-    /// Samples added (a period past 2^31 − 1 adds several).
-    samples: u64,
+    /// Each stack's index in its thread's stack table: the crate numbers a thread's stacks
+    /// in the order they are first interned, as `next_stack` counts them.
+    stack_ids: FxHashMap<StackHandle, u32>,
+    next_stack: FxHashMap<ThreadHandle, u32>,
     /// The event of the threads' main tracks.
     primary: u32,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    fn new(model: &'a StackProfile, mut fx: Profile, start: u64, primary: u32) -> Self {
+        Writer {
+            model,
+            start,
+            user: fx.add_category("User", CategoryColor::Yellow).into(),
+            kernel: fx.add_category("Kernel", CategoryColor::Orange).into(),
+            fx,
+            processes: FxHashMap::default(),
+            tracks: vec![None; model.threads.len() * model.events.len()],
+            counters: FxHashMap::default(),
+            frames: FxHashMap::default(),
+            stacks: FxHashMap::default(),
+            stack_ids: FxHashMap::default(),
+            next_stack: FxHashMap::default(),
+            primary,
+        }
+    }
+
+    /// The index of the stack of `node` on `track` in the track's stack table (once
+    /// interned by [`Writer::stack`]).
+    fn stack_index(&self, track: ThreadHandle, node: u32) -> Option<u32> {
+        let handle = self.stacks.get(&(track, node))?;
+        self.stack_ids.get(handle).copied()
+    }
+
     fn timestamp(&self, time: u64) -> Timestamp {
         Timestamp::from_nanos_since_reference(time.saturating_sub(self.start))
     }
@@ -235,7 +921,13 @@ impl Writer<'_> {
                 // Frames are innermost first; the stack grows from the caller.
                 for fr in loc.frames.iter().rev() {
                     let frame = self.frame(track, fr.function, loc.kernel);
-                    parent = Some(self.fx.intern_stack(track, parent, frame));
+                    let stack = self.fx.intern_stack(track, parent, frame);
+                    if !self.stack_ids.contains_key(&stack) {
+                        let next = self.next_stack.entry(track).or_insert(0);
+                        self.stack_ids.insert(stack, *next);
+                        *next += 1;
+                    }
+                    parent = Some(stack);
                 }
             }
             if let Some(s) = parent {
@@ -245,65 +937,25 @@ impl Writer<'_> {
         parent
     }
 
-    fn add_sample(&mut self, thread: u32, event: u32, node: u32, time: u64, period: u64) {
-        let Some(track) = self.track(thread, event, time) else {
-            return;
-        };
-        let stack = self.stack(track, node);
-        let at = self.timestamp(time);
-        let clock = self
+    /// The counter of `event` in process `pid` (created at its first use).
+    fn counter(&mut self, pid: i32, event: u32) -> Option<CounterHandle> {
+        if let Some(&c) = self.counters.get(&(pid, event)) {
+            return Some(c);
+        }
+        let &process = self.processes.get(&pid)?;
+        let name = self
             .model
             .events
             .get(event as usize)
-            .is_some_and(|e| e.unit == PeriodUnit::Nanoseconds);
-        let mut left = period;
-        loop {
-            let weight = left.min(i32::MAX as u64);
-            left -= weight;
-            let cpu = if clock {
-                CpuDelta::from_nanos(weight)
-            } else {
-                CpuDelta::ZERO
-            };
-            self.fx.add_sample(track, at, stack, cpu, weight as i32);
-            self.samples += 1;
-            if left == 0 {
-                break;
-            }
-        }
-        if event != self.primary {
-            self.count(thread, event, at, period);
-        }
-    }
-
-    /// Adds `period` to the counter of the thread's process for `event`.
-    fn count(&mut self, thread: u32, event: u32, at: Timestamp, period: u64) {
-        let Some(info) = self.model.threads.get(thread as usize) else {
-            return;
-        };
-        let pid = info.pid;
-        let counter = match self.counters.get(&(pid, event)) {
-            Some(&c) => c,
-            None => {
-                let Some(&process) = self.processes.get(&pid) else {
-                    return;
-                };
-                let name = self
-                    .model
-                    .events
-                    .get(event as usize)
-                    .map_or("", |e| &e.name);
-                let c = self.fx.add_counter(
-                    process,
-                    name,
-                    "perf event",
-                    &format!("{name}: period per sample"),
-                );
-                self.counters.insert((pid, event), c);
-                c
-            }
-        };
-        self.fx.add_counter_sample(counter, at, period as f64, 1);
+            .map_or("", |e| &e.name);
+        let c = self.fx.add_counter(
+            process,
+            name,
+            "perf event",
+            &format!("{name}: period per sample"),
+        );
+        self.counters.insert((pid, event), c);
+        Some(c)
     }
 }
 
@@ -418,12 +1070,167 @@ mod tests {
         assert!(out.len() < 1 << 20, "{} bytes", out.len());
         // One factor for every weight: the huge sample keeps (nearly) all the share, the
         // small one at least 1.
-        let scale = weight_scale(&model);
+        let scale = weight_scale(i64::MAX as u64);
         assert!(scale > 1);
         let got = tracks(&json(&model));
         let total: u64 = got.iter().map(|t| t.3).sum();
         let expected = (i64::MAX as u64).div_ceil(scale) + (small / scale).max(1);
         assert!(total.abs_diff(expected) <= 2, "{total} vs {expected}");
+    }
+
+    /// Per thread track (name, tid): each sample's (time in ms, leaf function, weight), read
+    /// back through the track's stack, frame, func and string tables.
+    fn samples_of(v: &Value) -> Vec<((String, String), Vec<(f64, String, u64)>)> {
+        let col = |t: &Value, table: &str, c: &str| -> Vec<Value> {
+            t[table][c].as_array().cloned().unwrap_or_default()
+        };
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                let strings = t["stringArray"].as_array().unwrap().clone();
+                let (frames, funcs, names) = (
+                    col(t, "stackTable", "frame"),
+                    col(t, "frameTable", "func"),
+                    col(t, "funcTable", "name"),
+                );
+                let at = |c: &[Value], i: &Value| c[i.as_u64().unwrap() as usize].clone();
+                let mut time = 0.0;
+                let rows = col(t, "samples", "stack")
+                    .iter()
+                    .zip(col(t, "samples", "timeDeltas"))
+                    .zip(col(t, "samples", "weight"))
+                    .map(|((stack, delta), weight)| {
+                        time += delta.as_f64().unwrap();
+                        let leaf = at(&strings, &at(&names, &at(&funcs, &at(&frames, stack))));
+                        (
+                            time,
+                            leaf.as_str().unwrap().to_string(),
+                            weight.as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                let key = (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["tid"].as_str().unwrap().to_string(),
+                );
+                (key, rows)
+            })
+            .collect()
+    }
+
+    /// The leaf frame's name of a model stack (inlined frames: the innermost), as written.
+    fn leaf_name(model: &StackProfile, stack: u32) -> String {
+        let (frame, _) = *model.stack_frames(stack).last().unwrap();
+        frame_name(model, frame.function).to_string()
+    }
+
+    #[test]
+    fn test_spilled_samples_come_back_per_track_in_time_order_with_their_stacks() {
+        // Many samples (several chunks per track), and one thread's out of time order.
+        let mut model = testutil::profile();
+        let base = model.timeline.clone();
+        for k in 1..300u64 {
+            for s in &base {
+                let mut s = *s;
+                s.time += k * 100_000_000;
+                model.timeline.push(s);
+            }
+        }
+        let last = model.timeline.len() - 1;
+        let early = model
+            .timeline
+            .iter()
+            .position(|s| s.thread == 0 && s.event == 0)
+            .unwrap();
+        model.timeline.swap(early, last - 20);
+        let v = json(&model);
+        let start = model.timeline.iter().map(|s| s.time).min().unwrap();
+        for ((name, tid), rows) in samples_of(&v) {
+            let thread = model
+                .threads
+                .iter()
+                .position(|t| t.tid.to_string() == tid.split('.').next().unwrap())
+                .unwrap() as u32;
+            let event = u32::from(name.contains("page-faults"));
+            let mut want: Vec<(f64, String, u64)> = model
+                .timeline
+                .iter()
+                .filter(|s| s.thread == thread && s.event == event)
+                .map(|s| {
+                    (
+                        (s.time - start) as f64 / 1e6,
+                        leaf_name(&model, s.stack),
+                        s.period,
+                    )
+                })
+                .collect();
+            want.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(rows.len(), want.len(), "{name} {tid}");
+            for (got, want) in rows.iter().zip(&want) {
+                assert!(
+                    (got.0 - want.0).abs() < 1e-6,
+                    "{name} {tid}: {got:?} vs {want:?}"
+                );
+                assert_eq!((&got.1, got.2), (&want.1, want.2), "{name} {tid}");
+            }
+        }
+        // The page-faults counter: every sample of the event, in time order.
+        let counter = &v["counters"][0]["samples"];
+        let deltas = counter["timeDeltas"].as_array().unwrap();
+        assert_eq!(
+            deltas.len(),
+            model.timeline.iter().filter(|s| s.event == 1).count()
+        );
+        assert!(deltas.iter().skip(1).all(|d| d.as_f64().unwrap() >= 0.0));
+        assert_eq!(counter["length"].as_u64().unwrap() as usize, deltas.len());
+    }
+
+    #[test]
+    fn test_splicer_replaces_placeholders_split_across_any_writes() {
+        let track = |k: i32| {
+            format!(
+                "{TRACK_PLACEHOLDER}{}],\"threadCPUDelta\":[0]}}",
+                TAG_BASE + k
+            )
+        };
+        let counter = |k: i32| {
+            format!(
+                "{COUNTER_PLACEHOLDER}{}.0],\"number\":[1],\"timeDeltas\":[0.0]}}",
+                TAG_BASE + k
+            )
+        };
+        let text = format!(
+            "{{\"threads\":[{{\"a\":1,{}}},{{{},\"b\":\"samples\"}}],\"counters\":[{{{}}}],\"x\":{}}}",
+            track(0),
+            track(1),
+            counter(0),
+            "7".repeat(300)
+        );
+        let want = text
+            .replace(&track(0)["\"samples\":".len()..], "T0")
+            .replace(&track(1)["\"samples\":".len()..], "T1")
+            .replace(&counter(0)["\"samples\":".len()..], "C0");
+        for chunk in [1, 2, 3, 7, 64, 150, 170, 200, 250, 333, 1000] {
+            for threshold in [1, 50, 1 << 16] {
+                let mut out = Vec::new();
+                let mut splice = Splicer {
+                    out: &mut out,
+                    pending: Vec::new(),
+                    threshold,
+                    replace: |out: &mut dyn Write, p: Placeholder| match p {
+                        Placeholder::Track(k) => write!(out, "T{k}"),
+                        Placeholder::Counter(k) => write!(out, "C{k}"),
+                    },
+                };
+                for part in text.as_bytes().chunks(chunk) {
+                    splice.write_all(part).unwrap();
+                }
+                splice.finish().unwrap();
+                assert_eq!(String::from_utf8(out).unwrap(), want, "{chunk} {threshold}");
+            }
+        }
     }
 
     #[test]

@@ -245,6 +245,25 @@ pub fn export(
             bytes,
         ));
     }
+    if opts.format == Format::Firefox && input.is_stdin() {
+        // A stream is read once, in order: its samples are spilled to a temporary file as
+        // they come, not kept in memory.
+        let mut counting = Counting {
+            inner: out,
+            bytes: 0,
+        };
+        let streamed = firefox::export(input, &opts.stacks, &mut counting, progress)?;
+        let bytes = counting.bytes;
+        let mut summary = summary_of(
+            &streamed.profile,
+            opts.format,
+            all_events(&streamed.profile),
+            streamed.samples,
+            bytes,
+        );
+        summary.warnings = format_warnings(&streamed.profile, opts.format, streamed.max_period);
+        return Ok(summary);
+    }
     let profile = stack_profile(input, &opts.format.stack_options(&opts.stacks), progress)?;
     write_profile(&profile, opts, out)
 }
@@ -338,23 +357,27 @@ fn summary_of(
         records,
         bytes,
         lost: profile.summary.lost,
-        warnings: format_warnings(profile, format),
+        warnings: format_warnings(
+            profile,
+            format,
+            profile.timeline.iter().map(|s| s.period).max().unwrap_or(0),
+        ),
         stopped: profile.summary.stopped.clone(),
         pgo: None,
         parquet: None,
     }
 }
 
-/// The reading's warnings, and what the format changed of the data.
-fn format_warnings(profile: &StackProfile, format: Format) -> Vec<String> {
+/// The reading's warnings, and what the format changed of the data (`max_period`: the
+/// largest sample period).
+fn format_warnings(profile: &StackProfile, format: Format, max_period: u64) -> Vec<String> {
     let mut warnings = profile.summary.warnings.clone();
     if format == Format::Firefox {
-        let scale = firefox::weight_scale(profile);
+        let scale = firefox::weight_scale(max_period);
         if scale > 1 {
             warnings.push(format!(
-                "a sample's period ({}) is too large for the Firefox Profiler's 32-bit \
-                 weights: every weight is divided by {scale}",
-                profile.timeline.iter().map(|s| s.period).max().unwrap_or(0)
+                "a sample's period ({max_period}) is too large for the Firefox Profiler's \
+                 32-bit weights: every weight is divided by {scale}",
             ));
         }
     }
