@@ -582,9 +582,12 @@ fn test_export_chrome_streams_the_same_trace_from_stdin_and_writes_nothing_on_an
     );
 }
 
-/// Per thread track (name, tid): each sample's time delta, weight, CPU delta and stack
-/// (its frames' function names, leaf first), read through the track's tables.
-fn firefox_samples(v: &Value) -> BTreeMap<(String, String), Vec<(String, u64, u64, Vec<String>)>> {
+/// One Firefox sample: its time delta (as written), weight, CPU delta and stack (its
+/// frames' function names, leaf first).
+type FirefoxSample = (String, u64, u64, Vec<String>);
+
+/// Per thread track (name, tid): each sample, read through the track's tables.
+fn firefox_samples(v: &Value) -> BTreeMap<(String, String), Vec<FirefoxSample>> {
     let mut out = BTreeMap::new();
     for t in v["threads"].as_array().unwrap() {
         let strings = t["stringArray"].as_array().unwrap();

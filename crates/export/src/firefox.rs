@@ -367,14 +367,11 @@ impl FirefoxSpill {
                 counters[c].1.push(k);
             }
         }
-        let mut counter_handles = Vec::with_capacity(counters.len());
         for (c, ((pid, event), _)) in counters.iter().enumerate() {
-            let handle = w.counter(*pid, *event);
-            if let Some(h) = handle {
+            if let Some(h) = w.counter(*pid, *event) {
                 let tag = Timestamp::from_nanos_since_reference(0);
                 w.fx.add_counter_sample(h, tag, f64::from(TAG_BASE) + c as f64, 1);
             }
-            counter_handles.push(handle);
         }
         // The profile is serialized through a writer that replaces each placeholder by its
         // samples as it passes: the JSON is never held whole.
@@ -397,7 +394,6 @@ impl FirefoxSpill {
         };
         serde_json::to_writer(&mut splice, &w.fx).map_err(io::Error::from)?;
         splice.finish()?;
-        drop(counter_handles);
         Ok(written)
     }
 
