@@ -1074,9 +1074,12 @@ mod tests {
         assert!(total.abs_diff(expected) <= 2, "{total} vs {expected}");
     }
 
-    /// Per thread track (name, tid): each sample's (time in ms, leaf function, weight), read
+    /// A thread track, (name, tid), and its samples: (time in ms, leaf function, weight).
+    type TrackRows = ((String, String), Vec<(f64, String, u64)>);
+
+    /// Per thread track: each sample's (time in ms, leaf function, weight), read
     /// back through the track's stack, frame, func and string tables.
-    fn samples_of(v: &Value) -> Vec<((String, String), Vec<(f64, String, u64)>)> {
+    fn samples_of(v: &Value) -> Vec<TrackRows> {
         let col = |t: &Value, table: &str, c: &str| -> Vec<Value> {
             t[table][c].as_array().cloned().unwrap_or_default()
         };
