@@ -335,6 +335,9 @@ impl FirefoxSpill {
         // sample that tags it in the serialized profile.
         let mut handles: Vec<Option<ThreadHandle>> = vec![None; self.tracks.len()];
         let mut lengths = vec![0u64; self.tracks.len()];
+        // Per track: each stack node's index in the track's stack table.
+        let mut stack_of: Vec<FxHashMap<u32, Option<u32>>> =
+            vec![FxHashMap::default(); self.tracks.len()];
         let mut counters: Vec<((i32, u32), Vec<usize>)> = Vec::new();
         let mut counter_of: FxHashMap<(i32, u32), usize> = FxHashMap::default();
         for k in 0..self.tracks.len() {
@@ -355,8 +358,12 @@ impl FirefoxSpill {
             let tag = Timestamp::from_nanos_since_reference(0);
             w.fx.add_sample(track, tag, None, CpuDelta::ZERO, TAG_BASE + k as i32);
             let mut samples = self.samples(k)?;
+            let stacks = &mut stack_of[k];
             while let Some(s) = samples.next_sample()? {
-                w.stack(track, s.stack);
+                stacks.entry(s.stack).or_insert_with(|| {
+                    w.stack(track, s.stack);
+                    w.stack_index(track, s.stack)
+                });
                 lengths[k] += pieces(scaled(s.period, scale)).count() as u64;
             }
             if event != w.primary {
@@ -382,8 +389,12 @@ impl FirefoxSpill {
             threshold: 1 << 16,
             replace: |out: &mut dyn Write, placeholder: Placeholder| match placeholder {
                 Placeholder::Track(k) => {
-                    let length = lengths.get(k).copied().unwrap_or(0);
-                    written += self.write_track(out, &w, &handles, k, length, scale)?;
+                    let (Some(Some(_)), Some(&length), Some(stacks)) =
+                        (handles.get(k), lengths.get(k), stack_of.get(k))
+                    else {
+                        return Ok(());
+                    };
+                    written += self.write_track(out, &w, k, stacks, length, scale)?;
                     Ok(())
                 }
                 Placeholder::Counter(c) => {
@@ -397,19 +408,17 @@ impl FirefoxSpill {
         Ok(written)
     }
 
-    /// Writes track `k`'s samples object: the columns the crate writes, from the spill.
+    /// Writes track `k`'s samples object: the columns the crate writes, from the spill
+    /// (`stacks`: the stack table index of each of its stack nodes).
     fn write_track(
         &self,
         out: &mut dyn Write,
         w: &Writer<'_>,
-        handles: &[Option<ThreadHandle>],
         k: usize,
+        stacks: &FxHashMap<u32, Option<u32>>,
         length: u64,
         scale: u64,
     ) -> io::Result<u64> {
-        let Some(Some(track)) = handles.get(k).copied() else {
-            return Ok(0);
-        };
         let clock = w
             .model
             .events
@@ -422,7 +431,7 @@ impl FirefoxSpill {
         let mut sep = Separator::default();
         let mut samples = self.samples(k)?;
         while let Some(s) = samples.next_sample()? {
-            let stack = w.stack_index(track, s.stack);
+            let stack = stacks.get(&s.stack).copied().flatten();
             for _ in pieces(scaled(s.period, scale)) {
                 sep.next(out)?;
                 match stack {
