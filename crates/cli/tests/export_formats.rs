@@ -554,17 +554,7 @@ fn test_export_chrome_streams_the_same_trace_from_stdin_and_writes_nothing_on_an
     // The Chrome trace is written as the samples are read (issue 34): stdin gives the file's
     // events, and a read that fails before its first sample leaves no half-written JSON.
     let file = repo_root().join("crates/decode/tests/fixtures/cpu-clock-g.data");
-    let trace = |stdin: bool| -> Value {
-        let mut cmd = culprit();
-        cmd.args(["export", "--format", "chrome", "--summary", "none", "-i"]);
-        if stdin {
-            cmd.arg("-").stdin(std::fs::File::open(&file).unwrap());
-        } else {
-            cmd.arg(&file);
-        }
-        let out = run_ok(&mut cmd);
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let trace = |stdin: bool| export_stdout("chrome", &file, stdin, None);
     let (from_file, from_stdin) = (trace(false), trace(true));
     let events = from_file["traceEvents"].as_array().unwrap();
     assert!(events.iter().filter(|e| e["ph"] == "X").count() > 10);
@@ -634,18 +624,7 @@ fn test_export_firefox_from_stdin_spills_its_samples_and_equals_the_files() {
     // weights and stacks as from the file.
     let file = repo_root().join("crates/decode/tests/fixtures/cpu-clock-g.data");
     let dir = scratch("export-firefox-stdin");
-    let profile = |stdin: bool| -> Value {
-        let mut cmd = culprit();
-        cmd.env("TMPDIR", &dir)
-            .args(["export", "--format", "firefox", "--summary", "none", "-i"]);
-        if stdin {
-            cmd.arg("-").stdin(std::fs::File::open(&file).unwrap());
-        } else {
-            cmd.arg(&file);
-        }
-        let out = run_ok(&mut cmd);
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let profile = |stdin: bool| export_stdout("firefox", &file, stdin, Some(&dir));
     let (from_file, from_stdin) = (profile(false), profile(true));
     let (a, b) = (firefox_samples(&from_file), firefox_samples(&from_stdin));
     let samples: usize = a.values().map(Vec::len).sum();
@@ -657,4 +636,20 @@ fn test_export_firefox_from_stdin_spills_its_samples_and_equals_the_files() {
     // The temporary file was unlinked as soon as it was made.
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `culprit export --format FORMAT` of `file` (from stdin when `stdin`) to stdout, as JSON;
+/// with `tmpdir`, its temporary files go there.
+fn export_stdout(format: &str, file: &Path, stdin: bool, tmpdir: Option<&Path>) -> Value {
+    let mut cmd = culprit();
+    if let Some(dir) = tmpdir {
+        cmd.env("TMPDIR", dir);
+    }
+    cmd.args(["export", "--format", format, "--summary", "none", "-i"]);
+    if stdin {
+        cmd.arg("-").stdin(std::fs::File::open(file).unwrap());
+    } else {
+        cmd.arg(file);
+    }
+    serde_json::from_slice(&run_ok(&mut cmd).stdout).unwrap()
 }

@@ -213,20 +213,7 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
     );
     // A click on the longest off-CPU interval's band shows it and its blocked stack (the
     // frames of its call-tree node, leaf first).
-    let picked: Value = b.js(
-        "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
-         const F = JSON.parse(document.getElementById('culprit-data').textContent).flame;\
-         let best = null, bi = 0;\
-         T.threads.forEach((t, i) => t.offcpu.forEach((iv) => { if (!best || iv[1] - iv[0] > best[1] - best[0]) { best = iv; bi = i; } }));\
-         let y = 20, pid = null, at = 0;\
-         T.threads.forEach((t, i) => { if (t.pid !== pid) { pid = t.pid; y += 18; } if (i === bi) at = y; y += 24; });\
-         const cv = document.getElementById('timeline');\
-         window.scrollTo(0, cv.getBoundingClientRect().top + window.scrollY + at - 100);\
-         const c = cv.getBoundingClientRect();\
-         const x = 200 + (((best[0] + best[1]) / 2 - T.start) / (T.width * T.buckets)) * (c.width - 200);\
-         let depth = 0; for (let q = best[2]; q > 0; q = F.parent[q]) depth++;\
-         return { iv: best, depth, x: Math.round(c.left + x), y: Math.round(c.top + at + 24 - 2) }",
-    );
+    let picked = longest_offcpu_interval(&b, false);
     assert!(picked["depth"].as_u64().unwrap() >= 1, "{picked}");
     b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
     let shown = b.wait_until(
@@ -263,18 +250,7 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
         wakers["with_waker"].as_u64().unwrap(),
         "{woken} {wakers}"
     );
-    let picked: Value = b.js(
-        "const T = JSON.parse(document.getElementById('culprit-data').textContent).timeline;\
-         let best = null, bi = 0, bk = 0;\
-         T.threads.forEach((t, i) => t.offcpu.forEach((iv, k) => { if (t.offcpu_waker[k] && (!best || iv[1] - iv[0] > best[1] - best[0])) { best = iv; bi = i; bk = k; } }));\
-         let y = 20, pid = null, at = 0;\
-         T.threads.forEach((t, i) => { if (t.pid !== pid) { pid = t.pid; y += 18; } if (i === bi) at = y; y += 24; });\
-         const cv = document.getElementById('timeline');\
-         window.scrollTo(0, cv.getBoundingClientRect().top + window.scrollY + at - 100);\
-         const c = cv.getBoundingClientRect();\
-         const x = 200 + (((best[0] + best[1]) / 2 - T.start) / (T.width * T.buckets)) * (c.width - 200);\
-         return { iv: best, waker: T.threads[bi].offcpu_waker[bk], x: Math.round(c.left + x), y: Math.round(c.top + at + 24 - 2) }",
-    );
+    let picked = longest_offcpu_interval(&b, true);
     b.click_viewport(picked["x"].as_i64().unwrap(), picked["y"].as_i64().unwrap());
     let shown = b.wait_until(
         "const d = document.getElementById('state-detail');\
@@ -301,6 +277,26 @@ fn test_html_timeline_has_thread_tracks_and_off_cpu_intervals() {
         frames.iter().any(|f| f.as_str().unwrap().contains("write")),
         "{shown}"
     );
+}
+
+/// The longest off-CPU interval of the page's timeline (with `woken`: of those with a
+/// waker), scrolled into view: `iv` its `[start, end, node]`, `depth` its blocked stack's
+/// frames, `waker` its waker, and `x`, `y` the viewport point of its band.
+fn longest_offcpu_interval(b: &Browser, woken: bool) -> Value {
+    b.js(&format!(
+        "const D = JSON.parse(document.getElementById('culprit-data').textContent);\
+         const T = D.timeline, F = D.flame, woken = {woken};\
+         let best = null, bi = 0, bk = 0;\
+         T.threads.forEach((t, i) => t.offcpu.forEach((iv, k) => {{ if ((!woken || t.offcpu_waker[k]) && (!best || iv[1] - iv[0] > best[1] - best[0])) {{ best = iv; bi = i; bk = k; }} }}));\
+         let y = 20, pid = null, at = 0;\
+         T.threads.forEach((t, i) => {{ if (t.pid !== pid) {{ pid = t.pid; y += 18; }} if (i === bi) at = y; y += 24; }});\
+         const cv = document.getElementById('timeline');\
+         window.scrollTo(0, cv.getBoundingClientRect().top + window.scrollY + at - 100);\
+         const c = cv.getBoundingClientRect();\
+         const x = 200 + (((best[0] + best[1]) / 2 - T.start) / (T.width * T.buckets)) * (c.width - 200);\
+         let depth = 0; for (let q = best[2]; q > 0; q = F.parent[q]) depth++;\
+         return {{ iv: best, depth, waker: T.threads[bi].offcpu_waker[bk] || '', x: Math.round(c.left + x), y: Math.round(c.top + at + 24 - 2) }}"
+    ))
 }
 
 #[test]

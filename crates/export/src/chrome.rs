@@ -33,18 +33,15 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
-use culprit_analysis::stacks::{
-    period_unit, PeriodUnit, StackBuilder, StackError, StackOptions, StackProfile,
-};
-use culprit_analysis::AnalysisError;
+use culprit_analysis::stacks::{period_unit, PeriodUnit, StackBuilder, StackOptions, StackProfile};
 use culprit_decode::abi::perf_type;
-use culprit_decode::model::{Profile, Sample};
-use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
+use culprit_decode::model::Profile;
+use culprit_symbols::{ProfileInput, Symbolizer};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::common::{frame_name, primary_event};
+use crate::common::{frame_name, primary_event, stream_stacks, StreamedSample};
 use crate::ExportError;
 
 /// Counter buckets: 1 ms of perf time.
@@ -568,47 +565,12 @@ pub fn export(
     out: &mut dyn Write,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<Streamed, ExportError> {
-    let plan = ReadPlan {
-        unwind: opts.unwind,
-        ..ReadPlan::default()
-    };
-    let mut symbolizer = input.symbolizer();
-    symbolizer.load_kernel_symbols();
-    for (path, build_id) in &input.reader().sampled_elf_build_ids() {
-        symbolizer.preload_elf(path, Some(build_id));
-    }
-    let mut builder = StackBuilder::new(&StackOptions {
-        timeline: false,
-        ..opts.clone()
-    });
     let mut trace = Trace::begin(io::BufWriter::with_capacity(1 << 16, out));
     let mut names = StreamNames::default();
     let mut primary_name = None;
-    let mut error: Option<io::Error> = None;
-    let read = input.for_each(&plan, progress, |profile, sample| {
-        if error.is_some() {
-            return;
-        }
-        if let Err(e) = stream_sample(
-            &mut trace,
-            &mut builder,
-            &mut names,
-            &mut symbolizer,
-            &mut primary_name,
-            (profile, sample),
-            opts,
-        ) {
-            error = Some(e);
-        }
-    });
-    if let Some(e) = error {
-        return Err(e.into());
-    }
-    let profile = read.map_err(|e| ExportError::Stacks(StackError::Read(e)))?;
-    let mut stacks = builder
-        .finish(&profile, &mut symbolizer)
-        .map_err(|e: AnalysisError| ExportError::Stacks(StackError::Analysis(e)))?;
-    stacks.summary.input = input.path().display().to_string();
+    let stacks = stream_stacks(input, opts, progress, |streamed| {
+        stream_sample(&mut trace, &mut names, &mut primary_name, streamed, opts)
+    })?;
     let s = &stacks.summary;
     let other = other_data(
         &s.input,
@@ -624,19 +586,14 @@ pub fn export(
     })
 }
 
-/// Folds one sample into `builder` and writes what it ends to `trace`.
+/// Writes what one sample (as the stack model counted it) ends to `trace`.
 fn stream_sample<W: Write>(
     trace: &mut Trace<W>,
-    builder: &mut StackBuilder,
     names: &mut StreamNames,
-    symbolizer: &mut Symbolizer,
     primary_name: &mut Option<String>,
-    (profile, sample): (&Profile, &Sample),
+    (builder, symbolizer, profile, sample, timed): StreamedSample<'_>,
     opts: &StackOptions,
 ) -> io::Result<()> {
-    let Some(timed) = builder.add_timed(profile, sample) else {
-        return Ok(());
-    };
     if trace.primary.is_none() {
         if let Some((id, clock, name)) = stream_primary(profile, opts) {
             trace.primary = Some((id, clock));

@@ -35,11 +35,8 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
-use culprit_analysis::stacks::{
-    PeriodUnit, StackBuilder, StackError, StackOptions, StackProfile, TimedSample, NONE,
-};
-use culprit_analysis::AnalysisError;
-use culprit_symbols::{ProfileInput, ReadPlan};
+use culprit_analysis::stacks::{PeriodUnit, StackOptions, StackProfile, TimedSample, NONE};
+use culprit_symbols::ProfileInput;
 use fxprof_processed_profile::{
     CategoryColor, CategoryPairHandle, CounterHandle, CpuDelta, Frame, FrameFlags, FrameHandle,
     FrameInfo, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StackHandle,
@@ -47,7 +44,7 @@ use fxprof_processed_profile::{
 };
 use rustc_hash::FxHashMap;
 
-use crate::common::{frame_name, primary_event};
+use crate::common::{frame_name, primary_event, stream_stacks};
 use crate::ExportError;
 
 /// Writes `profile` (built with its timeline) as Firefox Profiler JSON; returns the number
@@ -85,39 +82,8 @@ pub fn export(
     out: &mut dyn Write,
     progress: impl FnMut(u64, u64) + Send,
 ) -> Result<Streamed, ExportError> {
-    let plan = ReadPlan {
-        unwind: opts.unwind,
-        ..ReadPlan::default()
-    };
-    let mut symbolizer = input.symbolizer();
-    symbolizer.load_kernel_symbols();
-    for (path, build_id) in &input.reader().sampled_elf_build_ids() {
-        symbolizer.preload_elf(path, Some(build_id));
-    }
-    let mut builder = StackBuilder::new(&StackOptions {
-        timeline: false,
-        ..opts.clone()
-    });
     let mut spill = FirefoxSpill::new()?;
-    let mut error: Option<io::Error> = None;
-    let read = input.for_each(&plan, progress, |profile, sample| {
-        if error.is_some() {
-            return;
-        }
-        if let Some(timed) = builder.add_timed(profile, sample) {
-            if let Err(e) = spill.add(&timed) {
-                error = Some(e);
-            }
-        }
-    });
-    if let Some(e) = error {
-        return Err(e.into());
-    }
-    let profile = read.map_err(|e| ExportError::Stacks(StackError::Read(e)))?;
-    let mut stacks = builder
-        .finish(&profile, &mut symbolizer)
-        .map_err(|e: AnalysisError| ExportError::Stacks(StackError::Analysis(e)))?;
-    stacks.summary.input = input.path().display().to_string();
+    let stacks = stream_stacks(input, opts, progress, |(.., timed)| spill.add(timed))?;
     let max_period = spill.max_period();
     let samples = spill.write(&stacks, out)?;
     Ok(Streamed {
