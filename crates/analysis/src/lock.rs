@@ -179,15 +179,63 @@ type FutexAcc = (FutexRow, HashMap<Vec<String>, (u64, u64)>);
 
 /// Everything [`lock_contention`] keeps while it reads the samples: per lock, call site and
 /// open wait, nothing per sample.
+/// Waits begun and not ended yet, paired as perf pairs them: a kernel lock's
+/// `contention_begin` with the same thread's `contention_end` of the same lock (a begin while
+/// one is open is nested: the first counts), a futex wait's `sys_enter_futex` with the
+/// thread's next `sys_exit_futex` (a non-waiting futex call cancels it). `F`: what a futex
+/// wait keeps.
+struct OpenWaits<F> {
+    kernel: HashMap<(i32, u64), u64>,
+    futex: HashMap<i32, F>,
+}
+
+impl<F> Default for OpenWaits<F> {
+    fn default() -> Self {
+        OpenWaits {
+            kernel: HashMap::new(),
+            futex: HashMap::new(),
+        }
+    }
+}
+
+impl<F> OpenWaits<F> {
+    /// Whether a kernel lock wait may begin: none is open for the thread and lock.
+    fn may_begin(&self, tid: i32, addr: u64) -> bool {
+        !self.kernel.contains_key(&(tid, addr))
+    }
+
+    /// A kernel lock wait begins at `time` (the first of nested begins counts).
+    fn begin(&mut self, tid: i32, addr: u64, time: u64) {
+        self.kernel.entry((tid, addr)).or_insert(time);
+    }
+
+    /// The begin time of the thread's open wait for the lock, now ended.
+    fn end(&mut self, tid: i32, addr: u64) -> Option<u64> {
+        self.kernel.remove(&(tid, addr))
+    }
+
+    /// A futex call of the thread: a waiting one opens a wait (`Some`), any other cancels
+    /// the open one.
+    fn futex_enter(&mut self, tid: i32, wait: Option<F>) {
+        match wait {
+            Some(w) => self.futex.insert(tid, w),
+            None => self.futex.remove(&tid),
+        };
+    }
+
+    /// The thread's open futex wait, now ended.
+    fn futex_exit(&mut self, tid: i32) -> Option<F> {
+        self.futex.remove(&tid)
+    }
+}
+
 struct Walk<'a> {
     sym: &'a mut Symbolizer,
     options: &'a LockOptions,
     /// Kernel rows by their key frames.
     kernel: HashMap<Vec<u64>, KernelStat>,
-    /// Open kernel waits: (tid, lock address) -> begin time.
-    waiting: HashMap<(i32, u64), u64>,
-    /// Open futex waits by tid: (time, address, the waiting sample's user frames).
-    futex_open: HashMap<i32, FutexWait>,
+    /// Open waits; a futex wait keeps its time, address and user frames.
+    open: OpenWaits<FutexWait>,
     futex: HashMap<(u64, String), FutexAcc>,
     names: HashMap<(i32, u64), Place>,
 }
@@ -231,8 +279,7 @@ impl Walk<'_> {
     }
 
     fn begin(&mut self, profile: &Profile, s: &Sample, addr: u64, flags: u64) {
-        let slot = (s.tid, addr);
-        if self.waiting.contains_key(&slot) {
+        if !self.open.may_begin(s.tid, addr) {
             // A nested begin (mutex spinning): the first one counts.
             return;
         }
@@ -246,7 +293,7 @@ impl Walk<'_> {
             st.addresses.push(addr);
         }
         st.contended += 1;
-        self.waiting.insert(slot, s.time);
+        self.open.begin(s.tid, addr, s.time);
     }
 
     fn end(&mut self, profile: &Profile, s: &Sample, addr: u64) {
@@ -255,7 +302,7 @@ impl Walk<'_> {
         let Some(st) = self.kernel.get_mut(&key) else {
             return;
         };
-        if let Some(t0) = self.waiting.remove(&(s.tid, addr)) {
+        if let Some(t0) = self.open.end(s.tid, addr) {
             let wait = s.time.saturating_sub(t0);
             st.total += wait;
             st.max = st.max.max(wait);
@@ -276,11 +323,11 @@ impl Walk<'_> {
             pid: s.pid,
             frames,
         };
-        self.futex_open.insert(s.tid, wait);
+        self.open.futex_enter(s.tid, Some(wait));
     }
 
     fn futex_exit(&mut self, profile: &Profile, s: &Sample) {
-        let Some(open) = self.futex_open.remove(&s.tid) else {
+        let Some(open) = self.open.futex_exit(s.tid) else {
             return;
         };
         let (addr, wait) = (open.addr, s.time.saturating_sub(open.time));
@@ -348,8 +395,7 @@ pub fn lock_contention(
 /// operation to the thread's `sys_exit_futex`), as [`lock_contention`] pairs them. Empty
 /// when the profile has none of these events.
 pub fn lock_waits(profile: &Profile) -> HashMap<i32, Vec<(u64, u64)>> {
-    let mut kernel_open: HashMap<(i32, u64), u64> = HashMap::new();
-    let mut futex_open: HashMap<i32, u64> = HashMap::new();
+    let mut open: OpenWaits<u64> = OpenWaits::default();
     let mut waits: HashMap<i32, Vec<(u64, u64)>> = HashMap::new();
     for s in &profile.samples {
         let Some((role, f)) = role_of(profile, s.event) else {
@@ -359,25 +405,21 @@ pub fn lock_waits(profile: &Profile) -> HashMap<i32, Vec<(u64, u64)>> {
         match role {
             Role::Begin => {
                 if let Some(addr) = int_field(f, raw, "lock_addr") {
-                    kernel_open.entry((s.tid, addr)).or_insert(s.time);
+                    open.begin(s.tid, addr, s.time);
                 }
             }
             Role::End => {
-                let begin = int_field(f, raw, "lock_addr")
-                    .and_then(|addr| kernel_open.remove(&(s.tid, addr)));
+                let begin = int_field(f, raw, "lock_addr").and_then(|addr| open.end(s.tid, addr));
                 if let Some(begin) = begin {
                     waits.entry(s.tid).or_default().push((begin, s.time));
                 }
             }
             Role::FutexEnter => {
-                if int_field(f, raw, "op").is_some_and(futex_waits) {
-                    futex_open.insert(s.tid, s.time);
-                } else {
-                    futex_open.remove(&s.tid);
-                }
+                let waits = int_field(f, raw, "op").is_some_and(futex_waits);
+                open.futex_enter(s.tid, waits.then_some(s.time));
             }
             Role::FutexExit => {
-                if let Some(begin) = futex_open.remove(&s.tid) {
+                if let Some(begin) = open.futex_exit(s.tid) {
                     waits.entry(s.tid).or_default().push((begin, s.time));
                 }
             }
@@ -424,8 +466,7 @@ impl<'a> LockContention<'a> {
             sym,
             options,
             kernel: HashMap::new(),
-            waiting: HashMap::new(),
-            futex_open: HashMap::new(),
+            open: OpenWaits::default(),
             futex: HashMap::new(),
             names: HashMap::new(),
         })
@@ -458,7 +499,7 @@ impl<'a> LockContention<'a> {
                     if futex_waits(op) {
                         w.futex_enter(profile, s, addr);
                     } else {
-                        w.futex_open.remove(&s.tid);
+                        w.open.futex_enter(s.tid, None);
                     }
                 }
             }
