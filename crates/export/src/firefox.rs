@@ -250,33 +250,38 @@ impl FirefoxSpill {
         Ok(())
     }
 
-    /// Track `k`'s samples in time order.
-    fn samples(&self, k: usize) -> io::Result<TrackSamples<'_>> {
-        let t = &self.tracks[k];
-        if t.in_order {
-            return Ok(TrackSamples::Chunks {
-                file: &self.file,
-                chunks: &t.chunks,
-                next: 0,
-                buf: Vec::new(),
-                pos: 0,
-            });
-        }
-        // Out of time order (samples of one thread from several CPUs' buffers): sorted here,
-        // in memory.
-        let mut all = Vec::with_capacity(t.samples as usize);
-        let mut chunks = TrackSamples::Chunks {
+    /// Track `k`'s samples, in the order they are in the file.
+    fn samples(&self, k: usize) -> TrackSamples<'_> {
+        TrackSamples {
             file: &self.file,
-            chunks: &t.chunks,
+            chunks: &self.tracks[k].chunks,
             next: 0,
             buf: Vec::new(),
             pos: 0,
-        };
-        while let Some(s) = chunks.next_sample()? {
+        }
+    }
+
+    /// Writes track `k`'s samples again, sorted by time, when they came out of order
+    /// (samples of one thread from several CPUs' buffers): sorted once, in memory, so that
+    /// every later pass reads them in order.
+    fn sort_track(&mut self, k: usize) -> io::Result<()> {
+        if self.tracks[k].in_order {
+            return Ok(());
+        }
+        let mut all = Vec::with_capacity(self.tracks[k].samples as usize);
+        let mut samples = self.samples(k);
+        while let Some(s) = samples.next_sample()? {
             all.push(s);
         }
         all.sort_by_key(|s| s.time);
-        Ok(TrackSamples::Sorted(all.into_iter()))
+        let t = &mut self.tracks[k];
+        t.chunks.clear();
+        t.in_order = true;
+        for chunk in all.chunks(CHUNK) {
+            self.tracks[k].pending.extend_from_slice(chunk);
+            self.flush(k)?;
+        }
+        Ok(())
     }
 
     /// Writes the profile: `profile` is the finished stack model of the samples added.
@@ -284,6 +289,7 @@ impl FirefoxSpill {
     pub fn write<W: Write>(mut self, profile: &StackProfile, out: W) -> Result<u64, ExportError> {
         for k in 0..self.tracks.len() {
             self.flush(k)?;
+            self.sort_track(k)?;
         }
         let start = self.start.unwrap_or(0);
         let scale = self.weight_scale();
@@ -323,7 +329,7 @@ impl FirefoxSpill {
             handles[k] = Some(track);
             let tag = Timestamp::from_nanos_since_reference(0);
             w.fx.add_sample(track, tag, None, CpuDelta::ZERO, TAG_BASE + k as i32);
-            let mut samples = self.samples(k)?;
+            let mut samples = self.samples(k);
             let stacks = &mut stack_of[k];
             while let Some(s) = samples.next_sample()? {
                 stacks.entry(s.stack).or_insert_with(|| {
@@ -395,7 +401,7 @@ impl FirefoxSpill {
             "{{\"length\":{length},\"weightType\":\"samples\",\"stack\":["
         )?;
         let mut sep = Separator::default();
-        let mut samples = self.samples(k)?;
+        let mut samples = self.samples(k);
         while let Some(s) = samples.next_sample()? {
             let stack = stacks.get(&s.stack).copied().flatten();
             for _ in pieces(scaled(s.period, scale)) {
@@ -409,7 +415,7 @@ impl FirefoxSpill {
         out.write_all(b"],\"timeDeltas\":[")?;
         let mut sep = Separator::default();
         let mut prev = 0u64;
-        let mut samples = self.samples(k)?;
+        let mut samples = self.samples(k);
         while let Some(s) = samples.next_sample()? {
             let t = s.time.saturating_sub(w.start);
             for _ in pieces(scaled(s.period, scale)) {
@@ -420,7 +426,7 @@ impl FirefoxSpill {
         }
         out.write_all(b"],\"weight\":[")?;
         let mut sep = Separator::default();
-        let mut samples = self.samples(k)?;
+        let mut samples = self.samples(k);
         while let Some(s) = samples.next_sample()? {
             for piece in pieces(scaled(s.period, scale)) {
                 sep.next(out)?;
@@ -429,7 +435,7 @@ impl FirefoxSpill {
         }
         out.write_all(b"],\"threadCPUDelta\":[")?;
         let mut sep = Separator::default();
-        let mut samples = self.samples(k)?;
+        let mut samples = self.samples(k);
         while let Some(s) = samples.next_sample()? {
             for piece in pieces(scaled(s.period, scale)) {
                 sep.next(out)?;
@@ -485,7 +491,7 @@ impl FirefoxSpill {
     ) -> io::Result<()> {
         let mut heads: Vec<(TrackSamples<'_>, Option<Spilled>)> = Vec::new();
         for &k in members {
-            let mut s = self.samples(k)?;
+            let mut s = self.samples(k);
             let first = s.next_sample()?;
             heads.push((s, first));
         }
@@ -507,45 +513,29 @@ impl FirefoxSpill {
     }
 }
 
-/// A track's samples being read back in time order.
-enum TrackSamples<'a> {
-    /// In file order (which was time order), chunk by chunk.
-    Chunks {
-        file: &'a File,
-        chunks: &'a [(u64, u32)],
-        next: usize,
-        buf: Vec<u8>,
-        pos: usize,
-    },
-    /// Sorted in memory.
-    Sorted(std::vec::IntoIter<Spilled>),
+/// A track's samples being read back from the spill file, chunk by chunk.
+struct TrackSamples<'a> {
+    file: &'a File,
+    chunks: &'a [(u64, u32)],
+    next: usize,
+    buf: Vec<u8>,
+    pos: usize,
 }
 
 impl TrackSamples<'_> {
     fn next_sample(&mut self) -> io::Result<Option<Spilled>> {
-        match self {
-            TrackSamples::Sorted(it) => Ok(it.next()),
-            TrackSamples::Chunks {
-                file,
-                chunks,
-                next,
-                buf,
-                pos,
-            } => {
-                if *pos >= buf.len() {
-                    let Some(&(offset, n)) = chunks.get(*next) else {
-                        return Ok(None);
-                    };
-                    *next += 1;
-                    buf.resize(n as usize * SPILLED_BYTES, 0);
-                    file.read_exact_at(buf, offset)?;
-                    *pos = 0;
-                }
-                let s = Spilled::decode(&buf[*pos..*pos + SPILLED_BYTES]);
-                *pos += SPILLED_BYTES;
-                Ok(Some(s))
-            }
+        if self.pos >= self.buf.len() {
+            let Some(&(offset, n)) = self.chunks.get(self.next) else {
+                return Ok(None);
+            };
+            self.next += 1;
+            self.buf.resize(n as usize * SPILLED_BYTES, 0);
+            self.file.read_exact_at(&mut self.buf, offset)?;
+            self.pos = 0;
         }
+        let s = Spilled::decode(&self.buf[self.pos..self.pos + SPILLED_BYTES]);
+        self.pos += SPILLED_BYTES;
+        Ok(Some(s))
     }
 }
 
