@@ -175,32 +175,31 @@ pub fn build_page(
     // sched wakers` pairs them.
     let mut waker_samples = WakerSamples::default();
     let mut wakeups = WakeupPairing::default();
+    let mut event_roles: Vec<TimelineRole> = Vec::new();
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
     };
     let profile = input.for_each(&plan, pa, |p, s| {
         if let Some(timed) = stacks.add_timed(p, s) {
+            // Each event's role once (the names are not compared per sample).
+            if event_roles.len() < p.events.len() {
+                event_roles = (p.events.iter())
+                    .map(|e| TimelineRole::of_event(&e.name))
+                    .collect();
+            }
+            let base = event_roles.get(usize::from(s.event)).copied();
+            let base = base.unwrap_or(TimelineRole::Plain);
             let role = match waker_samples.classify(p, s) {
                 Some(WakerSample::Waking { wakee }) => {
                     wakeups.waking(wakee, s.time, (timed.thread, timed.stack));
-                    TimelineRole::Plain
+                    base
                 }
-                Some(WakerSample::Blocked) => TimelineRole::OffCpu(wakeups.blocked(
-                    s.tid,
-                    s.time.saturating_sub(s.period),
-                    s.time,
-                )),
-                None => TimelineRole::Plain,
-            };
-            let role = match (role, p.events.get(s.event as usize)) {
-                (TimelineRole::Plain, Some(e)) if e.name == timeline::OFFCPU_EVENT => {
-                    TimelineRole::OffCpu(None)
+                Some(WakerSample::Blocked) => {
+                    let begin = s.time.saturating_sub(s.period);
+                    TimelineRole::OffCpu(wakeups.blocked(s.tid, begin, s.time))
                 }
-                (TimelineRole::Plain, Some(e)) => {
-                    states::sched_kind(&e.name).map_or(role, TimelineRole::Sched)
-                }
-                _ => role,
+                None => base,
             };
             timeline_fold.add(&timed, p.str(s.comm), role);
         }

@@ -219,6 +219,16 @@ pub enum TimelineRole {
     OffCpu(Option<ThreadStack>),
 }
 
+impl TimelineRole {
+    /// The role of an event's samples by its name (an off-CPU sample without its waker).
+    pub fn of_event(name: &str) -> TimelineRole {
+        if name == OFFCPU_EVENT {
+            return TimelineRole::OffCpu(None);
+        }
+        super::states::sched_kind(name).map_or(TimelineRole::Plain, TimelineRole::Sched)
+    }
+}
+
 /// Summed period and samples per (bucket, thread, event).
 type ThreadCells = FxHashMap<(i64, u32, u32), (u64, u64)>;
 /// Summed period and samples per (bucket, command, event, stack): a call-tree node depends
