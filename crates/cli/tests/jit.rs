@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -81,14 +81,17 @@ fn culprit_shares(file: &Path, children: bool) -> (BTreeMap<String, f64>, String
             .args(["--format", "json", "--sort", "sym", mode]),
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let key = if children { "children" } else { "percent" };
+    let key = if children {
+        "children_percent"
+    } else {
+        "percent"
+    };
     let mut shares = BTreeMap::new();
     for row in json["rows"].as_array().unwrap() {
         let name = row["keys"]["sym"].as_str().unwrap_or("").to_string();
         let pct = row[key]["cpu-clock"]
             .as_f64()
-            .or_else(|| row["percent"]["cpu-clock"].as_f64())
-            .unwrap_or(0.0);
+            .unwrap_or_else(|| panic!("no {key} in {row}"));
         *shares.entry(name).or_insert(0.0) += pct;
     }
     (shares, String::from_utf8_lossy(&out.stderr).into_owned())
@@ -252,6 +255,34 @@ fn test_jitdump_next_to_moved_recording_and_damaged_dump() {
     }
 }
 
+/// The JIT function of `jit_dump UNITS unwind`, with its `.eh_frame` in the dump.
+const FRAMED: &str = "js:framed_loop frame.js:30";
+
+#[test]
+fn test_jitdump_unwinding_records_unwind_jit_frames_as_perf_inject() {
+    let test = "test_jitdump_unwinding_records_unwind_jit_frames_as_perf_inject";
+    if !common::require_perf(test) {
+        return;
+    }
+    let bin = common::workload("jit_dump");
+    let dir = common::scratch("jit-unwinding");
+    let file = record_in(
+        &dir,
+        &["--call-graph", "dwarf"],
+        &[bin.to_str().unwrap(), "8", "unwind"],
+    );
+    let injected = perf_inject(&file);
+    // The JIT function keeps no frame pointer: only its .eh_frame (the dump's unwinding
+    // record) finds its caller, call_framed; a frame-pointer walk skips it to main.
+    let wanted = |n: &str| n == FRAMED || n == "call_framed" || n == "main";
+    let perf = perf_shares(&injected, true);
+    let (ours, _) = culprit_shares(&file, true);
+    let rows = assert_jit_rows_match("children", &perf, &ours, &wanted);
+    let share = |name: &str| rows.iter().find(|r| r.0 == name).map_or(0.0, |r| r.1);
+    assert!(share(FRAMED) > 80.0, "{rows:?}");
+    assert!(share("call_framed") >= share(FRAMED), "{rows:?}");
+}
+
 /// A Node program whose hot function is `fib`.
 const FIB_JS: &str = "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }\n\
     let t = Date.now(), s = 0;\n\
@@ -289,6 +320,115 @@ fn test_node_perf_prof_jitdump_matches_perf_inject() {
         rows[0].0.starts_with("JS:*fib ") && rows[0].1 > 50.0,
         "{rows:?}"
     );
+}
+
+/// The JS frames of each sample's call chain (a set: what children shares count), by
+/// timestamp, from `script` text with `-F time,ip,sym`; and whether the chain reached the
+/// process's entry point (`_start`), i.e. its unwinding did not give up.
+fn js_frames_per_sample(script: &str) -> BTreeMap<String, (BTreeSet<String>, bool)> {
+    let mut samples = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in script.lines() {
+        if line.trim().is_empty() {
+            current = None;
+        } else if !line.starts_with([' ', '\t']) || line.trim_end().ends_with(':') {
+            let time = line.trim().trim_end_matches(':').to_string();
+            samples.insert(time.clone(), (BTreeSet::new(), false));
+            current = Some(time);
+        } else if let Some(entry) = current.as_ref().and_then(|t| samples.get_mut(t)) {
+            // `ADDR NAME+0xOFF (DSO)` or `ADDR NAME (DSO)`.
+            let name = line.trim().split_once(' ').map_or("", |(_, rest)| rest);
+            let name = name.rsplit_once(" (").map_or(name, |(n, _)| n);
+            let name = name.rsplit_once("+0x").map_or(name, |(n, _)| n);
+            if name.starts_with("JS:") {
+                entry.0.insert(name.to_string());
+            }
+            entry.1 |= name == "_start";
+        }
+    }
+    samples
+}
+
+#[test]
+fn test_node_perf_prof_unwinding_info_dwarf_chains_match_perf_inject() {
+    let test = "test_node_perf_prof_unwinding_info_dwarf_chains_match_perf_inject";
+    if !common::require_perf(test) || !node_available(test) {
+        return;
+    }
+    let dir = common::scratch("jit-node-unwinding");
+    std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
+    let file = record_in(
+        &dir,
+        &["-F", "499", "--call-graph", "dwarf"],
+        &[
+            "node",
+            "--perf-prof",
+            "--perf-prof-unwinding-info",
+            "--interpreted-frames-native-stack",
+            "fib.js",
+        ],
+    );
+    let injected = perf_inject(&file);
+    // Sample by sample: the JS frames of culprit's DWARF chains (the dump's unwinding
+    // records, read at report time) equal those perf's unwinder finds in the ELF files
+    // `perf inject --jit` wrote. Where perf's unwinding gave up before the entry point
+    // (libdw fails on a few V8 frames), its chain is a prefix and is not compared. V8 gives
+    // some code (bytecode handlers) an unwinding record without rules; perf's unwinder then
+    // takes its own way and culprit the mapped file's rules or frame pointers: up to 1 % of
+    // the samples may differ there.
+    let fields = ["-F", "time,ip,sym"];
+    let theirs = js_frames_per_sample(&stdout_of(
+        common::perf()
+            .args(["script", "-i"])
+            .arg(&injected)
+            .args(fields),
+    ));
+    let ours = js_frames_per_sample(&stdout_of(
+        common::culprit()
+            .args(["script", "-i"])
+            .arg(&file)
+            .args(fields),
+    ));
+    assert_eq!(theirs.len(), ours.len(), "sample counts");
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for (time, (frames, complete)) in &theirs {
+        let (mine, _) = ours
+            .get(time)
+            .unwrap_or_else(|| panic!("no sample at {time}"));
+        if *complete {
+            compared += 1;
+            if frames != mine {
+                differ.push((time, frames.symmetric_difference(mine).collect::<Vec<_>>()));
+            }
+        }
+    }
+    assert!(
+        compared * 100 >= theirs.len() * 98,
+        "perf unwound only {compared} of {} samples to _start",
+        theirs.len()
+    );
+    assert!(
+        differ.len() * 100 <= compared,
+        "{} of {compared} samples differ: {differ:?}",
+        differ.len()
+    );
+    // fib is the hottest JS function, and holds most samples with its callers.
+    let is_js = |n: &str| n.starts_with("JS:");
+    let (flat, _) = culprit_shares(&file, false);
+    let hottest = flat
+        .iter()
+        .filter(|(n, _)| is_js(n))
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(n, _)| n.clone());
+    assert!(
+        hottest
+            .as_deref()
+            .is_some_and(|n| n.starts_with("JS:*fib ")),
+        "{flat:?}"
+    );
+    let (children, _) = culprit_shares(&file, true);
+    assert!(children[hottest.as_deref().unwrap()] > 50.0, "{children:?}");
 }
 
 #[test]

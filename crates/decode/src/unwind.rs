@@ -134,6 +134,11 @@ impl<'a> UnwindInput<'a> {
         })
     }
 
+    /// The DSOs of the recording so far (a JIT dump's marker MMAP is among them).
+    pub fn dsos(&self) -> &'a [Dso] {
+        self.dsos
+    }
+
     /// The sampled instruction pointer (x86-64's IP, arm64's PC).
     pub fn ip(&self) -> Option<u64> {
         self.reg(self.arch.ip_sp().0)

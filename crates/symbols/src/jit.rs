@@ -15,11 +15,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use culprit_decode::model::{DsoId, DsoKind, Profile};
+use culprit_decode::model::{Dso, DsoId, DsoKind, Profile};
 
 use crate::jitdump::{parse_jitdump, JitDump};
 use crate::table::{Binding, Symbol, SymbolTable};
-use crate::{perfmap, SourceFrame, Symbolizer};
+use crate::{perfmap, SourceFrame, Symbolizer, SymbolizerOptions};
 
 /// A process's JIT symbols: the table number and its dump, if it has one.
 #[derive(Clone, Default)]
@@ -70,31 +70,10 @@ impl Symbolizer {
         self.jit_process(profile, dso, pid).table
     }
 
-    /// Where the dump of process `pid` is: the recording's MMAPs of `jit-PID.dump`, read under
-    /// `--symfs` first, then where they were recorded, then in the recording's directory.
-    fn jitdump_path(&self, profile: &Profile, pid: i32) -> Option<PathBuf> {
-        let name = format!("jit-{pid}.dump");
-        let marked: Vec<&str> = profile
-            .dsos
-            .iter()
-            .filter(|d| d.kind == DsoKind::Elf && d.short_name == name)
-            .map(|d| d.path.as_str())
-            .collect();
-        if marked.is_empty() {
-            return None;
-        }
-        let near_recording = self.opts.jitdump_dirs.iter().map(|dir| dir.join(&name));
-        marked
-            .iter()
-            .map(|p| self.opts.dso_file(p))
-            .chain(near_recording)
-            .find(|p| p.is_file())
-    }
-
     /// Reads and parses the dump of process `pid`, with a warning when it is missing or
     /// damaged (what was read before the damage is kept).
     fn load_jitdump(&mut self, profile: &Profile, pid: i32) -> Option<JitDump> {
-        let Some(path) = self.jitdump_path(profile, pid) else {
+        let Some(path) = jitdump_path(&self.opts, &profile.dsos, pid) else {
             // A marker whose file is gone: say so (names stay unknown or come from a map).
             if profile
                 .dsos
@@ -193,4 +172,26 @@ fn merged_table(dump: &JitDump, map: Option<&SymbolTable>) -> SymbolTable {
         }
     }
     SymbolTable::new(syms)
+}
+
+/// Where the dump of process `pid` is: the MMAPs of `jit-PID.dump` among the recording's
+/// DSOs, read under `--symfs` first, then where they were recorded, then in the recording's
+/// directory. None without such a MMAP (a stale dump of an earlier process with the same pid
+/// must not name this one's code).
+pub(crate) fn jitdump_path(opts: &SymbolizerOptions, dsos: &[Dso], pid: i32) -> Option<PathBuf> {
+    let name = format!("jit-{pid}.dump");
+    let marked: Vec<&str> = dsos
+        .iter()
+        .filter(|d| d.kind == DsoKind::Elf && d.short_name == name)
+        .map(|d| d.path.as_str())
+        .collect();
+    if marked.is_empty() {
+        return None;
+    }
+    let near_recording = opts.jitdump_dirs.iter().map(|dir| dir.join(&name));
+    marked
+        .iter()
+        .map(|p| opts.dso_file(p))
+        .chain(near_recording)
+        .find(|p| p.is_file())
 }

@@ -13,10 +13,16 @@
 //!   and replaced when the mapping at that place changed (exec, dlopen after dlclose). At most
 //!   [`MAX_PROCESSES`] processes are kept; the least recently used is dropped.
 //! - A frame in a file that cannot be opened or has no unwind information ends the chain
-//!   there (one warning per file), as does an address outside every mapping. Mappings without
-//!   a file (`[vdso]`, JIT code, anonymous memory) are unwound with frame pointers, as perf's
-//!   unwinders would fail there anyway. At most [`MAX_FRAMES`] frames (perf's default
-//!   max-stack) per sample.
+//!   there (one warning per file), as does an address outside every mapping.
+//! - JIT code is unwound with the `.eh_frame` its JIT dump gave (`JIT_CODE_UNWINDING_INFO`,
+//!   V8's `--perf-prof-unwinding-info`): one framehop module per JIT function, laid out as
+//!   `perf inject --jit` lays out the ELF file it writes (the `.eh_frame` 8-aligned after the
+//!   code, its `.eh_frame_hdr` after it), in a second unwinder per process, since these
+//!   functions may lie over a mapped file as perf's injected mappings do (V8's builtins, in
+//!   node's own text).
+//! - Other mappings without a file (`[vdso]`, JIT code without unwinding records, anonymous
+//!   memory) are unwound with frame pointers, as perf's unwinders would fail there anyway.
+//!   At most [`MAX_FRAMES`] frames (perf's default max-stack) per sample.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
@@ -33,6 +39,8 @@ use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
 use object::{Object, ObjectSection};
 
 use crate::elf::{self, Segment};
+use crate::jit::jitdump_path;
+use crate::jitdump::{parse_jitdump, JitDump, JitFunction};
 use crate::{hex, same_build_id, SymbolizerOptions};
 
 /// Frames per sample at most (user IP included), perf's default `--max-stack`.
@@ -89,6 +97,130 @@ impl UnwindFile {
         };
         Some(Module::new(m.path.to_string(), m.start..m.end, bias, info))
     }
+}
+
+/// The framehop module of a JIT function with unwinding information, laid out as
+/// `perf inject --jit` writes its ELF file: the code at SVMA 0, `.eh_frame` at the next
+/// multiple of 8 after it, `.eh_frame_hdr` right after that (the pc-relative addresses in
+/// V8's tables assume this layout). None without unwinding information.
+fn jit_module(f: &JitFunction) -> Option<Module<Bytes>> {
+    let hdr_len = usize::try_from(f.eh_frame_hdr_size).ok()?;
+    let eh_len = f.unwinding.len().checked_sub(hdr_len)?;
+    if eh_len == 0 || f.size == 0 {
+        return None;
+    }
+    let eh_at = f.size.checked_add(7)? & !7;
+    let eh_end = eh_at + eh_len as u64;
+    let (eh_frame, hdr) = f.unwinding.split_at(eh_len);
+    let mut eh_frame = eh_frame.to_vec();
+    drop_omitted_lsda(&mut eh_frame);
+    let info = ExplicitModuleSectionInfo {
+        base_svma: 0,
+        text_svma: Some(0..f.size),
+        eh_frame_svma: Some(eh_at..eh_end),
+        eh_frame: Some(Arc::from(eh_frame)),
+        eh_frame_hdr_svma: (hdr_len > 0).then(|| eh_end..eh_end + hdr_len as u64),
+        eh_frame_hdr: (hdr_len > 0).then(|| Arc::from(hdr)),
+        ..ExplicitModuleSectionInfo::default()
+    };
+    Some(Module::new(f.name.clone(), f.addr..f.end(), f.addr, info))
+}
+
+/// Rewrites, in place and at the same size, each CIE whose augmentation says "no LSDA" with
+/// an `L` of encoding `DW_EH_PE_omit` (V8 writes `zLR` so): gimli refuses to parse the FDEs
+/// of such a CIE (`CannotParseOmitPointerEncoding`), and framehop then falls back to frame
+/// pointers, wrong in prologues; libdw, which perf uses, reads them. The `L` and its
+/// encoding byte are dropped and the augmentation data padded by two ignored bytes, so
+/// no offset in the section moves. CIEs of any other shape are left as they are.
+fn drop_omitted_lsda(eh_frame: &mut [u8]) {
+    let mut at = 0usize;
+    while let Some(len) = eh_frame
+        .get(at..at + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    {
+        // 0: the terminator; 0xffffffff: 64-bit DWARF, which no JIT writes.
+        if len == 0 || len == 0xffff_ffff {
+            return;
+        }
+        let Some(end) = at.checked_add(4 + len).filter(|&e| e <= eh_frame.len()) else {
+            return;
+        };
+        if eh_frame[at + 4..at + 8] == [0, 0, 0, 0] {
+            if let Some(cie) = cie_without_omitted_lsda(&eh_frame[at + 8..end]) {
+                eh_frame[at + 8..end].copy_from_slice(&cie);
+            }
+        }
+        at = end;
+    }
+}
+
+/// The body of a CIE (from its version byte) without an `L` augmentation of encoding
+/// `DW_EH_PE_omit`, at the same size; None when it has none or a shape not handled.
+fn cie_without_omitted_lsda(body: &[u8]) -> Option<Vec<u8>> {
+    const OMIT: u8 = 0xff;
+    fn leb(b: &[u8], at: &mut usize) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*at)?;
+            *at += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let version = *body.first()?;
+    let nul = body.iter().skip(1).position(|&c| c == 0)? + 1;
+    let aug = &body[1..nul];
+    if aug.first() != Some(&b'z') || !aug.contains(&b'L') || aug.contains(&b'P') {
+        return None;
+    }
+    // Code and data alignment factors, return-address register (a byte in version 1).
+    let mut at = nul + 1;
+    leb(body, &mut at)?;
+    leb(body, &mut at)?;
+    if version == 1 {
+        at += 1;
+    } else {
+        leb(body, &mut at)?;
+    }
+    let factors = body.get(nul + 1..at)?;
+    let len_at = at;
+    let data_len = usize::try_from(leb(body, &mut at)?).ok()?;
+    let data_at = at;
+    let data = body.get(data_at..data_at.checked_add(data_len)?)?;
+    // One data byte per augmentation letter after 'z' (L, R: encodings; S: none).
+    let mut kept = Vec::new();
+    let mut data_iter = data.iter();
+    for &c in &aug[1..] {
+        match c {
+            b'L' => {
+                if *data_iter.next()? != OMIT {
+                    return None;
+                }
+            }
+            b'R' => kept.push(*data_iter.next()?),
+            b'S' => {}
+            _ => return None,
+        }
+    }
+    kept.extend(data_iter);
+    let new_len = kept.len() + 2;
+    // The new length must take as many LEB128 bytes as the old one.
+    if new_len >= 0x80 || data_at - len_at != 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len());
+    out.push(version);
+    out.extend(aug.iter().filter(|&&c| c != b'L'));
+    out.push(0);
+    out.extend_from_slice(factors);
+    out.push(new_len as u8);
+    out.extend_from_slice(&kept);
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&body[data_at + data_len..]);
+    (out.len() == body.len()).then_some(out)
 }
 
 /// Reads the unwind sections and segments of an ELF image.
@@ -198,7 +330,32 @@ impl ArchRegs {
 struct Proc {
     unwinder: ArchUnwinder,
     mods: BTreeMap<u64, ModKey>,
+    /// The JIT functions with unwinding information, one module each. Apart from
+    /// `unwinder`, as `perf inject --jit`'s mappings lie over whatever was mapped there:
+    /// V8 describes its builtins, which live in node's own text, whose `.eh_frame` does not.
+    jit_unwinder: ArchUnwinder,
+    /// JIT functions looked up, by start: their end and whether a module was added.
+    jit_mods: BTreeMap<u64, (u64, bool)>,
     last_used: u64,
+}
+
+impl Proc {
+    /// Drops the JIT function modules overlapping `start..end` (code replaced there).
+    fn drop_jit_modules(&mut self, start: u64, end: u64) {
+        let stale: Vec<(u64, bool)> = self
+            .jit_mods
+            .range(..end)
+            .rev()
+            .take_while(|(_, &(e, _))| e > start)
+            .map(|(&s, &(_, added))| (s, added))
+            .collect();
+        for (s, added) in stale {
+            self.jit_mods.remove(&s);
+            if added {
+                self.jit_unwinder.remove_module(s);
+            }
+        }
+    }
 }
 
 /// Counters of what the unwinder did (for docs and tests).
@@ -212,6 +369,16 @@ pub struct UnwindStats {
     pub files: u64,
     /// framehop modules added (one per process and executable mapping used).
     pub modules: u64,
+    /// Of which JIT functions with unwinding information (from JIT dumps).
+    pub jit_modules: u64,
+}
+
+/// A process's JIT dump as far as unwinding is concerned.
+enum JitState {
+    /// No marker MMAP of `jit-PID.dump` yet, when the recording had this many DSOs.
+    NoMarker(usize),
+    /// The dump (None: named but unreadable; the symbolizer warns).
+    Read(Option<Arc<JitDump>>),
 }
 
 /// A [`UserStackUnwinder`] for x86-64 and AArch64 Linux user stacks, built on framehop.
@@ -221,6 +388,8 @@ pub struct DwarfUnwinder {
     /// By (path, recorded build-id); None: unusable (warned).
     files: HashMap<FileKey, Option<Arc<UnwindFile>>>,
     procs: HashMap<i32, Proc>,
+    /// JIT dumps by pid.
+    jit: HashMap<i32, JitState>,
     cache: CacheX86_64,
     cache_aarch64: CacheAarch64,
     clock: u64,
@@ -238,6 +407,7 @@ impl DwarfUnwinder {
             opts: opts.clone(),
             files: HashMap::new(),
             procs: HashMap::new(),
+            jit: HashMap::new(),
             cache: CacheX86_64::new(),
             cache_aarch64: CacheAarch64::new(),
             clock: 0,
@@ -326,7 +496,8 @@ impl DwarfUnwinder {
     }
 
     /// Makes sure the process's unwinder has a module for the mapping at `addr`, as that
-    /// mapping is now. Returns false when unwinding must stop at `addr`.
+    /// mapping is now (and, in JIT code, for the function at `addr`). Returns false when
+    /// unwinding must stop at `addr`.
     fn ensure_module(&mut self, pid: i32, input: &UnwindInput<'_>, addr: u64) -> bool {
         let Some(m) = input.map_at(addr) else {
             return false;
@@ -335,22 +506,28 @@ impl DwarfUnwinder {
             .procs
             .get(&pid)
             .and_then(|p| p.mods.get(&m.start).copied());
-        if let Some(k) = current {
-            if (k.end, k.pgoff, k.dso) == (m.end, m.pgoff, m.dso) {
-                return !k.stop;
-            }
-        }
+        let stop = match current {
+            Some(k) if (k.end, k.pgoff, k.dso) == (m.end, m.pgoff, m.dso) => k.stop,
+            _ => self.add_mapping(pid, &m),
+        };
+        !stop
+    }
+
+    /// Adds the module of a mapping new to the process's unwinder (dropping what it
+    /// replaced). Returns whether frames in it end the chain.
+    fn add_mapping(&mut self, pid: i32, m: &MapInfo<'_>) -> bool {
         let module = match m.kind {
             DsoKind::Elf => match self.file(m.path, m.build_id) {
-                Some(f) => f.module(&m),
+                Some(f) => f.module(m),
                 None => None,
             },
-            // No file to read: framehop's frame-pointer fallback handles these.
+            // No file to read: framehop's frame-pointer fallback handles these (and JIT
+            // functions with unwinding information get modules of their own).
             _ => None,
         };
         let stop = m.kind == DsoKind::Elf && module.is_none();
         let Some(proc) = self.procs.get_mut(&pid) else {
-            return false;
+            return true;
         };
         // Drop whatever this mapping replaced (framehop modules must not overlap).
         let stale: Vec<(u64, bool)> = proc
@@ -381,7 +558,59 @@ impl DwarfUnwinder {
                 stop,
             },
         );
-        !stop
+        stop
+    }
+
+    /// The JIT dump of process `pid`, read once its marker MMAP is in the recording.
+    fn jit_dump(&mut self, pid: i32, input: &UnwindInput<'_>) -> Option<Arc<JitDump>> {
+        let dsos = input.dsos();
+        match self.jit.get(&pid) {
+            Some(JitState::Read(dump)) => return dump.clone(),
+            // Nothing new since the last look: no marker yet.
+            Some(JitState::NoMarker(n)) if *n == dsos.len() => return None,
+            _ => {}
+        }
+        let Some(path) = jitdump_path(&self.opts, dsos, pid) else {
+            self.jit.insert(pid, JitState::NoMarker(dsos.len()));
+            return None;
+        };
+        let dump = std::fs::read(path)
+            .ok()
+            .map(|bytes| parse_jitdump(&bytes))
+            .filter(|d| d.functions().any(|f| !f.unwinding.is_empty()))
+            .map(Arc::new);
+        self.jit.insert(pid, JitState::Read(dump.clone()));
+        dump
+    }
+
+    /// Whether `addr` is in a JIT function whose dump gave unwinding information; its
+    /// module is added to the process's JIT unwinder on first use.
+    fn jit_frame(&mut self, pid: i32, input: &UnwindInput<'_>, addr: u64) -> bool {
+        if let Some(p) = self.procs.get(&pid) {
+            if let Some((_, &(end, added))) = p.jit_mods.range(..=addr).next_back() {
+                if addr < end {
+                    return added;
+                }
+            }
+        }
+        let Some(dump) = self.jit_dump(pid, input) else {
+            return false;
+        };
+        let Some(f) = dump.function_at(addr) else {
+            return false;
+        };
+        let module = jit_module(f);
+        let Some(proc) = self.procs.get_mut(&pid) else {
+            return false;
+        };
+        proc.drop_jit_modules(f.addr, f.end());
+        let added = module.is_some();
+        if let Some(module) = module {
+            proc.jit_unwinder.add_module(module);
+            self.stats.jit_modules += 1;
+        }
+        proc.jit_mods.insert(f.addr, (f.end(), added));
+        added
     }
 
     /// The process's entry, created (and the least recently used one dropped) if needed.
@@ -409,6 +638,8 @@ impl DwarfUnwinder {
             Proc {
                 unwinder: ArchUnwinder::new(arch),
                 mods: BTreeMap::new(),
+                jit_unwinder: ArchUnwinder::new(arch),
+                jit_mods: BTreeMap::new(),
                 last_used: clock,
             },
         );
@@ -432,13 +663,20 @@ impl UserStackUnwinder for DwarfUnwinder {
         let mut addr = FrameAddress::from_instruction_pointer(ip);
         let mut read_stack = |a: u64| input.read_stack(a).ok_or(());
         while out.len() - start < self.max_frames {
-            if !self.ensure_module(pid, input, addr.address_for_lookup()) {
+            let lookup = addr.address_for_lookup();
+            let jit = self.jit_frame(pid, input, lookup);
+            if !jit && !self.ensure_module(pid, input, lookup) {
                 break;
             }
             let Some(proc) = self.procs.get(&pid) else {
                 break;
             };
-            let next = match (&proc.unwinder, &mut regs) {
+            let unwinder = if jit {
+                &proc.jit_unwinder
+            } else {
+                &proc.unwinder
+            };
+            let next = match (unwinder, &mut regs) {
                 (ArchUnwinder::X86_64(u), ArchRegs::X86_64(r)) => u
                     .unwind_frame(addr, r, &mut self.cache, &mut read_stack)
                     .map_err(drop),
@@ -488,5 +726,161 @@ mod tests {
         assert!(u.file("/nonexistent/libx.so", None).is_none());
         assert_eq!(u.warnings().len(), 1);
         assert!(u.warnings()[0].contains("/nonexistent/libx.so"));
+    }
+}
+
+#[cfg(test)]
+mod jit_tests {
+    use super::*;
+
+    /// `.eh_frame` and `.eh_frame_hdr` of a function of `size` bytes that allocates a 40-byte
+    /// frame in its first 4 bytes and frees it at `size - 1` (as workloads/jit_dump.c's
+    /// `framed_code`), for perf's layout: `.eh_frame` at `size` rounded up to 8.
+    fn framed_unwinding(size: u32) -> (Vec<u8>, Vec<u8>) {
+        let eh = (size + 7) & !7;
+        let mut e = Vec::new();
+        // CIE: "zR", code align 1, data align -8, RA r16, pcrel|sdata4; CFA rsp+8, RA at CFA-8.
+        e.extend_from_slice(&20u32.to_le_bytes());
+        e.extend_from_slice(&[0, 0, 0, 0, 1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x1b]);
+        e.extend_from_slice(&[0x0c, 7, 8, 0x90, 1, 0, 0]);
+        // FDE at 24: CIE pointer 28, pc_begin (pcrel to 0), pc_range; advance 4, CFA+48;
+        // advance to size-1, CFA+8.
+        e.extend_from_slice(&36u32.to_le_bytes());
+        e.extend_from_slice(&28u32.to_le_bytes());
+        e.extend_from_slice(&(0u32.wrapping_sub(eh + 32)).to_le_bytes());
+        e.extend_from_slice(&size.to_le_bytes());
+        e.extend_from_slice(&[0, 0x44, 0x0e, 48, 0x40 | (size as u8 - 5), 0x0e, 8]);
+        e.resize(64, 0);
+        e.extend_from_slice(&[0; 4]);
+        // .eh_frame_hdr at 68: eh_frame_ptr pcrel, one table entry datarel.
+        let mut h = vec![1, 0x1b, 0x03, 0x3b];
+        h.extend_from_slice(&(-72i32).to_le_bytes());
+        h.extend_from_slice(&1u32.to_le_bytes());
+        h.extend_from_slice(&(0u32.wrapping_sub(eh + 68)).to_le_bytes());
+        h.extend_from_slice(&(-44i32).to_le_bytes());
+        (e, h)
+    }
+
+    #[test]
+    fn test_jit_function_unwound_with_its_eh_frame() {
+        let (eh_frame, hdr) = framed_unwinding(17);
+        let addr = 0x7f00_0000_0200;
+        let mut unwinding = eh_frame.clone();
+        unwinding.extend_from_slice(&hdr);
+        let f = JitFunction {
+            name: "js:framed".into(),
+            addr,
+            size: 17,
+            index: 1,
+            timestamp: 0,
+            code: vec![0x90; 17],
+            lines: Vec::new(),
+            unwinding,
+            eh_frame_hdr_size: hdr.len() as u64,
+        };
+        let mut u = UnwinderX86_64::new();
+        u.add_module(jit_module(&f).expect("a module"));
+        let mut cache = CacheX86_64::new();
+        // In the loop (offset 10): the return address is at sp + 40; %rbp is the caller's
+        // frame, whose own return address a frame-pointer walk would wrongly take.
+        let sp = 0x7ffd_0000_1000u64;
+        let bp = sp + 0x100;
+        let mut stack = vec![0u64; 0x40];
+        stack[5] = 0x5555_0000_1234;
+        stack[0x21] = 0x5555_0000_9999;
+        let mut read = |a: u64| {
+            let i = usize::try_from(a.checked_sub(sp).ok_or(())? / 8).map_err(drop)?;
+            stack.get(i).copied().ok_or(())
+        };
+        let mut regs = UnwindRegsX86_64::new(addr + 10, sp, bp);
+        let ra = u
+            .unwind_frame(
+                FrameAddress::from_instruction_pointer(addr + 10),
+                &mut regs,
+                &mut cache,
+                &mut read,
+            )
+            .unwrap();
+        assert_eq!(ra, Some(0x5555_0000_1234));
+        assert_eq!(regs.sp(), sp + 48);
+    }
+
+    /// The unwinding record Node 20's V8 wrote for an optimized `fib` (`--perf-prof
+    /// --perf-prof-unwinding-info`, x86-64): a `zLR` CIE whose LSDA encoding is omit.
+    const V8_FIB_UNWINDING: &str = "1800000000000000037a4c520001781002ff1b0c07089001000000002800\
+        0000200000005cfeffff7e010000004f0e108602430d060304010d07410e08520c06100000000000000000\
+        000000011b033bb0ffffff0100000034feffffd0ffffff";
+
+    #[test]
+    fn test_v8_unwinding_record_unwinds_its_prologue() {
+        let unwinding: Vec<u8> = (0..V8_FIB_UNWINDING.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&V8_FIB_UNWINDING[i..i + 2], 16).unwrap())
+            .collect();
+        let addr = 0x7f1e_8a7e_4c40u64;
+        let f = JitFunction {
+            name: "JS:*fib".into(),
+            addr,
+            size: 384,
+            index: 1,
+            timestamp: 0,
+            code: Vec::new(),
+            lines: Vec::new(),
+            unwinding,
+            eh_frame_hdr_size: 20,
+        };
+        let mut u = UnwinderX86_64::new();
+        u.add_module(jit_module(&f).expect("a module"));
+        let mut cache = CacheX86_64::new();
+        let sp = 0x7ffd_0000_1000u64;
+        // [sp]: the return address; [sp + 8]: what `push %rbp` (at 0xe) saves over; %rbp
+        // still the caller's frame, whose return address is at [bp + 8].
+        let bp = sp + 0x100;
+        let stack: Vec<u64> = (0..0x40u64).map(|i| 0x5555_0000_0000 + i).collect();
+        let mut read = |a: u64| {
+            let i = usize::try_from(a.checked_sub(sp).ok_or(())? / 8).map_err(drop)?;
+            stack.get(i).copied().ok_or(())
+        };
+        // Offsets 0 and 8 (before `push %rbp`): CFA = sp + 8; 0xf (after it): CFA = sp + 16.
+        for (offset, ra) in [
+            (0u64, 0x5555_0000_0000u64),
+            (8, 0x5555_0000_0000),
+            (0xf, 0x5555_0000_0001),
+        ] {
+            let mut regs = UnwindRegsX86_64::new(addr + offset, sp, bp);
+            let got = u
+                .unwind_frame(
+                    FrameAddress::from_instruction_pointer(addr + offset),
+                    &mut regs,
+                    &mut cache,
+                    &mut read,
+                )
+                .unwrap();
+            assert_eq!(got, Some(ra), "offset {offset:#x}");
+        }
+    }
+
+    #[test]
+    fn test_cie_rewrite_keeps_size_and_other_cies() {
+        // zLR with omit: rewritten to zR, same size; zR and zPLR: unchanged.
+        let body = [
+            3, b'z', b'L', b'R', 0, 1, 0x78, 16, 2, 0xff, 0x1b, 0x0c, 7, 8,
+        ];
+        let new = cie_without_omitted_lsda(&body).unwrap();
+        assert_eq!(
+            new,
+            [3, b'z', b'R', 0, 1, 0x78, 16, 3, 0x1b, 0, 0, 0x0c, 7, 8]
+        );
+        assert!(cie_without_omitted_lsda(&[1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x1b]).is_none());
+        assert!(
+            cie_without_omitted_lsda(&[1, b'z', b'L', b'R', 0, 1, 0x78, 16, 2, 0x1b, 0x1b])
+                .is_none()
+        );
+        // Damaged input: no panic, no rewrite.
+        for cut in 0..body.len() {
+            let _ = cie_without_omitted_lsda(&body[..cut]);
+        }
+        let mut junk = vec![0xffu8; 7];
+        drop_omitted_lsda(&mut junk);
     }
 }
