@@ -291,6 +291,21 @@ fn test_debug_dir_is_the_build_id_cache() {
         .and_then(|d| d.build_id.clone())
         .expect("the recording has the binary's build-id");
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+    // The cache as perf itself fills it (`perf buildid-cache -a`: DIR/PATH/BUILD-ID/elf and
+    // the DIR/.build-id/xx/rest link to it), with the binary then gone.
+    let perf_cache = dir.join("perf-cache");
+    common::run_ok(
+        common::perf()
+            .arg("--buildid-dir")
+            .arg(&perf_cache)
+            .args(["buildid-cache", "-a"])
+            .arg(&exe),
+    );
+    assert!(perf_cache
+        .join(".build-id")
+        .join(&hex[..2])
+        .join(&hex[2..])
+        .exists());
     // perf's cache layout: DIR/.build-id/xx/rest/elf.
     let cache = dir.join("cache");
     let entry = cache.join(".build-id").join(&hex[..2]).join(&hex[2..]);
@@ -305,6 +320,8 @@ fn test_debug_dir_is_the_build_id_cache() {
     );
     let with = symbols(&file, &["--debug-dir", cache.to_str().unwrap()]);
     assert!(with.iter().any(|s| s == "c"), "--debug-dir: {with:?}");
+    let with_perfs = symbols(&file, &["--debug-dir", perf_cache.to_str().unwrap()]);
+    assert_eq!(with_perfs, with, "--debug-dir on perf's own cache");
 }
 
 #[test]
