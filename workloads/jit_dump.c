@@ -79,8 +79,10 @@ static void debug_info(FILE *f, uint64_t addr, const char *file, uint32_t first_
     }
 }
 
-static void code_load(FILE *f, uint64_t addr, const char *name, uint64_t index) {
-    uint32_t size = 16 + 8 + 32 + (uint32_t)strlen(name) + 1 + sizeof loop_code;
+/* A JIT_CODE_LOAD of `len` code bytes at addr (the code is copied into the record). */
+static void code_load_of(FILE *f, uint64_t addr, const char *name, uint64_t index,
+                         const uint8_t *code, uint32_t len) {
+    uint32_t size = 16 + 8 + 32 + (uint32_t)strlen(name) + 1 + len;
     put32(f, 0); /* JIT_CODE_LOAD */
     put32(f, size);
     put64(f, now_ns());
@@ -88,10 +90,14 @@ static void code_load(FILE *f, uint64_t addr, const char *name, uint64_t index) 
     put32(f, (uint32_t)syscall(SYS_gettid));
     put64(f, addr); /* vma */
     put64(f, addr); /* code_addr */
-    put64(f, sizeof loop_code);
+    put64(f, len);
     put64(f, index);
     put(f, name, strlen(name) + 1);
-    put(f, loop_code, sizeof loop_code);
+    put(f, code, len);
+}
+
+static void code_load(FILE *f, uint64_t addr, const char *name, uint64_t index) {
+    code_load_of(f, addr, name, index, loop_code, sizeof loop_code);
 }
 
 /* Little-endian stores into a byte buffer. */
@@ -143,19 +149,7 @@ static void unwinding_info(FILE *f) {
 }
 
 static void framed_load(FILE *f, uint64_t addr) {
-    const char *name = "js:framed_loop frame.js:30";
-    uint32_t size = 16 + 8 + 32 + (uint32_t)strlen(name) + 1 + sizeof framed_code;
-    put32(f, 0); /* JIT_CODE_LOAD */
-    put32(f, size);
-    put64(f, now_ns());
-    put32(f, (uint32_t)getpid());
-    put32(f, (uint32_t)syscall(SYS_gettid));
-    put64(f, addr);
-    put64(f, addr);
-    put64(f, sizeof framed_code);
-    put64(f, 3);
-    put(f, name, strlen(name) + 1);
-    put(f, framed_code, sizeof framed_code);
+    code_load_of(f, addr, "js:framed_loop frame.js:30", 3, framed_code, sizeof framed_code);
 }
 
 /* The C caller of the framed JIT function (a frame of its own, with %rbp). */
