@@ -1211,9 +1211,15 @@ fn test_report_names_bpf_programs_from_ksymbol_records_as_perf() {
         return;
     }
     let bin = bin.to_str().unwrap();
+    // The workload also writes the program's JIT image as the kernel gives it.
+    let jited = common::scratch("report-bpf-jited").join("jited.bin");
     let file = {
         let _lock = common::pmu_lock();
-        perf_record("report-bpf", &["-e", "cpu-clock"], &[bin, "1"])
+        perf_record(
+            "report-bpf",
+            &["-e", "cpu-clock"],
+            &[bin, "1", jited.to_str().unwrap()],
+        )
     };
     compare_with_perf(&file, "dso,sym", false);
     let json = culprit_json(&file, &["--sort", "dso,sym", "--no-children"]);
@@ -1231,4 +1237,74 @@ fn test_report_names_bpf_programs_from_ksymbol_records_as_perf() {
     // About half the samples are in the program; a loaded machine still gives it a tenth.
     let share = bpf["percent"]["cpu-clock"].as_f64().unwrap();
     assert!(share > 10.0, "{bpf}");
+
+    // annotate: the JIT image perf saved (HEADER_BPF_PROG_INFO), byte for byte the
+    // kernel's, cut into the instructions objdump finds in it.
+    let name = bpf["keys"]["sym"].as_str().unwrap();
+    let out = common::run_ok(
+        common::culprit()
+            .args(["annotate", "--format", "json", "-i"])
+            .arg(&file)
+            .arg(name),
+    );
+    let ann: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let insns = ann["instructions"].as_array().unwrap();
+    let ours: Vec<(u64, String)> = insns
+        .iter()
+        .map(|i| {
+            let ip = i["ip"].as_str().unwrap().trim_start_matches("0x");
+            let bytes = i["bytes"].as_str().unwrap().to_string();
+            (u64::from_str_radix(ip, 16).unwrap(), bytes)
+        })
+        .collect();
+    let image = std::fs::read(&jited).unwrap();
+    let ours_bytes: Vec<u8> = ours
+        .iter()
+        .flat_map(|(_, b)| b.split(' ').map(|h| u8::from_str_radix(h, 16).unwrap()))
+        .collect();
+    assert_eq!(ours_bytes.len(), image.len(), "image size");
+    assert!(
+        ours_bytes == image,
+        "the annotated bytes are not the kernel's image"
+    );
+    let dump = common::run_ok(
+        Command::new("objdump")
+            .args(["-D", "-b", "binary", "-m", "i386:x86-64"])
+            .arg(&jited),
+    );
+    // `   1c:\t48 83 c0 01          \tadd    $0x1,%rax`; an instruction longer than 7
+    // bytes continues on a line of bytes alone.
+    let mut theirs: Vec<(u64, String)> = Vec::new();
+    for line in String::from_utf8_lossy(&dump.stdout).lines() {
+        let mut parts = line.splitn(3, '\t');
+        let Some(addr) = parts.next().and_then(|a| a.trim().strip_suffix(':')) else {
+            continue;
+        };
+        let (Ok(addr), Some(bytes)) = (u64::from_str_radix(addr, 16), parts.next()) else {
+            continue;
+        };
+        let bytes = bytes.trim();
+        match (parts.next(), theirs.last_mut()) {
+            (None, Some(last)) => {
+                last.1.push(' ');
+                last.1.push_str(bytes);
+            }
+            _ => theirs.push((addr, bytes.to_string())),
+        }
+    }
+    assert_eq!(ours.len(), theirs.len(), "instruction count");
+    assert!(ours == theirs, "instructions differ from objdump's");
+    // The samples are on its instructions: the hot `add`s hold most of them.
+    let adds: u64 = insns
+        .iter()
+        .filter(|i| i["asm"].as_str().unwrap().starts_with("add $0x1,"))
+        .map(|i| i["samples"]["cpu-clock"].as_u64().unwrap())
+        .sum();
+    let all = bpf["samples"]["cpu-clock"].as_u64().unwrap();
+    assert!(adds * 2 > all, "{adds} of {all} samples on the adds");
+    assert_eq!(
+        ann["end"],
+        format!("{:#x}", image.len()),
+        "the program's extent"
+    );
 }

@@ -324,6 +324,8 @@ pub mod feature {
     pub const GROUP_DESC: u32 = 17;
     /// `HEADER_SAMPLE_TIME`.
     pub const SAMPLE_TIME: u32 = 21;
+    /// `HEADER_BPF_PROG_INFO`.
+    pub const BPF_PROG_INFO: u32 = 25;
     /// `HEADER_COMPRESSED`.
     pub const COMPRESSED: u32 = 27;
     /// `HEADER_CPU_PMU_CAPS`.

@@ -7,7 +7,7 @@ use crate::abi::{
     self, ATTR_SIZE_VER0, FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, MAGIC, MAGIC_BIG_ENDIAN,
 };
 use crate::cursor::{c_string, Cur};
-use crate::model::{CpuMode, Meta};
+use crate::model::{BpfFunction, CpuMode, Meta};
 
 /// Feature bit numbers (`HEADER_*`).
 pub(crate) use crate::abi::feature as feat;
@@ -395,6 +395,9 @@ pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: boo
             f.meta.compressed = true;
             Some(())
         }
+        feat::BPF_PROG_INFO => parse_bpf_prog_info(b, big_endian).map(|functions| {
+            f.meta.bpf_functions = std::sync::Arc::new(functions);
+        }),
         feat::TRACING_DATA => {
             add_tracing_data(f, b);
             Some(())
@@ -405,6 +408,109 @@ pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: boo
         f.warnings
             .push(format!("feature section {id} is malformed; ignored"));
     }
+}
+
+/// `struct bpf_prog_info` offsets (`linux/bpf.h`) of the fields read.
+mod bpf_info {
+    pub const ID: usize = 4;
+    pub const TAG: usize = 8;
+    pub const JITED_PROG_LEN: usize = 16;
+    pub const JITED_PROG_INSNS: usize = 24;
+    pub const NAME: usize = 64;
+    pub const NR_JITED_KSYMS: usize = 104;
+    pub const NR_JITED_FUNC_LENS: usize = 108;
+    pub const JITED_KSYMS: usize = 112;
+    pub const JITED_FUNC_LENS: usize = 120;
+    pub const NR_PROG_TAGS: usize = 180;
+    pub const PROG_TAGS: usize = 184;
+    /// Bits of perf's `arrays` mask (`enum perf_bpil_array_types`): which pointers of the
+    /// info are offsets into the data that follows it.
+    pub const JITED_INSNS_BIT: u64 = 1 << 0;
+    pub const JITED_KSYMS_BIT: u64 = 1 << 3;
+    pub const JITED_FUNC_LENS_BIT: u64 = 1 << 4;
+    pub const PROG_TAGS_BIT: u64 = 1 << 8;
+}
+
+/// HEADER_BPF_PROG_INFO (perf's `write_bpf_prog_info`): a u32 count, then per program
+/// perf's `struct perf_bpil`: `info_len`, `data_len` (u32), the `arrays` mask (u64), the
+/// kernel's `bpf_prog_info` (`info_len` bytes, its pointers rewritten as offsets into the
+/// data) and the data (`data_len` bytes). Returns the programs' functions; None when the
+/// section is cut short.
+pub(crate) fn parse_bpf_prog_info(b: &[u8], big_endian: bool) -> Option<Vec<BpfFunction>> {
+    use bpf_info::*;
+    let mut c = Cur::new(b, big_endian);
+    let count = c.u32()?;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let info_len = c.u32()? as usize;
+        let data_len = c.u32()? as usize;
+        let arrays = c.u64()?;
+        let info = c.bytes(info_len)?;
+        let data = c.bytes(data_len)?;
+        // Fields past the writer's `info_len` read as 0, as perf does.
+        let info_u32 = |off: usize| u32_at(info, off, big_endian).unwrap_or(0);
+        let info_u64 = |off: usize| crate::cursor::u64_at(info, off, big_endian).unwrap_or(0);
+        // An array of `n` items of `size` bytes, where its bit says the data holds it.
+        let array = |bit: u64, off: usize, n: u32, size: usize| -> Option<&[u8]> {
+            if arrays & bit == 0 || n == 0 {
+                return None;
+            }
+            let start = usize::try_from(info_u64(off)).ok()?;
+            data.get(start..start.checked_add((n as usize).checked_mul(size)?)?)
+        };
+        let nr_ksyms = info_u32(NR_JITED_KSYMS);
+        let Some(ksyms) = array(JITED_KSYMS_BIT, JITED_KSYMS, nr_ksyms, 8) else {
+            continue;
+        };
+        let code = array(
+            JITED_INSNS_BIT,
+            JITED_PROG_INSNS,
+            info_u32(JITED_PROG_LEN),
+            1,
+        )
+        .unwrap_or_default();
+        let nr_lens = info_u32(NR_JITED_FUNC_LENS);
+        let lens = array(JITED_FUNC_LENS_BIT, JITED_FUNC_LENS, nr_lens, 4);
+        let nr_tags = info_u32(NR_PROG_TAGS);
+        let tags = array(PROG_TAGS_BIT, PROG_TAGS, nr_tags, 8);
+        let mut prog_tag = [0u8; 8];
+        prog_tag.copy_from_slice(info.get(TAG..TAG + 8).unwrap_or(&[0; 8]));
+        let prog_name = c_string(info.get(NAME..NAME + 16).unwrap_or(&[]));
+        let mut at = 0usize;
+        for i in 0..nr_ksyms as usize {
+            let addr = crate::cursor::u64_at(ksyms, i * 8, big_endian)?;
+            // One function: all the code; several: each its length, in order.
+            let len = match lens {
+                Some(l) => u32_at(l, i * 4, big_endian)? as usize,
+                None if nr_ksyms == 1 => code.len(),
+                None => 0,
+            };
+            let tag = match tags.and_then(|t| t.get(i * 8..i * 8 + 8)) {
+                Some(t) => t.try_into().ok()?,
+                None => prog_tag,
+            };
+            let end = at.saturating_add(len);
+            out.push(BpfFunction {
+                prog_id: info_u32(ID),
+                prog_name: prog_name.clone(),
+                tag,
+                addr,
+                code: code.get(at..end).map(<[u8]>::to_vec).unwrap_or_default(),
+            });
+            at = end;
+        }
+    }
+    Some(out)
+}
+
+/// Reads one u32 at `off` of `b` (endianness as given); `None` when out of bounds.
+fn u32_at(b: &[u8], off: usize, big_endian: bool) -> Option<u32> {
+    let w: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    })
 }
 
 /// The warning for a recording with AUX area trace data (its AUXTRACE_INFO record, in file
@@ -472,6 +578,60 @@ fn parse_event_desc(f: &mut Features, c: &mut Cur, big_endian: bool) -> Option<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A HEADER_BPF_PROG_INFO section of one program with two functions (perf's layout,
+    /// little-endian): 232-byte info, then the data its offsets point into.
+    fn bpf_section() -> Vec<u8> {
+        let mut info = vec![0u8; 232];
+        let put32 =
+            |b: &mut Vec<u8>, off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+        let put64 =
+            |b: &mut Vec<u8>, off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+        put32(&mut info, 4, 97);
+        info[8..16].copy_from_slice(&[0xaa; 8]);
+        info[64..68].copy_from_slice(b"demo");
+        // Data: code (5 + 3 bytes) at 0, ksyms at 8, func lens at 24, prog tags at 32.
+        let mut data = vec![0x90u8; 8];
+        data.extend_from_slice(&0xffff_0000_1000u64.to_le_bytes());
+        data.extend_from_slice(&0xffff_0000_2000u64.to_le_bytes());
+        data.extend_from_slice(&5u32.to_le_bytes());
+        data.extend_from_slice(&3u32.to_le_bytes());
+        data.extend_from_slice(&[0x11; 8]);
+        data.extend_from_slice(&[0x22; 8]);
+        put32(&mut info, 16, 8);
+        put64(&mut info, 24, 0);
+        put32(&mut info, 104, 2);
+        put32(&mut info, 108, 2);
+        put64(&mut info, 112, 8);
+        put64(&mut info, 120, 24);
+        put32(&mut info, 180, 2);
+        put64(&mut info, 184, 32);
+        let arrays: u64 = 1 | (1 << 3) | (1 << 4) | (1 << 8);
+        let mut b = 1u32.to_le_bytes().to_vec();
+        b.extend_from_slice(&(info.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        b.extend_from_slice(&arrays.to_le_bytes());
+        b.extend_from_slice(&info);
+        b.extend_from_slice(&data);
+        b
+    }
+
+    #[test]
+    fn test_bpf_prog_info_functions_code_and_names() {
+        let f = parse_bpf_prog_info(&bpf_section(), false).unwrap();
+        assert_eq!(f.len(), 2);
+        assert_eq!((f[0].prog_id, f[0].prog_name.as_str()), (97, "demo"));
+        assert_eq!((f[0].addr, f[0].code.len()), (0xffff_0000_1000, 5));
+        assert_eq!((f[1].addr, f[1].code.len()), (0xffff_0000_2000, 3));
+        assert!(f[0].is_named("bpf_prog_1111111111111111_demo"));
+        assert!(f[1].is_named("bpf_prog_2222222222222222_F"));
+        assert!(!f[1].is_named("bpf_prog_aaaaaaaaaaaaaaaa_demo"));
+        // Cut anywhere: no panic; cut inside an entry: none of it.
+        let b = bpf_section();
+        for cut in 0..b.len() {
+            assert!(parse_bpf_prog_info(&b[..cut], false).is_none_or(|f| f.is_empty()));
+        }
+    }
 
     #[test]
     fn test_parse_attr_rejects_short_size() {

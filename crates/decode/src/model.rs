@@ -583,6 +583,40 @@ pub struct Meta {
     /// TRACING_DATA record in pipe mode): id, `system:name`, fields of the raw record.
     #[serde(skip)]
     pub tracepoints: Vec<crate::tracepoint::TracepointFormat>,
+    /// The JIT images of the BPF programs loaded when the recording started
+    /// (HEADER_BPF_PROG_INFO), one entry per function: what `annotate` disassembles.
+    #[serde(skip)]
+    pub bpf_functions: std::sync::Arc<Vec<BpfFunction>>,
+}
+
+/// One function of a BPF program's JIT image (the program itself, or one of its
+/// subprograms), as perf saved it in HEADER_BPF_PROG_INFO.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BpfFunction {
+    /// The program's id.
+    pub prog_id: u32,
+    /// The program's name (`bpf_attr.prog_name`, at most 15 bytes).
+    pub prog_name: String,
+    /// The function's tag: perf's KSYMBOL name for it is `bpf_prog_<tag in hex>_<name>`.
+    pub tag: [u8; 8],
+    /// Kernel address of its first instruction.
+    pub addr: u64,
+    /// Its JIT code (empty when the recording has none: perf saves it only where it may
+    /// read kernel addresses).
+    pub code: Vec<u8>,
+}
+
+impl BpfFunction {
+    /// Whether this is the function perf's KSYMBOL `name` (`bpf_prog_<tag>_<name>`) names.
+    pub fn is_named(&self, name: &str) -> bool {
+        use std::fmt::Write;
+        let mut prefix = String::from("bpf_prog_");
+        for b in self.tag {
+            let _ = write!(prefix, "{b:02x}");
+        }
+        prefix.push('_');
+        name.starts_with(&prefix)
+    }
 }
 
 /// What a [`TaskSwitch`] record says.

@@ -18,7 +18,7 @@
 //! assert_eq!(insns[1].target, Some(0x11b8));
 //! ```
 
-use culprit_decode::model::{DsoId, Profile};
+use culprit_decode::model::{DsoId, DsoKind, Profile};
 
 use crate::{DsoState, Symbolizer};
 
@@ -208,6 +208,24 @@ impl Symbolizer {
         self.ensure_prepared(profile, dso);
         if let Some(DsoState::Jit) = self.dsos.get(&dso) {
             return self.jit_code(profile, dso, start, end);
+        }
+        // A BPF program's JIT image, from the recording's HEADER_BPF_PROG_INFO (offsets
+        // count from its first byte, as the KSYMBOL DSO's do).
+        if let Some(d) = profile.dsos.get(dso as usize) {
+            if d.kind == DsoKind::Ksymbol {
+                let f = profile
+                    .meta
+                    .bpf_functions
+                    .iter()
+                    .find(|f| f.is_named(&d.path))?;
+                let from = usize::try_from(start).ok()?;
+                let to = usize::try_from(end).unwrap_or(usize::MAX).min(f.code.len());
+                return f
+                    .code
+                    .get(from..to)
+                    .filter(|c| !c.is_empty())
+                    .map(<[u8]>::to_vec);
+            }
         }
         let Some(DsoState::Elf { segments, path, .. }) = self.dsos.get(&dso) else {
             return None;
