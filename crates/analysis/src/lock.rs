@@ -395,48 +395,63 @@ pub fn lock_contention(
 /// operation to the thread's `sys_exit_futex`), as [`lock_contention`] pairs them. Empty
 /// when the profile has none of these events.
 pub fn lock_waits(profile: &Profile) -> HashMap<i32, Vec<(u64, u64)>> {
-    let mut open: OpenWaits<u64> = OpenWaits::default();
-    let mut waits: HashMap<i32, Vec<(u64, u64)>> = HashMap::new();
+    let mut waits = LockWaits::default();
     for s in &profile.samples {
+        waits.add(profile, s);
+    }
+    waits.finish()
+}
+
+/// [`lock_waits`] fed one sample at a time, as a stream is read: it keeps the open waits
+/// and the closed intervals (one per wait), not the samples.
+#[derive(Default)]
+pub struct LockWaits {
+    open: OpenWaits<u64>,
+    waits: HashMap<i32, Vec<(u64, u64)>>,
+}
+
+impl LockWaits {
+    /// Takes the next sample in time order (`profile`: what was read so far).
+    pub fn add(&mut self, profile: &Profile, s: &Sample) {
         let Some((role, f)) = role_of(profile, s.event) else {
-            continue;
+            return;
         };
         let raw = profile.raw(s);
-        match role {
+        let closed = match role {
             Role::Begin => {
                 if let Some(addr) = int_field(f, raw, "lock_addr") {
-                    open.begin(s.tid, addr, s.time);
+                    self.open.begin(s.tid, addr, s.time);
                 }
+                None
             }
-            Role::End => {
-                let begin = int_field(f, raw, "lock_addr").and_then(|addr| open.end(s.tid, addr));
-                if let Some(begin) = begin {
-                    waits.entry(s.tid).or_default().push((begin, s.time));
-                }
-            }
+            Role::End => int_field(f, raw, "lock_addr").and_then(|addr| self.open.end(s.tid, addr)),
             Role::FutexEnter => {
                 let waits = int_field(f, raw, "op").is_some_and(futex_waits);
-                open.futex_enter(s.tid, waits.then_some(s.time));
+                self.open.futex_enter(s.tid, waits.then_some(s.time));
+                None
             }
-            Role::FutexExit => {
-                if let Some(begin) = open.futex_exit(s.tid) {
-                    waits.entry(s.tid).or_default().push((begin, s.time));
+            Role::FutexExit => self.open.futex_exit(s.tid),
+        };
+        if let Some(begin) = closed {
+            self.waits.entry(s.tid).or_default().push((begin, s.time));
+        }
+    }
+
+    /// The intervals per thread, sorted and merged.
+    pub fn finish(mut self) -> HashMap<i32, Vec<(u64, u64)>> {
+        for spans in self.waits.values_mut() {
+            spans.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+            for &(a, b) in spans.iter() {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
                 }
             }
+            *spans = merged;
         }
+        self.waits
     }
-    for spans in waits.values_mut() {
-        spans.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
-        for &(a, b) in spans.iter() {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(b),
-                _ => merged.push((a, b)),
-            }
-        }
-        *spans = merged;
-    }
-    waits
 }
 
 /// The tracepoint an event is, if [`lock_contention`] reads it.

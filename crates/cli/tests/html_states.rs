@@ -60,6 +60,38 @@ fn timehist_intervals(tid: i64) -> BTreeSet<(u64, u64)> {
     out
 }
 
+/// The page's data block (`<script type="application/json" id="culprit-data">`).
+fn page_data(page: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(page).unwrap();
+    let open = r#"<script type="application/json" id="culprit-data">"#;
+    let start = text.find(open).expect("a data block") + open.len();
+    let end = start + text[start..].find("</script>").unwrap();
+    serde_json::from_str(&text[start..end]).unwrap()
+}
+
+#[test]
+fn test_html_thread_states_from_stdin_equal_the_files() {
+    // The states come from the page's one read: a stream on stdin gives the same timeline.
+    let dir = common::scratch("html-states-stdin");
+    let (from_file, from_stdin) = (dir.join("file.html"), dir.join("stdin.html"));
+    html(&["-i", fixture().to_str().unwrap()], &from_file);
+    common::run_ok(
+        common::culprit()
+            .args(["html", "-i", "-", "-o"])
+            .arg(&from_stdin)
+            .stdin(std::fs::File::open(fixture()).unwrap()),
+    );
+    let (a, b) = (page_data(&from_file), page_data(&from_stdin));
+    assert_eq!(
+        a["timeline"]["state_names"].as_array().map(Vec::len),
+        Some(5)
+    );
+    assert!(a["timeline"]["states"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty()));
+    assert_eq!(a["timeline"], b["timeline"]);
+}
+
 #[test]
 fn test_html_thread_states_equal_sched_timehist() {
     let test = "test_html_thread_states_equal_sched_timehist";

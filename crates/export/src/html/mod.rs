@@ -47,7 +47,7 @@ use timeline::{TimelineFold, TimelineRole};
 pub use flame::{MAX_NODES, MIN_FRACTION};
 pub use model::*;
 pub use page::write_page;
-pub use states::{ThreadStates, STATE_NAMES};
+pub use states::{StatesFold, ThreadStates, STATE_NAMES};
 pub use timeline::{Cells, Timeline, Track};
 pub use why::{
     WhyDeskid, WhyDeskidRow, WhyLatency, WhyLatencyRow, WhyMemory, WhyMemoryRow, LATENCY_BUCKETS,
@@ -107,30 +107,21 @@ pub enum HtmlError {
 /// Progress callbacks of [`build_page`]: bytes read of the input, then of the other file.
 pub type Progress = Box<dyn FnMut(u64, u64) + Send>;
 
-/// Adds each track's states to `tl` when the file has `sched_switch` events: a second read
-/// that keeps the samples (the first one streams them), skipped for stdin (read once).
+/// Adds each track's states to `tl` when the file has `sched_switch` events, from what
+/// `fold` gathered of the one read.
 fn add_thread_states(
-    input: &ProfileInput,
-    header: &Profile,
+    profile: &Profile,
+    fold: StatesFold,
     tl: &mut Timeline,
     nodes: &states::SchedStacks,
-) -> Result<(), HtmlError> {
-    let has_switch = (0..header.events.len()).any(|i| {
-        header
-            .tracepoint_format(i as _)
-            .is_some_and(|f| f.system == "sched" && f.name == "sched_switch")
-    });
-    if !has_switch || input.is_stdin() {
-        return Ok(());
-    }
-    let full = input.read(&ReadPlan::default())?;
+) {
     let tids: Vec<i32> = tl.threads.iter().map(|t| t.tid).collect();
-    if let Some(states) = states::thread_states(&full, tl.start, tl.width, tl.buckets, &tids, nodes)
+    if let Some(states) =
+        states::thread_states(profile, fold, tl.start, tl.width, tl.buckets, &tids, nodes)
     {
         tl.state_names = STATE_NAMES.to_vec();
         tl.states = states;
     }
-    Ok(())
 }
 
 /// Reads `input` (and, for the diff view, `other`) and aggregates the page's model.
@@ -169,8 +160,9 @@ pub fn build_page(
     let mut why_memory = why::MemorySamples::new(&hopts);
     let mut why_latency = why::LatencySamples::default();
     let mut ibs = IbsFold::new(false);
-    // The thread states (read from a file a second time) need the scheduler samples' stacks.
-    let mut timeline_fold = TimelineFold::new(!input.is_stdin());
+    // The thread states need the scheduler samples' stacks and events, and the lock waits.
+    let mut timeline_fold = TimelineFold::new(true);
+    let mut states_fold = StatesFold::default();
     // Off-CPU intervals with the wake-up that ended them (`--off-cpu=wakers`), as `culprit
     // sched wakers` pairs them.
     let mut waker_samples = WakerSamples::default();
@@ -203,6 +195,7 @@ pub fn build_page(
             };
             timeline_fold.add(&timed, p.str(s.comm), role);
         }
+        states_fold.add(p, s);
         agg.add(p, s);
         places.add(p, s);
         why_samples.add(p, s);
@@ -242,7 +235,7 @@ pub fn build_page(
     let mut timeline = timeline::timeline(&timeline_fold, &stacks, &columns, &events, &leaf_of);
     if let Some(tl) = timeline.as_mut() {
         let nodes = states::scheduler_stacks(&timeline_fold, &stacks, &leaf_of);
-        add_thread_states(input, &profile, tl, &nodes)?;
+        add_thread_states(&profile, states_fold, tl, &nodes);
     }
     drop(leaf_of);
     drop(timeline_fold);

@@ -16,10 +16,10 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use culprit_analysis::lock::lock_waits;
-use culprit_analysis::sched::{has_waking_event, sched_events, timehist, SchedKind};
+use culprit_analysis::lock::LockWaits;
+use culprit_analysis::sched::{has_waking_event, sched_event, timehist, SchedEvent, SchedKind};
 use culprit_analysis::stacks::StackProfile;
-use culprit_decode::model::Profile;
+use culprit_decode::model::{Profile, Sample};
 use rustc_hash::FxHashMap;
 
 use super::flame::LeafOf;
@@ -56,6 +56,47 @@ pub fn sched_kind(event_name: &str) -> Option<bool> {
         "sched:sched_switch" => Some(true),
         "sched:sched_waking" | "sched:sched_wakeup" | "sched:sched_wakeup_new" => Some(false),
         _ => None,
+    }
+}
+
+/// What the thread states need of the read, gathered as the samples stream by: the
+/// scheduler events and the lock waits, not the other samples (the page reads its input
+/// once, stdin included).
+#[derive(Default)]
+pub struct StatesFold {
+    /// Per event: whether its samples matter here (scheduler, lock and futex tracepoints).
+    wanted: Vec<bool>,
+    events: Vec<SchedEvent>,
+    locks: LockWaits,
+}
+
+impl StatesFold {
+    /// Takes the next sample in time order (`profile`: what was read so far).
+    pub fn add(&mut self, profile: &Profile, s: &Sample) {
+        if self.wanted.len() < profile.events.len() {
+            // Each event's kind once, not per sample.
+            self.wanted = (0..profile.events.len())
+                .map(|i| {
+                    profile.tracepoint_format(i as _).is_some_and(|f| {
+                        matches!(f.system.as_str(), "sched" | "lock")
+                            || f.name == "sys_enter_futex"
+                            || f.name == "sys_exit_futex"
+                    })
+                })
+                .collect();
+        }
+        if !self
+            .wanted
+            .get(usize::from(s.event))
+            .copied()
+            .unwrap_or(false)
+        {
+            return;
+        }
+        if let Some(e) = sched_event(profile, s) {
+            self.events.push(e);
+        }
+        self.locks.add(profile, s);
     }
 }
 
@@ -130,17 +171,19 @@ fn add_span(ns: &mut [u64], start: u64, width: u64, a: u64, b: u64) {
     }
 }
 
-/// The states of threads `tids` over `buckets` buckets of `width` ns from `start`, or `None`
-/// when the profile has no `sched_switch` event.
+/// The states of threads `tids` over `buckets` buckets of `width` ns from `start`, from what
+/// `fold` gathered of the read, or `None` when the profile has no `sched_switch` event.
 pub fn thread_states(
     profile: &Profile,
+    fold: StatesFold,
     start: u64,
     width: u64,
     buckets: usize,
     tids: &[i32],
     nodes: &SchedStacks,
 ) -> Option<Vec<ThreadStates>> {
-    let events = sched_events(profile).ok()?;
+    culprit_analysis::sched::require_switch_event(profile).ok()?;
+    let events = fold.events;
     let report = timehist(&events, &profile.thread_pids, has_waking_event(profile));
     let index: HashMap<i32, usize> = tids.iter().enumerate().map(|(i, &t)| (t, i)).collect();
     let mut ns = vec![vec![vec![0u64; buckets]; STATE_NAMES.len()]; tids.len()];
@@ -162,7 +205,7 @@ pub fn thread_states(
             _ => None,
         })
         .collect();
-    let lock_waits = lock_waits(profile);
+    let lock_waits = fold.locks.finish();
     let mut left_in: HashMap<i32, u8> = HashMap::new();
     for row in &report.rows {
         if row.tid <= 0 {
