@@ -707,18 +707,18 @@ fn test_corpus_reads_like_perf() {
     );
 }
 
-/// The culprit built for arm64 (`scripts/cross-aarch64.sh`: release, Debian's cross gcc as
-/// linker), run under qemu-user, reads the corpus's arm64 recordings exactly as this build
+/// The culprit built for arm64 (`scripts/cross-aarch64.sh cross-test`: release at opt-level
+/// 1, Debian's cross gcc as linker), run under qemu-user, reads the corpus's arm64 recordings exactly as this build
 /// does: `report` (text and JSON), `script` and the folded and speedscope exports, byte for
 /// byte. The files are those the corpus README lists with `arch: aarch64`.
 #[test]
 fn test_aarch64_build_reads_the_arm64_corpus_like_this_build() {
     let test = "test_aarch64_build_reads_the_arm64_corpus_like_this_build";
-    let arm = common::repo_root().join("target/aarch64-unknown-linux-gnu/release/culprit");
+    let arm = common::repo_root().join("target/aarch64-unknown-linux-gnu/cross-test/culprit");
     if !common::need(
         test,
         arm.exists(),
-        "no arm64 build (run scripts/cross-aarch64.sh)",
+        "no arm64 build (run scripts/cross-aarch64.sh cross-test)",
     ) {
         return;
     }
