@@ -145,7 +145,8 @@ fn drop_omitted_lsda(eh_frame: &mut [u8]) {
         let Some(end) = at.checked_add(4 + len).filter(|&e| e <= eh_frame.len()) else {
             return;
         };
-        if eh_frame[at + 4..at + 8] == [0, 0, 0, 0] {
+        // A CIE: its id (the 4 bytes after the length) is 0.
+        if len >= 4 && eh_frame[at + 4..at + 8] == [0, 0, 0, 0] {
             if let Some(cie) = cie_without_omitted_lsda(&eh_frame[at + 8..end]) {
                 eh_frame[at + 8..end].copy_from_slice(&cie);
             }
@@ -882,5 +883,26 @@ mod jit_tests {
         }
         let mut junk = vec![0xffu8; 7];
         drop_omitted_lsda(&mut junk);
+        // Entries shorter than a CIE id, cut sections, random bytes: no panic.
+        for len in 0u8..12 {
+            let mut short = vec![len, 0, 0, 0, 0, 0, 0];
+            drop_omitted_lsda(&mut short);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            let mut bytes: Vec<u8> = (0..(x % 64) as usize)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 3 == 0 {
+                        0
+                    } else {
+                        x as u8
+                    }
+                })
+                .collect();
+            drop_omitted_lsda(&mut bytes);
+        }
     }
 }
