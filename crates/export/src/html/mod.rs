@@ -32,16 +32,16 @@ use culprit_analysis::diff::{diff_inputs, DiffError, DiffOptions, DEFAULT_KEYS};
 use culprit_analysis::hotspots::{self, hotspots_aggregated, SampleAggregator};
 use culprit_analysis::ibs::{IbsFold, IbsOptions, IbsRequest};
 use culprit_analysis::skid::EventClass;
-use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions};
+use culprit_analysis::stacks::{period_unit, StackBuilder, StackOptions, StackProfile};
 use culprit_analysis::topdown::{sampled_report, SampledTopdown, TopdownError};
 use culprit_analysis::wakers::{WakerSample, WakerSamples, WakeupPairing};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, Hotspots, SortKey};
 use culprit_decode::ibs::IbsKind;
-use culprit_decode::model::Profile;
+use culprit_decode::model::{Profile, Sample};
 use culprit_decode::ReadError;
 use culprit_output::json::Round4;
 use culprit_symbols::disasm::Syntax;
-use culprit_symbols::{ProfileInput, ReadPlan};
+use culprit_symbols::{ProfileInput, ReadPlan, Symbolizer};
 use timeline::{TimelineFold, TimelineRole};
 
 pub use flame::{MAX_NODES, MIN_FRACTION};
@@ -124,6 +124,121 @@ fn add_thread_states(
     }
 }
 
+/// What the page's one read of its input gathers, sample by sample: the stack model, the
+/// table's aggregates, annotate's places, the Why tab's tables, the IBS tables, and the
+/// timeline with the thread states' events.
+struct PageRead {
+    stacks: StackBuilder,
+    agg: SampleAggregator,
+    places: SampledPlaces,
+    why_samples: why::DeskidSamples,
+    why_memory: why::MemorySamples,
+    why_latency: why::LatencySamples,
+    ibs: IbsFold,
+    timeline_fold: TimelineFold,
+    states_fold: StatesFold,
+    /// Off-CPU intervals with the wake-up that ended them (`--off-cpu=wakers`), as `culprit
+    /// sched wakers` pairs them.
+    waker_samples: WakerSamples,
+    wakeups: WakeupPairing<(u32, u32)>,
+    /// Each event's timeline role, found once from its name.
+    event_roles: Vec<TimelineRole>,
+}
+
+impl PageRead {
+    fn new(stack_opts: &StackOptions, hopts: &HotspotOptions) -> PageRead {
+        let mut agg = SampleAggregator::new(false, &Filters::default());
+        agg.only_for(hopts);
+        PageRead {
+            stacks: StackBuilder::new(stack_opts),
+            agg,
+            places: SampledPlaces::default(),
+            why_samples: why::DeskidSamples::new(hopts),
+            why_memory: why::MemorySamples::new(hopts),
+            why_latency: why::LatencySamples::default(),
+            ibs: IbsFold::new(false),
+            // The thread states need the scheduler samples' stacks.
+            timeline_fold: TimelineFold::new(true),
+            states_fold: StatesFold::default(),
+            waker_samples: WakerSamples::default(),
+            wakeups: WakeupPairing::default(),
+            event_roles: Vec::new(),
+        }
+    }
+
+    /// Takes sample `s` of `p` (the profile read so far).
+    fn add(&mut self, p: &Profile, s: &Sample) {
+        if let Some(timed) = self.stacks.add_timed(p, s) {
+            if self.event_roles.len() < p.events.len() {
+                self.event_roles = (p.events.iter())
+                    .map(|e| TimelineRole::of_event(&e.name))
+                    .collect();
+            }
+            let base = self.event_roles.get(usize::from(s.event)).copied();
+            let base = base.unwrap_or(TimelineRole::Plain);
+            let role = match self.waker_samples.classify(p, s) {
+                Some(WakerSample::Waking { wakee }) => {
+                    (self.wakeups).waking(wakee, s.time, (timed.thread, timed.stack));
+                    base
+                }
+                Some(WakerSample::Blocked) => {
+                    let begin = s.time.saturating_sub(s.period);
+                    TimelineRole::OffCpu(self.wakeups.blocked(s.tid, begin, s.time))
+                }
+                None => base,
+            };
+            self.timeline_fold.add(&timed, p.str(s.comm), role);
+        }
+        self.states_fold.add(p, s);
+        self.agg.add(p, s);
+        self.places.add(p, s);
+        self.why_samples.add(p, s);
+        self.why_memory.add(p, s);
+        self.why_latency.add(p, s);
+        self.ibs.add(p, s);
+    }
+}
+
+/// The page's summary: the recording's facts, and every warning of the stack model and
+/// the symbolizer, with the note on unnamed samples report prints.
+fn page_summary(
+    stacks: &StackProfile,
+    symbolizer: &Symbolizer,
+    hot: &Hotspots,
+    file: String,
+) -> Summary {
+    let s = &stacks.summary;
+    let mut warnings = s.warnings.clone();
+    for w in symbolizer.warnings() {
+        if !warnings.contains(w) {
+            warnings.push(w.clone());
+        }
+    }
+    // Which DSOs have unnamed samples and how to name them, as under report's table.
+    if let Some(e) = hot.events.get(hot.sort_event) {
+        warnings.extend(hotspots::unsymbolized_note(
+            &hot.unsymbolized,
+            hot.sort_event,
+            e.period,
+            hot.unknown_per_address,
+        ));
+    }
+    Summary {
+        input: file,
+        hostname: s.hostname.clone(),
+        os_release: s.os_release.clone(),
+        arch: s.arch.clone(),
+        cpu: s.cpu.clone(),
+        cmdline: s.cmdline.clone(),
+        perf_version: s.perf_version.clone(),
+        duration_ns: s.time_range.map(|(a, b)| b.saturating_sub(a)),
+        samples: s.samples,
+        lost: s.lost,
+        warnings,
+        stopped: s.stopped.clone(),
+    }
+}
+
 /// Reads `input` (and, for the diff view, `other`) and aggregates the page's model.
 pub fn build_page(
     input: &ProfileInput,
@@ -151,58 +266,24 @@ pub fn build_page(
         events: opts.events.clone(),
         ..HotspotOptions::default()
     };
-    // One read feeds the stack model, the table's aggregates and annotate's places.
-    let mut stacks = StackBuilder::new(&stack_opts);
-    let mut agg = SampleAggregator::new(false, &Filters::default());
-    agg.only_for(&hopts);
-    let mut places = SampledPlaces::default();
-    let mut why_samples = why::DeskidSamples::new(&hopts);
-    let mut why_memory = why::MemorySamples::new(&hopts);
-    let mut why_latency = why::LatencySamples::default();
-    let mut ibs = IbsFold::new(false);
-    // The thread states need the scheduler samples' stacks and events, and the lock waits.
-    let mut timeline_fold = TimelineFold::new(true);
-    let mut states_fold = StatesFold::default();
-    // Off-CPU intervals with the wake-up that ended them (`--off-cpu=wakers`), as `culprit
-    // sched wakers` pairs them.
-    let mut waker_samples = WakerSamples::default();
-    let mut wakeups = WakeupPairing::default();
-    let mut event_roles: Vec<TimelineRole> = Vec::new();
     let plan = ReadPlan {
         unwind: opts.unwind,
         ..ReadPlan::default()
     };
-    let profile = input.for_each(&plan, pa, |p, s| {
-        if let Some(timed) = stacks.add_timed(p, s) {
-            // Each event's role once (the names are not compared per sample).
-            if event_roles.len() < p.events.len() {
-                event_roles = (p.events.iter())
-                    .map(|e| TimelineRole::of_event(&e.name))
-                    .collect();
-            }
-            let base = event_roles.get(usize::from(s.event)).copied();
-            let base = base.unwrap_or(TimelineRole::Plain);
-            let role = match waker_samples.classify(p, s) {
-                Some(WakerSample::Waking { wakee }) => {
-                    wakeups.waking(wakee, s.time, (timed.thread, timed.stack));
-                    base
-                }
-                Some(WakerSample::Blocked) => {
-                    let begin = s.time.saturating_sub(s.period);
-                    TimelineRole::OffCpu(wakeups.blocked(s.tid, begin, s.time))
-                }
-                None => base,
-            };
-            timeline_fold.add(&timed, p.str(s.comm), role);
-        }
-        states_fold.add(p, s);
-        agg.add(p, s);
-        places.add(p, s);
-        why_samples.add(p, s);
-        why_memory.add(p, s);
-        why_latency.add(p, s);
-        ibs.add(p, s);
-    })?;
+    let mut read = PageRead::new(&stack_opts, &hopts);
+    let profile = input.for_each(&plan, pa, |p, s| read.add(p, s))?;
+    let PageRead {
+        stacks,
+        mut agg,
+        places,
+        why_samples,
+        why_memory,
+        why_latency,
+        ibs,
+        timeline_fold,
+        states_fold,
+        ..
+    } = read;
     agg.finish();
     let mut symbolizer = input.symbolizer();
     let hot = hotspots_aggregated(&profile, &agg, &mut symbolizer, &hopts, &mut |_, _| {})?;
@@ -281,36 +362,7 @@ pub fn build_page(
         None => (None, Vec::new(), None),
     };
 
-    let s = &stacks.summary;
-    let mut warnings = s.warnings.clone();
-    for w in symbolizer.warnings() {
-        if !warnings.contains(w) {
-            warnings.push(w.clone());
-        }
-    }
-    // Which DSOs have unnamed samples and how to name them, as under report's table.
-    if let Some(e) = hot.events.get(hot.sort_event) {
-        warnings.extend(hotspots::unsymbolized_note(
-            &hot.unsymbolized,
-            hot.sort_event,
-            e.period,
-            hot.unknown_per_address,
-        ));
-    }
-    let summary = Summary {
-        input: file,
-        hostname: s.hostname.clone(),
-        os_release: s.os_release.clone(),
-        arch: s.arch.clone(),
-        cpu: s.cpu.clone(),
-        cmdline: s.cmdline.clone(),
-        perf_version: s.perf_version.clone(),
-        duration_ns: s.time_range.map(|(a, b)| b.saturating_sub(a)),
-        samples: s.samples,
-        lost: s.lost,
-        warnings,
-        stopped: s.stopped.clone(),
-    };
+    let summary = page_summary(&stacks, &symbolizer, &hot, file);
     Ok(Page {
         schema: SCHEMA,
         generator: format!("culprit {}", env!("CARGO_PKG_VERSION")),
