@@ -268,7 +268,10 @@ pub fn hotspots_aggregated(
         for (i, &r) in order.iter().enumerate() {
             shown.insert(r, i);
         }
-        let mut trees: Vec<Vec<TreeNode>> = vec![vec![TreeNode::default(); ncol]; order.len()];
+        // The root of each shown row's trie per event column (created on first use).
+        let mut tries = CallTries::default();
+        let mut roots: Vec<u32> = vec![NO_NODE; order.len() * ncol];
+        let mut path: Vec<(u64, u64, u32)> = Vec::new();
         let frame_sym = |fi: u32, fr: &Frame| -> (u64, u64) {
             let l = &locs[frame_loc[fi as usize] as usize];
             match l.symbol() {
@@ -331,15 +334,13 @@ pub fn hotspots_aggregated(
                 } else {
                     p + 1
                 };
-                let mut path: Vec<(u64, u64, u32)> = chain[start.min(chain.len())..]
-                    .iter()
-                    .filter_map(|&fi| {
-                        frames.get(fi as usize).map(|fr| {
-                            let (a, b) = frame_sym(fi, fr);
-                            (a, b, fi)
-                        })
+                path.clear();
+                path.extend(chain[start.min(chain.len())..].iter().filter_map(|&fi| {
+                    frames.get(fi as usize).map(|fr| {
+                        let (a, b) = frame_sym(fi, fr);
+                        (a, b, fi)
                     })
-                    .collect();
+                }));
                 if opts.call_graph == CallGraphMode::Caller {
                     path.reverse();
                 }
@@ -350,12 +351,17 @@ pub fn hotspots_aggregated(
                     path.truncate(PERF_MAX_STACK);
                     cut = true;
                 }
-                trees[i][col as usize].add(&path, s.period, s.samples);
+                let root = &mut roots[i * ncol + col as usize];
+                if *root == NO_NODE {
+                    *root = tries.root();
+                }
+                tries.add(*root, &path, s.period, s.samples);
             }
             out.cut_call_paths += u64::from(cut);
         }
-        for (i, row_trees) in trees.iter().enumerate() {
-            if row_trees.iter().all(|t| t.samples == 0) {
+        for (i, row_roots) in roots.chunks(ncol.max(1)).enumerate() {
+            let used = |r: u32| r != NO_NODE && tries.samples(r) > 0;
+            if !row_roots.iter().any(|&r| used(r)) {
                 continue;
             }
             let row = Row { h: &out, i };
@@ -368,13 +374,13 @@ pub fn hotspots_aggregated(
                     .join(" "),
             };
             let mut graphs: Vec<Option<CallNode>> = vec![None; ncol];
-            for (c, t) in row_trees.iter().enumerate() {
-                if t.samples == 0 {
+            for (c, &r) in row_roots.iter().enumerate() {
+                if !used(r) {
                     continue;
                 }
                 let threshold =
                     (opts.call_graph_threshold / 100.0 * out.events[c].period as f64) as u64;
-                graphs[c] = Some(t.to_node(name.clone(), threshold, &|fi| {
+                graphs[c] = Some(tries.to_node(r, name.clone(), threshold, &|fi| {
                     frame_name(profile, symbolizer, &locs[frame_loc[fi as usize] as usize])
                 }));
             }
@@ -384,50 +390,109 @@ pub fn hotspots_aggregated(
     Ok(out)
 }
 
-/// A call-graph trie under construction.
-#[derive(Default, Clone)]
-pub(super) struct TreeNode {
-    pub(super) samples: u64,
-    pub(super) period: u64,
+/// No node (an empty link of [`CallTries`]).
+const NO_NODE: u32 = u32::MAX;
+
+/// One node of [`CallTries`]: its counts, the frame that names it, and its links (children
+/// as a list: first child, next sibling).
+#[derive(Clone, Copy)]
+struct TrieNode {
+    samples: u64,
+    period: u64,
     /// Representative frame index (for the name).
-    pub(super) frame: u32,
-    pub(super) children: FxHashMap<(u64, u64), TreeNode>,
+    frame: u32,
+    first_child: u32,
+    next_sibling: u32,
 }
 
-impl TreeNode {
-    pub(super) fn add(&mut self, path: &[(u64, u64, u32)], period: u64, samples: u64) {
-        self.samples += samples;
-        self.period += period;
-        let mut node = self;
+/// The call-graph tries of every shown row and event under construction, in one arena:
+/// a node's child is found by (parent, frame key) in one map, instead of a map per node
+/// (which allocated and rehashed millions of small tables on large `-g` reports).
+#[derive(Default)]
+pub(super) struct CallTries {
+    nodes: Vec<TrieNode>,
+    child: FxHashMap<(u32, u64, u64), u32>,
+}
+
+impl CallTries {
+    fn push(&mut self, frame: u32, next_sibling: u32) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(TrieNode {
+            samples: 0,
+            period: 0,
+            frame,
+            first_child: NO_NODE,
+            next_sibling,
+        });
+        id
+    }
+
+    /// A new, empty root.
+    pub(super) fn root(&mut self) -> u32 {
+        self.push(0, NO_NODE)
+    }
+
+    /// Samples counted at node `id`.
+    pub(super) fn samples(&self, id: u32) -> u64 {
+        self.nodes[id as usize].samples
+    }
+
+    /// Adds `samples` samples of `period` along `path` (frame keys and frame index) below
+    /// root `root`.
+    pub(super) fn add(&mut self, root: u32, path: &[(u64, u64, u32)], period: u64, samples: u64) {
+        let mut node = root;
+        self.bump(node, period, samples);
         for &(a, b, fi) in path {
-            node = node.children.entry((a, b)).or_insert_with(|| TreeNode {
-                frame: fi,
-                ..TreeNode::default()
-            });
-            node.samples += samples;
-            node.period += period;
+            node = match self.child.get(&(node, a, b)) {
+                Some(&id) => id,
+                None => {
+                    let first = self.nodes[node as usize].first_child;
+                    let id = self.push(fi, first);
+                    self.nodes[node as usize].first_child = id;
+                    self.child.insert((node, a, b), id);
+                    id
+                }
+            };
+            self.bump(node, period, samples);
         }
     }
 
+    fn bump(&mut self, id: u32, period: u64, samples: u64) {
+        let n = &mut self.nodes[id as usize];
+        n.samples += samples;
+        n.period += period;
+    }
+
+    /// The tree below node `id` (named `name`), children by period, those under
+    /// `threshold` left out.
     pub(super) fn to_node(
         &self,
+        id: u32,
         name: String,
         threshold: u64,
         name_of: &dyn Fn(u32) -> String,
     ) -> CallNode {
-        let mut kids: Vec<&TreeNode> = self
-            .children
-            .values()
-            .filter(|c| c.period >= threshold.max(1))
-            .collect();
-        kids.sort_by(|a, b| b.period.cmp(&a.period).then(a.frame.cmp(&b.frame)));
+        let n = &self.nodes[id as usize];
+        let mut kids: Vec<u32> = Vec::new();
+        let mut k = n.first_child;
+        while k != NO_NODE {
+            let kid = &self.nodes[k as usize];
+            if kid.period >= threshold.max(1) {
+                kids.push(k);
+            }
+            k = kid.next_sibling;
+        }
+        let node = |k: &u32| &self.nodes[*k as usize];
+        kids.sort_by(|a, b| {
+            (node(b).period.cmp(&node(a).period)).then(node(a).frame.cmp(&node(b).frame))
+        });
         CallNode {
             name,
-            period: self.period,
-            samples: self.samples,
+            period: n.period,
+            samples: n.samples,
             children: kids
                 .into_iter()
-                .map(|k| k.to_node(name_of(k.frame), threshold, name_of))
+                .map(|k| self.to_node(k, name_of(node(&k).frame), threshold, name_of))
                 .collect(),
         }
     }
