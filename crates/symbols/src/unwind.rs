@@ -895,7 +895,7 @@ mod jit_tests {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    if x % 3 == 0 {
+                    if x.is_multiple_of(3) {
                         0
                     } else {
                         x as u8
