@@ -482,3 +482,40 @@ pub fn buildid_cache_dir() -> Option<std::path::PathBuf> {
         .map(std::path::PathBuf::from)
         .or_else(|| nonempty("HOME").map(|h| std::path::PathBuf::from(h).join(".debug")))
 }
+
+/// `struct bpf_prog_info` offsets (`linux/bpf.h`) of the fields HEADER_BPF_PROG_INFO is read
+/// for, and perf's `arrays` bits (`struct perf_bpil`).
+pub mod bpf_prog_info {
+    /// `id`: the program's id.
+    pub const ID: usize = 4;
+    /// `tag`: 8 bytes, the program's tag.
+    pub const TAG: usize = 8;
+    /// `jited_prog_len`: bytes of JIT code.
+    pub const JITED_PROG_LEN: usize = 16;
+    /// `jited_prog_insns`: the JIT code (an offset into the data).
+    pub const JITED_PROG_INSNS: usize = 24;
+    /// `name`: 16 bytes, NUL-padded.
+    pub const NAME: usize = 64;
+    /// `nr_jited_ksyms`: functions (program and subprograms).
+    pub const NR_JITED_KSYMS: usize = 104;
+    /// `nr_jited_func_lens`.
+    pub const NR_JITED_FUNC_LENS: usize = 108;
+    /// `jited_ksyms`: u64 address per function (an offset into the data).
+    pub const JITED_KSYMS: usize = 112;
+    /// `jited_func_lens`: u32 length per function (an offset into the data).
+    pub const JITED_FUNC_LENS: usize = 120;
+    /// `nr_prog_tags`.
+    pub const NR_PROG_TAGS: usize = 180;
+    /// `prog_tags`: 8-byte tag per function (an offset into the data).
+    pub const PROG_TAGS: usize = 184;
+    /// Bits of perf's `arrays` mask (`enum perf_bpil_array_types`): which pointers of the
+    /// info are offsets into the data that follows it.
+    /// `PERF_BPIL_JITED_INSNS`.
+    pub const JITED_INSNS_BIT: u64 = 1 << 0;
+    /// `PERF_BPIL_JITED_KSYMS`.
+    pub const JITED_KSYMS_BIT: u64 = 1 << 3;
+    /// `PERF_BPIL_JITED_FUNC_LENS`.
+    pub const JITED_FUNC_LENS_BIT: u64 = 1 << 4;
+    /// `PERF_BPIL_PROG_TAGS`.
+    pub const PROG_TAGS_BIT: u64 = 1 << 8;
+}

@@ -99,6 +99,16 @@ pub(crate) fn u64_at(data: &[u8], off: usize, big_endian: bool) -> Option<u64> {
     })
 }
 
+/// Reads one u32 at `off` of `b` (endianness as given); `None` when out of bounds.
+pub(crate) fn u32_at(b: &[u8], off: usize, big_endian: bool) -> Option<u32> {
+    let w: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

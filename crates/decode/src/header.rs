@@ -6,7 +6,7 @@
 use crate::abi::{
     self, ATTR_SIZE_VER0, FILE_HEADER_SIZE, FILE_HEADER_SIZE_NO_FEATURES, MAGIC, MAGIC_BIG_ENDIAN,
 };
-use crate::cursor::{c_string, Cur};
+use crate::cursor::{c_string, u32_at, Cur};
 use crate::model::{BpfFunction, CpuMode, Meta};
 
 /// Feature bit numbers (`HEADER_*`).
@@ -410,34 +410,13 @@ pub(crate) fn parse_feature(f: &mut Features, id: u32, b: &[u8], big_endian: boo
     }
 }
 
-/// `struct bpf_prog_info` offsets (`linux/bpf.h`) of the fields read.
-mod bpf_info {
-    pub const ID: usize = 4;
-    pub const TAG: usize = 8;
-    pub const JITED_PROG_LEN: usize = 16;
-    pub const JITED_PROG_INSNS: usize = 24;
-    pub const NAME: usize = 64;
-    pub const NR_JITED_KSYMS: usize = 104;
-    pub const NR_JITED_FUNC_LENS: usize = 108;
-    pub const JITED_KSYMS: usize = 112;
-    pub const JITED_FUNC_LENS: usize = 120;
-    pub const NR_PROG_TAGS: usize = 180;
-    pub const PROG_TAGS: usize = 184;
-    /// Bits of perf's `arrays` mask (`enum perf_bpil_array_types`): which pointers of the
-    /// info are offsets into the data that follows it.
-    pub const JITED_INSNS_BIT: u64 = 1 << 0;
-    pub const JITED_KSYMS_BIT: u64 = 1 << 3;
-    pub const JITED_FUNC_LENS_BIT: u64 = 1 << 4;
-    pub const PROG_TAGS_BIT: u64 = 1 << 8;
-}
-
 /// HEADER_BPF_PROG_INFO (perf's `write_bpf_prog_info`): a u32 count, then per program
 /// perf's `struct perf_bpil`: `info_len`, `data_len` (u32), the `arrays` mask (u64), the
 /// kernel's `bpf_prog_info` (`info_len` bytes, its pointers rewritten as offsets into the
 /// data) and the data (`data_len` bytes). Returns the programs' functions; None when the
 /// section is cut short.
 pub(crate) fn parse_bpf_prog_info(b: &[u8], big_endian: bool) -> Option<Vec<BpfFunction>> {
-    use bpf_info::*;
+    use crate::abi::bpf_prog_info::*;
     let mut c = Cur::new(b, big_endian);
     let count = c.u32()?;
     let mut out = Vec::new();
@@ -501,16 +480,6 @@ pub(crate) fn parse_bpf_prog_info(b: &[u8], big_endian: bool) -> Option<Vec<BpfF
         }
     }
     Some(out)
-}
-
-/// Reads one u32 at `off` of `b` (endianness as given); `None` when out of bounds.
-fn u32_at(b: &[u8], off: usize, big_endian: bool) -> Option<u32> {
-    let w: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
-    Some(if big_endian {
-        u32::from_be_bytes(w)
-    } else {
-        u32::from_le_bytes(w)
-    })
 }
 
 /// The warning for a recording with AUX area trace data (its AUXTRACE_INFO record, in file

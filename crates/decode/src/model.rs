@@ -606,6 +606,14 @@ pub struct BpfFunction {
     pub code: Vec<u8>,
 }
 
+impl Meta {
+    /// The BPF function a KSYMBOL name (`bpf_prog_<tag>_<name>`) names, if the recording
+    /// saved it.
+    pub fn bpf_function(&self, ksymbol: &str) -> Option<&BpfFunction> {
+        self.bpf_functions.iter().find(|f| f.is_named(ksymbol))
+    }
+}
+
 impl BpfFunction {
     /// Whether this is the function perf's KSYMBOL `name` (`bpf_prog_<tag>_<name>`) names.
     pub fn is_named(&self, name: &str) -> bool {

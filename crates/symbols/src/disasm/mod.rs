@@ -213,11 +213,7 @@ impl Symbolizer {
         // count from its first byte, as the KSYMBOL DSO's do).
         if let Some(d) = profile.dsos.get(dso as usize) {
             if d.kind == DsoKind::Ksymbol {
-                let f = profile
-                    .meta
-                    .bpf_functions
-                    .iter()
-                    .find(|f| f.is_named(&d.path))?;
+                let f = profile.meta.bpf_function(&d.path)?;
                 let from = usize::try_from(start).ok()?;
                 let to = usize::try_from(end).unwrap_or(usize::MAX).min(f.code.len());
                 return f
