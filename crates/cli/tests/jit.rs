@@ -11,11 +11,64 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The files a runtime writes in `/tmp` for its own pid (CPython's `-X perf` and Node's and
+/// the JVM's perf maps, CPython's `-X perf_jit` dump) and those `perf inject --jit` writes
+/// beside such a dump, removed when the test ends, passing or not: outside CI's private
+/// `/tmp` they would outlive the suite.
+struct RuntimeTmpFiles(BTreeSet<u32>);
+
+/// The pid in a runtime's `/tmp` file name (`perf-PID.map`, `jit-PID.dump`, `jitted-PID-N.so`).
+fn runtime_tmp_pid(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("perf-")
+        .and_then(|r| r.strip_suffix(".map"))
+        .or_else(|| name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")))
+        .or_else(|| {
+            name.strip_prefix("jitted-")
+                .and_then(|r| r.strip_suffix(".so"))
+                .and_then(|r| r.split_once('-').map(|(pid, _)| pid))
+        })?;
+    rest.parse().ok()
+}
+
+/// The pids that have runtime files in `/tmp` now.
+fn runtime_tmp_pids() -> BTreeSet<u32> {
+    std::fs::read_dir("/tmp")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| runtime_tmp_pid(&e.ok()?.file_name().to_string_lossy()))
+        .collect()
+}
+
+impl RuntimeTmpFiles {
+    /// Removes the files now and asserts that the runtime wrote some and none is left.
+    fn assert_removed(self, what: &str) {
+        let pids = self.0.clone();
+        assert!(!pids.is_empty(), "{what}: no runtime file in /tmp was found");
+        drop(self);
+        let left: Vec<u32> = runtime_tmp_pids().intersection(&pids).copied().collect();
+        assert!(left.is_empty(), "{what}: runtime files left in /tmp for {left:?}");
+    }
+}
+
+impl Drop for RuntimeTmpFiles {
+    fn drop(&mut self) {
+        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if runtime_tmp_pid(&name.to_string_lossy()).is_some_and(|p| self.0.contains(&p)) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
 /// `perf record -k mono` (the clock JIT dumps use, which `perf inject --jit` needs) of `cmd`
-/// run in `dir`, into `dir/perf.data`.
-fn record_in(dir: &Path, args: &[&str], cmd: &[&str]) -> PathBuf {
+/// run in `dir`, into `dir/perf.data`, with the runtime files the recorded processes left in
+/// `/tmp` (those of pids that are new there and sampled in the recording: nobody else's).
+fn record_in(dir: &Path, args: &[&str], cmd: &[&str]) -> (PathBuf, RuntimeTmpFiles) {
     let file = dir.join("perf.data");
     let _lock = common::pmu_lock();
+    let before = runtime_tmp_pids();
     common::run_ok(
         common::perf()
             .current_dir(dir)
@@ -25,7 +78,17 @@ fn record_in(dir: &Path, args: &[&str], cmd: &[&str]) -> PathBuf {
             .arg("--")
             .args(cmd),
     );
-    file
+    let fresh: BTreeSet<u32> = runtime_tmp_pids().difference(&before).copied().collect();
+    let mut ours = BTreeSet::new();
+    if !fresh.is_empty() {
+        let pids = stdout_of(common::perf().args(["script", "-F", "pid", "-i"]).arg(&file));
+        ours = pids
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .filter(|p| fresh.contains(p))
+            .collect();
+    }
+    (file, RuntimeTmpFiles(ours))
 }
 
 /// perf's `--sort sym` shares (self, or children with `--children`) by symbol name.
@@ -158,7 +221,7 @@ fn test_jitdump_workload_matches_perf_inject_in_every_view() {
     }
     let bin = common::workload("jit_dump");
     let dir = common::scratch("jit-workload");
-    let file = record_in(&dir, &[], &[bin.to_str().unwrap(), "12"]);
+    let (file, _tmp) = record_in(&dir, &[], &[bin.to_str().unwrap(), "12"]);
     let injected = perf_inject(&file);
     let is_jit = |n: &str| n.starts_with("js:");
     let (ours, _) = culprit_shares(&file, false);
@@ -219,7 +282,7 @@ fn test_jitdump_next_to_moved_recording_and_damaged_dump() {
     }
     let bin = common::workload("jit_dump");
     let dir = common::scratch("jit-moved");
-    let file = record_in(&dir, &[], &[bin.to_str().unwrap(), "4"]);
+    let (file, _tmp) = record_in(&dir, &[], &[bin.to_str().unwrap(), "4"]);
     let dump = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -266,7 +329,7 @@ fn test_jitdump_unwinding_records_unwind_jit_frames_as_perf_inject() {
     }
     let bin = common::workload("jit_dump");
     let dir = common::scratch("jit-unwinding");
-    let file = record_in(
+    let (file, _tmp) = record_in(
         &dir,
         &["--call-graph", "dwarf"],
         &[bin.to_str().unwrap(), "8", "unwind"],
@@ -302,7 +365,7 @@ fn test_node_perf_prof_jitdump_matches_perf_inject() {
     }
     let dir = common::scratch("jit-node-prof");
     std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
-    let file = record_in(
+    let (file, _tmp) = record_in(
         &dir,
         &["-F", "999"],
         &[
@@ -357,7 +420,7 @@ fn test_node_perf_prof_unwinding_info_dwarf_chains_match_perf_inject() {
     }
     let dir = common::scratch("jit-node-unwinding");
     std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
-    let file = record_in(
+    let (file, _tmp) = record_in(
         &dir,
         &["-F", "499", "--call-graph", "dwarf"],
         &[
@@ -439,7 +502,7 @@ fn test_node_perf_basic_prof_map_matches_perf() {
     }
     let dir = common::scratch("jit-node-map");
     std::fs::write(dir.join("fib.js"), FIB_JS).unwrap();
-    let file = record_in(
+    let (file, tmp) = record_in(
         &dir,
         &["-F", "999"],
         &["node", "--perf-basic-prof", "fib.js"],
@@ -451,6 +514,7 @@ fn test_node_perf_basic_prof_map_matches_perf() {
         rows[0].0.starts_with("JS:*fib ") && rows[0].1 > 50.0,
         "{rows:?}"
     );
+    tmp.assert_removed("node map");
 }
 
 /// A Java program whose hot method is `Fib.fib`.
@@ -483,7 +547,7 @@ fn test_jvm_perf_map_at_exit_matches_perf() {
     let dir = common::scratch("jit-jvm");
     std::fs::write(dir.join("Fib.java"), FIB_JAVA).unwrap();
     common::run_ok(Command::new("javac").current_dir(&dir).arg("Fib.java"));
-    let file = record_in(
+    let (file, _tmp) = record_in(
         &dir,
         &["-F", "999"],
         &[
@@ -548,7 +612,7 @@ fn python(minor: u32, test: &str) -> Option<PathBuf> {
 fn python_matches_perf(test: &str, python: &Path, flag: &str, inject: bool) {
     let dir = common::scratch(test);
     std::fs::write(dir.join("fib.py"), FIB_PY).unwrap();
-    let file = record_in(
+    let (file, tmp) = record_in(
         &dir,
         &["-F", "999", "-g"],
         &[python.to_str().unwrap(), "-X", flag, "fib.py"],
@@ -565,6 +629,7 @@ fn python_matches_perf(test: &str, python: &Path, flag: &str, inject: bool) {
         rows.iter().any(|(n, _)| n.starts_with("py::fib:")),
         "{rows:?}"
     );
+    tmp.assert_removed(test);
 }
 
 #[test]
