@@ -25,29 +25,165 @@ pub fn hotspots_aggregated(
     } else {
         &agg.aggs[..]
     };
-    let frames = &agg.frames[..];
-    let chain_of = |s: &Agg| -> &[u32] {
-        agg.chain_frames
-            .get(s.callchain.start as usize..s.callchain.end as usize)
-            .unwrap_or(&[])
+    let folded = Folded {
+        profile,
+        aggs,
+        frames: &agg.frames,
+        chain_frames: &agg.chain_frames,
+        filters: &opts.filters,
     };
     let counts = event_counts(profile, aggs.iter().map(|s| s.event));
-    let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
+    let (totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let ncol = totals.len();
-    let keys = &opts.keys;
-    let need_src = keys
-        .iter()
-        .any(|k| matches!(k, SortKey::Srcline | SortKey::Srcfile));
     let has_callchains = agg.has_callchains;
     let use_chains = (opts.children || opts.call_graph != CallGraphMode::None)
         && has_callchains
         && agg.with_chains;
+    let graphs = use_chains && opts.call_graph != CallGraphMode::None;
     let total_work = aggs.len() as u64 * 2;
-
     let kw = KeyWords::new(profile, opts.unknown_per_address);
-    let dso_anon = &kw.dso_anon;
 
     // 1. Unique locations of sampled IPs (and chain frames when needed).
+    let located = locate(&folded, symbolizer, opts, &kw, use_chains, &mut |n| {
+        progress(n / 2, total_work)
+    });
+
+    // 2. Aggregate.
+    let rowing = Rowing {
+        folded: &folded,
+        located: &located,
+        kw: &kw,
+        keys: &opts.keys,
+        col_of: &col_of,
+    };
+    let nv = if opts.deskid { VALUES_DESKID } else { VALUES };
+    let (acc, totals) = rowing.accumulate(totals, nv, use_chains && opts.children, &mut |n| {
+        progress(total_work / 2 + n / 2, total_work)
+    });
+    progress(total_work, total_work);
+    let Acc {
+        index: row_index,
+        rep,
+        values: acc_values,
+        ..
+    } = acc;
+
+    // The row index is needed again only for call graphs: free it before the rows exist
+    // (peak memory with hundreds of thousands of rows).
+    let row_index = if graphs {
+        row_index
+    } else {
+        drop(row_index);
+        RowIndex::new(0)
+    };
+    let rows = RowValues {
+        totals,
+        values: acc_values,
+        nv,
+        nrows: rep.len(),
+    };
+    let rep_of = |r: u32| -> RowRep<'_> {
+        let (si, fi) = rep[r as usize];
+        let s = &aggs[si as usize];
+        let (loc, frame) = if fi == NONE {
+            (located.sample(si), None)
+        } else if fi == DESKID {
+            (&located.locs[located.deskid_loc[si as usize] as usize], None)
+        } else {
+            let fr = folded.frames.get(fi as usize);
+            (located.frame(fi), fr.map(|f| (f.addr, f.cpumode)))
+        };
+        RowRep {
+            sample: s.sample_keys(),
+            loc,
+            frame,
+        }
+    };
+    let sampled_comms = || comm_names(profile, aggs.iter().map(|s| s.comm));
+    let (mut out, order) = finish_rows(
+        profile,
+        symbolizer,
+        opts,
+        has_callchains,
+        &located.src_strs,
+        rows,
+        &rep_of,
+        &sampled_comms,
+    )?;
+    drop(rep);
+
+    // 3. Call graphs for the shown rows.
+    if graphs && !order.is_empty() {
+        let tries = rowing.call_tries(opts, &row_index, &order, ncol, &mut out);
+        tries.into_graphs(&mut out, opts, ncol, &|fi| {
+            frame_name(profile, symbolizer, located.frame(fi))
+        });
+    }
+    Ok(out)
+}
+
+/// The folded samples of a report, with their call chains' frames and the filters that
+/// decide which of them count in rows.
+struct Folded<'a> {
+    profile: &'a Profile,
+    aggs: &'a [Agg],
+    frames: &'a [Frame],
+    chain_frames: &'a [u32],
+    filters: &'a Filters,
+}
+
+impl Folded<'_> {
+    /// The frame indexes of `s`'s call chain.
+    fn chain_of(&self, s: &Agg) -> &[u32] {
+        self.chain_frames
+            .get(s.callchain.start as usize..s.callchain.end as usize)
+            .unwrap_or(&[])
+    }
+
+    /// Whether `s` passes the pid/tid/comm filters (else it counts in the totals only).
+    fn keeps(&self, s: &Agg) -> bool {
+        let f = self.filters;
+        (f.pids.is_empty() || f.pids.contains(&s.pid))
+            && (f.tids.is_empty() || f.tids.contains(&s.tid))
+            && (f.comms.is_empty() || f.comms.iter().any(|c| c == self.profile.str(s.comm)))
+    }
+}
+
+/// Every entry's sampled location (and de-skidded one), and every chain frame's, resolved
+/// once each: indexes into `locs`.
+struct Located {
+    locs: Vec<Loc>,
+    src_strs: Vec<String>,
+    sample_loc: Vec<u32>,
+    /// Per frame (empty without chains).
+    frame_loc: Vec<u32>,
+    /// Per entry, with `--deskid` (else empty).
+    deskid_loc: Vec<u32>,
+}
+
+impl Located {
+    fn sample(&self, entry: u32) -> &Loc {
+        &self.locs[self.sample_loc[entry as usize] as usize]
+    }
+
+    fn frame(&self, frame: u32) -> &Loc {
+        &self.locs[self.frame_loc[frame as usize] as usize]
+    }
+}
+
+/// Interns the distinct locations of the sampled IPs (their de-skidded culprits with
+/// `--deskid`, and chain frames with `use_chains`) and resolves each once. `progress` gets
+/// the entries done.
+fn locate(
+    folded: &Folded,
+    symbolizer: &mut Symbolizer,
+    opts: &HotspotOptions,
+    kw: &KeyWords,
+    use_chains: bool,
+    progress: &mut dyn FnMut(u64),
+) -> Located {
+    let (profile, aggs, frames) = (folded.profile, folded.aggs, folded.frames);
+    let dso_anon = &kw.dso_anon;
     let mut loc_ids: FxHashMap<Query, u32> = FxHashMap::default();
     let mut queries: Vec<Query> = Vec::new();
     let mut intern_loc = |q: Query| -> u32 {
@@ -78,7 +214,7 @@ pub fn hotspots_aggregated(
             s.pid,
         )));
         if use_chains {
-            for &fi in chain_of(s) {
+            for &fi in folded.chain_of(s) {
                 if let Some(f) = frames.get(fi as usize) {
                     frame_loc[fi as usize] =
                         intern_loc(query(f.location.dso, f.location.file_offset, s.pid));
@@ -86,7 +222,7 @@ pub fn hotspots_aggregated(
             }
         }
         if n % 65536 == 0 {
-            progress(n as u64 / 2, total_work);
+            progress(n as u64);
         }
     }
     // De-skid: the estimated culprit of every entry (itself when it does not move), one
@@ -116,8 +252,12 @@ pub fn hotspots_aggregated(
     drop(loc_ids);
     // Symbols (and SVMAs) are needed only by the sym and ip keys and by call graphs: the
     // other keys never load a symbol table (no kallsyms read for `--sort comm`/`srcline`).
+    let keys = &opts.keys;
     let need_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
         || (use_chains && opts.call_graph != CallGraphMode::None);
+    let need_src = keys
+        .iter()
+        .any(|k| matches!(k, SortKey::Srcline | SortKey::Srcfile));
     let (locs, src_strs) = resolve_locations(
         profile,
         symbolizer,
@@ -126,209 +266,206 @@ pub fn hotspots_aggregated(
         need_symbols,
         need_src,
     );
-    // Only `locs` is needed from here on.
-    drop(queries);
+    Located {
+        locs,
+        src_strs,
+        sample_loc,
+        frame_loc,
+        deskid_loc,
+    }
+}
 
-    // 2. Aggregate.
-    let dso_key = |l: &Loc| kw.dso_key(l);
-    let build_key = |buf: &mut Vec<u64>, s: &Agg, l: &Loc, raw_addr: Option<u64>| {
+/// What turns located entries into rows: their key words and event columns.
+struct Rowing<'a> {
+    folded: &'a Folded<'a>,
+    located: &'a Located,
+    kw: &'a KeyWords,
+    keys: &'a [SortKey],
+    col_of: &'a [u32],
+}
+
+impl Rowing<'_> {
+    /// The row key of entry `s` at location `l` into `buf` (`raw_addr`: a chain frame's
+    /// run-time address).
+    fn key(&self, buf: &mut Vec<u64>, s: &Agg, l: &Loc, raw_addr: Option<u64>) {
         buf.clear();
         let sk = s.sample_keys();
-        for &k in keys {
-            kw.push(buf, k, &sk, l, raw_addr);
-        }
-    };
-
-    let nv = if opts.deskid { VALUES_DESKID } else { VALUES };
-    let mut acc = Acc {
-        nv: ncol * nv,
-        index: RowIndex::new(keys.iter().map(|&k| key_words(k)).sum()),
-        rep: Vec::new(),
-        values: Vec::new(),
-    };
-    let at = |r: u32, col: usize, v: usize| (r as usize * ncol + col) * nv + v;
-    let f = &opts.filters;
-    let keep_sample = |s: &Agg| -> bool {
-        (f.pids.is_empty() || f.pids.contains(&s.pid))
-            && (f.tids.is_empty() || f.tids.contains(&s.tid))
-            && (f.comms.is_empty() || f.comms.iter().any(|c| c == profile.str(s.comm)))
-    };
-    let mut buf: Vec<u64> = Vec::with_capacity(keys.len() * 3);
-    let mut seen: Vec<u32> = Vec::with_capacity(128);
-    for (n, s) in aggs.iter().enumerate() {
-        if n % 65536 == 0 {
-            progress(total_work / 2 + n as u64 / 2, total_work);
-        }
-        let Some(&col) = col_of.get(usize::from(s.event)) else {
-            continue;
-        };
-        if col == NONE {
-            continue;
-        }
-        let col = col as usize;
-        totals[col].samples += s.samples;
-        totals[col].period += s.period;
-        if !keep_sample(s) {
-            continue;
-        }
-        let l = &locs[sample_loc[n] as usize];
-        build_key(&mut buf, s, l, None);
-        let r = acc.row(&buf, (n as u32, NONE));
-        acc.values[at(r, col, V_SAMPLES)] += s.samples;
-        acc.values[at(r, col, V_PERIOD)] += s.period;
-        acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
-        acc.values[at(r, col, V_CH_PERIOD)] += s.period;
-        if let Some(&d) = deskid_loc.get(n) {
-            let r = if d == sample_loc[n] {
-                r
-            } else {
-                build_key(&mut buf, s, &locs[d as usize], None);
-                acc.row(&buf, (n as u32, DESKID))
-            };
-            acc.values[at(r, col, V_DS_SAMPLES)] += s.samples;
-            acc.values[at(r, col, V_DS_PERIOD)] += s.period;
-        }
-        if use_chains && opts.children {
-            seen.clear();
-            seen.push(r);
-            for &fi in children_window(chain_of(s)) {
-                let Some(fr) = frames.get(fi as usize) else {
-                    continue;
-                };
-                let l = &locs[frame_loc[fi as usize] as usize];
-                build_key(&mut buf, s, l, Some(fr.addr));
-                let r = acc.row(&buf, (n as u32, fi));
-                if seen.contains(&r) {
-                    continue;
-                }
-                seen.push(r);
-                acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
-                acc.values[at(r, col, V_CH_PERIOD)] += s.period;
-            }
+        for &k in self.keys {
+            self.kw.push(buf, k, &sk, l, raw_addr);
         }
     }
-    progress(total_work, total_work);
-    let Acc {
-        index: row_index,
-        rep,
-        values: acc_values,
-        ..
-    } = acc;
 
-    // The row index is needed again only for call graphs: free it before the rows exist
-    // (peak memory with hundreds of thousands of rows).
-    let row_index = if use_chains && opts.call_graph != CallGraphMode::None {
-        row_index
-    } else {
-        drop(row_index);
-        RowIndex::new(0)
-    };
-    let rows = RowValues {
-        totals,
-        values: acc_values,
-        nv,
-        nrows: rep.len(),
-    };
-    let rep_of = |r: u32| -> RowRep<'_> {
-        let (si, fi) = rep[r as usize];
-        let s = &aggs[si as usize];
-        let (loc, frame) = if fi == NONE {
-            (&locs[sample_loc[si as usize] as usize], None)
-        } else if fi == DESKID {
-            (&locs[deskid_loc[si as usize] as usize], None)
-        } else {
-            let fr = frames.get(fi as usize);
-            (
-                &locs[frame_loc[fi as usize] as usize],
-                fr.map(|f| (f.addr, f.cpumode)),
-            )
+    /// The event column of `s` (`None`: an event the report does not show).
+    fn column(&self, s: &Agg) -> Option<usize> {
+        self.col_of
+            .get(usize::from(s.event))
+            .filter(|&&c| c != NONE)
+            .map(|&c| c as usize)
+    }
+
+    /// The rows: every entry's values added to the row of its key (and of its de-skidded
+    /// location; with `children`, to the rows its chain frames reach, once per row), and
+    /// the event totals. `progress` gets the entries done.
+    fn accumulate(
+        &self,
+        mut totals: Vec<EventTotals>,
+        nv: usize,
+        children: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> (Acc, Vec<EventTotals>) {
+        let (folded, located) = (self.folded, self.located);
+        let ncol = totals.len();
+        let mut acc = Acc {
+            nv: ncol * nv,
+            index: RowIndex::new(self.keys.iter().map(|&k| key_words(k)).sum()),
+            rep: Vec::new(),
+            values: Vec::new(),
         };
-        RowRep {
-            sample: s.sample_keys(),
-            loc,
-            frame,
-        }
-    };
-    let sampled_comms = || comm_names(profile, aggs.iter().map(|s| s.comm));
-    let (mut out, order) = finish_rows(
-        profile,
-        symbolizer,
-        opts,
-        has_callchains,
-        &src_strs,
-        rows,
-        &rep_of,
-        &sampled_comms,
-    )?;
-    drop(rep);
-
-    // 4. Call graphs for the shown rows.
-    if use_chains && opts.call_graph != CallGraphMode::None && !order.is_empty() {
-        let mut shown: FxHashMap<u32, usize> = FxHashMap::default();
-        for (i, &r) in order.iter().enumerate() {
-            shown.insert(r, i);
-        }
-        // The root of each shown row's trie per event column (created on first use).
-        let mut tries = CallTries::default();
-        let mut roots: Vec<u32> = vec![NO_NODE; order.len() * ncol];
-        let mut path: Vec<(u64, u64, u32)> = Vec::new();
-        let frame_sym = |fi: u32, fr: &Frame| -> (u64, u64) {
-            let l = &locs[frame_loc[fi as usize] as usize];
-            match l.symbol() {
-                Some(id) => (
-                    1 | dso_key(l) << 1,
-                    u64::from(id.table) << 32 | u64::from(id.index),
-                ),
-                None => (dso_key(l) << 1, fr.addr),
+        let at = |r: u32, col: usize, v: usize| (r as usize * ncol + col) * nv + v;
+        let mut buf: Vec<u64> = Vec::with_capacity(self.keys.len() * 3);
+        let mut seen: Vec<u32> = Vec::with_capacity(128);
+        for (n, s) in folded.aggs.iter().enumerate() {
+            if n % 65536 == 0 {
+                progress(n as u64);
             }
-        };
-        for (n, s) in aggs.iter().enumerate() {
-            let Some(&col) = col_of.get(usize::from(s.event)) else {
+            let Some(col) = self.column(s) else {
                 continue;
             };
-            if col == NONE || !keep_sample(s) {
+            totals[col].samples += s.samples;
+            totals[col].period += s.period;
+            if !folded.keeps(s) {
                 continue;
             }
-            let chain: &[u32] = chain_of(s);
-            let l = &locs[sample_loc[n] as usize];
-            build_key(&mut buf, s, l, None);
-            seen.clear();
-            // Position in the chain where each shown row is first met (usize::MAX: sampled IP).
-            let mut hits: Vec<(usize, usize)> = Vec::new();
-            if let Some(r) = row_index.get(&buf) {
-                seen.push(r);
-                if let Some(&i) = shown.get(&r) {
-                    hits.push((i, usize::MAX));
-                }
+            let sample_loc = located.sample_loc[n];
+            self.key(&mut buf, s, &located.locs[sample_loc as usize], None);
+            let r = acc.row(&buf, (n as u32, NONE));
+            acc.values[at(r, col, V_SAMPLES)] += s.samples;
+            acc.values[at(r, col, V_PERIOD)] += s.period;
+            acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
+            acc.values[at(r, col, V_CH_PERIOD)] += s.period;
+            if let Some(&d) = located.deskid_loc.get(n) {
+                let r = if d == sample_loc {
+                    r
+                } else {
+                    self.key(&mut buf, s, &located.locs[d as usize], None);
+                    acc.row(&buf, (n as u32, DESKID))
+                };
+                acc.values[at(r, col, V_DS_SAMPLES)] += s.samples;
+                acc.values[at(r, col, V_DS_PERIOD)] += s.period;
             }
-            if opts.children {
-                let skipped = chain.len() - children_window(chain).len();
-                for (p, &fi) in chain.iter().enumerate().skip(skipped) {
-                    let Some(fr) = frames.get(fi as usize) else {
+            if children {
+                seen.clear();
+                seen.push(r);
+                for &fi in children_window(folded.chain_of(s)) {
+                    let Some(fr) = folded.frames.get(fi as usize) else {
                         continue;
                     };
-                    let l = &locs[frame_loc[fi as usize] as usize];
-                    build_key(&mut buf, s, l, Some(fr.addr));
-                    let Some(r) = row_index.get(&buf) else {
-                        continue;
-                    };
+                    self.key(&mut buf, s, located.frame(fi), Some(fr.addr));
+                    let r = acc.row(&buf, (n as u32, fi));
                     if seen.contains(&r) {
                         continue;
                     }
                     seen.push(r);
-                    if let Some(&i) = shown.get(&r) {
-                        hits.push((i, p));
-                    }
+                    acc.values[at(r, col, V_CH_SAMPLES)] += s.samples;
+                    acc.values[at(r, col, V_CH_PERIOD)] += s.period;
                 }
             }
+        }
+        (acc, totals)
+    }
+
+    /// The shown rows entry `n` reaches, each with where in its chain it is first met
+    /// (`usize::MAX`: the sampled IP), into `scratch.hits`.
+    fn shown_hits(
+        &self,
+        n: usize,
+        children: bool,
+        row_index: &RowIndex,
+        shown: &FxHashMap<u32, usize>,
+        scratch: &mut HitScratch,
+    ) {
+        let (folded, located) = (self.folded, self.located);
+        let s = &folded.aggs[n];
+        let chain = folded.chain_of(s);
+        let HitScratch { buf, seen, hits } = scratch;
+        seen.clear();
+        hits.clear();
+        self.key(buf, s, &located.locs[located.sample_loc[n] as usize], None);
+        if let Some(r) = row_index.get(buf) {
+            seen.push(r);
+            if let Some(&i) = shown.get(&r) {
+                hits.push((i, usize::MAX));
+            }
+        }
+        if !children {
+            return;
+        }
+        let skipped = chain.len() - children_window(chain).len();
+        for (p, &fi) in chain.iter().enumerate().skip(skipped) {
+            let Some(fr) = folded.frames.get(fi as usize) else {
+                continue;
+            };
+            self.key(buf, s, located.frame(fi), Some(fr.addr));
+            let Some(r) = row_index.get(buf) else {
+                continue;
+            };
+            if seen.contains(&r) {
+                continue;
+            }
+            seen.push(r);
+            if let Some(&i) = shown.get(&r) {
+                hits.push((i, p));
+            }
+        }
+    }
+
+    /// The call-graph tries of the shown rows (`order`), per event column: every kept
+    /// entry's callers (or callees, caller order) below each shown row it reaches. Counts
+    /// the paths cut at perf's `--max-stack` into `out`.
+    fn call_tries(
+        &self,
+        opts: &HotspotOptions,
+        row_index: &RowIndex,
+        order: &[u32],
+        ncol: usize,
+        out: &mut Hotspots,
+    ) -> RowTries {
+        let (folded, located) = (self.folded, self.located);
+        let frames = folded.frames;
+        let shown: FxHashMap<u32, usize> =
+            order.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        // The root of each shown row's trie per event column (created on first use).
+        let mut tries = CallTries::default();
+        let mut roots: Vec<u32> = vec![NO_NODE; order.len() * ncol];
+        let mut path: Vec<(u64, u64, u32)> = Vec::new();
+        let mut scratch = HitScratch::default();
+        let frame_sym = |fi: u32, fr: &Frame| -> (u64, u64) {
+            let l = located.frame(fi);
+            match l.symbol() {
+                Some(id) => (
+                    1 | self.kw.dso_key(l) << 1,
+                    u64::from(id.table) << 32 | u64::from(id.index),
+                ),
+                None => (self.kw.dso_key(l) << 1, fr.addr),
+            }
+        };
+        for (n, s) in folded.aggs.iter().enumerate() {
+            let Some(col) = self.column(s) else {
+                continue;
+            };
+            if !folded.keeps(s) {
+                continue;
+            }
+            let chain: &[u32] = folded.chain_of(s);
+            self.shown_hits(n, opts.children, row_index, &shown, &mut scratch);
+            // Callers of a row: the frames after its position (skip the sampled IP's own
+            // frame, which the kernel puts first).
+            let ip_first = chain
+                .first()
+                .and_then(|&fi| frames.get(fi as usize))
+                .is_some_and(|fr| fr.addr == s.ip);
             let mut cut = false;
-            for (i, p) in hits {
-                // Callers of the row: the frames after its position (skip the sampled IP's
-                // own frame, which the kernel puts first).
-                let ip_first = chain
-                    .first()
-                    .and_then(|&fi| frames.get(fi as usize))
-                    .is_some_and(|fr| fr.addr == s.ip);
+            for &(i, p) in &scratch.hits {
                 let start = if p == usize::MAX {
                     usize::from(ip_first)
                 } else {
@@ -351,7 +488,7 @@ pub fn hotspots_aggregated(
                     path.truncate(PERF_MAX_STACK);
                     cut = true;
                 }
-                let root = &mut roots[i * ncol + col as usize];
+                let root = &mut roots[i * ncol + col];
                 if *root == NO_NODE {
                     *root = tries.root();
                 }
@@ -359,12 +496,42 @@ pub fn hotspots_aggregated(
             }
             out.cut_call_paths += u64::from(cut);
         }
-        for (i, row_roots) in roots.chunks(ncol.max(1)).enumerate() {
+        RowTries { tries, roots }
+    }
+}
+
+/// [`Rowing::shown_hits`]'s buffers, reused from entry to entry.
+#[derive(Default)]
+struct HitScratch {
+    buf: Vec<u64>,
+    seen: Vec<u32>,
+    hits: Vec<(usize, usize)>,
+}
+
+/// The call-graph tries of the shown rows: the root of row `i`'s trie for event column `c`
+/// at `roots[i * ncol + c]` (`NO_NODE`: none).
+struct RowTries {
+    tries: CallTries,
+    roots: Vec<u32>,
+}
+
+impl RowTries {
+    /// The call graphs of every shown row with samples in its tries, into `out`
+    /// (frames named by `name_of`; branches under `--call-graph`'s threshold left out).
+    fn into_graphs(
+        self,
+        out: &mut Hotspots,
+        opts: &HotspotOptions,
+        ncol: usize,
+        name_of: &dyn Fn(u32) -> String,
+    ) {
+        let tries = &self.tries;
+        for (i, row_roots) in self.roots.chunks(ncol.max(1)).enumerate() {
             let used = |r: u32| r != NO_NODE && tries.samples(r) > 0;
             if !row_roots.iter().any(|&r| used(r)) {
                 continue;
             }
-            let row = Row { h: &out, i };
+            let row = Row { h: out, i };
             let name = match row.keys().find(|k| k.key == SortKey::Sym) {
                 Some(k) => row.text(&k).to_string(),
                 None => row
@@ -380,14 +547,11 @@ pub fn hotspots_aggregated(
                 }
                 let threshold =
                     (opts.call_graph_threshold / 100.0 * out.events[c].period as f64) as u64;
-                graphs[c] = Some(tries.to_node(r, name.clone(), threshold, &|fi| {
-                    frame_name(profile, symbolizer, &locs[frame_loc[fi as usize] as usize])
-                }));
+                graphs[c] = Some(tries.to_node(r, name.clone(), threshold, name_of));
             }
             out.call_graphs.push((i as u32, graphs));
         }
     }
-    Ok(out)
 }
 
 /// No node (an empty link of [`CallTries`]).
