@@ -140,6 +140,24 @@ struct Folded {
     flags: u8,
 }
 
+impl Folded {
+    /// A total order of folded branches: by event, addresses, cycles and flags first (the
+    /// rows' order for equal counts), then the other fields.
+    fn order(&self) -> impl Ord {
+        let end = |e: &End| (e.location.dso, e.location.file_offset, e.mode as u8);
+        (
+            (
+                self.event,
+                self.from.addr,
+                self.to.addr,
+                self.cycles,
+                self.flags,
+            ),
+            (self.pid, self.comm, end(&self.from), end(&self.to)),
+        )
+    }
+}
+
 /// Folds the branch entries of samples as they are read (memory grows with distinct
 /// branches, not with samples).
 #[derive(Debug, Default)]
@@ -330,14 +348,21 @@ enum SymKey {
     Addr(u64),
 }
 
-/// Builds the branch-mode rows from an aggregator fed every sample of `profile`'s file.
-pub fn branch_report(
+/// Grouping identity of a key's value (what perf compares), beside its display value.
+#[derive(PartialEq, Eq, Hash)]
+enum Ident {
+    Text(String),
+    Sym(SymKey),
+    Num(u64),
+}
+
+/// The report events, those asked for, else those with branch entries, in file order, with
+/// their totals.
+fn report_events(
     profile: &Profile,
     agg: &BranchAggregator,
-    symbolizer: &mut Symbolizer,
     opts: &BranchOptions,
-) -> Result<BranchReport, AnalysisError> {
-    // Report events: those asked for, else those with branch entries, in file order.
+) -> Result<(Vec<EventId>, Vec<EventTotals>), AnalysisError> {
     let mut ids: Vec<EventId> = culprit_decode::model::select_events(profile, &opts.events)?;
     if opts.events.is_empty() {
         ids = (0..profile.events.len() as EventId)
@@ -360,172 +385,188 @@ pub fn branch_report(
             }
         })
         .collect();
-    let keys = agg.keys.clone();
-    let column: HashMap<EventId, usize> = ids.iter().enumerate().map(|(i, &e)| (e, i)).collect();
+    Ok((ids, events))
+}
 
-    // Symbols (and source lines) of every distinct branch end, resolved once.
-    let wants_sym = keys
-        .iter()
-        .any(|k| matches!(k, BranchKey::SymbolFrom | BranchKey::SymbolTo));
-    let wants_src = keys
-        .iter()
-        .any(|k| matches!(k, BranchKey::SrclineFrom | BranchKey::SrclineTo));
-    let mut queries: Vec<Query> = Vec::new();
-    if wants_sym || wants_src {
-        for f in agg.counts.keys() {
-            queries.push(Query::of(f.from.location, f.pid));
-            queries.push(Query::of(f.to.location, f.pid));
-        }
-        queries.sort_unstable();
-        queries.dedup();
-    }
-    let mut symbols: HashMap<Query, Option<culprit_symbols::SymbolId>> = HashMap::new();
-    if wants_sym {
-        let resolved = symbolizer.resolve_batch(profile, &queries);
-        symbols = queries
+/// The symbols and source lines of every distinct branch end, resolved once (only those
+/// the keys show), and what the keys read from a folded branch.
+struct BranchNaming<'a> {
+    profile: &'a Profile,
+    symbolizer: &'a Symbolizer,
+    symbols: HashMap<Query, Option<culprit_symbols::SymbolId>>,
+    srclines: HashMap<Query, Option<String>>,
+}
+
+impl<'a> BranchNaming<'a> {
+    /// Resolves the ends of `agg`'s branches that `keys` name by symbol or source line.
+    fn new(
+        profile: &'a Profile,
+        agg: &BranchAggregator,
+        symbolizer: &'a mut Symbolizer,
+        keys: &[BranchKey],
+    ) -> Self {
+        let wants_sym = keys
             .iter()
-            .zip(resolved)
-            .map(|(q, r)| (*q, r.symbol))
-            .collect();
-    }
-    let mut srclines: HashMap<Query, Option<String>> = HashMap::new();
-    if wants_src {
-        for q in &queries {
-            let line = symbolizer
-                .source_line(profile, q.dso, q.file_offset)
-                .and_then(|f| Some(format!("{}:{}", f.file?, f.line.unwrap_or(0))));
-            srclines.insert(*q, line);
+            .any(|k| matches!(k, BranchKey::SymbolFrom | BranchKey::SymbolTo));
+        let wants_src = keys
+            .iter()
+            .any(|k| matches!(k, BranchKey::SrclineFrom | BranchKey::SrclineTo));
+        let mut queries: Vec<Query> = Vec::new();
+        if wants_sym || wants_src {
+            for f in agg.counts.keys() {
+                queries.push(Query::of(f.from.location, f.pid));
+                queries.push(Query::of(f.to.location, f.pid));
+            }
+            queries.sort_unstable();
+            queries.dedup();
+        }
+        let mut symbols: HashMap<Query, Option<culprit_symbols::SymbolId>> = HashMap::new();
+        if wants_sym {
+            let resolved = symbolizer.resolve_batch(profile, &queries);
+            symbols = queries
+                .iter()
+                .zip(resolved)
+                .map(|(q, r)| (*q, r.symbol))
+                .collect();
+        }
+        let mut srclines: HashMap<Query, Option<String>> = HashMap::new();
+        if wants_src {
+            for q in &queries {
+                let line = symbolizer
+                    .source_line(profile, q.dso, q.file_offset)
+                    .and_then(|f| Some(format!("{}:{}", f.file?, f.line.unwrap_or(0))));
+                srclines.insert(*q, line);
+            }
+        }
+        BranchNaming {
+            profile,
+            symbolizer,
+            symbols,
+            srclines,
         }
     }
-    let dso_name = |d: Option<DsoId>| -> String {
-        d.and_then(|d| profile.dsos.get(d as usize))
+
+    fn dso_name(&self, d: Option<DsoId>) -> String {
+        d.and_then(|d| self.profile.dsos.get(d as usize))
             .map_or_else(|| "[unknown]".to_string(), |d| d.short_name.clone())
-    };
-    let tag = |m: CpuMode| match m {
-        CpuMode::User | CpuMode::GuestUser => "[.]",
-        CpuMode::Kernel | CpuMode::GuestKernel => "[k]",
-        _ => "[H]",
-    };
-    // Grouping identity per key (what perf compares), then the display value.
-    #[derive(PartialEq, Eq, Hash)]
-    enum Ident {
-        Text(String),
-        Sym(SymKey),
-        Num(u64),
     }
+
+    /// Key `k` of branch `f`: its grouping identity and its display value.
+    fn key_value(&self, k: BranchKey, f: &Folded) -> (Ident, BranchKeyValue) {
+        let plain = |text: String| BranchKeyValue {
+            key: k,
+            text,
+            tag: None,
+            dso: None,
+            addr: None,
+            number: None,
+        };
+        let end = match k {
+            BranchKey::DsoFrom | BranchKey::SymbolFrom | BranchKey::SrclineFrom => f.from,
+            _ => f.to,
+        };
+        match k {
+            BranchKey::Comm => {
+                let t = self.profile.str(f.comm).to_string();
+                (Ident::Text(t.clone()), plain(t))
+            }
+            BranchKey::Pid => {
+                let mut v = plain(format!("{}:{}", f.pid, self.profile.str(f.comm)));
+                v.number = Some(i64::from(f.pid));
+                (Ident::Num(f.pid as u64), v)
+            }
+            BranchKey::DsoFrom | BranchKey::DsoTo => {
+                let t = self.dso_name(end.location.dso);
+                (Ident::Text(t.clone()), plain(t))
+            }
+            BranchKey::SymbolFrom | BranchKey::SymbolTo => {
+                let q = Query::of(end.location, f.pid);
+                let sym =
+                    self.symbols.get(&q).copied().flatten().and_then(|id| {
+                        self.symbolizer.symbol(id).map(|s| (id, s.name.to_string()))
+                    });
+                let mut v = plain(String::new());
+                v.tag = Some(match end.mode {
+                    CpuMode::User | CpuMode::GuestUser => "[.]",
+                    CpuMode::Kernel | CpuMode::GuestKernel => "[k]",
+                    _ => "[H]",
+                });
+                match sym {
+                    Some((id, name)) => {
+                        v.text = name;
+                        (Ident::Sym(SymKey::Named(id, end.location.dso)), v)
+                    }
+                    None => {
+                        v.text = "[unknown]".to_string();
+                        v.dso = Some(self.dso_name(end.location.dso));
+                        v.addr = Some(end.location.file_offset);
+                        (Ident::Sym(SymKey::Addr(end.addr)), v)
+                    }
+                }
+            }
+            BranchKey::SrclineFrom | BranchKey::SrclineTo => {
+                let q = Query::of(end.location, f.pid);
+                match self.srclines.get(&q).cloned().flatten() {
+                    Some(line) => (Ident::Text(line.clone()), plain(line)),
+                    None => {
+                        let mut v = plain("[unknown]".to_string());
+                        v.dso = Some(self.dso_name(end.location.dso));
+                        v.addr = Some(end.location.file_offset);
+                        (Ident::Sym(SymKey::Addr(end.addr)), v)
+                    }
+                }
+            }
+            BranchKey::Mispredict => {
+                let t = if f.flags & 2 != 0 {
+                    "N"
+                } else if f.flags & 1 != 0 {
+                    "Y"
+                } else {
+                    "N/A"
+                };
+                (Ident::Num(u64::from(f.flags & 3)), plain(t.to_string()))
+            }
+            BranchKey::Cycles => {
+                let t = if f.cycles == 0 {
+                    "-".to_string()
+                } else {
+                    f.cycles.to_string()
+                };
+                (Ident::Num(u64::from(f.cycles)), plain(t))
+            }
+            BranchKey::InTx => {
+                let t = if f.flags & 4 != 0 { "X" } else { "." };
+                (Ident::Num(u64::from(f.flags & 4)), plain(t.to_string()))
+            }
+            BranchKey::Abort => {
+                let t = if f.flags & 8 != 0 { "A" } else { "." };
+                (Ident::Num(u64::from(f.flags & 8)), plain(t.to_string()))
+            }
+        }
+    }
+}
+
+/// The rows: branches with equal key identities grouped, their entries counted per event
+/// (`ids`' order), in a stable order (by the folded key's addresses for equal counts).
+fn group_rows(
+    agg: &BranchAggregator,
+    naming: &BranchNaming,
+    keys: &[BranchKey],
+    ids: &[EventId],
+) -> Vec<BranchRow> {
+    let column: HashMap<EventId, usize> = ids.iter().enumerate().map(|(i, &e)| (e, i)).collect();
     let mut rows: Vec<BranchRow> = Vec::new();
     let mut index: HashMap<Vec<Ident>, usize> = HashMap::new();
     let mut folded: Vec<(&Folded, &u64)> = agg.counts.iter().collect();
-    // A stable row order for equal counts: by the folded key's addresses.
-    folded.sort_unstable_by_key(|(f, _)| (f.event, f.from.addr, f.to.addr, f.cycles, f.flags));
+    // The map's order is random: sort by every field, so that equal counts keep one order
+    // from run to run.
+    folded.sort_unstable_by_key(|(f, _)| f.order());
     for (f, &n) in folded {
         let Some(&col) = column.get(&f.event) else {
             continue;
         };
-        let mut ident = Vec::with_capacity(keys.len());
-        let mut values = Vec::with_capacity(keys.len());
-        for &k in &keys {
-            let plain = |text: String| BranchKeyValue {
-                key: k,
-                text,
-                tag: None,
-                dso: None,
-                addr: None,
-                number: None,
-            };
-            let (id, v) = match k {
-                BranchKey::Comm => {
-                    let t = profile.str(f.comm).to_string();
-                    (Ident::Text(t.clone()), plain(t))
-                }
-                BranchKey::Pid => {
-                    let mut v = plain(format!("{}:{}", f.pid, profile.str(f.comm)));
-                    v.number = Some(i64::from(f.pid));
-                    (Ident::Num(f.pid as u64), v)
-                }
-                BranchKey::DsoFrom | BranchKey::DsoTo => {
-                    let end = if k == BranchKey::DsoFrom {
-                        f.from
-                    } else {
-                        f.to
-                    };
-                    let t = dso_name(end.location.dso);
-                    (Ident::Text(t.clone()), plain(t))
-                }
-                BranchKey::SymbolFrom | BranchKey::SymbolTo => {
-                    let end = if k == BranchKey::SymbolFrom {
-                        f.from
-                    } else {
-                        f.to
-                    };
-                    let q = Query::of(end.location, f.pid);
-                    let sym = symbols
-                        .get(&q)
-                        .copied()
-                        .flatten()
-                        .and_then(|id| symbolizer.symbol(id).map(|s| (id, s.name.to_string())));
-                    let mut v = plain(String::new());
-                    v.tag = Some(tag(end.mode));
-                    match sym {
-                        Some((id, name)) => {
-                            v.text = name;
-                            (Ident::Sym(SymKey::Named(id, end.location.dso)), v)
-                        }
-                        None => {
-                            v.text = "[unknown]".to_string();
-                            v.dso = Some(dso_name(end.location.dso));
-                            v.addr = Some(end.location.file_offset);
-                            (Ident::Sym(SymKey::Addr(end.addr)), v)
-                        }
-                    }
-                }
-                BranchKey::SrclineFrom | BranchKey::SrclineTo => {
-                    let end = if k == BranchKey::SrclineFrom {
-                        f.from
-                    } else {
-                        f.to
-                    };
-                    let q = Query::of(end.location, f.pid);
-                    match srclines.get(&q).cloned().flatten() {
-                        Some(line) => (Ident::Text(line.clone()), plain(line)),
-                        None => {
-                            let mut v = plain("[unknown]".to_string());
-                            v.dso = Some(dso_name(end.location.dso));
-                            v.addr = Some(end.location.file_offset);
-                            (Ident::Sym(SymKey::Addr(end.addr)), v)
-                        }
-                    }
-                }
-                BranchKey::Mispredict => {
-                    let t = if f.flags & 2 != 0 {
-                        "N"
-                    } else if f.flags & 1 != 0 {
-                        "Y"
-                    } else {
-                        "N/A"
-                    };
-                    (Ident::Num(u64::from(f.flags & 3)), plain(t.to_string()))
-                }
-                BranchKey::Cycles => {
-                    let t = if f.cycles == 0 {
-                        "-".to_string()
-                    } else {
-                        f.cycles.to_string()
-                    };
-                    (Ident::Num(u64::from(f.cycles)), plain(t))
-                }
-                BranchKey::InTx => {
-                    let t = if f.flags & 4 != 0 { "X" } else { "." };
-                    (Ident::Num(u64::from(f.flags & 4)), plain(t.to_string()))
-                }
-                BranchKey::Abort => {
-                    let t = if f.flags & 8 != 0 { "A" } else { "." };
-                    (Ident::Num(u64::from(f.flags & 8)), plain(t.to_string()))
-                }
-            };
-            ident.push(id);
-            values.push(v);
-        }
+        let (ident, values): (Vec<Ident>, Vec<BranchKeyValue>) =
+            keys.iter().map(|&k| naming.key_value(k, f)).unzip();
         let r = *index.entry(ident).or_insert_with(|| {
             rows.push(BranchRow {
                 keys: values,
@@ -537,6 +578,46 @@ pub fn branch_report(
             *c += n;
         }
     }
+    rows
+}
+
+/// `rows` biggest first by event `first`, then the next events (ties keep the stable
+/// order), limited by `first`'s percentages and `--top`; with how many the limits hid.
+fn ranked(
+    mut rows: Vec<BranchRow>,
+    first: usize,
+    events: &[EventTotals],
+    opts: &BranchOptions,
+) -> (Vec<BranchRow>, usize) {
+    let ncol = events.len();
+    let value = |r: &BranchRow, k: usize| r.samples.get((first + k) % ncol).copied();
+    rows.sort_by(|a, b| {
+        (0..ncol)
+            .map(|k| value(b, k).cmp(&value(a, k)))
+            .fold(std::cmp::Ordering::Equal, std::cmp::Ordering::then)
+    });
+    let before = rows.len();
+    if opts.percent_limit > 0.0 {
+        rows.retain(|r| r.percent(first, events) >= opts.percent_limit);
+    }
+    if let Some(top) = opts.top {
+        rows.truncate(top);
+    }
+    let hidden = before - rows.len();
+    (rows, hidden)
+}
+
+/// Builds the branch-mode rows from an aggregator fed every sample of `profile`'s file.
+pub fn branch_report(
+    profile: &Profile,
+    agg: &BranchAggregator,
+    symbolizer: &mut Symbolizer,
+    opts: &BranchOptions,
+) -> Result<BranchReport, AnalysisError> {
+    let (ids, events) = report_events(profile, agg, opts)?;
+    let keys = agg.keys.clone();
+    let naming = BranchNaming::new(profile, agg, symbolizer, &keys);
+    let rows = group_rows(agg, &naming, &keys, &ids);
     let ncol = events.len();
     let sort_event = match &opts.sort_event {
         Some(name) => events.iter().position(|e| &e.name == name).ok_or_else(|| {
@@ -552,25 +633,6 @@ pub fn branch_report(
             })
             .unwrap_or(0),
     };
-    // Biggest first by event `first`, then the next events; ties keep the stable order.
-    // Limited by `first`'s percentages. Returns the rows and how many the limits hid.
-    let table = |mut rows: Vec<BranchRow>, first: usize| -> (Vec<BranchRow>, usize) {
-        let value = |r: &BranchRow, k: usize| r.samples.get((first + k) % ncol).copied();
-        rows.sort_by(|a, b| {
-            (0..ncol)
-                .map(|k| value(b, k).cmp(&value(a, k)))
-                .fold(std::cmp::Ordering::Equal, std::cmp::Ordering::then)
-        });
-        let before = rows.len();
-        if opts.percent_limit > 0.0 {
-            rows.retain(|r| r.percent(first, &events) >= opts.percent_limit);
-        }
-        if let Some(top) = opts.top {
-            rows.truncate(top);
-        }
-        let hidden = before - rows.len();
-        (rows, hidden)
-    };
     let event_tables = if opts.per_event && ncol > 1 {
         (0..ncol)
             .map(|e| {
@@ -579,14 +641,14 @@ pub fn branch_report(
                     .filter(|r| r.samples.get(e).is_some_and(|&n| n > 0))
                     .cloned()
                     .collect();
-                let (rows, hidden_rows) = table(mine, e);
+                let (rows, hidden_rows) = ranked(mine, e, &events, opts);
                 BranchTable { rows, hidden_rows }
             })
             .collect()
     } else {
         Vec::new()
     };
-    let (rows, hidden_rows) = table(rows, sort_event);
+    let (rows, hidden_rows) = ranked(rows, sort_event, &events, opts);
     Ok(BranchReport {
         events,
         keys,

@@ -1055,3 +1055,49 @@ fn test_stack_builder_merge_equals_one_builder_at_every_split() {
     let pf_first = build(&[&all[4..5], &all[..4], &all[5..]], &mut s);
     assert_eq!(events(&pf_first), ["page-faults", "cpu-clock"]);
 }
+
+/// Branch rows of equal counts come out in one order, run after run: the aggregator's map
+/// iterates in a random order, and 24 rows tied on count and addresses (one branch each,
+/// from 24 processes) were shown in that order, a different report at each run.
+#[test]
+fn test_branch_rows_tied_on_count_keep_one_order() {
+    use crate::branches::{branch_report, BranchAggregator, BranchKey, BranchOptions};
+    use culprit_decode::model::BranchEntry;
+    let mut b = Builder::new(&["cycles"]);
+    let loc = |a: u64| Location {
+        dso: Some(0),
+        file_offset: a,
+    };
+    for pid in (100..124).rev() {
+        b.sample(0, 0, 1, &[0x1010]);
+        let start = b.p.branches.len() as u32;
+        b.p.branches.push(BranchEntry {
+            from: 0x1010,
+            to: 0x2010,
+            flags: 0,
+            from_location: loc(0x1010),
+            from_cpumode: CpuMode::User,
+            to_location: loc(0x2010),
+            to_cpumode: CpuMode::User,
+        });
+        let s = b.p.samples.last_mut().unwrap();
+        s.pid = pid;
+        s.branches = start..start + 1;
+    }
+    let keys = [BranchKey::Pid, BranchKey::SymbolFrom, BranchKey::SymbolTo];
+    let pids = |tag: &str| -> Vec<String> {
+        let mut agg = BranchAggregator::new(&keys, &Filters::default());
+        for s in &b.p.samples {
+            agg.add(&b.p, s);
+        }
+        let mut sym = symbolizer(tag);
+        let report = branch_report(&b.p, &agg, &mut sym, &BranchOptions::default()).unwrap();
+        report.rows.iter().map(|r| r.keys[0].text.clone()).collect()
+    };
+    let first = pids("branch-order-1");
+    assert_eq!(first.len(), 24);
+    // By pid, the order of the folded fields after the addresses.
+    let want: Vec<String> = (100..124).map(|p| format!("{p}:prog")).collect();
+    assert_eq!(first, want);
+    assert_eq!(pids("branch-order-2"), first);
+}

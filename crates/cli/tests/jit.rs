@@ -22,7 +22,10 @@ fn runtime_tmp_pid(name: &str) -> Option<u32> {
     let rest = name
         .strip_prefix("perf-")
         .and_then(|r| r.strip_suffix(".map"))
-        .or_else(|| name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")))
+        .or_else(|| {
+            name.strip_prefix("jit-")
+                .and_then(|r| r.strip_suffix(".dump"))
+        })
         .or_else(|| {
             name.strip_prefix("jitted-")
                 .and_then(|r| r.strip_suffix(".so"))
@@ -44,10 +47,16 @@ impl RuntimeTmpFiles {
     /// Removes the files now and asserts that the runtime wrote some and none is left.
     fn assert_removed(self, what: &str) {
         let pids = self.0.clone();
-        assert!(!pids.is_empty(), "{what}: no runtime file in /tmp was found");
+        assert!(
+            !pids.is_empty(),
+            "{what}: no runtime file in /tmp was found"
+        );
         drop(self);
         let left: Vec<u32> = runtime_tmp_pids().intersection(&pids).copied().collect();
-        assert!(left.is_empty(), "{what}: runtime files left in /tmp for {left:?}");
+        assert!(
+            left.is_empty(),
+            "{what}: runtime files left in /tmp for {left:?}"
+        );
     }
 }
 
@@ -81,7 +90,11 @@ fn record_in(dir: &Path, args: &[&str], cmd: &[&str]) -> (PathBuf, RuntimeTmpFil
     let fresh: BTreeSet<u32> = runtime_tmp_pids().difference(&before).copied().collect();
     let mut ours = BTreeSet::new();
     if !fresh.is_empty() {
-        let pids = stdout_of(common::perf().args(["script", "-F", "pid", "-i"]).arg(&file));
+        let pids = stdout_of(
+            common::perf()
+                .args(["script", "-F", "pid", "-i"])
+                .arg(&file),
+        );
         ours = pids
             .lines()
             .filter_map(|l| l.trim().parse().ok())

@@ -88,7 +88,10 @@ pub fn hotspots_aggregated(
         let (loc, frame) = if fi == NONE {
             (located.sample(si), None)
         } else if fi == DESKID {
-            (&located.locs[located.deskid_loc[si as usize] as usize], None)
+            (
+                &located.locs[located.deskid_loc[si as usize] as usize],
+                None,
+            )
         } else {
             let fr = folded.frames.get(fi as usize);
             (located.frame(fi), fr.map(|f| (f.addr, f.cpumode)))
@@ -432,8 +435,7 @@ impl Rowing<'_> {
     ) -> RowTries {
         let (folded, located) = (self.folded, self.located);
         let frames = folded.frames;
-        let shown: FxHashMap<u32, usize> =
-            order.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+        let shown: FxHashMap<u32, usize> = order.iter().enumerate().map(|(i, &r)| (r, i)).collect();
         // The root of each shown row's trie per event column (created on first use).
         let mut tries = CallTries::default();
         let mut roots: Vec<u32> = vec![NO_NODE; order.len() * ncol];
