@@ -303,205 +303,228 @@ fn split(
     ]
 }
 
+/// What a model's level-1 and level-2 nodes are computed from: the counts of the plan's
+/// formulas (`None`: not counted), the model's width in slots a cycle, and whether level 2
+/// is wanted.
+struct Inputs<'a> {
+    fc: &'a dyn Fn(Formula) -> Option<FormulaCounts>,
+    w: f64,
+    l2: bool,
+}
+
+/// AMD Zen 4/5 (PPR's pipeline utilization): level 1 from dispatch slots, level 2 by
+/// splitting each node with a ratio of its own events.
+fn amd_nodes(inp: &Inputs) -> Vec<Raw> {
+    let (fc, w, l2) = (inp.fc, inp.w, inp.l2);
+    let frac = |f: Formula, num: &dyn Fn(&FormulaCounts) -> f64| -> (f64, f64) {
+        fc(f).map_or((0.0, 0.0), |c| {
+            (div(num(&c), w * c.reference), c.reliability)
+        })
+    };
+    let (fe, fe_r) = frac(Formula::AmdFe, &|c| c.get(Ev::AmdFeNoOps));
+    let (be, be_r) = frac(Formula::AmdBe, &|c| c.get(Ev::AmdBackendStalls));
+    let (smt, smt_r) = frac(Formula::AmdSmt, &|c| c.get(Ev::AmdSmtContention));
+    let (ret, ret_r) = frac(Formula::AmdRet, &|c| c.get(Ev::AmdRetOps));
+    let (bs, bs_r) = frac(Formula::AmdBs, &|c| {
+        c.get(Ev::AmdOpsDispatched) - c.get(Ev::AmdRetOps)
+    });
+    let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, fe_r);
+    let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, bs_r);
+    let mut be_n = leaf("backend_bound", Role::Backend, be, be_r);
+    let mut ret_n = leaf("retiring", Role::Retiring, ret, ret_r);
+    let smt_n = leaf("smt_contention", Role::Smt, smt, smt_r);
+    if l2 {
+        if let Some(c) = fc(Formula::AmdFeSplit) {
+            let share = div(w * c.get(Ev::AmdFeNoOpsCmask), c.get(Ev::AmdFeNoOps));
+            fe_n.children = split(
+                &fe_n,
+                share,
+                c.reliability,
+                ("latency", Role::FetchLatency),
+                ("bandwidth", Role::FetchBandwidth),
+            );
+        }
+        if let Some(c) = fc(Formula::AmdBsSplit) {
+            let m = c.get(Ev::AmdBrMisp);
+            let share = div(m, m + c.get(Ev::AmdRestarts));
+            bs_n.children = split(
+                &bs_n,
+                share,
+                c.reliability,
+                ("mispredicts", Role::Mispredicts),
+                ("pipeline_restarts", Role::Restarts),
+            );
+        }
+        if let Some(c) = fc(Formula::AmdBeSplit) {
+            let share = div(c.get(Ev::AmdLoadNotComplete), c.get(Ev::AmdNotComplete));
+            be_n.children = split(
+                &be_n,
+                share,
+                c.reliability,
+                ("memory", Role::Memory),
+                ("cpu", Role::Core),
+            );
+        }
+        if let Some(c) = fc(Formula::AmdRetSplit) {
+            let share = 1.0 - div(c.get(Ev::AmdUcodeOps), c.get(Ev::AmdRetOps));
+            ret_n.children = split(
+                &ret_n,
+                share,
+                c.reliability,
+                ("fastpath", Role::Light),
+                ("microcode", Role::Heavy),
+            );
+        }
+    }
+    vec![fe_n, bs_n, be_n, ret_n, smt_n]
+}
+
+/// Intel Skylake-style TMA from counters: backend_bound is the remainder of the others.
+fn skylake_nodes(inp: &Inputs) -> Vec<Raw> {
+    let (fc, w, l2) = (inp.fc, inp.w, inp.l2);
+    let slots = |c: &FormulaCounts| w * c.reference;
+    let (fe, fe_r) = fc(Formula::SklFe).map_or((0.0, 0.0), |c| {
+        (
+            div(c.get(Ev::IntelIdqNotDelivered), slots(&c)),
+            c.reliability,
+        )
+    });
+    let (bs, bs_r) = fc(Formula::SklBs).map_or((0.0, 0.0), |c| {
+        (
+            div(
+                c.get(Ev::IntelUopsIssued) - c.get(Ev::IntelRetireSlots)
+                    + w * c.get(Ev::IntelRecoveryCycles),
+                slots(&c),
+            ),
+            c.reliability,
+        )
+    });
+    let (ret, ret_r) = fc(Formula::SklRet).map_or((0.0, 0.0), |c| {
+        (div(c.get(Ev::IntelRetireSlots), slots(&c)), c.reliability)
+    });
+    // TMA defines backend_bound as the remainder.
+    let be = 1.0 - fe - bs - ret;
+    let be_r = fe_r.min(bs_r).min(ret_r);
+    let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, fe_r);
+    let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, bs_r);
+    let mut be_n = leaf("backend_bound", Role::Backend, be, be_r);
+    let mut ret_n = leaf("retiring", Role::Retiring, ret, ret_r);
+    if l2 {
+        if let Some(c) = fc(Formula::SklFeSplit) {
+            let share = div(
+                w * c.get(Ev::IntelIdqCycles0),
+                c.get(Ev::IntelIdqNotDelivered),
+            );
+            fe_n.children = split(
+                &fe_n,
+                share,
+                c.reliability,
+                ("fetch_latency", Role::FetchLatency),
+                ("fetch_bandwidth", Role::FetchBandwidth),
+            );
+        }
+        if let Some(c) = fc(Formula::SklBsSplit) {
+            let m = c.get(Ev::IntelBrMisp);
+            let share = div(m, m + c.get(Ev::IntelMachineClears));
+            bs_n.children = split(
+                &bs_n,
+                share,
+                c.reliability,
+                ("branch_mispredicts", Role::Mispredicts),
+                ("machine_clears", Role::Restarts),
+            );
+        }
+        if let Some(c) = fc(Formula::SklBeSplit) {
+            let stores = c.get(Ev::IntelBoundOnStores);
+            let share = div(
+                c.get(Ev::IntelStallsMemAny) + stores,
+                c.get(Ev::IntelStallsTotal)
+                    + c.get(Ev::IntelPorts1)
+                    + ret * c.get(Ev::IntelPorts2)
+                    + stores,
+            );
+            be_n.children = split(
+                &be_n,
+                share,
+                c.reliability.min(ret_r),
+                ("memory_bound", Role::Memory),
+                ("core_bound", Role::Core),
+            );
+        }
+        if let Some(c) = fc(Formula::SklRetSplit) {
+            let heavy = div(
+                c.get(Ev::IntelRetireSlots) + c.get(Ev::IntelMacroFused) - c.get(Ev::Instructions),
+                slots(&c),
+            );
+            let r = ret_n.reliability.min(c.reliability);
+            ret_n.children = vec![
+                leaf("light_operations", Role::Light, ret - heavy, r),
+                leaf("heavy_operations", Role::Heavy, heavy, r),
+            ];
+        }
+    }
+    vec![fe_n, bs_n, be_n, ret_n]
+}
+
+/// Intel's PERF_METRICS counter (Ice Lake and later): every node read as a share of slots.
+fn perf_metrics_nodes(inp: &Inputs) -> Vec<Raw> {
+    let (fc, l2) = (inp.fc, inp.l2);
+    let c = fc(Formula::PerfMetrics);
+    let r = c.as_ref().map_or(0.0, |c| c.reliability);
+    let f = |e: Ev| c.as_ref().map_or(0.0, |c| div(c.get(e), c.reference));
+    let (fe, bs, be, ret) = (
+        f(Ev::TdFeBound),
+        f(Ev::TdBadSpec),
+        f(Ev::TdBeBound),
+        f(Ev::TdRetiring),
+    );
+    let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, r);
+    let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, r);
+    let mut be_n = leaf("backend_bound", Role::Backend, be, r);
+    let mut ret_n = leaf("retiring", Role::Retiring, ret, r);
+    if l2 {
+        let (fl, bm, mb, hv) = (
+            f(Ev::TdFetchLat),
+            f(Ev::TdBrMispredict),
+            f(Ev::TdMemBound),
+            f(Ev::TdHeavyOps),
+        );
+        fe_n.children = vec![
+            leaf("fetch_latency", Role::FetchLatency, fl, r),
+            leaf("fetch_bandwidth", Role::FetchBandwidth, fe - fl, r),
+        ];
+        bs_n.children = vec![
+            leaf("branch_mispredicts", Role::Mispredicts, bm, r),
+            leaf("machine_clears", Role::Restarts, bs - bm, r),
+        ];
+        be_n.children = vec![
+            leaf("memory_bound", Role::Memory, mb, r),
+            leaf("core_bound", Role::Core, be - mb, r),
+        ];
+        ret_n.children = vec![
+            leaf("light_operations", Role::Light, ret - hv, r),
+            leaf("heavy_operations", Role::Heavy, hv, r),
+        ];
+    }
+    vec![fe_n, bs_n, be_n, ret_n]
+}
+
 /// Computes the Top-Down tree from the counts of `plan`'s groups (`counts[g][i]` is the count
 /// of `plan.groups[g][i]`). Groups may come from one multiplexed run or from one run each
 /// (`--no-multiplex`): every ratio uses counts of one group.
 pub fn compute(plan: &Plan, counts: &[Vec<Count>]) -> Topdown {
     let model = plan.model;
-    let w = model.width() as f64;
     let fc = |f| formula_counts(plan, counts, f);
-    let l2 = plan.level >= 2;
-    let mut nodes: Vec<Raw> = Vec::new();
-    match model {
-        Model::Zen4 | Model::Zen5 => {
-            let frac = |f: Formula, num: &dyn Fn(&FormulaCounts) -> f64| -> (f64, f64) {
-                fc(f).map_or((0.0, 0.0), |c| {
-                    (div(num(&c), w * c.reference), c.reliability)
-                })
-            };
-            let (fe, fe_r) = frac(Formula::AmdFe, &|c| c.get(Ev::AmdFeNoOps));
-            let (be, be_r) = frac(Formula::AmdBe, &|c| c.get(Ev::AmdBackendStalls));
-            let (smt, smt_r) = frac(Formula::AmdSmt, &|c| c.get(Ev::AmdSmtContention));
-            let (ret, ret_r) = frac(Formula::AmdRet, &|c| c.get(Ev::AmdRetOps));
-            let (bs, bs_r) = frac(Formula::AmdBs, &|c| {
-                c.get(Ev::AmdOpsDispatched) - c.get(Ev::AmdRetOps)
-            });
-            let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, fe_r);
-            let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, bs_r);
-            let mut be_n = leaf("backend_bound", Role::Backend, be, be_r);
-            let mut ret_n = leaf("retiring", Role::Retiring, ret, ret_r);
-            let smt_n = leaf("smt_contention", Role::Smt, smt, smt_r);
-            if l2 {
-                if let Some(c) = fc(Formula::AmdFeSplit) {
-                    let share = div(w * c.get(Ev::AmdFeNoOpsCmask), c.get(Ev::AmdFeNoOps));
-                    fe_n.children = split(
-                        &fe_n,
-                        share,
-                        c.reliability,
-                        ("latency", Role::FetchLatency),
-                        ("bandwidth", Role::FetchBandwidth),
-                    );
-                }
-                if let Some(c) = fc(Formula::AmdBsSplit) {
-                    let m = c.get(Ev::AmdBrMisp);
-                    let share = div(m, m + c.get(Ev::AmdRestarts));
-                    bs_n.children = split(
-                        &bs_n,
-                        share,
-                        c.reliability,
-                        ("mispredicts", Role::Mispredicts),
-                        ("pipeline_restarts", Role::Restarts),
-                    );
-                }
-                if let Some(c) = fc(Formula::AmdBeSplit) {
-                    let share = div(c.get(Ev::AmdLoadNotComplete), c.get(Ev::AmdNotComplete));
-                    be_n.children = split(
-                        &be_n,
-                        share,
-                        c.reliability,
-                        ("memory", Role::Memory),
-                        ("cpu", Role::Core),
-                    );
-                }
-                if let Some(c) = fc(Formula::AmdRetSplit) {
-                    let share = 1.0 - div(c.get(Ev::AmdUcodeOps), c.get(Ev::AmdRetOps));
-                    ret_n.children = split(
-                        &ret_n,
-                        share,
-                        c.reliability,
-                        ("fastpath", Role::Light),
-                        ("microcode", Role::Heavy),
-                    );
-                }
-            }
-            nodes.extend([fe_n, bs_n, be_n, ret_n, smt_n]);
-        }
-        Model::IntelSkylake => {
-            let slots = |c: &FormulaCounts| w * c.reference;
-            let (fe, fe_r) = fc(Formula::SklFe).map_or((0.0, 0.0), |c| {
-                (
-                    div(c.get(Ev::IntelIdqNotDelivered), slots(&c)),
-                    c.reliability,
-                )
-            });
-            let (bs, bs_r) = fc(Formula::SklBs).map_or((0.0, 0.0), |c| {
-                (
-                    div(
-                        c.get(Ev::IntelUopsIssued) - c.get(Ev::IntelRetireSlots)
-                            + w * c.get(Ev::IntelRecoveryCycles),
-                        slots(&c),
-                    ),
-                    c.reliability,
-                )
-            });
-            let (ret, ret_r) = fc(Formula::SklRet).map_or((0.0, 0.0), |c| {
-                (div(c.get(Ev::IntelRetireSlots), slots(&c)), c.reliability)
-            });
-            // TMA defines backend_bound as the remainder.
-            let be = 1.0 - fe - bs - ret;
-            let be_r = fe_r.min(bs_r).min(ret_r);
-            let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, fe_r);
-            let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, bs_r);
-            let mut be_n = leaf("backend_bound", Role::Backend, be, be_r);
-            let mut ret_n = leaf("retiring", Role::Retiring, ret, ret_r);
-            if l2 {
-                if let Some(c) = fc(Formula::SklFeSplit) {
-                    let share = div(
-                        w * c.get(Ev::IntelIdqCycles0),
-                        c.get(Ev::IntelIdqNotDelivered),
-                    );
-                    fe_n.children = split(
-                        &fe_n,
-                        share,
-                        c.reliability,
-                        ("fetch_latency", Role::FetchLatency),
-                        ("fetch_bandwidth", Role::FetchBandwidth),
-                    );
-                }
-                if let Some(c) = fc(Formula::SklBsSplit) {
-                    let m = c.get(Ev::IntelBrMisp);
-                    let share = div(m, m + c.get(Ev::IntelMachineClears));
-                    bs_n.children = split(
-                        &bs_n,
-                        share,
-                        c.reliability,
-                        ("branch_mispredicts", Role::Mispredicts),
-                        ("machine_clears", Role::Restarts),
-                    );
-                }
-                if let Some(c) = fc(Formula::SklBeSplit) {
-                    let stores = c.get(Ev::IntelBoundOnStores);
-                    let share = div(
-                        c.get(Ev::IntelStallsMemAny) + stores,
-                        c.get(Ev::IntelStallsTotal)
-                            + c.get(Ev::IntelPorts1)
-                            + ret * c.get(Ev::IntelPorts2)
-                            + stores,
-                    );
-                    be_n.children = split(
-                        &be_n,
-                        share,
-                        c.reliability.min(ret_r),
-                        ("memory_bound", Role::Memory),
-                        ("core_bound", Role::Core),
-                    );
-                }
-                if let Some(c) = fc(Formula::SklRetSplit) {
-                    let heavy = div(
-                        c.get(Ev::IntelRetireSlots) + c.get(Ev::IntelMacroFused)
-                            - c.get(Ev::Instructions),
-                        slots(&c),
-                    );
-                    let r = ret_n.reliability.min(c.reliability);
-                    ret_n.children = vec![
-                        leaf("light_operations", Role::Light, ret - heavy, r),
-                        leaf("heavy_operations", Role::Heavy, heavy, r),
-                    ];
-                }
-            }
-            nodes.extend([fe_n, bs_n, be_n, ret_n]);
-        }
-        Model::IntelPerfMetrics { .. } => {
-            let c = fc(Formula::PerfMetrics);
-            let r = c.as_ref().map_or(0.0, |c| c.reliability);
-            let f = |e: Ev| c.as_ref().map_or(0.0, |c| div(c.get(e), c.reference));
-            let (fe, bs, be, ret) = (
-                f(Ev::TdFeBound),
-                f(Ev::TdBadSpec),
-                f(Ev::TdBeBound),
-                f(Ev::TdRetiring),
-            );
-            let mut fe_n = leaf("frontend_bound", Role::Frontend, fe, r);
-            let mut bs_n = leaf("bad_speculation", Role::BadSpeculation, bs, r);
-            let mut be_n = leaf("backend_bound", Role::Backend, be, r);
-            let mut ret_n = leaf("retiring", Role::Retiring, ret, r);
-            if l2 {
-                let (fl, bm, mb, hv) = (
-                    f(Ev::TdFetchLat),
-                    f(Ev::TdBrMispredict),
-                    f(Ev::TdMemBound),
-                    f(Ev::TdHeavyOps),
-                );
-                fe_n.children = vec![
-                    leaf("fetch_latency", Role::FetchLatency, fl, r),
-                    leaf("fetch_bandwidth", Role::FetchBandwidth, fe - fl, r),
-                ];
-                bs_n.children = vec![
-                    leaf("branch_mispredicts", Role::Mispredicts, bm, r),
-                    leaf("machine_clears", Role::Restarts, bs - bm, r),
-                ];
-                be_n.children = vec![
-                    leaf("memory_bound", Role::Memory, mb, r),
-                    leaf("core_bound", Role::Core, be - mb, r),
-                ];
-                ret_n.children = vec![
-                    leaf("light_operations", Role::Light, ret - hv, r),
-                    leaf("heavy_operations", Role::Heavy, hv, r),
-                ];
-            }
-            nodes.extend([fe_n, bs_n, be_n, ret_n]);
-        }
-    }
+    let inp = Inputs {
+        fc: &fc,
+        w: model.width() as f64,
+        l2: plan.level >= 2,
+    };
+    let nodes = match model {
+        Model::Zen4 | Model::Zen5 => amd_nodes(&inp),
+        Model::IntelSkylake => skylake_nodes(&inp),
+        Model::IntelPerfMetrics { .. } => perf_metrics_nodes(&inp),
+    };
     let value_of = |name: &str| {
         nodes
             .iter()
