@@ -317,7 +317,52 @@ pub fn annotate_places(
 ) -> Result<Annotation, AnalysisError> {
     let cols = event_columns(profile, &opts.events)?;
     let col_of = |e: EventId| cols.iter().position(|&c| c == e);
+    let funcs = sampled_functions(profile, places, symbolizer, opts, &col_of);
+    let chosen = chosen_functions(profile, &funcs, symbolizer, &opts.target);
+    let mut out = Annotation {
+        functions: Vec::new(),
+        candidates: Vec::new(),
+    };
+    if chosen.is_empty() {
+        out.candidates = funcs
+            .iter()
+            .take(20)
+            .map(|f| (function_name(profile, symbolizer, f), f.first_event))
+            .collect();
+        return Ok(out);
+    }
+    for i in chosen {
+        let f = &funcs[i];
+        out.functions
+            .push(annotate_one(profile, places, symbolizer, opts, &cols, f));
+    }
+    Ok(out)
+}
 
+impl FuncSamples {
+    /// Function `sym` of `dso`, with no samples yet.
+    fn named(dso: DsoId, sym: SymbolId) -> FuncSamples {
+        FuncSamples {
+            dso,
+            symbol: Some(sym),
+            range: unnamed::HotRange::default(),
+            sites: Vec::new(),
+            samples: 0,
+            first_event: 0,
+        }
+    }
+}
+
+/// The sampled functions (named, and hot ranges of unnamed code), hottest first by the
+/// first event's samples; with a named target, also functions only on call chains.
+/// `col_of` gives a report event's column (`None`: not reported).
+fn sampled_functions(
+    profile: &Profile,
+    places: &SampledPlaces,
+    symbolizer: &mut Symbolizer,
+    opts: &AnnotateOptions,
+    col_of: &dyn Fn(EventId) -> Option<usize>,
+) -> Vec<FuncSamples> {
     // Resolve each distinct sampled location once.
     let mut qid: HashMap<Query, usize> = HashMap::new();
     let mut queries: Vec<Query> = Vec::new();
@@ -368,14 +413,7 @@ pub fn annotate_places(
             continue;
         };
         let f = *func_of.entry((dso, sym)).or_insert_with(|| {
-            funcs.push(FuncSamples {
-                dso,
-                symbol: Some(sym),
-                range: unnamed::HotRange::default(),
-                sites: Vec::new(),
-                samples: 0,
-                first_event: 0,
-            });
+            funcs.push(FuncSamples::named(dso, sym));
             funcs.len() - 1
         });
         funcs[f].sites.push((n, svma));
@@ -409,14 +447,7 @@ pub fn annotate_places(
         for (q, r) in frame_queries.iter().zip(res) {
             if let (Some(dso), Some(sym)) = (q.dso, r.symbol) {
                 func_of.entry((dso, sym)).or_insert_with(|| {
-                    funcs.push(FuncSamples {
-                        dso,
-                        symbol: Some(sym),
-                        range: unnamed::HotRange::default(),
-                        sites: Vec::new(),
-                        samples: 0,
-                        first_event: 0,
-                    });
+                    funcs.push(FuncSamples::named(dso, sym));
                     funcs.len() - 1
                 });
             }
@@ -427,19 +458,31 @@ pub fn annotate_places(
             .cmp(&a.first_event)
             .then(b.samples.cmp(&a.samples))
     });
-    let name_of = |symbolizer: &Symbolizer, f: &FuncSamples| -> String {
-        match f.symbol {
-            Some(id) => symbolizer
-                .symbol(id)
-                .map(|s| s.name.to_string())
-                .unwrap_or_default(),
-            None => unnamed::range_name(profile, f),
-        }
-    };
-    let chosen: Vec<usize> = match &opts.target {
+    funcs
+}
+
+/// A function's name: its symbol's, or its hot range's for unnamed code.
+fn function_name(profile: &Profile, symbolizer: &Symbolizer, f: &FuncSamples) -> String {
+    match f.symbol {
+        Some(id) => symbolizer
+            .symbol(id)
+            .map(|s| s.name.to_string())
+            .unwrap_or_default(),
+        None => unnamed::range_name(profile, f),
+    }
+}
+
+/// The indexes in `funcs` of the functions `target` asks for.
+fn chosen_functions(
+    profile: &Profile,
+    funcs: &[FuncSamples],
+    symbolizer: &mut Symbolizer,
+    target: &Target,
+) -> Vec<usize> {
+    match target {
         Target::Hottest(n) => (0..funcs.len().min(*n)).collect(),
         Target::Symbol(name) => (0..funcs.len())
-            .filter(|&i| name_of(symbolizer, &funcs[i]) == *name)
+            .filter(|&i| function_name(profile, symbolizer, &funcs[i]) == *name)
             .collect(),
         Target::Addr(a) => (0..funcs.len())
             .filter(|&i| match funcs[i].symbol {
@@ -485,25 +528,7 @@ pub fn annotate_places(
                 .take(1)
                 .collect()
         }
-    };
-    let mut out = Annotation {
-        functions: Vec::new(),
-        candidates: Vec::new(),
-    };
-    if chosen.is_empty() {
-        out.candidates = funcs
-            .iter()
-            .take(20)
-            .map(|f| (name_of(symbolizer, f), f.first_event))
-            .collect();
-        return Ok(out);
     }
-    for i in chosen {
-        let f = &funcs[i];
-        out.functions
-            .push(annotate_one(profile, places, symbolizer, opts, &cols, f));
-    }
-    Ok(out)
 }
 
 fn event_columns(profile: &Profile, wanted: &[String]) -> Result<Vec<EventId>, AnalysisError> {
@@ -541,7 +566,108 @@ fn annotate_one(
     f: &FuncSamples,
 ) -> FunctionAnnotation {
     let has_callchains = places.has_callchains;
+    let code = function_code(profile, symbolizer, opts, f);
+    let counts = SiteCounts::of(profile, places, cols, f, &code);
+    let inclusive = if has_callchains {
+        inclusive_costs(profile, places, symbolizer, cols, f, &code)
+    } else {
+        Vec::new()
+    };
+    let deskidded = deskid_events(profile, opts, cols, &code, &counts);
     let ncol = cols.len();
+    let FunctionCode {
+        name,
+        start,
+        end,
+        insns,
+        disassembled,
+    } = code;
+    let mut rows: Vec<AnnotatedInsn> = Vec::with_capacity(insns.len());
+    for (i, insn) in insns.into_iter().enumerate() {
+        let target_label = insn.target.and_then(|t| {
+            if t >= start && t < end {
+                Some(if t == start {
+                    format!("<{name}>")
+                } else {
+                    format!("<{name}+{:#x}>", t - start)
+                })
+            } else {
+                label(profile, symbolizer, f.dso, t)
+            }
+        });
+        let comment = insn
+            .rip_target
+            .map(|t| match label(profile, symbolizer, f.dso, t) {
+                Some(l) => format!("# {t:x} {l}"),
+                None => format!("# {t:x}"),
+            });
+        let source = match symbolizer.svma_to_file_offset(profile, f.dso, insn.addr) {
+            Some(off) => symbolizer.source(profile, Some(f.dso), off, false),
+            None => Vec::new(),
+        };
+        let cells = i * ncol..(i + 1) * ncol;
+        rows.push(AnnotatedInsn {
+            insn,
+            target_label,
+            comment,
+            source,
+            samples: counts.samples[cells.clone()].to_vec(),
+            period: counts.period[cells.clone()].to_vec(),
+            deskid: deskidded.columns.iter().map(|d| d[i]).collect(),
+            inclusive: if has_callchains {
+                inclusive[cells].to_vec()
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    let derived = derived_columns(profile, cols, &rows);
+    let dso = profile.dsos.get(f.dso as usize);
+    FunctionAnnotation {
+        symbol: name,
+        dso: dso.map(|d| d.short_name.clone()).unwrap_or_default(),
+        dso_path: dso.map(|d| d.path.clone()).unwrap_or_default(),
+        start,
+        end,
+        events: deskidded.events,
+        insns: rows,
+        disassembled,
+        skid: deskidded.stats,
+        derived,
+        has_callchains,
+        unnamed: f.symbol.is_none(),
+    }
+}
+
+/// A function's instructions: disassembled from its code, else (kernel, missing file) one
+/// placeholder row per sampled address.
+struct FunctionCode {
+    name: String,
+    start: u64,
+    end: u64,
+    insns: Vec<Insn>,
+    disassembled: bool,
+}
+
+impl FunctionCode {
+    /// The instruction at or holding address `a`.
+    fn find(&self, a: u64) -> Option<usize> {
+        if self.disassembled {
+            skid::insn_containing(&self.insns, a)
+        } else {
+            skid::insn_at(&self.insns, a)
+        }
+    }
+}
+
+/// The name, bounds and instructions of function `f` (an unnamed hot range ends with its
+/// last sampled instruction).
+fn function_code(
+    profile: &Profile,
+    symbolizer: &mut Symbolizer,
+    opts: &AnnotateOptions,
+    f: &FuncSamples,
+) -> FunctionCode {
     let (name, start, mut end) = match f.symbol.and_then(|id| symbolizer.symbol(id)) {
         Some(s) => (s.name.to_string(), s.start, s.end),
         None if f.symbol.is_none() => (
@@ -551,7 +677,6 @@ fn annotate_one(
         ),
         None => (String::new(), 0, 0),
     };
-    let dso = profile.dsos.get(f.dso as usize);
     let code = symbolizer.function_code(profile, f.dso, start, end);
     let arch = symbolizer.code_arch(profile, f.dso);
     let disassembled = code.is_some() && arch.is_some();
@@ -583,155 +708,157 @@ fn annotate_one(
             })
             .collect();
     }
-    let n = insns.len();
-    let find = |a: u64| -> Option<usize> {
-        if disassembled {
-            skid::insn_containing(&insns, a)
-        } else {
-            skid::insn_at(&insns, a)
-        }
-    };
-    let mut samples = vec![0u64; n * ncol];
-    let mut period = vec![0u64; n * ncol];
-    let mut precise = vec![0u64; n * ncol];
-    for &(si, svma) in &f.sites {
-        let site = &places.sites[si];
-        let Some(c) = cols.iter().position(|&e| e == site.event) else {
-            continue;
-        };
-        let Some(i) = find(svma) else { continue };
-        samples[i * ncol + c] += site.samples;
-        period[i * ncol + c] += site.period;
-        let ev = &profile.events[usize::from(site.event)];
-        precise[i * ncol + c] += if skid::is_precise_event(ev) {
-            site.samples
-        } else {
-            site.exact
-        };
+    FunctionCode {
+        name,
+        start,
+        end,
+        insns,
+        disassembled,
     }
+}
 
-    // Inclusive cost of calls: a chain frame whose return address follows a call of this
-    // function charges that call, once per sample.
-    let mut inclusive = vec![0u64; if has_callchains { n * ncol } else { 0 }];
-    if has_callchains && disassembled {
-        let end_of: HashMap<u64, usize> = insns
-            .iter()
-            .enumerate()
-            .filter(|(_, i)| matches!(i.flow, Flow::Call | Flow::IndirectCall))
-            .map(|(k, i)| (i.end(), k))
-            .collect();
-        for fr in &places.frames {
-            if fr.dso != f.dso || fr.samples == 0 {
-                continue;
-            }
-            let Some(c) = cols.iter().position(|&e| e == fr.event) else {
+/// A function's samples, periods and exact samples per instruction and event column
+/// (`[insn * ncol + column]`).
+struct SiteCounts {
+    samples: Vec<u64>,
+    period: Vec<u64>,
+    precise: Vec<u64>,
+}
+
+impl SiteCounts {
+    fn of(
+        profile: &Profile,
+        places: &SampledPlaces,
+        cols: &[EventId],
+        f: &FuncSamples,
+        code: &FunctionCode,
+    ) -> SiteCounts {
+        let ncol = cols.len();
+        let cells = code.insns.len() * ncol;
+        let mut counts = SiteCounts {
+            samples: vec![0; cells],
+            period: vec![0; cells],
+            precise: vec![0; cells],
+        };
+        for &(si, svma) in &f.sites {
+            let site = &places.sites[si];
+            let Some(c) = cols.iter().position(|&e| e == site.event) else {
                 continue;
             };
-            let svma = symbolizer
-                .resolve(
-                    profile,
-                    Query {
-                        dso: Some(f.dso),
-                        file_offset: fr.file_offset,
-                        pid: -1,
-                    },
-                )
-                .svma;
-            if let Some(k) = svma.and_then(|a| end_of.get(&a)) {
-                inclusive[k * ncol + c] += fr.samples;
-            }
+            let Some(i) = code.find(svma) else { continue };
+            counts.samples[i * ncol + c] += site.samples;
+            counts.period[i * ncol + c] += site.period;
+            let ev = &profile.events[usize::from(site.event)];
+            counts.precise[i * ncol + c] += if skid::is_precise_event(ev) {
+                site.samples
+            } else {
+                site.exact
+            };
+        }
+        counts
+    }
+}
+
+/// Inclusive cost of calls (`[insn * ncol + column]`): a chain frame whose return address
+/// follows a call of this function charges that call, once per sample.
+fn inclusive_costs(
+    profile: &Profile,
+    places: &SampledPlaces,
+    symbolizer: &mut Symbolizer,
+    cols: &[EventId],
+    f: &FuncSamples,
+    code: &FunctionCode,
+) -> Vec<u64> {
+    let ncol = cols.len();
+    let mut inclusive = vec![0u64; code.insns.len() * ncol];
+    if !code.disassembled {
+        return inclusive;
+    }
+    let end_of: HashMap<u64, usize> = code
+        .insns
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i.flow, Flow::Call | Flow::IndirectCall))
+        .map(|(k, i)| (i.end(), k))
+        .collect();
+    for fr in &places.frames {
+        if fr.dso != f.dso || fr.samples == 0 {
+            continue;
+        }
+        let Some(c) = cols.iter().position(|&e| e == fr.event) else {
+            continue;
+        };
+        let svma = symbolizer
+            .resolve(
+                profile,
+                Query {
+                    dso: Some(f.dso),
+                    file_offset: fr.file_offset,
+                    pid: -1,
+                },
+            )
+            .svma;
+        if let Some(k) = svma.and_then(|a| end_of.get(&a)) {
+            inclusive[k * ncol + c] += fr.samples;
         }
     }
+    inclusive
+}
 
-    // De-skid per event.
-    let mut events: Vec<AnnotatedEvent> = Vec::with_capacity(ncol);
-    let mut skid_stats = Vec::with_capacity(ncol);
-    let mut deskid_cols: Vec<Vec<u64>> = Vec::new();
-    let cfg = skid::build_cfg(&insns);
+/// Each event column's totals and skid estimate, with its de-skidded counts per
+/// instruction when `--deskid` asks for them.
+struct Deskidded {
+    events: Vec<AnnotatedEvent>,
+    stats: Vec<skid::SkidStats>,
+    columns: Vec<Vec<u64>>,
+}
+
+/// De-skids each event column of a function's counts.
+fn deskid_events(
+    profile: &Profile,
+    opts: &AnnotateOptions,
+    cols: &[EventId],
+    code: &FunctionCode,
+    counts: &SiteCounts,
+) -> Deskidded {
+    let (ncol, n) = (cols.len(), code.insns.len());
+    let mut out = Deskidded {
+        events: Vec::with_capacity(ncol),
+        stats: Vec::with_capacity(ncol),
+        columns: Vec::new(),
+    };
+    let cfg = skid::build_cfg(&code.insns);
     for (c, &e) in cols.iter().enumerate() {
         let info = &profile.events[usize::from(e)];
         let class = skid::classify_event(info);
         let col = |v: &[u64]| -> Vec<u64> { (0..n).map(|i| v[i * ncol + c]).collect() };
-        let raw = col(&samples);
-        let pre = col(&precise);
+        let raw = col(&counts.samples);
+        let pre = col(&counts.precise);
         let imprecise: Vec<u64> = raw.iter().zip(&pre).map(|(r, p)| r - p).collect();
         // Without the code there is no control flow to follow: nothing moves.
-        let rule = if disassembled {
+        let rule = if code.disassembled {
             class
         } else {
             EventClass::Stays
         };
-        let d = skid::deskid(rule, &insns, &cfg, &imprecise, &pre);
+        let d = skid::deskid(rule, &code.insns, &cfg, &imprecise, &pre);
         let mut stats = d.stats;
         stats.class = class;
-        skid_stats.push(stats);
+        out.stats.push(stats);
         if opts.deskid {
-            deskid_cols.push(d.counts);
+            out.columns.push(d.counts);
         }
-        events.push(AnnotatedEvent {
+        out.events.push(AnnotatedEvent {
             id: e,
             name: info.name.clone(),
             class,
             precise: skid::is_precise_event(info),
             samples: raw.iter().sum(),
-            period: col(&period).iter().sum(),
+            period: col(&counts.period).iter().sum(),
             file_samples: info.samples,
         });
     }
-
-    let mut rows: Vec<AnnotatedInsn> = Vec::with_capacity(n);
-    for (i, insn) in insns.into_iter().enumerate() {
-        let target_label = insn.target.and_then(|t| {
-            if t >= start && t < end {
-                Some(if t == start {
-                    format!("<{name}>")
-                } else {
-                    format!("<{name}+{:#x}>", t - start)
-                })
-            } else {
-                label(profile, symbolizer, f.dso, t)
-            }
-        });
-        let comment = insn
-            .rip_target
-            .map(|t| match label(profile, symbolizer, f.dso, t) {
-                Some(l) => format!("# {t:x} {l}"),
-                None => format!("# {t:x}"),
-            });
-        let source = match symbolizer.svma_to_file_offset(profile, f.dso, insn.addr) {
-            Some(off) => symbolizer.source(profile, Some(f.dso), off, false),
-            None => Vec::new(),
-        };
-        rows.push(AnnotatedInsn {
-            insn,
-            target_label,
-            comment,
-            source,
-            samples: samples[i * ncol..(i + 1) * ncol].to_vec(),
-            period: period[i * ncol..(i + 1) * ncol].to_vec(),
-            deskid: deskid_cols.iter().map(|d| d[i]).collect(),
-            inclusive: if has_callchains {
-                inclusive[i * ncol..(i + 1) * ncol].to_vec()
-            } else {
-                Vec::new()
-            },
-        });
-    }
-    let derived = derived_columns(profile, cols, &rows);
-    FunctionAnnotation {
-        symbol: name,
-        dso: dso.map(|d| d.short_name.clone()).unwrap_or_default(),
-        dso_path: dso.map(|d| d.path.clone()).unwrap_or_default(),
-        start,
-        end,
-        events,
-        insns: rows,
-        disassembled,
-        skid: skid_stats,
-        derived,
-        has_callchains,
-        unnamed: f.symbol.is_none(),
-    }
+    out
 }
 
 /// What a generic or named event measures, for derived columns.
