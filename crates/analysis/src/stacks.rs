@@ -767,7 +767,20 @@ impl StackBuilder {
             })
             .collect();
 
-        // Mappings, in order of first use.
+        let mapping_of = self.mappings(profile, &mut out);
+        self.locations(profile, symbolizer, &mapping_of, &mut out);
+        out.nodes = self.nodes;
+        out.samples = self.samples;
+        out.timeline = self.timeline;
+        out.summary
+            .warnings
+            .extend(symbolizer.warnings().iter().cloned());
+        Ok(out)
+    }
+
+    /// The mappings of the sampled locations into `out`, in order of first use, each with
+    /// the range of its sampled addresses; returns the mapping of each DSO id.
+    fn mappings(&self, profile: &Profile, out: &mut StackProfile) -> FxHashMap<u32, u32> {
         let mut mapping_of: FxHashMap<u32, u32> = FxHashMap::default();
         for (key, addr) in &self.locs {
             if key.dso == NONE {
@@ -795,25 +808,21 @@ impl StackBuilder {
             let r = &mut out.mappings[m as usize].address_range;
             *r = (r.0.min(*addr), r.1.max(*addr));
         }
+        mapping_of
+    }
 
-        // Symbols, resolved in one sorted batch.
+    /// The locations into `out`, with their functions (and inlined frames and lines when
+    /// asked), symbols resolved in one sorted batch.
+    fn locations(
+        &self,
+        profile: &Profile,
+        symbolizer: &mut Symbolizer,
+        mapping_of: &FxHashMap<u32, u32>,
+        out: &mut StackProfile,
+    ) {
         let queries: Vec<Query> = self.locs.iter().map(|(k, _)| k.query()).collect();
         let resolved = symbolizer.resolve_batch(profile, &queries);
-        let mut function_ids: FxHashMap<(String, u32), u32> = FxHashMap::default();
-        let mut function = |out: &mut StackProfile, name: &str, mapping: u32, unknown: bool| {
-            if let Some(&f) = function_ids.get(&(name.to_string(), mapping)) {
-                return f;
-            }
-            out.functions.push(Function {
-                name: name.to_string(),
-                mapping,
-                file: None,
-                unknown,
-            });
-            let f = (out.functions.len() - 1) as u32;
-            function_ids.insert((name.to_string(), mapping), f);
-            f
-        };
+        let mut functions = FunctionIds::default();
         let with_lines = self.opts.inline || self.opts.lines;
         out.locations.reserve(self.locs.len());
         for (i, (key, addr)) in self.locs.iter().enumerate() {
@@ -824,8 +833,8 @@ impl StackBuilder {
                 .and_then(|id| symbolizer.symbol(id))
                 .map(|s| s.name.to_string());
             let outer = match &symbol {
-                Some(name) => function(&mut out, name, mapping, false),
-                None => function(&mut out, "[unknown]", mapping, true),
+                Some(name) => functions.get(out, name, mapping, false),
+                None => functions.get(out, "[unknown]", mapping, true),
             };
             let dso = (key.dso != NONE).then_some(key.dso);
             let mut frames = Vec::with_capacity(1);
@@ -843,7 +852,7 @@ impl StackBuilder {
                 if let Some((last, inner)) = source.split_last() {
                     for sf in inner {
                         let name = sf.function.as_deref().unwrap_or("[unknown]");
-                        let f = function(&mut out, name, mapping, sf.function.is_none());
+                        let f = functions.get(out, name, mapping, sf.function.is_none());
                         if out.functions[f as usize].file.is_none() {
                             out.functions[f as usize].file = sf.file.clone();
                         }
@@ -876,13 +885,28 @@ impl StackBuilder {
                 frames,
             });
         }
-        out.nodes = self.nodes;
-        out.samples = self.samples;
-        out.timeline = self.timeline;
-        out.summary
-            .warnings
-            .extend(symbolizer.warnings().iter().cloned());
-        Ok(out)
+    }
+}
+
+/// The ids of a profile's functions, by name and mapping.
+#[derive(Default)]
+struct FunctionIds(FxHashMap<(String, u32), u32>);
+
+impl FunctionIds {
+    /// The id of function `name` in `mapping`, added to `out` on first use.
+    fn get(&mut self, out: &mut StackProfile, name: &str, mapping: u32, unknown: bool) -> u32 {
+        if let Some(&f) = self.0.get(&(name.to_string(), mapping)) {
+            return f;
+        }
+        out.functions.push(Function {
+            name: name.to_string(),
+            mapping,
+            file: None,
+            unknown,
+        });
+        let f = (out.functions.len() - 1) as u32;
+        self.0.insert((name.to_string(), mapping), f);
+        f
     }
 }
 

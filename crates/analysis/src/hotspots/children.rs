@@ -18,8 +18,8 @@ use culprit_symbols::{Query, Resolved, Symbolizer};
 
 use super::{
     comm_names, event_columns, event_counts, finish_rows, key_words, resolve_locations,
-    HotspotOptions, Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys, NONE, VALUES,
-    V_CH_PERIOD, V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
+    EventTotals, HotspotOptions, Hotspots, KeyWords, Loc, RowIndex, RowRep, RowValues, SampleKeys,
+    NONE, VALUES, V_CH_PERIOD, V_CH_SAMPLES, V_PERIOD, V_SAMPLES,
 };
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -400,8 +400,7 @@ pub(super) fn report(
         profile,
         cs.segments.iter().flat_map(|s| &s.entries).map(|e| e.event),
     );
-    let (mut totals, col_of) = event_columns(profile, &counts, &opts.events)?;
-    let ncol = totals.len();
+    let (totals, col_of) = event_columns(profile, &counts, &opts.events)?;
     let keys = &opts.keys;
     let kw = KeyWords::new(profile, opts.unknown_per_address);
     let queries: Vec<Query> = cs
@@ -426,52 +425,106 @@ pub(super) fn report(
         need_src,
     );
     drop(queries);
-
-    // Row keys split in two: the words read from the sample and those read from the place
-    // (a row is a pair of part ids, whatever the order of the keys).
-    let (sample_keys, place_keys): (Vec<SortKey>, Vec<SortKey>) =
-        keys.iter().partition(|&&k| is_sample_key(k));
-    let width = |ks: &[SortKey]| ks.iter().map(|&k| key_words(k)).sum::<usize>();
-    let unused = SampleKeys {
-        comm: 0,
-        pid: 0,
-        tid: 0,
-        cpu: 0,
-        cpumode: CpuMode::Unknown,
-        data_src: 0,
+    let parts = KeyParts::new(cs, &locs, &kw, keys);
+    let (rows, rep) = accumulate(cs, &parts, totals, &col_of, opts.children, progress);
+    let rep_of = |r: u32| -> RowRep<'_> {
+        let (keys, place) = rep[r as usize];
+        let p = &cs.places[place as usize];
+        RowRep {
+            sample: cs.sample_keys[keys as usize],
+            loc: &locs[place as usize],
+            frame: Some((p.shown_addr, p.cpumode)),
+        }
     };
-    let (place_part, place_parts) = parts(
-        cs.places.iter().zip(&locs),
-        width(&place_keys),
-        |buf, (p, l)| {
-            for &k in &place_keys {
-                kw.push(buf, k, &unused, l, Some(p.shown_addr));
-            }
-        },
-    );
-    let no_loc = Loc::new(
-        &Query {
-            dso: None,
-            file_offset: 0,
-            pid: -1,
-        },
-        &Resolved::default(),
-    );
-    let (sample_part, sample_parts) =
-        parts(cs.sample_keys.iter(), width(&sample_keys), |buf, s| {
-            for &k in &sample_keys {
-                kw.push(buf, k, s, &no_loc, None);
-            }
-        });
+    let sampled_comms = || comm_names(profile, cs.sample_keys.iter().map(|k| k.comm));
+    let (out, _) = finish_rows(
+        profile,
+        symbolizer,
+        opts,
+        has_callchains,
+        &src_strs,
+        rows,
+        &rep_of,
+        &sampled_comms,
+    )?;
+    Ok(out)
+}
 
+/// Row keys split in two: the words read from the sample and those read from the place (a
+/// row is a pair of part ids, whatever the order of the keys). Each distinct part has an
+/// id: per sample keys and per place, with how many there are.
+struct KeyParts {
+    sample_part: Vec<u32>,
+    sample_parts: usize,
+    place_part: Vec<u32>,
+    place_parts: usize,
+}
+
+impl KeyParts {
+    fn new(cs: &ChildrenSamples, locs: &[Loc], kw: &KeyWords, keys: &[SortKey]) -> KeyParts {
+        let (sample_keys, place_keys): (Vec<SortKey>, Vec<SortKey>) =
+            keys.iter().partition(|&&k| is_sample_key(k));
+        let width = |ks: &[SortKey]| ks.iter().map(|&k| key_words(k)).sum::<usize>();
+        let unused = SampleKeys {
+            comm: 0,
+            pid: 0,
+            tid: 0,
+            cpu: 0,
+            cpumode: CpuMode::Unknown,
+            data_src: 0,
+        };
+        let (place_part, place_parts) = parts(
+            cs.places.iter().zip(locs),
+            width(&place_keys),
+            |buf, (p, l)| {
+                for &k in &place_keys {
+                    kw.push(buf, k, &unused, l, Some(p.shown_addr));
+                }
+            },
+        );
+        let no_loc = Loc::new(
+            &Query {
+                dso: None,
+                file_offset: 0,
+                pid: -1,
+            },
+            &Resolved::default(),
+        );
+        let (sample_part, sample_parts) =
+            parts(cs.sample_keys.iter(), width(&sample_keys), |buf, s| {
+                for &k in &sample_keys {
+                    kw.push(buf, k, s, &no_loc, None);
+                }
+            });
+        KeyParts {
+            sample_part,
+            sample_parts,
+            place_part,
+            place_parts,
+        }
+    }
+}
+
+/// The rows' values (and the event totals): every distinct path's samples added to the row
+/// of its sampled IP, and with `children` to the rows its chain reaches, once per row.
+/// Returns them with each row's representative (sample keys, place).
+fn accumulate(
+    cs: &ChildrenSamples,
+    parts: &KeyParts,
+    mut totals: Vec<EventTotals>,
+    col_of: &[u32],
+    children: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> (RowValues, Vec<(u32, u32)>) {
+    let ncol = totals.len();
     let nv = VALUES;
-    let mut table = RowTable::new(sample_parts, place_parts);
+    let mut table = RowTable::new(parts.sample_parts, parts.place_parts);
     // Representative of each row: (sample keys, place).
     let mut rep: Vec<(u32, u32)> = Vec::new();
     let mut values: Vec<u64> = Vec::new();
     let mut row = |keys: u32, place: u32, rep: &mut Vec<(u32, u32)>, values: &mut Vec<u64>| {
-        let sp = sample_part.get(keys as usize).copied().unwrap_or(0);
-        let pp = place_part.get(place as usize).copied().unwrap_or(0);
+        let sp = parts.sample_part.get(keys as usize).copied().unwrap_or(0);
+        let pp = parts.place_part.get(place as usize).copied().unwrap_or(0);
         let next = rep.len() as u32;
         let r = table.get_or_insert(sp, pp, next);
         if r == next {
@@ -512,7 +565,7 @@ pub(super) fn report(
             values[at(r, col, V_PERIOD)] += e.period;
             values[at(r, col, V_CH_SAMPLES)] += samples;
             values[at(r, col, V_CH_PERIOD)] += e.period;
-            if opts.children {
+            if children {
                 seen.clear();
                 seen.push(r);
                 for &p in super::children_window(chain) {
@@ -529,33 +582,14 @@ pub(super) fn report(
     }
     progress(total, total);
     drop(table);
+    let nrows = rep.len();
     let rows = RowValues {
         totals,
         values,
         nv,
-        nrows: rep.len(),
+        nrows,
     };
-    let rep_of = |r: u32| -> RowRep<'_> {
-        let (keys, place) = rep[r as usize];
-        let p = &cs.places[place as usize];
-        RowRep {
-            sample: cs.sample_keys[keys as usize],
-            loc: &locs[place as usize],
-            frame: Some((p.shown_addr, p.cpumode)),
-        }
-    };
-    let sampled_comms = || comm_names(profile, cs.sample_keys.iter().map(|k| k.comm));
-    let (out, _) = finish_rows(
-        profile,
-        symbolizer,
-        opts,
-        has_callchains,
-        &src_strs,
-        rows,
-        &rep_of,
-        &sampled_comms,
-    )?;
-    Ok(out)
+    (rows, rep)
 }
 
 #[cfg(test)]
