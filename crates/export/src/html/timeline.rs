@@ -501,6 +501,51 @@ pub fn timeline(
     )
 }
 
+/// How a timeline's time is cut: fine buckets grouped `per` to a bucket (a power of two),
+/// aligned so that each stack bucket (2^stack_shift fine ones) falls in one run of whole
+/// buckets (a cell bucket of `factor` buckets).
+struct Grid {
+    /// The first fine bucket of the first bucket.
+    lo: i64,
+    per: u64,
+    /// Fine buckets in a cell bucket.
+    cell_span: i64,
+    buckets: usize,
+    factor: usize,
+    cell_buckets: usize,
+}
+
+impl Grid {
+    fn new(fold: &TimelineFold) -> Grid {
+        let mut per = ((fold.hi - fold.lo + 1) as u64)
+            .div_ceil(BUCKETS)
+            .next_power_of_two();
+        let (lo, cell_span) = loop {
+            let span = per.max(1 << fold.stack_shift) as i64;
+            let lo = fold.lo.div_euclid(span) * span;
+            if ((fold.hi - lo + 1) as u64).div_ceil(per) <= BUCKETS {
+                break (lo, span);
+            }
+            per *= 2;
+        };
+        let buckets = ((fold.hi - lo + 1) as u64).div_ceil(per) as usize;
+        let factor = (cell_span as u64 / per) as usize;
+        Grid {
+            lo,
+            per,
+            cell_span,
+            buckets,
+            factor,
+            cell_buckets: buckets.div_ceil(factor),
+        }
+    }
+
+    /// The bucket of fine bucket `fine`.
+    fn bucket_of(&self, fine: i64) -> usize {
+        ((fine - self.lo) as u64 / self.per) as usize
+    }
+}
+
 /// [`timeline`] with its cells kept under `max_cell_bytes`.
 fn timeline_within(
     fold: &TimelineFold,
@@ -515,25 +560,10 @@ fn timeline_within(
         return None;
     }
     let ncols = events.len();
-    // Buckets are runs of `per` fine buckets (a power of two), aligned so that each stack
-    // bucket (2^stack_shift fine ones) falls in one run of whole buckets (a cell bucket).
-    let mut per = ((fold.hi - fold.lo + 1) as u64)
-        .div_ceil(BUCKETS)
-        .next_power_of_two();
-    let (lo, cell_span) = loop {
-        let span = per.max(1 << fold.stack_shift) as i64;
-        let lo = fold.lo.div_euclid(span) * span;
-        if ((fold.hi - lo + 1) as u64).div_ceil(per) <= BUCKETS {
-            break (lo, span);
-        }
-        per *= 2;
-    };
-    let width = fold.width * per;
-    let buckets = ((fold.hi - lo + 1) as u64).div_ceil(per) as usize;
-    let start = (i128::from(origin) + i128::from(lo) * i128::from(fold.width)).max(0) as u64;
-    let bucket_of = |fine: i64| ((fine - lo) as u64 / per) as usize;
-    let factor = (cell_span as u64 / per) as usize;
-    let cell_buckets = buckets.div_ceil(factor);
+    let grid = Grid::new(fold);
+    let buckets = grid.buckets;
+    let width = fold.width * grid.per;
+    let start = (i128::from(origin) + i128::from(grid.lo) * i128::from(fold.width)).max(0) as u64;
     let offcpu = events.iter().position(|e| e.name == OFFCPU_EVENT);
     let (unit, fixed) = units(fold, columns, ncols);
     let (mut tracks, track_of) = tracks(threads, &fold.thread_samples);
@@ -548,7 +578,7 @@ fn timeline_within(
         let Some(col) = columns.get(event as usize).copied().flatten() else {
             continue;
         };
-        let b = bucket_of(fine);
+        let b = grid.bucket_of(fine);
         let units = p / unit[col];
         period[col][b] += units;
         counts[col][b] += n;
@@ -558,54 +588,14 @@ fn timeline_within(
             t.samples[col][b] += n;
         }
     }
-    // The call-tree node and leaf frame of each (command, stack): those of any thread of
-    // that command.
-    let mut leaf_by_comm: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
-    for (&(thread, stack), &leaf) in leaf_of {
-        if let Some(&comm) = fold.comm_of.get(thread as usize) {
-            leaf_by_comm.insert((comm, stack), leaf);
-        }
-    }
-    let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
-    for (&(coarse, comm, event, stack), &(p, n)) in &fold.stacks {
-        let Some(col) = columns.get(event as usize).copied().flatten() else {
-            continue;
-        };
-        let Some(&(node, frame)) = leaf_by_comm.get(&(comm, stack)) else {
-            continue;
-        };
-        let cb = ((i64::from(coarse) << fold.stack_shift) - lo) as u64 / cell_span as u64;
-        let units = p / unit[col];
-        let f = fn_cells[col].entry((cb as u32, frame)).or_default();
-        f.0 += units;
-        f.1 += n;
-        let c = node_cells[col].entry((cb as u32, node)).or_default();
-        c.0 += units;
-        c.1 += n;
-    }
-    // Off-CPU intervals of each track (its threads' longest), with their wakers.
-    let node_of = |thread: u32, stack: u32| leaf_of.get(&(thread, stack)).map_or(0, |l| l.0);
-    let mut intervals: Vec<Vec<OffCpuInterval>> = vec![Vec::new(); tracks.len()];
-    if offcpu.is_some() {
-        for (thread, heap) in fold.offcpu.iter().enumerate() {
-            let Some(iv) = track_of.get(thread).and_then(|&ti| intervals.get_mut(ti)) else {
-                continue;
-            };
-            for Reverse((len, begin, stack, waker)) in heap.iter() {
-                let node = u64::from(node_of(thread as u32, *stack));
-                let (name, waker_node) = match waker
-                    .and_then(|w| Some((w, threads.get(w.0 as usize)?)))
-                {
-                    Some(((wt, ws), th)) => (format!("{} {}", th.comm, th.tid), node_of(wt, ws)),
-                    None => (String::new(), 0),
-                };
-                iv.push(([*begin, begin + len, node], name, waker_node));
-            }
-        }
-    }
+    let (mut fn_cells, mut node_cells) = stack_cells(fold, columns, leaf_of, &unit, &grid);
+    let intervals = if offcpu.is_some() {
+        offcpu_intervals(fold, threads, &track_of, leaf_of, tracks.len())
+    } else {
+        vec![Vec::new(); tracks.len()]
+    };
     // Too many bytes of cells: wider cell buckets until they fit.
-    let (mut factor, mut cell_buckets) = (factor, cell_buckets);
+    let (mut factor, mut cell_buckets) = (grid.factor, grid.cell_buckets);
     while cell_bytes(&fn_cells, &node_cells, &fixed) > max_cell_bytes && cell_buckets > 1 {
         fn_cells = widen(fn_cells, 2);
         node_cells = widen(node_cells, 2);
@@ -657,6 +647,72 @@ fn timeline_within(
         state_names: Vec::new(),
         states: Vec::new(),
     })
+}
+
+/// The (cell bucket, leaf frame) and (cell bucket, call-tree node) cells of every event
+/// column: the stacks' periods (in `unit`s) and samples. A (command, stack) takes the node
+/// and leaf frame of any thread of that command.
+fn stack_cells(
+    fold: &TimelineFold,
+    columns: &[Option<usize>],
+    leaf_of: &LeafOf,
+    unit: &[u64],
+    grid: &Grid,
+) -> (CellMaps, CellMaps) {
+    let ncols = unit.len();
+    let mut leaf_by_comm: FxHashMap<(u32, u32), (u32, u32)> = FxHashMap::default();
+    for (&(thread, stack), &leaf) in leaf_of {
+        if let Some(&comm) = fold.comm_of.get(thread as usize) {
+            leaf_by_comm.insert((comm, stack), leaf);
+        }
+    }
+    let mut fn_cells: CellMaps = vec![FxHashMap::default(); ncols];
+    let mut node_cells: CellMaps = vec![FxHashMap::default(); ncols];
+    for (&(coarse, comm, event, stack), &(p, n)) in &fold.stacks {
+        let Some(col) = columns.get(event as usize).copied().flatten() else {
+            continue;
+        };
+        let Some(&(node, frame)) = leaf_by_comm.get(&(comm, stack)) else {
+            continue;
+        };
+        let cb = ((i64::from(coarse) << fold.stack_shift) - grid.lo) as u64 / grid.cell_span as u64;
+        let units = p / unit[col];
+        let f = fn_cells[col].entry((cb as u32, frame)).or_default();
+        f.0 += units;
+        f.1 += n;
+        let c = node_cells[col].entry((cb as u32, node)).or_default();
+        c.0 += units;
+        c.1 += n;
+    }
+    (fn_cells, node_cells)
+}
+
+/// The off-CPU intervals of each of `ntracks` tracks (its threads' longest), with their
+/// wakers' names and call-tree nodes.
+fn offcpu_intervals(
+    fold: &TimelineFold,
+    threads: &[ThreadInfo],
+    track_of: &[usize],
+    leaf_of: &LeafOf,
+    ntracks: usize,
+) -> Vec<Vec<OffCpuInterval>> {
+    let node_of = |thread: u32, stack: u32| leaf_of.get(&(thread, stack)).map_or(0, |l| l.0);
+    let mut intervals: Vec<Vec<OffCpuInterval>> = vec![Vec::new(); ntracks];
+    for (thread, heap) in fold.offcpu.iter().enumerate() {
+        let Some(iv) = track_of.get(thread).and_then(|&ti| intervals.get_mut(ti)) else {
+            continue;
+        };
+        for Reverse((len, begin, stack, waker)) in heap.iter() {
+            let node = u64::from(node_of(thread as u32, *stack));
+            let (name, waker_node) = match waker.and_then(|w| Some((w, threads.get(w.0 as usize)?)))
+            {
+                Some(((wt, ws), th)) => (format!("{} {}", th.comm, th.tid), node_of(wt, ws)),
+                None => (String::new(), 0),
+            };
+            iv.push(([*begin, begin + len, node], name, waker_node));
+        }
+    }
+    intervals
 }
 
 #[cfg(test)]
