@@ -200,15 +200,18 @@ impl ReportArgs {
     }
 }
 
-/// Runs `culprit report`.
-pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+/// Runs the report modes other than the hotspot report of one file (several inputs,
+/// `--offenders`, latency, `--branch`), or `None` for the hotspot report.
+fn run_other_mode(args: &ReportArgs) -> Option<anyhow::Result<ExitCode>> {
     let other_modes = [
         (args.many(), "several inputs"),
         (args.offenders, "--offenders"),
         (args.branch, "--branch"),
     ];
     if let Some((_, what)) = other_modes.iter().find(|m| m.0 && args.time.is_some()) {
-        anyhow::bail!("--time filters the hotspot report of one file: not {what}");
+        return Some(Err(anyhow::anyhow!(
+            "--time filters the hotspot report of one file: not {what}"
+        )));
     }
     if args.many() {
         let what = [
@@ -217,22 +220,27 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             (args.topdown, "--topdown"),
         ];
         if let Some((_, flag)) = what.iter().find(|w| w.0) {
-            anyhow::bail!(
+            return Some(Err(anyhow::anyhow!(
                 "{flag} reads one perf.data file: give a single -i (several inputs and \
                  --from-parquet make hotspot reports)"
-            );
+            )));
         }
-        return fleet::run(&args);
+        return Some(fleet::run(args));
     }
     if args.offenders {
-        return offenders::run(&args);
+        return Some(offenders::run(args));
     }
-    if latency::wanted(&args) {
-        return latency::run(&args);
+    if latency::wanted(args) {
+        return Some(latency::run(args));
     }
     if args.branch {
-        return branch::run(&args);
+        return Some(branch::run(args));
     }
+    None
+}
+
+/// Lets malloc give the report's big buffers back to the OS between phases.
+fn tune_allocator() {
     // The report's big buffers live in phases (aggregation tables, symbolization, rows):
     // let malloc give each one back to the OS when it is freed, so that peak RSS follows
     // the live data instead of keeping every freed phase's heap.
@@ -247,6 +255,14 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 8 * 1024 * 1024);
     }
+}
+
+/// Runs `culprit report`.
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(done) = run_other_mode(&args) {
+        return done;
+    }
+    tune_allocator();
     let mut opts = hotspot_options(&args)?;
     let keys = &opts.keys;
     // perf's memory mode (a memory key) adds each sample to its own row only: no children.
@@ -363,6 +379,25 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
     let file = input_args.path().display().to_string();
+    render(&args, &report, &profile, notes, file)?;
+    if let Some(stop) = &profile.stopped {
+        let samples: u64 = profile.events.iter().map(|e| e.samples).sum();
+        let path = input_args.path().display().to_string();
+        let outcome = format!("the report covers its {samples} samples read before it");
+        return Ok(crate::stopped::report(&path, &stop.describe(), &outcome));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the hotspot report (or its Top-Down view) in the chosen format; JSON carries the
+/// `notes` as its warnings.
+fn render(
+    args: &ReportArgs,
+    report: &hotspots::Hotspots,
+    profile: &culprit_decode::model::Profile,
+    mut notes: Vec<Note>,
+    file: String,
+) -> anyhow::Result<()> {
     let mut out = args.output.writer()?;
     match args.output.format {
         _ if args.topdown => {
@@ -395,16 +430,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             let json = hotspots::json_report(&report, &profile, &file, warnings);
             culprit_output::json::write(&mut out, &json)?;
         }
-        Format::Csv => culprit_output::csv::write(&mut out, &hotspots::csv_table(&report))?,
+        Format::Csv => culprit_output::csv::write(&mut out, &hotspots::csv_table(report))?,
     }
     out.flush()?;
-    if let Some(stop) = &profile.stopped {
-        let samples: u64 = profile.events.iter().map(|e| e.samples).sum();
-        let path = input_args.path().display().to_string();
-        let outcome = format!("the report covers its {samples} samples read before it");
-        return Ok(crate::stopped::report(&path, &stop.describe(), &outcome));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The report's options from its flags (`children` is decided once the input is read).
