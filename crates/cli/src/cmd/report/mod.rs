@@ -401,8 +401,8 @@ fn render(
     let mut out = args.output.writer()?;
     match args.output.format {
         _ if args.topdown => {
-            let td = culprit_analysis::topdown::sampled_report(&profile, &report)
-                .context("--topdown")?;
+            let td =
+                culprit_analysis::topdown::sampled_report(profile, report).context("--topdown")?;
             let doc = td.document(&report.keys);
             match args.output.format {
                 Format::Json => culprit_output::json::write(&mut out, &td)?,
@@ -422,12 +422,12 @@ fn render(
             } else {
                 Layout::PerEvent
             };
-            let doc = hotspots::document(&report, &profile, &DocOptions { file, layout });
+            let doc = hotspots::document(report, profile, &DocOptions { file, layout });
             culprit_output::text::write(&mut out, &doc, &args.output.text_options())?;
         }
         Format::Json => {
             let warnings = notes.drain(..).map(|n| n.text).collect();
-            let json = hotspots::json_report(&report, &profile, &file, warnings);
+            let json = hotspots::json_report(report, profile, &file, warnings);
             culprit_output::json::write(&mut out, &json)?;
         }
         Format::Csv => culprit_output::csv::write(&mut out, &hotspots::csv_table(report))?,
