@@ -296,6 +296,242 @@ fn ioctl_all(open: &[Vec<OpenGroup>], on: bool) {
     }
 }
 
+/// The tasks (pid, cpu) a count opens every group on, how, and the processes it watches.
+struct Tasks {
+    places: Vec<(i32, i32)>,
+    inherit: bool,
+    on_exec: bool,
+    pids: Vec<i32>,
+}
+
+impl Tasks {
+    /// The tasks of `target`, with the command it launches (held before its exec).
+    fn of(target: &Target) -> Result<(Tasks, Option<PendingChild>), RecordError> {
+        let mut child: Option<PendingChild> = None;
+        let tasks = match target {
+            Target::Command(argv) => {
+                let c = launch::spawn_held(argv)?;
+                let pid = c.pid();
+                child = Some(c);
+                Tasks {
+                    places: vec![(pid, -1)],
+                    inherit: true,
+                    on_exec: true,
+                    pids: vec![pid],
+                }
+            }
+            Target::Pids(pids) => {
+                let mut places = Vec::new();
+                for &pid in pids {
+                    let tids = procfs::threads(pid);
+                    if pid <= 0 || tids.is_empty() || !procfs::process_alive(pid) {
+                        return Err(RecordError::NoSuchProcess(pid));
+                    }
+                    places.extend(tids.into_iter().map(|t| (t, -1)));
+                }
+                Tasks {
+                    places,
+                    inherit: true,
+                    on_exec: false,
+                    pids: pids.clone(),
+                }
+            }
+            Target::System(cmd) => {
+                if let Some(argv) = cmd {
+                    child = Some(launch::spawn_held(argv)?);
+                }
+                let cpus = procfs::online_cpus();
+                Tasks {
+                    places: cpus.into_iter().map(|c| (-1, c as i32)).collect(),
+                    inherit: false,
+                    on_exec: false,
+                    pids: Vec::new(),
+                }
+            }
+        };
+        Ok((tasks, child))
+    }
+}
+
+/// The groups of a count, opened: one instance per task of each group.
+struct OpenedGroups {
+    groups: Vec<Vec<OpenGroup>>,
+    /// Per group: opened without enable_on_exec, so an ioctl enables it once all are open.
+    enable_by_ioctl: Vec<bool>,
+    /// The kernel could not be counted: every event counts user space only (`:u`).
+    user_only: bool,
+}
+
+/// Opens every group of `opts` on `tasks` (an uncore group on its PMU's CPUs, a hybrid
+/// core PMU's on its own CPUs).
+fn open_groups(
+    opts: &CountOptions,
+    tasks: &Tasks,
+    warn: &mut dyn FnMut(String),
+) -> Result<OpenedGroups, RecordError> {
+    let nfds: usize = opts.groups.iter().map(Vec::len).sum::<usize>() * tasks.places.len();
+    let mut out = OpenedGroups {
+        groups: Vec::with_capacity(opts.groups.len()),
+        enable_by_ioctl: Vec::with_capacity(opts.groups.len()),
+        user_only: false,
+    };
+    for group in &opts.groups {
+        // An uncore event counts system-wide on its PMU's cpumask CPUs, whatever the target
+        // (perf does the same): not per task, not inherited, enabled by ioctl.
+        let uncore = group.first().and_then(|s| s.cpumask.as_deref());
+        let (places, inherit, on_exec) = match uncore {
+            Some(cpus) => (
+                cpus.iter().map(|&c| (-1, c as i32)).collect::<Vec<_>>(),
+                false,
+                false,
+            ),
+            // A hybrid core PMU's event counts on its own CPUs only (system-wide).
+            None => (
+                tasks
+                    .places
+                    .iter()
+                    .copied()
+                    .filter(|&(_, cpu)| {
+                        cpu < 0 || group.first().is_none_or(|s| s.counts_on(cpu as u32))
+                    })
+                    .collect(),
+                tasks.inherit,
+                tasks.on_exec,
+            ),
+        };
+        out.enable_by_ioctl.push(!on_exec);
+        let mut instances = Vec::with_capacity(places.len());
+        for (n, &(pid, cpu)) in places.iter().enumerate() {
+            let how = GroupOpen {
+                pid,
+                cpu,
+                inherit,
+                on_exec,
+                first_place: n == 0,
+                nfds,
+            };
+            if let Some(inst) = open_instance(opts, group, &how, &tasks.pids, &mut out, warn)? {
+                instances.push(inst);
+            }
+        }
+        out.groups.push(instances);
+    }
+    Ok(out)
+}
+
+/// Where and how one instance of a group opens.
+struct GroupOpen {
+    pid: i32,
+    cpu: i32,
+    inherit: bool,
+    on_exec: bool,
+    /// The group's first place: its attrs are shown (`-vv`), once per event.
+    first_place: bool,
+    /// File descriptors the whole count opens (for the error of running out of them).
+    nfds: usize,
+}
+
+/// Opens one instance of `group`; `None` when its thread exited meanwhile (`-p`, while
+/// the process lives). Without the right to count the kernel, falls back to user space
+/// (setting `opened.user_only`, with a warning) as perf stat does.
+fn open_instance(
+    opts: &CountOptions,
+    group: &[EventSpec],
+    how: &GroupOpen,
+    pids: &[i32],
+    opened: &mut OpenedGroups,
+    warn: &mut dyn FnMut(String),
+) -> Result<Option<OpenGroup>, RecordError> {
+    let (pid, cpu, nfds) = (how.pid, how.cpu, how.nfds);
+    let mut inst = OpenGroup {
+        fds: Vec::with_capacity(group.len()),
+        ids: Vec::with_capacity(group.len()),
+    };
+    for (i, spec) in group.iter().enumerate() {
+        let mut attr = base_attr(spec, i == 0, how.inherit, how.on_exec);
+        if opened.user_only {
+            exclude_kernel(&mut attr);
+        }
+        if how.first_place {
+            // Once per event, before its first open, as perf stat -vv.
+            crate::verbose::display_attr(&attr.to_bytes());
+        }
+        crate::events::check_precise(spec).map_err(|e| RecordError::Invalid(e.to_string()))?;
+        let leader = inst.fds.first();
+        let fd = match open_raw(&mut attr, pid, cpu, leader) {
+            Ok(fd) => fd,
+            Err(e) if (e == libc::EACCES || e == libc::EPERM) && !opened.user_only && cpu < 0 => {
+                // As perf stat: without the right to count the kernel, count user space.
+                exclude_kernel(&mut attr);
+                crate::verbose::display_attr(&attr.to_bytes());
+                match open_raw(&mut attr, pid, cpu, leader) {
+                    Ok(fd) => {
+                        opened.user_only = true;
+                        warn(format!(
+                            "kernel.perf_event_paranoid = {}: counting user space only (:u)",
+                            procfs::perf_event_paranoid().map_or("?".into(), |p| p.to_string())
+                        ));
+                        fd
+                    }
+                    Err(e) => return Err(open_error(spec, e, group.len(), nfds)),
+                }
+            }
+            Err(libc::ESRCH) if matches!(opts.target, Target::Pids(_)) => {
+                // A thread exited between listing and opening: skip it unless the
+                // whole process is gone.
+                if pids.iter().any(|&p| procfs::process_alive(p)) {
+                    return Ok(None);
+                }
+                return Err(RecordError::NoSuchProcess(
+                    pids.first().copied().unwrap_or(pid),
+                ));
+            }
+            Err(e) => return Err(open_error(spec, e, group.len(), nfds)),
+        };
+        let id = crate::ring::event_id(&fd)
+            .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
+        inst.fds.push(fd);
+        inst.ids.push(id);
+    }
+    Ok(Some(inst))
+}
+
+/// Blocks until the command (or an attached process) exits, a signal, or the next `-I`
+/// tick, as perf stat does: a poll every few ms preempts the command and adds context
+/// switches. Without pidfds (old kernels) falls back to a 5 ms poll.
+fn wait_for_change(
+    child_pid: Option<i32>,
+    opts: &CountOptions,
+    pids: &[i32],
+    next_tick: Option<Instant>,
+) {
+    let until_tick = next_tick.map(|t| t.saturating_duration_since(Instant::now()));
+    let watched: Option<Vec<_>> = match child_pid {
+        Some(pid) => launch::pidfd(pid).map(|fd| vec![fd]),
+        None if matches!(opts.target, Target::Pids(_)) => pids
+            .iter()
+            .filter(|&&p| procfs::process_alive(p))
+            .map(|&p| launch::pidfd(p))
+            .collect(),
+        None => Some(Vec::new()),
+    };
+    match watched {
+        // A signal that lands between the caller's checks and the poll would only be seen
+        // at the next wake-up: bound the wait at 1 s.
+        Some(fds) => launch::wait_readable(
+            &fds,
+            until_tick
+                .unwrap_or(Duration::from_secs(1))
+                .min(Duration::from_secs(1)),
+        ),
+        None => std::thread::sleep(
+            until_tick
+                .unwrap_or(Duration::from_millis(5))
+                .clamp(Duration::from_micros(200), Duration::from_millis(5)),
+        ),
+    }
+}
+
 /// Counts the configured groups on the target. `on_interval` is called after each `-I`
 /// interval with that interval's counts; `warn` receives non-fatal messages.
 pub fn count(
@@ -317,138 +553,17 @@ pub fn count(
     launch::install_sigint_handler();
     let signals_before = launch::sigint_count();
 
-    // The tasks (pid, cpu) to open every group on.
-    let mut child: Option<PendingChild> = None;
-    let (places, inherit, on_exec, pids): (Vec<(i32, i32)>, bool, bool, Vec<i32>) =
-        match &opts.target {
-            Target::Command(argv) => {
-                let c = launch::spawn_held(argv)?;
-                let pid = c.pid();
-                child = Some(c);
-                (vec![(pid, -1)], true, true, vec![pid])
-            }
-            Target::Pids(pids) => {
-                let mut places = Vec::new();
-                for &pid in pids {
-                    let tids = procfs::threads(pid);
-                    if pid <= 0 || tids.is_empty() || !procfs::process_alive(pid) {
-                        return Err(RecordError::NoSuchProcess(pid));
-                    }
-                    places.extend(tids.into_iter().map(|t| (t, -1)));
-                }
-                (places, true, false, pids.clone())
-            }
-            Target::System(cmd) => {
-                if let Some(argv) = cmd {
-                    child = Some(launch::spawn_held(argv)?);
-                }
-                let cpus = procfs::online_cpus();
-                (
-                    cpus.into_iter().map(|c| (-1, c as i32)).collect(),
-                    false,
-                    false,
-                    Vec::new(),
-                )
-            }
-        };
-
-    let nfds: usize = opts.groups.iter().map(Vec::len).sum::<usize>() * places.len();
-    let mut user_only = false;
-    let mut open: Vec<Vec<OpenGroup>> = Vec::with_capacity(opts.groups.len());
-    // Groups opened without enable_on_exec, which an ioctl enables once all are open.
-    let mut enable_by_ioctl: Vec<bool> = Vec::with_capacity(opts.groups.len());
-    for group in &opts.groups {
-        // An uncore event counts system-wide on its PMU's cpumask CPUs, whatever the target
-        // (perf does the same): not per task, not inherited, enabled by ioctl.
-        let uncore = group.first().and_then(|s| s.cpumask.as_deref());
-        let (places, inherit, on_exec) = match uncore {
-            Some(cpus) => (
-                cpus.iter().map(|&c| (-1, c as i32)).collect::<Vec<_>>(),
-                false,
-                false,
-            ),
-            // A hybrid core PMU's event counts on its own CPUs only (system-wide).
-            None => (
-                places
-                    .iter()
-                    .copied()
-                    .filter(|&(_, cpu)| {
-                        cpu < 0 || group.first().is_none_or(|s| s.counts_on(cpu as u32))
-                    })
-                    .collect(),
-                inherit,
-                on_exec,
-            ),
-        };
-        enable_by_ioctl.push(!on_exec);
-        let mut instances = Vec::with_capacity(places.len());
-        for &(pid, cpu) in &places {
-            let mut inst = OpenGroup {
-                fds: Vec::with_capacity(group.len()),
-                ids: Vec::with_capacity(group.len()),
-            };
-            let mut skipped = false;
-            for (i, spec) in group.iter().enumerate() {
-                let mut attr = base_attr(spec, i == 0, inherit, on_exec);
-                if user_only {
-                    exclude_kernel(&mut attr);
-                }
-                if places.first() == Some(&(pid, cpu)) {
-                    // Once per event, before its first open, as perf stat -vv.
-                    crate::verbose::display_attr(&attr.to_bytes());
-                }
-                crate::events::check_precise(spec)
-                    .map_err(|e| RecordError::Invalid(e.to_string()))?;
-                let leader = inst.fds.first();
-                let fd = match open_raw(&mut attr, pid, cpu, leader) {
-                    Ok(fd) => fd,
-                    Err(e) if (e == libc::EACCES || e == libc::EPERM) && !user_only && cpu < 0 => {
-                        // As perf stat: without the right to count the kernel, count user space.
-                        exclude_kernel(&mut attr);
-                        crate::verbose::display_attr(&attr.to_bytes());
-                        match open_raw(&mut attr, pid, cpu, leader) {
-                            Ok(fd) => {
-                                user_only = true;
-                                warn(format!(
-                                    "kernel.perf_event_paranoid = {}: counting user space only (:u)",
-                                    procfs::perf_event_paranoid().map_or("?".into(), |p| p.to_string())
-                                ));
-                                fd
-                            }
-                            Err(e) => return Err(open_error(spec, e, group.len(), nfds)),
-                        }
-                    }
-                    Err(libc::ESRCH) if matches!(opts.target, Target::Pids(_)) => {
-                        // A thread exited between listing and opening: skip it unless the
-                        // whole process is gone.
-                        if pids.iter().any(|&p| procfs::process_alive(p)) {
-                            skipped = true;
-                            break;
-                        }
-                        return Err(RecordError::NoSuchProcess(
-                            pids.first().copied().unwrap_or(pid),
-                        ));
-                    }
-                    Err(e) => return Err(open_error(spec, e, group.len(), nfds)),
-                };
-                let id = crate::ring::event_id(&fd)
-                    .map_err(|source| RecordError::Ioctl { what: "ID", source })?;
-                inst.fds.push(fd);
-                inst.ids.push(id);
-            }
-            if !skipped {
-                instances.push(inst);
-            }
-        }
-        open.push(instances);
-    }
+    let (tasks, child) = Tasks::of(&opts.target)?;
+    let opened = open_groups(opts, &tasks, warn)?;
+    let (open, user_only) = (opened.groups, opened.user_only);
+    let pids = tasks.pids;
 
     // Enable: the command's exec does it (enable_on_exec); otherwise an ioctl now.
     let start = Instant::now();
     let child_pid = child.map(PendingChild::go);
     for (groups, _) in open
         .iter()
-        .zip(&enable_by_ioctl)
+        .zip(&opened.enable_by_ioctl)
         .filter(|(_, by_ioctl)| **by_ioctl)
     {
         ioctl_all(std::slice::from_ref(groups), true);
@@ -499,34 +614,7 @@ pub fn count(
                 next_tick = Some(tick + iv);
             }
         }
-        // Block until the command (or an attached process) exits, a signal, or the next
-        // `-I` tick, as perf stat does: a poll every few ms preempts the command and adds
-        // context switches. Without pidfds (old kernels) fall back to a 5 ms poll.
-        let until_tick = next_tick.map(|t| t.saturating_duration_since(Instant::now()));
-        let watched: Option<Vec<_>> = match child_pid {
-            Some(pid) => launch::pidfd(pid).map(|fd| vec![fd]),
-            None if matches!(opts.target, Target::Pids(_)) => pids
-                .iter()
-                .filter(|&&p| procfs::process_alive(p))
-                .map(|&p| launch::pidfd(p))
-                .collect(),
-            None => Some(Vec::new()),
-        };
-        match watched {
-            // A signal that lands between the checks above and the poll would only be seen
-            // at the next wake-up: bound the wait at 1 s.
-            Some(fds) => launch::wait_readable(
-                &fds,
-                until_tick
-                    .unwrap_or(Duration::from_secs(1))
-                    .min(Duration::from_secs(1)),
-            ),
-            None => std::thread::sleep(
-                until_tick
-                    .unwrap_or(Duration::from_millis(5))
-                    .clamp(Duration::from_micros(200), Duration::from_millis(5)),
-            ),
-        }
+        wait_for_change(child_pid, opts, &pids, next_tick);
     }
     let elapsed = start.elapsed();
     ioctl_all(&open, false);
