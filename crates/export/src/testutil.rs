@@ -161,6 +161,14 @@ pub fn profile() -> StackProfile {
             location: 3,
         },
     ];
+    add_samples(&mut p);
+    p.summary.samples = p.samples.iter().map(|s| s.count).sum();
+    p
+}
+
+/// The samples of [`profile`]'s nodes, aggregated and on the timeline (every sample, 1 ms
+/// apart, in a fixed interleaving), with their events' totals.
+fn add_samples(p: &mut StackProfile) {
     // (stack, thread, event, count, period per sample)
     let aggregated: [(u32, u32, u32, u64, u64); 6] = [
         (1, 0, 0, 5, 1_000_000),
@@ -200,6 +208,4 @@ pub fn profile() -> StackProfile {
         e.samples += count;
         e.period += count * period;
     }
-    p.summary.samples = p.samples.iter().map(|s| s.count).sum();
-    p
 }
