@@ -46,6 +46,17 @@ pub enum ColorArg {
     Never,
 }
 
+impl ColorArg {
+    /// The output crate's colour choice.
+    pub fn choice(self) -> ColorChoice {
+        match self {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        }
+    }
+}
+
 /// `--format`, `-o/--output`, `--color` and `--width` of the report verbs.
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputArgs {
@@ -135,12 +146,7 @@ impl OutputArgs {
 
     /// Colour and width of text output.
     pub fn text_options(&self) -> TextOptions {
-        let color = match self.color {
-            ColorArg::Auto => ColorChoice::Auto,
-            ColorArg::Always => ColorChoice::Always,
-            ColorArg::Never => ColorChoice::Never,
-        };
-        TextOptions::detect(color, self.width, self.is_tty())
+        TextOptions::detect(self.color.choice(), self.width, self.is_tty())
     }
 }
 
@@ -399,6 +405,21 @@ impl KernelSymbolArgs {
             ..SymbolizerOptions::default()
         }
     }
+}
+
+/// The sampling rate of `-c PERIOD` or `-F HZ` (`None`: neither, the verb's default).
+pub fn sample_rate(
+    count: Option<u64>,
+    freq: Option<u64>,
+) -> anyhow::Result<Option<culprit_collect::events::SampleRate>> {
+    use culprit_collect::events::SampleRate;
+    Ok(match (count, freq) {
+        (Some(0), _) => anyhow::bail!("-c: the period must be > 0"),
+        (_, Some(0)) => anyhow::bail!("-F: the frequency must be > 0"),
+        (Some(c), _) => Some(SampleRate::Period(c)),
+        (None, Some(f)) => Some(SampleRate::Frequency(f)),
+        (None, None) => None,
+    })
 }
 
 #[cfg(test)]

@@ -27,6 +27,18 @@ impl ColorChoice {
     }
 }
 
+/// ANSI colour of the hottest rows and flagged nodes (bold red).
+pub const HOT: &str = "\x1b[1;31m";
+/// ANSI colour of warm rows (yellow).
+pub const WARM: &str = "\x1b[33m";
+/// ANSI reset, after a coloured text.
+pub const RESET: &str = "\x1b[0m";
+
+/// `text` in `color` (one of the escapes above), reset after.
+pub fn paint(text: &str, color: &str) -> String {
+    format!("{color}{text}{RESET}")
+}
+
 /// How text output is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextOptions {

@@ -121,7 +121,7 @@ impl LineWriter<'_> {
             None => Cow::Borrowed(text),
         };
         match color.filter(|_| self.o.color) {
-            Some(c) => writeln!(self.out, "{c}{text}\x1b[0m"),
+            Some(c) => writeln!(self.out, "{}", crate::style::paint(&text, c)),
             None => {
                 self.out.write_all(text.as_bytes())?;
                 self.out.write_all(b"\n")
@@ -465,9 +465,9 @@ fn write_panel(
             .and_then(|c| c.values.percent(row))
             .unwrap_or(0.0);
         let color = if hot >= 10.0 {
-            Some("\x1b[1;31m")
+            Some(crate::style::HOT)
         } else if hot >= 1.0 {
-            Some("\x1b[33m")
+            Some(crate::style::WARM)
         } else {
             None
         };

@@ -18,7 +18,7 @@ use culprit_collect::events::EventSpec;
 use culprit_collect::stat::{self, IntervalReadings, StatOptions};
 use culprit_output::TextOptions;
 
-use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
+use crate::args::{Format, OutputArgs, TargetArgs};
 
 mod metrics;
 use culprit_analysis::stat::render;
@@ -126,11 +126,7 @@ impl Sink {
     /// Colour (flagged Top-Down nodes) on a terminal, by `--color` and NO_COLOR.
     fn color(&self, out: &OutputArgs) -> bool {
         let tty = self.file.is_none() && self.text && std::io::stderr().is_terminal();
-        match out.color {
-            ColorArg::Always => true,
-            ColorArg::Never => false,
-            ColorArg::Auto => tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        }
+        out.color.choice().enabled(tty)
     }
 
     fn lock(&self) -> Box<dyn Write + '_> {
@@ -328,7 +324,7 @@ fn write_report(
                     .map(|l| {
                         // Flagged nodes (` * name`) in red on a colour terminal.
                         if color && l.starts_with(" * ") {
-                            format!("\x1b[1;31m{l}\x1b[0m")
+                            culprit_output::style::paint(&l, culprit_output::style::HOT)
                         } else {
                             l
                         }
