@@ -273,13 +273,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     if args.topdown {
         specs = super::stat::topdown::sampling_specs()?;
     }
-    let rate = match (args.count, args.freq) {
-        (Some(0), _) => bail!("-c: the period must be > 0"),
-        (_, Some(0)) => bail!("-F: the frequency must be > 0"),
-        (Some(c), _) => Some(SampleRate::Period(c)),
-        (None, Some(f)) => Some(SampleRate::Frequency(f)),
-        (None, None) => None,
-    };
+    let rate = crate::args::sample_rate(args.count, args.freq)?;
     let call_graph = parse_call_graph(args.g, args.call_graph.as_deref())?;
     let choice = args.target.choice("record", false)?;
     if !args.mmap_pages.is_power_of_two() {

@@ -135,13 +135,8 @@ fn live_options(args: &TopArgs) -> anyhow::Result<LiveOptions> {
     for list in &args.events {
         specs.extend(events::parse_event_list(list)?);
     }
-    let rate = match (args.count, args.freq) {
-        (Some(0), _) => bail!("-c: the period must be > 0"),
-        (_, Some(0)) => bail!("-F: the frequency must be > 0"),
-        (Some(c), _) => SampleRate::Period(c),
-        (None, Some(f)) => SampleRate::Frequency(f),
-        (None, None) => SampleRate::Frequency(1000),
-    };
+    let rate =
+        crate::args::sample_rate(args.count, args.freq)?.unwrap_or(SampleRate::Frequency(1000));
     let choice = args.target.choice("top", true)?;
     Ok(LiveOptions {
         events: specs,
