@@ -8,6 +8,7 @@ use crate::*;
 
 const PID: i32 = 4242;
 
+mod models;
 mod unnamed;
 
 /// Symbols: f1 at 0x1000, f2 at 0x2000, main at 0x3000, each 0x100 long; 0x9000 unknown.
