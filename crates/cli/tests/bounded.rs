@@ -275,21 +275,11 @@ fn write_deep_chains(path: &Path, samples: u64, depth: u64) {
     };
     culprit_collect::perfdata::records::push_comm(&mut buf, &attr, 100, 100, b"deep", true, &sid);
     for n in 0..samples {
-        let size = 48 + 8 + 8 * (depth + 1);
-        buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-        buf.extend_from_slice(&misc::USER.to_le_bytes());
-        buf.extend_from_slice(&u16::try_from(size).unwrap().to_le_bytes());
-        buf.extend_from_slice(&1u64.to_le_bytes());
-        buf.extend_from_slice(&0x1000u64.to_le_bytes());
-        buf.extend_from_slice(&100u32.to_le_bytes());
-        buf.extend_from_slice(&100u32.to_le_bytes());
-        buf.extend_from_slice(&(10 + n).to_le_bytes());
-        buf.extend_from_slice(&100_003u64.to_le_bytes());
-        buf.extend_from_slice(&(depth + 1).to_le_bytes());
-        buf.extend_from_slice(&0xffff_ffff_ffff_fe00u64.to_le_bytes()); // PERF_CONTEXT_USER
-        for f in 0..depth {
-            buf.extend_from_slice(&(0x1000 + 0x10 * f).to_le_bytes());
-        }
+        // PERF_CONTEXT_USER, then the frames.
+        let mut words = vec![1, 0x1000, 100 | 100 << 32, 10 + n, 100_003, depth + 1];
+        words.push(0xffff_ffff_ffff_fe00);
+        words.extend((0..depth).map(|f| 0x1000 + 0x10 * f));
+        common::push_sample(&mut buf, misc::USER, &words);
     }
     let file = std::fs::File::create(path).unwrap();
     let mut w = PerfDataWriter::new(file, attrs).unwrap();
@@ -385,21 +375,10 @@ fn write_many_samples(path: &Path, pipe: &Path, samples: u64, bin: &Path, code: 
     const DEPTH: u64 = 8;
     let at = |k: u64| BASE + code[(k % code.len() as u64) as usize];
     for n in 0..samples {
-        let size = 48 + 8 + 8 * (DEPTH + 1);
-        buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-        buf.extend_from_slice(&misc::USER.to_le_bytes());
-        buf.extend_from_slice(&u16::try_from(size).unwrap().to_le_bytes());
-        buf.extend_from_slice(&1u64.to_le_bytes());
-        buf.extend_from_slice(&at(n).to_le_bytes());
-        buf.extend_from_slice(&100u32.to_le_bytes());
-        buf.extend_from_slice(&100u32.to_le_bytes());
-        buf.extend_from_slice(&(10 + n).to_le_bytes());
-        buf.extend_from_slice(&100_003u64.to_le_bytes());
-        buf.extend_from_slice(&(DEPTH + 1).to_le_bytes());
-        buf.extend_from_slice(&0xffff_ffff_ffff_fe00u64.to_le_bytes());
-        for f in 0..DEPTH {
-            buf.extend_from_slice(&at(n + f + 1).to_le_bytes());
-        }
+        let mut words = vec![1, at(n), 100 | 100 << 32, 10 + n, 100_003, DEPTH + 1];
+        words.push(0xffff_ffff_ffff_fe00);
+        words.extend((0..DEPTH).map(|f| at(n + f + 1)));
+        common::push_sample(&mut buf, misc::USER, &words);
         if n % 4096 == 4095 {
             culprit_collect::perfdata::records::push_finished_round(&mut buf);
             file.write_data(&buf).unwrap();

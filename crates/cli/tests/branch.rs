@@ -390,7 +390,7 @@ struct LbrSample {
 /// samples with CALLCHAIN and an LBR call stack (HW_INDEX), as perf 6.1 writes them.
 fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, record_type, sample_type};
+    use culprit_decode::abi::{attr_flag, sample_type};
     let st = sample_type::IDENTIFIER
         | sample_type::IP
         | sample_type::TID
@@ -426,13 +426,7 @@ fn write_lbr_file(path: &Path, bin: &Path, base: u64, samples: &[LbrSample]) {
             for &(from, to) in &s.stack {
                 body.extend([from, to, 0]);
             }
-            let size = 8 + body.len() * 8;
-            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&s.misc.to_le_bytes());
-            buf.extend_from_slice(&(size as u16).to_le_bytes());
-            for v in body {
-                buf.extend_from_slice(&v.to_le_bytes());
-            }
+            common::push_sample(&mut buf, s.misc, &body);
             time += 1;
         }
     }

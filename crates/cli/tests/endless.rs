@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use culprit_collect::perfdata::pipe::PipeWriter;
 use culprit_collect::perfdata::{Attr, FileAttr};
-use culprit_decode::abi::{misc, record_type};
+use culprit_decode::abi::misc;
 
 /// How long each verb reads.
 const RUN: Duration = Duration::from_secs(10);
@@ -125,21 +125,11 @@ fn write_endless(out: impl Write, bin: &Path, code: &[u64], until: Instant) -> u
     while Instant::now() < until {
         for _ in 0..4096 {
             let stack = (n / 1000) % 5;
-            let size = 48 + 8 + 8 * (DEPTH + 1);
-            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&misc::USER.to_le_bytes());
-            buf.extend_from_slice(&u16::try_from(size).unwrap_or(0).to_le_bytes());
-            buf.extend_from_slice(&1u64.to_le_bytes());
-            buf.extend_from_slice(&at(stack * 7).to_le_bytes());
-            buf.extend_from_slice(&100u32.to_le_bytes());
-            buf.extend_from_slice(&100u32.to_le_bytes());
-            buf.extend_from_slice(&(10 + n * PERIOD).to_le_bytes());
-            buf.extend_from_slice(&PERIOD.to_le_bytes());
-            buf.extend_from_slice(&(DEPTH + 1).to_le_bytes());
-            buf.extend_from_slice(&0xffff_ffff_ffff_fe00u64.to_le_bytes());
-            for f in 0..DEPTH {
-                buf.extend_from_slice(&at(stack * 7 + f + 1).to_le_bytes());
-            }
+            let (ip, time) = (at(stack * 7), 10 + n * PERIOD);
+            let mut words = vec![1, ip, 100 | 100 << 32, time, PERIOD, DEPTH + 1];
+            words.push(0xffff_ffff_ffff_fe00);
+            words.extend((0..DEPTH).map(|f| at(stack * 7 + f + 1)));
+            common::push_sample(&mut buf, misc::USER, &words);
             n += 1;
         }
         culprit_collect::perfdata::records::push_finished_round(&mut buf);

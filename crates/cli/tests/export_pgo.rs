@@ -353,7 +353,7 @@ type CraftedSample = (Vec<(u64, u64, bool)>, usize);
 /// `(branch stack most recent first as SVMAs (from, to, mispredicted), times)`.
 fn write_lbr_file(path: &Path, bin: &Path, samples: &[CraftedSample]) {
     use culprit_collect::perfdata::{Attr, Features, FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+    use culprit_decode::abi::{attr_flag, misc, sample_type};
     let st = sample_type::IDENTIFIER
         | sample_type::IP
         | sample_type::TID
@@ -387,13 +387,7 @@ fn write_lbr_file(path: &Path, bin: &Path, samples: &[CraftedSample]) {
                 // flags: bit 0 mispredicted, bit 1 predicted.
                 body.extend([BASE + from, BASE + to, if mispred { 1 } else { 2 }]);
             }
-            let size = 8 + body.len() * 8;
-            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&misc::USER.to_le_bytes());
-            buf.extend_from_slice(&(size as u16).to_le_bytes());
-            for v in body {
-                buf.extend_from_slice(&v.to_le_bytes());
-            }
+            common::push_sample(&mut buf, misc::USER, &body);
             time += 1;
         }
     }

@@ -94,7 +94,7 @@ fn write_recording_as(
 ) {
     use culprit_collect::perfdata::records::{self, MmapArgs, SampleId};
     use culprit_collect::perfdata::{FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, misc, record_type};
+    use culprit_decode::abi::{attr_flag, misc};
     let attr = common::cpu_clock_attr(0, attr_flag::MMAP | attr_flag::COMM);
     let file = FileAttr {
         attr,
@@ -133,15 +133,8 @@ fn write_recording_as(
     for &(offset, n) in samples {
         for _ in 0..n {
             // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
-            buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-            buf.extend_from_slice(&misc::KERNEL.to_le_bytes());
-            buf.extend_from_slice(&48u16.to_le_bytes());
-            buf.extend_from_slice(&1u64.to_le_bytes());
-            buf.extend_from_slice(&(BASE + offset).to_le_bytes());
-            buf.extend_from_slice(&100u32.to_le_bytes());
-            buf.extend_from_slice(&100u32.to_le_bytes());
-            buf.extend_from_slice(&time.to_le_bytes());
-            buf.extend_from_slice(&100003u64.to_le_bytes());
+            let words = [1, BASE + offset, 100 | 100 << 32, time, 100003];
+            common::push_sample(&mut buf, misc::KERNEL, &words);
             time += 1;
         }
     }

@@ -231,7 +231,7 @@ pub fn write_crafted_file_with(
     features: &culprit_collect::perfdata::Features,
 ) {
     use culprit_collect::perfdata::{Attr, FileAttr, PerfDataWriter};
-    use culprit_decode::abi::{attr_flag, misc, record_type, sample_type};
+    use culprit_decode::abi::{attr_flag, misc, sample_type};
     let st = sample_type::IDENTIFIER
         | sample_type::IP
         | sample_type::TID
@@ -267,23 +267,27 @@ pub fn write_crafted_file_with(
             for _ in 0..n {
                 // PERF_RECORD_SAMPLE: IDENTIFIER, IP, TID, TIME, PERIOD.
                 let misc: u16 = misc::USER | if exact { 1 << 14 } else { 0 };
-                let start = buf.len();
-                buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
-                buf.extend_from_slice(&misc.to_le_bytes());
-                buf.extend_from_slice(&48u16.to_le_bytes());
-                buf.extend_from_slice(&(e as u64 + 1).to_le_bytes());
-                buf.extend_from_slice(&(base + svma).to_le_bytes());
-                buf.extend_from_slice(&100u32.to_le_bytes());
-                buf.extend_from_slice(&100u32.to_le_bytes());
-                buf.extend_from_slice(&time.to_le_bytes());
-                buf.extend_from_slice(&100003u64.to_le_bytes());
-                assert_eq!(buf.len() - start, 48);
+                let words = [e as u64 + 1, base + svma, 100 | 100 << 32, time, 100003];
+                push_sample(&mut buf, misc, &words);
                 time += 1;
             }
         }
     }
     w.write_data(&buf).unwrap();
     w.finish(features).unwrap();
+}
+
+/// Appends a PERF_RECORD_SAMPLE of mode `misc` whose body is `words` (the attr's sample
+/// fields in order, each as a u64 word: `pid | tid << 32` for TID, ...).
+pub fn push_sample(buf: &mut Vec<u8>, misc: u16, words: &[u64]) {
+    use culprit_decode::abi::record_type;
+    let size = u16::try_from(8 + 8 * words.len()).expect("a sample record under 64 KiB");
+    buf.extend_from_slice(&record_type::SAMPLE.to_le_bytes());
+    buf.extend_from_slice(&misc.to_le_bytes());
+    buf.extend_from_slice(&size.to_le_bytes());
+    for w in words {
+        buf.extend_from_slice(&w.to_le_bytes());
+    }
 }
 
 /// A cpu-clock attr (period 100,003) of samples with id, IP, TID, time, period and call
