@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::hotspots::{
     self, document_with, EventFacts, EventJson, HotspotOptions, Hotspots, HotspotsJson,
-    HotspotsMerge, Layout, SampleAggregator,
+    HotspotsMerge, Layout, ReadNeeds, SampleAggregator,
 };
 use crate::recording::{RecordingMeta, Stopped};
 use crate::{AnalysisError, CallGraphMode};
@@ -233,28 +233,15 @@ struct Plan {
 
 impl Plan {
     fn new(opts: &FleetOptions) -> Plan {
-        let h = &opts.hotspots;
-        let mem_mode = h.keys.iter().any(|k| k.is_memory());
-        let graphs = h.call_graph != CallGraphMode::None;
-        let children = opts.children != Some(false) && !mem_mode;
-        let mut part = HotspotsMerge::part_options(h);
-        part.children = children;
-        let chains_used = opts.children != Some(false) || graphs;
+        let needs = ReadNeeds::of(&opts.hotspots, opts.children);
+        let mut part = HotspotsMerge::part_options(&opts.hotspots);
+        part.children = opts.children != Some(false) && !needs.mem_mode;
         Plan {
-            with_chains: children || graphs,
-            shows_symbols: h
-                .keys
-                .iter()
-                .any(|k| matches!(k, crate::SortKey::Sym | crate::SortKey::Ip))
-                || graphs,
-            read: ReadPlan {
-                unwind: chains_used && opts.unwind,
-                skip_callchains: !chains_used,
-                skip_locations: false,
-                parallel: true,
-            },
+            with_chains: needs.with_chains,
+            shows_symbols: needs.shows_symbols,
+            read: needs.read_plan(opts.unwind, true),
             part,
-            mem_mode,
+            mem_mode: needs.mem_mode,
         }
     }
 }

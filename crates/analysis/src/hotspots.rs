@@ -60,6 +60,55 @@ pub fn children_window<T>(chain: &[T]) -> &[T] {
     &chain[chain.len().saturating_sub(PERF_MAX_STACK)..]
 }
 
+/// What reading a recording for a hotspot report needs, decided once from the report's
+/// options: by the report of one file and by the report over many inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadNeeds {
+    /// A memory key (perf's memory mode): each sample counts in its own row only.
+    pub mem_mode: bool,
+    /// Call graphs (`-g caller|callee`).
+    pub graphs: bool,
+    /// Samples are folded with their call chains (children or call graphs).
+    pub with_chains: bool,
+    /// Call chains are read at all (children, the default where a file has them, or graphs).
+    pub chains_used: bool,
+    /// The report shows symbols: they are loaded while the file is read.
+    pub shows_symbols: bool,
+}
+
+impl ReadNeeds {
+    /// The needs of a report with `opts` and `children` (`Some(false)`: `--no-children`;
+    /// `Some(true)`: `--children`; `None`: children where a file has call chains).
+    pub fn of(opts: &HotspotOptions, children: Option<bool>) -> ReadNeeds {
+        let mem_mode = opts.keys.iter().any(|k| k.is_memory());
+        let graphs = opts.call_graph != CallGraphMode::None;
+        let chains_used = children != Some(false) || graphs;
+        ReadNeeds {
+            mem_mode,
+            graphs,
+            with_chains: (children != Some(false) && !mem_mode) || graphs,
+            chains_used,
+            shows_symbols: opts
+                .keys
+                .iter()
+                .any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
+                || graphs,
+        }
+    }
+
+    /// How to read: call chains only when used, their user part unwound from the sampled
+    /// stacks (`--call-graph dwarf` files) when `unwind` allows it, on every core when
+    /// `parallel`.
+    pub fn read_plan(&self, unwind: bool, parallel: bool) -> culprit_symbols::ReadPlan {
+        culprit_symbols::ReadPlan {
+            unwind: self.chains_used && unwind,
+            skip_callchains: !self.chains_used,
+            skip_locations: false,
+            parallel,
+        }
+    }
+}
+
 /// Which samples count.
 #[derive(Debug, Clone, Default)]
 pub struct Filters {

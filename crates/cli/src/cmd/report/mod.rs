@@ -18,11 +18,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use culprit_analysis::hotspots::{self, hotspots_aggregated, DocOptions, Layout, SampleAggregator};
+use culprit_analysis::hotspots::{
+    self, hotspots_aggregated, DocOptions, Layout, ReadNeeds, SampleAggregator,
+};
 use culprit_analysis::time_window::InWindow;
 use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
-use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, MultiInputArgs, OutputArgs};
 use crate::progress::Progress;
@@ -264,44 +265,29 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     tune_allocator();
     let mut opts = hotspot_options(&args)?;
-    let keys = &opts.keys;
     // perf's memory mode (a memory key) adds each sample to its own row only: no children.
-    let mem_mode = keys.iter().any(|k| k.is_memory());
     // Chains are needed for children (the default when the file has them) and call graphs.
-    let with_chains = (!args.no_children && !mem_mode)
-        || matches!(
-            args.call_graph,
-            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
-        );
+    let children = if args.no_children {
+        Some(false)
+    } else {
+        args.children.then_some(true)
+    };
+    let needs = ReadNeeds::of(&opts, children);
+    let mem_mode = needs.mem_mode;
     let input_args = args.first_input();
     let input = input_args.open();
     let mut symbolizer = input.symbolizer();
-    // When the report shows symbols, they are loaded while the file is read.
-    let shows_symbols = keys.iter().any(|k| matches!(k, SortKey::Sym | SortKey::Ip))
-        || matches!(
-            args.call_graph,
-            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
-        );
     // Samples are folded while reading (no Vec<Sample>): memory follows distinct places,
     // and a flat report folds away what its keys do not show.
-    let mut agg = SampleAggregator::new(with_chains, &opts.filters);
+    let mut agg = SampleAggregator::new(needs.with_chains, &opts.filters);
     agg.only_for(&opts);
     // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
     // sampled registers and stack while reading; skipped when chains are not used. A flat
     // report, or a children report that keeps places, reads on every core; call-graph
     // reports read sequentially: their time goes into interning chains, which the merge of
     // the shares would do again.
-    let chains_used = !args.no_children
-        || matches!(
-            args.call_graph,
-            Some(CallGraphArg::Caller) | Some(CallGraphArg::Callee)
-        );
-    let plan = ReadPlan {
-        unwind: chains_used && !args.no_unwind && args.call_graph != Some(CallGraphArg::None),
-        skip_callchains: !chains_used,
-        skip_locations: false,
-        parallel: !chains_used || agg.keeps_places(),
-    };
+    let unwind = !args.no_unwind && args.call_graph != Some(CallGraphArg::None);
+    let plan = needs.read_plan(unwind, !needs.chains_used || agg.keeps_places());
     let bar = Progress::for_input(&input);
     let window = InWindow {
         window: args.time.unwrap_or_default(),
@@ -309,7 +295,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let (profile, window) = input.fold(
         &plan,
-        shows_symbols.then_some(&mut symbolizer),
+        needs.shows_symbols.then_some(&mut symbolizer),
         window,
         bar.callback(),
     )?;
