@@ -130,6 +130,46 @@ pub(super) fn record_header(b: &[u8], be: bool) -> Option<(u32, u16, u16)> {
     })
 }
 
+/// The record being framed on the general path: where it is, and what a stop there says.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RecordAt {
+    /// Offset of the record in the bytes framed.
+    pub(super) off: usize,
+    /// End of the bytes framed.
+    pub(super) end: usize,
+    /// Input offset of the record.
+    pub(super) abs: u64,
+    /// Records read before this one.
+    pub(super) records: u64,
+    /// The bytes end the input (not stream mode waiting for more).
+    pub(super) eof: bool,
+}
+
+impl RecordAt {
+    /// Reading stops at this record (damage) for `reason`.
+    pub(super) fn stop(&self, record_type: Option<u32>, reason: String) -> Framed {
+        Framed::Stop(ReadStop {
+            offset: self.abs,
+            record_type,
+            reason,
+            records_read: self.records,
+        })
+    }
+}
+
+/// A record whose header was read and whose bytes are all there.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FramedRecord<'d> {
+    /// The bytes from the record's header to the end of the bytes framed.
+    pub(super) hdr: &'d [u8],
+    pub(super) ty: u32,
+    pub(super) misc: u16,
+    /// The header's size (at least 8).
+    pub(super) size: usize,
+    /// The record after its header.
+    pub(super) body: &'d [u8],
+}
+
 impl<'a, 'p> Reader<'a, 'p> {
     /// Frames the records in `data[start..end]` of the input. Returns where and why it
     /// stopped early.
@@ -164,244 +204,312 @@ impl<'a, 'p> Reader<'a, 'p> {
                 }
             }
             self.framing_at = off;
-            let abs = self.base.saturating_add(off as u64);
-            let stop = |ty: Option<u32>, reason: String, n: u64| {
-                Framed::Stop(ReadStop {
-                    offset: abs,
-                    record_type: ty,
-                    reason,
-                    records_read: n,
-                })
+            let at = RecordAt {
+                off,
+                end,
+                abs: self.base.saturating_add(off as u64),
+                records: self.p.meta.records,
+                eof,
             };
-            let n = self.p.meta.records;
-            if eof && pipe {
-                if let Some(text) = data.get(off..end).filter(|t| is_perf_message(t)) {
-                    self.warn(format!(
-                        "the stream ends with {} bytes of perf record's own messages ({:?}): \
-                         its stderr was written into the output; ignored",
-                        text.len(),
-                        String::from_utf8_lossy(text).lines().next().unwrap_or("")
-                    ));
-                    return Framed::Done;
-                }
+            match self.frame_record(data, at, pipe) {
+                Ok(next) => off = next,
+                Err(framed) => return framed,
             }
-            let Some(hdr) = data.get(off..end).filter(|h| h.len() >= 8) else {
-                if !eof {
-                    return Framed::More(off);
-                }
-                return stop(
-                    None,
-                    format!(
-                        "truncated record header: {} bytes left, 8 needed",
-                        end - off
-                    ),
-                    n,
-                );
-            };
-            let Some((ty, misc, size)) = record_header(hdr, self.be) else {
-                return stop(None, "unreadable record header".into(), n);
-            };
-            let size = usize::from(size);
-            if size < 8 {
-                return stop(Some(ty), format!("corrupt record: size {size} < 8"), n);
-            }
-            let Some(body) = hdr.get(8..size) else {
-                if !eof {
-                    return Framed::More(off);
-                }
-                return stop(
-                    Some(ty),
-                    format!(
-                        "truncated record: {size} bytes long, {} bytes left",
-                        end - off
-                    ),
-                    n,
-                );
-            };
-            let mut next = off + size;
-            if ty >= 64 && ty != rt::FINISHED_ROUND {
-                // User records (attrs, features, compressed data, AUX) are not state-free.
-                if let Some(log) = self.log.as_mut() {
-                    log.change(off as u64);
-                }
-            }
-            match ty {
-                rt::FINISHED_ROUND => {
-                    self.finish_round();
-                    let records = self.p.meta.records + 1;
-                    if let Some(log) = self.log.as_mut().filter(|l| off >= l.from) {
-                        log.rounds.push((off, self.max_time, records));
-                    }
-                    if let Some(plan) = self
-                        .jump_plan
-                        .filter(|p| self.part.lite && next >= p.after && p.to > off)
-                    {
-                        // Deliver what the prefix left queued (a sequential read delivers it
-                        // in the round after this one, before anything at or after `to` is
-                        // framed), then go on at `to` with the newest time seen there.
-                        self.jump_plan = None;
-                        self.flush(None);
-                        self.replay_deferred.clear();
-                        self.max_time = self.max_time.max(plan.warm_max);
-                        self.jumped = Some(Jumped {
-                            from: off,
-                            to: plan.to,
-                            max_time: self.max_time,
-                        });
-                        next = plan.to;
-                    }
-                    let at = usize::try_from(self.base)
-                        .unwrap_or(usize::MAX)
-                        .saturating_add(next);
-                    if self.part.lite && self.part.from.is_some_and(|f| at >= f) {
-                        self.part.lite = false;
-                        self.requeue_deferred();
-                        self.part.started = true;
-                        self.progress_from = at as u64;
-                        self.next_progress = 0;
-                    }
-                    if let Some((split, start, end)) = self.split {
-                        if let Some(t) = split.reached(at, start, end) {
-                            self.part.to = Some(t);
-                            self.split = None;
-                        }
-                    }
-                    if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
-                        self.part.ended = true;
-                        self.p.meta.records += 1;
-                        self.resume_at = next;
-                        return Framed::Done;
-                    }
-                }
-                rt::COMPRESSED | rt::COMPRESSED2 if self.part.lite => {
-                    // No share boundary after compressed data (its rounds are inside it):
-                    // the part before reads on to the end (below), this one gives up.
-                    return Framed::Done;
-                }
-                rt::COMPRESSED | rt::COMPRESSED2 => {
-                    self.part.to = None;
-                    if let Some((split, ..)) = self.split.take() {
-                        split.close();
-                    }
-                    self.p.meta.compressed = true;
-                    let payload = if ty == rt::COMPRESSED {
-                        Some(body)
-                    } else {
-                        // COMPRESSED2: u64 data_size, then the data, then alignment padding.
-                        u64_at(body, 0, self.be)
-                            .and_then(|n| usize::try_from(n).ok())
-                            .and_then(|n| body.get(8..8usize.checked_add(n)?))
-                    };
-                    let Some(payload) = payload else {
-                        return stop(Some(ty), "corrupt COMPRESSED2 data size".into(), n);
-                    };
-                    if let Err(e) = self.decompress(payload, abs) {
-                        return stop(Some(ty), e, n);
-                    }
-                }
-                rt::AUXTRACE => {
-                    // The AUX data follows the record; its size is the first body field.
-                    let size = u64_at(body, 0, self.be);
-                    let aux = size
-                        .and_then(|a| usize::try_from(a).ok())
-                        .and_then(|a| next.checked_add(a))
-                        .filter(|&e| e <= end);
-                    match (aux, size) {
-                        (Some(e), _) => {
-                            if self.spe.is_some() {
-                                self.auxtrace(body, data.get(next..e).unwrap_or(&[]));
-                            }
-                            next = e;
-                        }
-                        // Stream mode: skip the rest of the data as it arrives.
-                        (None, Some(a)) if !eof => {
-                            if self.spe.is_some() {
-                                self.spe_data_skipped();
-                            }
-                            return Framed::Skip {
-                                at: abs,
-                                left: a.saturating_sub((end - next) as u64),
-                                records: n,
-                            };
-                        }
-                        _ => return stop(Some(ty), "AUXTRACE data extends past the end".into(), n),
-                    }
-                }
-                rt::HEADER_TRACING_DATA => {
-                    // The tracing data follows the record: u32 size (already padded to 8
-                    // bytes by perf), then the data. Kept whole until it is all there.
-                    let size = Cur::new(body, self.be)
-                        .u32()
-                        .map(|n| n as usize)
-                        .filter(|&n| n <= MAX_TRACING_DATA);
-                    let data_end = size.and_then(|n| next.checked_add(n));
-                    match data_end.filter(|&e| e <= end) {
-                        Some(e) => {
-                            let tracing = data.get(next..e).unwrap_or(&[]);
-                            header::add_tracing_data(&mut self.features, tracing);
-                            next = e;
-                            self.build_events();
-                            self.sync_meta();
-                        }
-                        None if !eof && size.is_some() => return Framed::More(off),
-                        None => {
-                            let why = match size {
-                                Some(_) => "TRACING_DATA extends past the end".into(),
-                                None => format!(
-                                    "TRACING_DATA record without a plausible size (at most {} \
-                                     MiB)",
-                                    MAX_TRACING_DATA >> 20
-                                ),
-                            };
-                            return stop(Some(ty), why, n);
-                        }
-                    }
-                }
-                rt::AUXTRACE_INFO => self.auxtrace_info(body),
-                spe::RECORD_TIME_CONV => self.time_conv(body),
-                rt::HEADER_ATTR => self.pipe_attr(body, abs),
-                rt::HEADER_FEATURE => {
-                    let mut c = Cur::new(body, self.be);
-                    if let Some(id) = c.u64() {
-                        let id = u32::try_from(id).unwrap_or(u32::MAX);
-                        let rest = body.get(8..).unwrap_or(&[]);
-                        header::parse_feature(&mut self.features, id, rest, self.be);
-                        self.sync_meta();
-                        // Event names and PMUs of a stream are final from here on: samples
-                        // delivered before the stream ends (streaming readers) see them.
-                        if matches!(id, abi::feature::EVENT_DESC | abi::feature::PMU_MAPPINGS) {
-                            self.build_events();
-                        }
-                    }
-                }
-                rt::HEADER_BUILD_ID => {
-                    if let Some(e) = header::parse_build_id_body(misc, body, self.be) {
-                        self.features.build_ids.push(e);
-                    }
-                }
-                rt::EVENT_UPDATE => self.event_update(body),
-                t if t < 64 => {
-                    if self.attrs.is_empty() {
-                        // As perf, and the same from a file or a stream: skipped.
-                        if pipe {
-                            self.warn(format!(
-                                "record type {t} at offset {abs} before any HEADER_ATTR; ignored"
-                            ));
-                        }
-                    } else if self.stream {
-                        let at = self.owned.len() as u64 | IN_OWNED;
-                        self.owned.extend_from_slice(hdr.get(..size).unwrap_or(&[]));
-                        self.enqueue(ty, misc, body, at, abs);
-                    } else {
-                        self.enqueue(ty, misc, body, off as u64, off as u64);
-                    }
-                }
-                _ => {}
-            }
-            self.p.meta.records += 1;
-            off = next;
         }
         Framed::Done
+    }
+
+    /// Frames the one record at `at.off` on the general path: checks its header, handles it
+    /// by type and counts it. Returns the offset of the next record, or (`Err`) how framing
+    /// ends here.
+    #[inline(always)]
+    fn frame_record(&mut self, data: &[u8], at: RecordAt, pipe: bool) -> Result<usize, Framed> {
+        let (off, end, abs) = (at.off, at.end, at.abs);
+        if at.eof && pipe {
+            if let Some(text) = data.get(off..end).filter(|t| is_perf_message(t)) {
+                self.warn(format!(
+                    "the stream ends with {} bytes of perf record's own messages ({:?}): \
+                     its stderr was written into the output; ignored",
+                    text.len(),
+                    String::from_utf8_lossy(text).lines().next().unwrap_or("")
+                ));
+                return Err(Framed::Done);
+            }
+        }
+        let rec = self.split_record(data, at)?;
+        let (ty, body) = (rec.ty, rec.body);
+        let mut next = off + rec.size;
+        if ty >= 64 && ty != rt::FINISHED_ROUND {
+            // User records (attrs, features, compressed data, AUX) are not state-free.
+            if let Some(log) = self.log.as_mut() {
+                log.change(off as u64);
+            }
+        }
+        match ty {
+            rt::FINISHED_ROUND => next = self.frame_finished_round(off, next)?,
+            rt::COMPRESSED | rt::COMPRESSED2 if self.part.lite => {
+                // No share boundary after compressed data (its rounds are inside it):
+                // the part before reads on to the end (below), this one gives up.
+                return Err(Framed::Done);
+            }
+            rt::COMPRESSED | rt::COMPRESSED2 => self.frame_compressed(ty, body, at)?,
+            rt::AUXTRACE => next = self.frame_auxtrace(data, body, next, at)?,
+            rt::HEADER_TRACING_DATA => next = self.frame_tracing_data(data, body, next, at)?,
+            rt::AUXTRACE_INFO => self.auxtrace_info(body),
+            spe::RECORD_TIME_CONV => self.time_conv(body),
+            rt::HEADER_ATTR => self.pipe_attr(body, abs),
+            rt::HEADER_FEATURE => self.frame_feature(body),
+            rt::HEADER_BUILD_ID => {
+                if let Some(e) = header::parse_build_id_body(rec.misc, body, self.be) {
+                    self.features.build_ids.push(e);
+                }
+            }
+            rt::EVENT_UPDATE => self.event_update(body),
+            t if t < 64 => self.frame_kernel_record(&rec, at, pipe),
+            _ => {}
+        }
+        self.p.meta.records += 1;
+        Ok(next)
+    }
+
+    /// The header and body of the record at `at.off`, or how framing ends there: damage, or
+    /// (stream mode) a record not all there yet.
+    #[inline(always)]
+    fn split_record<'d>(&self, data: &'d [u8], at: RecordAt) -> Result<FramedRecord<'d>, Framed> {
+        let (off, end) = (at.off, at.end);
+        let Some(hdr) = data.get(off..end).filter(|h| h.len() >= 8) else {
+            if !at.eof {
+                return Err(Framed::More(off));
+            }
+            return Err(at.stop(
+                None,
+                format!(
+                    "truncated record header: {} bytes left, 8 needed",
+                    end - off
+                ),
+            ));
+        };
+        let Some((ty, misc, size)) = record_header(hdr, self.be) else {
+            return Err(at.stop(None, "unreadable record header".into()));
+        };
+        let size = usize::from(size);
+        if size < 8 {
+            return Err(at.stop(Some(ty), format!("corrupt record: size {size} < 8")));
+        }
+        let Some(body) = hdr.get(8..size) else {
+            if !at.eof {
+                return Err(Framed::More(off));
+            }
+            return Err(at.stop(
+                Some(ty),
+                format!(
+                    "truncated record: {size} bytes long, {} bytes left",
+                    end - off
+                ),
+            ));
+        };
+        Ok(FramedRecord {
+            hdr,
+            ty,
+            misc,
+            size,
+            body,
+        })
+    }
+
+    /// FINISHED_ROUND at `off`: delivers the round, makes a planned jump, and moves the
+    /// share's bounds (start of the share, the split, its end). Returns where framing goes
+    /// on (`next`, or the jump's target), or `Err(Framed::Done)` at the end of the share.
+    #[inline(always)]
+    fn frame_finished_round(&mut self, off: usize, mut next: usize) -> Result<usize, Framed> {
+        self.finish_round();
+        let records = self.p.meta.records + 1;
+        if let Some(log) = self.log.as_mut().filter(|l| off >= l.from) {
+            log.rounds.push((off, self.max_time, records));
+        }
+        if let Some(plan) = self
+            .jump_plan
+            .filter(|p| self.part.lite && next >= p.after && p.to > off)
+        {
+            // Deliver what the prefix left queued (a sequential read delivers it
+            // in the round after this one, before anything at or after `to` is
+            // framed), then go on at `to` with the newest time seen there.
+            self.jump_plan = None;
+            self.flush(None);
+            self.replay_deferred.clear();
+            self.max_time = self.max_time.max(plan.warm_max);
+            self.jumped = Some(Jumped {
+                from: off,
+                to: plan.to,
+                max_time: self.max_time,
+            });
+            next = plan.to;
+        }
+        let at = usize::try_from(self.base)
+            .unwrap_or(usize::MAX)
+            .saturating_add(next);
+        if self.part.lite && self.part.from.is_some_and(|f| at >= f) {
+            self.part.lite = false;
+            self.requeue_deferred();
+            self.part.started = true;
+            self.progress_from = at as u64;
+            self.next_progress = 0;
+        }
+        if let Some((split, start, end)) = self.split {
+            if let Some(t) = split.reached(at, start, end) {
+                self.part.to = Some(t);
+                self.split = None;
+            }
+        }
+        if !self.part.lite && self.part.to.is_some_and(|t| at >= t) {
+            self.part.ended = true;
+            self.p.meta.records += 1;
+            self.resume_at = next;
+            return Err(Framed::Done);
+        }
+        Ok(next)
+    }
+
+    /// COMPRESSED or COMPRESSED2 (`ty`) in a part that reads its share: ends share
+    /// boundaries, then decompresses the payload and frames the records in it.
+    fn frame_compressed(&mut self, ty: u32, body: &[u8], at: RecordAt) -> Result<(), Framed> {
+        self.part.to = None;
+        if let Some((split, ..)) = self.split.take() {
+            split.close();
+        }
+        self.p.meta.compressed = true;
+        let payload = if ty == rt::COMPRESSED {
+            Some(body)
+        } else {
+            // COMPRESSED2: u64 data_size, then the data, then alignment padding.
+            u64_at(body, 0, self.be)
+                .and_then(|n| usize::try_from(n).ok())
+                .and_then(|n| body.get(8..8usize.checked_add(n)?))
+        };
+        let Some(payload) = payload else {
+            return Err(at.stop(Some(ty), "corrupt COMPRESSED2 data size".into()));
+        };
+        if let Err(e) = self.decompress(payload, at.abs) {
+            return Err(at.stop(Some(ty), e));
+        }
+        Ok(())
+    }
+
+    /// AUXTRACE: the AUX data follows the record (at `next`); its size is the first body
+    /// field. Returns the offset after the data, or (stream mode) a skip of the data still
+    /// to come.
+    fn frame_auxtrace(
+        &mut self,
+        data: &[u8],
+        body: &[u8],
+        next: usize,
+        at: RecordAt,
+    ) -> Result<usize, Framed> {
+        let end = at.end;
+        let size = u64_at(body, 0, self.be);
+        let aux = size
+            .and_then(|a| usize::try_from(a).ok())
+            .and_then(|a| next.checked_add(a))
+            .filter(|&e| e <= end);
+        match (aux, size) {
+            (Some(e), _) => {
+                if self.spe.is_some() {
+                    self.auxtrace(body, data.get(next..e).unwrap_or(&[]));
+                }
+                Ok(e)
+            }
+            // Stream mode: skip the rest of the data as it arrives.
+            (None, Some(a)) if !at.eof => {
+                if self.spe.is_some() {
+                    self.spe_data_skipped();
+                }
+                Err(Framed::Skip {
+                    at: at.abs,
+                    left: a.saturating_sub((end - next) as u64),
+                    records: at.records,
+                })
+            }
+            _ => Err(at.stop(
+                Some(rt::AUXTRACE),
+                "AUXTRACE data extends past the end".into(),
+            )),
+        }
+    }
+
+    /// HEADER_TRACING_DATA: the tracing data follows the record (at `next`): u32 size
+    /// (already padded to 8 bytes by perf), then the data. Kept whole until it is all there.
+    /// Returns the offset after the data.
+    fn frame_tracing_data(
+        &mut self,
+        data: &[u8],
+        body: &[u8],
+        next: usize,
+        at: RecordAt,
+    ) -> Result<usize, Framed> {
+        let size = Cur::new(body, self.be)
+            .u32()
+            .map(|n| n as usize)
+            .filter(|&n| n <= MAX_TRACING_DATA);
+        let data_end = size.and_then(|n| next.checked_add(n));
+        match data_end.filter(|&e| e <= at.end) {
+            Some(e) => {
+                let tracing = data.get(next..e).unwrap_or(&[]);
+                header::add_tracing_data(&mut self.features, tracing);
+                self.build_events();
+                self.sync_meta();
+                Ok(e)
+            }
+            None if !at.eof && size.is_some() => Err(Framed::More(at.off)),
+            None => {
+                let why = match size {
+                    Some(_) => "TRACING_DATA extends past the end".into(),
+                    None => format!(
+                        "TRACING_DATA record without a plausible size (at most {} MiB)",
+                        MAX_TRACING_DATA >> 20
+                    ),
+                };
+                Err(at.stop(Some(rt::HEADER_TRACING_DATA), why))
+            }
+        }
+    }
+
+    /// HEADER_FEATURE (pipe mode): a u64 feature id, then the feature's section.
+    fn frame_feature(&mut self, body: &[u8]) {
+        let mut c = Cur::new(body, self.be);
+        if let Some(id) = c.u64() {
+            let id = u32::try_from(id).unwrap_or(u32::MAX);
+            let rest = body.get(8..).unwrap_or(&[]);
+            header::parse_feature(&mut self.features, id, rest, self.be);
+            self.sync_meta();
+            // Event names and PMUs of a stream are final from here on: samples
+            // delivered before the stream ends (streaming readers) see them.
+            if matches!(id, abi::feature::EVENT_DESC | abi::feature::PMU_MAPPINGS) {
+                self.build_events();
+            }
+        }
+    }
+
+    /// A kernel record (type below 64) on the general path: queued (a stream's copied into
+    /// `owned` first), or skipped before any attr.
+    #[inline(always)]
+    fn frame_kernel_record(&mut self, rec: &FramedRecord, at: RecordAt, pipe: bool) {
+        let (ty, misc, body) = (rec.ty, rec.misc, rec.body);
+        if self.attrs.is_empty() {
+            // As perf, and the same from a file or a stream: skipped.
+            if pipe {
+                self.warn(format!(
+                    "record type {ty} at offset {} before any HEADER_ATTR; ignored",
+                    at.abs
+                ));
+            }
+        } else if self.stream {
+            let owned_at = self.owned.len() as u64 | IN_OWNED;
+            self.owned
+                .extend_from_slice(rec.hdr.get(..rec.size).unwrap_or(&[]));
+            self.enqueue(ty, misc, body, owned_at, at.abs);
+        } else {
+            self.enqueue(ty, misc, body, at.off as u64, at.off as u64);
+        }
     }
 
     /// Queues the run of whole SAMPLE records starting at `off` (a mapped input with attrs);
