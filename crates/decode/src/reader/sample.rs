@@ -38,27 +38,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         let a = self.attrs.get(r.attr as usize)?;
         let t = a.sample_type;
         // The fixed-size fields (IDENTIFIER .. PERIOD) sit at offsets known per attr.
-        let head = body.get(..sl.fixed_len)?;
-        let field = |off: u8| -> Option<u64> {
-            if off == FixedFields::ABSENT {
-                None
-            } else {
-                Some(le_or_be::<BE>(head, usize::from(off)))
-            }
-        };
-        let ip = field(sl.ip).unwrap_or(0);
-        let (pid, tid) = field(sl.tid).map_or((-1, -1), |v| pid_tid(v, BE));
-        let time = field(sl.time).unwrap_or(0);
-        let cpu = match field(sl.cpu) {
-            Some(v) if BE => (v >> 32) as u32,
-            Some(v) => v as u32,
-            None => 0,
-        };
-        let period = match field(sl.period) {
-            Some(p) => p,
-            None if a.flags & flag::FREQ == 0 => a.period_or_freq,
-            None => 1,
-        };
+        let fx = FixedValues::read::<BE>(body.get(..sl.fixed_len)?, sl, a);
         let mut pos = sl.fixed_len;
         let read = if !PLAIN && t & st::READ != 0 {
             let mut slow = Cur::new(body.get(pos..)?, BE);
@@ -68,49 +48,14 @@ impl<'a, 'p> Reader<'a, 'p> {
         } else {
             None
         };
-        let mut c = FastCur::<BE>::new(body, pos);
-        let mut chain: &[u8] = &[];
-        if t & st::CALLCHAIN != 0 {
-            let len = usize::try_from(c.u64()?).ok()?.checked_mul(8)?;
-            if self.skip_chains && PLAIN {
-                // Nothing after the chain to find: only check that it fits.
-                if len > body.len().saturating_sub(c.pos) {
-                    return None;
-                }
-            } else {
-                let bytes = c.bytes(len)?;
-                if !self.skip_chains {
-                    chain = bytes;
-                }
-            }
-        }
-        let tail = if !PLAIN && t & st::AFTER_CHAIN != 0 {
-            Some(sample_tail::<BE>(a, body, c.pos)?)
-        } else {
-            None
-        };
+        let (chain, tail) = chain_and_tail::<BE, PLAIN>(a, body, pos, self.skip_chains)?;
         let regs_mask = a.sample_regs_user;
         let lbr_call_stack = a.branch_sample_type & BRANCH_CALL_STACK != 0;
 
         // The whole record parsed: commit it.
         let cpumode = CpuMode::from_misc(misc);
-        let (comm, slot) = self.st.thread(&mut self.p, pid, tid);
-        if self.st.sample_threads != self.sample_threads_seen {
-            // This sample made its thread known: a change of state.
-            self.sample_threads_seen = self.st.sample_threads;
-            if let Some(log) = self.log.as_mut() {
-                log.change(r.file_off);
-            }
-        }
-        if let Some(vals) = read.as_deref() {
-            // perf delivers a READ sample as one sample per value read, weighted by how much
-            // the counter moved since the last sample of its id.
-            self.read_members(r.attr, tid, vals);
-            if let Some(log) = self.log.as_mut() {
-                // The last values are state: a part that jumped over this would lack them.
-                log.change(r.file_off);
-            }
-        }
+        let (comm, slot) = self.st.thread(&mut self.p, fx.pid, fx.tid);
+        self.note_sample_state(r, fx.tid, read.as_deref());
         if self.part.lite {
             // Replay: the thread's comm is interned (and the read values noted) as in the
             // part that delivers this.
@@ -120,6 +65,102 @@ impl<'a, 'p> Reader<'a, 'p> {
             // Every counter of the group stood still: perf delivers nothing.
             return Some(());
         }
+        let f0 = self.p.frames.len();
+        let b0 = self.p.branches.len();
+        let lbr = lbr_call_stack && t & st::BRANCH_STACK != 0;
+        let ip = fx.ip;
+        let location =
+            self.push_sample_frames::<BE>(slot, (cpumode, ip), chain, tail.as_ref(), lbr, b0);
+        if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
+            self.unwind_user_frames::<BE>(t, tl, f0, (fx.pid, fx.tid), regs_mask);
+        }
+        let callchain = range32(f0, self.p.frames.len())?;
+        let branches = range32(b0, self.p.branches.len())?;
+        // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
+        let lens = SideLens::of(&self.p);
+        let has_side =
+            !PLAIN && (read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side));
+        let has_read = read.is_some();
+        let ranges = self.side_ranges::<BE, PLAIN>(lens, has_side, tail.as_ref(), read)?;
+        self.count_sample(r.attr, has_read, t, fx.time, fx.period);
+        // Filled in place: fields this attr never records keep their empty value.
+        let sample = self.scratch.get_mut(r.attr as usize)?;
+        sample.event = r.attr;
+        sample.time = fx.time;
+        sample.pid = fx.pid;
+        sample.tid = fx.tid;
+        sample.cpu = fx.cpu;
+        sample.period = fx.period;
+        sample.ip = ip;
+        sample.cpumode = cpumode;
+        sample.exact_ip = misc & abi::misc::EXACT_IP != 0;
+        sample.comm = comm;
+        sample.location = location;
+        sample.callchain = callchain;
+        sample.branches = branches;
+        if let Some(ranges) = ranges {
+            sample.raw = ranges.raw;
+            sample.read = ranges.read;
+            sample.user_regs = ranges.regs;
+            sample.user_stack = ranges.stack;
+        }
+        fill_rare_fields::<BE>(sample, t, &fx, tail.as_ref());
+        if has_read {
+            self.deliver_members(r.attr, (f0, b0), has_side.then_some(lens));
+            return Some(());
+        }
+        match self.sink.as_mut() {
+            Some(sink) => {
+                // Streaming: the sample and its side data live only for the call.
+                sink(&self.p, sample);
+                self.p.frames.truncate(f0);
+                self.p.branches.truncate(b0);
+                if has_side {
+                    lens.truncate(&mut self.p);
+                }
+            }
+            None => self.p.samples.push(sample.clone()),
+        }
+        Some(())
+    }
+
+    /// Notes what a sample of `r` changes in the reader's state: a thread it made known
+    /// (a change for the round log), and the read values of a READ sample (its members, and
+    /// the last values, also a change).
+    #[inline(always)]
+    fn note_sample_state(&mut self, r: &Ref, tid: i32, read: Option<&[ReadValue]>) {
+        if self.st.sample_threads != self.sample_threads_seen {
+            // This sample made its thread known: a change of state.
+            self.sample_threads_seen = self.st.sample_threads;
+            if let Some(log) = self.log.as_mut() {
+                log.change(r.file_off);
+            }
+        }
+        if let Some(vals) = read {
+            // perf delivers a READ sample as one sample per value read, weighted by how much
+            // the counter moved since the last sample of its id.
+            self.read_members(r.attr, tid, vals);
+            if let Some(log) = self.log.as_mut() {
+                // The last values are state: a part that jumped over this would lack them.
+                log.change(r.file_off);
+            }
+        }
+    }
+
+    /// Resolves the sample's `ip` (in the mappings of thread `slot`) and pushes its branch
+    /// entries (from `tail`) and its call chain frames: those of `chain`, with the user part
+    /// from the LBR call stack when `lbr` (`--call-graph lbr`). `b0`: where its branch
+    /// entries start. Returns the location of `ip`.
+    #[inline(always)]
+    fn push_sample_frames<const BE: bool>(
+        &mut self,
+        slot: usize,
+        (cpumode, ip): (CpuMode, u64),
+        chain: &[u8],
+        tail: Option<&SampleTail<'_>>,
+        lbr: bool,
+        b0: usize,
+    ) -> crate::model::Location {
         let (user, location) = if self.skip_locations {
             // Resolved nowhere: what `resolve` gives an address in no mapping.
             let nowhere = crate::model::Location::unmapped(ip);
@@ -128,9 +169,7 @@ impl<'a, 'p> Reader<'a, 'p> {
             let user = self.st.slot_maps(slot);
             (user, self.st.resolve(user, cpumode, ip))
         };
-        let f0 = self.p.frames.len();
-        let b0 = self.p.branches.len();
-        if let Some(tl) = tail.as_ref().filter(|tl| !tl.branches.is_empty()) {
+        if let Some(tl) = tail.filter(|tl| !tl.branches.is_empty()) {
             push_branches::<BE>(
                 &self.st,
                 &mut self.p.branches,
@@ -141,9 +180,7 @@ impl<'a, 'p> Reader<'a, 'p> {
         }
         // `--call-graph lbr`: the user part of the chain comes from the LBR call stack (as
         // perf's resolve_lbr_callchain_sample), when the chain has a user part at all.
-        let lbr_user = (lbr_call_stack && t & st::BRANCH_STACK != 0)
-            .then(|| user_context_start::<BE>(chain))
-            .flatten();
+        let lbr_user = lbr.then(|| user_context_start::<BE>(chain)).flatten();
         if !chain.is_empty() {
             push_chain::<BE>(
                 &self.st,
@@ -165,39 +202,59 @@ impl<'a, 'p> Reader<'a, 'p> {
                 self.skip_locations,
             );
         }
-        if let Some(tl) = tail.as_ref().filter(|_| !self.skip_chains) {
-            if let Some(hook) = self.unwind.as_mut() {
-                // DWARF mode: the user part of the chain is unwound from the sampled registers
-                // and stack, with the mappings of this moment, after the kernel part.
-                if t & st::REGS_USER != 0 && t & st::STACK_USER != 0 {
-                    let id = (pid, tid);
-                    let mask = regs_mask;
-                    let (regs, stack) = (tl.regs, tl.stack);
-                    hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
-                }
+        location
+    }
+
+    /// DWARF mode: the user part of the chain is unwound from the sampled registers and
+    /// stack (in `tl`), with the mappings of this moment, after the kernel part (the frames
+    /// from `f0`). Nothing without an unwinder or without both REGS_USER and STACK_USER.
+    #[inline(always)]
+    fn unwind_user_frames<const BE: bool>(
+        &mut self,
+        t: u64,
+        tl: &SampleTail<'_>,
+        f0: usize,
+        id: (i32, i32),
+        mask: u64,
+    ) {
+        if let Some(hook) = self.unwind.as_mut() {
+            if t & st::REGS_USER != 0 && t & st::STACK_USER != 0 {
+                let (regs, stack) = (tl.regs, tl.stack);
+                hook.append_user_frames(&self.st, &mut self.p, f0, id, mask, regs, stack, BE);
             }
         }
-        let callchain = range32(f0, self.p.frames.len())?;
-        let branches = range32(b0, self.p.branches.len())?;
-        // Side data (raw payload, registers, stack, read values) is rare: stored out of line.
-        let lens = SideLens::of(&self.p);
-        let has_side =
-            !PLAIN && (read.is_some() || tail.as_ref().is_some_and(SampleTail::has_side));
+    }
+
+    /// The sample's side-data ranges: its side data stored (`has_side`), or its empty
+    /// ranges at `lens`; `Some(None)` when the scratch sample's ranges stay as they are (a
+    /// streamed plain sample). `None`: a range past 32 bits.
+    #[inline(always)]
+    fn side_ranges<const BE: bool, const PLAIN: bool>(
+        &mut self,
+        lens: SideLens,
+        has_side: bool,
+        tail: Option<&SampleTail<'_>>,
+        read: Option<Vec<ReadValue>>,
+    ) -> Option<Option<SideRanges>> {
         // A streamed plain sample's side ranges never change: the side arrays are emptied
         // after every streamed sample, so they stay the scratch sample's empty 0..0.
         let same_ranges = PLAIN && self.sink.is_some();
         debug_assert!(!same_ranges || lens.raw + lens.regs + lens.stacks + lens.read == 0);
-        let has_read = read.is_some();
-        let ranges = if has_side {
-            Some(self.store_side::<BE>(lens, tail.as_ref(), read)?)
+        Some(if has_side {
+            Some(self.store_side::<BE>(lens, tail, read)?)
         } else if same_ranges {
             None
         } else {
             Some(lens.empty()?)
-        };
+        })
+    }
 
+    /// Counts a sample of `attr` in its event (a READ sample's members are counted as they
+    /// are delivered) and widens the profile's time range with its `time` (if it has one).
+    #[inline(always)]
+    fn count_sample(&mut self, attr: u16, has_read: bool, t: u64, time: u64, period: u64) {
         if !has_read {
-            if let Some(e) = self.p.events.get_mut(r.attr as usize) {
+            if let Some(e) = self.p.events.get_mut(attr as usize) {
                 e.samples += 1;
                 e.period = e.period.saturating_add(period);
             }
@@ -211,62 +268,6 @@ impl<'a, 'p> Reader<'a, 'p> {
                 range.0 = time;
             }
         }
-        // Filled in place: fields this attr never records keep their empty value.
-        let sample = self.scratch.get_mut(r.attr as usize)?;
-        sample.event = r.attr;
-        sample.time = time;
-        sample.pid = pid;
-        sample.tid = tid;
-        sample.cpu = cpu;
-        sample.period = period;
-        sample.ip = ip;
-        sample.cpumode = cpumode;
-        sample.exact_ip = misc & abi::misc::EXACT_IP != 0;
-        sample.comm = comm;
-        sample.location = location;
-        sample.callchain = callchain;
-        sample.branches = branches;
-        if let Some(ranges) = ranges {
-            sample.raw = ranges.raw;
-            sample.read = ranges.read;
-            sample.user_regs = ranges.regs;
-            sample.user_stack = ranges.stack;
-        }
-        if t & st::OPTIONAL != 0 {
-            sample.addr = field(sl.addr);
-            sample.stream_id = field(sl.stream_id);
-            sample.id = field(sl.id).or(field(sl.identifier));
-            let tl = tail.unwrap_or_default();
-            sample.branch_count = tl.branch_count;
-            sample.branch_hw_index = tl.hw_index;
-            sample.weight = tl.weight;
-            sample.data_src = tl.data_src;
-            sample.phys_addr = tl.phys_addr;
-            sample.weight_struct = tl.weight_struct;
-            sample.transaction = tl.transaction;
-            sample.data_page_size = tl.data_page_size;
-            sample.code_page_size = tl.code_page_size;
-        } else if let Some(tl) = &tail {
-            sample.branch_count = tl.branch_count;
-            sample.branch_hw_index = tl.hw_index;
-        }
-        if has_read {
-            self.deliver_members(r.attr, (f0, b0), has_side.then_some(lens));
-            return Some(());
-        }
-        match self.sink.as_mut() {
-            Some(sink) => {
-                // Streaming: the sample and its side data live only for the call.
-                sink(&self.p, sample);
-                self.p.frames.truncate(f0);
-                self.p.branches.truncate(b0);
-                if has_side {
-                    lens.truncate(&mut self.p);
-                }
-            }
-            None => self.p.samples.push(sample.clone()),
-        }
-        Some(())
     }
 
     /// PERF_SAMPLE_READ (perf's `deliver_sample_value`): fills `read_members` with the
@@ -387,6 +388,129 @@ impl<'a, 'p> Reader<'a, 'p> {
             stack: lens.stacks as u64..self.p.stacks.len() as u64,
             read: range32(lens.read, self.p.read_values.len())?,
         })
+    }
+}
+
+/// A sample's fixed-size fields (IDENTIFIER .. PERIOD), read at its attr's offsets.
+#[derive(Clone, Copy)]
+pub(super) struct FixedValues<'b> {
+    /// The fixed part of the record.
+    pub(super) head: &'b [u8],
+    /// Where each field sits in `head` (or that the attr does not record it).
+    pub(super) sl: FixedFields,
+    pub(super) ip: u64,
+    pub(super) pid: i32,
+    pub(super) tid: i32,
+    pub(super) time: u64,
+    pub(super) cpu: u32,
+    /// The sample's period: recorded, or the attr's fixed period (1 in frequency mode).
+    pub(super) period: u64,
+}
+
+impl<'b> FixedValues<'b> {
+    /// Reads the fields every sample has a value for (absent ones: their defaults) from
+    /// `head`, the fixed part of a sample of attr `a` laid out as `sl`.
+    #[inline(always)]
+    pub(super) fn read<const BE: bool>(head: &'b [u8], sl: FixedFields, a: &Attr) -> Self {
+        let field = |off: u8| fixed_field::<BE>(head, off);
+        let ip = field(sl.ip).unwrap_or(0);
+        let (pid, tid) = field(sl.tid).map_or((-1, -1), |v| pid_tid(v, BE));
+        let time = field(sl.time).unwrap_or(0);
+        let cpu = match field(sl.cpu) {
+            Some(v) if BE => (v >> 32) as u32,
+            Some(v) => v as u32,
+            None => 0,
+        };
+        let period = match field(sl.period) {
+            Some(p) => p,
+            None if a.flags & flag::FREQ == 0 => a.period_or_freq,
+            None => 1,
+        };
+        FixedValues {
+            head,
+            sl,
+            ip,
+            pid,
+            tid,
+            time,
+            cpu,
+            period,
+        }
+    }
+}
+
+/// The fixed field at offset `off` of `head`; `None` when the attr does not record it.
+#[inline(always)]
+pub(super) fn fixed_field<const BE: bool>(head: &[u8], off: u8) -> Option<u64> {
+    if off == FixedFields::ABSENT {
+        None
+    } else {
+        Some(le_or_be::<BE>(head, usize::from(off)))
+    }
+}
+
+/// The call chain's bytes (empty: none recorded, or chains skipped) and the fields after
+/// it, from `pos` of the body of a sample of attr `a`. `None`: they do not fit.
+#[inline(always)]
+pub(super) fn chain_and_tail<'b, const BE: bool, const PLAIN: bool>(
+    a: &Attr,
+    body: &'b [u8],
+    pos: usize,
+    skip_chains: bool,
+) -> Option<(&'b [u8], Option<SampleTail<'b>>)> {
+    let t = a.sample_type;
+    let mut c = FastCur::<BE>::new(body, pos);
+    let mut chain: &[u8] = &[];
+    if t & st::CALLCHAIN != 0 {
+        let len = usize::try_from(c.u64()?).ok()?.checked_mul(8)?;
+        if skip_chains && PLAIN {
+            // Nothing after the chain to find: only check that it fits.
+            if len > body.len().saturating_sub(c.pos) {
+                return None;
+            }
+        } else {
+            let bytes = c.bytes(len)?;
+            if !skip_chains {
+                chain = bytes;
+            }
+        }
+    }
+    let tail = if !PLAIN && t & st::AFTER_CHAIN != 0 {
+        Some(sample_tail::<BE>(a, body, c.pos)?)
+    } else {
+        None
+    };
+    Some((chain, tail))
+}
+
+/// Fills the rarer fields of `sample`: with OPTIONAL fields in its type `t`, the fixed
+/// ADDR, STREAM_ID and ID (from `fx`) and those after the call chain (from `tail`, or
+/// their empty values); otherwise only the branch count and index.
+#[inline(always)]
+pub(super) fn fill_rare_fields<const BE: bool>(
+    sample: &mut Sample,
+    t: u64,
+    fx: &FixedValues<'_>,
+    tail: Option<&SampleTail<'_>>,
+) {
+    if t & st::OPTIONAL != 0 {
+        let field = |off: u8| fixed_field::<BE>(fx.head, off);
+        sample.addr = field(fx.sl.addr);
+        sample.stream_id = field(fx.sl.stream_id);
+        sample.id = field(fx.sl.id).or(field(fx.sl.identifier));
+        let tl = tail.copied().unwrap_or_default();
+        sample.branch_count = tl.branch_count;
+        sample.branch_hw_index = tl.hw_index;
+        sample.weight = tl.weight;
+        sample.data_src = tl.data_src;
+        sample.phys_addr = tl.phys_addr;
+        sample.weight_struct = tl.weight_struct;
+        sample.transaction = tl.transaction;
+        sample.data_page_size = tl.data_page_size;
+        sample.code_page_size = tl.code_page_size;
+    } else if let Some(tl) = tail {
+        sample.branch_count = tl.branch_count;
+        sample.branch_hw_index = tl.hw_index;
     }
 }
 
