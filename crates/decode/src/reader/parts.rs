@@ -417,171 +417,267 @@ pub(crate) fn read_share<'p>(
     r.unwind = unwinder.map(crate::unwind::Hook::new);
     r.skip_chains = skips.chains;
     r.skip_locations = skips.locations;
-    let stopped;
-    if hsize == 16 {
-        // Pipe mode: a 16-byte header, then records (attrs and features among them). Not
-        // split: the first part reads it all.
-        if share.index > 0 {
-            let outcome = ShareOutcome::default();
-            return Ok((Profile::default(), outcome));
-        }
-        r.p.meta.pipe_mode = true;
-        stopped = r.frame(16, data.len(), true);
-        if r.attrs.is_empty() {
-            return Err(DecodeError::Header {
-                offset: stopped.as_ref().map_or(16, |s| s.offset),
-                what: "pipe-mode stream without any HEADER_ATTR record".into(),
-            });
-        }
-    } else {
-        let h = header::parse_file_header(data, be)?;
-        let attrs = header::parse_file_attrs(data, &h)?;
-        r.set_attrs(attrs);
-        // With a zero data size perf never finished: no feature table was written.
-        let (sections, table_complete) = if h.data.size == 0 {
-            (Vec::new(), true)
-        } else {
-            header::file_feature_sections(data, &h)
-        };
-        let table_at = h.data.offset.saturating_add(h.data.size);
-        let mut feature_stop = (!table_complete).then(|| ReadStop {
-            offset: table_at,
-            record_type: None,
-            reason: "file truncated in the feature section table".into(),
-            records_read: 0,
-        });
-        for (id, sec) in sections {
-            match sec.slice(data) {
-                Some(b) => header::parse_feature(&mut r.features, id, b, be),
-                None => {
-                    r.features.warnings.push(format!(
-                        "feature section {id} ({} bytes at offset {}) lies outside the file",
-                        sec.size, sec.offset
-                    ));
-                    feature_stop.get_or_insert(ReadStop {
-                        offset: sec.offset.min(data.len() as u64),
-                        record_type: None,
-                        reason: format!("file truncated in feature section {id}"),
-                        records_read: 0,
-                    });
-                }
-            }
-        }
-        r.build_events();
-        r.sync_meta();
-        let start = usize::try_from(h.data.offset).unwrap_or(usize::MAX);
-        let declared_end = h.data.offset.saturating_add(h.data.size);
-        if start > data.len() {
-            return Err(DecodeError::Header {
-                offset: 40,
-                what: format!(
-                    "data section starts at offset {start}, beyond the end of the {}-byte file",
-                    data.len()
-                ),
-            });
-        }
-
-        let end = if h.data.size == 0 {
-            data.len()
-        } else {
-            usize::try_from(declared_end)
-                .unwrap_or(usize::MAX)
-                .min(data.len())
-        };
-        let mut at_end = None;
-        if share.count > 1 {
-            let at = |i: usize| start + (end.saturating_sub(start) / share.count).saturating_mul(i);
-            r.part = PartBounds {
-                from: (share.index > 0).then(|| at(share.index)),
-                to: (share.index + 1 < share.count).then(|| at(share.index + 1)),
-                lite: share.index > 0,
-                started: share.index == 0,
-                ended: false,
-                shared: true,
-            };
-            // A jump's earliest start: a sixteenth of the way to the second share.
-            let after = start + at(1).saturating_sub(start) / 16;
-            match jumping {
-                Jumping::Jump { planned, split } if share.index == 1 => {
-                    // Too little left to be worth replaying the start and planning a jump
-                    // (an eighth of the data): the first part reads on alone.
-                    let min_left = end.saturating_sub(start) / 8;
-                    let Some(from) = split.decide(start, end, min_left) else {
-                        return Ok(r.finish(None));
-                    };
-                    r.part.from = Some(from);
-                    r.jump_plan = r.plan_jump(start, end, after, from);
-                    planned.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
-                }
-                Jumping::Log { at_end: f, split } if share.index == 0 => {
-                    r.part.to = None;
-                    r.split = Some((split, start, end));
-                    r.log = Some(RoundLog {
-                        from: after,
-                        ..RoundLog::default()
-                    });
-                    at_end = Some(f);
-                }
-                _ => {}
-            }
-        }
-        let mut data_stop = r.frame(start, end, false);
-        if let Some((split, ..)) = r.split.take() {
-            // Read to the end (or stopped) before any split: a late second part has nothing.
-            split.close();
-        }
-        if r.part.ended {
-            if let (Some(f), Some(log)) = (at_end, r.log.take()) {
-                if f(&log) {
-                    // The next part's jump was refuted: read its share too.
-                    r.part.ended = false;
-                    r.part.to = None;
-                    data_stop = r.frame(r.resume_at, end, false);
-                }
-            }
-        }
-        if r.part.ended || !r.part.started {
-            // The share ended at a round (what follows is the next part's), or never began
-            // (this part's profile is dropped).
-            r.queue.clear();
-            r.head = 0;
-            r.sorted = 0;
-            return Ok(r.finish(data_stop));
-        }
-        let data_stop = data_stop
-            .or_else(|| {
-                // perf writes the data size when it finishes; 0 means it was killed: whatever
-                // records are there were read, but the file is incomplete.
-                (h.data.size == 0).then(|| ReadStop {
-                    offset: data.len() as u64,
-                    record_type: None,
-                    reason: "the header's data size is 0: perf record did not finish (killed?); \
-                         records were read up to the end of the file"
-                        .into(),
-                    records_read: r.p.meta.records,
-                })
-            })
-            .or_else(|| {
-                (h.data.size != 0 && declared_end > data.len() as u64).then(|| ReadStop {
-                    offset: data.len() as u64,
-                    record_type: None,
-                    reason: format!(
-                        "file truncated: the data section should end at offset {declared_end}"
-                    ),
-                    records_read: r.p.meta.records,
-                })
-            });
-        // Data complete but the header facts after it cut off: still a truncated file.
-        let records = r.p.meta.records;
-        stopped = data_stop.or(feature_stop.map(|s| ReadStop {
-            records_read: records,
-            ..s
-        }));
+    if hsize != 16 {
+        return read_file_share(r, data, be, share, jumping);
     }
+    // Pipe mode: a 16-byte header, then records (attrs and features among them). Not
+    // split: the first part reads it all.
+    if share.index > 0 {
+        let outcome = ShareOutcome::default();
+        return Ok((Profile::default(), outcome));
+    }
+    r.p.meta.pipe_mode = true;
+    let stopped = r.frame(16, data.len(), true);
+    if r.attrs.is_empty() {
+        return Err(DecodeError::Header {
+            offset: stopped.as_ref().map_or(16, |s| s.offset),
+            what: "pipe-mode stream without any HEADER_ATTR record".into(),
+        });
+    }
+    Ok(finish_share(r, stopped))
+}
+
+/// The end of a share read to its end (or stopped): the events named if nothing named
+/// them yet, and the part's profile.
+fn finish_share(mut r: Reader<'_, '_>, stopped: Option<ReadStop>) -> (Profile, ShareOutcome) {
     if r.p.events.is_empty() {
         r.build_events();
     }
-    Ok(r.finish(stopped))
+    r.finish(stopped)
+}
+
+/// [`read_share`] of a perf.data file (not pipe mode): the header, attrs and feature
+/// sections, then the share's records of the data section, and why reading stopped (the
+/// data's damage first, then a truncated feature section).
+fn read_file_share<'a, 'p>(
+    mut r: Reader<'a, 'p>,
+    data: &'a [u8],
+    be: bool,
+    share: Share,
+    jumping: Jumping<'p>,
+) -> Result<(Profile, ShareOutcome), DecodeError> {
+    let h = header::parse_file_header(data, be)?;
+    let attrs = header::parse_file_attrs(data, &h)?;
+    r.set_attrs(attrs);
+    let feature_stop = read_feature_sections(&mut r, data, be, &h);
+    r.build_events();
+    r.sync_meta();
+    let (start, end) = data_bounds(data, &h)?;
+    let at_end = match split_share(&mut r, share, jumping, start, end) {
+        ShareStart::Read { at_end } => at_end,
+        ShareStart::Nothing => return Ok(r.finish(None)),
+    };
+    let data_stop = frame_share(&mut r, start, end, at_end);
+    if r.part.ended || !r.part.started {
+        // The share ended at a round (what follows is the next part's), or never began
+        // (this part's profile is dropped).
+        r.queue.clear();
+        r.head = 0;
+        r.sorted = 0;
+        return Ok(r.finish(data_stop));
+    }
+    let records = r.p.meta.records;
+    let stopped = file_stop(data_stop, feature_stop, &h, data.len() as u64, records);
+    Ok(finish_share(r, stopped))
+}
+
+/// Parses the file's feature sections into the reader's features; returns where the file
+/// is cut off among them (the section table, or the first section outside the file), if it
+/// is. Sections outside the file are warned about.
+fn read_feature_sections(
+    r: &mut Reader<'_, '_>,
+    data: &[u8],
+    be: bool,
+    h: &header::FileHeader,
+) -> Option<ReadStop> {
+    // With a zero data size perf never finished: no feature table was written.
+    let (sections, table_complete) = if h.data.size == 0 {
+        (Vec::new(), true)
+    } else {
+        header::file_feature_sections(data, h)
+    };
+    let table_at = h.data.offset.saturating_add(h.data.size);
+    let mut feature_stop = (!table_complete).then(|| ReadStop {
+        offset: table_at,
+        record_type: None,
+        reason: "file truncated in the feature section table".into(),
+        records_read: 0,
+    });
+    for (id, sec) in sections {
+        match sec.slice(data) {
+            Some(b) => header::parse_feature(&mut r.features, id, b, be),
+            None => {
+                r.features.warnings.push(format!(
+                    "feature section {id} ({} bytes at offset {}) lies outside the file",
+                    sec.size, sec.offset
+                ));
+                feature_stop.get_or_insert(ReadStop {
+                    offset: sec.offset.min(data.len() as u64),
+                    record_type: None,
+                    reason: format!("file truncated in feature section {id}"),
+                    records_read: 0,
+                });
+            }
+        }
+    }
+    feature_stop
+}
+
+/// Where the records of the data section start and end in `data` (the end of the file
+/// when perf did not finish, or when the file is shorter than the header says). An error
+/// when the section starts past the end of the file.
+fn data_bounds(data: &[u8], h: &header::FileHeader) -> Result<(usize, usize), DecodeError> {
+    let start = usize::try_from(h.data.offset).unwrap_or(usize::MAX);
+    let declared_end = h.data.offset.saturating_add(h.data.size);
+    if start > data.len() {
+        return Err(DecodeError::Header {
+            offset: 40,
+            what: format!(
+                "data section starts at offset {start}, beyond the end of the {}-byte file",
+                data.len()
+            ),
+        });
+    }
+
+    let end = if h.data.size == 0 {
+        data.len()
+    } else {
+        usize::try_from(declared_end)
+            .unwrap_or(usize::MAX)
+            .min(data.len())
+    };
+    Ok((start, end))
+}
+
+/// What a first part tells its round log at the end of its share (see [`Jumping::Log`]).
+type AtEnd<'h> = &'h mut dyn FnMut(&RoundLog) -> bool;
+
+/// How a part's share of the records begins (see [`split_share`]).
+enum ShareStart<'h> {
+    /// Read the share; the first part of a two-part read tells `at_end` its round log at
+    /// the end of it.
+    Read { at_end: Option<AtEnd<'h>> },
+    /// Nothing to read: the second part of a two-part read with too little left (the
+    /// first part reads on alone).
+    Nothing,
+}
+
+/// Sets the bounds of the reader's share of the data section `start..end` (one of
+/// `share.count` equal shares), and its part in a jump: the second part decides where its
+/// share starts and plans a jump, the first logs its rounds up to a split.
+fn split_share<'p>(
+    r: &mut Reader<'_, 'p>,
+    share: Share,
+    jumping: Jumping<'p>,
+    start: usize,
+    end: usize,
+) -> ShareStart<'p> {
+    let mut at_end = None;
+    if share.count > 1 {
+        let at = |i: usize| start + (end.saturating_sub(start) / share.count).saturating_mul(i);
+        r.part = PartBounds {
+            from: (share.index > 0).then(|| at(share.index)),
+            to: (share.index + 1 < share.count).then(|| at(share.index + 1)),
+            lite: share.index > 0,
+            started: share.index == 0,
+            ended: false,
+            shared: true,
+        };
+        // A jump's earliest start: a sixteenth of the way to the second share.
+        let after = start + at(1).saturating_sub(start) / 16;
+        match jumping {
+            Jumping::Jump { planned, split } if share.index == 1 => {
+                // Too little left to be worth replaying the start and planning a jump
+                // (an eighth of the data): the first part reads on alone.
+                let min_left = end.saturating_sub(start) / 8;
+                let Some(from) = split.decide(start, end, min_left) else {
+                    return ShareStart::Nothing;
+                };
+                r.part.from = Some(from);
+                r.jump_plan = r.plan_jump(start, end, after, from);
+                planned.store(r.jump_plan.is_some(), std::sync::atomic::Ordering::Release);
+            }
+            Jumping::Log { at_end: f, split } if share.index == 0 => {
+                r.part.to = None;
+                r.split = Some((split, start, end));
+                r.log = Some(RoundLog {
+                    from: after,
+                    ..RoundLog::default()
+                });
+                at_end = Some(f);
+            }
+            _ => {}
+        }
+    }
+    ShareStart::Read { at_end }
+}
+
+/// Frames the share's records of `start..end`; the first part of a two-part read whose
+/// `at_end` refutes the second part's jump reads on to the end. Returns where and why
+/// framing stopped early.
+fn frame_share(
+    r: &mut Reader<'_, '_>,
+    start: usize,
+    end: usize,
+    at_end: Option<AtEnd<'_>>,
+) -> Option<ReadStop> {
+    let mut data_stop = r.frame(start, end, false);
+    if let Some((split, ..)) = r.split.take() {
+        // Read to the end (or stopped) before any split: a late second part has nothing.
+        split.close();
+    }
+    if r.part.ended {
+        if let (Some(f), Some(log)) = (at_end, r.log.take()) {
+            if f(&log) {
+                // The next part's jump was refuted: read its share too.
+                r.part.ended = false;
+                r.part.to = None;
+                data_stop = r.frame(r.resume_at, end, false);
+            }
+        }
+    }
+    data_stop
+}
+
+/// Why reading a file whose share was read stopped: the data's damage (`data_stop`), else
+/// a data section perf did not finish or the file cuts off, else a truncated feature
+/// section (`feature_stop`). `len`: the file's length, `records`: the records read.
+fn file_stop(
+    data_stop: Option<ReadStop>,
+    feature_stop: Option<ReadStop>,
+    h: &header::FileHeader,
+    len: u64,
+    records: u64,
+) -> Option<ReadStop> {
+    let declared_end = h.data.offset.saturating_add(h.data.size);
+    let data_stop = data_stop
+        .or_else(|| {
+            // perf writes the data size when it finishes; 0 means it was killed: whatever
+            // records are there were read, but the file is incomplete.
+            (h.data.size == 0).then(|| ReadStop {
+                offset: len,
+                record_type: None,
+                reason: "the header's data size is 0: perf record did not finish (killed?); \
+                         records were read up to the end of the file"
+                    .into(),
+                records_read: records,
+            })
+        })
+        .or_else(|| {
+            (h.data.size != 0 && declared_end > len).then(|| ReadStop {
+                offset: len,
+                record_type: None,
+                reason: format!(
+                    "file truncated: the data section should end at offset {declared_end}"
+                ),
+                records_read: records,
+            })
+        });
+    // Data complete but the header facts after it cut off: still a truncated file.
+    data_stop.or(feature_stop.map(|s| ReadStop {
+        records_read: records,
+        ..s
+    }))
 }
 
 /// The line that ends a profile's warnings when `n` more were not kept.
