@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use culprit_decode::model::{Dso, DsoId, DsoKind, Profile};
 
-use crate::jitdump::{parse_jitdump, JitDump};
+use crate::jitdump::{read_shared, JitDump};
 use crate::table::{Binding, Symbol, SymbolTable};
 use crate::{perfmap, SourceFrame, Symbolizer, SymbolizerOptions};
 
@@ -51,7 +51,7 @@ impl Symbolizer {
         if let Some(p) = self.jit.get(&pid) {
             return p.clone();
         }
-        let dump = self.load_jitdump(profile, pid).map(Arc::new);
+        let dump = self.load_jitdump(profile, pid);
         let map = std::fs::read_to_string(self.opts.perf_map_dir.join(format!("perf-{pid}.map")))
             .ok()
             .map(|text| perfmap::parse_perf_map(&text));
@@ -72,7 +72,7 @@ impl Symbolizer {
 
     /// Reads and parses the dump of process `pid`, with a warning when it is missing or
     /// damaged (what was read before the damage is kept).
-    fn load_jitdump(&mut self, profile: &Profile, pid: i32) -> Option<JitDump> {
+    fn load_jitdump(&mut self, profile: &Profile, pid: i32) -> Option<Arc<JitDump>> {
         let Some(path) = jitdump_path(&self.opts, &profile.dsos, pid) else {
             // A marker whose file is gone: say so (names stay unknown or come from a map).
             if profile
@@ -91,14 +91,13 @@ impl Symbolizer {
             return None;
         };
         let shown = path.display().to_string();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let dump = match read_shared(&path) {
+            Ok(d) => d,
             Err(e) => {
                 self.warn(&shown, format!("cannot read {shown}: {e}"));
                 return None;
             }
         };
-        let dump = parse_jitdump(&bytes);
         if let Some(why) = &dump.damage {
             let kept = dump.len();
             self.warn(

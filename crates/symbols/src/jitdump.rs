@@ -19,7 +19,10 @@
 //! do for the samples after it. A truncated or corrupt file keeps what was read before the
 //! damage and says where it stopped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
 
 use crate::table::{Binding, Symbol, SymbolTable};
 
@@ -198,6 +201,33 @@ impl<'a> Cursor<'a> {
         self.pos += n + 1;
         Some(&rest[..n])
     }
+}
+
+/// The dumps read so far, by path, with the length and modification time they were read
+/// at; weak, so a dump is freed once nobody holds it.
+type DumpCache = HashMap<PathBuf, (u64, Option<SystemTime>, Weak<JitDump>)>;
+static SHARED_DUMPS: Mutex<Option<DumpCache>> = Mutex::new(None);
+
+/// The parsed dump of the file at `path`, read and parsed once while any reader holds it:
+/// the symbolizer (names, code, lines) and the DWARF unwinder (unwinding records) each
+/// need a process's dump, which can hold hundreds of MB of code. A file that changed since
+/// (a live session's growing dump) is read again.
+pub(crate) fn read_shared(path: &Path) -> std::io::Result<Arc<JitDump>> {
+    let meta = std::fs::metadata(path)?;
+    let (len, modified) = (meta.len(), meta.modified().ok());
+    let mut cache = SHARED_DUMPS.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some((l, m, dump)) = cache.get(path) {
+        if (*l, *m) == (len, modified) {
+            if let Some(dump) = dump.upgrade() {
+                return Ok(dump);
+            }
+        }
+    }
+    let dump = Arc::new(parse_jitdump(&std::fs::read(path)?));
+    cache.retain(|_, (_, _, d)| d.strong_count() > 0);
+    cache.insert(path.to_path_buf(), (len, modified, Arc::downgrade(&dump)));
+    Ok(dump)
 }
 
 /// Parses a JIT dump. Never fails: a file that is not a dump gives an empty one with
@@ -560,5 +590,33 @@ mod tests {
         b.extend_from_slice(&[0; 16]);
         let d = parse_jitdump(&b);
         assert_eq!((d.pid, d.damage), (7, None));
+    }
+
+    /// A dump is parsed once while a reader holds it, and again once its file changed or
+    /// nobody holds it any more.
+    #[test]
+    fn test_read_shared_parses_a_dump_once_while_held() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tmp")
+            .join(format!("jitdump-shared-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("jit-42.dump");
+        std::fs::write(&path, sample()).unwrap();
+        let first = read_shared(&path).unwrap();
+        let again = read_shared(&path).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "a held dump is read again");
+        assert_eq!(first.len(), parse_jitdump(&sample()).len());
+        // The file changed (a growing dump): read again.
+        let mut longer = sample();
+        longer.extend_from_slice(&[0; 16]);
+        std::fs::write(&path, &longer).unwrap();
+        let changed = read_shared(&path).unwrap();
+        assert!(!Arc::ptr_eq(&first, &changed));
+        // Nobody holds it: read again, and the cache keeps no dump alive.
+        let weak = Arc::downgrade(&changed);
+        drop((first, again, changed));
+        assert!(weak.upgrade().is_none());
+        assert!(read_shared(&path).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -40,7 +40,7 @@ use object::{Object, ObjectSection};
 
 use crate::elf::{self, Segment};
 use crate::jit::jitdump_path;
-use crate::jitdump::{parse_jitdump, JitDump, JitFunction};
+use crate::jitdump::{JitDump, JitFunction};
 use crate::{hex, same_build_id, SymbolizerOptions};
 
 /// Frames per sample at most (user IP included), perf's default `--max-stack`.
@@ -575,11 +575,9 @@ impl DwarfUnwinder {
             self.jit.insert(pid, JitState::NoMarker(dsos.len()));
             return None;
         };
-        let dump = std::fs::read(path)
+        let dump = crate::jitdump::read_shared(&path)
             .ok()
-            .map(|bytes| parse_jitdump(&bytes))
-            .filter(|d| d.functions().any(|f| !f.unwinding.is_empty()))
-            .map(Arc::new);
+            .filter(|d| d.functions().any(|f| !f.unwinding.is_empty()));
         self.jit.insert(pid, JitState::Read(dump.clone()));
         dump
     }
