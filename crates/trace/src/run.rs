@@ -9,7 +9,7 @@ use culprit_decode::model::{CpuMode, EventInfo, Location, Profile, Sample};
 use crate::agg::{Agg, MemoryBudget};
 use crate::env::{Env, Rt, SymbolSource};
 use crate::error::ScriptError;
-use crate::ir::Program;
+use crate::ir::{ClauseInfo, Program};
 use crate::probe::{glob, Probe};
 
 /// A sample with nothing in it, for BEGIN, END and tick clauses.
@@ -126,15 +126,209 @@ fn is_cpu_clock(e: &EventInfo) -> bool {
         || event_matches("cpu-clock", &e.name)
 }
 
+/// The IBS kind of an event recorded by an IBS PMU (none for any other event).
+fn ibs_kind(e: &EventInfo) -> Option<IbsKind> {
+    e.pmu.as_deref().and_then(IbsKind::from_pmu)
+}
+
+/// The indices of the events that `keep` accepts.
+fn events_where(events: &[EventInfo], keep: impl Fn(&EventInfo) -> bool) -> Vec<usize> {
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| keep(e))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The events of an input, for the message of a probe that matches none: their names
+/// (IBS ones with their PMU), or `none`.
+fn present_events(events: &[EventInfo]) -> String {
+    let names: Vec<String> = events
+        .iter()
+        .map(|e| match e.pmu.as_deref() {
+            Some(p) if IbsKind::from_pmu(p).is_some() => format!("{} (IBS, {p})", e.name),
+            _ => e.name.clone(),
+        })
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The note for a probe (`text`) that asks for period or frequency `v` (`freq`) when event
+/// `e` was recorded with another one (offline, the suffix filters nothing); none when they
+/// agree.
+fn period_note(text: &str, e: &EventInfo, v: u64, freq: bool) -> Option<String> {
+    if e.period_or_freq == v && e.freq == freq {
+        return None;
+    }
+    let rec = if e.freq {
+        format!("at {} Hz", e.period_or_freq)
+    } else {
+        format!("with period {}", e.period_or_freq)
+    };
+    let asked = if freq {
+        format!("{v} Hz")
+    } else {
+        format!("period {v}")
+    };
+    Some(format!(
+        "probe `{text}` asks for {asked} but `{}` was recorded {rec}; offline, the suffix does not filter samples: all of them fire the probe",
+        e.name
+    ))
+}
+
+/// What binding a program's probes to an input's events gathers.
+struct Bindings {
+    /// Per event: the (clause, probe) pairs it fires, at most one per clause.
+    dispatch: Vec<Vec<(usize, usize)>>,
+    /// The (clause, probe) pairs of BEGIN probes.
+    begin: Vec<(usize, usize)>,
+    /// The (clause, probe) pairs of END probes.
+    end: Vec<(usize, usize)>,
+    ticks: Vec<Tick>,
+    /// Period suffixes that differ from the recording, each once.
+    notes: Vec<String>,
+}
+
+impl Bindings {
+    /// Nothing bound yet, for an input with `n_events` events.
+    fn new(n_events: usize) -> Self {
+        Bindings {
+            dispatch: vec![Vec::new(); n_events],
+            begin: Vec::new(),
+            end: Vec::new(),
+            ticks: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Binds probe `pi` of clause `ci` (`info`): BEGIN, END and ticks to their lists, a
+    /// sample probe to the events it matches (an error naming the input, `what`, when there
+    /// is none), with a note per recorded period it asks otherwise.
+    fn bind_probe(
+        &mut self,
+        events: &[EventInfo],
+        what: &str,
+        info: &ClauseInfo,
+        ci: usize,
+        pi: usize,
+    ) -> Result<(), ScriptError> {
+        let (probe, text) = &info.probes[pi];
+        let (matched, want): (Vec<usize>, Option<(u64, bool)>) = match probe {
+            Probe::Begin => {
+                self.begin.push((ci, pi));
+                return Ok(());
+            }
+            Probe::End => {
+                self.end.push((ci, pi));
+                return Ok(());
+            }
+            Probe::Tick { ns } => {
+                self.ticks.push(Tick {
+                    clause: ci,
+                    probe: pi,
+                    every: *ns,
+                    next: None,
+                    skipped: 0,
+                });
+                return Ok(());
+            }
+            Probe::Pmc { event, period } => (
+                events_where(events, |e| {
+                    ibs_kind(e).is_none() && event_matches(event, &e.name)
+                }),
+                period.map(|p| (p, false)),
+            ),
+            Probe::IbsOp { period } => (
+                events_where(events, |e| ibs_kind(e) == Some(IbsKind::Op)),
+                period.map(|p| (p, false)),
+            ),
+            Probe::IbsFetch { period } => (
+                events_where(events, |e| ibs_kind(e) == Some(IbsKind::Fetch)),
+                period.map(|p| (p, false)),
+            ),
+            Probe::Tracepoint { event } => (
+                events_where(events, |e| {
+                    e.attr_type == culprit_decode::abi::perf_type::TRACEPOINT
+                        && event_matches(event, &e.name)
+                }),
+                None,
+            ),
+            Probe::Breakpoint { addr, access, .. } => (
+                events_where(events, |e| breakpoint_matches(e, *addr, access.as_deref())),
+                None,
+            ),
+            Probe::Profile { hz } => (events_where(events, is_cpu_clock), Some((*hz, true))),
+        };
+        if matched.is_empty() {
+            return Err(ScriptError::Input(format!(
+                "probe `{text}` (line {}): no such event in {what}; the events there are: {}",
+                info.line,
+                present_events(events)
+            )));
+        }
+        for &i in &matched {
+            // Clauses come in order: one already queued for this event is last (a
+            // scan of the whole list made 50,000 clauses quadratic).
+            if self.dispatch[i].last().is_none_or(|d| d.0 != ci) {
+                self.dispatch[i].push((ci, pi));
+            }
+            if let Some((v, freq)) = want {
+                if let Some(note) = period_note(text, &events[i], v, freq) {
+                    if !self.notes.contains(&note) {
+                        self.notes.push(note);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Program {
     /// Binds the program to the events of an input (`what` names the input in messages):
     /// every sample probe must match an event there, else an error lists the events present.
     /// A probe's period that differs from the recorded one gives a note (it filters nothing).
     pub fn runner(&self, events: &[EventInfo], what: &str) -> Result<Runner<'_>, ScriptError> {
-        let mut dispatch: Vec<Vec<(usize, usize)>> = vec![Vec::new(); events.len()];
+        let probe_names = self.probe_names();
+        let mut b = Bindings::new(events.len());
+        for (ci, info) in self.infos.iter().enumerate() {
+            for pi in 0..info.probes.len() {
+                b.bind_probe(events, what, info, ci, pi)?;
+            }
+        }
+        for d in &mut b.dispatch {
+            d.sort_unstable();
+        }
+        let rt = self.new_runtime();
+        let _ = self.n_self;
+        Ok(Runner {
+            prog: self,
+            rt,
+            dispatch: b.dispatch,
+            begin: b.begin,
+            end: b.end,
+            probe_names,
+            header_done: false,
+            ticks: b.ticks,
+            notes: b.notes,
+            samples_seen: 0,
+            samples_matched: 0,
+            faults: HashMap::new(),
+            done: false,
+            wall_ticks: false,
+        })
+    }
+
+    /// Per clause and probe: DTrace's probe id (1-based, in source order) and its
+    /// `FUNCTION:NAME`.
+    fn probe_names(&self) -> Vec<Vec<(u32, String)>> {
         let mut next_id = 0u32;
-        let probe_names: Vec<Vec<(u32, String)>> = self
-            .infos
+        self.infos
             .iter()
             .map(|info| {
                 info.probes
@@ -145,146 +339,12 @@ impl Program {
                     })
                     .collect()
             })
-            .collect();
-        let mut notes = Vec::new();
-        let mut begin = Vec::new();
-        let mut end = Vec::new();
-        let mut ticks = Vec::new();
-        let present = || {
-            let names: Vec<String> = events
-                .iter()
-                .map(|e| match e.pmu.as_deref() {
-                    Some(p) if IbsKind::from_pmu(p).is_some() => format!("{} (IBS, {p})", e.name),
-                    _ => e.name.clone(),
-                })
-                .collect();
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        };
-        for (ci, info) in self.infos.iter().enumerate() {
-            for (pi, (probe, text)) in info.probes.iter().enumerate() {
-                let kind_of = |e: &EventInfo| e.pmu.as_deref().and_then(IbsKind::from_pmu);
-                let (matched, want): (Vec<usize>, Option<(u64, bool)>) = match probe {
-                    Probe::Begin => {
-                        begin.push((ci, pi));
-                        continue;
-                    }
-                    Probe::End => {
-                        end.push((ci, pi));
-                        continue;
-                    }
-                    Probe::Tick { ns } => {
-                        ticks.push(Tick {
-                            clause: ci,
-                            probe: pi,
-                            every: *ns,
-                            next: None,
-                            skipped: 0,
-                        });
-                        continue;
-                    }
-                    Probe::Pmc { event, period } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| kind_of(e).is_none() && event_matches(event, &e.name))
-                            .map(|(i, _)| i)
-                            .collect(),
-                        period.map(|p| (p, false)),
-                    ),
-                    Probe::IbsOp { period } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| kind_of(e) == Some(IbsKind::Op))
-                            .map(|(i, _)| i)
-                            .collect(),
-                        period.map(|p| (p, false)),
-                    ),
-                    Probe::IbsFetch { period } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| kind_of(e) == Some(IbsKind::Fetch))
-                            .map(|(i, _)| i)
-                            .collect(),
-                        period.map(|p| (p, false)),
-                    ),
-                    Probe::Tracepoint { event } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| {
-                                e.attr_type == culprit_decode::abi::perf_type::TRACEPOINT
-                                    && event_matches(event, &e.name)
-                            })
-                            .map(|(i, _)| i)
-                            .collect(),
-                        None,
-                    ),
-                    Probe::Breakpoint { addr, access, .. } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| breakpoint_matches(e, *addr, access.as_deref()))
-                            .map(|(i, _)| i)
-                            .collect(),
-                        None,
-                    ),
-                    Probe::Profile { hz } => (
-                        events
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, e)| is_cpu_clock(e))
-                            .map(|(i, _)| i)
-                            .collect(),
-                        Some((*hz, true)),
-                    ),
-                };
-                if matched.is_empty() {
-                    return Err(ScriptError::Input(format!(
-                        "probe `{text}` (line {}): no such event in {what}; the events there are: {}",
-                        info.line,
-                        present()
-                    )));
-                }
-                for &i in &matched {
-                    // Clauses come in order: one already queued for this event is last (a
-                    // scan of the whole list made 50,000 clauses quadratic).
-                    if dispatch[i].last().is_none_or(|d| d.0 != ci) {
-                        dispatch[i].push((ci, pi));
-                    }
-                    if let Some((v, freq)) = want {
-                        let e = &events[i];
-                        if e.period_or_freq != v || e.freq != freq {
-                            let rec = if e.freq {
-                                format!("at {} Hz", e.period_or_freq)
-                            } else {
-                                format!("with period {}", e.period_or_freq)
-                            };
-                            let asked = if freq {
-                                format!("{v} Hz")
-                            } else {
-                                format!("period {v}")
-                            };
-                            let note = format!(
-                                "probe `{text}` asks for {asked} but `{}` was recorded {rec}; offline, the suffix does not filter samples: all of them fire the probe",
-                                e.name
-                            );
-                            if !notes.contains(&note) {
-                                notes.push(note);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for d in &mut dispatch {
-            d.sort_unstable();
-        }
+            .collect()
+    }
+
+    /// The run-time state: the global and `this->` variables, the key limit, the strings
+    /// and one aggregation per declared one, all sharing the `agg_memory` budget.
+    fn new_runtime(&self) -> Rt {
         let budget = MemoryBudget::new(self.agg_memory);
         let aggs = self
             .aggs
@@ -299,30 +359,13 @@ impl Program {
                 )
             })
             .collect();
-        let rt = Rt::new(
+        Rt::new(
             self.n_globals,
             self.max_this,
             self.max_keys,
             self.strings.clone(),
             aggs,
-        );
-        let _ = self.n_self;
-        Ok(Runner {
-            prog: self,
-            rt,
-            dispatch,
-            begin,
-            end,
-            probe_names,
-            header_done: false,
-            ticks,
-            notes,
-            samples_seen: 0,
-            samples_matched: 0,
-            faults: HashMap::new(),
-            done: false,
-            wall_ticks: false,
-        })
+        )
     }
 }
 
