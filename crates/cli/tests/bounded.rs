@@ -392,11 +392,24 @@ fn write_many_samples(path: &Path, pipe: &Path, samples: u64, bin: &Path, code: 
     stream.finish(&[]).unwrap();
 }
 
+/// Measures the peak RSS of the command it is given (its children's, in KiB) and prints
+/// `STATUS KIB`. A process started by the test binary itself would not do: Linux carries
+/// the old address space's peak into `ru_maxrss` at exec, so a child of this process reports
+/// at least this process's own peak (the whole test harness's, with the other tests' data),
+/// which made the bound fail when tests ran side by side. Python's own peak is not counted
+/// (RUSAGE_CHILDREN), and its small address space is what its child starts from.
+const PEAK_RSS: &str = "import resource, subprocess, sys\n\
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n\
+print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n";
+
 /// Peak resident memory (KiB) of `culprit ARGS`, its output discarded; the input from
 /// `stdin` when given.
 fn peak_rss_kib(args: &[&str], input: &Path, stdin: Option<&Path>) -> i64 {
-    let mut cmd = common::culprit();
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut cmd = Command::new("python3");
+    common::in_test_home(&mut cmd);
+    cmd.args(["-c", PEAK_RSS])
+        .arg(env!("CARGO_BIN_EXE_culprit"))
+        .args(args);
     match stdin {
         Some(p) => {
             cmd.args(["-i", "-"]).stdin(std::fs::File::open(p).unwrap());
@@ -405,21 +418,12 @@ fn peak_rss_kib(args: &[&str], input: &Path, stdin: Option<&Path>) -> i64 {
             cmd.arg("-i").arg(input).stdin(Stdio::null());
         }
     }
-    // Reaped by wait4 below (which also gives its rusage), not by Child::wait.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd.spawn().unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is valid; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: pid is our child, not yet waited for; the pointers are valid.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{args:?}: status {status:#x}"
-    );
-    usage.ru_maxrss
+    let out = common::run_ok(&mut cmd);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (status, kib) = text.trim().split_once(' ').unwrap_or(("?", "?"));
+    assert_eq!(status, "0", "{args:?}: exit status {status}");
+    kib.parse()
+        .unwrap_or_else(|_| panic!("{args:?}: no peak RSS in {text:?}"))
 }
 
 #[test]
