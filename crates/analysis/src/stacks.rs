@@ -888,14 +888,16 @@ impl StackBuilder {
     }
 }
 
-/// The ids of a profile's functions, by name and mapping.
+/// The ids of a profile's functions, by mapping and name (looked up by `&str`: no string is
+/// made for a function already known).
 #[derive(Default)]
-struct FunctionIds(FxHashMap<(String, u32), u32>);
+struct FunctionIds(FxHashMap<u32, FxHashMap<String, u32>>);
 
 impl FunctionIds {
     /// The id of function `name` in `mapping`, added to `out` on first use.
     fn get(&mut self, out: &mut StackProfile, name: &str, mapping: u32, unknown: bool) -> u32 {
-        if let Some(&f) = self.0.get(&(name.to_string(), mapping)) {
+        let ids = self.0.entry(mapping).or_default();
+        if let Some(&f) = ids.get(name) {
             return f;
         }
         out.functions.push(Function {
@@ -905,7 +907,7 @@ impl FunctionIds {
             unknown,
         });
         let f = (out.functions.len() - 1) as u32;
-        self.0.insert((name.to_string(), mapping), f);
+        ids.insert(name.to_string(), f);
         f
     }
 }
