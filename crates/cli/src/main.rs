@@ -6,8 +6,6 @@ mod args;
 mod cmd;
 mod help;
 mod pager;
-mod progress;
-mod stopped;
 
 use std::process::ExitCode;
 

@@ -17,7 +17,7 @@ use culprit_symbols::disasm::Syntax;
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit annotate`.
 #[derive(clap::Args, Debug)]
@@ -199,7 +199,11 @@ pub fn run(args: AnnotateArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         let path = args.input.path().display().to_string();
         let outcome = "the annotation covers what was read before it";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

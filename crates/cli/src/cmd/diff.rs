@@ -19,7 +19,7 @@ use culprit_output::Note;
 use culprit_symbols::ProfileInput;
 
 use crate::args::{InputArgs, KernelSymbolArgs, OutputArgs};
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit diff`.
 #[derive(clap::Args, Debug)]

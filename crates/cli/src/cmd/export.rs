@@ -12,7 +12,7 @@ use culprit_analysis::Filters;
 use culprit_export::{ExportOptions, FoldedOptions, Format};
 
 use crate::args::MultiInputArgs;
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// The formats on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,7 +224,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     if let Some(stop) = &summary.stopped {
-        crate::stopped::report(
+        culprit_verbs::stopped::report(
             &summary.input,
             &stop.describe(),
             "what was read is exported",
@@ -291,7 +291,11 @@ fn run_parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("exporting {}", input.path().display()))?;
         progress.finish();
         if let Some(stop) = &file.stopped {
-            crate::stopped::report(&file.input, &stop.describe(), "what was read is exported");
+            culprit_verbs::stopped::report(
+                &file.input,
+                &stop.describe(),
+                "what was read is exported",
+            );
         }
         files.push(file);
     }

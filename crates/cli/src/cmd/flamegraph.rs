@@ -14,7 +14,7 @@ use culprit_export::flamegraph::{self, Colors, FlameGraphOptions};
 use culprit_export::FoldedOptions;
 
 use crate::args::InputArgs;
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit flamegraph`.
 #[derive(clap::Args, Debug)]
@@ -142,7 +142,7 @@ pub fn run(args: FlameGraphArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     for (file, stop) in &summary.stopped {
-        crate::stopped::report(file, &stop.describe(), "what was read is drawn");
+        culprit_verbs::stopped::report(file, &stop.describe(), "what was read is drawn");
     }
     Ok(if summary.stopped.is_empty() {
         ExitCode::SUCCESS

@@ -13,7 +13,7 @@ use culprit_export::html::{self, HtmlOptions};
 
 use crate::args::InputArgs;
 use crate::cmd::export::SummaryArg;
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit html`.
 #[derive(clap::Args, Debug)]
@@ -112,7 +112,7 @@ pub fn run(args: HtmlArgs) -> anyhow::Result<ExitCode> {
         eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
     }
     if let Some(stop) = &summary.stopped {
-        crate::stopped::report(&summary.input, &stop.describe(), "what was read is shown");
+        culprit_verbs::stopped::report(&summary.input, &stop.describe(), "what was read is shown");
     }
     match args.summary {
         SummaryArg::Json => {

@@ -77,7 +77,11 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         let path = args.input.path().display().to_string();
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -130,7 +130,11 @@ fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
     })?;
     if let Some(stop) = &profile.stopped {
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

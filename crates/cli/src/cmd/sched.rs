@@ -190,7 +190,11 @@ fn finish(profile: &culprit_decode::model::Profile, input: &InputArgs) -> anyhow
     if let Some(stop) = &profile.stopped {
         let path = input.path().display().to_string();
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

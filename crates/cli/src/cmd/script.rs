@@ -16,7 +16,7 @@ use culprit_output::text::{cut, expand_tabs};
 use culprit_symbols::ReadPlan;
 
 use crate::args::{Format, InputArgs, OutputArgs};
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit script`.
 #[derive(clap::Args, Debug)]
@@ -115,7 +115,11 @@ pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         let path = args.input.path().display().to_string();
         let outcome = "the samples before it are shown";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

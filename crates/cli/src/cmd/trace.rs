@@ -141,7 +141,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         .input
         .input
         .is_some()
-        .then(|| crate::progress::Progress::for_input(&args.input.open()));
+        .then(|| culprit_verbs::progress::Progress::for_input(&args.input.open()));
     let io = SessionIo {
         syms: &mut syms,
         out: &mut out,

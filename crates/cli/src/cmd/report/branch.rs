@@ -17,7 +17,7 @@ use culprit_symbols::ReadPlan;
 
 use super::ReportArgs;
 use crate::args::Format;
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// The `--sort` default of the hotspot mode: branch mode then uses perf's branch default.
 const HOTSPOT_DEFAULT_SORT: &str = "comm,dso,sym";
@@ -112,7 +112,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(stop) = &profile.stopped {
         let path = input_args.path().display().to_string();
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(&path, &stop.describe(), outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

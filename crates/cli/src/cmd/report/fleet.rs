@@ -13,7 +13,7 @@ use culprit_output::Note;
 
 use super::{hotspot_options, CallGraphArg, ReportArgs};
 use crate::args::Format;
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Runs a report over several inputs.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
@@ -111,7 +111,7 @@ fn render(args: &ReportArgs, report: FleetReport) -> anyhow::Result<ExitCode> {
         if let Some(stop) = &i.stopped {
             let samples: u64 = i.events.iter().map(|e| e.samples).sum();
             let outcome = format!("the report counts its {samples} samples read before it");
-            crate::stopped::report(&i.file, &stop.describe(), &outcome);
+            culprit_verbs::stopped::report(&i.file, &stop.describe(), &outcome);
         }
     }
     Ok(ExitCode::from(1))

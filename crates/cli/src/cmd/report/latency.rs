@@ -103,7 +103,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     if let Some(stop) = &profile.stopped {
         let outcome = "the report covers what was read before it";
-        return Ok(crate::stopped::report(
+        return Ok(culprit_verbs::stopped::report(
             &path.to_string(),
             &stop.describe(),
             outcome,

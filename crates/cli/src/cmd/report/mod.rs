@@ -26,7 +26,7 @@ use culprit_analysis::{CallGraphMode, Filters, HotspotOptions, SortKey};
 use culprit_output::Note;
 
 use crate::args::{Format, InputArgs, MultiInputArgs, OutputArgs};
-use crate::progress::Progress;
+use culprit_verbs::progress::Progress;
 
 /// Call-graph order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -370,7 +370,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         let samples: u64 = profile.events.iter().map(|e| e.samples).sum();
         let path = input_args.path().display().to_string();
         let outcome = format!("the report covers its {samples} samples read before it");
-        return Ok(crate::stopped::report(&path, &stop.describe(), &outcome));
+        return Ok(culprit_verbs::stopped::report(
+            &path,
+            &stop.describe(),
+            &outcome,
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }
