@@ -6,5 +6,8 @@
 //! (`culprit-collect`), reading (`culprit-decode`, `culprit-symbols`), analysis and the
 //! exports; the `culprit` binary (`culprit-cli`) maps flags onto these options and renders.
 
+pub mod export;
+pub mod flamegraph;
+pub mod html;
 pub mod progress;
 pub mod stopped;

@@ -2,17 +2,16 @@
 //! status as `culprit report`: 0 on success, 1 when the input is truncated (what was read is
 //! still exported), 2 on errors.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use culprit_analysis::stacks::StackOptions;
 use culprit_analysis::Filters;
 use culprit_export::{ExportOptions, FoldedOptions, Format};
 
 use crate::args::MultiInputArgs;
-use culprit_verbs::progress::Progress;
+use culprit_verbs::export::{self, Destination, SummaryMode};
 
 /// The formats on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +50,7 @@ impl From<FormatArg> for Format {
     }
 }
 
-/// How the export's summary is printed.
+/// How the export's summary is printed (`culprit_verbs::export::SummaryMode`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SummaryArg {
     /// One line on stderr.
@@ -61,6 +60,16 @@ pub enum SummaryArg {
     Json,
     /// Nothing.
     None,
+}
+
+impl From<SummaryArg> for SummaryMode {
+    fn from(s: SummaryArg) -> SummaryMode {
+        match s {
+            SummaryArg::Text => SummaryMode::Text,
+            SummaryArg::Json => SummaryMode::Json,
+            SummaryArg::None => SummaryMode::None,
+        }
+    }
 }
 
 /// Arguments of `culprit export`.
@@ -175,17 +184,16 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     if format == Format::Parquet {
         return run_parquet(&args);
     }
-    let to_stdout = args.output.as_ref().is_none_or(|p| p.as_os_str() == "-");
-    if to_stdout && args.summary == SummaryArg::Json {
+    let to = Destination::of(args.output.as_deref());
+    if to == Destination::Stdout && args.summary == SummaryArg::Json {
         anyhow::bail!("--summary json prints on stdout: give the export a file with -o");
     }
-    if to_stdout && format.is_binary() && std::io::stdout().is_terminal() {
+    if to == Destination::Stdout && format.is_binary() && std::io::stdout().is_terminal() {
         anyhow::bail!(
             "{} is a binary format: give a file with -o (or redirect stdout)",
             format.name()
         );
     }
-    let input = args.input.open().remove(0);
     let opts = ExportOptions {
         format,
         stacks: stack_options(&args),
@@ -200,42 +208,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         },
         dso: args.dso.clone(),
     };
-    let progress = Progress::for_input(&input);
-    let summary = match &args.output {
-        Some(path) if path.as_os_str() != "-" => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-            let summary = culprit_export::export(&input, &opts, &mut out, progress.callback())?;
-            out.flush()
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            summary
-        }
-        _ => {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-            let summary = culprit_export::export(&input, &opts, &mut out, progress.callback())?;
-            out.flush()?;
-            summary
-        }
-    };
-    progress.finish();
-    for w in &summary.warnings {
-        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
-    }
-    if let Some(stop) = &summary.stopped {
-        culprit_verbs::stopped::report(
-            &summary.input,
-            &stop.describe(),
-            "what was read is exported",
-        );
-    }
-    print_summary(&args, &summary)?;
-    Ok(if summary.stopped.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let input = args.input.open().remove(0);
+    export::export(&input, &opts, &to, args.summary.into())
 }
 
 /// Which samples, events and frames the stack model keeps.
@@ -284,71 +258,5 @@ fn run_parquet(args: &ExportArgs) -> anyhow::Result<ExitCode> {
         row_group_rows: args.row_group_rows,
         file_rows: args.file_rows,
     };
-    let mut files = Vec::new();
-    for input in args.input.open() {
-        let progress = Progress::for_input(&input);
-        let file = culprit_export::parquet::export_file(&input, dir, &opts, progress.callback())
-            .with_context(|| format!("exporting {}", input.path().display()))?;
-        progress.finish();
-        if let Some(stop) = &file.stopped {
-            culprit_verbs::stopped::report(
-                &file.input,
-                &stop.describe(),
-                "what was read is exported",
-            );
-        }
-        files.push(file);
-    }
-    let summary = culprit_export::parquet::summary(dir, files);
-    for w in &summary.warnings {
-        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
-    }
-    print_summary(args, &summary)?;
-    let truncated = summary
-        .parquet
-        .as_ref()
-        .is_some_and(|p| p.files.iter().any(|f| f.stopped.is_some()));
-    Ok(if truncated {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// Prints what an export wrote, as `--summary` asks.
-fn print_summary(args: &ExportArgs, summary: &culprit_export::ExportSummary) -> anyhow::Result<()> {
-    match args.summary {
-        SummaryArg::Json => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            culprit_output::json::write(&mut out, &summary)?;
-        }
-        SummaryArg::Text => {
-            let events = if summary.exported_events.is_empty() {
-                "no samples".to_string()
-            } else {
-                summary.exported_events.join(",")
-            };
-            match &summary.parquet {
-                Some(p) => eprintln!(
-                    "exported {} samples ({}) of {} file(s) as parquet into {}: {}",
-                    summary.samples,
-                    culprit_output::text::escape(&events),
-                    p.files.len(),
-                    culprit_output::text::escape(&p.dir),
-                    culprit_output::units::human_bytes(summary.bytes)
-                ),
-                None => eprintln!(
-                    "exported {} samples ({}) as {}: {} records, {}",
-                    summary.samples,
-                    culprit_output::text::escape(&events),
-                    summary.format,
-                    summary.records,
-                    culprit_output::units::human_bytes(summary.bytes)
-                ),
-            }
-        }
-        SummaryArg::None => {}
-    }
-    Ok(())
+    export::export_parquet(&args.input.open(), dir, &opts, args.summary.into())
 }

@@ -3,18 +3,17 @@
 //! Exit status as `culprit report`: 0 on success, 1 when an input is truncated (what was read
 //! is drawn), 2 on errors.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use culprit_analysis::stacks::StackOptions;
 use culprit_analysis::Filters;
-use culprit_export::flamegraph::{self, Colors, FlameGraphOptions};
+use culprit_export::flamegraph::{Colors, FlameGraphOptions};
 use culprit_export::FoldedOptions;
 
 use crate::args::InputArgs;
-use culprit_verbs::progress::Progress;
+use culprit_verbs::export::Destination;
 
 /// Arguments of `culprit flamegraph`.
 #[derive(clap::Args, Debug)]
@@ -116,37 +115,11 @@ pub fn run(args: FlameGraphArgs) -> anyhow::Result<ExitCode> {
         other.input = Some(p.clone());
         other.open()
     });
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(p) if p.as_os_str() != "-" => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        _ => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    let bar = Progress::for_input(&input);
-    let bar_other = match &other {
-        Some(o) => Progress::for_input(o),
-        None => Progress::hidden(),
-    };
-    let summary = flamegraph::flamegraph(
+    culprit_verbs::flamegraph::run(
         &input,
         other.as_ref(),
         &stacks,
         &opts,
-        &mut out,
-        [Box::new(bar.callback()), Box::new(bar_other.callback())],
-    )?;
-    out.flush().context("cannot write the SVG")?;
-    bar.finish();
-    bar_other.finish();
-    for w in &summary.warnings {
-        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
-    }
-    for (file, stop) in &summary.stopped {
-        culprit_verbs::stopped::report(file, &stop.describe(), "what was read is drawn");
-    }
-    Ok(if summary.stopped.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+        &Destination::of(args.output.as_deref()),
+    )
 }

@@ -4,16 +4,14 @@
 //! The page is `culprit_export::html`'s. Exit status as `culprit report`: 0 on success, 1 when
 //! the input is truncated (what was read is shown), 2 on errors.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use culprit_export::html::{self, HtmlOptions};
+use culprit_export::html::HtmlOptions;
 
 use crate::args::InputArgs;
 use crate::cmd::export::SummaryArg;
-use culprit_verbs::progress::Progress;
+use culprit_verbs::export::Destination;
 
 /// Arguments of `culprit html`.
 #[derive(clap::Args, Debug)]
@@ -80,60 +78,11 @@ pub fn run(args: HtmlArgs) -> anyhow::Result<ExitCode> {
         diff_rows: args.rows,
         ..HtmlOptions::default()
     };
-    let bar = Progress::for_input(&input);
-    let bar_other = match &other {
-        Some(o) => Progress::for_input(o),
-        None => Progress::hidden(),
-    };
-    let page = html::build_page(
+    culprit_verbs::html::run(
         &input,
         other.as_ref(),
         &opts,
-        [Box::new(bar.callback()), Box::new(bar_other.callback())],
-    )?;
-    bar.finish();
-    bar_other.finish();
-    let bytes = if to_stdout {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        html::write_page(&page, &mut out)?
-    } else {
-        let path = &args.output;
-        let file = std::fs::File::create(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let n = html::write_page(&page, &mut out)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        out.flush()
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        n
-    };
-    let summary = page.summary(bytes);
-    for w in &summary.warnings {
-        eprintln!("culprit: warning: {}", culprit_output::text::escape(w));
-    }
-    if let Some(stop) = &summary.stopped {
-        culprit_verbs::stopped::report(&summary.input, &stop.describe(), "what was read is shown");
-    }
-    match args.summary {
-        SummaryArg::Json => {
-            let mut out = std::io::stdout().lock();
-            culprit_output::json::write(&mut out, &summary)?;
-        }
-        SummaryArg::Text => eprintln!(
-            "wrote {} ({}): {} samples, {} functions, {} call-tree nodes, {} annotated{}",
-            culprit_output::text::escape(&args.output.display().to_string()),
-            culprit_output::units::human_bytes(bytes),
-            summary.samples,
-            summary.functions,
-            summary.tree_nodes,
-            summary.annotated,
-            if summary.diff { ", diff" } else { "" }
-        ),
-        SummaryArg::None => {}
-    }
-    Ok(if summary.stopped.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+        &Destination::of(Some(&args.output)),
+        args.summary.into(),
+    )
 }
