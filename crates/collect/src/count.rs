@@ -410,7 +410,9 @@ fn open_groups(
                 first_place: n == 0,
                 nfds,
             };
-            if let Some(inst) = open_instance(opts, group, &how, &tasks.pids, &mut out, warn)? {
+            if let Some(inst) =
+                open_instance(opts, group, &how, &tasks.pids, &mut out.user_only, warn)?
+            {
                 instances.push(inst);
             }
         }
@@ -433,13 +435,14 @@ struct GroupOpen {
 
 /// Opens one instance of `group`; `None` when its thread exited meanwhile (`-p`, while
 /// the process lives). Without the right to count the kernel, falls back to user space
-/// (setting `opened.user_only`, with a warning) as perf stat does.
+/// (setting `user_only`, with a warning, for the instances opened after it) as perf stat
+/// does.
 fn open_instance(
     opts: &CountOptions,
     group: &[EventSpec],
     how: &GroupOpen,
     pids: &[i32],
-    opened: &mut OpenedGroups,
+    user_only: &mut bool,
     warn: &mut dyn FnMut(String),
 ) -> Result<Option<OpenGroup>, RecordError> {
     let (pid, cpu, nfds) = (how.pid, how.cpu, how.nfds);
@@ -449,7 +452,7 @@ fn open_instance(
     };
     for (i, spec) in group.iter().enumerate() {
         let mut attr = base_attr(spec, i == 0, how.inherit, how.on_exec);
-        if opened.user_only {
+        if *user_only {
             exclude_kernel(&mut attr);
         }
         if how.first_place {
@@ -460,13 +463,13 @@ fn open_instance(
         let leader = inst.fds.first();
         let fd = match open_raw(&mut attr, pid, cpu, leader) {
             Ok(fd) => fd,
-            Err(e) if (e == libc::EACCES || e == libc::EPERM) && !opened.user_only && cpu < 0 => {
+            Err(e) if (e == libc::EACCES || e == libc::EPERM) && !*user_only && cpu < 0 => {
                 // As perf stat: without the right to count the kernel, count user space.
                 exclude_kernel(&mut attr);
                 crate::verbose::display_attr(&attr.to_bytes());
                 match open_raw(&mut attr, pid, cpu, leader) {
                     Ok(fd) => {
-                        opened.user_only = true;
+                        *user_only = true;
                         warn(format!(
                             "kernel.perf_event_paranoid = {}: counting user space only (:u)",
                             procfs::perf_event_paranoid().map_or("?".into(), |p| p.to_string())

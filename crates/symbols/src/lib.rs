@@ -418,8 +418,10 @@ impl Symbolizer {
             // Its one symbol, named as the code: every offset in the map is in it (as long
             // as its JIT image, when the recording saved it: HEADER_BPF_PROG_INFO).
             DsoKind::Ksymbol => {
-                let size =
-                    (profile.meta.bpf_function(&dso.path)).map_or(0, |f| f.code.len() as u64);
+                let size = profile
+                    .meta
+                    .bpf_function(&dso.path)
+                    .map_or(0, |f| f.code.len() as u64);
                 let size = if size == 0 { u64::MAX } else { size };
                 let mut table = SymbolTableBuilder::with_capacity(1, dso.path.len());
                 table.push(&dso.path, 0, size, Binding::Global);
