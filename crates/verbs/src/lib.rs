@@ -10,4 +10,5 @@ pub mod export;
 pub mod flamegraph;
 pub mod html;
 pub mod progress;
+pub mod stat;
 pub mod stopped;

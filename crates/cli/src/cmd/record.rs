@@ -271,7 +271,7 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     }
     specs.extend(ibs);
     if args.topdown {
-        specs = super::stat::topdown::sampling_specs()?;
+        specs = culprit_verbs::stat::topdown::sampling_specs()?;
     }
     let rate = crate::args::sample_rate(args.count, args.freq)?;
     let call_graph = parse_call_graph(args.g, args.call_graph.as_deref())?;

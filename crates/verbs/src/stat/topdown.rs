@@ -153,8 +153,8 @@ mod tests {
 
     /// Top-Down's event encodings (analysis::topdown::event_def, hand-written) equal what
     /// collect's tables give for the same names: Zen 4 and Zen 5 through an AMD `cpu` PMU,
-    /// Skylake-class Intel through an Intel one (moved here from collect, which no longer
-    /// sees analysis).
+    /// Skylake-class Intel through an Intel one (in verbs, where collect and analysis
+    /// meet; collect does not see analysis).
     #[test]
     fn test_topdown_encodings_equal_the_tables() {
         let amd = fake_cpu_pmu(&[

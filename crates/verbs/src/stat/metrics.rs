@@ -10,11 +10,10 @@ use anyhow::Context;
 use culprit_analysis::metrics::plan::{self, MetricPlan, PlanOptions, ToolValues};
 use culprit_analysis::metrics::table::{self, MachineFacts, Metrics};
 use culprit_collect::events::{self, tables};
-use culprit_collect::stat::{self, StatOptions};
+use culprit_collect::stat::{self, StatOptions as CountOptions};
 use culprit_collect::sysfs;
 
-use super::{exit_code, Sink, StatArgs};
-use crate::args::Format;
+use super::{exit_code, OpenOutput, Sink, StatFormat, StatOptions};
 use culprit_analysis::stat::metrics_render::{csv_lines, text_lines, Outcome};
 
 /// Where each planned event went: its row in the report, or why it is not counted.
@@ -77,10 +76,11 @@ pub fn topdown_groups(level: u8) -> Option<String> {
     table::topdown_groups(&tables::table_for(&cpuid)?, level)
 }
 
-/// Runs `culprit stat -M …`.
-pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Result<ExitCode> {
-    let choice = args.target.choice("stat", false)?;
-    let system_wide = matches!(choice.target, culprit_collect::record::Target::System(_));
+/// Runs `culprit stat -M LIST` (`list`: metrics and metric groups, comma-separated) with
+/// the rest of `opts` (target, `-e` events counted beside, runs, format), writing the
+/// results to the writer `open` gives once the counting is done.
+pub fn run(opts: &StatOptions, list: &str, open: &mut OpenOutput) -> anyhow::Result<ExitCode> {
+    let system_wide = matches!(opts.target, culprit_collect::target::Target::System(_));
     let (cpuid, _) = tables::system_cpuid(sysfs::cpu_identity().as_ref())
         .context("-M: the CPU id could not be built (set PERF_CPUID)")?;
     let cpu_table = tables::table_for(&cpuid).with_context(|| {
@@ -103,15 +103,15 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
     };
     let metrics = Metrics::new(&cpu_table, &facts);
     let chosen = table::select(&cpu_table, list)?;
-    let opts = PlanOptions {
+    let popts = PlanOptions {
         nmi_watchdog: stat::facts::nmi_watchdog(),
-        no_group: args.metric_no_group,
+        no_group: opts.metric_no_group,
     };
-    let plan = plan::plan(&metrics, &chosen, facts.smt_on, opts)?;
-    let user = if args.events.is_empty() {
+    let plan = plan::plan(&metrics, &chosen, facts.smt_on, popts)?;
+    let user = if opts.events.is_empty() {
         Vec::new()
     } else {
-        stat::groups_of(&args.events)?
+        stat::groups_of(&opts.events)?
     };
     let user_rows = user.iter().map(Vec::len).sum::<usize>();
     let (mut groups, placement) = open_plan(&plan, user);
@@ -120,14 +120,13 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
         // the run and its elapsed time still happen, as perf's run would.
         groups = stat::groups_of(&["task-clock".to_string()])?;
     }
-    let sopts = StatOptions {
+    let sopts = CountOptions {
         groups,
-        target: choice.target,
-        interval: args.interval.map(Duration::from_millis),
-        repeat: args.repeat,
+        target: opts.target.clone(),
+        interval: opts.interval_ms.map(Duration::from_millis),
+        repeat: opts.repeat,
     };
-    let mut warn = |w: String| eprintln!("culprit: warning: {w}");
-    let report = super::count_report(&sopts, &mut |_| {}, &mut warn)?;
+    let report = super::count_report(&sopts, &mut |_| {}, &mut super::warn)?;
     let value_of = |row: usize| {
         report
             .events
@@ -196,9 +195,9 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
         not_counted,
         entries,
     };
-    let sink = Sink::new(&args.output, format)?;
-    match format {
-        Format::Json => {
+    let mut sink = Sink::open(open)?;
+    match &opts.format {
+        StatFormat::Json => {
             let mut doc = serde_json::to_value(&report)?;
             if let Some(obj) = doc.as_object_mut() {
                 obj.insert("pmu_metrics".into(), serde_json::to_value(&outcome.values)?);
@@ -210,10 +209,10 @@ pub fn run(args: &StatArgs, list: &str, format: Format, sep: &str) -> anyhow::Re
                     }),
                 );
             }
-            culprit_output::json::write(&mut *sink.lock(), &doc)?;
+            culprit_output::json::write(&mut *sink.out, &doc)?;
         }
-        Format::Csv => sink.lines(&csv_lines(&outcome, sep, args.metric_only))?,
-        Format::Text => sink.lines(&text_lines(&outcome, args.metric_only))?,
+        StatFormat::Csv(sep) => sink.lines(&csv_lines(&outcome, sep, opts.metric_only))?,
+        StatFormat::Text => sink.lines(&text_lines(&outcome, opts.metric_only))?,
     }
     Ok(exit_code(&report))
 }
