@@ -9,6 +9,7 @@
 pub mod export;
 pub mod flamegraph;
 pub mod html;
+pub mod list;
 pub mod progress;
 pub mod stat;
 pub mod stopped;

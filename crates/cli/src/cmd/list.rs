@@ -1,12 +1,10 @@
-//! `culprit list`: what this machine can measure (`culprit_collect::inventory`), as aligned
-//! text or JSON (docs/schemas/list.schema.json).
+//! `culprit list`: what this machine can measure, or this CPU's metrics
+//! (`culprit_verbs::list`), as aligned text or JSON (docs/schemas/list.schema.json).
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use culprit_collect::events::tables;
-use culprit_collect::inventory;
+use culprit_verbs::list::{ListOptions, ListReport};
 
 use crate::args::{Format, OutputArgs};
 
@@ -29,63 +27,25 @@ pub struct ListArgs {
 /// Runs `culprit list`.
 pub fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     args.output.require("list", &[Format::Text, Format::Json])?;
-    if args.metrics {
-        return list_metrics(&args);
-    }
-    let listing = inventory::collect(args.filter.as_deref());
+    let report = culprit_verbs::list::list(&ListOptions {
+        filter: args.filter,
+        metrics: args.metrics,
+    })?;
     let mut out = args.output.writer()?;
-    match args.output.format {
-        Format::Json => culprit_output::json::write(&mut *out, &listing)?,
+    match (args.output.format, &report) {
+        (Format::Json, _) => report.write_json(&mut *out)?,
         // Notes are sentences: the renderer wraps them to the width, 80 columns into a
         // file or a pipe (as perf list; nothing there is a name that a cut would lose).
-        _ => {
+        (_, ListReport::Inventory(listing)) => {
             let mut text = args.output.text_options();
             if args.output.width.is_none() && !args.output.is_tty() {
                 text.width = Some(culprit_output::style::DEFAULT_WIDTH);
             }
-            culprit_output::text::write(&mut *out, &super::list_text::document(&listing), &text)?
+            let doc = culprit_verbs::list::text::document(listing);
+            culprit_output::text::write(&mut *out, &doc, &text)?
         }
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `culprit list --metrics [FILTER]`: the table chosen, and its metrics by group.
-fn list_metrics(args: &ListArgs) -> anyhow::Result<ExitCode> {
-    let cpu = culprit_collect::sysfs::cpu_identity();
-    let (cpuid, source) = tables::system_cpuid(cpu.as_ref())
-        .context("--metrics: the CPU id could not be built (set PERF_CPUID)")?;
-    let table = tables::table_for(&cpuid);
-    let listing = table
-        .as_ref()
-        .map(|t| culprit_analysis::metrics::listing::listing(t, args.filter.as_deref()));
-    let mut out = args.output.writer()?;
-    match args.output.format {
-        Format::Json => {
-            let doc = serde_json::json!({
-                "cpuid": cpuid,
-                "cpuid_source": source,
-                "model": table.as_ref().map(|t| t.row.model),
-                "mapfile_row": table.as_ref().map(|t| t.row.csv()),
-                "groups": listing.as_ref().map(|l| &l.groups),
-                "metrics": listing.as_ref().map(|l| &l.metrics),
-            });
-            culprit_output::json::write(&mut *out, &doc)?;
-        }
-        _ => {
-            match &table {
-                Some(t) => writeln!(
-                    out,
-                    "Metrics of {}: CPU id {cpuid} matches mapfile.csv row `{}`",
-                    t.row.model,
-                    t.row.csv()
-                )?,
-                None => writeln!(
-                    out,
-                    "Metrics: none: no mapfile.csv row matches CPU id {cpuid}; perf has no metrics for this CPU either"
-                )?,
-            }
-            for line in listing.map(|l| l.text_lines()).unwrap_or_default() {
+        (_, ListReport::Metrics(metrics)) => {
+            for line in metrics.text_lines() {
                 writeln!(out, "{line}")?;
             }
         }

@@ -9,7 +9,6 @@ pub mod flamegraph;
 pub mod html;
 pub mod ibs;
 pub mod list;
-pub mod list_text;
 pub mod lock;
 pub mod record;
 pub mod report;

@@ -1,6 +1,6 @@
-//! `culprit list`'s text: the inventory that `culprit_collect::inventory` takes, as aligned
-//! sections (System, Capabilities, Notes, PMUs, the event kinds, this CPU's event table), in
-//! perf list's layout for the table. Rendering lives here: collect only gathers.
+//! `culprit list`'s text: the inventory that `culprit_collect::inventory` takes, as a
+//! document of aligned sections (System, Capabilities, Notes, PMUs, the event kinds, this
+//! CPU's event table), in perf list's layout for the table. Collect only gathers.
 
 use std::io::Write;
 
