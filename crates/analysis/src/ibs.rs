@@ -371,25 +371,6 @@ impl<K: std::hash::Hash + Eq + Clone, V: Default> Ordered<K, V> {
 /// A sampled location and its process (the process names JIT code and maps).
 type LocKey = (Location, i32);
 
-/// The IBS kind of a sample's event, if it is an IBS PMU's.
-fn ibs_kind(profile: &Profile, s: &Sample) -> Option<IbsKind> {
-    profile
-        .events
-        .get(s.event as usize)
-        .and_then(|e| e.pmu.as_deref())
-        .and_then(IbsKind::from_pmu)
-}
-
-/// The decoding context of a profile's IBS samples. Without CPUID (not an AMD file) they
-/// are decoded with neutral defaults: no errata, no Zen 4.
-fn ibs_context(profile: &Profile) -> IbsContext {
-    IbsContext::from_meta(&profile.meta).unwrap_or(IbsContext {
-        family: 0x17,
-        model: 0,
-        zen4_pmu_cap: false,
-    })
-}
-
 /// Symbol facts of one location, resolved once.
 #[derive(Clone)]
 struct LocInfo {

@@ -215,7 +215,7 @@ impl PgoAggregator {
     fn add_ibs(&mut self, profile: &Profile, s: &Sample) {
         let ctx = *self
             .ibs_ctx
-            .get_or_insert_with(|| ibs_context(&profile.meta));
+            .get_or_insert_with(|| IbsContext::from_meta_or_neutral(&profile.meta));
         let p = &mut self.profile;
         let op = match ibs::decode_op(profile.raw(s), &ctx) {
             Ok(op) => op,
@@ -290,15 +290,6 @@ impl PgoAggregator {
         }
         Ok(self.profile)
     }
-}
-
-/// The IBS decoding context of a file; neutral defaults (no errata, no Zen 4) without CPUID.
-fn ibs_context(meta: &culprit_decode::model::Meta) -> IbsContext {
-    IbsContext::from_meta(meta).unwrap_or(IbsContext {
-        family: 0x17,
-        model: 0,
-        zen4_pmu_cap: false,
-    })
 }
 
 #[cfg(test)]

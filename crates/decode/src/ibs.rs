@@ -125,6 +125,21 @@ pub struct IbsContext {
 }
 
 impl IbsContext {
+    /// The context of a file that does not say its CPU (no AMD CPUID): Zen 1 rules, no
+    /// errata of a known model, no Zen 4 extensions. `culprit ibs` and the PGO exports
+    /// decode IBS samples with it where perf would not decode them at all.
+    pub const NEUTRAL: IbsContext = IbsContext {
+        family: 0x17,
+        model: 0,
+        zen4_pmu_cap: false,
+    };
+
+    /// [`IbsContext::from_meta`], or [`IbsContext::NEUTRAL`] for a file that does not say
+    /// it is from an x86 AMD CPU.
+    pub fn from_meta_or_neutral(meta: &Meta) -> IbsContext {
+        IbsContext::from_meta(meta).unwrap_or(IbsContext::NEUTRAL)
+    }
+
     /// Reads family/model from HEADER_CPUID (`AuthenticAMD,family,model,stepping`) and the
     /// Zen 4 cap from HEADER_PMU_CAPS. `None` unless the file is from an x86 AMD CPU, the
     /// condition under which perf decodes IBS.

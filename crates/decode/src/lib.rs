@@ -36,6 +36,7 @@ pub mod model;
 mod names;
 mod parallel;
 pub mod pebs;
+pub mod precise;
 mod reader;
 pub mod spe;
 mod state;

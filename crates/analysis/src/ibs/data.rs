@@ -2,6 +2,7 @@
 //! and miss latency, from IBS op samples or, without them, PEBS memory samples.
 
 use super::*;
+use culprit_decode::precise::PreciseDecoder;
 
 /// One memory access of the data-centric tables, from either source.
 struct Access {
@@ -295,6 +296,8 @@ impl DataAcc {
 /// bounded. [`IbsFold::report`] names the locations once the file is read.
 pub struct IbsFold {
     include_killed: bool,
+    /// Which events are IBS (the one table of kinds `script` and the latencies use).
+    kinds: PreciseDecoder,
     ctx: Option<IbsContext>,
     fetch: FetchAcc,
     op: OpAcc,
@@ -310,6 +313,7 @@ impl IbsFold {
     pub fn new(include_killed: bool) -> Self {
         IbsFold {
             include_killed,
+            kinds: PreciseDecoder::default(),
             ctx: None,
             fetch: FetchAcc::default(),
             op: OpAcc::default(),
@@ -321,7 +325,7 @@ impl IbsFold {
 
     /// Adds one sample of `profile` (read so far).
     pub fn add(&mut self, profile: &Profile, s: &Sample) {
-        let Some(kind) = ibs_kind(profile, s) else {
+        let Some(kind) = self.kinds.kind(profile, s) else {
             if let Some(a) = pebs_access(profile, s) {
                 self.pebs_data.add(profile, s, &a);
             }
@@ -329,8 +333,11 @@ impl IbsFold {
         };
         self.saw_ibs = true;
         // The CPUID feature comes before the samples (a file's header, a pipe's first
-        // records).
-        let ctx = *self.ctx.get_or_insert_with(|| ibs_context(profile));
+        // records). Unlike perf (and `script`), a file that does not say it is from an AMD
+        // CPU is still decoded, with neutral rules: `culprit ibs` is asked for IBS.
+        let ctx = *self
+            .ctx
+            .get_or_insert_with(|| IbsContext::from_meta_or_neutral(&profile.meta));
         let decoded = ibs::decode(kind, profile.raw(s), &ctx).ok();
         match (kind, &decoded) {
             (IbsKind::Fetch, Some(IbsSample::Fetch(f))) => {

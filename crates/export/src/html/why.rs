@@ -11,12 +11,12 @@
 use serde::Serialize;
 
 use culprit_analysis::hotspots::{hotspots_aggregated, SampleAggregator};
-use culprit_analysis::listing::PreciseDecoder;
 use culprit_analysis::offenders::report::Place;
 use culprit_analysis::skid::{self, EventClass};
 use culprit_analysis::{AnalysisError, Filters, HotspotOptions, SortKey};
 use culprit_decode::abi::sample_type as sample;
 use culprit_decode::model::{EventInfo, Location, Profile, Sample};
+use culprit_decode::precise::PreciseDecoder;
 use culprit_symbols::Symbolizer;
 use rustc_hash::FxHashMap;
 
