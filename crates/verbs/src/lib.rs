@@ -11,5 +11,6 @@ pub mod flamegraph;
 pub mod html;
 pub mod list;
 pub mod progress;
+pub mod record;
 pub mod stat;
 pub mod stopped;

@@ -9,15 +9,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{bail, Context};
-use culprit_collect::events::{self, SampleRate};
-use culprit_collect::modes::{self, Notice, RecordModes, StopReason};
-use culprit_collect::record::{
-    self, CallGraph, Output, RecordOptions, RecordSummary, StreamOutput,
-};
-use serde::Serialize;
+use anyhow::bail;
+use culprit_collect::record::{self, Output, RecordOptions, StreamOutput};
+use culprit_verbs::record::flags::{self, IbsFlags, ModeFlags};
+use culprit_verbs::record::{RunOptions, SummaryFormat};
 
 use crate::args::{ColorArg, Format, OutputArgs, TargetArgs};
 
@@ -166,115 +162,42 @@ pub struct RecordArgs {
     pub target: TargetArgs,
 }
 
-/// The recording modes of the flags (`-z`, `--duration`, `--max-size`, `--switch-output`,
-/// `--switch-max-files`, `--overwrite`).
-fn modes(args: &RecordArgs) -> anyhow::Result<RecordModes> {
-    let duration = match args.duration {
-        None => None,
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(Duration::from_secs_f64(s)),
-        Some(s) => bail!("--duration {s}: expected a number of seconds > 0"),
-    };
-    let max_size = args
-        .max_size
-        .as_deref()
-        .map(modes::parse_size)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!("--max-size {e}"))?;
-    let switch_output = args
-        .switch_output
-        .as_deref()
-        .map(modes::parse_switch_output)
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
-    Ok(RecordModes {
-        compression_level: args.compression_level.or(args.z.then_some(1)),
-        duration,
-        max_size,
-        switch_output,
+/// The recording modes' flags, as given.
+fn mode_flags(args: &RecordArgs) -> ModeFlags {
+    ModeFlags {
+        z: args.z,
+        compression_level: args.compression_level,
+        duration: args.duration,
+        max_size: args.max_size.clone(),
+        switch_output: args.switch_output.clone(),
         switch_max_files: args.switch_max_files,
         overwrite: args.overwrite,
-    })
+    }
 }
 
-/// The `ibs_op`/`ibs_fetch` events of `--ibs` and its companion flags, validated against
-/// this machine's PMUs and kernel (see `culprit_collect::ibs`).
-fn ibs_specs(args: &RecordArgs) -> anyhow::Result<Vec<culprit_collect::events::EventSpec>> {
-    use culprit_collect::ibs::{self as cibs, IbsHost, IbsRequest};
-    let Some(kinds) = &args.ibs else {
-        return Ok(Vec::new());
-    };
-    let (op, fetch) = cibs::parse_kinds(kinds)?;
-    let count_ops = match args.ibs_count.as_deref() {
-        None | Some("cycles") => false,
-        Some("ops") => true,
-        Some(other) => bail!("--ibs-count `{other}`: expected ops or cycles"),
-    };
-    let req = IbsRequest {
-        op,
-        fetch,
+/// `--ibs` and its companion flags, as given.
+fn ibs_flags(args: &RecordArgs) -> Option<IbsFlags> {
+    Some(IbsFlags {
+        kinds: args.ibs.clone()?,
         period: args.ibs_period,
-        count_ops,
+        count: args.ibs_count.clone(),
         l3_miss_only: args.l3_miss_only,
         ldlat: args.ldlat,
         rand: args.rand,
-    };
-    let host = IbsHost::current(!args.target.all_cpus);
-    Ok(cibs::ibs_specs(
-        &culprit_collect::sysfs::Sysfs::system(),
-        &req,
-        &host,
-    )?)
-}
-
-fn parse_call_graph(g: bool, spec: Option<&str>) -> anyhow::Result<CallGraph> {
-    let Some(spec) = spec else {
-        return Ok(if g { CallGraph::Fp } else { CallGraph::None });
-    };
-    let (mode, size) = match spec.split_once(',') {
-        Some((m, s)) => (m, Some(s)),
-        None => (spec, None),
-    };
-    match (mode, size) {
-        ("fp", None) => Ok(CallGraph::Fp),
-        ("dwarf", None) => Ok(CallGraph::Dwarf(record::DEFAULT_DWARF_STACK)),
-        ("dwarf", Some(s)) => {
-            let n: u32 = s
-                .parse()
-                .with_context(|| format!("--call-graph dwarf,SIZE: `{s}` is not a number"))?;
-            if n == 0 || n & 7 != 0 || n > 65528 {
-                bail!("--call-graph dwarf,SIZE: SIZE must be a multiple of 8 between 8 and 65528, not {n}");
-            }
-            Ok(CallGraph::Dwarf(n))
-        }
-        _ => bail!("--call-graph `{spec}`: expected `fp` or `dwarf[,SIZE]` (lbr is not supported)"),
-    }
+    })
 }
 
 /// Turns the flags into recording options (no side effects besides reading sysfs for events).
 pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
     // First: a command read as --switch-output's value is the mistake to name.
-    let modes = modes(args)?;
-    let mut specs = Vec::new();
-    for list in &args.events {
-        specs.extend(events::parse_event_list(list)?);
-    }
-    let ibs = ibs_specs(args)?;
-    for s in &ibs {
-        // The kernel allows one event per IBS PMU (a second gets ENOSPC).
-        if let Some(dup) = specs.iter().find(|e| e.pmu == s.pmu) {
-            bail!(
-                "--ibs and -e {} both use the {} PMU, which takes one event at a time",
-                dup.name,
-                s.pmu.as_deref().unwrap_or("IBS")
-            );
-        }
-    }
-    specs.extend(ibs);
+    let modes = flags::modes(&mode_flags(args))?;
+    let ibs = ibs_flags(args);
+    let mut specs = flags::event_specs(&args.events, ibs.as_ref(), args.target.all_cpus)?;
     if args.topdown {
         specs = culprit_verbs::stat::topdown::sampling_specs()?;
     }
     let rate = crate::args::sample_rate(args.count, args.freq)?;
-    let call_graph = parse_call_graph(args.g, args.call_graph.as_deref())?;
+    let call_graph = flags::call_graph(args.g, args.call_graph.as_deref())?;
     let choice = args.target.choice("record", false)?;
     if !args.mmap_pages.is_power_of_two() {
         bail!(
@@ -298,260 +221,15 @@ pub fn options(args: &RecordArgs) -> anyhow::Result<RecordOptions> {
         tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
         stop: None,
         off_cpu: args.off_cpu.is_some(),
-        off_cpu_wakers: match args.off_cpu.as_deref() {
-            None | Some("") => false,
-            Some("wakers") => true,
-            Some(other) => bail!("--off-cpu={other}: expected --off-cpu or --off-cpu=wakers"),
-        },
+        off_cpu_wakers: flags::off_cpu_wakers(args.off_cpu.as_deref())?,
         context_switches: args.latency,
         modes,
     })
 }
 
-/// JSON form of the summary (docs/schemas/record.schema.json).
-#[derive(Serialize)]
-struct JsonSummary<'a> {
-    schema: u32,
-    output: String,
-    file_size: u64,
-    data_size: u64,
-    duration_ms: f64,
-    events: Vec<JsonEvent<'a>>,
-    samples: u64,
-    lost_records: u64,
-    lost_samples: u64,
-    throttle_records: u64,
-    unthrottle_records: u64,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    interrupted: bool,
-    stop_reason: Option<StopReason>,
-    dropped_samples: u64,
-    compression: Option<JsonCompression>,
-    files: Vec<JsonFile>,
-}
-
-#[derive(Serialize)]
-struct JsonCompression {
-    level: u32,
-    raw_bytes: u64,
-    compressed_bytes: u64,
-}
-
-#[derive(Serialize)]
-struct JsonFile {
-    path: String,
-    size: u64,
-    samples: u64,
-    /// Still on disk (not removed by --switch-max-files).
-    kept: bool,
-}
-
-#[derive(Serialize)]
-struct JsonEvent<'a> {
-    name: &'a str,
-    samples: u64,
-    lost: u64,
-    throttled: u64,
-    rate: SampleRate,
-}
-
-fn rate_text(r: SampleRate) -> String {
-    match r {
-        SampleRate::Period(p) => format!("period {p}"),
-        SampleRate::Frequency(f) => format!("{f} Hz"),
-    }
-}
-
-fn print_summary(args: &RecordArgs, s: &RecordSummary) -> anyhow::Result<()> {
-    let total: u64 = s.events.iter().map(|e| e.samples).sum();
-    if args.format == Format::Json {
-        let (exit_code, signal) = match s.exit {
-            Some(culprit_collect::launch::ChildExit::Exited(c)) => (Some(c), None),
-            Some(culprit_collect::launch::ChildExit::Signaled(sig)) => (None, Some(sig)),
-            None => (None, None),
-        };
-        let j = JsonSummary {
-            schema: 1,
-            output: args.output.display().to_string(),
-            file_size: s.file_size,
-            data_size: s.data_size,
-            duration_ms: s.duration.as_secs_f64() * 1e3,
-            events: s
-                .events
-                .iter()
-                .map(|e| JsonEvent {
-                    name: &e.name,
-                    samples: e.samples,
-                    lost: e.lost,
-                    throttled: e.throttled,
-                    rate: e.rate,
-                })
-                .collect(),
-            samples: total,
-            lost_records: s.lost_records,
-            lost_samples: s.lost_samples,
-            throttle_records: s.throttle_records,
-            unthrottle_records: s.unthrottle_records,
-            exit_code,
-            signal,
-            interrupted: s.interrupted,
-            stop_reason: s.stop_reason,
-            dropped_samples: s.dropped_samples,
-            compression: s.compression.map(|c| JsonCompression {
-                level: c.level,
-                raw_bytes: c.raw_bytes,
-                compressed_bytes: c.compressed_bytes,
-            }),
-            files: s
-                .recorded
-                .iter()
-                .map(|f| JsonFile {
-                    path: f.path.display().to_string(),
-                    size: f.size,
-                    samples: f.samples,
-                    kept: s.files.contains(&f.path),
-                })
-                .collect(),
-        };
-        if args.output.as_os_str() == "-" {
-            // stdout carries the recording.
-            culprit_output::json::write_line(&mut std::io::stderr(), &j)?;
-        } else {
-            culprit_output::json::write_line(&mut std::io::stdout(), &j)?;
-        }
-        return Ok(());
-    }
-    if args.quiet {
-        return Ok(());
-    }
-    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let compressed = match s.compression {
-        Some(c) if c.compressed_bytes > 0 => format!(
-            ", compressed (original {:.3} MB, ratio is {:.3})",
-            mb(c.raw_bytes),
-            c.raw_bytes as f64 / c.compressed_bytes as f64
-        ),
-        _ => String::new(),
-    };
-    if args.switch_output.is_some() || s.recorded.len() > 1 {
-        let bytes: u64 = s.recorded.iter().map(|f| f.size).sum();
-        eprintln!(
-            "[ culprit record: Captured and wrote {:.3} MB in {} files ({} samples){compressed}; {} kept, {} removed ]",
-            mb(bytes),
-            s.recorded.len(),
-            total,
-            s.files.len(),
-            s.removed_files.len()
-        );
-    } else {
-        eprintln!(
-            "[ culprit record: Captured and wrote {:.3} MB {} ({} samples){compressed} ]",
-            mb(s.file_size),
-            culprit_output::text::escape(&args.output.display().to_string()),
-            total
-        );
-    }
-    for e in &s.events {
-        eprintln!(
-            "[ culprit record: {:>8} samples  {}  ({}){} ]",
-            e.samples,
-            e.name,
-            if e.read_by_leader {
-                "read by the group leader's samples".to_string()
-            } else {
-                rate_text(e.rate)
-            },
-            if e.lost > 0 {
-                format!(", {} lost", e.lost)
-            } else {
-                String::new()
-            }
-        );
-    }
-    eprintln!(
-        "[ culprit record: {} lost samples ({} LOST records), {} throttle / {} unthrottle events ]",
-        s.lost_samples, s.lost_records, s.throttle_records, s.unthrottle_records
-    );
-    if s.dropped_samples > 0 {
-        eprintln!(
-            "[ culprit record: {} samples dropped after the size limit (the file's LOST_SAMPLES record counts them) ]",
-            s.dropped_samples
-        );
-    }
-    Ok(())
-}
-
-/// What a long recording does as it happens, in perf's `[ perf record: … ]` style.
-fn print_notice(n: &Notice) {
-    let name =
-        |p: &std::path::Path| culprit_output::text::escape(&p.display().to_string()).into_owned();
-    match n {
-        Notice::Dumped(f) => eprintln!(
-            "[ culprit record: Dump {} ({:.3} MB, {} samples) ]",
-            name(&f.path),
-            f.size as f64 / (1024.0 * 1024.0),
-            f.samples
-        ),
-        Notice::Removed(p) => {
-            eprintln!(
-                "[ culprit record: Removed {} (--switch-max-files) ]",
-                name(p)
-            )
-        }
-        Notice::SizeLimit(bytes) => eprintln!(
-            "[ culprit record: size limit reached ({} KB), stopping ]",
-            bytes >> 10
-        ),
-        Notice::DurationReached(d) => eprintln!(
-            "[ culprit record: duration of {:.3} s reached, stopping ]",
-            d.as_secs_f64()
-        ),
-    }
-}
-
-fn print_warnings(s: &RecordSummary) {
-    if s.lost_samples > 0 {
-        eprintln!(
-            "culprit: warning: {} samples were lost (the ring buffer overflowed): use a bigger buffer \
-             (-m {}) or a lower rate (-F/-c)",
-            s.lost_samples,
-            record::DEFAULT_MMAP_PAGES * 4
-        );
-    }
-    if s.throttle_records > 0 {
-        eprintln!(
-            "culprit: warning: the kernel throttled sampling {} times (too many interrupts): \
-             samples are missing in those periods; lower the rate (-F/-c)",
-            s.throttle_records
-        );
-    }
-    let any = s.events.iter().any(|e| e.samples > 0);
-    // A leader-sampled member never samples itself.
-    for e in s
-        .events
-        .iter()
-        .filter(|e| e.samples == 0 && any && !e.read_by_leader)
-        // A tracepoint that did not fire, or a target that never blocked: nothing missed.
-        .filter(|e| {
-            e.name != culprit_collect::offcpu::EVENT_NAME
-                && culprit_collect::tracefs::split_tracepoint(&e.name).is_none()
-        })
-    {
-        eprintln!(
-            "culprit: warning: event '{}' recorded no samples while others did: it did not occur, or \
-             its counter was never scheduled (keep hardware events to 5 or fewer)",
-            e.name
-        );
-    }
-}
-
 /// Runs `culprit record`.
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
-    culprit_collect::verbose::set_level(args.verbose);
-    // First thing: a Ctrl-C from now on is seen by the recording loop (and not lost while
-    // events are parsed and opened).
-    culprit_collect::launch::install_sigint_handler();
+    culprit_verbs::record::begin(args.verbose);
     OutputArgs {
         format: args.format,
         output: None,
@@ -560,97 +238,29 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         no_pager: true,
     }
     .require("record's summary", &[Format::Text, Format::Json])?;
-    let mut opts = options(&args)?;
-    if opts.events.is_empty() {
-        // The default event, and (information, silenced by -q) why it is cpu-clock here.
-        let (spec, fallback) = record::default_event(&opts);
-        if let Some(why) = fallback {
-            let note = culprit_output::Note {
-                kind: culprit_output::NoteKind::Info,
-                text: why,
-            };
-            culprit_output::text::write_notes(&mut std::io::stderr(), &[note], args.quiet)?;
-        }
-        opts.events.push(spec);
-    }
-    let mut warn = |w: String| eprintln!("culprit: warning: {}", culprit_output::text::escape(&w));
-    let quiet = args.quiet;
-    let mut notice = |n: Notice| {
-        if !quiet {
-            print_notice(&n);
-        }
-    };
-    let summary = match record::record_with_notices(&opts, &mut warn, &mut notice) {
-        Ok(summary) => summary,
-        Err(e) => {
-            // Printed here, once, with its own status: a closed pipe is a failure of
-            // `record` (perf exits 141), not the quiet end of a report piped into `head`.
-            eprintln!("culprit: error: {e}");
-            return Ok(ExitCode::from(if e.is_broken_pipe() { 141 } else { 2 }));
-        }
-    };
-    if !args.no_buildid_cache && args.output.as_os_str() != "-" {
-        let dir = args
-            .buildid_dir
-            .clone()
-            .or_else(culprit_collect::buildid_cache::default_dir);
-        if let Some(dir) = dir {
-            let r = culprit_collect::buildid_cache::add(&dir, &summary.build_ids);
-            if let Some(first) = r.failed.first() {
-                eprintln!(
-                    "culprit: warning: the build-id cache {} did not take {} object(s) ({first}); \
-                     reports of this file need the binaries unchanged",
-                    dir.display(),
-                    r.failed.len()
-                );
-            }
-        }
-    }
-    print_summary(&args, &summary)?;
-    print_warnings(&summary);
-    // Interrupted while recording a command: 128 + the signal, as perf (which re-raises it).
-    let interrupted_by = summary
-        .interrupt_signal
-        .filter(|_| opts.target.command().is_some())
-        .map(|sig| ExitCode::from((128 + sig).clamp(0, 255) as u8));
-    if summary.forced {
-        if !args.quiet {
-            eprintln!(
-                "culprit: interrupted twice: the command was terminated; the file is complete"
-            );
-        }
-        return Ok(interrupted_by.unwrap_or(ExitCode::from(130)));
-    }
-    if let Some(code) = interrupted_by {
-        return Ok(code);
-    }
-    // --duration or --max-size ended the recording as asked: a command culprit ended then
-    // is no failure.
-    if summary.stop_reason.is_some()
-        && matches!(
-            summary.exit,
-            Some(culprit_collect::launch::ChildExit::Signaled(
-                libc::SIGTERM | libc::SIGKILL
-            ))
-        )
-    {
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(e) = summary.exit {
-        if let culprit_collect::launch::ChildExit::Signaled(sig) = e {
-            if !args.quiet && sig != libc::SIGINT {
-                eprintln!("culprit: the command was killed by signal {sig}; the file is complete");
-            }
-        }
-        return Ok(ExitCode::from(e.code().clamp(0, 255) as u8));
-    }
-    Ok(ExitCode::SUCCESS)
+    culprit_verbs::record::run(RunOptions {
+        record: options(&args)?,
+        quiet: args.quiet,
+        format: match args.format {
+            Format::Json => SummaryFormat::Json,
+            _ => SummaryFormat::Text,
+        },
+        buildid_cache: !args.no_buildid_cache,
+        buildid_dir: args.buildid_dir,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use culprit_collect::modes::{self, RecordModes};
+    use culprit_collect::record::CallGraph;
+    use std::time::Duration;
+
+    fn modes(args: &RecordArgs) -> anyhow::Result<RecordModes> {
+        flags::modes(&mode_flags(args))
+    }
 
     #[derive(Parser)]
     struct T {
@@ -694,7 +304,7 @@ mod tests {
         .unwrap();
         assert_eq!(a.freq, Some(999));
         assert_eq!(
-            parse_call_graph(a.g, a.call_graph.as_deref()).unwrap(),
+            flags::call_graph(a.g, a.call_graph.as_deref()).unwrap(),
             CallGraph::Dwarf(4096)
         );
         let a = parse(&["-p", "12,34"]).unwrap();
@@ -756,10 +366,10 @@ mod tests {
     fn test_record_args_conflicts_and_errors() {
         assert!(parse(&["-c", "10", "-F", "10", "prog"]).is_err());
         assert!(parse(&["-p", "1", "-a"]).is_err());
-        assert!(parse_call_graph(false, Some("lbr")).is_err());
-        assert!(parse_call_graph(false, Some("dwarf,7")).is_err());
-        assert_eq!(parse_call_graph(true, None).unwrap(), CallGraph::Fp);
-        assert_eq!(parse_call_graph(false, None).unwrap(), CallGraph::None);
+        let a = parse(&["-g", "prog"]).unwrap();
+        assert_eq!(options(&a).unwrap().call_graph, CallGraph::Fp);
+        let a = parse(&["--call-graph", "lbr", "prog"]).unwrap();
+        assert!(options(&a).is_err());
         let a = parse(&[]).unwrap();
         assert!(options(&a)
             .unwrap_err()
