@@ -5,12 +5,10 @@
 //! exactly as a user would type them, so the demo exercises the real commands.
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-
-/// The example workload's source, shipped inside the binary so the demo works anywhere.
-const MATMUL_C: &str = include_str!("../../../../examples/matmul.c");
+use anyhow::Context;
+use culprit_verbs::demo::{self, DemoOptions};
 
 /// Arguments of `culprit demo`.
 #[derive(clap::Args, Debug)]
@@ -29,111 +27,11 @@ pub struct DemoArgs {
 
 /// Runs `culprit demo`.
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    if args.size == 0 {
-        bail!("--size 0: the matrix size N must be at least 1 (the example multiplies N×N matrices; default 512)");
-    }
-    let dir = match args.dir {
-        Some(d) => d,
-        None => std::env::temp_dir().join(format!("culprit-demo-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let source = dir.join("matmul.c");
-    let binary = dir.join("matmul");
-    let data = dir.join("perf.data");
-    std::fs::write(&source, MATMUL_C).with_context(|| format!("writing {}", source.display()))?;
-
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    eprintln!(
-        "culprit demo: building {} with {cc} -O1 -g",
-        source.display()
-    );
-    let status = Command::new(&cc)
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&binary)
-        .arg(&source)
-        .status()
-        .with_context(|| format!("running the C compiler `{cc}` (install gcc, or set CC)"))?;
-    if !status.success() {
-        bail!("compiling {} failed ({status})", source.display());
-    }
-
-    let events = args.events.unwrap_or_else(|| {
-        if culprit_collect::support::hardware_pmu_available() {
-            "cycles,instructions,cache-misses".to_string()
-        } else {
-            eprintln!(
-                "culprit demo: no usable hardware PMU on this machine (a VM without a virtual \
-                 PMU?): recording software events instead"
-            );
-            "cpu-clock,page-faults".to_string()
-        }
-    });
-    let me = std::env::current_exe().context("locating the culprit executable")?;
-    let size = args.size.to_string();
-    let data_arg = data.display().to_string();
-    let binary_arg = binary.display().to_string();
-    run_shown(
-        &me,
-        &[
-            "record",
-            "-e",
-            &events,
-            "-g",
-            "-o",
-            &data_arg,
-            "--",
-            &binary_arg,
-            &size,
-        ],
-    )?;
-    run_shown(
-        &me,
-        &[
-            "report",
-            "-i",
-            &data_arg,
-            "--sort",
-            "comm,dso,sym",
-            "--no-children",
-            "--top",
-            "15",
-        ],
-    )?;
-    eprintln!(
-        "\nculprit demo: the file is {}; try `culprit report -i {} --sort srcline` or `perf report -i {}`",
-        data.display(),
-        data.display(),
-        data.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Prints `$ culprit ARGS` on stdout, right above the output it shows (the exact command, so
-/// it can be typed again), then runs it.
-fn run_shown(me: &std::path::Path, args: &[&str]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let shown: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
-    println!("$ culprit {}", shown.join(" "));
-    std::io::stdout().flush()?;
-    let status = Command::new(me)
-        .args(args)
-        .status()
-        .with_context(|| format!("running culprit {}", args[0]))?;
-    if !status.success() {
-        bail!("culprit {} failed ({status})", args[0]);
-    }
-    Ok(())
-}
-
-/// `word` quoted for a POSIX shell when it holds anything but plain characters.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./,:=+@%".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+    let exe = std::env::current_exe().context("locating the culprit executable")?;
+    demo::run(DemoOptions {
+        exe,
+        dir: args.dir,
+        size: args.size,
+        events: args.events,
+    })
 }
