@@ -10,8 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use culprit_symbols::archive::sampled_dsos;
-use culprit_symbols::ReadPlan;
+use culprit_verbs::archive::{self, ArchiveOptions};
 
 use crate::args::InputArgs;
 
@@ -29,49 +28,14 @@ pub struct ArchiveArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Runs `culprit archive`.
 pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
-    let input = args.input.open();
-    anyhow::ensure!(
-        !input.is_stdin(),
-        "culprit archive reads a file (-i FILE), not stdin"
-    );
-    let out = args.output.clone().unwrap_or_else(|| {
-        let mut p = input.path().as_os_str().to_owned();
-        p.push(".tar");
-        PathBuf::from(p)
-    });
-    let profile = input.read(&ReadPlan::default())?;
-    let mut symbolizer = input.symbolizer();
-    let objects = symbolizer.archive_objects(&profile, &sampled_dsos(&profile));
-    let file = std::fs::File::create(&out)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
-    let mut tar = tar::Builder::new(std::io::BufWriter::new(file));
-    // The files themselves, not links into the machine's tree.
-    tar.follow_symlinks(true);
-    let mut debug_files = 0;
-    for o in &objects {
-        let dir = o.cache_dir();
-        tar.append_path_with_name(&o.elf, dir.join("elf"))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", o.elf.display()))?;
-        if let Some(d) = &o.debug {
-            tar.append_path_with_name(d, dir.join("debug"))
-                .map_err(|e| anyhow::anyhow!("{}: {e}", d.display()))?;
-            debug_files += 1;
-        }
+    let archived = archive::run(ArchiveOptions {
+        input: args.input.open(),
+        output: args.output,
+    })?;
+    for line in archived.messages() {
+        eprintln!("{line}");
     }
-    tar.into_inner()
-        .and_then(|mut w| std::io::Write::flush(&mut w))
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
-    for w in profile.warnings.iter().chain(symbolizer.warnings()) {
-        eprintln!("culprit: warning: {w}");
-    }
-    eprintln!(
-        "culprit: archived {} objects ({debug_files} with debug files) into {}\n\
-         culprit: elsewhere: tar xf {} -C DIR; culprit report -i {} --debug-dir DIR",
-        objects.len(),
-        out.display(),
-        out.display(),
-        input.path().display()
-    );
     Ok(ExitCode::SUCCESS)
 }
