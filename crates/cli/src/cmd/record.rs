@@ -1,11 +1,9 @@
-//! `culprit record`: flags (perf's spellings) → `culprit_collect::record::RecordOptions`, then
-//! the end-of-run summary (text on stderr, or JSON on stdout with `--format json`; on stderr
-//! when the recording itself goes to stdout with `-o -`).
-//!
-//! Exit status: the recorded command's (128 + signal if it was killed); 128 + the signal
-//! when a SIGINT/SIGTERM interrupted the recording of a command; 0 for `-p`/`-a` without a
-//! command; 0 when `--duration`/`--max-size` ended the recording (and the command culprit
-//! terminated then); 141 when the output pipe was closed; 2 when recording failed.
+//! `culprit record`: flags (perf's spellings) → `culprit_collect::record::RecordOptions`
+//! (the flags' values read by `culprit_verbs::record::flags`), then one call into
+//! `culprit_verbs::record::run`, which records and prints the end-of-run summary (text on
+//! stderr, or JSON on stdout with `--format json`; on stderr when the recording itself goes
+//! to stdout with `-o -`) and gives the exit status (documented there). The presets of
+//! `sched record` and `lock record` run `record` with their own flags ([`run_preset`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
