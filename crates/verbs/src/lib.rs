@@ -11,6 +11,7 @@ pub mod demo;
 pub mod export;
 pub mod flamegraph;
 pub mod html;
+pub mod ibs;
 pub mod list;
 pub mod progress;
 pub mod record;

@@ -9,8 +9,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use culprit_analysis::ibs::{IbsFold, IbsOptions, IbsRequest, IbsSort};
-use culprit_symbols::ReadPlan;
+use culprit_analysis::ibs::{IbsOptions, IbsRequest, IbsSort};
 
 use crate::args::{Format, InputArgs, OutputArgs};
 
@@ -52,36 +51,19 @@ pub fn run(args: IbsArgs) -> anyhow::Result<ExitCode> {
     args.output.require("ibs", &[Format::Text, Format::Json])?;
     let sort =
         IbsSort::parse(&args.sort).context("error parsing flag --sort (ip, sym, srcline)")?;
-    let input = args.input.open();
-    // Streamed: the tables are summed per sampled location as the file is read.
-    let mut fold = IbsFold::new(args.include_killed);
-    let profile = input.for_each(&ReadPlan::default(), |_, _| {}, |p, s| fold.add(p, s))?;
-    let req = IbsRequest {
-        fetch: args.fetch,
-        op: args.op,
-        data: args.data,
-        options: IbsOptions {
-            sort,
-            include_killed: args.include_killed,
-            top: args.top,
+    let report = culprit_verbs::ibs::ibs(&culprit_verbs::ibs::IbsOptions {
+        input: args.input.open(),
+        request: IbsRequest {
+            fetch: args.fetch,
+            op: args.op,
+            data: args.data,
+            options: IbsOptions {
+                sort,
+                include_killed: args.include_killed,
+                top: args.top,
+            },
         },
-    };
-    let mut symbolizer = input.symbolizer();
-    let report = fold.report(
-        &profile,
-        &mut symbolizer,
-        &req,
-        &args.input.path().display().to_string(),
-    )?;
+    })?;
     args.output.render(&report)?;
-    if let Some(stop) = &profile.stopped {
-        let path = args.input.path().display().to_string();
-        let outcome = "the report covers what was read before it";
-        return Ok(culprit_verbs::stopped::report(
-            &path,
-            &stop.describe(),
-            outcome,
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(report.exit_status())
 }

@@ -1,0 +1,78 @@
+//! `culprit ibs`: AMD IBS reports of a perf.data file — fetch table, op table (per
+//! instruction, source line or function, and per function) and data-centric tables (these
+//! also from Intel PEBS memory samples when the file has no IBS), from
+//! `culprit_analysis::ibs` over the samples as they are read.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use culprit_analysis::ibs::{IbsFold, IbsReport, IbsRequest};
+use culprit_output::{Document, Render, Table};
+use culprit_symbols::{ProfileInput, ReadPlan};
+
+/// What `culprit ibs` reads and which reports it makes.
+#[derive(Debug, Clone)]
+pub struct IbsOptions {
+    /// The input, with where its symbols are found.
+    pub input: ProfileInput,
+    /// The reports (none of fetch, op and data: every report the file has samples for),
+    /// their row key, killed fetches, and the rows per table.
+    pub request: IbsRequest,
+}
+
+/// The reports of one input, and how its reading ended.
+#[derive(Debug, Clone)]
+pub struct Ibs {
+    /// The reports.
+    pub report: IbsReport,
+    /// The input as named (`-` for stdin).
+    pub input: String,
+    /// Why reading stopped early (a truncated or corrupt file), when it did.
+    pub stopped: Option<String>,
+}
+
+/// Reads `options.input` (streamed: the tables are summed per sampled location as the file is
+/// read) and makes the reports asked for. Fails when nothing could be read, or the file has
+/// neither IBS nor PEBS memory samples.
+pub fn ibs(options: &IbsOptions) -> anyhow::Result<Ibs> {
+    let input = &options.input;
+    let mut fold = IbsFold::new(options.request.options.include_killed);
+    let profile = input.for_each(&ReadPlan::default(), |_, _| {}, |p, s| fold.add(p, s))?;
+    let mut symbolizer = input.symbolizer();
+    let path = input.path().display().to_string();
+    let report = fold.report(&profile, &mut symbolizer, &options.request, &path)?;
+    Ok(Ibs {
+        report,
+        input: path,
+        stopped: profile.stopped.as_ref().map(|s| s.describe()),
+    })
+}
+
+impl Ibs {
+    /// The exit status once the report is written: 0, or 1 after saying where and why the
+    /// reading stopped (the report covers what was read before it).
+    pub fn exit_status(&self) -> ExitCode {
+        match &self.stopped {
+            Some(why) => crate::stopped::report(
+                &self.input,
+                why,
+                "the report covers what was read before it",
+            ),
+            None => ExitCode::SUCCESS,
+        }
+    }
+}
+
+impl Render for Ibs {
+    fn document(&self) -> Document {
+        self.report.document()
+    }
+
+    fn csv_tables(&self) -> Vec<Table> {
+        self.report.csv_tables()
+    }
+
+    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.report.write_json(out)
+    }
+}
