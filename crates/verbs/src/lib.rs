@@ -15,5 +15,6 @@ pub mod ibs;
 pub mod list;
 pub mod progress;
 pub mod record;
+pub mod sched;
 pub mod stat;
 pub mod stopped;

@@ -6,24 +6,11 @@
 
 use std::process::ExitCode;
 
-use culprit_analysis::sched::render::{LatencyView, TimehistView};
-use culprit_analysis::sched::{self, LatencyOptions, LatencySort};
-use culprit_symbols::ReadPlan;
+use culprit_analysis::sched::{LatencyOptions, LatencySort};
+use culprit_verbs::sched;
 
 use crate::args::{Format, InputArgs, OutputArgs};
 use crate::cmd::record;
-
-/// The tracepoints `culprit sched record` records: perf 6.1's `perf sched record` set
-/// (switch, run time, fork, wake-up of new tasks, migration, waking), and `sched_wakeup`.
-pub const SCHED_EVENTS: &[&str] = &[
-    "sched:sched_switch",
-    "sched:sched_stat_runtime",
-    "sched:sched_process_fork",
-    "sched:sched_wakeup",
-    "sched:sched_wakeup_new",
-    "sched:sched_waking",
-    "sched:sched_migrate_task",
-];
 
 /// Arguments of `culprit sched`.
 #[derive(clap::Args, Debug)]
@@ -114,12 +101,8 @@ pub fn run(args: SchedArgs) -> anyhow::Result<ExitCode> {
 /// `culprit record -a -c 1 -e <SCHED_EVENTS> -m PAGES -o FILE [-- CMD]`, as perf sched
 /// record runs `perf record -a -R -m 1024 -c 1 -e …`.
 fn run_record(a: SchedRecordArgs) -> anyhow::Result<ExitCode> {
-    let events = SCHED_EVENTS.join(",");
-    let duration = a.duration.map(|d| d.to_string());
-    let mut flags = vec!["-a", "-c", "1", "-e", &events];
-    if let Some(d) = &duration {
-        flags.extend(["--duration", d]);
-    }
+    let flags = sched::record_flags(a.duration);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     record::run_preset(&flags, &a.preset, &a.command)
 }
 
@@ -127,97 +110,30 @@ fn run_latency(a: LatencyArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("sched latency", &[Format::Text, Format::Json, Format::Csv])?;
     let sort = LatencySort::parse_list(&a.sort).map_err(|e| anyhow::anyhow!("--sort: {e}"))?;
-    // Streamed: only per-thread state is kept, so an endless stdin stays bounded.
-    let mut tracker = sched::LatencyTracker::default();
-    let profile = a.input.open().for_each(
-        &ReadPlan::default(),
-        |_, _| {},
-        |profile, sample| {
-            if let Some(event) = sched::sched_event(profile, sample) {
-                tracker.event(&event);
-            }
-        },
-    )?;
-    sched::require_switch_event(&profile)?;
-    let report = tracker.finish(
-        sched::Comms::of_profile(&profile),
-        &LatencyOptions {
+    let report = sched::latency(&sched::LatencyOptions {
+        input: a.input.open(),
+        options: LatencyOptions {
             per_thread: a.pids,
             sort,
         },
-    );
-    let input = a.input.path().display().to_string();
-    a.output.render(&LatencyView {
-        input: &input,
-        report: &report,
         histogram: a.histogram,
     })?;
-    finish(&profile, &a.input)
+    a.output.render(&report)?;
+    Ok(report.exit_status())
 }
 
 fn run_timehist(a: TimehistArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("sched timehist", &[Format::Text, Format::Json, Format::Csv])?;
-    // Streamed: the rows and per-thread state are kept, nothing per skipped sample.
-    let mut tracker: Option<sched::TimehistTracker> = None;
-    let profile = a.input.open().for_each(
-        &ReadPlan::default(),
-        |_, _| {},
-        |profile, sample| {
-            if let Some(event) = sched::sched_event(profile, sample) {
-                tracker
-                    .get_or_insert_with(|| {
-                        sched::TimehistTracker::new(sched::has_waking_event(profile))
-                    })
-                    .event(&event, &profile.thread_pids);
-            }
-        },
-    )?;
-    sched::require_switch_event(&profile)?;
-    let report = tracker
-        .map(sched::TimehistTracker::finish)
-        .unwrap_or_default();
-    let input = a.input.path().display().to_string();
-    a.output.render(&TimehistView {
-        input: &input,
-        report: &report,
-    })?;
-    finish(&profile, &a.input)
-}
-
-/// Exit status 1 (with the stop message) when the file was cut short, else 0.
-fn finish(profile: &culprit_decode::model::Profile, input: &InputArgs) -> anyhow::Result<ExitCode> {
-    if let Some(stop) = &profile.stopped {
-        let path = input.path().display().to_string();
-        let outcome = "the report covers what was read before it";
-        return Ok(culprit_verbs::stopped::report(
-            &path,
-            &stop.describe(),
-            outcome,
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    let report = sched::timehist(&a.input.open())?;
+    a.output.render(&report)?;
+    Ok(report.exit_status())
 }
 
 fn run_wakers(a: TimehistArgs) -> anyhow::Result<ExitCode> {
-    use culprit_analysis::wakers::{self, WakersJson, WAKERS_SCHEMA};
     a.output
         .require("sched wakers", &[Format::Text, Format::Json])?;
-    let input = a.input.open();
-    let mut sym = input.symbolizer();
-    // Streamed: the last wake-up per thread and the rows are kept, nothing per sample.
-    let mut tracker = wakers::WakersTracker::default();
-    let profile = input.for_each(
-        &ReadPlan::default(),
-        |_, _| {},
-        |profile, sample| tracker.sample(profile, &mut sym, sample),
-    )?;
-    let report = tracker.finish(&profile)?;
-    let path = a.input.path().display().to_string();
-    a.output.render(&WakersJson {
-        schema: WAKERS_SCHEMA,
-        input: &path,
-        report: &report,
-    })?;
-    finish(&profile, &a.input)
+    let report = sched::wakers(&a.input.open())?;
+    a.output.render(&report)?;
+    Ok(report.exit_status())
 }
