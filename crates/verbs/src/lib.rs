@@ -13,6 +13,7 @@ pub mod flamegraph;
 pub mod html;
 pub mod ibs;
 pub mod list;
+pub mod lock;
 pub mod progress;
 pub mod record;
 pub mod sched;

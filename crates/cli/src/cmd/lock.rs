@@ -5,19 +5,10 @@
 
 use std::process::ExitCode;
 
-use culprit_analysis::lock::{self, LockJson, LockOptions, LOCK_SCHEMA};
-use culprit_symbols::ReadPlan;
+use culprit_verbs::lock;
 
 use crate::args::{Format, InputArgs, OutputArgs};
 use crate::cmd::record;
-
-/// The tracepoints `culprit lock record` records.
-pub const LOCK_EVENTS: &[&str] = &[
-    "lock:contention_begin",
-    "lock:contention_end",
-    "syscalls:sys_enter_futex",
-    "syscalls:sys_exit_futex",
-];
 
 /// Arguments of `culprit lock`.
 #[derive(clap::Args, Debug)]
@@ -85,56 +76,21 @@ pub fn run(args: LockArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The scheduler events `culprit lock record --states` adds: a thread's states need its
-/// switches in and out, which only a system-wide recording has (a task's switch-in is
-/// recorded in the context of the task it replaces).
-pub const STATE_EVENTS: &[&str] = &["sched:sched_switch", "sched:sched_waking"];
-
 /// `culprit record -c 1 -g -e <LOCK_EVENTS>[,<STATE_EVENTS>] [-a] -m PAGES -o FILE [-- CMD]`.
 fn run_record(a: LockRecordArgs) -> anyhow::Result<ExitCode> {
-    let mut events = LOCK_EVENTS.to_vec();
-    if a.states {
-        events.extend(STATE_EVENTS);
-    }
-    let events = events.join(",");
-    let mut flags = vec!["-c", "1", "-g", "-e", &events];
-    if a.all_cpus || a.states || a.command.is_empty() {
-        flags.push("-a");
-    }
+    let flags = lock::record_flags(a.all_cpus, a.states, !a.command.is_empty());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     record::run_preset(&flags, &a.preset, &a.command)
 }
 
 fn run_contention(a: ContentionArgs) -> anyhow::Result<ExitCode> {
     a.output
         .require("lock contention", &[Format::Text, Format::Json])?;
-    let input = a.input.open();
-    let mut sym = input.symbolizer();
-    let options = LockOptions {
+    let report = lock::contention(&lock::ContentionOptions {
+        input: a.input.open(),
         stack_skip: a.stack_skip,
-        lock_text: sym.kernel_lock_text(),
         top_stacks: a.stacks,
-    };
-    // Streamed: only per-lock state is kept, so an endless stdin stays bounded.
-    let mut contention = lock::LockContention::new(&mut sym, &options);
-    let profile = input.for_each(
-        &ReadPlan::default(),
-        |_, _| {},
-        |profile, sample| contention.sample(profile, sample),
-    )?;
-    let report = contention.finish(&profile)?;
-    let path = input.path().display().to_string();
-    a.output.render(&LockJson {
-        schema: LOCK_SCHEMA,
-        input: &path,
-        report: &report,
     })?;
-    if let Some(stop) = &profile.stopped {
-        let outcome = "the report covers what was read before it";
-        return Ok(culprit_verbs::stopped::report(
-            &path,
-            &stop.describe(),
-            outcome,
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    a.output.render(&report)?;
+    Ok(report.exit_status())
 }
