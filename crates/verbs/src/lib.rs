@@ -8,6 +8,7 @@
 
 pub mod archive;
 pub mod demo;
+pub mod diff;
 pub mod export;
 pub mod flamegraph;
 pub mod html;

@@ -6,20 +6,15 @@
 //! Exit status: 0 on success; 1 when an input is truncated or corrupt (the diff of what was
 //! read is still printed); 2 when a file cannot be read or an argument is wrong.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use culprit_analysis::diff::{self, DiffOptions, DEFAULT_KEYS};
-use culprit_analysis::stacks::StackOptions;
+use culprit_analysis::diff::{DiffOptions, DEFAULT_KEYS};
 use culprit_analysis::SortKey;
-use culprit_export::flamegraph::{self, FlameGraphOptions};
-use culprit_output::Note;
 use culprit_symbols::ProfileInput;
 
 use crate::args::{InputArgs, KernelSymbolArgs, OutputArgs};
-use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit diff`.
 #[derive(clap::Args, Debug)]
@@ -90,41 +85,6 @@ impl DiffArgs {
     }
 }
 
-/// Draws the differential flame graph of `b` against `a` to `path`.
-fn draw_differential(
-    a: &ProfileInput,
-    b: &ProfileInput,
-    events: &[String],
-    path: &std::path::Path,
-) -> anyhow::Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    let opts = FlameGraphOptions {
-        event: events.first().cloned(),
-        ..FlameGraphOptions::default()
-    };
-    let stacks = StackOptions {
-        events: events.to_vec(),
-        unwind: true,
-        ..StackOptions::default()
-    };
-    let (bar_a, bar_b) = (Progress::for_input(a), Progress::for_input(b));
-    // The diff has warned about the files already.
-    flamegraph::flamegraph(
-        a,
-        Some(b),
-        &stacks,
-        &opts,
-        &mut out,
-        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
-    )
-    .with_context(|| format!("--flamegraph {}", path.display()))?;
-    out.flush()
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
 /// Runs `culprit diff`.
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let keys = match &args.sort {
@@ -132,30 +92,16 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
         None => DEFAULT_KEYS.to_vec(),
     };
     anyhow::ensure!(!keys.is_empty(), "--sort needs at least one key");
-    let opts = DiffOptions {
-        keys,
-        events: args.event.clone(),
-    };
-    let [a, b] = args.inputs()?;
-    let (bar_a, bar_b) = (Progress::for_input(&a), Progress::for_input(&b));
-    let d = diff::diff_inputs(
-        &a,
-        &b,
-        &opts,
-        [Box::new(bar_a.callback()), Box::new(bar_b.callback())],
-    )?;
-    bar_a.finish();
-    bar_b.finish();
-    if let Some(path) = &args.flamegraph {
-        draw_differential(&a, &b, &args.event, path)?;
-    }
-    let notes: Vec<Note> = d.warnings.iter().map(Note::warning).collect();
-    culprit_output::text::write_notes(&mut std::io::stderr(), &notes, false)?;
-    args.output.render(&d)?;
-    let stopped = d.baseline.stopped.is_some() || d.other.stopped.is_some();
-    Ok(if stopped {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let [baseline, other] = args.inputs()?;
+    let diffed = culprit_verbs::diff::diff(&culprit_verbs::diff::DiffOptions {
+        baseline,
+        other,
+        diff: DiffOptions {
+            keys,
+            events: args.event.clone(),
+        },
+        flamegraph: args.flamegraph.clone(),
+    })?;
+    args.output.render(&diffed)?;
+    Ok(diffed.exit_status())
 }
