@@ -18,5 +18,6 @@ pub mod lock;
 pub mod progress;
 pub mod record;
 pub mod sched;
+pub mod script;
 pub mod stat;
 pub mod stopped;

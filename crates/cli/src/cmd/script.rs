@@ -6,17 +6,12 @@
 //! input is truncated or corrupt (what was read is still printed); 2 when nothing could be
 //! read or an argument is wrong.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use culprit_analysis::listing::fields::{FieldList, PerfLayout};
-use culprit_analysis::listing::Listing;
-use culprit_decode::model::{Profile, Sample};
-use culprit_output::text::{cut, expand_tabs};
-use culprit_symbols::ReadPlan;
+use culprit_analysis::listing::fields::FieldList;
+use culprit_verbs::script::{ScriptFormat, ScriptOptions};
 
 use crate::args::{Format, InputArgs, OutputArgs};
-use culprit_verbs::progress::Progress;
 
 /// Arguments of `culprit script`.
 #[derive(clap::Args, Debug)]
@@ -49,77 +44,30 @@ pub struct ScriptArgs {
 pub fn run(args: ScriptArgs) -> anyhow::Result<ExitCode> {
     args.output
         .require("script", &[Format::Text, Format::Json])?;
-    let mut layout = match &args.fields {
+    let fields = match &args.fields {
         Some(_) if args.output.format == Format::Json => {
             anyhow::bail!(
                 "-F/--fields chooses text fields; --format json always has every field (docs/script.md)"
             )
         }
-        Some(f) => Some(PerfLayout::new(
-            FieldList::parse(f).map_err(|e| anyhow::anyhow!(e))?,
-        )),
+        Some(f) => Some(FieldList::parse(f).map_err(|e| anyhow::anyhow!(e))?),
         None => None,
+    };
+    let format = match args.output.format {
+        Format::Json => ScriptFormat::Json,
+        _ => ScriptFormat::Text {
+            fields,
+            // One line per sample, like perf script: cut to the width on a terminal or with
+            // an explicit --width N; a pipe or file gets whole lines (scripts parse them).
+            width: match args.output.width {
+                Some(0) => None,
+                Some(_) => args.output.text_options().width,
+                None if args.output.is_tty() => args.output.text_options().width,
+                None => None,
+            },
+        },
     };
     let input = args.input.open();
-    let mut symbolizer = input.symbolizer();
     let mut out = args.output.writer()?;
-    // One line per sample, like perf script: cut to the width on a terminal or with an
-    // explicit --width N; a pipe or file gets whole lines (scripts parse them).
-    let width = match args.output.width {
-        Some(0) => None,
-        Some(_) => args.output.text_options().width,
-        None if args.output.is_tty() => args.output.text_options().width,
-        None => None,
-    };
-    // Each sample is printed as the reader delivers it (perf's time order, round by round):
-    // memory does not grow with the file.
-    let chains = layout.as_ref().is_none_or(PerfLayout::may_print_chains);
-    let mut listing = Listing::new(&mut symbolizer).with_callchains(chains);
-    let mut failed: Option<anyhow::Error> = None;
-    let mut print = |profile: &Profile, s: &Sample| -> anyhow::Result<()> {
-        let sample = listing.sample(profile, s);
-        match args.output.format {
-            Format::Json => culprit_output::json::write_line(&mut out, &sample)?,
-            _ => {
-                let lines = match layout.as_mut() {
-                    Some(l) => l.lines(profile, &sample).map_err(|e| anyhow::anyhow!(e))?,
-                    None => sample.text_lines(),
-                };
-                for line in lines {
-                    match width {
-                        Some(w) => writeln!(out, "{}", cut(&expand_tabs(&line), w))?,
-                        None => writeln!(out, "{line}")?,
-                    }
-                }
-            }
-        }
-        Ok(())
-    };
-    let bar = Progress::for_input(&input);
-    // As perf script: user stacks of --call-graph dwarf files are unwound for the chains.
-    let plan = ReadPlan {
-        unwind: chains,
-        skip_callchains: !chains,
-        ..ReadPlan::default()
-    };
-    let profile = input.for_each(&plan, bar.callback(), |p, s| {
-        if failed.is_none() {
-            failed = print(p, s).err();
-        }
-    })?;
-    bar.finish();
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    out.flush()?;
-    if let Some(stop) = &profile.stopped {
-        let path = args.input.path().display().to_string();
-        let outcome = "the samples before it are shown";
-        return Ok(culprit_verbs::stopped::report(
-            &path,
-            &stop.describe(),
-            outcome,
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
+    culprit_verbs::script::script(&ScriptOptions { input, format }, &mut out)
 }
