@@ -6,6 +6,7 @@
 //! (`culprit-collect`), reading (`culprit-decode`, `culprit-symbols`), analysis and the
 //! exports; the `culprit` binary (`culprit-cli`) maps flags onto these options and renders.
 
+pub mod annotate;
 pub mod archive;
 pub mod demo;
 pub mod diff;
