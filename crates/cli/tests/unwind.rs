@@ -410,6 +410,7 @@ fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64St
     }
     gdb_script.push_str("kill\n");
     // qemu listens once it has loaded the program: retry gdb until it connects.
+    let mut last = String::from("gdb never read the registers");
     for attempt in 0..20u16 {
         let port = 20000 + (std::process::id() % 20000) as u16 + attempt;
         let mut qemu = std::process::Command::new("qemu-aarch64")
@@ -440,6 +441,10 @@ fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64St
         let (Some(fp), Some(lr), Some(sp), Some(pc)) =
             (reg("x29 "), reg("x30 "), reg("sp "), reg("pc "))
         else {
+            last = format!(
+                "no registers; gdb's output:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             continue;
         };
         let backtrace = text
@@ -457,17 +462,22 @@ fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64St
                 Some((at, name))
             })
             .collect();
-        let stack = dumps
-            .iter()
-            .find_map(|(_, path)| std::fs::read(path).ok())
-            .expect("gdb dumped no stack");
+        // A loaded machine can lose the session between the stop and the dump (another
+        // attempt starts a fresh qemu); what gdb said is kept for the final message.
+        let Some(stack) = dumps.iter().find_map(|(_, path)| std::fs::read(path).ok()) else {
+            last = format!(
+                "gdb dumped no stack; its output:\n{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        };
         return Some(Aarch64Stop {
             regs: [fp, lr, sp, pc],
             stack,
             backtrace,
         });
     }
-    panic!("{test}: gdb never stopped the program under qemu-aarch64");
+    panic!("{test}: gdb never stopped the program under qemu-aarch64: {last}");
 }
 
 /// Writes a `--call-graph dwarf`-style recording of one AArch64 sample: HEADER_ARCH aarch64,
