@@ -22,3 +22,4 @@ pub mod sched;
 pub mod script;
 pub mod stat;
 pub mod stopped;
+pub mod top;
