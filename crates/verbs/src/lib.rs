@@ -23,3 +23,4 @@ pub mod script;
 pub mod stat;
 pub mod stopped;
 pub mod top;
+pub mod trace;

@@ -19,4 +19,3 @@ pub mod sql;
 pub mod stat;
 pub mod top;
 pub mod trace;
-mod trace_live;

@@ -1,21 +1,17 @@
 //! `culprit trace`: DTrace-style probes, predicates and aggregations over samples, on a
-//! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). The language and its sessions
-//! (file or live) are culprit-trace's (`culprit_trace::session`); this module parses the
-//! flags and renders the outcome, and `trace_live` records live and feeds the session.
+//! perf.data file (`-i`) or live (`-p`, `-a`, `-- CMD`). This module maps the flags onto
+//! [`culprit_verbs::trace::TraceOptions`]; compiling the program and running the session
+//! (file or live) are `culprit_verbs::trace`'s.
 
-use std::io::Write;
-use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
-use culprit_collect::live::LiveOptions;
+use anyhow::{anyhow, bail};
 use culprit_collect::record;
-use culprit_symbols::{KernelSymbols, Symbolizer};
-use culprit_trace::session::{self, Printing, SessionEvent, SessionIo};
-use culprit_trace::{Options, Program};
+use culprit_verbs::trace::{
+    LiveTarget, LiveTrace, ProgramSource, TraceFormat, TraceOptions, TraceSource,
+};
 
-use super::trace_live;
 use crate::args::{Format, InputArgs, OutputArgs, TargetArgs};
 
 /// Arguments of `culprit trace`.
@@ -69,149 +65,34 @@ pub struct TraceArgs {
     pub mmap_pages: usize,
 }
 
-/// The largest trace program file read (`-s`): far beyond any program, and small enough
-/// that `-s /dev/zero` fails at once instead of filling memory.
-const MAX_PROGRAM_BYTES: u64 = 16 << 20;
-
-/// Reads a trace program file (`-s FILE`), refusing one larger than [`MAX_PROGRAM_BYTES`]
-/// (a device or FIFO is read only that far).
-fn read_program(path: &Path) -> anyhow::Result<String> {
-    use std::io::Read;
-    let what = || format!("cannot read {}", path.display());
-    let file = std::fs::File::open(path).with_context(what)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_PROGRAM_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(what)?;
-    anyhow::ensure!(
-        bytes.len() as u64 <= MAX_PROGRAM_BYTES,
-        "{}: a trace program of more than {} MiB; not read",
-        path.display(),
-        MAX_PROGRAM_BYTES >> 20
-    );
-    // As read_to_string says it.
-    String::from_utf8(bytes)
-        .map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            )
-        })
-        .with_context(what)
-}
-
 /// Runs `culprit trace`.
 pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     args.output
         .require("trace", &[Format::Text, Format::Json])?;
     refuse_inapplicable(&args)?;
-    let (src, name) = match (&args.program, &args.script) {
-        (Some(p), None) => (p.clone(), "<program>".to_string()),
-        (None, Some(f)) => (read_program(f)?, f.display().to_string()),
+    let program = match (&args.program, &args.script) {
+        (Some(p), None) => ProgramSource::Text(p.clone()),
+        (None, Some(f)) => ProgramSource::File(f.clone()),
         _ => bail!("give the program with -e PROGRAM or -s FILE"),
     };
-    let input = args.input.input.is_some().then(|| args.input.open());
-    let opts = Options {
-        max_keys: args.max_keys.max(1),
-        quiet: args.quiet,
-        agg_memory: args.agg_memory,
-        tracepoints: trace_live::tracepoint_formats(&src, input.as_ref()),
+    let source = match &args.input.input {
+        Some(path) => TraceSource::File(path.clone()),
+        None => TraceSource::Live(live_trace(&args)),
     };
-    let prog = match culprit_trace::compile(&src, &opts) {
-        Ok(p) => p,
-        Err(e) => bail!("{name}:{e}"),
-    };
-    let mut out = args.output.unpaged_writer()?;
-    // A live trace names this machine's kernel; a file, its recorded kernel's (unless the
-    // user gave the kernel's symbols).
-    let mut sym_opts = args.input.symbolizer_options();
-    if args.input.input.is_none() && sym_opts.kernel_symbols == KernelSymbols::Recorded {
-        sym_opts.kernel_symbols = KernelSymbols::Running;
-    }
-    let mut syms = Symbolizer::new(sym_opts);
-    // The kernel's symbols take the kernel a while to print: start on another thread.
-    if session::may_name_code(&src) {
-        syms.prefetch_kernel_symbols();
-    }
-    let printing = match args.output.format {
-        Format::Json => Printing::Collect,
-        _ => Printing::Stream,
-    };
-    let bar = args
-        .input
-        .input
-        .is_some()
-        .then(|| culprit_verbs::progress::Progress::for_input(&args.input.open()));
-    let io = SessionIo {
-        syms: &mut syms,
-        out: &mut out,
-        printing,
-        on_event: &mut print_event,
-        progress: match &bar {
-            Some(b) => Box::new(b.callback()),
-            None => Box::new(|_, _| {}),
+    let opts = TraceOptions {
+        program,
+        source,
+        symbols: args.input.symbolizer_options(),
+        format: match args.output.format {
+            Format::Json => TraceFormat::Json,
+            _ => TraceFormat::Text,
         },
+        quiet: args.quiet,
+        max_keys: args.max_keys,
+        agg_memory: args.agg_memory,
+        stats: args.stats,
     };
-    let outcome = match &args.input.input {
-        None => {
-            let warn = Box::new(|w: String| {
-                eprintln!(
-                    "culprit trace: warning: {}",
-                    culprit_output::text::escape(&w)
-                )
-            });
-            trace_live::trace_live(&prog, live_options(&prog, &args)?, warn, io)?
-        }
-        Some(_) => session::trace_file(&prog, &args.input.open(), args.stats, io)
-            .map_err(trace_live::session_error)?,
-    };
-    if let Some(b) = bar {
-        b.finish();
-    }
-    let exit = outcome.exit;
-    if printing == Printing::Collect {
-        let input = args.input.input.as_ref().map(|p| p.display().to_string());
-        culprit_output::json::write_line(&mut out, &outcome.report(input))?;
-        out.flush()?;
-    } else {
-        for n in &outcome.notes {
-            eprintln!("culprit trace: note: {}", culprit_output::text::escape(n));
-        }
-    }
-    Ok(match exit {
-        Some(v) => ExitCode::from(u8::try_from(v).unwrap_or_else(|_| {
-            // A status the shell cannot see: never turn it into 0 (success).
-            eprintln!(
-                "culprit: warning: exit({v}) is outside 0..255, which is all a process can return: exiting with 255"
-            );
-            255
-        })),
-        None => ExitCode::SUCCESS,
-    })
-}
-
-/// Prints what a session tells while it runs, to stderr.
-fn print_event(event: SessionEvent) {
-    match event {
-        SessionEvent::Bound {
-            clauses,
-            probes,
-            input,
-        } => eprintln!("culprit trace: {clauses} clause(s), {probes} probe(s) over {input}"),
-        SessionEvent::Timing {
-            samples,
-            decode,
-            evaluate,
-        } => eprintln!(
-            "culprit trace: stats: {samples} samples; decode {:.3} s; evaluate {:.3} s = {:.1} M samples/s (one core)",
-            decode.as_secs_f64(),
-            evaluate.as_secs_f64(),
-            samples as f64 / evaluate.as_secs_f64().max(1e-9) / 1e6
-        ),
-        SessionEvent::LostSamples(n) => eprintln!(
-            "culprit trace: warning: the kernel lost {n} samples (raise -m, or lower the rate)"
-        ),
-    }
+    culprit_verbs::trace::run(opts, || args.output.unpaged_writer())
 }
 
 /// Refuses flags that do not apply: a live target with `-i`, and the live-only or
@@ -232,20 +113,23 @@ fn refuse_inapplicable(args: &TraceArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The live options of a trace: the events of the program's probes, the target.
-fn live_options(prog: &Program, args: &TraceArgs) -> anyhow::Result<LiveOptions> {
-    let events = trace_live::live_events(prog, !args.target.all_cpus)?;
-    if !args.target.is_given() {
-        bail!("nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --");
-    }
-    let choice = args.target.choice("trace", false)?;
-    Ok(LiveOptions {
-        events,
-        rate: None,
-        target: choice.target,
-        cpus: choice.cpus,
+/// The live recording of the flags: the target's usage error, if any, is the session's to
+/// report (after the program's).
+fn live_trace(args: &TraceArgs) -> LiveTrace {
+    let target = if args.target.is_given() {
+        args.target.choice("trace", false).map(|c| LiveTarget {
+            target: c.target,
+            cpus: c.cpus,
+        })
+    } else {
+        Err(anyhow!(
+            "nothing to trace: give -i PERF.DATA, -p PID, -a, or a command after --"
+        ))
+    };
+    LiveTrace {
+        per_process: !args.target.all_cpus,
+        target,
         mmap_pages: args.mmap_pages,
         cmdline: std::env::args().collect(),
-        tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
-    })
+    }
 }

@@ -1,40 +1,21 @@
-//! What `culprit trace` takes from this machine, kept out of the language crate
-//! (culprit-trace evaluates samples it is given and opens nothing): the tracepoint formats
-//! of the program's `tracepoint:` probes (from tracefs), the events its sample probes
-//! record, and the live recording (`collect::live`) whose samples and ticks feed the
-//! program's [`LiveSession`]; and how a session's error reaches `main` (file and live sessions).
+//! A live trace session: the events the program's sample probes record, and the live
+//! recording (`collect::live`) whose samples and ticks feed the program's
+//! [`LiveSession`], which runs END when the recording ends.
 
 use culprit_collect::events::EventSpec;
 use culprit_collect::launch::ChildExit;
 use culprit_collect::live::events::{probe_event_specs, EventRequest, ProbeEventError};
 use culprit_collect::live::{self, LiveOptions};
-use culprit_collect::tracefs::Tracefs;
 use culprit_decode::model::{Profile, Sample};
-use culprit_decode::tracepoint::TracepointFormat;
-use culprit_symbols::ProfileInput;
 use culprit_trace::probe::Probe;
-use culprit_trace::session::{self, Flow, LiveSession, Outcome, SessionError, SessionIo};
+use culprit_trace::session::{self, Flow, LiveSession, Outcome, SessionIo};
 use culprit_trace::Program;
 
-/// The tracepoint formats the program `source` is typed with: a recording's own when
-/// `input` is a perf.data file, else this machine's (tracefs) for each tracepoint probe
-/// (`session::tracepoint_formats`).
-pub fn tracepoint_formats(source: &str, input: Option<&ProfileInput>) -> Vec<TracepointFormat> {
-    // Tracefs is looked for only when a probe needs this machine's formats.
-    let mut tracefs: Option<Option<Tracefs>> = None;
-    let mut machine_formats = |pattern: &str| -> Vec<TracepointFormat> {
-        tracefs
-            .get_or_insert_with(Tracefs::system)
-            .as_ref()
-            .and_then(|t| t.formats(&[pattern.to_string()]).ok())
-            .unwrap_or_default()
-    };
-    session::tracepoint_formats(source, input, &mut machine_formats)
-}
+use super::{session_error, LiveTrace};
 
 /// The events to record live for the program's sample probes (`per_process`: the target
 /// is processes, not whole CPUs).
-pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, ProbeEventError> {
+fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, ProbeEventError> {
     let probes: Vec<(EventRequest, String)> = prog
         .sample_probes()
         .into_iter()
@@ -60,6 +41,22 @@ pub fn live_events(prog: &Program, per_process: bool) -> Result<Vec<EventSpec>, 
     probe_event_specs(&probes, per_process)
 }
 
+/// The live options of a trace: the events of the program's probes, the target (its
+/// usage error, if any, is reported after the events').
+fn live_options(prog: &Program, live: LiveTrace) -> anyhow::Result<LiveOptions> {
+    let events = live_events(prog, live.per_process)?;
+    let target = live.target?;
+    Ok(LiveOptions {
+        events,
+        rate: None,
+        target: target.target,
+        cpus: target.cpus,
+        mmap_pages: live.mmap_pages,
+        cmdline: live.cmdline,
+        tool_version: format!("culprit {}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
 /// Hands the live recorder's samples and ticks to the program's session.
 struct Feed<'s, 'p, 'a>(&'s mut LiveSession<'p, 'a>);
 
@@ -81,14 +78,16 @@ impl live::Consumer for Feed<'_, '_, '_> {
     }
 }
 
-/// Records live with `opts` and runs the program over the stream as it arrives. `warn`
-/// gets the recorder's warnings (from the recorder's thread).
-pub fn trace_live(
-    prog: &Program,
-    opts: LiveOptions,
-    warn: Box<dyn FnMut(String) + Send>,
-    io: SessionIo<'_>,
-) -> anyhow::Result<Outcome> {
+/// Records `live`'s target and runs the program over the stream as it arrives; the
+/// recorder's warnings go to stderr (from the recorder's thread).
+pub(super) fn run(prog: &Program, live: LiveTrace, io: SessionIo<'_>) -> anyhow::Result<Outcome> {
+    let warn = Box::new(|w: String| {
+        eprintln!(
+            "culprit trace: warning: {}",
+            culprit_output::text::escape(&w)
+        )
+    });
+    let opts = live_options(prog, live)?;
     let launched = opts.launches();
     let mut session = LiveSession::new(prog, io);
     let end = live::run(opts, session::LIVE_TICK, warn, &mut Feed(&mut session))?;
@@ -108,13 +107,4 @@ pub fn trace_live(
         }
     }
     Ok(outcome)
-}
-
-/// A session's error for `main`: an I/O error stays an `io::Error` in the chain (a closed
-/// stdout — `culprit trace … | head` — then ends quietly with status 0, as in every verb).
-pub fn session_error(e: SessionError) -> anyhow::Error {
-    match e {
-        SessionError::Io(io) => io.into(),
-        other => other.into(),
-    }
 }
