@@ -18,6 +18,7 @@ pub mod list;
 pub mod lock;
 pub mod progress;
 pub mod record;
+pub mod report;
 pub mod sched;
 pub mod script;
 pub mod stat;
