@@ -76,22 +76,23 @@ pub(super) fn run(opts: &ReportOptions) -> anyhow::Result<Report> {
         },
     )?;
     let path = input.path().display().to_string();
-    // Text says the document's notes on stderr, once its output is open (JSON and CSV
-    // carry none).
-    let after = match opts.format {
+    // Text says the document's notes on stderr before the report, as the other warnings
+    // (JSON and CSV carry none). (Before culprit-verbs they were said once the output was
+    // open, so an `-o` that cannot be created now comes after them.)
+    let notes = match opts.format {
         Format::Text => report.document(by_latency).notes,
         Format::Json | Format::Csv => Vec::new(),
     };
     let outcome = "the report covers what was read before it".to_string();
     Ok(Report {
-        warnings: Vec::new(),
+        warnings: notes,
         stopped: stopped(&profile, &path, outcome),
         view: View::Latency {
             report,
             by_latency,
             file: path,
         },
-        after,
+        after: Vec::new(),
     })
 }
 
