@@ -10,10 +10,11 @@ use anyhow::Context;
 use culprit_analysis::diff::{self, Diff};
 use culprit_analysis::stacks::StackOptions;
 use culprit_export::flamegraph::{self, FlameGraphOptions};
-use culprit_output::{Document, Note, Render, Table};
+use culprit_output::Note;
 use culprit_symbols::ProfileInput;
 
 use crate::progress::Progress;
+use crate::stopped::render_via;
 
 /// What `culprit diff` compares, and how.
 #[derive(Debug, Clone)]
@@ -71,19 +72,7 @@ impl Diffed {
     }
 }
 
-impl Render for Diffed {
-    fn document(&self) -> Document {
-        self.diff.document()
-    }
-
-    fn csv_tables(&self) -> Vec<Table> {
-        self.diff.csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.diff.write_json(out)
-    }
-}
+render_via!(Diffed, |r| r.diff);
 
 /// Draws the differential flame graph of `b` against `a` to `path`.
 fn draw_differential(

@@ -3,12 +3,10 @@
 //! also from Intel PEBS memory samples when the file has no IBS), from
 //! `culprit_analysis::ibs` over the samples as they are read.
 
-use std::io::{self, Write};
-use std::process::ExitCode;
-
 use culprit_analysis::ibs::{IbsFold, IbsReport, IbsRequest};
-use culprit_output::{Document, Render, Table};
 use culprit_symbols::{ProfileInput, ReadPlan};
+
+use crate::stopped::{render_via, ReadReport};
 
 /// What `culprit ibs` reads and which reports it makes.
 #[derive(Debug, Clone)]
@@ -21,15 +19,7 @@ pub struct IbsOptions {
 }
 
 /// The reports of one input, and how its reading ended.
-#[derive(Debug, Clone)]
-pub struct Ibs {
-    /// The reports.
-    pub report: IbsReport,
-    /// The input as named (`-` for stdin).
-    pub input: String,
-    /// Why reading stopped early (a truncated or corrupt file), when it did.
-    pub stopped: Option<String>,
-}
+pub type Ibs = ReadReport<IbsReport>;
 
 /// Reads `options.input` (streamed: the tables are summed per sampled location as the file is
 /// read) and makes the reports asked for. Fails when nothing could be read, or the file has
@@ -41,38 +31,7 @@ pub fn ibs(options: &IbsOptions) -> anyhow::Result<Ibs> {
     let mut symbolizer = input.symbolizer();
     let path = input.path().display().to_string();
     let report = fold.report(&profile, &mut symbolizer, &options.request, &path)?;
-    Ok(Ibs {
-        report,
-        input: path,
-        stopped: profile.stopped.as_ref().map(|s| s.describe()),
-    })
+    Ok(ReadReport::new(report, input, &profile))
 }
 
-impl Ibs {
-    /// The exit status once the report is written: 0, or 1 after saying where and why the
-    /// reading stopped (the report covers what was read before it).
-    pub fn exit_status(&self) -> ExitCode {
-        match &self.stopped {
-            Some(why) => crate::stopped::report(
-                &self.input,
-                why,
-                "the report covers what was read before it",
-            ),
-            None => ExitCode::SUCCESS,
-        }
-    }
-}
-
-impl Render for Ibs {
-    fn document(&self) -> Document {
-        self.report.document()
-    }
-
-    fn csv_tables(&self) -> Vec<Table> {
-        self.report.csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.report.write_json(out)
-    }
-}
+render_via!(Ibs, |r| r.report);

@@ -4,12 +4,10 @@
 //! (pthread mutexes, condition variables) from futex waits with user stacks
 //! (`culprit_analysis::lock`).
 
-use std::io::{self, Write};
-use std::process::ExitCode;
-
 use culprit_analysis::lock::{self, LockJson, LockOptions, LockReport, LOCK_SCHEMA};
-use culprit_output::{Document, Render, Table};
 use culprit_symbols::{ProfileInput, ReadPlan};
+
+use crate::stopped::{render_via, ReadReport};
 
 /// The tracepoints `culprit lock record` records.
 pub const LOCK_EVENTS: &[&str] = &[
@@ -53,15 +51,7 @@ pub struct ContentionOptions {
 }
 
 /// The contention report of one input, and how its reading ended.
-#[derive(Debug, Clone)]
-pub struct Contention {
-    /// The report.
-    pub report: LockReport,
-    /// The input as named (`-` for stdin).
-    pub input: String,
-    /// Why reading stopped early (a truncated or corrupt file), when it did.
-    pub stopped: Option<String>,
-}
+pub type Contention = ReadReport<LockReport>;
 
 /// `culprit lock contention`: per call site (kernel locks) and per futex (user locks), the
 /// waits and their times. Streamed: only per-lock state is kept, so an endless stdin stays
@@ -81,49 +71,14 @@ pub fn contention(options: &ContentionOptions) -> anyhow::Result<Contention> {
         |profile, sample| contention.sample(profile, sample),
     )?;
     let report = contention.finish(&profile)?;
-    Ok(Contention {
-        report,
-        input: input.path().display().to_string(),
-        stopped: profile.stopped.as_ref().map(|s| s.describe()),
-    })
+    Ok(ReadReport::new(report, input, &profile))
 }
 
-impl Contention {
-    /// The exit status once the report is written: 0, or 1 after saying where and why the
-    /// reading stopped (the report covers what was read before it).
-    pub fn exit_status(&self) -> ExitCode {
-        match &self.stopped {
-            Some(why) => crate::stopped::report(
-                &self.input,
-                why,
-                "the report covers what was read before it",
-            ),
-            None => ExitCode::SUCCESS,
-        }
-    }
-
-    fn view(&self) -> LockJson<'_> {
-        LockJson {
-            schema: LOCK_SCHEMA,
-            input: &self.input,
-            report: &self.report,
-        }
-    }
-}
-
-impl Render for Contention {
-    fn document(&self) -> Document {
-        self.view().document()
-    }
-
-    fn csv_tables(&self) -> Vec<Table> {
-        self.view().csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.view().write_json(out)
-    }
-}
+render_via!(Contention, |r| LockJson {
+    schema: LOCK_SCHEMA,
+    input: &r.input,
+    report: &r.report,
+});
 
 #[cfg(test)]
 mod tests {

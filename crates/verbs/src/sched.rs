@@ -4,15 +4,12 @@
 //! (`culprit_analysis::wakers`). Each read is streamed: only per-thread state and the rows
 //! are kept, so an endless stdin stays bounded.
 
-use std::io::{self, Write};
-use std::process::ExitCode;
-
 use culprit_analysis::sched::render::{LatencyView, TimehistView};
 use culprit_analysis::sched::{self, LatencyReport, TimehistReport};
 use culprit_analysis::wakers::{self, WakersJson, WakersReport, WAKERS_SCHEMA};
-use culprit_decode::model::Profile;
-use culprit_output::{Document, Render, Table};
 use culprit_symbols::{ProfileInput, ReadPlan};
+
+use crate::stopped::{render_via, ReadReport};
 
 /// The tracepoints `culprit sched record` records: perf 6.1's `perf sched record` set
 /// (switch, run time, fork, wake-up of new tasks, migration, waking), and `sched_wakeup`.
@@ -49,17 +46,6 @@ pub struct LatencyOptions {
     pub histogram: bool,
 }
 
-/// A report of one input, and how its reading ended.
-#[derive(Debug, Clone)]
-pub struct Read<R> {
-    /// The report.
-    pub report: R,
-    /// The input as named (`-` for stdin).
-    pub input: String,
-    /// Why reading stopped early (a truncated or corrupt file), when it did.
-    pub stopped: Option<String>,
-}
-
 /// `culprit sched latency`'s report, with its text's histogram choice.
 #[derive(Debug, Clone)]
 pub struct Latency {
@@ -69,32 +55,9 @@ pub struct Latency {
     pub histogram: bool,
 }
 
-impl<R> Read<R> {
-    fn new(report: R, input: &ProfileInput, profile: &Profile) -> Read<R> {
-        Read {
-            report,
-            input: input.path().display().to_string(),
-            stopped: profile.stopped.as_ref().map(|s| s.describe()),
-        }
-    }
-
-    /// The exit status once the report is written: 0, or 1 after saying where and why the
-    /// reading stopped (the report covers what was read before it).
-    pub fn exit_status(&self) -> ExitCode {
-        match &self.stopped {
-            Some(why) => crate::stopped::report(
-                &self.input,
-                why,
-                "the report covers what was read before it",
-            ),
-            None => ExitCode::SUCCESS,
-        }
-    }
-}
-
 /// `culprit sched latency`: per task, run time, switches, average and maximum scheduling
 /// delay. Fails when the file has no `sched:sched_switch` samples.
-pub fn latency(options: &LatencyOptions) -> anyhow::Result<Read<Latency>> {
+pub fn latency(options: &LatencyOptions) -> anyhow::Result<ReadReport<Latency>> {
     let mut tracker = sched::LatencyTracker::default();
     let profile = options.input.for_each(
         &ReadPlan::default(),
@@ -110,12 +73,12 @@ pub fn latency(options: &LatencyOptions) -> anyhow::Result<Read<Latency>> {
         report: tracker.finish(sched::Comms::of_profile(&profile), &options.options),
         histogram: options.histogram,
     };
-    Ok(Read::new(report, &options.input, &profile))
+    Ok(ReadReport::new(report, &options.input, &profile))
 }
 
 /// `culprit sched timehist`: per context switch, wait time, scheduling delay and run time.
 /// Fails when the file has no `sched:sched_switch` samples.
-pub fn timehist(input: &ProfileInput) -> anyhow::Result<Read<TimehistReport>> {
+pub fn timehist(input: &ProfileInput) -> anyhow::Result<ReadReport<TimehistReport>> {
     let mut tracker: Option<sched::TimehistTracker> = None;
     let profile = input.for_each(
         &ReadPlan::default(),
@@ -134,12 +97,12 @@ pub fn timehist(input: &ProfileInput) -> anyhow::Result<Read<TimehistReport>> {
     let report = tracker
         .map(sched::TimehistTracker::finish)
         .unwrap_or_default();
-    Ok(Read::new(report, input, &profile))
+    Ok(ReadReport::new(report, input, &profile))
 }
 
 /// `culprit sched wakers`: who woke each blocked stack, and from where (`record
 /// --off-cpu=wakers` files). Fails when the file has no off-CPU or wake-up samples.
-pub fn wakers(input: &ProfileInput) -> anyhow::Result<Read<WakersReport>> {
+pub fn wakers(input: &ProfileInput) -> anyhow::Result<ReadReport<WakersReport>> {
     let mut sym = input.symbolizer();
     let mut tracker = wakers::WakersTracker::default();
     let profile = input.for_each(
@@ -148,79 +111,25 @@ pub fn wakers(input: &ProfileInput) -> anyhow::Result<Read<WakersReport>> {
         |profile, sample| tracker.sample(profile, &mut sym, sample),
     )?;
     let report = tracker.finish(&profile)?;
-    Ok(Read::new(report, input, &profile))
+    Ok(ReadReport::new(report, input, &profile))
 }
 
-impl Read<Latency> {
-    fn view(&self) -> LatencyView<'_> {
-        LatencyView {
-            input: &self.input,
-            report: &self.report.report,
-            histogram: self.report.histogram,
-        }
-    }
-}
+render_via!(ReadReport<Latency>, |r| LatencyView {
+    input: &r.input,
+    report: &r.report.report,
+    histogram: r.report.histogram,
+});
 
-impl Render for Read<Latency> {
-    fn document(&self) -> Document {
-        self.view().document()
-    }
+render_via!(ReadReport<TimehistReport>, |r| TimehistView {
+    input: &r.input,
+    report: &r.report,
+});
 
-    fn csv_tables(&self) -> Vec<Table> {
-        self.view().csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.view().write_json(out)
-    }
-}
-
-impl Read<TimehistReport> {
-    fn view(&self) -> TimehistView<'_> {
-        TimehistView {
-            input: &self.input,
-            report: &self.report,
-        }
-    }
-}
-
-impl Render for Read<TimehistReport> {
-    fn document(&self) -> Document {
-        self.view().document()
-    }
-
-    fn csv_tables(&self) -> Vec<Table> {
-        self.view().csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.view().write_json(out)
-    }
-}
-
-impl Read<WakersReport> {
-    fn view(&self) -> WakersJson<'_> {
-        WakersJson {
-            schema: WAKERS_SCHEMA,
-            input: &self.input,
-            report: &self.report,
-        }
-    }
-}
-
-impl Render for Read<WakersReport> {
-    fn document(&self) -> Document {
-        self.view().document()
-    }
-
-    fn csv_tables(&self) -> Vec<Table> {
-        self.view().csv_tables()
-    }
-
-    fn write_json(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.view().write_json(out)
-    }
-}
+render_via!(ReadReport<WakersReport>, |r| WakersJson {
+    schema: WAKERS_SCHEMA,
+    input: &r.input,
+    report: &r.report,
+});
 
 #[cfg(test)]
 mod tests {
