@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use culprit_analysis::stat::render;
 use culprit_analysis::stat::topdown_render;
-use culprit_analysis::stat::{self as model, EventInfo, RawStat, RunCounts, RunFacts};
+use culprit_analysis::stat::{self as model, EventInfo, RawStat, RunCounts};
 use culprit_analysis::stat::{IntervalCounts, StatInterval, StatReport};
 use culprit_collect::count::Reading;
 use culprit_collect::events::EventSpec;
@@ -223,28 +223,22 @@ pub(crate) fn count_report(
     let mut on_readings =
         |iv: &IntervalReadings| on_interval(&model::interval(&infos, &interval_counts(iv)));
     let counts = counting::run(opts, &mut on_readings, warn)?;
-    let (exit_code, signal) = topdown::exit_parts(counts.exit);
     let raw = RawStat {
         events: infos,
         runs: counts.runs.iter().map(|r| run_counts(r)).collect(),
         intervals: opts
             .interval
             .map(|_| counts.intervals.iter().map(interval_counts).collect()),
-        facts: RunFacts {
-            target: opts.target.describe(),
-            elapsed_runs: counts
-                .elapsed_runs
-                .iter()
-                .map(|d| d.as_nanos() as f64)
-                .collect(),
-            exit_code,
-            signal,
-            interrupted: counts.interrupted,
-            user_only: counts.user_only,
-            cpu: culprit_collect::sysfs::cpu_identity()
+        facts: topdown::run_facts(
+            &opts.target,
+            &counts.elapsed_runs,
+            counts.exit,
+            counts.interrupted,
+            counts.user_only,
+            culprit_collect::sysfs::cpu_identity()
                 .as_ref()
                 .map(topdown::cpu_info),
-        },
+        ),
     };
     let specs: Vec<&EventSpec> = opts.groups.iter().flatten().collect();
     // Probed once per row that did not count, after the runs.

@@ -21,12 +21,29 @@ pub fn cpu_info(cpu: &CpuIdentity) -> CpuInfo {
     }
 }
 
-/// (exit code, signal) of how the launched command ended.
-pub fn exit_parts(exit: Option<ChildExit>) -> (Option<i32>, Option<i32>) {
-    match exit {
+/// The facts of a counting run for the report: its target, the time of each run, how the
+/// command ended, whether it was interrupted or counted user space only, and the CPU.
+pub fn run_facts(
+    target: &Target,
+    elapsed_runs: &[std::time::Duration],
+    exit: Option<ChildExit>,
+    interrupted: bool,
+    user_only: bool,
+    cpu: Option<CpuInfo>,
+) -> RunFacts {
+    let (exit_code, signal) = match exit {
         Some(ChildExit::Exited(c)) => (Some(c), None),
         Some(ChildExit::Signaled(s)) => (None, Some(s)),
         None => (None, None),
+    };
+    RunFacts {
+        target: target.describe(),
+        elapsed_runs: elapsed_runs.iter().map(|d| d.as_nanos() as f64).collect(),
+        exit_code,
+        signal,
+        interrupted,
+        user_only,
+        cpu,
     }
 }
 
@@ -100,20 +117,14 @@ pub fn run(
         .iter()
         .map(|g| g.iter().map(count_of).collect())
         .collect();
-    let (exit_code, signal) = exit_parts(counted.exit);
-    let facts = RunFacts {
-        target: opts.target.describe(),
-        elapsed_runs: counted
-            .elapsed_runs
-            .iter()
-            .map(|d| d.as_nanos() as f64)
-            .collect(),
-        exit_code,
-        signal,
-        interrupted: counted.interrupted,
-        user_only: false,
-        cpu: Some(cpu_info(&host.cpu)),
-    };
+    let facts = run_facts(
+        &opts.target,
+        &counted.elapsed_runs,
+        counted.exit,
+        counted.interrupted,
+        false,
+        Some(cpu_info(&host.cpu)),
+    );
     Ok(Ok(td_model::report(
         &plan,
         counters,
