@@ -401,7 +401,10 @@ fn stop_aarch64_calltree(test: &str, bin: &Path, dir: &Path) -> Option<Aarch64St
         "set pagination off\nset backtrace past-main on\nbreak c\ncontinue\nstepi 6\n\
          info registers x29 x30 sp pc\nbacktrace\n",
     );
-    for (n, path) in &dumps {
+    // Smallest first: gdb stops reading its script at the first command that fails, and
+    // where the stack's top is less than 8 KiB above sp (it depends on the environment's
+    // size) the larger dumps fail; the largest that worked is used.
+    for (n, path) in dumps.iter().rev() {
         let _ = std::fs::remove_file(path);
         gdb_script.push_str(&format!(
             "dump binary memory {} $sp $sp+{n}\n",
