@@ -30,15 +30,19 @@ step bash scripts/deny.sh
 # Lint while building: as `cargo clippy` does, clippy-driver compiles culprit's own crates
 # (RUSTC_WORKSPACE_WRAPPER) and fails on any warning, but in build mode, so that the
 # dependencies are compiled once, for the tests, instead of also being checked twice (two
-# clippy passes took ~5 of CI's minutes). First the default, lean culprit-cli, then the `sql`
-# culprit-cli (last, so that it is target/debug/culprit for the tests) and every test. (The
-# other order, or culprit-sql's library in the first build, builds more again: the
-# dependencies' features differ with the tests' dev-dependencies and with DataFusion.)
+# clippy passes took ~5 of CI's minutes). First the `sql` culprit-cli and every test, then
+# the default, lean culprit-cli: after the test build it recompiles 21 crates (46 s here);
+# built first, it cost 87 s more than the test build alone, as the dependencies' features
+# differ with DataFusion and the tests' dev-dependencies. The test run below finds the `sql`
+# binary fresh and makes it target/debug/culprit again.
 RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver)
 CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 export RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
-step cargo build --workspace --bins
 step cargo test --workspace --features culprit-cli/sql --no-run
+step cargo build --workspace --bins
+# One test more than the cores: many tests wait on what they spawn (perf, qemu, a JVM,
+# Chromium), and with 2 threads the CLI's tests kept 2 cores ~75% busy (342 s; 284 s with 3).
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-$(($(nproc) + 1))}
 # --no-fail-fast: a failing test binary does not hide the failures of the others; cargo
 # still exits non-zero when any test failed (reported after the skip summary below).
 status=0
