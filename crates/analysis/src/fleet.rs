@@ -395,10 +395,8 @@ pub fn report_inputs(
         let mut symbolizer = input.symbolizer();
         let mut agg = SampleAggregator::new(plan.with_chains, &plan.part.filters);
         agg.only_for(&plan.part);
-        // As one file's report: a flat report, or a children report that keeps places,
-        // reads on every core; call-graph reports read sequentially.
-        let mut read = plan.read;
-        read.parallel = read.skip_callchains || agg.keeps_places();
+        // As one file's report: read on every core.
+        let read = plan.read;
         let folded = input.fold(
             &read,
             plan.shows_symbols.then_some(&mut symbolizer),

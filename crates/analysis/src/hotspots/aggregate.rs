@@ -525,18 +525,38 @@ impl SampleAggregator {
         if let Some(c) = later.children.take() {
             self.children.get_or_insert_with(Default::default).absorb(c);
         }
-        let mut chain: Vec<Frame> = Vec::new();
+        // Each of its frames and chains is interned here once (the first entry that has
+        // it; a frame's id stands for one pid where its object is per-process), not once
+        // per entry: on files of mostly distinct chains, re-interning every entry's chain
+        // frame by frame cost as much as reading the share.
+        let mut frame_map: Vec<u32> = vec![u32::MAX; later.frames.len()];
+        let mut chain_map: FxHashMap<u32, (u32, u32)> = FxHashMap::default();
+        let mut ids: Vec<u32> = Vec::new();
         for mut e in later.aggs {
             let (start, end) = if e.callchain.is_empty() {
                 (0, 0)
+            } else if let Some(&same) = chain_map.get(&e.callchain.start) {
+                same
             } else {
-                chain.clear();
-                let ids = later
+                ids.clear();
+                let theirs = later
                     .chain_frames
                     .get(e.callchain.start as usize..e.callchain.end as usize)
                     .unwrap_or(&[]);
-                chain.extend(ids.iter().filter_map(|&i| later.frames.get(i as usize)));
-                self.intern_chain(profile, e.pid, &chain)
+                for &i in theirs {
+                    let (Some(mapped), Some(fr)) =
+                        (frame_map.get_mut(i as usize), later.frames.get(i as usize))
+                    else {
+                        continue;
+                    };
+                    if *mapped == u32::MAX {
+                        *mapped = self.intern_frame(profile, e.pid, fr);
+                    }
+                    ids.push(*mapped);
+                }
+                let interned = self.intern_ids(&ids);
+                chain_map.insert(e.callchain.start, interned);
+                interned
             };
             e.callchain = start..end;
             self.fold(e);
@@ -655,41 +675,52 @@ impl SampleAggregator {
         pid: i32,
         chain: &[Frame],
     ) -> (u32, u32) {
-        use std::hash::Hasher;
         let mut ids = std::mem::take(&mut self.scratch);
         ids.clear();
+        ids.extend(chain.iter().map(|fr| self.intern_frame(profile, pid, fr)));
+        let interned = self.intern_ids(&ids);
+        self.scratch = ids;
+        interned
+    }
+
+    /// The id of frame `fr` of a chain of process `pid`, added when new.
+    #[inline]
+    fn intern_frame(&mut self, profile: &Profile, pid: i32, fr: &Frame) -> u32 {
+        let key = (
+            fr.addr,
+            fr.cpumode,
+            fr.location.dso,
+            fr.location.file_offset,
+            // Per-process (JIT) objects resolve per pid, like the sampled IP.
+            match fr.location.dso.and_then(|d| profile.dsos.get(d as usize)) {
+                Some(d) if d.kind == DsoKind::Anonymous => pid,
+                _ => -1,
+            },
+        );
+        let next = self.frames.len() as u32;
+        let id = *self.frame_ids.entry(key).or_insert(next);
+        if id == next {
+            self.frames.push(*fr);
+        }
+        id
+    }
+
+    /// The range of `chain_frames` holding the frame ids `ids`, added when new.
+    fn intern_ids(&mut self, ids: &[u32]) -> (u32, u32) {
+        use std::hash::Hasher;
         let mut h = rustc_hash::FxHasher::default();
-        h.write_usize(chain.len());
-        for fr in chain {
-            let key = (
-                fr.addr,
-                fr.cpumode,
-                fr.location.dso,
-                fr.location.file_offset,
-                // Per-process (JIT) objects resolve per pid, like the sampled IP.
-                match fr.location.dso.and_then(|d| profile.dsos.get(d as usize)) {
-                    Some(d) if d.kind == DsoKind::Anonymous => pid,
-                    _ => -1,
-                },
-            );
-            let next = self.frames.len() as u32;
-            let id = *self.frame_ids.entry(key).or_insert(next);
-            if id == next {
-                self.frames.push(*fr);
-            }
+        h.write_usize(ids.len());
+        for &id in ids {
             h.write_u32(id);
-            ids.push(id);
         }
         let hash = h.finish();
         if let Some(&(a, b)) = self.chains.get(&hash) {
-            if self.chain_frames.get(a as usize..b as usize) == Some(&ids[..]) {
-                self.scratch = ids;
+            if self.chain_frames.get(a as usize..b as usize) == Some(ids) {
                 return (a, b);
             }
         }
         let a = self.chain_frames.len() as u32;
-        self.chain_frames.extend_from_slice(&ids);
-        self.scratch = ids;
+        self.chain_frames.extend_from_slice(ids);
         let b = self.chain_frames.len() as u32;
         self.chains.entry(hash).or_insert((a, b));
         (a, b)

@@ -52,11 +52,10 @@ fn read(
     let mut agg = SampleAggregator::new(needs.with_chains, &hotspots.filters);
     agg.only_for(hotspots);
     // DWARF call chains (`--call-graph dwarf` files): the user part is unwound from the
-    // sampled registers and stack while reading; skipped when chains are not used. A flat
-    // report, or a children report that keeps places, reads on every core; call-graph
-    // reports read sequentially: their time goes into interning chains, which the merge of
-    // the shares would do again.
-    let plan = needs.read_plan(opts.unwind(), !needs.chains_used || agg.keeps_places());
+    // sampled registers and stack while reading; skipped when chains are not used. Every
+    // report reads on every core: the shares merge by renumbering places (a children
+    // report) or by interning each distinct frame and chain of a share once (call graphs).
+    let plan = needs.read_plan(opts.unwind(), true);
     let bar = Progress::for_input(input);
     let window = InWindow {
         window: opts.time.unwrap_or_default(),
