@@ -177,6 +177,10 @@ impl Maps {
 #[derive(Debug, Clone, Copy)]
 struct Thread {
     comm: StrId,
+    /// Whether the comm was set (by a COMM record, by a fork from a named thread, or
+    /// `swapper`), not the `:TID` of a thread first seen unnamed: perf's `comm_set`, which
+    /// decides whether a child inherits its parent's name.
+    named: bool,
 }
 
 #[derive(Hash, PartialEq, Eq)]
@@ -240,12 +244,24 @@ impl State {
             Some(t) => t.comm,
             None if tid == 0 => {
                 let c = self.intern(p, "swapper");
-                self.threads.insert(0, Thread { comm: c });
+                self.threads.insert(
+                    0,
+                    Thread {
+                        comm: c,
+                        named: true,
+                    },
+                );
                 c
             }
             None => {
                 let c = self.intern(p, &format!(":{tid}"));
-                self.threads.insert(tid, Thread { comm: c });
+                self.threads.insert(
+                    tid,
+                    Thread {
+                        comm: c,
+                        named: false,
+                    },
+                );
                 c
             }
         }
@@ -310,14 +326,28 @@ impl State {
     /// (clearing the maps made those frames `[unknown]`).
     pub(crate) fn set_comm(&mut self, p: &mut Profile, tid: i32, comm: &str) {
         let c = self.intern(p, comm);
-        self.threads.insert(tid, Thread { comm: c });
+        self.threads.insert(
+            tid,
+            Thread {
+                comm: c,
+                named: true,
+            },
+        );
         p.thread_comms.insert(tid, c);
         self.forget_threads();
     }
 
     pub(crate) fn fork(&mut self, p: &mut Profile, pid: i32, ppid: i32, tid: i32, ptid: i32) {
-        let comm = self.comm(p, ptid);
-        self.threads.insert(tid, Thread { comm });
+        // As perf's thread__fork: the child takes its parent's name only where the parent
+        // has one; a parent first seen here (its `:PTID`) leaves the child its own `:TID`.
+        let parent = self.comm(p, ptid);
+        let named = self.threads.get(&ptid).is_some_and(|t| t.named);
+        let comm = if named {
+            parent
+        } else {
+            self.intern(p, &format!(":{tid}"))
+        };
+        self.threads.insert(tid, Thread { comm, named });
         p.thread_comms.insert(tid, comm);
         self.forget_threads();
         if pid != ppid {
@@ -556,6 +586,32 @@ mod tests {
         }
         assert!(refused > 0);
         assert!(st.map_budget < 13);
+    }
+
+    #[test]
+    fn test_fork_child_takes_only_a_set_name_as_perf() {
+        let mut p = Profile::default();
+        let mut st = State::default();
+        // A parent first seen in the fork (no COMM): the child keeps its own `:TID`, as
+        // perf's thread__fork copies only a comm that was set.
+        st.fork(&mut p, 20, 10, 21, 10);
+        let name = |st: &mut State, p: &mut Profile, tid| {
+            let c = st.comm(p, tid);
+            p.str(c).to_string()
+        };
+        assert_eq!(name(&mut st, &mut p, 10), ":10");
+        assert_eq!(name(&mut st, &mut p, 21), ":21");
+        // Its children inherit nothing either; a named parent's children take its name.
+        st.fork(&mut p, 20, 20, 22, 21);
+        assert_eq!(name(&mut st, &mut p, 22), ":22");
+        st.set_comm(&mut p, 10, "server");
+        st.fork(&mut p, 30, 10, 31, 10);
+        assert_eq!(name(&mut st, &mut p, 31), "server");
+        st.fork(&mut p, 30, 30, 32, 31);
+        assert_eq!(name(&mut st, &mut p, 32), "server");
+        // The idle task's children are named `swapper`, as in perf.
+        st.fork(&mut p, 40, 0, 40, 0);
+        assert_eq!(name(&mut st, &mut p, 40), "swapper");
     }
 
     #[test]
