@@ -3,8 +3,8 @@
 # target/aarch64-unknown-linux-gnu/PROFILE/culprit (PROFILE: the first argument, default
 # release), linked by Debian's gcc-aarch64-linux-gnu (.cargo/config.toml). scripts/test.sh
 # runs it with the `cross-test` profile (Cargo.toml: release without optimization, which
-# compiles in less than half the time); crates/cli/tests/corpus.rs then runs that binary under qemu-user on the corpus's
-# arm64 recordings and compares it with the x86 build.
+# compiles in less than half the time); crates/cli/tests/corpus.rs then runs that binary
+# under qemu-user on the corpus's arm64 recordings and compares it with the x86 build.
 #
 # Without the cross compiler it says so and exits 0 (the comparison then skips loudly, or
 # fails under CI, which installs it).
